@@ -1,0 +1,71 @@
+#include "bench_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+
+namespace proximity::bench {
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const double pos = p * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+namespace {
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+JsonLine& JsonLine::Add(const std::string& key, const std::string& value) {
+  fields_.emplace_back(key, Quote(value));
+  return *this;
+}
+JsonLine& JsonLine::Add(const std::string& key, double value) {
+  std::ostringstream os;
+  if (std::isfinite(value)) {
+    os.precision(6);
+    os << value;
+  } else {
+    os << "null";
+  }
+  fields_.emplace_back(key, os.str());
+  return *this;
+}
+JsonLine& JsonLine::Add(const std::string& key, int64_t value) {
+  fields_.emplace_back(key, std::to_string(value));
+  return *this;
+}
+JsonLine& JsonLine::Add(const std::string& key, bool value) {
+  fields_.emplace_back(key, value ? "true" : "false");
+  return *this;
+}
+void JsonLine::Print() const {
+  std::string line = "{";
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    if (i) line += ", ";
+    line += Quote(fields_[i].first) + ": " + fields_[i].second;
+  }
+  line += "}\n";
+  std::fputs(line.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace proximity::bench

@@ -1,0 +1,67 @@
+#pragma once
+// Timing, statistics and JSON-lines output shared by the benchmark suites.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace proximity::bench {
+
+/// Options every suite receives.
+struct SuiteOptions {
+  bool quick = false;
+  std::string data_dir;  ///< ../shared/data
+  uint64_t seed = 20261121;
+};
+
+/// A suite: runs its cases and prints one JSON object per case on stdout. Returns non-zero on failure.
+using SuiteFn = int (*)(const SuiteOptions&);
+
+/// Registry of suites by name (defined in main.cc).
+std::map<std::string, SuiteFn>& Suites();
+
+/// Seconds on a monotonic clock.
+inline double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Runs `query(i)` for every i in [0, n) `reps` times and returns, per i, the smallest time in
+/// microseconds (the least disturbed run of each query).
+template <class F>
+std::vector<double> TimePerItem(int n, int reps, F&& query) {
+  std::vector<double> best(n, 1e300);
+  for (int r = 0; r < reps; ++r) {
+    for (int i = 0; i < n; ++i) {
+      const double t0 = Now();
+      query(i);
+      const double t1 = Now();
+      best[i] = std::min(best[i], (t1 - t0) * 1e6);
+    }
+  }
+  return best;
+}
+
+double Median(std::vector<double> v);
+double Mean(const std::vector<double>& v);
+double Percentile(std::vector<double> v, double p);
+
+/// One JSON object on one line, built field by field in insertion order.
+class JsonLine {
+ public:
+  JsonLine& Add(const std::string& key, const std::string& value);
+  JsonLine& Add(const std::string& key, const char* value) { return Add(key, std::string(value)); }
+  JsonLine& Add(const std::string& key, double value);
+  JsonLine& Add(const std::string& key, int64_t value);
+  JsonLine& Add(const std::string& key, int value) { return Add(key, static_cast<int64_t>(value)); }
+  JsonLine& Add(const std::string& key, bool value);
+  /// Prints the object and a newline to stdout and flushes.
+  void Print() const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+}  // namespace proximity::bench

@@ -1,0 +1,24 @@
+# Compiler settings shared by every target of the project.
+
+add_library(proximity_warnings INTERFACE)
+add_library(proximity::warnings ALIAS proximity_warnings)
+target_compile_options(proximity_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+
+add_library(proximity_flags INTERFACE)
+add_library(proximity::flags ALIAS proximity_flags)
+# Eigen's alignment stays at 16 bytes even with AVX enabled, so objects built here share Eigen's ABI with
+# Debian's prebuilt libraries (FCL in the tests and benchmarks).
+target_compile_definitions(proximity_flags INTERFACE EIGEN_MAX_ALIGN_BYTES=16)
+if(PROX_NATIVE AND NOT PROX_SANITIZE)
+  target_compile_options(proximity_flags INTERFACE -march=native)
+endif()
+
+if(PROX_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(PROX_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(PROX_SANITIZE)
+  message(FATAL_ERROR "PROX_SANITIZE must be '', 'address' or 'thread', not '${PROX_SANITIZE}'")
+endif()

@@ -1,0 +1,99 @@
+#pragma once
+/// @file
+/// Bounding volumes (sphere, AABB, OBB): fitting to points and triangles, overlap tests, and distance
+/// lower bounds between volumes in different frames. Every distance bound here is a true lower bound on
+/// the distance between any point of one volume and any point of the other.
+
+#include <limits>
+#include <span>
+
+#include "proximity/core/types.h"
+
+namespace proximity::core {
+
+/// A sphere in its model's frame M.
+struct Sphere {
+  Vec3 center = Vec3::Zero();  ///< p_MC.
+  double radius = 0.0;
+};
+
+/// An axis-aligned box in its model's frame M; empty when min > max on any axis.
+struct Aabb {
+  Vec3 min = Vec3::Constant(std::numeric_limits<double>::infinity());
+  Vec3 max = Vec3::Constant(-std::numeric_limits<double>::infinity());
+
+  void Extend(const Vec3& p) {
+    min = min.cwiseMin(p);
+    max = max.cwiseMax(p);
+  }
+  void Extend(const Aabb& o) {
+    min = min.cwiseMin(o.min);
+    max = max.cwiseMax(o.max);
+  }
+  bool empty() const { return (min.array() > max.array()).any(); }
+  Vec3 center() const { return 0.5 * (min + max); }
+  Vec3 half_extents() const { return 0.5 * (max - min); }
+  double SurfaceArea() const {
+    const Vec3 d = max - min;
+    return 2.0 * (d.x() * d.y() + d.y() * d.z() + d.z() * d.x());
+  }
+};
+
+/// An oriented box in its model's frame M: R_MB's columns are the box axes, `center` is p_MBo, and the
+/// box is {center + R_MB * x : |x_i| <= half_extents_i}.
+struct Obb {
+  Mat3 R_MB = Mat3::Identity();
+  Vec3 center = Vec3::Zero();
+  Vec3 half_extents = Vec3::Zero();
+
+  double Volume() const { return 8.0 * half_extents.prod(); }
+};
+
+/// Fits an AABB to points.
+Aabb FitAabb(std::span<const Vec3> points);
+/// Fits a small enclosing sphere to points: the smaller of Ritter's sphere and the sphere about the
+/// bounding box's centre. Not the minimal sphere in general, always enclosing (inflated by rounding).
+Sphere FitSphere(std::span<const Vec3> points);
+/// The minimal enclosing sphere of one triangle (circumsphere, or the longest edge's diameter sphere
+/// when the triangle is obtuse).
+Sphere FitTriangleSphere(const Vec3& a, const Vec3& b, const Vec3& c);
+/// Fits an OBB to triangles given as consecutive vertex triples: axes from the area-weighted covariance
+/// of the triangle surfaces (Gottschalk, Lin, Manocha 1996), extents from the vertices; the AABB is
+/// taken instead when it is smaller. Always enclosing (inflated by rounding).
+Obb FitObb(std::span<const Vec3> triangle_vertices);
+
+/// Whether sphere a (frame A) and sphere b (frame B) overlap, with b's centre already in A.
+inline bool SpheresOverlap(const Vec3& center_a, double radius_a, const Vec3& center_b_in_A, double radius_b) {
+  const double r = radius_a + radius_b;
+  return (center_a - center_b_in_A).squaredNorm() <= r * r;
+}
+/// Lower bound on the distance between two spheres (both centres in one frame); 0 when they overlap.
+inline double SphereDistanceLowerBound(const Vec3& center_a, double radius_a, const Vec3& center_b,
+                                       double radius_b) {
+  const double d = (center_a - center_b).norm() - radius_a - radius_b;
+  return d > 0.0 ? d : 0.0;
+}
+
+/// The pose of box b relative to box a, for the separating-axis tests: R is R_ab (b's axes in a's box
+/// frame) and T is p_ab (b's centre in a's box frame), given X_AB between the two models' frames.
+struct BoxPairFrame {
+  Mat3 R;
+  Vec3 T;
+};
+inline BoxPairFrame MakeBoxPairFrame(const Obb& a, const Obb& b, const RigidTransform& X_AB) {
+  const Mat3 R_Ab = X_AB.R * b.R_MB;
+  return {a.R_MB.transpose() * R_Ab, a.R_MB.transpose() * (X_AB.R * b.center + X_AB.p - a.center)};
+}
+
+/// Whether two OBBs overlap: the 15-axis separating-axis test (Gottschalk, Lin, Manocha 1996), with a
+/// small tolerance on near-parallel edge axes so that rounding never reports a false separation.
+bool ObbsOverlap(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f);
+/// Lower bound on the distance between two OBBs: the largest gap of their projections over the same
+/// 15 axes (each normalised); 0 when they overlap. Returns as soon as a gap >= `enough` is found, since
+/// callers only need to know the bound reached it.
+double ObbDistanceLowerBound(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f,
+                             double enough = std::numeric_limits<double>::infinity());
+/// Exact distance between two AABBs in one frame (0 when they overlap).
+double AabbDistance(const Aabb& a, const Aabb& b);
+
+}  // namespace proximity::core

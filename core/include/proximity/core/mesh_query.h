@@ -1,0 +1,98 @@
+#pragma once
+/// @file
+/// Collision and distance between two built meshes posed in the world.
+///
+/// Meshes are surfaces: two meshes collide when some triangle of one shares a point with some
+/// triangle of the other (touching counts), and their distance is the smallest distance between their
+/// triangles. A mesh wholly inside another without touching its surface neither collides nor has
+/// distance 0 (closed-solid semantics come with convex shapes and signed distance maps).
+///
+/// Distance semantics, on purpose unlike FCL's and PQP's: every result carries a certified interval
+/// lower_bound <= true distance <= upper_bound, and the nearest points returned realise upper_bound
+/// exactly. With rel_err = abs_err = 0 the interval is a single number (the exact distance, up to
+/// rounding). With a budget, the walk stops early and guarantees
+///   upper_bound <= lower_bound * (1 + rel_err)   or   upper_bound - lower_bound <= abs_err,
+/// unless it stopped because lower_bound >= max_distance (then beyond_max_distance is true and only the
+/// interval holds). The lower bound is what certification needs; the upper bound and points are real.
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "proximity/core/bvh.h"
+#include "proximity/core/result.h"
+#include "proximity/core/types.h"
+
+namespace proximity::core {
+
+/// Options for Collide.
+struct CollisionRequest {
+  /// false: stop at the first intersecting triangle pair. true: report every intersecting pair, up to
+  /// max_contacts.
+  bool all_contacts = false;
+  int32_t max_contacts = 1 << 20;
+};
+
+/// A pair of triangles, as indices into each model's mesh().triangles.
+struct TrianglePair {
+  int32_t triangle_a = -1;
+  int32_t triangle_b = -1;
+};
+
+/// What Collide found.
+struct CollisionResult {
+  bool colliding = false;
+  /// The first intersecting pair found, or all of them (up to max_contacts) with all_contacts.
+  std::vector<TrianglePair> contacts;
+  /// True when all_contacts stopped at max_contacts.
+  bool truncated = false;
+  QueryStats stats;
+};
+
+/// Options for ComputeDistance. Every field must be finite (max_distance may be +inf) and >= 0.
+struct DistanceRequest {
+  double rel_err = 0.0;  ///< Relative error budget (0.2 = upper may exceed lower by 20%).
+  double abs_err = 0.0;  ///< Absolute error budget, in mesh units.
+  /// The walk may stop once it proves the distance is at least this (for "is it farther than d?").
+  double max_distance = std::numeric_limits<double>::infinity();
+};
+
+/// What ComputeDistance found. Points are in the world frame.
+struct DistanceResult {
+  double lower_bound = 0.0;
+  double upper_bound = std::numeric_limits<double>::infinity();
+  bool intersecting = false;         ///< The meshes share a point; then lower = upper = 0.
+  bool beyond_max_distance = false;  ///< lower_bound >= request.max_distance.
+  Vec3 p_WA = Vec3::Zero();          ///< Point on A's surface; |p_WA - p_WB| = upper_bound.
+  Vec3 p_WB = Vec3::Zero();          ///< Point on B's surface.
+  TrianglePair triangles;            ///< The triangles p_WA and p_WB lie on.
+  QueryStats stats;
+};
+
+/// Caller-owned warm-start state for repeated distance queries of one pair of models along a motion.
+/// Holds the last closest triangle pair; its distance at the new pose seeds the walk's upper bound, so
+/// most of both hierarchies is pruned at once. One cache per thread (or per stream); never shared.
+/// A cache used with other models than last time is ignored and refilled.
+struct DistanceCache {
+  const MeshModel* model_a = nullptr;
+  const MeshModel* model_b = nullptr;
+  int32_t leaf_a = -1;  ///< Leaf-order index of A's closest triangle last time.
+  int32_t leaf_b = -1;
+};
+
+/// Checks that a pose is usable: finite, with an orthonormal, right-handed rotation (within 1e-6).
+/// `what` names the pose in the error message.
+[[nodiscard]] Status ValidatePose(const RigidTransform& X, const char* what);
+
+/// Whether meshes a and b, posed at X_WA and X_WB, intersect. Errors only for invalid poses or
+/// requests; the result is then left cleared.
+[[nodiscard]] Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                             const RigidTransform& X_WB, const CollisionRequest& request, CollisionResult* result);
+
+/// Distance between meshes a and b posed at X_WA and X_WB, as a certified interval (see the file
+/// comment). `cache` may be null. Errors only for invalid poses or requests.
+[[nodiscard]] Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                     const RigidTransform& X_WB, const DistanceRequest& request,
+                                     DistanceCache* cache, DistanceResult* result);
+
+}  // namespace proximity::core

@@ -1,0 +1,62 @@
+#pragma once
+/// @file
+/// Basic geometric types. Frame notation follows the project convention: X_AB is the pose of frame B
+/// in frame A, p_AQ the position of point Q in frame A, R_AB the rotation of B in A. Units are metres
+/// (or the mesh's own units) and radians.
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+
+#include <cstdint>
+
+namespace proximity::core {
+
+using Vec3 = Eigen::Vector3d;
+using Mat3 = Eigen::Matrix3d;
+
+/// A rigid transform X_AB = [R_AB, p_AoBo]: maps points from frame B to frame A.
+/// Kept as rotation + translation (not a 4x4 matrix) so that the hot paths touch 12 doubles.
+struct RigidTransform {
+  Mat3 R = Mat3::Identity();
+  Vec3 p = Vec3::Zero();
+
+  static RigidTransform Identity() { return {}; }
+  RigidTransform() = default;
+  RigidTransform(const Mat3& rotation, const Vec3& translation) : R(rotation), p(translation) {}
+  explicit RigidTransform(const Eigen::Isometry3d& X) : R(X.linear()), p(X.translation()) {}
+
+  /// p_A = X_AB * p_B.
+  Vec3 operator*(const Vec3& p_B) const { return R * p_B + p; }
+  /// X_AC = X_AB * X_BC.
+  RigidTransform operator*(const RigidTransform& X_BC) const { return {R * X_BC.R, R * X_BC.p + p}; }
+  /// X_BA.
+  RigidTransform inverse() const {
+    Mat3 Rt = R.transpose();
+    return {Rt, -(Rt * p)};
+  }
+  Eigen::Isometry3d ToIsometry() const {
+    Eigen::Isometry3d X = Eigen::Isometry3d::Identity();
+    X.linear() = R;
+    X.translation() = p;
+    return X;
+  }
+};
+
+/// X_AB^-1 * X_AC = X_BC, without forming the inverse.
+inline RigidTransform RelativeTransform(const RigidTransform& X_AB, const RigidTransform& X_AC) {
+  return {X_AB.R.transpose() * X_AC.R, X_AB.R.transpose() * (X_AC.p - X_AB.p)};
+}
+
+/// Work a query did, for benchmarks and for tuning. Counted on every query.
+struct QueryStats {
+  int64_t bv_tests = 0;        ///< Bounding-volume pair tests (overlap or distance bound).
+  int64_t triangle_tests = 0;  ///< Exact triangle-pair tests (intersection or distance).
+
+  QueryStats& operator+=(const QueryStats& o) {
+    bv_tests += o.bv_tests;
+    triangle_tests += o.triangle_tests;
+    return *this;
+  }
+};
+
+}  // namespace proximity::core

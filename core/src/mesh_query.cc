@@ -1,0 +1,287 @@
+#include "proximity/core/mesh_query.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "proximity/core/triangle.h"
+
+namespace proximity::core {
+namespace {
+
+constexpr int kStackReserve = 128;
+
+// Both models' hierarchies walked in A's frame: B's volumes and triangles are mapped by X_AB.
+struct PairWalk {
+  const MeshModel& A;
+  const MeshModel& B;
+  RigidTransform X_AB;
+  QueryStats stats;
+
+  // Splits the node with the larger bounding sphere, so both trees descend at a matched scale.
+  bool DescendA(int32_t na, int32_t nb) const {
+    const BvhNode& a = A.nodes()[na];
+    const BvhNode& b = B.nodes()[nb];
+    if (b.is_leaf()) return true;
+    if (a.is_leaf()) return false;
+    return A.spheres()[na].radius >= B.spheres()[nb].radius;
+  }
+
+  void TriangleInA(int32_t kb, Vec3* v) const {
+    const LeafTriangle& t = B.leaf_triangles()[kb];
+    for (int i = 0; i < 3; ++i) v[i] = X_AB * t.v[i];
+  }
+};
+
+struct CollideWalk : PairWalk {
+  bool Overlap(int32_t na, int32_t nb) {
+    const Sphere& sa = A.spheres()[na];
+    const Sphere& sb = B.spheres()[nb];
+    ++stats.bv_tests;
+    if (!SpheresOverlap(sa.center, sa.radius, X_AB * sb.center, sb.radius)) return false;
+    ++stats.bv_tests;
+    const Obb& oa = A.obbs()[na];
+    const Obb& ob = B.obbs()[nb];
+    return ObbsOverlap(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB));
+  }
+
+  // Returns true when the walk should stop (first contact found, or the contact list is full).
+  bool Run(const CollisionRequest& request, CollisionResult* result) {
+    struct Entry {
+      int32_t a, b;
+    };
+    std::vector<Entry> stack;
+    stack.reserve(kStackReserve);
+    if (Overlap(0, 0)) stack.push_back({0, 0});
+    while (!stack.empty()) {
+      const Entry e = stack.back();
+      stack.pop_back();
+      const BvhNode& na = A.nodes()[e.a];
+      const BvhNode& nb = B.nodes()[e.b];
+      if (na.is_leaf() && nb.is_leaf()) {
+        for (int32_t kb = nb.first; kb < nb.first + nb.count; ++kb) {
+          Vec3 vb[3];
+          TriangleInA(kb, vb);
+          for (int32_t ka = na.first; ka < na.first + na.count; ++ka) {
+            const LeafTriangle& ta = A.leaf_triangles()[ka];
+            ++stats.triangle_tests;
+            if (!TrianglesIntersect(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2])) continue;
+            result->colliding = true;
+            result->contacts.push_back({A.triangle_id(ka), B.triangle_id(kb)});
+            if (!request.all_contacts) return true;
+            if (static_cast<int32_t>(result->contacts.size()) >= request.max_contacts) {
+              result->truncated = true;
+              return true;
+            }
+          }
+        }
+        continue;
+      }
+      if (DescendA(e.a, e.b)) {
+        for (int32_t c = na.first + 1; c >= na.first; --c)
+          if (Overlap(c, e.b)) stack.push_back({c, e.b});
+      } else {
+        for (int32_t c = nb.first + 1; c >= nb.first; --c)
+          if (Overlap(e.a, c)) stack.push_back({e.a, c});
+      }
+    }
+    return false;
+  }
+};
+
+struct DistanceWalk : PairWalk {
+  double rel_err;
+  double abs_err;
+  double max_distance;
+
+  double upper = std::numeric_limits<double>::infinity();
+  double threshold = std::numeric_limits<double>::infinity();  // prune node pairs whose bound reaches it
+  double min_pruned = std::numeric_limits<double>::infinity();  // smallest bound among pruned pairs
+  int32_t best_ka = -1, best_kb = -1;
+  Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in A's frame
+
+  // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
+  // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
+  void UpdateThreshold() {
+    threshold = std::min({upper / (1.0 + rel_err), upper - abs_err, max_distance});
+  }
+
+  double LowerBound(int32_t na, int32_t nb) {
+    const Sphere& sa = A.spheres()[na];
+    const Sphere& sb = B.spheres()[nb];
+    ++stats.bv_tests;
+    const double ds = SphereDistanceLowerBound(sa.center, sa.radius, X_AB * sb.center, sb.radius);
+    if (ds >= threshold) return ds;
+    const Obb& oa = A.obbs()[na];
+    const Obb& ob = B.obbs()[nb];
+    ++stats.bv_tests;
+    return std::max(ds, ObbDistanceLowerBound(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB),
+                                              threshold));
+  }
+
+  void TestTriangles(int32_t ka, int32_t kb, const Vec3* vb) {
+    const LeafTriangle& ta = A.leaf_triangles()[ka];
+    Vec3 pa, pb;
+    ++stats.triangle_tests;
+    const double d = TriangleDistance(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2], &pa, &pb);
+    if (d < upper) {
+      upper = d;
+      best_ka = ka;
+      best_kb = kb;
+      best_pa = pa;
+      best_pb = pb;
+      UpdateThreshold();
+    }
+  }
+
+  void TestLeaves(int32_t na, int32_t nb) {
+    const BvhNode& a = A.nodes()[na];
+    const BvhNode& b = B.nodes()[nb];
+    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
+      Vec3 vb[3];
+      TriangleInA(kb, vb);
+      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) TestTriangles(ka, kb, vb);
+    }
+  }
+
+  // A first upper bound: the cached pair, or a greedy descent to the leaf pair whose spheres are
+  // closest at each step. Costs one triangle test and about 2 * depth sphere tests.
+  void Seed(const DistanceCache* cache) {
+    if (cache != nullptr && cache->model_a == &A && cache->model_b == &B && cache->leaf_a >= 0 &&
+        cache->leaf_b >= 0 && cache->leaf_a < A.num_triangles() && cache->leaf_b < B.num_triangles()) {
+      Vec3 vb[3];
+      TriangleInA(cache->leaf_b, vb);
+      TestTriangles(cache->leaf_a, cache->leaf_b, vb);
+      return;
+    }
+    int32_t na = 0, nb = 0;
+    auto sphere_gap = [&](int32_t x, int32_t y) {
+      ++stats.bv_tests;
+      const Sphere& sa = A.spheres()[x];
+      const Sphere& sb = B.spheres()[y];
+      return (sa.center - X_AB * sb.center).norm() - sa.radius - sb.radius;
+    };
+    while (!(A.nodes()[na].is_leaf() && B.nodes()[nb].is_leaf())) {
+      if (DescendA(na, nb)) {
+        const int32_t c = A.nodes()[na].first;
+        na = sphere_gap(c, nb) <= sphere_gap(c + 1, nb) ? c : c + 1;
+      } else {
+        const int32_t c = B.nodes()[nb].first;
+        nb = sphere_gap(na, c) <= sphere_gap(na, c + 1) ? c : c + 1;
+      }
+    }
+    Vec3 vb[3];
+    const BvhNode& leaf_b = B.nodes()[nb];
+    TriangleInA(leaf_b.first, vb);
+    TestTriangles(A.nodes()[na].first, leaf_b.first, vb);
+  }
+
+  void Prune(double bound) { min_pruned = std::min(min_pruned, bound); }
+
+  void Run() {
+    struct Entry {
+      int32_t a, b;
+      double bound;
+    };
+    std::vector<Entry> stack;
+    stack.reserve(kStackReserve);
+    stack.push_back({0, 0, LowerBound(0, 0)});
+    while (!stack.empty() && upper > 0.0) {
+      const Entry e = stack.back();
+      stack.pop_back();
+      if (e.bound >= threshold) {
+        Prune(e.bound);
+        continue;
+      }
+      const BvhNode& na = A.nodes()[e.a];
+      const BvhNode& nb = B.nodes()[e.b];
+      if (na.is_leaf() && nb.is_leaf()) {
+        TestLeaves(e.a, e.b);
+        continue;
+      }
+      Entry c0, c1;
+      if (DescendA(e.a, e.b)) {
+        c0 = {na.first, e.b, LowerBound(na.first, e.b)};
+        c1 = {na.first + 1, e.b, LowerBound(na.first + 1, e.b)};
+      } else {
+        c0 = {e.a, nb.first, LowerBound(e.a, nb.first)};
+        c1 = {e.a, nb.first + 1, LowerBound(e.a, nb.first + 1)};
+      }
+      if (c0.bound > c1.bound) std::swap(c0, c1);
+      // Nearer child on top of the stack: it is walked first and tightens the upper bound soonest.
+      if (c1.bound < threshold) stack.push_back(c1); else Prune(c1.bound);
+      if (c0.bound < threshold) stack.push_back(c0); else Prune(c0.bound);
+    }
+  }
+};
+
+Status ValidateDistanceRequest(const DistanceRequest& r) {
+  if (!(std::isfinite(r.rel_err) && r.rel_err >= 0.0)) {
+    return InvalidArgument("rel_err must be finite and >= 0, got " + std::to_string(r.rel_err));
+  }
+  if (!(std::isfinite(r.abs_err) && r.abs_err >= 0.0)) {
+    return InvalidArgument("abs_err must be finite and >= 0, got " + std::to_string(r.abs_err));
+  }
+  if (!(r.max_distance >= 0.0)) {
+    return InvalidArgument("max_distance must be >= 0 (or +inf), got " + std::to_string(r.max_distance));
+  }
+  return {};
+}
+
+}  // namespace
+
+Status ValidatePose(const RigidTransform& X, const char* what) {
+  if (!X.R.allFinite() || !X.p.allFinite()) {
+    return InvalidArgument(std::string(what) + " has a non-finite entry");
+  }
+  const double orth = (X.R.transpose() * X.R - Mat3::Identity()).cwiseAbs().maxCoeff();
+  if (orth > 1e-6 || X.R.determinant() < 0.0) {
+    return InvalidArgument(std::string(what) + " rotation is not orthonormal and right-handed (|R^T R - I| = " +
+                           std::to_string(orth) + ")");
+  }
+  return {};
+}
+
+Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b, const RigidTransform& X_WB,
+               const CollisionRequest& request, CollisionResult* result) {
+  *result = CollisionResult();
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
+  if (request.all_contacts && request.max_contacts < 1) {
+    return InvalidArgument("max_contacts must be >= 1, got " + std::to_string(request.max_contacts));
+  }
+  CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
+  walk.Run(request, result);
+  result->stats = walk.stats;
+  return {};
+}
+
+Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                       const RigidTransform& X_WB, const DistanceRequest& request, DistanceCache* cache,
+                       DistanceResult* result) {
+  *result = DistanceResult();
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
+  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s;
+
+  DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
+                    request.max_distance};
+  walk.UpdateThreshold();
+  walk.Seed(cache);
+  if (walk.upper > 0.0) walk.Run();
+
+  result->upper_bound = walk.upper;
+  result->lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
+  result->intersecting = walk.upper == 0.0;
+  result->beyond_max_distance = result->lower_bound >= request.max_distance;
+  result->p_WA = X_WA * walk.best_pa;
+  result->p_WB = X_WA * walk.best_pb;
+  result->triangles = {a.triangle_id(walk.best_ka), b.triangle_id(walk.best_kb)};
+  result->stats = walk.stats;
+  if (cache != nullptr) {
+    *cache = {&a, &b, walk.best_ka, walk.best_kb};
+  }
+  return {};
+}
+
+}  // namespace proximity::core

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what the build needs, then configures and builds the project (Release unless
+# CMAKE_BUILD_TYPE says otherwise). Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${1:-$root/build}"
+shift || true
+"$root/scripts/setup.sh"
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" "$@" >/dev/null
+else
+  cmake "$build_dir" "$@" >/dev/null
+fi
+cmake --build "$build_dir" -j"$(nproc)"

@@ -1,0 +1,429 @@
+#include "proximity/core/mesh_query.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "core/test_util.h"
+#include "proximity/core/triangle.h"
+
+namespace proximity::core {
+namespace {
+
+using testing::BruteForceCollide;
+using testing::BruteForceDistance;
+using testing::PointMeshDistance;
+using testing::RandomPose;
+
+std::shared_ptr<const MeshModel> Build(const TriangleMesh& mesh, const BvhBuildOptions& opt = {}) {
+  auto r = MeshModel::Build(mesh, opt);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() ? r.value() : nullptr;
+}
+
+// A pair of real meshes and the box the second one's position is drawn from (the first sits at a
+// random rotation about the origin).
+struct PairCase {
+  std::string name;
+  std::string path_a, path_b;
+  Vec3 lo, hi;
+  bool a_at_identity = false;
+};
+
+std::vector<PairCase> RealCases() {
+  std::vector<PairCase> cases;
+  const std::string shared = testing::SharedDataDir();
+  if (!shared.empty()) {
+    cases.push_back({"envrob", shared + "/scenes/fcl/env.obj", shared + "/scenes/fcl/rob.obj",
+                     Vec3(-3000, -3000, 0), Vec3(3000, 3000, 3000), true});
+    const std::string panda = shared + "/robots/panda/moveit_resources_panda_description/meshes/collision/";
+    cases.push_back({"panda_link3_link5", panda + "link3.stl", panda + "link5.stl", Vec3::Constant(-0.25),
+                     Vec3::Constant(0.25)});
+    const std::string mbm = shared + "/robots/mbm_panda/meshes/collision/";
+    cases.push_back({"mbm_link6_hand", mbm + "link6.obj", mbm + "hand.obj", Vec3::Constant(-0.2), Vec3::Constant(0.2)});
+    const std::string ur5 = shared + "/robots/ur5/ur_description/meshes/ur5/collision/";
+    cases.push_back({"ur5_forearm_wrist1", ur5 + "forearm.stl", ur5 + "wrist_1.stl", Vec3(-0.15, -0.15, -0.1),
+                     Vec3(0.15, 0.15, 0.5)});
+  }
+  const std::string dart = testing::DartUrdfDir();
+  if (!dart.empty()) {
+    cases.push_back({"kr5_wrist_forearm", dart + "/KR5/meshes/wrist.STL", dart + "/KR5/meshes/forearm.STL",
+                     Vec3::Constant(-0.2), Vec3::Constant(0.2)});
+    cases.push_back({"wam_wam7_wam2", dart + "/wam/meshes/wam/wam7.STL", dart + "/wam/meshes/wam/wam2.STL",
+                     Vec3::Constant(-0.15), Vec3::Constant(0.15)});
+  }
+  return cases;
+}
+
+struct Posed {
+  RigidTransform X_WA, X_WB;
+};
+
+// envrob uses FCL's own extents (env fixed, rob anywhere in the box). Every other pair has both
+// meshes' bounding-box centres placed near each other: A's at the origin, B's at a uniform offset of
+// up to 1.2 times the sum of their bounding radii, both randomly rotated, so that about half collide.
+std::vector<Posed> Poses(const PairCase& c, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Posed> out;
+  if (c.a_at_identity) {
+    for (int i = 0; i < n; ++i) out.push_back({RigidTransform(), RandomPose(rng, c.lo, c.hi)});
+    return out;
+  }
+  const auto ba = MeshBounds(testing::LoadMeshOrDie(c.path_a)), bb = MeshBounds(testing::LoadMeshOrDie(c.path_b));
+  const Vec3 ca = 0.5 * (ba[0] + ba[1]), cb = 0.5 * (bb[0] + bb[1]);
+  const double reach = 1.2 * 0.5 * ((ba[1] - ba[0]).norm() + (bb[1] - bb[0]).norm()) / std::sqrt(3.0);
+  for (int i = 0; i < n; ++i) {
+    Posed p;
+    p.X_WA.R = testing::RandomRotation(rng);
+    p.X_WA.p = -(p.X_WA.R * ca);
+    p.X_WB = RandomPose(rng, Vec3::Constant(-reach), Vec3::Constant(reach));
+    p.X_WB.p -= p.X_WB.R * cb;
+    out.push_back(p);
+  }
+  return out;
+}
+
+class RealMeshes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (RealCases().empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  }
+};
+
+TEST_F(RealMeshes, CollideMatchesBruteForce) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    for (SplitRule rule : {SplitRule::kMedian, SplitRule::kSurfaceArea}) {
+      BvhBuildOptions opt;
+      opt.split = rule;
+      opt.max_leaf_triangles = rule == SplitRule::kMedian ? 1 : 4;
+      const auto a = Build(ma, opt), b = Build(mb, opt);
+      int hits = 0, misses = 0;
+      for (const Posed& p : Poses(c, 30, 11)) {
+        CollisionResult res;
+        ASSERT_TRUE(Collide(*a, p.X_WA, *b, p.X_WB, {}, &res).ok());
+        const bool truth = BruteForceCollide(ma, p.X_WA, mb, p.X_WB);
+        EXPECT_EQ(res.colliding, truth);
+        if (res.colliding) {
+          ASSERT_EQ(res.contacts.size(), 1u);
+          const auto& ta = ma.triangles[res.contacts[0].triangle_a];
+          const auto& tb = mb.triangles[res.contacts[0].triangle_b];
+          EXPECT_TRUE(TrianglesIntersect(p.X_WA * ma.vertices[ta[0]], p.X_WA * ma.vertices[ta[1]],
+                                         p.X_WA * ma.vertices[ta[2]], p.X_WB * mb.vertices[tb[0]],
+                                         p.X_WB * mb.vertices[tb[1]], p.X_WB * mb.vertices[tb[2]]));
+        }
+        EXPECT_GT(res.stats.bv_tests, 0);
+        (truth ? hits : misses)++;
+      }
+      // The pose boxes are chosen so that both answers occur.
+      EXPECT_GE(hits, 2) << "misses " << misses;
+      EXPECT_GE(misses, 2) << "hits " << hits;
+    }
+  }
+}
+
+TEST_F(RealMeshes, AllContactsMatchBruteForcePairs) {
+  for (const PairCase& c : RealCases()) {
+    if (c.name == "envrob") continue;
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    for (const Posed& p : Poses(c, 8, 12)) {
+      CollisionRequest req;
+      req.all_contacts = true;
+      CollisionResult res;
+      ASSERT_TRUE(Collide(*a, p.X_WA, *b, p.X_WB, req, &res).ok());
+      std::set<std::pair<int, int>> got, want;
+      for (const auto& tp : res.contacts) got.insert({tp.triangle_a, tp.triangle_b});
+      for (size_t i = 0; i < ma.triangles.size(); ++i)
+        for (size_t j = 0; j < mb.triangles.size(); ++j) {
+          const auto& ta = ma.triangles[i];
+          const auto& tb = mb.triangles[j];
+          if (TrianglesIntersect(p.X_WA * ma.vertices[ta[0]], p.X_WA * ma.vertices[ta[1]], p.X_WA * ma.vertices[ta[2]],
+                                 p.X_WB * mb.vertices[tb[0]], p.X_WB * mb.vertices[tb[1]], p.X_WB * mb.vertices[tb[2]]))
+            want.insert({int(i), int(j)});
+        }
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(got.size(), res.contacts.size()) << "a pair was reported twice";
+    }
+  }
+}
+
+TEST_F(RealMeshes, ExactDistanceMatchesBruteForceWithWitnesses) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    const double scale = (c.hi - c.lo).norm();
+    int separated = 0;
+    for (const Posed& p : Poses(c, c.name == "envrob" ? 12 : 20, 13)) {
+      DistanceResult res;
+      ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &res).ok());
+      const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
+      EXPECT_NEAR(res.upper_bound, truth, 1e-9 * std::max(truth, 1e-6 * scale));
+      EXPECT_EQ(res.lower_bound, res.upper_bound);
+      EXPECT_EQ(res.intersecting, truth == 0.0);
+      EXPECT_FALSE(res.beyond_max_distance);
+      // Witnesses lie on their surfaces, realise the upper bound, and belong to the reported triangles.
+      EXPECT_LE(PointMeshDistance(res.p_WA, ma, p.X_WA), 1e-9 * scale);
+      EXPECT_LE(PointMeshDistance(res.p_WB, mb, p.X_WB), 1e-9 * scale);
+      EXPECT_NEAR((res.p_WA - res.p_WB).norm(), res.upper_bound, 1e-12 * scale);
+      const auto& ta = ma.triangles[res.triangles.triangle_a];
+      const auto& tb = mb.triangles[res.triangles.triangle_b];
+      Vec3 qa, qb;
+      const double dt = TriangleDistance(p.X_WA * ma.vertices[ta[0]], p.X_WA * ma.vertices[ta[1]],
+                                         p.X_WA * ma.vertices[ta[2]], p.X_WB * mb.vertices[tb[0]],
+                                         p.X_WB * mb.vertices[tb[1]], p.X_WB * mb.vertices[tb[2]], &qa, &qb);
+      EXPECT_NEAR(dt, res.upper_bound, 1e-9 * scale);
+      if (truth > 0) ++separated;
+    }
+    EXPECT_GT(separated, 2);
+  }
+}
+
+TEST_F(RealMeshes, ErrorBudgetsBracketTheTruthAndAreMet) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    const double scale = (c.hi - c.lo).norm();
+    for (const Posed& p : Poses(c, c.name == "envrob" ? 6 : 10, 14)) {
+      const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
+      DistanceResult exact;
+      ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &exact).ok());
+      for (double rel : {0.05, 0.2, 0.5}) {
+        for (double abs : {0.0, 0.01 * scale}) {
+          DistanceRequest req;
+          req.rel_err = rel;
+          req.abs_err = abs;
+          DistanceResult res;
+          ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr, &res).ok());
+          const double tol = 1e-9 * std::max(truth, 1e-6 * scale);
+          EXPECT_LE(res.lower_bound, truth + tol) << "rel " << rel << " abs " << abs;
+          EXPECT_GE(res.upper_bound, truth - tol) << "rel " << rel << " abs " << abs;
+          EXPECT_TRUE(res.upper_bound <= res.lower_bound * (1 + rel) + tol || res.upper_bound - res.lower_bound <= abs + tol)
+              << "budget missed: [" << res.lower_bound << ", " << res.upper_bound << "] rel " << rel << " abs " << abs;
+          EXPECT_NEAR((res.p_WA - res.p_WB).norm(), res.upper_bound, 1e-12 * scale);
+          EXPECT_LE(PointMeshDistance(res.p_WA, ma, p.X_WA), 1e-9 * scale);
+          EXPECT_LE(PointMeshDistance(res.p_WB, mb, p.X_WB), 1e-9 * scale);
+          // A budget never costs more work than the exact query.
+          EXPECT_LE(res.stats.triangle_tests, exact.stats.triangle_tests);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(RealMeshes, MaxDistanceStopsEarlyAndStillBrackets) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    int beyond = 0;
+    for (const Posed& p : Poses(c, 10, 15)) {
+      DistanceResult exact;
+      ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &exact).ok());
+      const double truth = exact.upper_bound;
+      if (truth == 0.0) continue;  // max_distance 0 is proved at once, by design
+      for (double frac : {0.5, 2.0}) {
+        DistanceRequest req;
+        req.max_distance = frac * truth;
+        DistanceResult res;
+        ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr, &res).ok());
+        EXPECT_LE(res.lower_bound, truth * (1 + 1e-12));
+        EXPECT_GE(res.upper_bound, truth * (1 - 1e-12));
+        if (frac < 1) {
+          EXPECT_TRUE(res.beyond_max_distance);
+          EXPECT_GE(res.lower_bound, req.max_distance);
+          EXPECT_LE(res.stats.triangle_tests, exact.stats.triangle_tests);
+          ++beyond;
+        } else {
+          EXPECT_FALSE(res.beyond_max_distance && truth < req.max_distance);
+          EXPECT_NEAR(res.upper_bound, truth, 1e-12 * std::max(1.0, truth));
+        }
+      }
+    }
+    EXPECT_GT(beyond, 0);
+  }
+}
+
+TEST_F(RealMeshes, WarmStartGivesTheSameAnswersWithLessWork) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    std::mt19937_64 rng(16);
+    int64_t cold_work = 0, warm_work = 0;
+    for (int motion = 0; motion < 5; ++motion) {
+      const RigidTransform X0 = RandomPose(rng, c.lo, c.hi), X1 = RandomPose(rng, c.lo, c.hi);
+      const Eigen::Quaterniond q0(X0.R), q1(X1.R);
+      DistanceCache cache;
+      for (int step = 0; step <= 50; ++step) {
+        const double t = step / 50.0;
+        const RigidTransform X(q0.slerp(t, q1).toRotationMatrix(), (1 - t) * X0.p + t * X1.p);
+        DistanceResult cold, warm;
+        ASSERT_TRUE(ComputeDistance(*a, RigidTransform(), *b, X, {}, nullptr, &cold).ok());
+        ASSERT_TRUE(ComputeDistance(*a, RigidTransform(), *b, X, {}, &cache, &warm).ok());
+        EXPECT_NEAR(warm.upper_bound, cold.upper_bound, 1e-12 * std::max(1.0, cold.upper_bound));
+        EXPECT_EQ(warm.lower_bound, warm.upper_bound);
+        cold_work += cold.stats.triangle_tests + cold.stats.bv_tests;
+        warm_work += warm.stats.triangle_tests + warm.stats.bv_tests;
+      }
+    }
+    EXPECT_LT(warm_work, cold_work);
+  }
+}
+
+TEST(MeshQuery, CacheFromOtherModelsIsIgnored) {
+  const auto box = Build(MakeBoxMesh(Vec3::Ones()));
+  const auto ball = Build(MakeIcosphereMesh(0.5, 2));
+  RigidTransform X;
+  X.p = Vec3(3, 0, 0);
+  DistanceCache cache;
+  DistanceResult r;
+  ASSERT_TRUE(ComputeDistance(*box, {}, *ball, X, {}, &cache, &r).ok());
+  EXPECT_EQ(cache.model_a, box.get());
+  // Same cache, other models: still the right answer.
+  const auto big = Build(MakeIcosphereMesh(1.0, 3));
+  ASSERT_TRUE(ComputeDistance(*big, {}, *box, X, {}, &cache, &r).ok());
+  EXPECT_NEAR(r.upper_bound, 3 - 0.5 - 1.0, 1e-9);
+  EXPECT_EQ(cache.model_a, big.get());
+}
+
+// Near-contact poses that break other libraries: the flag must be right and nothing may be NaN.
+class NearContact : public ::testing::Test {
+ protected:
+  std::shared_ptr<const MeshModel> box_ = Build(MakeBoxMesh(Vec3::Ones()));
+
+  void Expect(const RigidTransform& X_WB, bool colliding, double distance, double tol = 1e-12) {
+    CollisionResult c;
+    ASSERT_TRUE(Collide(*box_, {}, *box_, X_WB, {}, &c).ok());
+    EXPECT_EQ(c.colliding, colliding);
+    DistanceResult d;
+    ASSERT_TRUE(ComputeDistance(*box_, {}, *box_, X_WB, {}, nullptr, &d).ok());
+    EXPECT_TRUE(std::isfinite(d.upper_bound) && std::isfinite(d.lower_bound));
+    EXPECT_TRUE(d.p_WA.allFinite() && d.p_WB.allFinite());
+    EXPECT_NEAR(d.upper_bound, distance, tol);
+    EXPECT_EQ(d.intersecting, colliding);
+    EXPECT_EQ(BruteForceCollide(box_->mesh(), {}, box_->mesh(), X_WB), colliding);
+  }
+};
+
+TEST_F(NearContact, FaceToFaceTouching) {
+  RigidTransform X;
+  X.p = Vec3(1, 0, 0);
+  Expect(X, true, 0.0);
+  X.p = Vec3(1, 0.5, 0.25);  // offset faces, still touching
+  Expect(X, true, 0.0);
+}
+
+TEST_F(NearContact, SeparatedByOneNanometre) {
+  RigidTransform X;
+  X.p = Vec3(1 + 1e-9, 0, 0);
+  Expect(X, false, 1e-9, 1e-15);
+  X.p = Vec3(0, 0, -1 - 1e-9);
+  Expect(X, false, 1e-9, 1e-15);
+}
+
+TEST_F(NearContact, EdgeOnEdge) {
+  // A is rolled 45 degrees about x, so its top is an edge along x at height sqrt(1/2); B is rolled
+  // 45 degrees about y, so its bottom is an edge along y. The two edges cross at B's height 2 sqrt(1/2).
+  const double s = std::sqrt(0.5);
+  RigidTransform Xa, X;
+  Xa.R = Eigen::AngleAxisd(M_PI / 4, Vec3::UnitX()).toRotationMatrix();
+  X.R = Eigen::AngleAxisd(M_PI / 4, Vec3::UnitY()).toRotationMatrix();
+  X.p = Vec3(0, 0, 2 * s + 1e-7);
+  CollisionResult c;
+  DistanceResult d;
+  ASSERT_TRUE(Collide(*box_, Xa, *box_, X, {}, &c).ok());
+  ASSERT_TRUE(ComputeDistance(*box_, Xa, *box_, X, {}, nullptr, &d).ok());
+  EXPECT_FALSE(c.colliding);
+  EXPECT_NEAR(d.upper_bound, 1e-7, 1e-12);
+  X.p.z() = 2 * s - 1e-7;
+  ASSERT_TRUE(Collide(*box_, Xa, *box_, X, {}, &c).ok());
+  ASSERT_TRUE(ComputeDistance(*box_, Xa, *box_, X, {}, nullptr, &d).ok());
+  EXPECT_TRUE(c.colliding);
+  EXPECT_EQ(d.upper_bound, 0.0);
+  EXPECT_TRUE(d.intersecting);
+}
+
+TEST_F(NearContact, IdenticalMeshesAtIdentity) { Expect(RigidTransform(), true, 0.0); }
+
+TEST_F(NearContact, StackedCubesAcrossManyRotations) {
+  // A cube resting on another, spun about the vertical axis: always touching.
+  for (int k = 0; k < 36; ++k) {
+    RigidTransform X;
+    X.R = Eigen::AngleAxisd(k * M_PI / 18, Vec3::UnitZ()).toRotationMatrix();
+    X.p = Vec3(0.1, -0.2, 1.0);
+    Expect(X, true, 0.0);
+  }
+}
+
+TEST(MeshQuery, RejectsBadPosesAndRequests) {
+  const auto box = Build(MakeBoxMesh(Vec3::Ones()));
+  RigidTransform nan;
+  nan.p.x() = std::nan("");
+  CollisionResult c;
+  DistanceResult d;
+  Status s = Collide(*box, nan, *box, {}, {}, &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.error().message.find("X_WA"), std::string::npos);
+  s = ComputeDistance(*box, {}, *box, nan, {}, nullptr, &d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("X_WB"), std::string::npos);
+
+  RigidTransform sheared;
+  sheared.R(0, 1) = 0.5;
+  EXPECT_FALSE(Collide(*box, {}, *box, sheared, {}, &c).ok());
+  RigidTransform mirrored;
+  mirrored.R(2, 2) = -1;
+  EXPECT_FALSE(ComputeDistance(*box, mirrored, *box, {}, {}, nullptr, &d).ok());
+
+  for (auto bad : {DistanceRequest{-0.1, 0, 1}, DistanceRequest{0, -1, 1}, DistanceRequest{std::nan(""), 0, 1},
+                   DistanceRequest{0, std::nan(""), 1}, DistanceRequest{0, 0, -1}, DistanceRequest{0, 0, std::nan("")}}) {
+    s = ComputeDistance(*box, {}, *box, {}, bad, nullptr, &d);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  }
+  CollisionRequest creq;
+  creq.all_contacts = true;
+  creq.max_contacts = 0;
+  EXPECT_FALSE(Collide(*box, {}, *box, {}, creq, &c).ok());
+}
+
+TEST(MeshQuery, ContactListTruncatesAtTheLimit) {
+  const auto ball = Build(MakeIcosphereMesh(1.0, 3));
+  RigidTransform X;
+  X.p = Vec3(0.5, 0, 0);
+  CollisionRequest req;
+  req.all_contacts = true;
+  CollisionResult all;
+  ASSERT_TRUE(Collide(*ball, {}, *ball, X, req, &all).ok());
+  ASSERT_GT(all.contacts.size(), 10u);
+  EXPECT_FALSE(all.truncated);
+  req.max_contacts = 5;
+  CollisionResult some;
+  ASSERT_TRUE(Collide(*ball, {}, *ball, X, req, &some).ok());
+  EXPECT_EQ(some.contacts.size(), 5u);
+  EXPECT_TRUE(some.truncated);
+}
+
+TEST(MeshQuery, NestedSurfacesDoNotCollide) {
+  // Surfaces, not solids: a small ball inside a large one neither collides nor has distance 0.
+  const auto big = Build(MakeIcosphereMesh(1.0, 3));
+  const auto small = Build(MakeIcosphereMesh(0.25, 2));
+  CollisionResult c;
+  ASSERT_TRUE(Collide(*big, {}, *small, {}, {}, &c).ok());
+  EXPECT_FALSE(c.colliding);
+  DistanceResult d;
+  ASSERT_TRUE(ComputeDistance(*big, {}, *small, {}, {}, nullptr, &d).ok());
+  EXPECT_NEAR(d.upper_bound, BruteForceDistance(big->mesh(), {}, small->mesh(), {}), 1e-12);
+  EXPECT_GT(d.upper_bound, 0.7);
+}
+
+}  // namespace
+}  // namespace proximity::core

@@ -1,0 +1,90 @@
+#include "core/test_util.h"
+
+#include <limits>
+
+#include "proximity/core/triangle.h"
+
+namespace proximity::testing {
+namespace {
+std::string DirIfExists(const char* path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? std::string(path) : std::string();
+}
+}  // namespace
+
+std::string SharedDataDir() { return DirIfExists(PROX_SHARED_DATA_DIR); }
+std::string DartUrdfDir() { return DirIfExists(PROX_DART_URDF_DIR); }
+std::string TestDataDir() { return PROX_TEST_DATA_DIR; }
+
+core::Mat3 RandomRotation(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double u1 = u(rng), u2 = u(rng), u3 = u(rng);
+  const double a = std::sqrt(1 - u1), b = std::sqrt(u1);
+  Eigen::Quaterniond q(b * std::cos(2 * M_PI * u3), a * std::sin(2 * M_PI * u2), a * std::cos(2 * M_PI * u2),
+                       b * std::sin(2 * M_PI * u3));
+  return q.normalized().toRotationMatrix();
+}
+
+RigidTransform RandomPose(std::mt19937_64& rng, const Vec3& lo, const Vec3& hi) {
+  RigidTransform X;
+  X.R = RandomRotation(rng);
+  for (int i = 0; i < 3; ++i) X.p[i] = std::uniform_real_distribution<double>(lo[i], hi[i])(rng);
+  return X;
+}
+
+TriangleMesh LoadMeshOrDie(const std::string& path) {
+  auto r = core::LoadMesh(path);
+  if (!r.ok()) {
+    ADD_FAILURE() << "loading " << path << ": " << r.error().message;
+    return {};
+  }
+  return std::move(r).value();
+}
+
+namespace {
+std::vector<Vec3> Posed(const TriangleMesh& m, const RigidTransform& X) {
+  std::vector<Vec3> out;
+  out.reserve(m.vertices.size());
+  for (const Vec3& v : m.vertices) out.push_back(X * v);
+  return out;
+}
+}  // namespace
+
+bool BruteForceCollide(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
+                       const RigidTransform& X_WB) {
+  const auto va = Posed(a, X_WA), vb = Posed(b, X_WB);
+  for (const auto& ta : a.triangles)
+    for (const auto& tb : b.triangles)
+      if (core::TrianglesIntersect(va[ta[0]], va[ta[1]], va[ta[2]], vb[tb[0]], vb[tb[1]], vb[tb[2]])) return true;
+  return false;
+}
+
+double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
+                          const RigidTransform& X_WB, int* tri_a, int* tri_b) {
+  const auto va = Posed(a, X_WA), vb = Posed(b, X_WB);
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < a.triangles.size(); ++i) {
+    const auto& ta = a.triangles[i];
+    for (size_t j = 0; j < b.triangles.size(); ++j) {
+      const auto& tb = b.triangles[j];
+      Vec3 pa, pb;
+      const double d = core::TriangleDistance(va[ta[0]], va[ta[1]], va[ta[2]], vb[tb[0]], vb[tb[1]], vb[tb[2]], &pa, &pb);
+      if (d < best) {
+        best = d;
+        if (tri_a) *tri_a = static_cast<int>(i);
+        if (tri_b) *tri_b = static_cast<int>(j);
+      }
+    }
+  }
+  return best;
+}
+
+double PointMeshDistance(const Vec3& p_W, const TriangleMesh& mesh, const RigidTransform& X_WM) {
+  const auto v = Posed(mesh, X_WM);
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& t : mesh.triangles)
+    best = std::min(best, (core::ClosestPointOnTriangle(p_W, v[t[0]], v[t[1]], v[t[2]]) - p_W).norm());
+  return best;
+}
+
+}  // namespace proximity::testing

@@ -1,0 +1,50 @@
+#pragma once
+// Shared helpers for the tests: where the data lives, seeded random poses, and brute-force oracles.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "proximity/core/mesh.h"
+#include "proximity/core/types.h"
+
+namespace proximity::testing {
+
+using core::RigidTransform;
+using core::TriangleMesh;
+using core::Vec3;
+
+/// ../shared/data next to the repository (robots and scenes), or "" when absent.
+std::string SharedDataDir();
+/// Debian dart-doc's URDF folder (KR5, WAM), or "" when absent.
+std::string DartUrdfDir();
+/// The repository's own small fixtures (tests/data).
+std::string TestDataDir();
+
+/// Skips the current test with a message naming the missing folder when `dir` is empty.
+#define PROX_REQUIRE_DIR(dir, what)                                                        \
+  do {                                                                                     \
+    if ((dir).empty()) GTEST_SKIP() << what << " is not present; this test needs it";      \
+  } while (0)
+
+/// Uniformly random rotation (Shoemake's quaternion method).
+core::Mat3 RandomRotation(std::mt19937_64& rng);
+/// Random pose: uniform rotation, translation uniform in [lo, hi] per axis.
+RigidTransform RandomPose(std::mt19937_64& rng, const Vec3& lo, const Vec3& hi);
+
+/// Loads a mesh or fails the test with the loader's message.
+TriangleMesh LoadMeshOrDie(const std::string& path);
+
+/// Brute force over all triangle pairs: whether any pair of triangles intersects.
+bool BruteForceCollide(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
+                       const RigidTransform& X_WB);
+/// Brute force over all triangle pairs: exact distance (0 when intersecting) and the argmin pair.
+double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
+                          const RigidTransform& X_WB, int* tri_a = nullptr, int* tri_b = nullptr);
+
+/// Distance from point p_W to the mesh's surface (brute force).
+double PointMeshDistance(const Vec3& p_W, const TriangleMesh& mesh, const RigidTransform& X_WM);
+
+}  // namespace proximity::testing
