@@ -146,62 +146,6 @@ Obb FitObb(std::span<const Vec3> triangle_vertices) {
   return box;
 }
 
-bool ObbsOverlap(const Vec3& a, const Vec3& b, const BoxPairFrame& f) {
-  const Mat3& R = f.R;
-  const Vec3& T = f.T;
-  // A small addend keeps near-parallel edge pairs, whose cross product is nearly null, from
-  // reporting a separation that rounding invented.
-  const Mat3 AbsR = R.cwiseAbs().array() + 1e-12;
-  for (int i = 0; i < 3; ++i) {
-    if (std::abs(T[i]) > a[i] + AbsR.row(i).dot(b)) return false;
-  }
-  for (int j = 0; j < 3; ++j) {
-    if (std::abs(T.dot(R.col(j))) > AbsR.col(j).dot(a) + b[j]) return false;
-  }
-  for (int i = 0; i < 3; ++i) {
-    const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
-    for (int j = 0; j < 3; ++j) {
-      const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-      const double t = std::abs(T[i2] * R(i1, j) - T[i1] * R(i2, j));
-      const double ra = a[i1] * AbsR(i2, j) + a[i2] * AbsR(i1, j);
-      const double rb = b[j1] * AbsR(i, j2) + b[j2] * AbsR(i, j1);
-      if (t > ra + rb) return false;
-    }
-  }
-  return true;
-}
-
-double ObbDistanceLowerBound(const Vec3& a, const Vec3& b, const BoxPairFrame& f, double enough) {
-  const Mat3& R = f.R;
-  const Vec3& T = f.T;
-  const Mat3 AbsR = R.cwiseAbs();
-  double best = 0.0;
-  for (int i = 0; i < 3; ++i) {
-    best = std::max(best, std::abs(T[i]) - a[i] - AbsR.row(i).dot(b));
-  }
-  if (best >= enough) return best;
-  for (int j = 0; j < 3; ++j) {
-    best = std::max(best, std::abs(T.dot(R.col(j))) - AbsR.col(j).dot(a) - b[j]);
-  }
-  if (best >= enough) return best;
-  for (int i = 0; i < 3; ++i) {
-    const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
-    for (int j = 0; j < 3; ++j) {
-      const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-      const double gap = std::abs(T[i2] * R(i1, j) - T[i1] * R(i2, j)) -
-                         (a[i1] * AbsR(i2, j) + a[i2] * AbsR(i1, j)) - (b[j1] * AbsR(i, j2) + b[j2] * AbsR(i, j1));
-      if (gap <= 0.0) continue;
-      // The axis is A_i x B_j, of length sin(angle) = sqrt(1 - R_ij^2); the gap along the unit axis is
-      // gap / length. Nearly parallel axes add nothing reliable.
-      const double norm2 = 1.0 - R(i, j) * R(i, j);
-      if (norm2 < 1e-12 || gap * gap <= best * best * norm2) continue;
-      best = gap / std::sqrt(norm2);
-      if (best >= enough) return best;
-    }
-  }
-  return best;
-}
-
 double AabbDistance(const Aabb& a, const Aabb& b) {
   const Vec3 gap = (a.min - b.max).cwiseMax(b.min - a.max).cwiseMax(0.0);
   return gap.norm();

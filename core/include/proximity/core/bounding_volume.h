@@ -4,6 +4,7 @@
 /// lower bounds between volumes in different frames. Every distance bound here is a true lower bound on
 /// the distance between any point of one volume and any point of the other.
 
+#include <cmath>
 #include <limits>
 #include <span>
 
@@ -87,13 +88,71 @@ inline BoxPairFrame MakeBoxPairFrame(const Obb& a, const Obb& b, const RigidTran
 
 /// Whether two OBBs overlap: the 15-axis separating-axis test (Gottschalk, Lin, Manocha 1996), with a
 /// small tolerance on near-parallel edge axes so that rounding never reports a false separation.
-bool ObbsOverlap(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f);
+inline bool ObbsOverlap(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f);
 /// Lower bound on the distance between two OBBs: the largest gap of their projections over the same
 /// 15 axes (each normalised); 0 when they overlap. Returns as soon as a gap >= `enough` is found, since
 /// callers only need to know the bound reached it.
-double ObbDistanceLowerBound(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f,
-                             double enough = std::numeric_limits<double>::infinity());
+inline double ObbDistanceLowerBound(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f,
+                                    double enough = std::numeric_limits<double>::infinity());
 /// Exact distance between two AABBs in one frame (0 when they overlap).
 double AabbDistance(const Aabb& a, const Aabb& b);
+
+// Definitions of the inline tests above: they run in every hierarchy walk.
+
+inline bool ObbsOverlap(const Vec3& a, const Vec3& b, const BoxPairFrame& f) {
+  const Mat3& R = f.R;
+  const Vec3& T = f.T;
+  // A small addend keeps near-parallel edge pairs, whose cross product is nearly null, from
+  // reporting a separation that rounding invented.
+  const Mat3 AbsR = R.cwiseAbs().array() + 1e-12;
+  for (int i = 0; i < 3; ++i) {
+    if (std::abs(T[i]) > a[i] + AbsR.row(i).dot(b)) return false;
+  }
+  for (int j = 0; j < 3; ++j) {
+    if (std::abs(T.dot(R.col(j))) > AbsR.col(j).dot(a) + b[j]) return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+    for (int j = 0; j < 3; ++j) {
+      const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+      const double t = std::abs(T[i2] * R(i1, j) - T[i1] * R(i2, j));
+      const double ra = a[i1] * AbsR(i2, j) + a[i2] * AbsR(i1, j);
+      const double rb = b[j1] * AbsR(i, j2) + b[j2] * AbsR(i, j1);
+      if (t > ra + rb) return false;
+    }
+  }
+  return true;
+}
+
+inline double ObbDistanceLowerBound(const Vec3& a, const Vec3& b, const BoxPairFrame& f, double enough) {
+  const Mat3& R = f.R;
+  const Vec3& T = f.T;
+  const Mat3 AbsR = R.cwiseAbs();
+  double best = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    best = std::max(best, std::abs(T[i]) - a[i] - AbsR.row(i).dot(b));
+  }
+  if (best >= enough) return best;
+  for (int j = 0; j < 3; ++j) {
+    best = std::max(best, std::abs(T.dot(R.col(j))) - AbsR.col(j).dot(a) - b[j]);
+  }
+  if (best >= enough) return best;
+  for (int i = 0; i < 3; ++i) {
+    const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+    for (int j = 0; j < 3; ++j) {
+      const int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+      const double gap = std::abs(T[i2] * R(i1, j) - T[i1] * R(i2, j)) -
+                         (a[i1] * AbsR(i2, j) + a[i2] * AbsR(i1, j)) - (b[j1] * AbsR(i, j2) + b[j2] * AbsR(i, j1));
+      if (gap <= 0.0) continue;
+      // The axis is A_i x B_j, of length sin(angle) = sqrt(1 - R_ij^2); the gap along the unit axis is
+      // gap / length. Nearly parallel axes add nothing reliable.
+      const double norm2 = 1.0 - R(i, j) * R(i, j);
+      if (norm2 < 1e-12 || gap * gap <= best * best * norm2) continue;
+      best = gap / std::sqrt(norm2);
+      if (best >= enough) return best;
+    }
+  }
+  return best;
+}
 
 }  // namespace proximity::core
