@@ -97,6 +97,7 @@ struct DistanceWalk : PairWalk {
   double min_pruned = std::numeric_limits<double>::infinity();  // smallest bound among pruned pairs
   int32_t best_ka = -1, best_kb = -1;
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in A's frame
+  std::vector<NodePairBound>* front_out = nullptr;          // where the walk stopped, for a cache
 
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
@@ -113,7 +114,7 @@ struct DistanceWalk : PairWalk {
     return ObbDistanceLowerBound(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB), threshold);
   }
 
-  void TestTriangles(int32_t ka, int32_t kb, const Vec3* vb) {
+  double TestTriangles(int32_t ka, int32_t kb, const Vec3* vb) {
     const LeafTriangle& ta = A.leaf_triangles()[ka];
     Vec3 pa, pb;
     ++stats.triangle_tests;
@@ -126,34 +127,37 @@ struct DistanceWalk : PairWalk {
       best_pb = pb;
       UpdateThreshold();
     }
+    return d;
   }
 
-  void TestLeaves(int32_t na, int32_t nb) {
+  // Exact distance between two leaves' triangles (also updates the upper bound).
+  double TestLeaves(int32_t na, int32_t nb) {
     const BvhNode& a = A.nodes()[na];
     const BvhNode& b = B.nodes()[nb];
+    double d = std::numeric_limits<double>::infinity();
     for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
       Vec3 vb[3];
       TriangleInA(kb, vb);
-      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) TestTriangles(ka, kb, vb);
+      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) d = std::min(d, TestTriangles(ka, kb, vb));
     }
+    return d;
   }
 
   // A first upper bound: the cached pair, or a greedy descent to the leaf pair whose spheres are
-  // closest at each step. Costs one triangle test and about 2 * depth sphere tests.
+  // closest at each step (signed sphere gaps keep ranking children where box bounds are all 0).
+  // Costs one triangle test and about 2 * depth sphere tests.
   void Seed(const DistanceCache* cache) {
-    if (cache != nullptr && cache->model_a == &A && cache->model_b == &B && cache->leaf_a >= 0 &&
-        cache->leaf_b >= 0 && cache->leaf_a < A.num_triangles() && cache->leaf_b < B.num_triangles()) {
+    if (cache != nullptr && cache->leaf_a >= 0 && cache->leaf_b >= 0) {
       Vec3 vb[3];
       TriangleInA(cache->leaf_b, vb);
       TestTriangles(cache->leaf_a, cache->leaf_b, vb);
       return;
     }
     int32_t na = 0, nb = 0;
-    // Signed sphere gaps keep ranking children where box bounds are all 0 (overlapping boxes).
     auto gap = [&](int32_t x, int32_t y) {
+      ++stats.bv_tests;
       const Sphere& sa = A.spheres()[x];
       const Sphere& sb = B.spheres()[y];
-      ++stats.bv_tests;
       return (sa.center - X_AB * sb.center).norm() - sa.radius - sb.radius;
     };
     while (!(A.nodes()[na].is_leaf() && B.nodes()[nb].is_leaf())) {
@@ -171,52 +175,87 @@ struct DistanceWalk : PairWalk {
     TestTriangles(A.nodes()[na].first, leaf_b.first, vb);
   }
 
-  void Prune(double bound) { min_pruned = std::min(min_pruned, bound); }
+  // A pair the walk stops at: its bound joins the certified lower bound and the front.
+  void Stop(int32_t a, int32_t b, double bound) {
+    min_pruned = std::min(min_pruned, bound);
+    if (front_out != nullptr) front_out->push_back({a, b, bound});
+  }
+
+  struct Entry {
+    int32_t a, b;
+    double bound;
+    bool stale;  // bound carried over from an earlier pose, lowered by the motion since
+  };
 
   // Best-first: node pairs leave a min-heap in order of their lower bounds, so the walk expands only
   // pairs whose bound is below the final distance (within the budget), and stops as soon as the
   // smallest remaining bound reaches the threshold; that bound is then the certified lower bound.
-  void Run() {
-    struct Entry {
-      int32_t a, b;
-      double bound;
-    };
+  // `start` must cover every triangle pair (the root pair, or a cached front).
+  void Run(std::vector<Entry> heap) {
     auto later = [](const Entry& x, const Entry& y) { return x.bound > y.bound; };
-    std::vector<Entry> heap;
-    heap.reserve(kStackReserve);
     auto push = [&](const Entry& e) {
       if (e.bound >= threshold) {
-        Prune(e.bound);
+        Stop(e.a, e.b, e.bound);
         return;
       }
       heap.push_back(e);
       std::push_heap(heap.begin(), heap.end(), later);
     };
+    {
+      std::vector<Entry> live;
+      live.reserve(heap.size());
+      for (const Entry& e : heap) {
+        if (e.bound >= threshold) Stop(e.a, e.b, e.bound); else live.push_back(e);
+      }
+      heap.swap(live);
+      std::make_heap(heap.begin(), heap.end(), later);
+    }
+    auto pop = [&]() {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const Entry e = heap.back();
+      heap.pop_back();
+      return e;
+    };
+    if (heap.empty()) return;
     // The nearer child of an expanded pair is walked at once, without a trip through the heap, when
     // no queued pair has a smaller bound; best-first order is kept and most heap traffic is saved.
-    Entry e{0, 0, LowerBound(0, 0)};
+    Entry e = pop();
     for (;;) {
       if (e.bound >= threshold) {
-        Prune(e.bound);  // every queued pair has a bound at least this large
+        Stop(e.a, e.b, e.bound);  // every queued pair has a bound at least this large
         break;
       }
       const BvhNode& na = A.nodes()[e.a];
       const BvhNode& nb = B.nodes()[e.b];
-      if (na.is_leaf() && nb.is_leaf()) {
-        TestLeaves(e.a, e.b);
+      const bool leaves = na.is_leaf() && nb.is_leaf();
+      if (e.stale && !leaves) {
+        // Refresh a carried-over bound with a box test; walk on only if it is still the smallest. (A
+        // leaf pair goes straight to its exact triangle distance, the tightest bound there is.)
+        e = {e.a, e.b, std::max(e.bound, LowerBound(e.a, e.b)), false};
+        if (e.bound >= threshold) {
+          Stop(e.a, e.b, e.bound);
+        } else if (!heap.empty() && heap.front().bound < e.bound) {
+          push(e);
+        } else {
+          continue;
+        }
+        if (heap.empty()) break;
+        e = pop();
+        continue;
+      }
+      if (leaves) {
+        Stop(e.a, e.b, TestLeaves(e.a, e.b));
         if (upper == 0.0 || heap.empty()) break;
-        std::pop_heap(heap.begin(), heap.end(), later);
-        e = heap.back();
-        heap.pop_back();
+        e = pop();
         continue;
       }
       Entry c0, c1;
       if (DescendA(e.a, e.b)) {
-        c0 = {na.first, e.b, LowerBound(na.first, e.b)};
-        c1 = {na.first + 1, e.b, LowerBound(na.first + 1, e.b)};
+        c0 = {na.first, e.b, LowerBound(na.first, e.b), false};
+        c1 = {na.first + 1, e.b, LowerBound(na.first + 1, e.b), false};
       } else {
-        c0 = {e.a, nb.first, LowerBound(e.a, nb.first)};
-        c1 = {e.a, nb.first + 1, LowerBound(e.a, nb.first + 1)};
+        c0 = {e.a, nb.first, LowerBound(e.a, nb.first), false};
+        c1 = {e.a, nb.first + 1, LowerBound(e.a, nb.first + 1), false};
       }
       if (c1.bound < c0.bound) std::swap(c0, c1);
       push(c1);
@@ -225,10 +264,35 @@ struct DistanceWalk : PairWalk {
         continue;
       }
       push(c0);
-      std::pop_heap(heap.begin(), heap.end(), later);
-      e = heap.back();
-      heap.pop_back();
+      e = pop();
     }
+    // Pairs still queued were never reached; they keep their bounds in the front.
+    for (const Entry& r : heap) Stop(r.a, r.b, r.bound);
+  }
+
+  // The cached front at the current pose: each bound lowered by how far any point of B's node can
+  // have moved relative to A since the cache's pose. For a point p of a node with bounding sphere
+  // (c, r): |(R1 - R0) p + (t1 - t0)| <= |(R1 - R0) c + t1 - t0| + ||R1 - R0|| r, and the spectral
+  // norm ||R1 - R0|| = 2 sin(theta / 2) = sqrt(3 - trace(R1 R0^T)) for the rotation angle theta.
+  std::vector<Entry> CarriedFront(const DistanceCache& cache) const {
+    const Mat3 dR = X_AB.R - cache.X_AB.R;
+    const Vec3 dt = X_AB.p - cache.X_AB.p;
+    const double spin = std::sqrt(std::max(0.0, 3.0 - (X_AB.R * cache.X_AB.R.transpose()).trace()));
+    // Rounding in the bounds above, as a relative and an absolute margin.
+    const double slack = 1e-12 * (1.0 + X_AB.p.norm() + cache.X_AB.p.norm() + B.spheres()[0].radius);
+    std::vector<Entry> out;
+    out.reserve(cache.front.size());
+    int32_t last_b = -1;
+    double motion = 0.0;
+    for (const NodePairBound& f : cache.front) {
+      if (f.node_b != last_b) {
+        const Sphere& s = B.spheres()[f.node_b];
+        motion = (dR * s.center + dt).norm() + spin * s.radius;
+        last_b = f.node_b;
+      }
+      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion * (1.0 + 1e-12) - slack), true});
+    }
+    return out;
   }
 };
 
@@ -284,8 +348,19 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
   DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
                     request.max_distance};
   walk.UpdateThreshold();
-  walk.Seed(cache);
-  if (walk.upper > 0.0) walk.Run();
+  const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
+                    cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
+  const bool from_front = warm && !cache->front.empty();
+  walk.Seed(warm ? cache : nullptr);
+  std::vector<NodePairBound> front;
+  if (cache != nullptr) walk.front_out = &front;
+  if (walk.upper > 0.0) {
+    if (from_front) {
+      walk.Run(walk.CarriedFront(*cache));
+    } else {
+      walk.Run({{0, 0, walk.LowerBound(0, 0), false}});
+    }
+  }
 
   result->upper_bound = walk.upper;
   result->lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
@@ -296,7 +371,22 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
   result->triangles = {a.triangle_id(walk.best_ka), b.triangle_id(walk.best_kb)};
   result->stats = walk.stats;
   if (cache != nullptr) {
-    *cache = {&a, &b, walk.best_ka, walk.best_kb};
+    const std::size_t cold_size = from_front ? cache->cold_front_size : front.size();
+    cache->model_a = &a;
+    cache->model_b = &b;
+    cache->leaf_a = walk.best_ka;
+    cache->leaf_b = walk.best_kb;
+    cache->X_AB = walk.X_AB;
+    cache->cold_front_size = cold_size;
+    // A front only deepens along a motion; once it has grown well past a walk from the roots, the
+    // next query starts from the roots again. No front is kept when the seed alone proved contact.
+    if (walk.upper == 0.0 && front.empty()) {
+      cache->front.clear();
+    } else if (front.size() > 4 * cold_size + 256) {
+      cache->front.clear();
+    } else {
+      cache->front.swap(front);
+    }
   }
   return {};
 }

@@ -183,6 +183,13 @@ bool SegmentsTouch(const Vec3& p0, const Vec3& p1, const Vec3& q0, const Vec3& q
   return true;
 }
 
+// a * b - c * d with one rounding (Kahan's algorithm with fused multiply-adds). Unlike the plain
+// expression under contraction, it is exactly zero when (a, b) and (c, d) are equal or swapped.
+inline double DiffOfProducts(double a, double b, double c, double d) {
+  const double cd = c * d;
+  return std::fma(a, b, -cd) + std::fma(-c, d, cd);
+}
+
 // 2D coordinates of a point after dropping axis `axis`; (i1, i2, axis) is a cyclic order, so the
 // projected winding of a triangle is the sign of n[axis].
 struct P2 {
@@ -601,22 +608,30 @@ bool RayTriangle(const Vec3& origin, const Vec3& dir, const Vec3& a, const Vec3&
   const Vec3 e1 = b - a, e2 = c - a;
   const Vec3 pv = dir.cross(e2);
   double det = e1.dot(pv);
-  if (det * det <= kParallelSine * kParallelSine * dir.squaredNorm() * tri.n2) {
-    // Parallel to the plane within rounding. A ray in the plane hits the closed triangle at the first
-    // point it shares with it (as SegmentTriangle does); a ray off the plane misses.
-    if (PlaneDistance(tri, origin) == 0) {
-      double tt;
-      if (!ClipInPlane(tri, origin, origin + dir, std::numeric_limits<double>::infinity(), &tt)) return false;
-      const int axis = MaxAbsAxis(tri.n);
-      const P2 pa = Project(a, axis), pb = Project(b, axis), pc = Project(c, axis), px = Project(origin + tt * dir, axis);
-      const double area = Orient(pa, pb, pc);
-      if (t) *t = tt;
-      if (u) *u = Clamp01(Orient(pc, pa, px) / area);
-      if (v) *v = Clamp01(Orient(pa, pb, px) / area);
-      return true;
+  const bool parallel = det * det <= kParallelSine * kParallelSine * dir.squaredNorm() * tri.n2;
+  if (PlaneDistance(tri, origin) == 0) {
+    // The origin lies on the plane (within rounding). A ray leaving the plane meets the triangle only
+    // at t = 0, if the origin is inside; a ray in the plane meets the closed triangle first where it
+    // enters it (as SegmentTriangle does). Both are decided by orientation tests centred on the query
+    // point, which are exact for an origin at a vertex or on an edge line.
+    double tt = 0;
+    if (!ClipInPlane(tri, origin, parallel ? Vec3(origin + dir) : origin,
+                     parallel ? std::numeric_limits<double>::infinity() : 0.0, &tt)) {
+      return false;
     }
-    if (det == 0) return false;
+    // Barycentrics as ratios of areas anchored at a: a hit at b or c reproduces the denominator's own
+    // expression and gives exactly 1, and the other area is then exactly 0.
+    const int axis = MaxAbsAxis(tri.n);
+    const P2 pa = Project(a, axis), pb = Project(b, axis), pc = Project(c, axis), px = Project(origin + tt * dir, axis);
+    const P2 ab = {pb.x - pa.x, pb.y - pa.y}, ac = {pc.x - pa.x, pc.y - pa.y}, ax = {px.x - pa.x, px.y - pa.y};
+    const double area = DiffOfProducts(ab.x, ac.y, ab.y, ac.x);
+    if (t) *t = tt;
+    if (u) *u = Clamp01(DiffOfProducts(ax.x, ac.y, ax.y, ac.x) / area);
+    if (v) *v = Clamp01(DiffOfProducts(ab.x, ax.y, ab.y, ax.x) / area);
+    return true;
   }
+  // A ray parallel to the plane and off it misses; a nearly parallel one meets the plane far away.
+  if (det == 0) return false;
   const Vec3 s = origin - a;
   double un = s.dot(pv);
   const Vec3 qv = s.cross(e1);

@@ -282,6 +282,55 @@ TEST_F(RealMeshes, WarmStartGivesTheSameAnswersWithLessWork) {
   }
 }
 
+TEST_F(RealMeshes, CachedFrontStaysExactThroughJumpsContactsAndBudgets) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    const auto poses = Poses(c, 40, 17);
+    std::mt19937_64 rng(18);
+    DistanceCache cache;
+    int contacts = 0, steps = 0, jumps = 0;
+    for (size_t m = 0; m + 1 < poses.size(); ++m) {
+      // Motions between consecutive poses (through contact and out again), some cut short by a jump.
+      const RigidTransform& X0 = poses[m].X_WB;
+      const RigidTransform& X1 = poses[m + 1].X_WB;
+      const Eigen::Quaterniond q0(X0.R), q1(X1.R);
+      const int n = 30;
+      for (int k = 0; k <= n; ++k) {
+        const double t = k / double(n);
+        RigidTransform X(q0.slerp(t, q1).toRotationMatrix(), (1 - t) * X0.p + t * X1.p);
+        if (std::uniform_int_distribution<int>(0, 40)(rng) == 0) {
+          X = poses[std::uniform_int_distribution<size_t>(0, poses.size() - 1)(rng)].X_WB;
+          ++jumps;
+        }
+        const RigidTransform& X_WA = poses[m].X_WA;
+        DistanceRequest req;
+        req.rel_err = (k % 3 == 0) ? 0.2 : 0.0;
+        DistanceResult cold, warm;
+        ASSERT_TRUE(ComputeDistance(*a, X_WA, *b, X, {}, nullptr, &cold).ok());
+        ASSERT_TRUE(ComputeDistance(*a, X_WA, *b, X, req, &cache, &warm).ok());
+        const double truth = cold.upper_bound;
+        const double tol = 1e-12 * std::max(1.0, truth);
+        EXPECT_LE(warm.lower_bound, truth + tol) << "motion " << m << " step " << k;
+        EXPECT_GE(warm.upper_bound, truth - tol) << "motion " << m << " step " << k;
+        EXPECT_EQ(warm.intersecting, cold.intersecting) << "motion " << m << " step " << k;
+        if (req.rel_err == 0.0) {
+          EXPECT_NEAR(warm.upper_bound, truth, tol) << "motion " << m << " step " << k;
+          EXPECT_EQ(warm.lower_bound, warm.upper_bound);
+        } else {
+          EXPECT_LE(warm.upper_bound, warm.lower_bound * 1.2 + tol);
+        }
+        contacts += cold.intersecting;
+        ++steps;
+      }
+    }
+    EXPECT_GT(contacts, 0);
+    EXPECT_LT(contacts, steps);
+    EXPECT_GT(jumps, 0);
+  }
+}
+
 TEST(MeshQuery, CacheFromOtherModelsIsIgnored) {
   const auto box = Build(MakeBoxMesh(Vec3::Ones()));
   const auto ball = Build(MakeIcosphereMesh(0.5, 2));

@@ -244,6 +244,28 @@ LD SeparatingGap(const Tri3& A, const Tri3& B) {
   return best;
 }
 
+// For triangles in one plane (up to rounding): the largest gap between their projections on the
+// in-plane normals of their six edges. Positive means apart by that much within the plane.
+LD CoplanarGap(const Tri3& A, const Tri3& B) {
+  const Vec3L a[3] = {L(A[0]), L(A[1]), L(A[2])}, b[3] = {L(B[0]), L(B[1]), L(B[2])};
+  const Vec3L n = (a[1] - a[0]).cross(a[2] - a[0]);
+  LD best = -std::numeric_limits<LD>::infinity();
+  for (const Vec3L* t : {a, b}) {
+    for (int i = 0; i < 3; ++i) {
+      const Vec3L axis = n.cross(t[(i + 1) % 3] - t[i]).normalized();
+      LD amin = axis.dot(a[0]), amax = amin, bmin = axis.dot(b[0]), bmax = bmin;
+      for (int k = 1; k < 3; ++k) {
+        amin = std::min(amin, axis.dot(a[k]));
+        amax = std::max(amax, axis.dot(a[k]));
+        bmin = std::min(bmin, axis.dot(b[k]));
+        bmax = std::max(bmax, axis.dot(b[k]));
+      }
+      best = std::max(best, std::max(bmin - amax, amin - bmax));
+    }
+  }
+  return best;
+}
+
 // A segment (t_max = 1) or a ray (t_max = inf) x(t) = o + t w against a triangle by intersecting the
 // plane and taking barycentric coordinates as ratios of signed areas. `margin` is how far the answer
 // is from flipping: the smallest of the barycentric margins (scaled by the altitudes) and of the
@@ -541,11 +563,15 @@ TEST(SegmentSegment, ClampedEndpointsAreReturnedExactly) {
   for (int iter = 0; iter < 10000; ++iter) {
     const Vec3 v = Uniform(rng, -1, 1), a = Uniform(rng, -1, 1), b = Uniform(rng, -1, 1);
     if ((a - v).normalized().dot((b - v).normalized()) > 0.99) continue;  // Not nearly collinear.
-    Vec3 cp, cq;
-    const double d2 = SegmentSegmentDistanceSquared(a, v, v, b, &cp, &cq);
-    ASSERT_EQ(d2, 0.0) << "iteration " << iter;
-    ASSERT_EQ(cp, v);
-    ASSERT_EQ(cq, v);
+    // Every direction of the two segments.
+    for (int m = 0; m < 4; ++m) {
+      const Vec3 &p0 = m & 1 ? v : a, &p1 = m & 1 ? a : v, &q0 = m & 2 ? b : v, &q1 = m & 2 ? v : b;
+      Vec3 cp, cq;
+      const double d2 = SegmentSegmentDistanceSquared(p0, p1, q0, q1, &cp, &cq);
+      ASSERT_EQ(d2, 0.0) << "iteration " << iter << ", directions " << m;
+      ASSERT_EQ(cp, v) << "iteration " << iter << ", directions " << m;
+      ASSERT_EQ(cq, v) << "iteration " << iter << ", directions " << m;
+    }
   }
 }
 
@@ -645,6 +671,47 @@ TEST(TrianglesIntersect, MatchesEdgeCrossingOracleIncludingDegenerateTriangles) 
   EXPECT_LT(ambiguous, kPairs / 200);
   std::printf("intersecting %d of %d, with a degenerate triangle %d, within the margin: %d\n", intersecting, kPairs,
               degenerate, ambiguous);
+}
+
+// Coplanar pairs whose second triangle is built from the first's plane (off it by rounding only),
+// and nearly parallel pairs that straddle each other's planes, which the interval test resolves along
+// a line that the small angle makes ill-conditioned.
+TEST(TrianglesIntersect, CoplanarAndNearlyParallelPairs) {
+  std::mt19937_64 rng(35);
+  int ambiguous = 0, intersecting = 0;
+  constexpr int kPairs = 40000;
+  std::uniform_real_distribution<double> w(-1.0, 2.0);
+  for (int iter = 0; iter < kPairs; ++iter) {
+    const Tri3 A = RandomTriangle(rng, Shape::kGeneric, Vec3::Zero(), 1.0);
+    const Vec3 e1 = A[1] - A[0], e2 = A[2] - A[0];
+    Tri3 B;
+    for (Vec3& x : B) x = A[0] + w(rng) * e1 + w(rng) * e2;
+    if (Condition(B).degenerate) continue;
+    LD gap;
+    if (iter % 2 == 0) {
+      gap = CoplanarGap(A, B);
+    } else {
+      // Tilt B about a line of A's plane through a point of each triangle, so that each straddles the
+      // other's plane.
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      const double ua = u(rng), va = u(rng) * (1 - ua), ub = u(rng), vb = u(rng) * (1 - ub);
+      const Vec3 pa = A[0] + ua * e1 + va * e2, pb = B[0] + ub * (B[1] - B[0]) + vb * (B[2] - B[0]);
+      const double angle = LogUniform(rng, -6, -2) * (iter % 4 == 1 ? 1 : -1);
+      const Eigen::AngleAxisd tilt(angle, (pb - pa).normalized());
+      for (Vec3& x : B) x = pa + tilt * (x - pa);
+      gap = SeparatingGap(A, B);
+    }
+    if (std::abs(gap) <= 1e-9L) {
+      ++ambiguous;
+      continue;
+    }
+    const bool expected = gap < 0;
+    intersecting += expected;
+    ASSERT_EQ(Hit(A, B), expected) << "iteration " << iter << ", gap " << static_cast<double>(gap);
+    ASSERT_EQ(Hit(B, A), expected) << "iteration " << iter << ", gap " << static_cast<double>(gap);
+  }
+  EXPECT_GT(intersecting, kPairs / 10);
+  EXPECT_LT(ambiguous, kPairs / 100);
 }
 
 // Checks one expected verdict under all 36 vertex orderings and both argument orders, and that
@@ -989,6 +1056,39 @@ TEST(SegmentTriangle, MatchesPlaneAndAreaOracle) {
   }
   EXPECT_GT(hits, kSegments / 50);
   EXPECT_LT(ambiguous, kSegments / 500);
+}
+
+TEST(RayTriangle, RaysFromAVertexHitAtZero) {
+  // Exact contact with arbitrary coordinates: a ray that starts at a vertex starts on the triangle.
+  std::mt19937_64 rng(53);
+  for (int iter = 0; iter < 20000; ++iter) {
+    const Tri3 T = RandomTriangle(rng, iter % 4 ? Shape::kGeneric : Shape::kNeedle, Uniform(rng, -5, 5), 1.0);
+    const int k = iter % 3;
+    const Vec3 dir = RandomUnit(rng) * LogUniform(rng, -2, 2);
+    double t = -1, u = -1, v = -1;
+    ASSERT_TRUE(RayTriangle(T[k], dir, T[0], T[1], T[2], &t, &u, &v)) << "iteration " << iter;
+    EXPECT_EQ(t, 0) << "iteration " << iter;
+    EXPECT_NEAR(u, k == 1 ? 1 : 0, 1e-12) << "iteration " << iter;
+    EXPECT_NEAR(v, k == 2 ? 1 : 0, 1e-12) << "iteration " << iter;
+  }
+}
+
+TEST(SegmentTriangle, SegmentsEndingAtAVertexHit) {
+  std::mt19937_64 rng(54);
+  for (int iter = 0; iter < 20000; ++iter) {
+    const Tri3 T = RandomTriangle(rng, iter % 4 ? Shape::kGeneric : Shape::kSliver, Uniform(rng, -5, 5), 1.0);
+    const Vec3& x = T[iter % 3];
+    const Vec3 y = x + RandomUnit(rng) * LogUniform(rng, -3, 1);
+    double t = -1;
+    ASSERT_TRUE(SegmentTriangle(x, y, T[0], T[1], T[2], &t)) << "iteration " << iter;
+    EXPECT_EQ(t, 0) << "iteration " << iter;
+    ASSERT_TRUE(SegmentTriangle(y, x, T[0], T[1], T[2], &t)) << "iteration " << iter;
+    // The far end is the first shared point unless the segment lies in the plane and enters earlier.
+    EXPECT_LE(t, 1) << "iteration " << iter;
+    if (std::abs((y - x).normalized().dot((T[1] - T[0]).cross(T[2] - T[0]).normalized())) > 1e-6) {
+      EXPECT_EQ(t, 1) << "iteration " << iter;
+    }
+  }
 }
 
 TEST(SegmentTriangle, ConstructedCases) {

@@ -69,15 +69,31 @@ struct DistanceResult {
   QueryStats stats;
 };
 
+/// A pair of hierarchy nodes (one of each model) with a lower bound on the distance between their
+/// triangles, valid at the relative pose the cache records.
+struct NodePairBound {
+  int32_t node_a = 0;
+  int32_t node_b = 0;
+  double bound = 0.0;
+};
+
 /// Caller-owned warm-start state for repeated distance queries of one pair of models along a motion.
-/// Holds the last closest triangle pair; its distance at the new pose seeds the walk's upper bound, so
-/// most of both hierarchies is pruned at once. One cache per thread (or per stream); never shared.
-/// A cache used with other models than last time is ignored and refilled.
+/// One cache per thread (or per stream); never shared. A cache used with other models is ignored and
+/// refilled. It holds:
+///  - the last closest triangle pair, whose distance at the new pose seeds the upper bound;
+///  - the front of the last walk: node pairs it stopped at, which together cover every triangle pair,
+///    each with a lower bound. At the new pose each bound is lowered by a certified bound on how far
+///    the second model's node moved relative to the first (from the change of relative pose and the
+///    node's bounding sphere), and only pairs that this no longer prunes are tested again. Answers
+///    are the same as without a cache; only the work changes.
 struct DistanceCache {
   const MeshModel* model_a = nullptr;
   const MeshModel* model_b = nullptr;
   int32_t leaf_a = -1;  ///< Leaf-order index of A's closest triangle last time.
   int32_t leaf_b = -1;
+  RigidTransform X_AB;                ///< Relative pose the front's bounds hold at.
+  std::vector<NodePairBound> front;   ///< Empty: the next walk starts at the roots.
+  std::size_t cold_front_size = 0;    ///< Front size after the last walk from the roots.
 };
 
 /// Checks that a pose is usable: finite, with an orthonormal, right-handed rotation (within 1e-6).
