@@ -69,7 +69,7 @@ int RunEnvRob(const SuiteOptions& options) {
   if (!env_mesh.ok() || !rob_mesh.ok()) {
     std::cerr << "envrob needs ../shared/data/scenes/fcl: "
               << (!env_mesh.ok() ? env_mesh.error().message : rob_mesh.error().message) << "\n";
-    return 1;
+    return 77;
   }
   const double t_build = Now();
   const auto env = core::MeshModel::Build(env_mesh.value()).value();

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Runs `proximity-bench SUITE --quick` and checks its output: every expected case is present with the
+required fields, and the answers agree with the peer's. Times are printed, never asserted.
+Exits 77 (skipped) when the suite's data is absent."""
+import json
+import subprocess
+import sys
+
+EXPECTED = {
+    "envrob": ["collide", "distance_exact", "distance_rel_0.05", "distance_rel_0.20", "distance_rel_0.50",
+               "distance_warm_motion"],
+}
+REQUIRED = ["suite", "case", "n", "ours_us", "peer", "peer_us", "ratio", "ours_bv_tests", "ours_triangle_tests"]
+
+
+def main() -> int:
+    binary, suite = sys.argv[1], sys.argv[2]
+    proc = subprocess.run([binary, suite, "--quick"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        if "needs ../shared/data" in proc.stderr:
+            print(proc.stderr.strip())
+            return 77
+        print(proc.stdout, proc.stderr)
+        return 1
+    cases = {}
+    for line in proc.stdout.splitlines():
+        obj = json.loads(line)
+        cases[obj["case"]] = obj
+        print(f"{obj['case']:24s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  ratio {obj['ratio']:.2f}")
+    failures = []
+    for name in EXPECTED[suite]:
+        if name not in cases:
+            failures.append(f"missing case {name}")
+            continue
+        missing = [k for k in REQUIRED if k not in cases[name]]
+        if missing:
+            failures.append(f"{name}: missing fields {missing}")
+    if "collide" in cases and cases["collide"]["agree"] != cases["collide"]["n"]:
+        failures.append(f"collide: flags agree with the peer on {cases['collide']['agree']} of {cases['collide']['n']}")
+    if "distance_exact" in cases and not cases["distance_exact"]["max_rel_diff_vs_peer"] < 1e-9:
+        failures.append(f"distance_exact differs from the peer by {cases['distance_exact']['max_rel_diff_vs_peer']}")
+    for name, obj in cases.items():
+        if obj.get("budget_violations", 0) != 0:
+            failures.append(f"{name}: {obj['budget_violations']} budget violations")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs a full benchmark suite and records it: bench/results/<machine>/<suite>.jsonl (one JSON object
+# per case) and bench/results/<machine>/machine.txt (what it ran on). Usage: scripts/bench.sh SUITE
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+suite="${1:?usage: scripts/bench.sh SUITE [extra proximity-bench args]}"
+shift
+"$root/scripts/build.sh" "$root/build" >/dev/null
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+slug="$(echo "$cpu" | tr 'A-Z' 'a-z' | sed 's/([^)]*)//g; s/processor//; s/cpu//; s/@.*//; s/[^a-z0-9]\+/-/g; s/^-//; s/-$//')"
+machine="${slug}-$(nproc)cpu"
+out="$root/bench/results/$machine"
+mkdir -p "$out"
+{
+  echo "cpu: $cpu"
+  echo "cores: $(nproc)"
+  echo "memory: $(free -g | awk '/Mem:/ {print $2}') GiB"
+  echo "flags: $(grep -m1 flags /proc/cpuinfo | grep -o -w 'avx2\|avx512f\|fma' | sort -u | tr '\n' ' ')"
+  echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo "compiler: $(c++ --version | head -1)"
+  echo "fcl: $(dpkg-query -W -f='${Version}' libfcl-dev 2>/dev/null)"
+  echo "commit: $(git -C "$root" rev-parse --short HEAD)"
+  echo "date: $(date -u +%Y-%m-%d)"
+} > "$out/machine.txt"
+"$root/build/bench/proximity-bench" "$suite" "$@" | tee "$out/$suite.jsonl"
+echo "written: $out/$suite.jsonl" >&2
