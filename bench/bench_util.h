@@ -15,6 +15,8 @@ struct SuiteOptions {
   bool quick = false;
   std::string data_dir;  ///< ../shared/data
   uint64_t seed = 20261121;
+  int leaf_size = 0;   ///< Hierarchy leaf size for our models; 0 keeps the library's default.
+  std::string split;   ///< Hierarchy split rule, "median" or "sah"; empty keeps the library's default.
 };
 
 /// A suite: runs its cases and prints one JSON object per case on stdout. Returns non-zero on failure.

@@ -72,8 +72,12 @@ int RunEnvRob(const SuiteOptions& options) {
     return 77;
   }
   const double t_build = Now();
-  const auto env = core::MeshModel::Build(env_mesh.value()).value();
-  const auto rob = core::MeshModel::Build(rob_mesh.value()).value();
+  core::BvhBuildOptions build;
+  if (options.leaf_size > 0) build.max_leaf_triangles = options.leaf_size;
+  if (options.split == "sah") build.split = core::SplitRule::kSurfaceArea;
+  if (options.split == "median") build.split = core::SplitRule::kMedian;
+  const auto env = core::MeshModel::Build(env_mesh.value(), build).value();
+  const auto rob = core::MeshModel::Build(rob_mesh.value(), build).value();
   const double build_ms = (Now() - t_build) * 1e3;
   std::cerr << "built env (" << env->num_triangles() << " triangles, depth " << env->depth() << ") and rob ("
             << rob->num_triangles() << ") in " << build_ms << " ms\n";

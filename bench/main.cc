@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", options.quick, "A reduced run that finishes in under a minute");
   app.add_option("--data", options.data_dir, "The shared data folder (robots and scenes)");
   app.add_option("--seed", options.seed, "Seed for poses and motions");
+  app.add_option("--leaf-size", options.leaf_size, "Triangles per hierarchy leaf (1-16)");
+  app.add_option("--split", options.split, "Hierarchy split rule")->check(CLI::IsMember({"median", "sah"}));
   CLI11_PARSE(app, argc, argv);
   auto it = Suites().find(suite);
   if (it == Suites().end()) {

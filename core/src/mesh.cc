@@ -153,6 +153,10 @@ bool IsZeroArea(const Vec3& a, const Vec3& b, const Vec3& c) {
 
 }  // namespace
 
+/// Welding keeps the position of the first vertex of each group. A triangle is dropped when two of its
+/// corners weld together or when it has zero area by IsZeroArea. The remaining vertices keep their input
+/// order. Fills `removed_degenerate` and `welded_vertices` of `report` on success and leaves its other
+/// fields alone.
 Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<std::array<int32_t, 3>> triangles,
                                       double weld_tolerance, MeshLoadReport* report) {
   if (!std::isfinite(weld_tolerance) || weld_tolerance < 0.0) {

@@ -1,16 +1,22 @@
 #include <assimp/Importer.hpp>
+#include <assimp/commonMetaData.h>
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,7 +59,7 @@ std::string Lower(std::string s) {
 /// Whether assimp read the scene with its COLLADA importer; the extension decides if the scene does not say.
 bool IsCollada(const aiScene& scene, const std::string& extension) {
   aiString format;
-  if (scene.mMetaData != nullptr && scene.mMetaData->Get("SourceAsset_Format", format)) {
+  if (scene.mMetaData != nullptr && scene.mMetaData->Get(AI_METADATA_SOURCE_FORMAT, format)) {
     return Lower(format.C_Str()).find("collada") != std::string::npos;
   }
   return extension == "dae" || extension == "zae";
@@ -68,6 +74,244 @@ Affine RootTransform(const aiScene& scene, const std::string& extension) {
   Affine unit;
   unit.A = Mat3::Identity() * root.A.col(0).norm();
   return unit;
+}
+
+// ----------------------------------------------------------------------------------------------------------
+// PLY structure check. assimp 5.2.5 loops forever on a PLY header without end_header and reads out of bounds
+// on truncated bodies and on face indices out of range, so PLY input is walked once before assimp sees it.
+
+struct PlyType {
+  std::string_view name, alias;
+  int size;
+  bool is_float;
+  bool is_signed;
+};
+constexpr PlyType kPlyTypes[] = {
+    {"char", "int8", 1, false, true},   {"uchar", "uint8", 1, false, false}, {"short", "int16", 2, false, true},
+    {"ushort", "uint16", 2, false, false}, {"int", "int32", 4, false, true}, {"uint", "uint32", 4, false, false},
+    {"float", "float32", 4, true, true},  {"double", "float64", 8, true, true}};
+
+const PlyType* FindPlyType(std::string_view name) {
+  for (const PlyType& t : kPlyTypes) {
+    if (name == t.name || name == t.alias) return &t;
+  }
+  return nullptr;
+}
+
+struct PlyProperty {
+  const PlyType* count_type = nullptr;  ///< Non-null for a list.
+  const PlyType* type = nullptr;
+  bool is_index_list = false;
+};
+
+struct PlyElement {
+  std::string name;
+  uint64_t count = 0;
+  std::vector<PlyProperty> properties;
+};
+
+std::vector<std::string_view> SplitWords(std::string_view line) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    const size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+/// Reads lines one at a time; the last line need not end with a newline.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view bytes) : bytes_(bytes) {}
+  std::optional<std::string_view> Next() {
+    if (pos_ >= bytes_.size()) return std::nullopt;
+    size_t end = bytes_.find('\n', pos_);
+    if (end == std::string_view::npos) end = bytes_.size();
+    std::string_view line = bytes_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return line;
+  }
+  size_t position() const { return std::min(pos_, bytes_.size()); }
+
+ private:
+  std::string_view bytes_;
+  size_t pos_ = 0;
+};
+
+/// A value read from the body; `integer` is set for integral types.
+struct PlyValue {
+  bool ok = false;
+  int64_t integer = 0;
+};
+
+PlyValue ParseAsciiValue(std::string_view word, const PlyType& type) {
+  PlyValue v;
+  if (type.is_float) {
+    double d;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), d);
+    v.ok = ec == std::errc() && end == word.data() + word.size();
+    return v;
+  }
+  const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v.integer);
+  v.ok = ec == std::errc() && end == word.data() + word.size();
+  return v;
+}
+
+PlyValue ReadBinaryValue(std::string_view bytes, size_t pos, const PlyType& type, bool little_endian) {
+  PlyValue v;
+  v.ok = true;
+  if (type.is_float) return v;
+  uint64_t u = 0;
+  for (int b = 0; b < type.size; ++b) {
+    const int shift = 8 * (little_endian ? b : type.size - 1 - b);
+    u |= uint64_t{static_cast<unsigned char>(bytes[pos + b])} << shift;
+  }
+  if (type.is_signed && (u >> (8 * type.size - 1)) != 0) u |= ~uint64_t{0} << (8 * type.size);
+  v.integer = static_cast<int64_t>(u);
+  return v;
+}
+
+/// Returns why the PLY bytes are unusable, or nullopt when the header is complete and the body holds every
+/// element it declares with face indices in range.
+std::optional<std::string> CheckPly(std::string_view bytes) {
+  LineReader lines(bytes);
+  auto first = lines.Next();
+  if (!first || SplitWords(*first) != std::vector<std::string_view>{"ply"}) return "PLY data does not start with 'ply'";
+  std::string format;
+  std::vector<PlyElement> elements;
+  bool ended = false;
+  while (auto line = lines.Next()) {
+    const auto words = SplitWords(*line);
+    if (words.empty() || words[0] == "comment" || words[0] == "obj_info") continue;
+    if (words[0] == "end_header") {
+      ended = true;
+      break;
+    }
+    if (words[0] == "format" && words.size() == 3) {
+      format = words[1];
+    } else if (words[0] == "element" && words.size() == 3) {
+      PlyElement e;
+      e.name = words[1];
+      const auto [end, ec] = std::from_chars(words[2].data(), words[2].data() + words[2].size(), e.count);
+      if (ec != std::errc() || end != words[2].data() + words[2].size()) {
+        return "PLY element '" + e.name + "' has a bad count '" + std::string(words[2]) + "'";
+      }
+      elements.push_back(std::move(e));
+    } else if (words[0] == "property" && !elements.empty() && words.size() >= 3) {
+      PlyProperty p;
+      const bool is_list = words[1] == "list";
+      if (is_list ? words.size() != 5 : words.size() != 3) return "bad PLY property line '" + std::string(*line) + "'";
+      p.type = FindPlyType(words[is_list ? 3 : 1]);
+      if (is_list) p.count_type = FindPlyType(words[2]);
+      if (p.type == nullptr || (is_list && (p.count_type == nullptr || p.count_type->is_float))) {
+        return "bad PLY property type in '" + std::string(*line) + "'";
+      }
+      const std::string_view name = words.back();
+      p.is_index_list = is_list && (name == "vertex_indices" || name == "vertex_index");
+      if (p.is_index_list && p.type->is_float) return "PLY vertex index list of a floating-point type";
+      elements.back().properties.push_back(p);
+    } else {
+      return "unexpected PLY header line '" + std::string(*line) + "'";
+    }
+  }
+  if (!ended) return std::string("PLY header has no end_header line");
+  if (format != "ascii" && format != "binary_little_endian" && format != "binary_big_endian") {
+    return "PLY format '" + format + "' is not ascii, binary_little_endian or binary_big_endian";
+  }
+
+  int64_t num_vertices = 0;
+  for (const PlyElement& e : elements) {
+    if (e.name == "vertex") {
+      num_vertices = static_cast<int64_t>(std::min<uint64_t>(e.count, std::numeric_limits<int32_t>::max()));
+      break;
+    }
+  }
+  auto check_index = [&](const PlyElement& e, const PlyValue& v) -> std::optional<std::string> {
+    const int64_t lowest = e.name == "tristrips" ? -1 : 0;
+    if (v.integer < lowest || v.integer >= num_vertices) {
+      return "PLY " + e.name + " index " + std::to_string(v.integer) + " is out of range [0, " +
+             std::to_string(num_vertices) + ")";
+    }
+    return std::nullopt;
+  };
+  auto truncated = [](const PlyElement& e, uint64_t i) {
+    return "PLY data ends inside " + e.name + " " + std::to_string(i) + " of " + std::to_string(e.count);
+  };
+
+  if (format == "ascii") {
+    for (const PlyElement& e : elements) {
+      if (e.properties.empty()) continue;
+      for (uint64_t i = 0; i < e.count; ++i) {
+        std::vector<std::string_view> words;
+        while (words.empty()) {
+          auto line = lines.Next();
+          if (!line) return truncated(e, i);
+          words = SplitWords(*line);
+        }
+        size_t w = 0;
+        for (const PlyProperty& p : e.properties) {
+          uint64_t items = 1;
+          if (p.count_type != nullptr) {
+            if (w >= words.size()) return truncated(e, i);
+            const PlyValue n = ParseAsciiValue(words[w++], *p.count_type);
+            if (!n.ok || n.integer < 0) return "bad PLY list length in " + e.name + " " + std::to_string(i);
+            items = static_cast<uint64_t>(n.integer);
+          }
+          if (items > words.size() - w) return truncated(e, i);
+          for (uint64_t k = 0; k < items; ++k) {
+            const PlyValue v = ParseAsciiValue(words[w++], *p.type);
+            if (!v.ok) return "bad PLY number in " + e.name + " " + std::to_string(i);
+            if (p.is_index_list) {
+              if (auto bad = check_index(e, v)) return bad;
+            }
+          }
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  const bool little_endian = format == "binary_little_endian";
+  size_t pos = lines.position();
+  for (const PlyElement& e : elements) {
+    if (e.properties.empty()) continue;
+    for (uint64_t i = 0; i < e.count; ++i) {
+      for (const PlyProperty& p : e.properties) {
+        uint64_t items = 1;
+        if (p.count_type != nullptr) {
+          if (bytes.size() - pos < static_cast<size_t>(p.count_type->size)) return truncated(e, i);
+          const PlyValue n = ReadBinaryValue(bytes, pos, *p.count_type, little_endian);
+          pos += p.count_type->size;
+          if (n.integer < 0) return "negative PLY list length in " + e.name + " " + std::to_string(i);
+          items = static_cast<uint64_t>(n.integer);
+        }
+        if (items > (bytes.size() - pos) / p.type->size) return truncated(e, i);
+        if (p.is_index_list) {
+          for (uint64_t k = 0; k < items; ++k) {
+            if (auto bad = check_index(e, ReadBinaryValue(bytes, pos + k * p.type->size, *p.type, little_endian))) {
+              return bad;
+            }
+          }
+        }
+        pos += items * p.type->size;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool LooksLikePly(std::string_view bytes) {
+  return bytes.size() >= 4 && bytes.substr(0, 3) == "ply" && std::isspace(static_cast<unsigned char>(bytes[3]));
+}
+
+/// Whether assimp would read these bytes with its PLY importer: by extension, or by content when no importer
+/// claims the extension.
+bool ReadAsPly(const Assimp::Importer& importer, const std::string& extension, std::string_view head) {
+  if (extension == "ply") return true;
+  return (extension.empty() || !importer.IsExtensionSupported("." + extension)) && LooksLikePly(head);
 }
 
 struct Gathered {
@@ -128,12 +372,12 @@ Result<Gathered> GatherTriangles(const aiScene& scene, const Affine& X_root, con
       for (unsigned v = 0; v < mesh.mNumVertices; ++v) {
         const aiVector3D& p = mesh.mVertices[v];
         const Vec3 p_N(p.x, p.y, p.z);
-        const std::string which = "vertex " + std::to_string(v) + " of submesh " + std::to_string(mesh_index);
-        if (!p_N.allFinite()) {
-          return ParseError(label + ": " + which + " has a non-finite coordinate " + FormatVec(p_N));
-        }
         const Vec3 p_M = scale.cwiseProduct(X_MN * p_N);
         if (!p_M.allFinite()) {
+          const std::string which = "vertex " + std::to_string(v) + " of submesh " + std::to_string(mesh_index);
+          if (!p_N.allFinite()) {
+            return ParseError(label + ": " + which + " has a non-finite coordinate " + FormatVec(p_N));
+          }
           return ParseError(label + ": " + which + " " + FormatVec(p_N) +
                             " is not finite after the node transforms and scale: " + FormatVec(p_M));
         }
@@ -207,14 +451,23 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
     const auto status = std::filesystem::status(path, ec);
     if (!std::filesystem::exists(status)) return NotFound("mesh file not found: " + path);
     if (std::filesystem::is_directory(status)) return ParseError(label + " is a directory, not a mesh file");
+    if (!std::filesystem::is_regular_file(status)) return ParseError(label + " is not a regular file");
     if (!std::ifstream(path, std::ios::binary).good()) return ParseError("cannot open " + label);
     const auto size = std::filesystem::file_size(path, ec);
     if (!ec && size == 0) return ParseError(label + " is empty");
 
+    std::string extension = Lower(std::filesystem::path(path).extension().string());
+    if (!extension.empty()) extension.erase(0, 1);
     Assimp::Importer importer;
+    char head[4] = {};
+    std::ifstream(path, std::ios::binary).read(head, sizeof(head));
+    if (ReadAsPly(importer, extension, std::string_view(head, sizeof(head)))) {
+      std::ifstream in(path, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+    }
     const aiScene* scene = importer.ReadFile(path, kPostProcess);
-    const std::string extension = Lower(std::filesystem::path(path).extension().string());
-    return FromScene(scene, importer, extension.empty() ? extension : extension.substr(1), options, label, report);
+    return FromScene(scene, importer, extension, options, label, report);
   });
 }
 
@@ -228,6 +481,9 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     std::string hint = Lower(format_hint);
     if (!hint.empty() && hint.front() == '.') hint.erase(0, 1);
     Assimp::Importer importer;
+    if (ReadAsPly(importer, hint, bytes)) {
+      if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+    }
     const aiScene* scene = importer.ReadFileFromMemory(bytes.data(), bytes.size(), kPostProcess, hint.c_str());
     return FromScene(scene, importer, hint, options, label, report);
   });

@@ -18,13 +18,14 @@ struct PairWalk {
   RigidTransform X_AB;
   QueryStats stats;
 
-  // Splits the node with the larger bounding sphere, so both trees descend at a matched scale.
+  // Splits the node with the larger box (sum of half extents), so both trees descend at a matched
+  // scale; the boxes are in cache already for the test that follows.
   bool DescendA(int32_t na, int32_t nb) const {
     const BvhNode& a = A.nodes()[na];
     const BvhNode& b = B.nodes()[nb];
     if (b.is_leaf()) return true;
     if (a.is_leaf()) return false;
-    return A.spheres()[na].radius >= B.spheres()[nb].radius;
+    return A.obbs()[na].half_extents.sum() >= B.obbs()[nb].half_extents.sum();
   }
 
   void TriangleInA(int32_t kb, Vec3* v) const {
@@ -350,16 +351,22 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
-  const bool from_front = warm && !cache->front.empty();
   walk.Seed(warm ? cache : nullptr);
   std::vector<NodePairBound> front;
   if (cache != nullptr) walk.front_out = &front;
+  bool from_front = false;
   if (walk.upper > 0.0) {
-    if (from_front) {
-      walk.Run(walk.CarriedFront(*cache));
-    } else {
-      walk.Run({{0, 0, walk.LowerBound(0, 0), false}});
+    std::vector<DistanceWalk::Entry> start;
+    if (warm && !cache->front.empty()) {
+      // The carried front pays off when the motion since left most of it pruned; when too many of its
+      // (deep) pairs would need testing again, a walk from the roots is cheaper.
+      start = walk.CarriedFront(*cache);
+      const auto live = std::count_if(start.begin(), start.end(),
+                                      [&](const DistanceWalk::Entry& e) { return e.bound < walk.threshold; });
+      from_front = 2 * static_cast<std::size_t>(live) <= cache->cold_front_size;
     }
+    if (!from_front) start = {{0, 0, walk.LowerBound(0, 0), false}};
+    walk.Run(std::move(start));
   }
 
   result->upper_bound = walk.upper;

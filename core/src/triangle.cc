@@ -35,10 +35,13 @@ constexpr double kParallelSine = 1e-8;
 // Squared sine of the angle between two segments below which their closest points are solved in
 // the cross-product form (see SegmentParams).
 constexpr double kNearParallelSine2 = 1e-2;
-// Segment parameters this close to 0 or 1 are put on the end by SegmentSegmentDistanceSquared.
+// Projected segment parameters this close to 0 or 1 are put on the end (SegmentSegmentDistanceSquared).
 constexpr double kParamSnap = 64 * kEps;
 // Relative tolerance under which two segments are taken to touch (degenerate triangles only).
 constexpr double kTouch = 64 * kEps;
+
+// Index of the next vertex (or edge) of a triangle.
+constexpr int kNext[3] = {1, 2, 0};
 
 inline double Clamp01(double x) { return std::min(std::max(x, 0.0), 1.0); }
 
@@ -86,8 +89,8 @@ inline Tri MakeTri(const Vec3& a, const Vec3& b, const Vec3& c) {
   t.e[2] = a - c;
   for (int i = 0; i < 3; ++i) t.l2[i] = t.e[i].squaredNorm();
   const int j = t.l2[0] >= t.l2[1] ? (t.l2[0] >= t.l2[2] ? 0 : 2) : (t.l2[1] >= t.l2[2] ? 1 : 2);
-  const int p = j == 2 ? 0 : j + 1;
-  const int q = p == 2 ? 0 : p + 1;
+  const int p = kNext[j];
+  const int q = kNext[p];
   t.longest = j;
   t.k = q;
   // e[p] ends at v[q] and e[q] starts there; their cross product has the winding of (e0 x -e2).
@@ -140,12 +143,11 @@ inline void SegmentParams(const Vec3& p0, const Vec3& d1, double a, const Vec3& 
   *s_out = Clamp01((b * t - c) / a);
 }
 
-// Moves a segment parameter within kParamSnap of 0 or 1 onto that end; returns whether it is at an
-// end. The move is at the rounding level of the parameter itself.
-inline bool SnapToEnd(double* s) {
+// Moves a segment parameter within kParamSnap of 0 or 1 onto that end, a move at the rounding level
+// of a projection.
+inline void SnapToEnd(double* s) {
   if (*s < kParamSnap) *s = 0;
   else if (*s > 1 - kParamSnap) *s = 1;
-  return *s == 0 || *s == 1;
 }
 
 // Closest point to p on segment [a, b].
@@ -196,8 +198,8 @@ struct P2 {
   double x, y;
 };
 inline P2 Project(const Vec3& v, int axis) {
-  const int i1 = axis == 2 ? 0 : axis + 1;
-  const int i2 = i1 == 2 ? 0 : i1 + 1;
+  const int i1 = kNext[axis];
+  const int i2 = kNext[i1];
   return {v[i1], v[i2]};
 }
 // Orientation of r against the directed line p -> q, centred on r (exactly zero when r is p or q).
@@ -216,7 +218,7 @@ bool ClipInPlane(const Tri& tri, const Vec3& x0, const Vec3& x1, double t_max, d
   double lo = 0, hi = t_max;
   for (int i = 0; i < 3; ++i) {
     const P2& a = v[i];
-    const P2& b = v[i == 2 ? 0 : i + 1];
+    const P2& b = v[kNext[i]];
     const double g0 = sign * Orient(a, b, p), g1 = sign * Orient(a, b, q);
     const double slope = g1 - g0;
     if (slope > 0) {
@@ -258,7 +260,7 @@ void PlaneCut(const Vec3 v[3], const double d[3], Vec3* p, Vec3* q) {
   for (int i = 0; i < 3; ++i)
     if (d[i] == 0) pts[m++] = v[i];
   for (int i = 0; i < 3; ++i) {
-    const int j = i == 2 ? 0 : i + 1;
+    const int j = kNext[i];
     if ((d[i] > 0 && d[j] < 0) || (d[i] < 0 && d[j] > 0)) pts[m++] = v[i] + (v[j] - v[i]) * (d[i] / (d[i] - d[j]));
   }
   *p = pts[0];
@@ -275,7 +277,7 @@ bool CoplanarIntersect(const Tri& A, const Tri& B, const Vec3& normal, Vec3* x) 
   const P2 b[3] = {Project(B.v[0], axis), Project(B.v[1], axis), Project(B.v[2], axis)};
   double oab[3][3], oba[3][3];  // oab[i][j]: a_i against edge b_j b_j+1; oba[j][i]: b_j against a_i a_i+1.
   for (int i = 0; i < 3; ++i) {
-    const int i1 = i == 2 ? 0 : i + 1;
+    const int i1 = kNext[i];
     for (int j = 0; j < 3; ++j) {
       oab[j][i] = Orient(b[i], b[i1], a[j]);
       oba[j][i] = Orient(a[i], a[i1], b[j]);
@@ -295,9 +297,9 @@ bool CoplanarIntersect(const Tri& A, const Tri& B, const Vec3& normal, Vec3* x) 
   }
   auto opposite = [](double u, double w) { return (u > 0 && w < 0) || (u < 0 && w > 0); };
   for (int i = 0; i < 3; ++i) {
-    const int i1 = i == 2 ? 0 : i + 1;
+    const int i1 = kNext[i];
     for (int j = 0; j < 3; ++j) {
-      const int j1 = j == 2 ? 0 : j + 1;
+      const int j1 = kNext[j];
       if (opposite(oab[i][j], oab[i1][j]) && opposite(oba[j][i], oba[j1][i])) {
         if (x) *x = A.v[i] + A.e[i] * (oab[i][j] / (oab[i][j] - oab[i1][j]));
         return true;
@@ -336,9 +338,9 @@ bool StraddlingIntersect(const Tri& A, const Tri& B, const double dA[3], const d
 // Intersection with degenerate triangles: a degenerate triangle is its hull segment.
 bool DegenerateIntersect(const Tri& A, const Tri& B, Vec3* x) {
   const Vec3& a0 = A.v[A.longest];
-  const Vec3& a1 = A.v[A.longest == 2 ? 0 : A.longest + 1];
+  const Vec3& a1 = A.v[kNext[A.longest]];
   const Vec3& b0 = B.v[B.longest];
-  const Vec3& b1 = B.v[B.longest == 2 ? 0 : B.longest + 1];
+  const Vec3& b1 = B.v[kNext[B.longest]];
   double s;
   if (A.degenerate && B.degenerate) return SegmentsTouch(a0, a1, b0, b1, &s, x);
   if (A.degenerate) {
@@ -356,8 +358,6 @@ inline int NearestToPlane(const double d[3]) {
   const double d0 = std::abs(d[0]), d1 = std::abs(d[1]), d2 = std::abs(d[2]);
   return d0 <= d1 ? (d0 <= d2 ? 0 : 2) : (d1 <= d2 ? 1 : 2);
 }
-
-constexpr int kNext[3] = {1, 2, 0};
 
 // The three edges of a triangle in the order TriangleDistance tries them: `first` if it is an edge
 // index, then the two edges at vertex `vertex`, then the third.
@@ -399,9 +399,9 @@ double DegenerateDistance(const Tri& A, const Tri& B, Vec3* p_A, Vec3* p_B) {
   }
   double best = std::numeric_limits<double>::infinity();
   for (int i = 0; i < 3; ++i) {
-    const int i1 = i == 2 ? 0 : i + 1;
+    const int i1 = kNext[i];
     for (int j = 0; j < 3; ++j) {
-      const int j1 = j == 2 ? 0 : j + 1;
+      const int j1 = kNext[j];
       double s, t;
       SegmentParams(A.v[i], A.e[i], A.l2[i], B.v[j], B.e[j], B.l2[j], &s, &t);
       const Vec3 P = Lerp(A.v[i], A.v[i1], s), Q = Lerp(B.v[j], B.v[j1], t);
@@ -481,19 +481,30 @@ double SegmentSegmentDistanceSquared(const Vec3& p0, const Vec3& p1, const Vec3&
   const double a = d1.squaredNorm(), e = d2.squaredNorm();
   double s, t;
   SegmentParams(p0, d1, a, q0, d2, e, &s, &t);
-  // A parameter within rounding of an end goes onto the end, and the other is re-derived from that
-  // exact endpoint, so that segments meeting at an endpoint report the endpoint itself (distance 0).
-  if (SnapToEnd(&s)) {
-    t = e > 0 ? Clamp01((Lerp(p0, p1, s) - q0).dot(d2) / e) : 0.0;
-    SnapToEnd(&t);
-  } else if (SnapToEnd(&t)) {
-    s = a > 0 ? Clamp01((Lerp(q0, q1, t) - p0).dot(d1) / a) : 0.0;
-    SnapToEnd(&s);
-  }
-  const Vec3 P = Lerp(p0, p1, s), Q = Lerp(q0, q1, t);
+  Vec3 P = Lerp(p0, p1, s), Q = Lerp(q0, q1, t);
+  double best = (P - Q).squaredNorm();
+  // Two more candidates, each with one parameter on its nearer end and the other projected from
+  // that exact endpoint; an equally close candidate wins. Segments meeting at an endpoint thus
+  // report the endpoint itself and distance 0, however the solve rounded.
+  auto consider = [&](double sc, double tc) {
+    const Vec3 Pc = Lerp(p0, p1, sc), Qc = Lerp(q0, q1, tc);
+    const double dc = (Pc - Qc).squaredNorm();
+    if (dc <= best) {
+      best = dc;
+      P = Pc;
+      Q = Qc;
+    }
+  };
+  const double s_end = s < 0.5 ? 0.0 : 1.0, t_end = t < 0.5 ? 0.0 : 1.0;
+  double t_proj = e > 0 ? Clamp01((Lerp(p0, p1, s_end) - q0).dot(d2) / e) : 0.0;
+  double s_proj = a > 0 ? Clamp01((Lerp(q0, q1, t_end) - p0).dot(d1) / a) : 0.0;
+  SnapToEnd(&t_proj);
+  SnapToEnd(&s_proj);
+  consider(s_end, t_proj);
+  consider(s_proj, t_end);
   if (cp) *cp = P;
   if (cq) *cq = Q;
-  return (P - Q).squaredNorm();
+  return best;
 }
 
 bool TrianglesIntersect(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Vec3& b0, const Vec3& b1,
@@ -526,10 +537,18 @@ bool TrianglesIntersect(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Ve
 //     is returned at once when the third vertex of A lies on A's side of the plane through P normal
 //     to V and the third vertex of B on B's side of the plane through Q (the edges' own endpoints
 //     are on the right sides by the optimality of P and Q): the slab between the planes separates
-//     the triangles, so |V| is the distance (the separating-edge shortcut of Larsen et al., PQP, 1999).
-// No square root is taken before the answer is known.
+//     the triangles, so |V| is the distance (the separating-edge shortcut of the PQP library's
+//     triangle distance; Larsen, Gottschalk, Lin and Manocha, "Fast Proximity Queries with Swept
+//     Sphere Volumes", 1999). The shortcut is only a certificate: without it the loop still returns
+//     the minimum, so the order of the pairs (likely pairs first, below) affects speed alone.
+// Intersection is therefore always decided before any feature distance is trusted: triangles that
+// pierce each other can have all 15 feature distances positive. No square root is taken before the
+// answer is known.
 double TriangleDistance(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Vec3& b0, const Vec3& b1,
                         const Vec3& b2, Vec3* p_A, Vec3* p_B) {
+  Vec3 unused_a, unused_b;
+  if (!p_A) p_A = &unused_a;
+  if (!p_B) p_B = &unused_b;
   const Tri A = MakeTri(a0, a1, a2), B = MakeTri(b0, b1, b2);
   if (A.degenerate || B.degenerate) return DegenerateDistance(A, B, p_A, p_B);
 
@@ -554,8 +573,8 @@ double TriangleDistance(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Ve
 
   // Likely edges first, so that the separating-edge shortcut ends the loop early: on each triangle,
   // the edge that the other's nearest vertex projects beyond, else the two edges at its own vertex
-  // nearest the other's plane. On random near pairs this takes the loop from about 4.5 edge pairs
-  // in fixed order to about 1.5.
+  // nearest the other's plane. On random near pairs this takes the loop from about 4 edge pairs
+  // (fixed order) to about 1.5.
   int ea[3], eb[3];
   OrderEdges(NearestToPlane(dA), outside_a, ea);
   OrderEdges(NearestToPlane(dB), outside_b, eb);
@@ -585,7 +604,7 @@ bool RayTriangle(const Vec3& origin, const Vec3& dir, const Vec3& a, const Vec3&
   const Tri tri = MakeTri(a, b, c);
   if (tri.degenerate) {
     // The ray against the hull segment, as the segment of the ray that spans the hull's extent.
-    const int j0 = tri.longest, j1 = j0 == 2 ? 0 : j0 + 1;
+    const int j0 = tri.longest, j1 = kNext[j0];
     const double dd = dir.squaredNorm();
     double reach = 0;
     if (dd > 0) reach = std::max({0.0, (tri.v[j0] - origin).dot(dir) / dd, (tri.v[j1] - origin).dot(dir) / dd});
@@ -656,7 +675,7 @@ bool SegmentTriangle(const Vec3& p0, const Vec3& p1, const Vec3& a, const Vec3& 
   double s;
   bool hit;
   if (tri.degenerate) {
-    const int j0 = tri.longest, j1 = j0 == 2 ? 0 : j0 + 1;
+    const int j0 = tri.longest, j1 = kNext[j0];
     hit = SegmentsTouch(p0, p1, tri.v[j0], tri.v[j1], &s, nullptr);
   } else {
     hit = SegmentHitsTri(tri, p0, p1, &s);

@@ -300,19 +300,21 @@ TEST(MakeTriangleMesh, TrianglesDegenerateAfterWeldingAreDropped) {
 // The zero-area test is relative to the triangle's size: collinear triangles are dropped at every scale and
 // thin but genuine triangles are kept at every scale.
 TEST(MakeTriangleMesh, DegeneracyIsScaleInvariant) {
+  const Vec3 direction(0.1234567, 0.7654321, -0.3141592);
+  const Vec3 across = direction.cross(Vec3(0.3, -0.2, 0.9)).normalized();
   for (const double s : {1e-9, 1e-3, 1.0, 1e3, 1e9}) {
-    const Vec3 offset(0.3 * s, -0.7 * s, 0.1 * s);
-    const std::vector<Vec3> vertices = {offset,
-                                        offset + s * Vec3(1, 1, 0),
-                                        offset + s * Vec3(0.5, 0.5, 0),  // on the segment 0-1
-                                        offset + s * Vec3(0.5, 0.5 + 1e-9, 0),
-                                        offset + s * Vec3(0.25, 0.25, 0.25)};
+    const Vec3 origin = s * Vec3(0.3, -0.7, 0.1);
+    // Rounding leaves the middle point a few ulps off the line: the cross product is not exactly zero.
+    const std::vector<Vec3> vertices = {origin, origin + s * direction, origin + 0.37 * s * direction,
+                                        origin + 0.37 * s * direction + 1e-9 * s * across,
+                                        origin + s * Vec3(0.25, 0.25, 0.25)};
     const Triangles triangles = {{0, 1, 2}, {0, 1, 3}, {0, 1, 4}};
     MeshLoadReport report;
     auto r = MakeTriangleMesh(vertices, triangles, 0.0, &report);
     ASSERT_TRUE(r.ok()) << s;
     EXPECT_EQ(report.removed_degenerate, 1) << "scale " << s;
-    EXPECT_EQ(r.value().triangles.size(), 2u) << "scale " << s;
+    EXPECT_EQ(r.value().triangles, (Triangles{{0, 1, 2}, {0, 1, 3}})) << "scale " << s;
+    EXPECT_EQ(r.value().vertices, (std::vector<Vec3>{vertices[0], vertices[1], vertices[3], vertices[4]}));
   }
 }
 

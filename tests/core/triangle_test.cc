@@ -40,7 +40,7 @@ Vec3 Uniform(std::mt19937_64& rng, double lo, double hi) {
 Vec3 RandomUnit(std::mt19937_64& rng) {
   std::normal_distribution<double> g;
   Vec3 v;
-  do v = Vec3(g(rng), g(rng), g(rng));
+  do v = Vec3{g(rng), g(rng), g(rng)};
   while (v.norm() < 1e-3);
   return v.normalized();
 }
@@ -62,9 +62,11 @@ Tri3 RandomTriangle(std::mt19937_64& rng, Shape shape, const Vec3& center, doubl
     case Shape::kGeneric:
       c = center + Uniform(rng, -size, size);
       break;
-    case Shape::kNeedle:
-      c = b + LogUniform(rng, -6, -3) * (b - a).norm() * RandomUnit(rng);
+    case Shape::kNeedle: {
+      const double length = LogUniform(rng, -6, -3) * (b - a).norm();
+      c = b + length * RandomUnit(rng);
       break;
+    }
     case Shape::kSliver: {
       const double lambda = std::uniform_real_distribution<double>(0.05, 0.95)(rng);
       Vec3 off = RandomUnit(rng);
@@ -182,7 +184,9 @@ LD SearchSegSeg2(const Vec3L& p0, const Vec3L& p1, const Vec3L& q0, const Vec3L&
   const Vec3L u = p1 - p0, v = q1 - q0;
   LD best = std::numeric_limits<LD>::infinity();
   for (int i = 0; i <= 100; ++i)
-    for (int j = 0; j <= 100; ++j) best = std::min(best, (p0 + (i / LD(100)) * u - q0 - (j / LD(100)) * v).squaredNorm());
+    for (int j = 0; j <= 100; ++j) {
+      best = std::min(best, (p0 + (i / LD(100)) * u - q0 - (j / LD(100)) * v).squaredNorm());
+    }
   auto partial = [&](LD s) {
     const Vec3L x = p0 + s * u;
     const LD den = v.squaredNorm();
@@ -428,16 +432,14 @@ TEST(ClosestPointOnTriangle, DegenerateTrianglesGiveAPointOnTheSegment) {
   const Tri3 tris[] = {{a, mid, b}, {a, b, far}, {a, a, b}, {b, b, b}};
   const Vec3 probes[] = {{0.5, 1, 0}, {-1, 0, 1}, {2.5, -1, 0}, {5, 0, 0}, {1.5, 0, 0}};
   for (const Tri3& t : tris) {
-    const Vec3 lo = std::min({t[0].x(), t[1].x(), t[2].x()}) * Vec3::UnitX();
-    const Vec3 hi = std::max({t[0].x(), t[1].x(), t[2].x()}) * Vec3::UnitX();
+    const double lo = std::min({t[0].x(), t[1].x(), t[2].x()}), hi = std::max({t[0].x(), t[1].x(), t[2].x()});
     for (const Vec3& p : probes) {
-      const Vec3 expected(std::clamp(p.x(), lo.x(), hi.x()), 0, 0);
+      const Vec3 expected(std::clamp(p.x(), lo, hi), 0, 0);
       for (int perm = 0; perm < 6; ++perm) {
         const Tri3 q = Permuted(t, perm);
         const Vec3 got = ClosestPointOnTriangle(p, q[0], q[1], q[2]);
         ASSERT_TRUE(got.allFinite());
-        EXPECT_LE((got - expected).norm(), 1e-15) << "probe " << p.transpose() << ", triangle x " << t[0].x() << " " << t[1].x()
-                                 << " " << t[2].x();
+        EXPECT_LE((got - expected).norm(), 1e-15) << "probe " << p.transpose() << ", segment " << lo << " " << hi;
       }
     }
   }
@@ -465,13 +467,16 @@ SegmentPair RandomSegmentPair(std::mt19937_64& rng) {
       s.q0 = s.p0 + u(rng) * (s.p1 - s.p0);
       s.q1 = s.p0 + u(rng) * (s.p1 - s.p0);
       break;
-    case 4:  // Nearly parallel.
-      s.q1 = s.q0 + u(rng) * (s.p1 - s.p0) + LogUniform(rng, -12, -4) * RandomUnit(rng);
+    case 4: {  // Nearly parallel.
+      const double k = u(rng), tilt = LogUniform(rng, -12, -4);
+      s.q1 = s.q0 + k * (s.p1 - s.p0) + tilt * RandomUnit(rng);
       break;
+    }
     case 5: {  // Crossing or nearly crossing.
       const Vec3 x = s.p0 + std::uniform_real_distribution<double>(0, 1)(rng) * (s.p1 - s.p0);
       const Vec3 d = RandomUnit(rng);
-      s.q0 = x - std::uniform_real_distribution<double>(0, 1)(rng) * d + LogUniform(rng, -15, -6) * RandomUnit(rng);
+      const double back = std::uniform_real_distribution<double>(0, 1)(rng), miss = LogUniform(rng, -15, -6);
+      s.q0 = x - back * d + miss * RandomUnit(rng);
       s.q1 = s.q0 + d;
       break;
     }
@@ -646,7 +651,8 @@ TEST(TrianglesIntersect, MatchesEdgeCrossingOracleIncludingDegenerateTriangles) 
   constexpr int kPairs = 100000;
   for (int iter = 0; iter < kPairs; ++iter) {
     const Tri3 A = RandomTriangle(rng, RandomShape(rng, true), Vec3::Zero(), 1.0);
-    const Tri3 B = RandomTriangle(rng, RandomShape(rng, true), Uniform(rng, -0.5, 0.5), 1.0);
+    const Shape shape_b = RandomShape(rng, true);
+    const Tri3 B = RandomTriangle(rng, shape_b, Uniform(rng, -0.5, 0.5), 1.0);
     const CrossingVerdict v = OracleEdgeCrossing(A, B);
     if (v.margin <= 1e-9L) {
       ++ambiguous;
@@ -685,7 +691,10 @@ TEST(TrianglesIntersect, CoplanarAndNearlyParallelPairs) {
     const Tri3 A = RandomTriangle(rng, Shape::kGeneric, Vec3::Zero(), 1.0);
     const Vec3 e1 = A[1] - A[0], e2 = A[2] - A[0];
     Tri3 B;
-    for (Vec3& x : B) x = A[0] + w(rng) * e1 + w(rng) * e2;
+    for (Vec3& x : B) {
+      const double w1 = w(rng), w2 = w(rng);
+      x = A[0] + w1 * e1 + w2 * e2;
+    }
     if (Condition(B).degenerate) continue;
     LD gap;
     if (iter % 2 == 0) {
@@ -802,6 +811,29 @@ TEST(TrianglesIntersect, SharedFeaturesAndNearMissesAfterRigidMotions) {
   }
 }
 
+TEST(TrianglesIntersect, DegenerateTrianglesTouchingWithinRounding) {
+  // Segment-like and point triangles meeting at a point that is only representable up to rounding
+  // touch; moved apart by 1e-9 they do not.
+  std::mt19937_64 rng(36);
+  for (int iter = 0; iter < 5000; ++iter) {
+    const Vec3 p0 = Uniform(rng, -3, 3), p1 = Uniform(rng, -3, 3);
+    const double s = std::uniform_real_distribution<double>(0.05, 0.95)(rng);
+    const Vec3 x = p0 + s * (p1 - p0);
+    const Tri3 A = {p0, p1, p0 + 0.5 * (p1 - p0)};
+    const Vec3 d = RandomUnit(rng);
+    const Tri3 crossing = {x - d, x + d, x + 0.25 * d};
+    const Tri3 point = {x, x, x};
+    ASSERT_TRUE(Hit(A, crossing) && Hit(crossing, A)) << "iteration " << iter;
+    ASSERT_TRUE(Hit(A, point) && Hit(point, A)) << "iteration " << iter;
+    const Vec3 away = (p1 - p0).cross(d).normalized() * 1e-9;
+    const Tri3 moved = {crossing[0] + away, crossing[1] + away, crossing[2] + away};
+    ASSERT_FALSE(Hit(A, moved) || Hit(moved, A)) << "iteration " << iter;
+    Vec3 pa, pb;
+    ASSERT_EQ(Dist(A, crossing, &pa, &pb), 0.0) << "iteration " << iter;
+    ASSERT_NEAR(Dist(A, moved, &pa, &pb), 1e-9, 1e-14) << "iteration " << iter;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // TriangleDistance.
 
@@ -845,7 +877,8 @@ TEST(TriangleDistance, MatchesFeatureOracleOnRandomPairs) {
     const Vec3 center = Uniform(rng, -5, 5);
     const bool degenerate = iter % 5 == 0;
     const Tri3 A = RandomTriangle(rng, RandomShape(rng, degenerate), center, size);
-    const Vec3 offset = RandomUnit(rng) * std::uniform_real_distribution<double>(0, 2.5 * size)(rng);
+    const double reach = std::uniform_real_distribution<double>(0, 2.5 * size)(rng);
+    const Vec3 offset = RandomUnit(rng) * reach;
     const Tri3 B = RandomTriangle(rng, RandomShape(rng, degenerate), center + offset, size);
     contacts += CheckDistance(A, B, size + center.norm(), "random", iter);
     if (HasFailure()) return;
@@ -860,11 +893,14 @@ TEST(TriangleDistance, NeverExceedsSampledPointDistances) {
   std::vector<Vec3> sa, sb;
   for (int iter = 0; iter < 400; ++iter) {
     const Tri3 A = RandomTriangle(rng, RandomShape(rng, iter % 3 == 0), Vec3::Zero(), 1.0);
-    const Tri3 B = RandomTriangle(rng, RandomShape(rng, iter % 3 == 0), RandomUnit(rng) * 1.5, 1.0);
+    const Shape shape_b = RandomShape(rng, iter % 3 == 0);
+    const Tri3 B = RandomTriangle(rng, shape_b, RandomUnit(rng) * 1.5, 1.0);
     auto sample = [](const Tri3& t, std::vector<Vec3>* out) {
       out->clear();
       for (int i = 0; i <= kN; ++i)
-        for (int j = 0; i + j <= kN; ++j) out->push_back(t[0] + (double(i) / kN) * (t[1] - t[0]) + (double(j) / kN) * (t[2] - t[0]));
+        for (int j = 0; i + j <= kN; ++j) {
+          out->push_back(t[0] + (double(i) / kN) * (t[1] - t[0]) + (double(j) / kN) * (t[2] - t[0]));
+        }
     };
     sample(A, &sa);
     sample(B, &sb);
@@ -880,7 +916,8 @@ TEST(TriangleDistance, InvariantUnderRigidMotions) {
   std::mt19937_64 rng(43);
   for (int iter = 0; iter < 20000; ++iter) {
     const Tri3 A = RandomTriangle(rng, RandomShape(rng, iter % 4 == 0), Vec3::Zero(), 1.0);
-    const Tri3 B = RandomTriangle(rng, RandomShape(rng, iter % 4 == 0), RandomUnit(rng) * 1.2, 1.0);
+    const Shape shape_b = RandomShape(rng, iter % 4 == 0);
+    const Tri3 B = RandomTriangle(rng, shape_b, RandomUnit(rng) * 1.2, 1.0);
     const RigidTransform X = proximity::testing::RandomPose(rng, Vec3::Constant(-10), Vec3::Constant(10));
     const Tri3 XA = {X * A[0], X * A[1], X * A[2]}, XB = {X * B[0], X * B[1], X * B[2]};
     Vec3 p, q;
@@ -957,7 +994,8 @@ TEST(RayTriangle, MatchesPlaneAndAreaOracle) {
     Vec3 dir = RandomUnit(rng);
     if (iter % 2) {
       std::uniform_real_distribution<double> w(-0.3, 1.1);
-      dir = T[0] + w(rng) * (T[1] - T[0]) + w(rng) * (T[2] - T[0]) - o;
+      const double w1 = w(rng), w2 = w(rng);
+      dir = T[0] + w1 * (T[1] - T[0]) + w2 * (T[2] - T[0]) - o;
     }
     dir *= LogUniform(rng, -2, 2);
     const OracleHit h = OracleLineTriangle(o, dir, T[0], T[1], T[2], std::numeric_limits<LD>::infinity());
@@ -1064,7 +1102,8 @@ TEST(RayTriangle, RaysFromAVertexHitAtZero) {
   for (int iter = 0; iter < 20000; ++iter) {
     const Tri3 T = RandomTriangle(rng, iter % 4 ? Shape::kGeneric : Shape::kNeedle, Uniform(rng, -5, 5), 1.0);
     const int k = iter % 3;
-    const Vec3 dir = RandomUnit(rng) * LogUniform(rng, -2, 2);
+    const double length = LogUniform(rng, -2, 2);
+    const Vec3 dir = RandomUnit(rng) * length;
     double t = -1, u = -1, v = -1;
     ASSERT_TRUE(RayTriangle(T[k], dir, T[0], T[1], T[2], &t, &u, &v)) << "iteration " << iter;
     EXPECT_EQ(t, 0) << "iteration " << iter;
@@ -1078,7 +1117,8 @@ TEST(SegmentTriangle, SegmentsEndingAtAVertexHit) {
   for (int iter = 0; iter < 20000; ++iter) {
     const Tri3 T = RandomTriangle(rng, iter % 4 ? Shape::kGeneric : Shape::kSliver, Uniform(rng, -5, 5), 1.0);
     const Vec3& x = T[iter % 3];
-    const Vec3 y = x + RandomUnit(rng) * LogUniform(rng, -3, 1);
+    const double length = LogUniform(rng, -3, 1);
+    const Vec3 y = x + RandomUnit(rng) * length;
     double t = -1;
     ASSERT_TRUE(SegmentTriangle(x, y, T[0], T[1], T[2], &t)) << "iteration " << iter;
     EXPECT_EQ(t, 0) << "iteration " << iter;
@@ -1089,6 +1129,28 @@ TEST(SegmentTriangle, SegmentsEndingAtAVertexHit) {
       EXPECT_EQ(t, 1) << "iteration " << iter;
     }
   }
+}
+
+TEST(SegmentTriangle, CollinearWithASegmentLikeTriangleGivesTheFirstSharedPoint) {
+  std::mt19937_64 rng(55);
+  std::uniform_real_distribution<double> u(-0.5, 1.5);
+  int overlapping = 0;
+  for (int iter = 0; iter < 5000; ++iter) {
+    const Vec3 p0 = Uniform(rng, -3, 3), p1 = Uniform(rng, -3, 3);
+    const double alpha = u(rng), beta = u(rng), gamma = u(rng);
+    const Vec3 a = p0 + alpha * (p1 - p0), b = p0 + beta * (p1 - p0), c = p0 + gamma * (p1 - p0);
+    const double lo = std::min({alpha, beta, gamma}), hi = std::max({alpha, beta, gamma});
+    double t = -1;
+    const bool hit = SegmentTriangle(p0, p1, a, b, c, &t);
+    if (hi < -1e-9 || lo > 1 + 1e-9) {
+      ASSERT_FALSE(hit) << "iteration " << iter;
+    } else if (hi > 1e-9 && lo < 1 - 1e-9) {
+      ++overlapping;
+      ASSERT_TRUE(hit) << "iteration " << iter;
+      ASSERT_NEAR(t, std::clamp(lo, 0.0, 1.0), 1e-12) << "iteration " << iter;
+    }
+  }
+  EXPECT_GT(overlapping, 2500);
 }
 
 TEST(SegmentTriangle, ConstructedCases) {
@@ -1138,6 +1200,16 @@ TEST(SegmentTriangle, ConstructedCases) {
   EXPECT_EQ(t, 0.5);
   EXPECT_TRUE(SegmentTriangle({-2, 0, 0}, {2, 0, 0}, b, a, Vec3(2, 0, 0), &t));
   EXPECT_EQ(t, 0.5);
+  // Collinear overlap: the first shared point, whichever way the hull runs.
+  for (int perm = 0; perm < 6; ++perm) {
+    const Tri3 T = Permuted({a, b, Vec3(1, 0, 0)}, perm);
+    EXPECT_TRUE(SegmentTriangle({-2, 0, 0}, {6, 0, 0}, T[0], T[1], T[2], &t));
+    EXPECT_EQ(t, 0.25);
+    EXPECT_TRUE(SegmentTriangle({6, 0, 0}, {-2, 0, 0}, T[0], T[1], T[2], &t));
+    EXPECT_EQ(t, 0.25);
+    EXPECT_TRUE(RayTriangle({-4, 0, 0}, {2, 0, 0}, T[0], T[1], T[2], &t, nullptr, nullptr));
+    EXPECT_EQ(t, 2);
+  }
   EXPECT_FALSE(SegmentTriangle({1, -1, 1}, {1, 1, 1}, a, b, b, &t));
   EXPECT_TRUE(SegmentTriangle({1, 0, -1}, {1, 0, 1}, Vec3(1, 0, 0), Vec3(1, 0, 0), Vec3(1, 0, 0), &t));
   EXPECT_EQ(t, 0.5);
