@@ -57,6 +57,18 @@ JsonLine& JsonLine::Add(const std::string& key, bool value) {
   fields_.emplace_back(key, value ? "true" : "false");
   return *this;
 }
+JsonLine CaseLine(const std::string& suite, const std::string& name, const std::vector<double>& ours,
+                  const Work& work, const std::string& peer, const std::vector<double>& peer_times) {
+  JsonLine line;
+  line.Add("suite", suite).Add("case", name).Add("n", static_cast<int64_t>(ours.size()));
+  line.Add("ours_us", Median(ours)).Add("ours_mean_us", Mean(ours)).Add("ours_p95_us", Percentile(ours, 0.95));
+  line.Add("peer", peer).Add("peer_us", Median(peer_times)).Add("peer_mean_us", Mean(peer_times));
+  line.Add("ratio", Median(peer_times) / Median(ours)).Add("ratio_mean", Mean(peer_times) / Mean(ours));
+  const double q = work.queries > 0 ? static_cast<double>(work.queries) : 1.0;
+  line.Add("ours_bv_tests", work.bv_tests / q).Add("ours_triangle_tests", work.triangle_tests / q);
+  return line;
+}
+
 void JsonLine::Print() const {
   std::string line = "{";
   for (size_t i = 0; i < fields_.size(); ++i) {

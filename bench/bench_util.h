@@ -50,6 +50,27 @@ double Median(std::vector<double> v);
 double Mean(const std::vector<double>& v);
 double Percentile(std::vector<double> v, double p);
 
+class JsonLine;
+
+/// Our work counters, summed over queries and averaged per query on output.
+struct Work {
+  double bv_tests = 0;
+  double triangle_tests = 0;
+  int64_t queries = 0;
+
+  template <class Stats>
+  void Add(const Stats& s) {
+    bv_tests += static_cast<double>(s.bv_tests);
+    triangle_tests += static_cast<double>(s.triangle_tests);
+    ++queries;
+  }
+};
+
+/// The common fields of one case: suite, case, n, our median/mean/p95 microseconds, the peer's, the
+/// ratios (peer / ours) and our work per query. Callers add their own fields, then Print().
+JsonLine CaseLine(const std::string& suite, const std::string& name, const std::vector<double>& ours,
+                  const Work& work, const std::string& peer, const std::vector<double>& peer_times);
+
 /// One JSON object on one line, built field by field in insertion order.
 class JsonLine {
  public:

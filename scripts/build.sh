@@ -13,4 +13,4 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 else
   cmake "$build_dir" "$@" >/dev/null
 fi
-cmake --build "$build_dir" -j"$(nproc)"
+cmake --build "$build_dir" -j"$(nproc)" ${PROX_BUILD_TARGET:+--target "$PROX_BUILD_TARGET"}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test: installs dependencies, builds (Release), runs the whole ctest suite, then the sanitizer
-# builds (address+undefined over all core tests, thread over the shared-model threading test).
+# builds: address + undefined behaviour over every test, thread over the shared-model threading test.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
@@ -9,10 +9,11 @@ echo "== Release build and tests"
 "$root/scripts/build.sh" "$root/build"
 ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
 
-echo "== address + undefined sanitizers"
+echo "== address + undefined behaviour sanitizers"
 CMAKE_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DPROX_SANITIZE=address -DPROX_BUILD_BENCH=OFF
-ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -LE slow
+ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
 
 echo "== thread sanitizer"
-CMAKE_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-tsan" -DPROX_SANITIZE=thread -DPROX_BUILD_BENCH=OFF
-ctest --test-dir "$root/build-tsan" --output-on-failure -j"$jobs" -R 'MeshQueryThreads'
+CMAKE_BUILD_TYPE=RelWithDebInfo PROX_BUILD_TARGET=mesh_query_threads_test \
+  "$root/scripts/build.sh" "$root/build-tsan" -DPROX_SANITIZE=thread -DPROX_BUILD_BENCH=OFF
+ctest --test-dir "$root/build-tsan" --output-on-failure -R '^mesh_query_threads_test\.'

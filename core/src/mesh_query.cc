@@ -11,6 +11,11 @@ namespace {
 
 constexpr int kStackReserve = 128;
 
+// "Exact" answers are intervals of relative width at most this: pairs whose bound is within rounding
+// of the upper bound (faces at exactly the closest distance, common on boxes and CAD meshes) are
+// settled without testing each of them.
+constexpr double kExactRelativeWidth = 1e-12;
+
 // Both models' hierarchies walked in A's frame: B's volumes and triangles are mapped by X_AB.
 struct PairWalk {
   const MeshModel& A;
@@ -103,7 +108,7 @@ struct DistanceWalk : PairWalk {
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
   void UpdateThreshold() {
-    threshold = std::min({upper / (1.0 + rel_err), upper - abs_err, max_distance});
+    threshold = std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
   }
 
   // OBB gap only: sphere bounds are far looser around large flat triangles, and the edge-cross axes

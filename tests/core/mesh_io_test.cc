@@ -26,14 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::DartUrdfDir;
+using testing::IsClosedAndConsistent;
+using testing::SignedVolume;
+using testing::Soup;
 using testing::SharedDataDir;
 using testing::TestDataDir;
-
-double SignedVolume(const TriangleMesh& m) {
-  double six_v = 0;
-  for (const auto& t : m.triangles) six_v += m.vertices[t[0]].dot(m.vertices[t[1]].cross(m.vertices[t[2]]));
-  return six_v / 6;
-}
 
 double Area(const TriangleMesh& m) {
   double twice = 0;
@@ -43,32 +40,7 @@ double Area(const TriangleMesh& m) {
   return twice / 2;
 }
 
-/// Every edge is used exactly once in each direction.
-::testing::AssertionResult IsClosedAndConsistent(const TriangleMesh& m) {
-  std::map<std::pair<int32_t, int32_t>, int> directed;
-  for (const auto& t : m.triangles) {
-    for (int i = 0; i < 3; ++i) ++directed[{t[i], t[(i + 1) % 3]}];
-  }
-  for (const auto& [edge, count] : directed) {
-    if (count != 1 || !directed.contains({edge.second, edge.first})) {
-      return ::testing::AssertionFailure() << "edge " << edge.first << "->" << edge.second << " is used " << count
-                                           << " times or has no opposite";
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
 
-/// Triangles by position, independent of vertex numbering and of the starting corner.
-std::multiset<std::array<std::array<double, 3>, 3>> Soup(const TriangleMesh& m) {
-  std::multiset<std::array<std::array<double, 3>, 3>> soup;
-  for (const auto& t : m.triangles) {
-    std::array<std::array<double, 3>, 3> tri;
-    for (int i = 0; i < 3; ++i) tri[i] = {m.vertices[t[i]].x(), m.vertices[t[i]].y(), m.vertices[t[i]].z()};
-    std::rotate(tri.begin(), std::min_element(tri.begin(), tri.end()), tri.end());
-    soup.insert(tri);
-  }
-  return soup;
-}
 
 void ExpectBounds(const TriangleMesh& m, const Vec3& lo, const Vec3& hi, double tol) {
   const auto b = MeshBounds(m);

@@ -2,34 +2,17 @@
 // benchmarks): the same collision flags and exact distances on the same poses.
 #include <gtest/gtest.h>
 
-#include <fcl/fcl.h>
-
 #include <random>
 
 #include "core/test_util.h"
+#include "peers/fcl_peer.h"
 #include "proximity/core/mesh_query.h"
 
 namespace proximity::core {
 namespace {
 
-template <class BV>
-std::shared_ptr<fcl::BVHModel<BV>> ToFcl(const TriangleMesh& m) {
-  auto model = std::make_shared<fcl::BVHModel<BV>>();
-  std::vector<fcl::Vector3d> v(m.vertices.begin(), m.vertices.end());
-  std::vector<fcl::Triangle> t;
-  for (const auto& tri : m.triangles) t.emplace_back(tri[0], tri[1], tri[2]);
-  model->beginModel();
-  model->addSubModel(v, t);
-  model->endModel();
-  return model;
-}
-
-fcl::Transform3d ToFcl(const RigidTransform& X) {
-  fcl::Transform3d T = fcl::Transform3d::Identity();
-  T.linear() = X.R;
-  T.translation() = X.p;
-  return T;
-}
+using peers::FclMesh;
+using peers::FclPose;
 
 struct Case {
   std::string name, a, b;
@@ -65,8 +48,8 @@ TEST(MeshQueryFcl, SameCollisionFlagsAndExactDistances) {
     SCOPED_TRACE(c.name);
     const TriangleMesh ma = testing::LoadMeshOrDie(c.a), mb = testing::LoadMeshOrDie(c.b);
     const auto a = MeshModel::Build(ma).value(), b = MeshModel::Build(mb).value();
-    auto fa_obbrss = ToFcl<fcl::OBBRSSd>(ma), fb_obbrss = ToFcl<fcl::OBBRSSd>(mb);
-    auto fa_rss = ToFcl<fcl::RSSd>(ma), fb_rss = ToFcl<fcl::RSSd>(mb);
+    auto fa_obbrss = FclMesh<fcl::OBBRSSd>(ma), fb_obbrss = FclMesh<fcl::OBBRSSd>(mb);
+    auto fa_rss = FclMesh<fcl::RSSd>(ma), fb_rss = FclMesh<fcl::RSSd>(mb);
     const double scale = (c.hi - c.lo).norm();
     std::mt19937_64 rng(31);
     int collide_disagree = 0, hits = 0, distance_checked = 0;
@@ -76,7 +59,7 @@ TEST(MeshQueryFcl, SameCollisionFlagsAndExactDistances) {
       ASSERT_TRUE(Collide(*a, {}, *b, X_WB, {}, &ours).ok());
       fcl::CollisionRequestd creq;
       fcl::CollisionResultd cres;
-      fcl::CollisionObjectd oa(fa_obbrss, fcl::Transform3d::Identity()), ob(fb_obbrss, ToFcl(X_WB));
+      fcl::CollisionObjectd oa(fa_obbrss, fcl::Transform3d::Identity()), ob(fb_obbrss, FclPose(X_WB));
       fcl::collide(&oa, &ob, creq, cres);
       if (ours.colliding != cres.isCollision()) {
         // Only a touching pose (distance within rounding of 0) may be called either way.
@@ -91,7 +74,7 @@ TEST(MeshQueryFcl, SameCollisionFlagsAndExactDistances) {
       fcl::DistanceRequestd dreq;
       dreq.enable_nearest_points = true;
       fcl::DistanceResultd dres;
-      fcl::CollisionObjectd ra(fa_rss, fcl::Transform3d::Identity()), rb(fb_rss, ToFcl(X_WB));
+      fcl::CollisionObjectd ra(fa_rss, fcl::Transform3d::Identity()), rb(fb_rss, FclPose(X_WB));
       fcl::distance(&ra, &rb, dreq, dres);
       EXPECT_NEAR(dist.upper_bound, dres.min_distance, 1e-9 * std::max(scale * 1e-3, dres.min_distance))
           << "pose " << i;

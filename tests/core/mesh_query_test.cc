@@ -102,7 +102,7 @@ TEST_F(RealMeshes, CollideMatchesBruteForce) {
       opt.max_leaf_triangles = rule == SplitRule::kMedian ? 1 : 4;
       const auto a = Build(ma, opt), b = Build(mb, opt);
       int hits = 0, misses = 0;
-      for (const Posed& p : Poses(c, 30, 11)) {
+      for (const Posed& p : Poses(c, testing::Cases(30), 11)) {
         CollisionResult res;
         ASSERT_TRUE(Collide(*a, p.X_WA, *b, p.X_WB, {}, &res).ok());
         const bool truth = BruteForceCollide(ma, p.X_WA, mb, p.X_WB);
@@ -118,9 +118,11 @@ TEST_F(RealMeshes, CollideMatchesBruteForce) {
         EXPECT_GT(res.stats.bv_tests, 0);
         (truth ? hits : misses)++;
       }
-      // The pose boxes are chosen so that both answers occur.
-      EXPECT_GE(hits, 2) << "misses " << misses;
-      EXPECT_GE(misses, 2) << "hits " << hits;
+      // The pose boxes are chosen so that both answers occur (checked on the full set of cases).
+      if (testing::kSanitizedSlowdown == 1) {
+        EXPECT_GE(hits, 2) << "misses " << misses;
+        EXPECT_GE(misses, 2) << "hits " << hits;
+      }
     }
   }
 }
@@ -131,7 +133,7 @@ TEST_F(RealMeshes, AllContactsMatchBruteForcePairs) {
     SCOPED_TRACE(c.name);
     const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
     const auto a = Build(ma), b = Build(mb);
-    for (const Posed& p : Poses(c, 8, 12)) {
+    for (const Posed& p : Poses(c, testing::Cases(8), 12)) {
       CollisionRequest req;
       req.all_contacts = true;
       CollisionResult res;
@@ -159,12 +161,13 @@ TEST_F(RealMeshes, ExactDistanceMatchesBruteForceWithWitnesses) {
     const auto a = Build(ma), b = Build(mb);
     const double scale = (c.hi - c.lo).norm();
     int separated = 0;
-    for (const Posed& p : Poses(c, c.name == "envrob" ? 12 : 20, 13)) {
+    for (const Posed& p : Poses(c, testing::Cases(c.name == "envrob" ? 12 : 20), 13)) {
       DistanceResult res;
       ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &res).ok());
       const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
       EXPECT_NEAR(res.upper_bound, truth, 1e-9 * std::max(truth, 1e-6 * scale));
-      EXPECT_EQ(res.lower_bound, res.upper_bound);
+      EXPECT_GE(res.lower_bound, res.upper_bound * (1 - 1e-12));
+      EXPECT_LE(res.lower_bound, res.upper_bound);
       EXPECT_EQ(res.intersecting, truth == 0.0);
       EXPECT_FALSE(res.beyond_max_distance);
       // Witnesses lie on their surfaces, realise the upper bound, and belong to the reported triangles.
@@ -180,7 +183,7 @@ TEST_F(RealMeshes, ExactDistanceMatchesBruteForceWithWitnesses) {
       EXPECT_NEAR(dt, res.upper_bound, 1e-9 * scale);
       if (truth > 0) ++separated;
     }
-    EXPECT_GT(separated, 2);
+    if (testing::kSanitizedSlowdown == 1) EXPECT_GT(separated, 2);
   }
 }
 
@@ -191,7 +194,7 @@ TEST_F(RealMeshes, ErrorBudgetsBracketTheTruthAndAreMet) {
     const auto a = Build(ma), b = Build(mb);
     const double scale = (c.hi - c.lo).norm();
     int64_t budget_work = 0, exact_work = 0;
-    for (const Posed& p : Poses(c, c.name == "envrob" ? 6 : 10, 14)) {
+    for (const Posed& p : Poses(c, testing::Cases(c.name == "envrob" ? 6 : 10), 14)) {
       const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
       DistanceResult exact;
       ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &exact).ok());
@@ -273,7 +276,7 @@ TEST_F(RealMeshes, WarmStartGivesTheSameAnswersWithLessWork) {
         ASSERT_TRUE(ComputeDistance(*a, RigidTransform(), *b, X, {}, nullptr, &cold).ok());
         ASSERT_TRUE(ComputeDistance(*a, RigidTransform(), *b, X, {}, &cache, &warm).ok());
         EXPECT_NEAR(warm.upper_bound, cold.upper_bound, 1e-12 * std::max(1.0, cold.upper_bound));
-        EXPECT_EQ(warm.lower_bound, warm.upper_bound);
+        EXPECT_GE(warm.lower_bound, warm.upper_bound * (1 - 1e-12));
         cold_work += cold.stats.triangle_tests + cold.stats.bv_tests;
         warm_work += warm.stats.triangle_tests + warm.stats.bv_tests;
       }
@@ -317,7 +320,7 @@ TEST_F(RealMeshes, CachedFrontStaysExactThroughJumpsContactsAndBudgets) {
         EXPECT_EQ(warm.intersecting, cold.intersecting) << "motion " << m << " step " << k;
         if (req.rel_err == 0.0) {
           EXPECT_NEAR(warm.upper_bound, truth, tol) << "motion " << m << " step " << k;
-          EXPECT_EQ(warm.lower_bound, warm.upper_bound);
+          EXPECT_GE(warm.lower_bound, warm.upper_bound * (1 - 1e-12));
         } else {
           EXPECT_LE(warm.upper_bound, warm.lower_bound * 1.2 + tol);
         }

@@ -12,37 +12,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/test_util.h"
+
 namespace proximity::core {
 namespace {
 
+using testing::IsClosedAndConsistent;
+using testing::SignedVolume;
+using testing::Soup;
+
 using Triangles = std::vector<std::array<int32_t, 3>>;
-
-/// Volume enclosed by the mesh (divergence theorem); positive when the triangles face outward.
-double SignedVolume(const TriangleMesh& m) {
-  double six_v = 0;
-  for (const auto& t : m.triangles) six_v += m.vertices[t[0]].dot(m.vertices[t[1]].cross(m.vertices[t[2]]));
-  return six_v / 6;
-}
-
-/// Every edge is used by exactly two triangles, once in each direction: the mesh is closed and consistently
-/// oriented.
-::testing::AssertionResult IsClosedAndConsistent(const TriangleMesh& m) {
-  std::map<std::pair<int32_t, int32_t>, int> directed;
-  for (const auto& t : m.triangles) {
-    for (int i = 0; i < 3; ++i) ++directed[{t[i], t[(i + 1) % 3]}];
-  }
-  for (const auto& [edge, count] : directed) {
-    if (count != 1) {
-      return ::testing::AssertionFailure() << "directed edge " << edge.first << "->" << edge.second << " used "
-                                           << count << " times";
-    }
-    if (!directed.contains({edge.second, edge.first})) {
-      return ::testing::AssertionFailure() << "edge " << edge.first << "->" << edge.second
-                                           << " has no opposite (open boundary)";
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
 
 int EulerCharacteristic(const TriangleMesh& m) {
   std::set<std::pair<int32_t, int32_t>> edges;
@@ -76,18 +55,6 @@ int EulerCharacteristic(const TriangleMesh& m) {
   return ::testing::AssertionSuccess();
 }
 
-/// The same surface as a list of triangles by position, independent of vertex numbering and of which vertex
-/// starts each triangle.
-std::multiset<std::array<std::array<double, 3>, 3>> Soup(const TriangleMesh& m) {
-  std::multiset<std::array<std::array<double, 3>, 3>> soup;
-  for (const auto& t : m.triangles) {
-    std::array<std::array<double, 3>, 3> tri;
-    for (int i = 0; i < 3; ++i) tri[i] = {m.vertices[t[i]].x(), m.vertices[t[i]].y(), m.vertices[t[i]].z()};
-    std::rotate(tri.begin(), std::min_element(tri.begin(), tri.end()), tri.end());
-    soup.insert(tri);
-  }
-  return soup;
-}
 
 /// The box split into 36 vertices: every triangle has its own three corners.
 std::pair<std::vector<Vec3>, Triangles> Unshared(const TriangleMesh& m) {

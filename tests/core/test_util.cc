@@ -1,6 +1,8 @@
 #include "core/test_util.h"
 
+#include <algorithm>
 #include <limits>
+#include <map>
 
 #include "proximity/core/triangle.h"
 
@@ -77,6 +79,41 @@ double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, con
     }
   }
   return best;
+}
+
+double SignedVolume(const TriangleMesh& m) {
+  double six_v = 0;
+  for (const auto& t : m.triangles) six_v += m.vertices[t[0]].dot(m.vertices[t[1]].cross(m.vertices[t[2]]));
+  return six_v / 6;
+}
+
+::testing::AssertionResult IsClosedAndConsistent(const TriangleMesh& m) {
+  std::map<std::pair<int32_t, int32_t>, int> directed;
+  for (const auto& t : m.triangles) {
+    for (int i = 0; i < 3; ++i) ++directed[{t[i], t[(i + 1) % 3]}];
+  }
+  for (const auto& [edge, count] : directed) {
+    if (count != 1) {
+      return ::testing::AssertionFailure() << "directed edge " << edge.first << "->" << edge.second << " used "
+                                           << count << " times";
+    }
+    if (!directed.contains({edge.second, edge.first})) {
+      return ::testing::AssertionFailure() << "edge " << edge.first << "->" << edge.second
+                                           << " has no opposite (open boundary)";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::multiset<std::array<std::array<double, 3>, 3>> Soup(const TriangleMesh& m) {
+  std::multiset<std::array<std::array<double, 3>, 3>> soup;
+  for (const auto& t : m.triangles) {
+    std::array<std::array<double, 3>, 3> tri;
+    for (int i = 0; i < 3; ++i) tri[i] = {m.vertices[t[i]].x(), m.vertices[t[i]].y(), m.vertices[t[i]].z()};
+    std::rotate(tri.begin(), std::min_element(tri.begin(), tri.end()), tri.end());
+    soup.insert(tri);
+  }
+  return soup;
 }
 
 double PointMeshDistance(const Vec3& p_W, const TriangleMesh& mesh, const RigidTransform& X_WM) {

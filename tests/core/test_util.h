@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
+#include <array>
 #include <random>
+#include <set>
 #include <string>
 
 #include "proximity/core/mesh.h"
@@ -29,6 +32,16 @@ std::string TestDataDir();
     if ((dir).empty()) GTEST_SKIP() << what << " is not present; this test needs it";      \
   } while (0)
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr int kSanitizedSlowdown = 4;
+#else
+inline constexpr int kSanitizedSlowdown = 1;
+#endif
+
+/// A case count for oracle-heavy tests: n in a normal build, a quarter (at least 4) under a sanitizer,
+/// whose job there is to catch memory and threading faults, not to repeat every case.
+inline int Cases(int n) { return kSanitizedSlowdown == 1 ? n : std::max(4, n / kSanitizedSlowdown); }
+
 /// Uniformly random rotation (Shoemake's quaternion method).
 core::Mat3 RandomRotation(std::mt19937_64& rng);
 /// Random pose: uniform rotation, translation uniform in [lo, hi] per axis.
@@ -43,6 +56,15 @@ bool BruteForceCollide(const TriangleMesh& a, const RigidTransform& X_WA, const 
 /// Brute force over all triangle pairs: exact distance (0 when intersecting) and the argmin pair.
 double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
                           const RigidTransform& X_WB, int* tri_a = nullptr, int* tri_b = nullptr);
+
+/// Volume enclosed by the mesh (divergence theorem); positive when the triangles face outward.
+double SignedVolume(const TriangleMesh& m);
+/// Every edge is used by exactly two triangles, once in each direction: the mesh is closed and
+/// consistently oriented.
+::testing::AssertionResult IsClosedAndConsistent(const TriangleMesh& m);
+/// The surface as a multiset of triangles by position, independent of vertex numbering and of which
+/// vertex starts each triangle.
+std::multiset<std::array<std::array<double, 3>, 3>> Soup(const TriangleMesh& m);
 
 /// Distance from point p_W to the mesh's surface (brute force).
 double PointMeshDistance(const Vec3& p_W, const TriangleMesh& mesh, const RigidTransform& X_WM);

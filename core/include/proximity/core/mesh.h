@@ -32,7 +32,7 @@ struct MeshLoadOptions {
 /// What loading changed about the file's contents.
 struct MeshLoadReport {
   int32_t submeshes = 0;                ///< assimp meshes merged into one (node transforms applied).
-  int32_t skipped_non_triangles = 0;    ///< Faces with other than 3 indices (points, lines, polygons).
+  int32_t skipped_non_triangles = 0;    ///< Point and line elements (polygons are triangulated).
   int32_t removed_degenerate = 0;       ///< Triangles with zero area (after welding) that were dropped.
   int32_t welded_vertices = 0;          ///< Input vertices merged into another.
 };

@@ -9,8 +9,9 @@
 ///
 /// Distance semantics, on purpose unlike FCL's and PQP's: every result carries a certified interval
 /// lower_bound <= true distance <= upper_bound, and the nearest points returned realise upper_bound
-/// exactly. With rel_err = abs_err = 0 the interval is a single number (the exact distance, up to
-/// rounding). With a budget, the walk stops early and guarantees
+/// exactly. With rel_err = abs_err = 0 the answer is exact: the interval's relative width is at most
+/// 1e-12, so that pairs of faces at exactly the closest distance (boxes, CAD meshes) are settled
+/// without testing each one. With a budget, the walk stops early and guarantees
 ///   upper_bound <= lower_bound * (1 + rel_err)   or   upper_bound - lower_bound <= abs_err,
 /// unless it stopped because lower_bound >= max_distance (then beyond_max_distance is true and only the
 /// interval holds). The lower bound is what certification needs; the upper bound and points are real.

@@ -3,6 +3,7 @@
 /// Exact tests on triangles, segments and rays: the leaves of every mesh query.
 /// All functions take points in one common frame, are closed-set (touching counts as intersecting),
 /// never return NaN for finite input, and handle degenerate (zero-area) triangles and zero-length segments.
+/// Output pointers may be null when the caller does not need that output.
 
 #include "proximity/core/types.h"
 
@@ -28,6 +29,8 @@ double TriangleDistance(const Vec3& a0, const Vec3& a1, const Vec3& a2, const Ve
 
 /// Ray origin + t * dir (t >= 0) against triangle (a, b, c), Möller–Trumbore. On a hit returns true and
 /// sets *t and the barycentrics (*u, *v) of the hit point a + u (b - a) + v (c - a). Back faces hit too.
+/// A ray parallel to the plane misses unless it lies in it; a ray in the plane hits at the first point
+/// it shares with the closed triangle (t = 0 when it starts inside), as SegmentTriangle does.
 bool RayTriangle(const Vec3& origin, const Vec3& dir, const Vec3& a, const Vec3& b, const Vec3& c, double* t,
                  double* u, double* v);
 
