@@ -57,6 +57,13 @@ JsonLine& JsonLine::Add(const std::string& key, bool value) {
   fields_.emplace_back(key, value ? "true" : "false");
   return *this;
 }
+std::vector<double> Select(const std::vector<double>& values, const std::vector<char>& keep) {
+  std::vector<double> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (keep[i]) out.push_back(values[i]);
+  return out;
+}
+
 JsonLine CaseLine(const std::string& suite, const std::string& name, const std::vector<double>& ours,
                   const Work& work, const std::string& peer, const std::vector<double>& peer_times) {
   JsonLine line;

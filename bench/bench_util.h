@@ -71,6 +71,9 @@ struct Work {
 JsonLine CaseLine(const std::string& suite, const std::string& name, const std::vector<double>& ours,
                   const Work& work, const std::string& peer, const std::vector<double>& peer_times);
 
+/// The entries of `values` where `keep` is non-zero.
+std::vector<double> Select(const std::vector<double>& values, const std::vector<char>& keep);
+
 /// One JSON object on one line, built field by field in insertion order.
 class JsonLine {
  public:
