@@ -183,7 +183,9 @@ TEST_F(RealMeshes, ExactDistanceMatchesBruteForceWithWitnesses) {
       EXPECT_NEAR(dt, res.upper_bound, 1e-9 * scale);
       if (truth > 0) ++separated;
     }
-    if (testing::kSanitizedSlowdown == 1) EXPECT_GT(separated, 2);
+    if (testing::kSanitizedSlowdown == 1) {
+      EXPECT_GT(separated, 2);
+    }
   }
 }
 

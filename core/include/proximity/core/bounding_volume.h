@@ -90,8 +90,8 @@ inline BoxPairFrame MakeBoxPairFrame(const Obb& a, const Obb& b, const RigidTran
 /// small tolerance on near-parallel edge axes so that rounding never reports a false separation.
 inline bool ObbsOverlap(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f);
 /// Lower bound on the distance between two OBBs: the largest gap of their projections over the same
-/// 15 axes (each normalised); 0 when they overlap. Returns as soon as a gap >= `enough` is found, since
-/// callers only need to know the bound reached it.
+/// 15 axes (each normalised) and the direction between their centres; 0 when they overlap. Returns as
+/// soon as a gap >= `enough` is found, since callers only need to know the bound reached it.
 inline double ObbDistanceLowerBound(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f,
                                     double enough = std::numeric_limits<double>::infinity());
 /// Exact distance between two AABBs in one frame (0 when they overlap).
@@ -137,6 +137,18 @@ inline double ObbDistanceLowerBound(const Vec3& a, const Vec3& b, const BoxPairF
     best = std::max(best, std::abs(T.dot(R.col(j))) - AbsR.col(j).dot(a) - b[j]);
   }
   if (best >= enough) return best;
+  {
+    // The direction between the centres: for small boxes far apart it is close to the direction of
+    // the closest points, which the face and edge axes miss when corners face each other.
+    const double t2 = T.squaredNorm();
+    if (t2 > 0.0) {
+      const double t = std::sqrt(t2);
+      const Vec3 L = T / t;
+      const double gap = t - (a.array() * L.array().abs()).sum() - (b.array() * (R.transpose() * L).array().abs()).sum();
+      if (gap > best) best = gap;
+      if (best >= enough) return best;
+    }
+  }
   for (int i = 0; i < 3; ++i) {
     const int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
     for (int j = 0; j < 3; ++j) {
