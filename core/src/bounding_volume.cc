@@ -146,6 +146,20 @@ Obb FitObb(std::span<const Vec3> triangle_vertices) {
   return box;
 }
 
+double SphereMotionBound(const RigidTransform& X_AB0, const RigidTransform& X_AB1, const Sphere& s) {
+  // |(R1 - R0) p + (t1 - t0)| <= |(R1 - R0) c + t1 - t0| + ||R1 - R0||_2 r. The spectral norm is bounded
+  // from the entries of R1 - R0 themselves, by the smaller of the Frobenius norm and
+  // sqrt(||.||_1 ||.||_inf); the exact 2 sin(theta / 2) = sqrt(3 - trace(R1 R0^T)) cancels to 0 in
+  // floating point for rotations below about 1e-8 rad.
+  const Mat3 dR = X_AB1.R - X_AB0.R;
+  const Mat3 abs_dR = dR.cwiseAbs();
+  const double spin =
+      std::min(dR.norm(), std::sqrt(abs_dR.colwise().sum().maxCoeff() * abs_dR.rowwise().sum().maxCoeff()));
+  const double d = (dR * s.center + (X_AB1.p - X_AB0.p)).norm() + spin * s.radius;
+  // Rounding in the products and norms above.
+  return d * (1.0 + 1e-12) + 1e-15 * (s.center.norm() + s.radius + X_AB0.p.norm() + X_AB1.p.norm());
+}
+
 double AabbDistance(const Aabb& a, const Aabb& b) {
   const Vec3 gap = (a.min - b.max).cwiseMax(b.min - a.max).cwiseMax(0.0);
   return gap.norm();

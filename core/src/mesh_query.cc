@@ -277,26 +277,18 @@ struct DistanceWalk : PairWalk {
   }
 
   // The cached front at the current pose: each bound lowered by how far any point of B's node can
-  // have moved relative to A since the cache's pose. For a point p of a node with bounding sphere
-  // (c, r): |(R1 - R0) p + (t1 - t0)| <= |(R1 - R0) c + t1 - t0| + ||R1 - R0|| r, and the spectral
-  // norm ||R1 - R0|| = 2 sin(theta / 2) = sqrt(3 - trace(R1 R0^T)) for the rotation angle theta.
+  // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere).
   std::vector<Entry> CarriedFront(const DistanceCache& cache) const {
-    const Mat3 dR = X_AB.R - cache.X_AB.R;
-    const Vec3 dt = X_AB.p - cache.X_AB.p;
-    const double spin = std::sqrt(std::max(0.0, 3.0 - (X_AB.R * cache.X_AB.R.transpose()).trace()));
-    // Rounding in the bounds above, as a relative and an absolute margin.
-    const double slack = 1e-12 * (1.0 + X_AB.p.norm() + cache.X_AB.p.norm() + B.spheres()[0].radius);
     std::vector<Entry> out;
     out.reserve(cache.front.size());
     int32_t last_b = -1;
     double motion = 0.0;
     for (const NodePairBound& f : cache.front) {
       if (f.node_b != last_b) {
-        const Sphere& s = B.spheres()[f.node_b];
-        motion = (dR * s.center + dt).norm() + spin * s.radius;
+        motion = SphereMotionBound(cache.X_AB, X_AB, B.spheres()[f.node_b]);
         last_b = f.node_b;
       }
-      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion * (1.0 + 1e-12) - slack), true});
+      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true});
     }
     return out;
   }

@@ -201,6 +201,35 @@ TEST(SphereDistanceLowerBound, BoundsPointPairs) {
   }
 }
 
+TEST(SphereMotionBound, BoundsEveryPointEvenForTinyRotations) {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> g;
+  int tiny = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const double scale = std::pow(10.0, trial % 7 - 3);          // spheres from 1e-3 to 1e3
+    const double angle = std::pow(10.0, -(trial % 13));           // rotations from 1 rad to 1e-12 rad
+    const Vec3 axis = Vec3(g(rng), g(rng), g(rng)).normalized();
+    RigidTransform X0 = RandomPose(rng, Vec3::Constant(-scale), Vec3::Constant(scale)), X1 = X0;
+    X1.R = Eigen::AngleAxisd(angle, axis).toRotationMatrix() * X0.R;
+    if (trial % 2) X1.p += angle * scale * Vec3(g(rng), g(rng), g(rng));
+    const Sphere s{scale * Vec3(g(rng), g(rng), g(rng)), scale * std::abs(g(rng))};
+    const double bound = SphereMotionBound(X0, X1, s);
+    for (int k = 0; k < 50; ++k) {
+      const Vec3 p = s.center + s.radius * Vec3(g(rng), g(rng), g(rng)).normalized();
+      // The true displacement, in long double so that the oracle does not cancel as well.
+      long double moved2 = 0;
+      for (int i = 0; i < 3; ++i) {
+        long double d = (long double)X1.p[i] - (long double)X0.p[i];
+        for (int j = 0; j < 3; ++j) d += ((long double)X1.R(i, j) - (long double)X0.R(i, j)) * (long double)p[j];
+        moved2 += d * d;
+      }
+      EXPECT_LE((double)std::sqrt(moved2), bound) << "trial " << trial << " angle " << angle << " scale " << scale;
+    }
+    tiny += angle < 1e-8;
+  }
+  EXPECT_GT(tiny, 500);
+}
+
 TEST(AabbDistance, MatchesBoxMeshDistance) {
   std::mt19937_64 rng(8);
   std::uniform_real_distribution<double> u(-2, 2);

@@ -94,6 +94,11 @@ inline bool ObbsOverlap(const Vec3& half_a, const Vec3& half_b, const BoxPairFra
 /// soon as a gap >= `enough` is found, since callers only need to know the bound reached it.
 inline double ObbDistanceLowerBound(const Vec3& half_a, const Vec3& half_b, const BoxPairFrame& f,
                                     double enough = std::numeric_limits<double>::infinity());
+/// Upper bound on how far any point of sphere `s` (in frame B) moves in frame A when B's pose in A
+/// changes from X_AB0 to X_AB1: |X_AB1 p - X_AB0 p| for every p with |p - c| <= r. Sound for tiny
+/// rotations (no cancellation) and for any 3x3 matrices, not only exact rotations.
+double SphereMotionBound(const RigidTransform& X_AB0, const RigidTransform& X_AB1, const Sphere& s);
+
 /// Exact distance between two AABBs in one frame (0 when they overlap).
 double AabbDistance(const Aabb& a, const Aabb& b);
 
