@@ -1,0 +1,471 @@
+#include "proximity/core/gjk.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/test_util.h"
+#include "proximity/core/triangle.h"
+
+namespace proximity::core {
+namespace {
+
+using testing::Cases;
+
+std::shared_ptr<const ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size) {
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::uniform_real_distribution<double> stretch(0.3, 1.5);
+  const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
+  std::vector<Vec3> p(n);
+  for (Vec3& x : p) x = size * Vec3(g(rng), g(rng), g(rng)).cwiseProduct(axes);
+  auto hull = ConvexPolytope::Build(p);
+  EXPECT_TRUE(hull.ok());
+  return hull.value();
+}
+
+bool InsideHull(const ConvexPolytope& hull, const RigidTransform& X_WH, const Vec3& p_W, double tol) {
+  const Vec3 p_H = X_WH.inverse() * p_W;
+  for (const FacePlane& f : hull.face_planes())
+    if (f.normal.dot(p_H) > f.offset + tol) return false;
+  return true;
+}
+
+// Brute-force overlap of two hulls: a pair of surface triangles intersects, or one contains a vertex
+// of the other.
+bool HullsOverlap(const ConvexPolytope& a, const RigidTransform& X_WA, const ConvexPolytope& b,
+                  const RigidTransform& X_WB) {
+  if (testing::BruteForceCollide(a.ToMesh(), X_WA, b.ToMesh(), X_WB)) return true;
+  return InsideHull(b, X_WB, X_WA * a.vertices()[0], 0.0) || InsideHull(a, X_WA, X_WB * b.vertices()[0], 0.0);
+}
+
+void ExpectNear(double value, double truth, double rel, const std::string& what) {
+  EXPECT_NEAR(value, truth, rel * std::max(truth, 1e-3)) << what;
+}
+
+// The witnesses are |p_WA - p_WB| = distance apart.
+void ExpectWitnessesConsistent(const GjkResult& r) {
+  ASSERT_TRUE(r.p_WA.allFinite());
+  ASSERT_TRUE(r.p_WB.allFinite());
+  EXPECT_NEAR((r.p_WA - r.p_WB).norm(), r.distance, 1e-9 * std::max(1.0, r.distance));
+  EXPECT_LE(r.lower_bound, r.distance);
+  EXPECT_GE(r.lower_bound, 0.0);
+  EXPECT_TRUE(std::isfinite(r.distance));
+}
+
+TEST(GjkDistance, PolytopePairsMatchBruteForceTriangleDistance) {
+  std::mt19937_64 rng(11);
+  int separated = 0, overlapping = 0;
+  for (int i = 0; i < Cases(400); ++i) {
+    const int na = 4 + static_cast<int>(rng() % 60), nb = 4 + static_cast<int>(rng() % 60);
+    const auto a = RandomHull(rng, na, 0.3), b = RandomHull(rng, nb, 0.3);
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const GjkResult r = GjkDistance(*a, X_WA, *b, X_WB);
+    SCOPED_TRACE(::testing::Message() << "case " << i);
+    ExpectWitnessesConsistent(r);
+    EXPECT_TRUE(r.converged);
+    if (HullsOverlap(*a, X_WA, *b, X_WB)) {
+      ++overlapping;
+      EXPECT_TRUE(r.intersecting);
+      EXPECT_EQ(r.distance, 0.0);
+      EXPECT_TRUE(InsideHull(*a, X_WA, r.p_WA, 1e-9) && InsideHull(*b, X_WB, r.p_WA, 1e-9))
+          << "the reported common point is in both";
+    } else {
+      ++separated;
+      const double truth = testing::BruteForceDistance(a->ToMesh(), X_WA, b->ToMesh(), X_WB);
+      EXPECT_FALSE(r.intersecting);
+      ExpectNear(r.distance, truth, 1e-9, "distance");
+      EXPECT_LE(r.lower_bound, truth * (1 + 1e-12));
+      EXPECT_NEAR(testing::PointMeshDistance(r.p_WA, a->ToMesh(), X_WA), 0.0, 1e-9);
+      EXPECT_NEAR(testing::PointMeshDistance(r.p_WB, b->ToMesh(), X_WB), 0.0, 1e-9);
+    }
+  }
+  EXPECT_GT(separated, Cases(400) / 5);
+  EXPECT_GT(overlapping, Cases(400) / 10);
+}
+
+TEST(GjkDistance, SpheresAndSphereBoxInClosedForm) {
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> radius(0.0, 0.5), extent(0.01, 0.6);
+  for (int i = 0; i < Cases(2000); ++i) {
+    const Sphere a{Vec3(0.1, 0, 0), i % 10 == 0 ? 0.0 : radius(rng)}, b{Vec3::Zero(), radius(rng)};
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const double centres = (X_WA * a.center - X_WB * b.center).norm();
+    const GjkResult r = GjkDistance(a, X_WA, b, X_WB);
+    ExpectWitnessesConsistent(r);
+    EXPECT_EQ(r.iterations <= 2, true) << "two points: one support pair";
+    if (centres > a.radius + b.radius) {
+      EXPECT_FALSE(r.intersecting);
+      ExpectNear(r.distance, centres - a.radius - b.radius, 1e-12, "sphere-sphere");
+    } else {
+      EXPECT_TRUE(r.intersecting);
+      EXPECT_LE((r.p_WA - X_WA * a.center).norm(), a.radius + 1e-12);
+      EXPECT_LE((r.p_WA - X_WB * b.center).norm(), b.radius + 1e-12);
+    }
+
+    const Box box{Vec3(extent(rng), extent(rng), extent(rng))};
+    const GjkResult s = GjkDistance(a, X_WA, box, X_WB);
+    ExpectWitnessesConsistent(s);
+    const Vec3 c_B = X_WB.inverse() * (X_WA * a.center);
+    const double to_box = (c_B - c_B.cwiseMax(-box.half_extents).cwiseMin(box.half_extents)).norm();
+    if (to_box > a.radius) {
+      EXPECT_FALSE(s.intersecting);
+      ExpectNear(s.distance, to_box - a.radius, 1e-9, "sphere-box");
+    } else if (to_box < a.radius - 1e-9) {
+      EXPECT_TRUE(s.intersecting);
+    }
+  }
+}
+
+TEST(GjkDistance, BoxPairsMatchTheirMeshes) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> extent(0.0, 0.5);
+  for (int i = 0; i < Cases(500); ++i) {
+    const Box a{Vec3(extent(rng), extent(rng), extent(rng)) + Vec3::Constant(0.01)};
+    const Box b{Vec3(extent(rng), extent(rng), extent(rng)) + Vec3::Constant(0.01)};
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const auto ha = ConvexPolytope::Build(MakeBoxMesh(2 * a.half_extents)).value();
+    const auto hb = ConvexPolytope::Build(MakeBoxMesh(2 * b.half_extents)).value();
+    const GjkResult r = GjkDistance(a, X_WA, b, X_WB);
+    ExpectWitnessesConsistent(r);
+    if (HullsOverlap(*ha, X_WA, *hb, X_WB)) {
+      EXPECT_TRUE(r.intersecting);
+    } else {
+      EXPECT_FALSE(r.intersecting);
+      ExpectNear(r.distance, testing::BruteForceDistance(ha->ToMesh(), X_WA, hb->ToMesh(), X_WB), 1e-9, "box-box");
+    }
+    const GjkResult p = GjkDistance(*ha, X_WA, *hb, X_WB);
+    EXPECT_EQ(p.intersecting, r.intersecting);
+    EXPECT_NEAR(p.distance, r.distance, 1e-12);
+  }
+}
+
+TEST(GjkDistance, CapsulePairsMatchSegmentDistance) {
+  std::mt19937_64 rng(14);
+  std::uniform_real_distribution<double> radius(0.0, 0.3), half(0.0, 0.6);
+  int hits = 0;
+  for (int i = 0; i < Cases(3000); ++i) {
+    const Capsule a{radius(rng), i % 7 == 0 ? 0.0 : half(rng)}, b{radius(rng), half(rng)};
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    if (i % 11 == 0) X_WB.R = X_WA.R;  // Parallel axes: a family of closest pairs.
+    Vec3 cp, cq;
+    const double seg = std::sqrt(SegmentSegmentDistanceSquared(
+        X_WA * Vec3(0, 0, -a.half_length), X_WA * Vec3(0, 0, a.half_length), X_WB * Vec3(0, 0, -b.half_length),
+        X_WB * Vec3(0, 0, b.half_length), &cp, &cq));
+    const GjkResult r = GjkDistance(a, X_WA, b, X_WB);
+    ExpectWitnessesConsistent(r);
+    EXPECT_LE(r.iterations, 6);
+    if (seg > a.radius + b.radius) {
+      EXPECT_FALSE(r.intersecting);
+      ExpectNear(r.distance, seg - a.radius - b.radius, 1e-9, "capsule-capsule");
+    } else {
+      ++hits;
+      EXPECT_TRUE(r.intersecting);
+    }
+  }
+  EXPECT_GT(hits, 100);
+}
+
+// Polytopes inscribed in and circumscribing a cylinder or cone: the true distance to another convex
+// body lies between the two polytopes' distances.
+std::shared_ptr<const ConvexPolytope> Tessellate(const Cylinder& c, int n, bool outer) {
+  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
+  std::vector<Vec3> p;
+  for (int i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * i / n;
+    p.emplace_back(r * std::cos(t), r * std::sin(t), c.half_length);
+    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_length);
+  }
+  return ConvexPolytope::Build(p).value();
+}
+std::shared_ptr<const ConvexPolytope> Tessellate(const Cone& c, int n, bool outer) {
+  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
+  std::vector<Vec3> p = {Vec3(0, 0, c.half_height)};
+  for (int i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * i / n;
+    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_height);
+  }
+  return ConvexPolytope::Build(p).value();
+}
+
+template <class Shape>
+void ExpectBetweenTessellations(const Shape& shape, std::mt19937_64& rng, int cases) {
+  const auto inner = Tessellate(shape, 256, false), outer = Tessellate(shape, 256, true);
+  int separated = 0;
+  for (int i = 0; i < cases; ++i) {
+    const auto other = RandomHull(rng, 12, 0.2);
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const GjkResult r = GjkDistance(shape, X_WA, *other, X_WB);
+    ExpectWitnessesConsistent(r);
+    EXPECT_TRUE(r.converged);
+    const GjkResult lo = GjkDistance(*outer, X_WA, *other, X_WB);
+    const GjkResult hi = GjkDistance(*inner, X_WA, *other, X_WB);
+    if (lo.intersecting) continue;
+    if (hi.intersecting) {
+      continue;  // The truth lies between a touching inner and a separated outer polytope.
+    }
+    ++separated;
+    const double lo_truth = testing::BruteForceDistance(outer->ToMesh(), X_WA, other->ToMesh(), X_WB);
+    const double hi_truth = testing::BruteForceDistance(inner->ToMesh(), X_WA, other->ToMesh(), X_WB);
+    EXPECT_NEAR(lo.distance, lo_truth, 1e-9 * std::max(lo_truth, 1e-3));
+    EXPECT_NEAR(hi.distance, hi_truth, 1e-9 * std::max(hi_truth, 1e-3));
+    EXPECT_FALSE(r.intersecting);
+    EXPECT_GE(r.distance, lo_truth - 1e-12);
+    EXPECT_LE(r.distance, hi_truth + 1e-12);
+  }
+  EXPECT_GT(separated, cases / 4);
+}
+
+TEST(GjkDistance, CylinderAndConeLieBetweenTheirTessellations) {
+  std::mt19937_64 rng(15);
+  ExpectBetweenTessellations(Cylinder{0.3, 0.4}, rng, Cases(150));
+  ExpectBetweenTessellations(Cone{0.35, 0.3}, rng, Cases(150));
+}
+
+// Distance from a triangle to a capsule's segment, by features.
+double TriangleSegmentDistance(const Triangle& t, const Vec3& p0, const Vec3& p1) {
+  double tt;
+  if (SegmentTriangle(p0, p1, t.a, t.b, t.c, &tt)) return 0.0;
+  double best = std::min((ClosestPointOnTriangle(p0, t.a, t.b, t.c) - p0).norm(),
+                         (ClosestPointOnTriangle(p1, t.a, t.b, t.c) - p1).norm());
+  Vec3 cp, cq;
+  for (const auto& [u, w] : {std::pair{t.a, t.b}, std::pair{t.b, t.c}, std::pair{t.c, t.a}})
+    best = std::min(best, std::sqrt(SegmentSegmentDistanceSquared(p0, p1, u, w, &cp, &cq)));
+  return best;
+}
+
+TEST(GjkDistance, TriangleAgainstPrimitivesAndPolytopes) {
+  std::mt19937_64 rng(16);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  int separated = 0;
+  for (int i = 0; i < Cases(600); ++i) {
+    Triangle t{Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng), u(rng), u(rng))};
+    if (i % 20 == 0) t.c = t.a + 0.5 * (t.b - t.a);  // Zero area.
+    const RigidTransform X_WT = testing::RandomPose(rng, Vec3::Constant(-0.5), Vec3::Constant(0.5));
+    const RigidTransform X_WS = testing::RandomPose(rng, Vec3::Constant(-0.5), Vec3::Constant(0.5));
+    const Triangle t_W{X_WT * t.a, X_WT * t.b, X_WT * t.c};
+    TriangleMesh tri_mesh{{t_W.a, t_W.b, t_W.c}, {{0, 1, 2}}};
+
+    const Sphere sphere{Vec3::Zero(), 0.2};
+    const Vec3 c_W = X_WS.p;
+    const double to_sphere = (ClosestPointOnTriangle(c_W, t_W.a, t_W.b, t_W.c) - c_W).norm() - sphere.radius;
+    const GjkResult rs = GjkDistance(t, X_WT, sphere, X_WS);
+    ExpectWitnessesConsistent(rs);
+    if (to_sphere > 0) {
+      ExpectNear(rs.distance, to_sphere, 1e-9, "triangle-sphere");
+    } else {
+      EXPECT_TRUE(rs.intersecting);
+    }
+
+    const Capsule capsule{0.1, 0.3};
+    const double to_capsule =
+        TriangleSegmentDistance(t_W, X_WS * Vec3(0, 0, -0.3), X_WS * Vec3(0, 0, 0.3)) - capsule.radius;
+    const GjkResult rc = GjkDistance(capsule, X_WS, t, X_WT);
+    ExpectWitnessesConsistent(rc);
+    if (to_capsule > 0) {
+      ExpectNear(rc.distance, to_capsule, 1e-9, "triangle-capsule");
+    } else {
+      EXPECT_TRUE(rc.intersecting);
+    }
+
+    const Box box{Vec3(0.2, 0.1, 0.3)};
+    const auto hull = ConvexPolytope::Build(MakeBoxMesh(2 * box.half_extents)).value();
+    const GjkResult rb = GjkDistance(t, X_WT, box, X_WS);
+    const GjkResult rp = GjkDistance(t, X_WT, *hull, X_WS);
+    ExpectWitnessesConsistent(rb);
+    const bool overlap = testing::BruteForceCollide(tri_mesh, RigidTransform(), hull->ToMesh(), X_WS) ||
+                         InsideHull(*hull, X_WS, t_W.a, 0.0);
+    EXPECT_EQ(rb.intersecting, overlap);
+    EXPECT_EQ(rp.intersecting, overlap);
+    if (!overlap) {
+      ++separated;
+      const double truth = testing::BruteForceDistance(tri_mesh, RigidTransform(), hull->ToMesh(), X_WS);
+      ExpectNear(rb.distance, truth, 1e-9, "triangle-box");
+      ExpectNear(rp.distance, truth, 1e-9, "triangle-polytope");
+    }
+  }
+  EXPECT_GT(separated, Cases(600) / 4);
+}
+
+TEST(GjkDistance, NearContactCasesGiveTheRightFlagAndNoNaN) {
+  const Box box{Vec3(1, 1, 1)};
+  const RigidTransform I;
+  const auto at = [](const Vec3& p) { return RigidTransform(Mat3::Identity(), p); };
+  // Face to face, touching and 1 nm apart.
+  GjkResult r = GjkDistance(box, I, box, at(Vec3(2, 0.3, -0.2)));
+  EXPECT_TRUE(r.intersecting);
+  EXPECT_EQ(r.distance, 0.0);
+  r = GjkDistance(box, I, box, at(Vec3(2 + 1e-9, 0.3, -0.2)));
+  EXPECT_FALSE(r.intersecting);
+  EXPECT_NEAR(r.distance, 1e-9, 1e-15);
+  ExpectWitnessesConsistent(r);
+  // Edge on edge: A's vertical edge at x = sqrt(2) crosses B's horizontal edge there.
+  const RigidTransform X_WA(Eigen::AngleAxisd(M_PI / 4, Vec3::UnitZ()).toRotationMatrix(), Vec3::Zero());
+  const Mat3 R_WB = Eigen::AngleAxisd(M_PI / 4, Vec3::UnitY()).toRotationMatrix();
+  for (double gap : {0.0, 1e-9, -1e-9}) {
+    r = GjkDistance(box, X_WA, box, RigidTransform(R_WB, Vec3(2 * std::sqrt(2.0) + gap, 0, 0)));
+    ExpectWitnessesConsistent(r);
+    if (gap > 0) {
+      EXPECT_FALSE(r.intersecting);
+      EXPECT_NEAR(r.distance, gap, 1e-14);
+    } else {
+      EXPECT_TRUE(r.intersecting) << "gap " << gap << " distance " << r.distance;
+    }
+  }
+  // Identical shapes at identity, for every shape type.
+  const auto hull = ConvexPolytope::Build(MakeIcosphereMesh(0.5, 2)).value();
+  EXPECT_TRUE(GjkDistance(box, I, box, I).intersecting);
+  EXPECT_TRUE(GjkDistance(*hull, I, *hull, I).intersecting);
+  EXPECT_TRUE(GjkDistance(Sphere{Vec3::Zero(), 0.0}, I, Sphere{Vec3::Zero(), 0.0}, I).intersecting);
+  EXPECT_TRUE(GjkDistance(Capsule{0.0, 1.0}, I, Capsule{0.0, 1.0}, I).intersecting);
+  EXPECT_TRUE(GjkDistance(Cylinder{0.3, 0.2}, I, Cylinder{0.3, 0.2}, I).intersecting);
+  EXPECT_TRUE(GjkDistance(Cone{0.3, 0.2}, I, Cone{0.3, 0.2}, I).intersecting);
+  const Triangle t{Vec3(0, 0, 0), Vec3(1, 0, 0), Vec3(0, 1, 0)};
+  EXPECT_TRUE(GjkDistance(t, I, t, I).intersecting);
+  // Spheres touching, and points.
+  r = GjkDistance(Sphere{Vec3::Zero(), 0.5}, I, Sphere{Vec3::Zero(), 0.5}, at(Vec3(1, 0, 0)));
+  EXPECT_TRUE(r.intersecting);
+  r = GjkDistance(Sphere{Vec3::Zero(), 0.0}, I, Sphere{Vec3::Zero(), 0.0}, at(Vec3(0, 3, 4)));
+  EXPECT_NEAR(r.distance, 5.0, 1e-15);
+  // A zero-length capsule is a sphere; a point inside a box intersects it.
+  r = GjkDistance(Capsule{0.25, 0.0}, at(Vec3(1, 1, 1)), box, I);
+  const GjkResult rs = GjkDistance(Sphere{Vec3::Zero(), 0.25}, at(Vec3(1, 1, 1)), box, I);
+  EXPECT_TRUE(r.intersecting && rs.intersecting);
+  r = GjkDistance(Capsule{0.25, 0.0}, at(Vec3(2, 2, 2)), box, I);
+  EXPECT_NEAR(r.distance, std::sqrt(3.0) - 0.25, 1e-12);
+  EXPECT_TRUE(GjkDistance(Sphere{Vec3::Zero(), 0.0}, at(Vec3(0.2, 0.1, 0)), box, I).intersecting);
+  // Parallel touching capsules, and crossing zero-radius capsules (segments).
+  EXPECT_TRUE(GjkDistance(Capsule{0.5, 1.0}, I, Capsule{0.5, 1.0}, at(Vec3(1, 0, 0.3))).intersecting);
+  r = GjkDistance(Capsule{0.0, 1.0}, I, Capsule{0.0, 1.0},
+                  RigidTransform(Eigen::AngleAxisd(M_PI / 2, Vec3::UnitX()).toRotationMatrix(), Vec3(0, 0, 0)));
+  EXPECT_TRUE(r.intersecting);
+}
+
+TEST(GjkDistance, WarmStartGivesTheSameAnswersWithFewerIterations) {
+  std::mt19937_64 rng(17);
+  int64_t cold_iterations = 0, warm_iterations = 0;
+  for (int trial = 0; trial < Cases(20); ++trial) {
+    const auto a = RandomHull(rng, 200, 0.3), b = RandomHull(rng, 200, 0.3);
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Zero(), Vec3::Zero());
+    const RigidTransform start = testing::RandomPose(rng, Vec3(1.5, -0.2, -0.2), Vec3(2.0, 0.2, 0.2));
+    const Eigen::AngleAxisd turn(0.01, Vec3(rng() % 2, 1, 0.5).normalized());
+    GjkCache cache;
+    RigidTransform X_WB = start;
+    for (int step = 0; step < 100; ++step) {
+      X_WB.R = turn.toRotationMatrix() * X_WB.R;
+      X_WB.p += Vec3(-0.01, 0.002, 0.001);
+      const GjkResult cold = GjkDistance(*a, X_WA, *b, X_WB);
+      const GjkResult warm = GjkDistance(*a, X_WA, *b, X_WB, &cache);
+      EXPECT_EQ(cold.intersecting, warm.intersecting);
+      EXPECT_NEAR(cold.distance, warm.distance, 1e-9 * std::max(cold.distance, 1e-3));
+      ExpectWitnessesConsistent(warm);
+      cold_iterations += cold.iterations;
+      warm_iterations += warm.iterations;
+    }
+  }
+  EXPECT_LT(2 * warm_iterations, cold_iterations) << "warm " << warm_iterations << " cold " << cold_iterations;
+}
+
+TEST(GjkDistance, SmoothShapesConvergeWithinTheCap) {
+  std::mt19937_64 rng(18);
+  int64_t iterations = 0;
+  double worst_gap = 0.0;
+  const int cases = Cases(3000);
+  for (int i = 0; i < cases; ++i) {
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
+    const GjkResult r = GjkDistance(Cylinder{0.3, 0.2}, X_WA, Cone{0.2, 0.4}, X_WB);
+    EXPECT_TRUE(r.converged);
+    ExpectWitnessesConsistent(r);
+    if (!r.intersecting) worst_gap = std::max(worst_gap, 1.0 - r.lower_bound / r.distance);
+    iterations += r.iterations;
+  }
+  // Rounding ends the progress on curved surfaces near a relative gap of 1e-9 (the improvement per
+  // step falls below the precision of |v|^2); polytopes reach the exact answer.
+  EXPECT_LT(worst_gap, 5e-9);
+  EXPECT_LT(iterations, 40 * cases);
+  std::printf("worst gap %.3g, mean iterations %.2f\n", worst_gap, static_cast<double>(iterations) / cases);
+}
+
+// Random shape pairs of every type for the ISA-GJK agreement test.
+struct ShapeZoo {
+  std::vector<std::shared_ptr<const ConvexPolytope>> hulls;
+  explicit ShapeZoo(std::mt19937_64& rng) {
+    for (int n : {4, 8, 30, 120}) hulls.push_back(RandomHull(rng, n, 0.25));
+  }
+  template <class F>
+  void Visit(int kind, F&& f) const {
+    switch (kind) {
+      case 0: return f(Sphere{Vec3::Zero(), 0.3});
+      case 1: return f(Box{Vec3(0.3, 0.2, 0.1)});
+      case 2: return f(Capsule{0.15, 0.3});
+      case 3: return f(Cylinder{0.2, 0.3});
+      case 4: return f(Cone{0.25, 0.3});
+      case 5: return f(Triangle{Vec3(0, 0, 0), Vec3(0.5, 0, 0), Vec3(0, 0.4, 0.1)});
+      default: return f(*hulls[(kind - 6) % hulls.size()]);
+    }
+  }
+  static constexpr int kKinds = 10;
+};
+
+TEST(GjkIntersect, AgreesWithGjkDistanceOnRandomPairs) {
+  std::mt19937_64 rng(19);
+  const ShapeZoo zoo(rng);
+  const int cases = Cases(100000);
+  int intersecting = 0;
+  for (int i = 0; i < cases; ++i) {
+    const int ka = static_cast<int>(rng() % ShapeZoo::kKinds), kb = static_cast<int>(rng() % ShapeZoo::kKinds);
+    const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-0.5), Vec3::Constant(0.5));
+    const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-0.5), Vec3::Constant(0.5));
+    zoo.Visit(ka, [&](const auto& a) {
+      zoo.Visit(kb, [&](const auto& b) {
+        const GjkResult d = GjkDistance(a, X_WA, b, X_WB);
+        const GjkIntersectResult s = GjkIntersect(a, X_WA, b, X_WB);
+        EXPECT_EQ(s.intersecting, d.intersecting) << "case " << i << " kinds " << ka << ", " << kb << " distance "
+                                                  << d.distance;
+        EXPECT_LE(s.support_calls, d.support_calls + 4);
+        intersecting += d.intersecting ? 1 : 0;
+      });
+    });
+  }
+  EXPECT_GT(intersecting, cases / 10);
+  EXPECT_LT(intersecting, cases * 9 / 10);
+}
+
+TEST(GjkIntersect, CachedAxisAnswersCoherentQueriesInOneSupportPair) {
+  std::mt19937_64 rng(20);
+  const auto a = RandomHull(rng, 300, 0.3), b = RandomHull(rng, 300, 0.3);
+  GjkCache cache;
+  int reused = 0, separated = 0, support_calls = 0, cold_support_calls = 0;
+  const RigidTransform X_WA;
+  for (int step = 0; step < 400; ++step) {
+    // B approaches A, passes through it and leaves.
+    const RigidTransform X_WB(Eigen::AngleAxisd(0.005 * step, Vec3::UnitZ()).toRotationMatrix(),
+                              Vec3(2.0 - 0.01 * step, 0.1, 0.0));
+    const GjkIntersectResult warm = GjkIntersect(*a, X_WA, *b, X_WB, &cache);
+    const GjkIntersectResult cold = GjkIntersect(*a, X_WA, *b, X_WB);
+    const bool truth = GjkDistance(*a, X_WA, *b, X_WB).intersecting;
+    EXPECT_EQ(warm.intersecting, truth) << "step " << step;
+    EXPECT_EQ(cold.intersecting, truth) << "step " << step;
+    if (warm.cached_axis_separated) {
+      ++reused;
+      EXPECT_EQ(warm.support_calls, 1);
+    }
+    separated += truth ? 0 : 1;
+    support_calls += warm.support_calls;
+    cold_support_calls += cold.support_calls;
+  }
+  EXPECT_GT(reused, separated * 3 / 4) << "reused " << reused << " of " << separated << " separated steps";
+  EXPECT_LT(support_calls, cold_support_calls);
+}
+
+}  // namespace
+}  // namespace proximity::core

@@ -1,0 +1,438 @@
+#include "proximity/core/robot_model.h"
+
+#include <urdf_parser/urdf_parser.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "core/test_util.h"
+
+namespace proximity::core {
+namespace {
+
+using testing::DartUrdfDir;
+using testing::SharedDataDir;
+using testing::TestDataDir;
+
+std::string Fixture(const std::string& name) { return TestDataDir() + "/robots/" + name; }
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A robot the tests use, with how to load it.
+struct RobotCase {
+  std::string label;
+  std::string urdf;
+  std::string srdf;
+  RobotLoadOptions options;
+};
+
+std::vector<RobotCase> AvailableRobots() {
+  std::vector<RobotCase> robots;
+  robots.push_back({"planar_2link", Fixture("planar_2link.urdf"), Fixture("planar_2link.srdf"), {}});
+  robots.push_back({"mixed_joints", Fixture("mixed_joints.urdf"), "", {}});
+  if (const std::string shared = SharedDataDir(); !shared.empty()) {
+    RobotCase panda{"panda", shared + "/robots/panda/moveit_resources_panda_description/urdf/panda.urdf",
+                    shared + "/robots/panda/moveit_resources_panda_moveit_config/config/panda.srdf", {}};
+    panda.options.ros_package_path = shared + "/robots/panda";
+    robots.push_back(panda);
+    RobotCase ur5{"ur5", shared + "/robots/ur5/ur_description/urdf/ur5_robot.urdf",
+                  shared + "/robots/ur5/ur5_moveit_config/config/ur5.srdf", {}};
+    ur5.options.package_dirs["ur_description"] = shared + "/robots/ur5/ur_description";
+    robots.push_back(ur5);
+  }
+  if (const std::string dart = DartUrdfDir(); !dart.empty()) {
+    robots.push_back({"kr5", dart + "/KR5/KR5 sixx R650.urdf", "", {}});
+  }
+  return robots;
+}
+
+std::shared_ptr<const RobotModel> LoadOrDie(const RobotCase& c) {
+  auto r = RobotModel::FromUrdfFile(c.urdf, c.srdf, c.options);
+  if (!r.ok()) {
+    ADD_FAILURE() << c.label << ": " << r.error().message;
+    return nullptr;
+  }
+  return r.value();
+}
+
+// Independent forward kinematics: compose urdfdom's parsed origins and axes with Eigen, walking from
+// each link up to the root.
+std::map<std::string, Eigen::Isometry3d> OracleFk(const urdf::ModelInterface& model,
+                                                  const std::map<std::string, double>& active_values) {
+  std::map<std::string, Eigen::Isometry3d> X_WL;
+  for (const auto& [name, link] : model.links_) {
+    Eigen::Isometry3d X = Eigen::Isometry3d::Identity();
+    for (urdf::LinkConstSharedPtr at = link; at->parent_joint; at = model.getLink(at->parent_joint->parent_link_name)) {
+      const urdf::Joint& j = *at->parent_joint;
+      const urdf::Pose& o = j.parent_to_joint_origin_transform;
+      Eigen::Isometry3d X_PJ = Eigen::Isometry3d::Identity();
+      X_PJ.translate(Eigen::Vector3d(o.position.x, o.position.y, o.position.z));
+      X_PJ.rotate(Eigen::Quaterniond(o.rotation.w, o.rotation.x, o.rotation.y, o.rotation.z));
+      double value = 0;
+      if (j.mimic) {
+        value = j.mimic->multiplier * active_values.at(j.mimic->joint_name) + j.mimic->offset;
+      } else if (j.type != urdf::Joint::FIXED) {
+        value = active_values.at(j.name);
+      }
+      const Eigen::Vector3d axis = Eigen::Vector3d(j.axis.x, j.axis.y, j.axis.z).normalized();
+      Eigen::Isometry3d X_JC = Eigen::Isometry3d::Identity();
+      if (j.type == urdf::Joint::REVOLUTE || j.type == urdf::Joint::CONTINUOUS) {
+        X_JC.rotate(Eigen::AngleAxisd(value, axis));
+      } else if (j.type == urdf::Joint::PRISMATIC) {
+        X_JC.translate(value * axis);
+      }
+      X = X_PJ * X_JC * X;
+    }
+    X_WL[name] = X;
+  }
+  return X_WL;
+}
+
+// Random q: inside limits, or within +/- 2 pi for continuous joints.
+std::vector<double> RandomQ(const RobotModel& m, std::mt19937_64& rng, double widen = 0.0) {
+  std::vector<double> q(m.num_positions());
+  for (int i = 0; i < m.num_positions(); ++i) {
+    double lo = m.lower_limits()[i], hi = m.upper_limits()[i];
+    if (!std::isfinite(lo)) lo = -2 * M_PI;
+    if (!std::isfinite(hi)) hi = 2 * M_PI;
+    const double pad = widen * (hi - lo);
+    q[i] = std::uniform_real_distribution<double>(lo - pad, hi + pad)(rng);
+  }
+  return q;
+}
+
+TEST(RobotModelTest, PlanarArmMatchesClosedForm) {
+  auto m = LoadOrDie(AvailableRobots()[0]);
+  ASSERT_TRUE(m);
+  const LinkIndex tip = m->FindLink("tip").value();
+  const LinkIndex lower = m->FindLink("lower").value();
+  std::mt19937_64 rng(7);
+  std::vector<RigidTransform> X_WL;
+  for (int i = 0; i < 100; ++i) {
+    const std::vector<double> q = RandomQ(*m, rng, 0.5);  // outside limits is fine for FK
+    ASSERT_TRUE(m->ForwardKinematics(q, &X_WL).ok());
+    const double a = q[0], b = q[0] + q[1];
+    const Vec3 p_tip(std::cos(a) + 0.5 * std::cos(b), std::sin(a) + 0.5 * std::sin(b), 0.1);
+    EXPECT_LT((X_WL[tip].p - p_tip).norm(), 1e-12);
+    EXPECT_LT((X_WL[lower].p - Vec3(std::cos(a), std::sin(a), 0.1)).norm(), 1e-12);
+    const Mat3 R_expected = Eigen::AngleAxisd(b, Vec3::UnitZ()).toRotationMatrix();
+    EXPECT_LT((X_WL[tip].R - R_expected).norm(), 1e-12);
+  }
+}
+
+TEST(RobotModelTest, ForwardKinematicsMatchesUrdfdomComposition) {
+  std::mt19937_64 rng(11);
+  for (const RobotCase& c : AvailableRobots()) {
+    SCOPED_TRACE(c.label);
+    auto m = LoadOrDie(c);
+    ASSERT_TRUE(m);
+    const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(ReadText(c.urdf));
+    ASSERT_TRUE(parsed);
+    std::vector<RigidTransform> X_WL;
+    for (int i = 0; i < 20; ++i) {
+      const std::vector<double> q = RandomQ(*m, rng);
+      std::map<std::string, double> values;
+      for (int k = 0; k < m->num_positions(); ++k) values[m->active_joint_names()[k]] = q[k];
+      ASSERT_TRUE(m->ForwardKinematics(q, &X_WL).ok());
+      const auto oracle = OracleFk(*parsed, values);
+      ASSERT_EQ(oracle.size(), X_WL.size());
+      for (LinkIndex l = 0; l < m->num_links(); ++l) {
+        const Eigen::Isometry3d& X = oracle.at(m->link(l).name);
+        EXPECT_LT((X_WL[l].p - X.translation()).norm(), 1e-12) << m->link(l).name;
+        EXPECT_LT((X_WL[l].R - X.linear()).norm(), 1e-12) << m->link(l).name;
+      }
+    }
+  }
+}
+
+TEST(RobotModelTest, PandaReadyFlangePositionFromHandDerivation) {
+  const std::string shared = SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data");
+  auto m = LoadOrDie(AvailableRobots()[2]);
+  ASSERT_TRUE(m);
+  auto q = m->NamedConfiguration("ready", "panda_arm");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  // With joints 1, 3, 5 at zero the arm stays in the xz plane. Reading the URDF origins, the segment
+  // offsets (0.0825, 0.316), (-0.0825, 0.384), (0.088, -0.107) (x, z in each frame) turn about +y by
+  // q2, q2 - q4 and q2 - q4 - q6 respectively, above the shoulder at z = 0.333.
+  const double q2 = -0.785, q4 = -2.356, q6 = 1.571;
+  const auto Ry = [](double t, double x, double z) { return Vec3(x * std::cos(t) + z * std::sin(t), 0, -x * std::sin(t) + z * std::cos(t)); };
+  const Vec3 p_flange = Vec3(0, 0, 0.333) + Ry(q2, 0.0825, 0.316) + Ry(q2 - q4, -0.0825, 0.384) + Ry(q2 - q4 - q6, 0.088, -0.107);
+  EXPECT_NEAR(p_flange.x(), 0.3069, 5e-4);  // the commonly quoted ready pose, as a check of the derivation
+  EXPECT_NEAR(p_flange.z(), 0.5903, 5e-4);
+  std::vector<RigidTransform> X_WL;
+  ASSERT_TRUE(m->ForwardKinematics(q.value(), &X_WL).ok());
+  const LinkIndex link8 = m->FindLink("panda_link8").value();
+  const LinkIndex hand = m->FindLink("panda_hand").value();
+  EXPECT_LT((X_WL[link8].p - p_flange).norm(), 1e-9);
+  EXPECT_LT((X_WL[hand].p - p_flange).norm(), 1e-9);
+  // The flange points down: Ry(q2 - q4 - q6) Rx(pi) maps z to -z when q2 - q4 - q6 = 0.
+  EXPECT_LT((X_WL[hand].R.col(2) - Vec3(0, 0, -1)).norm(), 1e-3);
+}
+
+TEST(RobotModelTest, Ur5ZeroToolPositionFromHandDerivation) {
+  PROX_REQUIRE_DIR(SharedDataDir(), "../shared/data");
+  auto m = LoadOrDie(AvailableRobots()[3]);
+  ASSERT_TRUE(m);
+  std::vector<RigidTransform> X_WL;
+  ASSERT_TRUE(m->ForwardKinematics(std::vector<double>(6, 0.0), &X_WL).ok());
+  // At zero: shoulder z 0.089159; shoulder_lift at y 0.13585 pitched by pi/2 so its z is world x; the
+  // upper arm adds (y -0.1197, along x 0.425), the forearm 0.39225 along x, wrist_2 y 0.093, wrist_3
+  // 0.09465 down (pitched by pi in total), ee_fixed_joint y 0.0823.
+  const Vec3 expected(0.425 + 0.39225, 0.13585 - 0.1197 + 0.093 + 0.0823, 0.089159 - 0.09465);
+  EXPECT_LT((X_WL[m->FindLink("ee_link").value()].p - expected).norm(), 1e-8);
+  EXPECT_LT(X_WL[m->FindLink("world").value()].p.norm(), 1e-15);
+}
+
+TEST(RobotModelTest, BasePoseMovesEveryLink) {
+  auto m = LoadOrDie(AvailableRobots()[1]);
+  ASSERT_TRUE(m);
+  std::mt19937_64 rng(3);
+  const RigidTransform X_WB = testing::RandomPose(rng, Vec3(-1, -1, -1), Vec3(1, 1, 1));
+  const std::vector<double> q = RandomQ(*m, rng);
+  std::vector<RigidTransform> at_identity, at_base;
+  ASSERT_TRUE(m->ForwardKinematics(q, &at_identity).ok());
+  ASSERT_TRUE(m->ForwardKinematics(q, &at_base, X_WB).ok());
+  for (size_t l = 0; l < at_base.size(); ++l) {
+    const RigidTransform expected = X_WB * at_identity[l];
+    EXPECT_LT((at_base[l].p - expected.p).norm(), 1e-12);
+    EXPECT_LT((at_base[l].R - expected.R).norm(), 1e-12);
+  }
+}
+
+TEST(RobotModelTest, ForwardKinematicsRejectsBadInput) {
+  auto m = LoadOrDie(AvailableRobots()[1]);
+  ASSERT_TRUE(m);
+  std::vector<RigidTransform> X_WL;
+  Status s = m->ForwardKinematics(std::vector<double>(3, 0.0), &X_WL);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.error().message.find("needs 4"), std::string::npos) << s.error().message;
+  std::vector<double> q(4, 0.0);
+  q[2] = std::nan("");
+  s = m->ForwardKinematics(q, &X_WL);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("q[2]"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("elbow"), std::string::npos) << s.error().message;
+  q[2] = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(m->ForwardKinematics(q, &X_WL).ok());
+  q[2] = 0;
+  std::vector<RigidTransform> small(2);
+  s = m->ForwardKinematics(q, std::span<RigidTransform>(small));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("buffer"), std::string::npos);
+}
+
+TEST(RobotModelTest, ActiveOrderMimicAndLimits) {
+  auto m = LoadOrDie(AvailableRobots()[1]);
+  ASSERT_TRUE(m);
+  // Depth first from the root, children in document order; the mimic and fixed joints are not active.
+  EXPECT_EQ(m->active_joint_names(), (std::vector<std::string>{"wheel", "slide", "elbow", "lift"}));
+  EXPECT_EQ(m->ActiveIndex("lift").value(), 3);
+  EXPECT_FALSE(m->ActiveIndex("finger").ok());
+  EXPECT_FALSE(m->ActiveIndex("tool_mount").ok());
+  EXPECT_EQ(m->ActiveIndex("nope").error().code, ErrorCode::kNotFound);
+
+  // Continuous joints have no limits; others report the joint and value.
+  EXPECT_TRUE(m->CheckLimits(std::vector<double>{100.0, 0.1, 0.0, 0.2}).ok());
+  Status s = m->CheckLimits(std::vector<double>{0.0, 0.31, 0.0, 0.2});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("'slide'"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(m->CheckLimits(std::vector<double>{0.0, 0.31, 0.0, 0.2}, 0.02).ok());
+  s = m->CheckLimits(std::vector<double>{0.0, 0.0, 0.0, -0.01});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("'lift'"), std::string::npos) << s.error().message;
+
+  // The finger turns by -2 * elbow + 0.1 about its z axis relative to the forearm.
+  std::vector<RigidTransform> X_WL;
+  const double elbow = 0.4;
+  ASSERT_TRUE(m->ForwardKinematics(std::vector<double>{0.3, 0.1, elbow, 0.2}, &X_WL).ok());
+  const RigidTransform X_FL = RelativeTransform(X_WL[m->FindLink("forearm").value()], X_WL[m->FindLink("finger_link").value()]);
+  EXPECT_LT((X_FL.p - Vec3(0.4, 0, 0)).norm(), 1e-12);
+  EXPECT_LT((X_FL.R - Eigen::AngleAxisd(-2 * elbow + 0.1, Vec3::UnitZ()).toRotationMatrix()).norm(), 1e-12);
+  // The slide's axis "2 0 0" is normalised: 0.1 moves the carriage 0.1 m.
+  const RigidTransform X_TC = RelativeTransform(X_WL[m->FindLink("turret").value()], X_WL[m->FindLink("carriage").value()]);
+  EXPECT_LT((X_TC.p - Vec3(0.1, 0, 0.2)).norm(), 1e-12);
+}
+
+TEST(RobotModelTest, ConfigurationFromNames) {
+  auto m = LoadOrDie(AvailableRobots()[1]);
+  ASSERT_TRUE(m);
+  auto q = m->Configuration({{"elbow", 0.5}, {"lift", 0.25}, {"finger", 9.0}, {"tool_mount", 1.0}});
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q.value(), (std::vector<double>{0.0, 0.0, 0.5, 0.25}));
+  auto bad = m->Configuration({{"elbow", 0.5}, {"wrist", 0.1}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("'wrist'"), std::string::npos) << bad.error().message;
+  auto missing = m->Configuration({{"elbow", 0.5}}, /*require_all=*/true);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("'wheel'"), std::string::npos) << missing.error().message;
+  EXPECT_FALSE(m->Configuration({{"elbow", std::nan("")}}).ok());
+}
+
+TEST(RobotModelTest, DefaultConfigurationStaysWithinLimits) {
+  const std::string urdf = R"(<robot name="r"><link name="a"/><link name="b"/>
+    <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+    <limit lower="0.5" upper="1.5" effort="1" velocity="1"/></joint></robot>)";
+  auto m = RobotModel::FromUrdfString(urdf);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m.value()->DefaultConfiguration(), std::vector<double>{1.0});
+}
+
+TEST(RobotModelTest, SharedModelAcrossThreads) {
+  auto m = LoadOrDie(AvailableRobots()[1]);
+  ASSERT_TRUE(m);
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<double>> qs;
+  for (int i = 0; i < 200; ++i) qs.push_back(RandomQ(*m, rng));
+  std::vector<std::vector<RigidTransform>> serial(qs.size());
+  for (size_t i = 0; i < qs.size(); ++i) ASSERT_TRUE(m->ForwardKinematics(qs[i], &serial[i]).ok());
+  std::vector<int> mismatches(2, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<RigidTransform> X_WL(m->num_links());
+      for (int rep = 0; rep < 20; ++rep) {
+        for (size_t i = 0; i < qs.size(); ++i) {
+          if (!m->ForwardKinematics(qs[i], std::span<RigidTransform>(X_WL)).ok()) ++mismatches[t];
+          if (X_WL.back().p != serial[i].back().p) ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches[0] + mismatches[1], 0);
+}
+
+TEST(RobotModelTest, PlanarLeverRadiiByHand) {
+  auto m = LoadOrDie(AvailableRobots()[0]);
+  ASSERT_TRUE(m);
+  const LinkIndex lower = m->FindLink("lower").value(), tip = m->FindLink("tip").value();
+  const LinkIndex upper = m->FindLink("upper").value();
+  const JointIndex shoulder = m->FindJoint("shoulder").value(), elbow = m->FindJoint("elbow").value();
+  // tip: sphere r 0.05 at 0.5 beyond the elbow, which is 1.0 beyond the shoulder.
+  EXPECT_NEAR(m->LeverRadius(tip, elbow), 0.55, 1e-12);
+  EXPECT_NEAR(m->LeverRadius(tip, shoulder), 1.55, 1e-12);
+  // lower: cylinder r 0.04 from 0 to 0.5 along x, covered by the capsule over its cap centres.
+  EXPECT_NEAR(m->LeverRadius(lower, elbow), 0.54, 1e-12);
+  EXPECT_NEAR(m->LeverRadius(lower, shoulder), 1.54, 1e-12);
+  EXPECT_EQ(m->LeverRadius(upper, elbow), 0.0);
+  // upper: box 1.0 x 0.1 x 0.1 from 0 to 1 along x; farthest corner from z: hypot(1, 0.05).
+  EXPECT_NEAR(m->LeverRadius(upper, shoulder), std::hypot(1.0, 0.05), 1e-12);
+  // A shoulder-only move sweeps the tip sphere's far point along an arc of exactly this length.
+  EXPECT_NEAR(m->MotionBound(tip, std::vector<double>{0, 0}, std::vector<double>{0.1, 0}), 0.155, 1e-12);
+  EXPECT_NEAR(m->MotionBound(tip, std::vector<double>{0, 0}, std::vector<double>{0.1, -0.2}), 0.155 + 0.11, 1e-12);
+  EXPECT_EQ(m->MotionBound(m->FindLink("base").value(), std::vector<double>{0, 0}, std::vector<double>{1, 1}), 0.0);
+}
+
+// Points of a link's collision geometry, in the link frame: vertices, and random points on
+// triangles and primitive surfaces.
+std::vector<Vec3> SamplePoints(const Link& link, std::mt19937_64& rng, int per_geometry) {
+  std::vector<Vec3> points;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (const LinkGeometry& g : link.geometries) {
+    switch (g.type) {
+      case ShapeType::kMesh: {
+        const TriangleMesh& mesh = g.mesh->mesh();
+        const size_t stride = std::max<size_t>(1, mesh.vertices.size() / per_geometry);
+        for (size_t i = 0; i < mesh.vertices.size(); i += stride) points.push_back(g.X_LG * mesh.vertices[i]);
+        for (int i = 0; i < per_geometry; ++i) {
+          const auto& t = mesh.triangles[rng() % mesh.triangles.size()];
+          double a = u(rng), b = u(rng);
+          if (a + b > 1) a = 1 - a, b = 1 - b;
+          const Vec3 p = mesh.vertices[t[0]] + a * (mesh.vertices[t[1]] - mesh.vertices[t[0]]) +
+                         b * (mesh.vertices[t[2]] - mesh.vertices[t[0]]);
+          points.push_back(g.X_LG * p);
+        }
+        break;
+      }
+      case ShapeType::kBox:
+        for (int i = 0; i < per_geometry; ++i) {
+          Vec3 p(u(rng) - 0.5, u(rng) - 0.5, u(rng) - 0.5);
+          p[rng() % 3] = (rng() % 2) ? 0.5 : -0.5;
+          points.push_back(g.X_LG * Vec3(p.cwiseProduct(g.box_size)));
+        }
+        break;
+      case ShapeType::kSphere:
+        for (int i = 0; i < per_geometry; ++i) {
+          const Vec3 d = testing::RandomRotation(rng).col(0);
+          points.push_back(g.X_LG * (g.radius * d));
+        }
+        break;
+      case ShapeType::kCylinder:
+        for (int i = 0; i < per_geometry; ++i) {
+          const double a = 2 * M_PI * u(rng);
+          points.push_back(g.X_LG * Vec3(g.radius * std::cos(a), g.radius * std::sin(a), (u(rng) - 0.5) * g.length));
+        }
+        break;
+    }
+  }
+  return points;
+}
+
+// For random segments, the path length of every sampled point (summed over a fine grid of t) and the
+// displacement over random sub-segments never exceed MotionBound.
+void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
+  SCOPED_TRACE(c.label);
+  auto m = LoadOrDie(c);
+  ASSERT_TRUE(m);
+  std::mt19937_64 rng(2024);
+  std::vector<std::vector<Vec3>> points(m->num_links());
+  for (LinkIndex l = 0; l < m->num_links(); ++l) points[l] = SamplePoints(m->link(l), rng, 40);
+  constexpr int kSteps = 64;
+  std::vector<std::vector<RigidTransform>> X(kSteps + 1, std::vector<RigidTransform>(m->num_links()));
+  std::vector<double> q(m->num_positions());
+  double worst_ratio = 0;
+  for (int s = 0; s < segments; ++s) {
+    const std::vector<double> q0 = RandomQ(*m, rng, widen), q1 = RandomQ(*m, rng, widen);
+    for (int i = 0; i <= kSteps; ++i) {
+      const double t = static_cast<double>(i) / kSteps;
+      for (int k = 0; k < m->num_positions(); ++k) q[k] = q0[k] + t * (q1[k] - q0[k]);
+      ASSERT_TRUE(m->ForwardKinematics(q, std::span<RigidTransform>(X[i])).ok());
+    }
+    const int ia = static_cast<int>(rng() % kSteps), ib = ia + 1 + static_cast<int>(rng() % (kSteps - ia));
+    std::vector<double> qa(m->num_positions()), qb(m->num_positions());
+    for (int k = 0; k < m->num_positions(); ++k) {
+      qa[k] = q0[k] + (static_cast<double>(ia) / kSteps) * (q1[k] - q0[k]);
+      qb[k] = q0[k] + (static_cast<double>(ib) / kSteps) * (q1[k] - q0[k]);
+    }
+    for (LinkIndex l = 0; l < m->num_links(); ++l) {
+      const double bound = m->MotionBound(l, q0, q1);
+      const double sub_bound = m->MotionBound(l, qa, qb);
+      for (const Vec3& p_L : points[l]) {
+        double length = 0;
+        for (int i = 1; i <= kSteps; ++i) length += (X[i][l] * p_L - X[i - 1][l] * p_L).norm();
+        EXPECT_LE(length, bound * (1 + 1e-9) + 1e-12) << m->link(l).name;
+        EXPECT_LE((X[ib][l] * p_L - X[ia][l] * p_L).norm(), sub_bound * (1 + 1e-9) + 1e-12) << m->link(l).name;
+        if (bound > 0) worst_ratio = std::max(worst_ratio, length / bound);
+      }
+    }
+  }
+  // The bound is not vacuous: some point travels a good fraction of it.
+  EXPECT_GT(worst_ratio, 0.3);
+}
+
+TEST(RobotModelTest, MotionBoundCoversSampledPointsOnFixtures) {
+  const auto robots = AvailableRobots();
+  CheckMotionBounds(robots[0], 0.0, testing::Cases(100));
+  // Out of limits too: the prismatic extents are taken from the segment itself.
+  CheckMotionBounds(robots[1], 0.5, testing::Cases(100));
+}
+
+TEST(RobotModelTest, MotionBoundCoversSampledPointsOnRealRobots) {
+  const auto robots = AvailableRobots();
+  if (robots.size() <= 2) GTEST_SKIP() << "no shared or dart-doc robots present";
+  for (size_t i = 2; i < robots.size(); ++i) CheckMotionBounds(robots[i], 0.0, testing::Cases(30));
+}
+
+}  // namespace
+}  // namespace proximity::core

@@ -1,0 +1,225 @@
+// SRDF parsing, its checks against the URDF, named states, groups, and the default allowed-collision set.
+
+#include <fstream>
+#include <sstream>
+
+#include "core/test_util.h"
+#include "proximity/core/robot_model.h"
+
+namespace proximity::core {
+namespace {
+
+using testing::SharedDataDir;
+using testing::TestDataDir;
+
+std::string Fixture(const std::string& name) { return TestDataDir() + "/robots/" + name; }
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::shared_ptr<const RobotModel> LoadPlanar(const std::string& srdf) {
+  auto r = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), srdf);
+  if (!r.ok()) {
+    ADD_FAILURE() << r.error().message;
+    return nullptr;
+  }
+  return r.value();
+}
+
+TEST(SrdfTest, ParsesPlanarFixture) {
+  auto r = ParseSrdf(ReadText(Fixture("planar_2link.srdf")));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Srdf& s = r.value();
+  EXPECT_EQ(s.robot_name, "planar_2link");
+  ASSERT_EQ(s.groups.size(), 3u);
+  EXPECT_EQ(s.groups[0].name, "arm");
+  EXPECT_EQ(s.groups[0].chains, (std::vector<std::pair<std::string, std::string>>{{"base", "tip"}}));
+  EXPECT_EQ(s.groups[1].joints, std::vector<std::string>{"elbow"});
+  EXPECT_EQ(s.groups[2].subgroups, std::vector<std::string>{"arm"});
+  EXPECT_EQ(s.groups[2].links, std::vector<std::string>{"lower"});
+  ASSERT_EQ(s.group_states.size(), 2u);
+  EXPECT_EQ(s.group_states[1].name, "bent");
+  EXPECT_EQ(s.group_states[1].group, "arm");
+  EXPECT_EQ(s.group_states[1].values,
+            (std::vector<std::pair<std::string, double>>{{"shoulder", 0.5}, {"elbow", -1.25}}));
+  ASSERT_EQ(s.virtual_joints.size(), 1u);
+  EXPECT_EQ(s.virtual_joints[0].type, "fixed");
+  EXPECT_EQ(s.virtual_joints[0].parent_frame, "world");
+  EXPECT_EQ(s.virtual_joints[0].child_link, "base");
+  ASSERT_EQ(s.disabled_collisions.size(), 1u);
+  EXPECT_EQ(s.disabled_collisions[0].link1, "base");
+  EXPECT_EQ(s.disabled_collisions[0].link2, "lower");
+  EXPECT_EQ(s.disabled_collisions[0].reason, "Never");
+}
+
+TEST(SrdfTest, MalformedSrdfIsAParseError) {
+  auto r = ParseSrdf(ReadText(Fixture("malformed.srdf")), "malformed.srdf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kParseError);
+  EXPECT_NE(r.error().message.find("malformed.srdf"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("line"), std::string::npos) << r.error().message;
+  // Loading a robot with it fails as a whole.
+  auto m = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), Fixture("malformed.srdf"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("SRDF"), std::string::npos) << m.error().message;
+
+  r = ParseSrdf(R"(<robot><disable_collisions link1="a"/></robot>)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("link2"), std::string::npos) << r.error().message;
+  r = ParseSrdf(R"(<robot><group_state name="s" group="g"><joint name="j" value="nan"/></group_state></robot>)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'j'"), std::string::npos) << r.error().message;
+  r = ParseSrdf(R"(<robot><group_state name="s" group="g"><joint name="j" value="0 1"/></group_state></robot>)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'s'"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(ParseSrdf("<nothing/>").ok());
+  EXPECT_FALSE(ParseSrdf(R"(<robot><group><joint name="j"/></group></robot>)").ok());
+}
+
+TEST(SrdfTest, UnknownNamesAreErrorsNamingThem) {
+  auto m = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), Fixture("unknown_link.srdf"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("'forearm_that_does_not_exist'"), std::string::npos) << m.error().message;
+  EXPECT_NE(m.error().message.find("planar_2link.urdf"), std::string::npos) << m.error().message;
+
+  const std::string urdf = ReadText(Fixture("planar_2link.urdf"));
+  const auto fails_naming = [&](const std::string& srdf, const std::string& name) {
+    auto r = RobotModel::FromUrdfString(urdf, "<robot name=\"planar_2link\">" + srdf + "</robot>");
+    if (r.ok()) return ::testing::AssertionFailure() << "loaded";
+    if (r.error().message.find(name) == std::string::npos) return ::testing::AssertionFailure() << r.error().message;
+    return ::testing::AssertionSuccess();
+  };
+  EXPECT_TRUE(fails_naming(R"(<group name="g"><joint name="wrist"/></group>)", "'wrist'"));
+  EXPECT_TRUE(fails_naming(R"(<group name="g"><link name="hand"/></group>)", "'hand'"));
+  EXPECT_TRUE(fails_naming(R"(<group name="g"><chain base_link="base" tip_link="claw"/></group>)", "'claw'"));
+  EXPECT_TRUE(fails_naming(R"(<group name="g"><chain base_link="tip" tip_link="base"/></group>)", "does not descend"));
+  EXPECT_TRUE(fails_naming(R"(<group name="g"><group name="h"/></group>)", "'h'"));
+  EXPECT_TRUE(fails_naming(R"(<group name="g"/><group name="g"/>)", "duplicate group 'g'"));
+  EXPECT_TRUE(fails_naming(R"(<group name="g"/><group_state name="s" group="g"><joint name="knee" value="1"/></group_state>)",
+                           "'knee'"));
+  EXPECT_TRUE(fails_naming(R"(<group_state name="s" group="legs"/>)", "'legs'"));
+  EXPECT_TRUE(fails_naming(R"(<virtual_joint name="v" type="fixed" parent_frame="world" child_link="plate"/>)", "'plate'"));
+  EXPECT_TRUE(fails_naming(R"(<passive_joint name="ankle"/>)", "'ankle'"));
+}
+
+TEST(SrdfTest, NamedStatesAndGroups) {
+  auto m = LoadPlanar(Fixture("planar_2link.srdf"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->NamedConfiguration("bent").value(), (std::vector<double>{0.5, -1.25}));
+  EXPECT_EQ(m->NamedConfiguration("home", "arm").value(), (std::vector<double>{0.0, 0.0}));
+  EXPECT_EQ(m->NamedConfiguration("bent", "wrist").error().code, ErrorCode::kNotFound);
+  auto none = m->NamedConfiguration("folded");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("'folded'"), std::string::npos);
+  EXPECT_EQ(m->GroupActiveIndices("arm").value(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(m->GroupActiveIndices("wrist").value(), (std::vector<int32_t>{1}));
+  EXPECT_EQ(m->GroupActiveIndices("everything").value(), (std::vector<int32_t>{0, 1}));
+  EXPECT_FALSE(m->GroupActiveIndices("legs").ok());
+}
+
+TEST(SrdfTest, PlanarAllowedCollisions) {
+  auto with = LoadPlanar(Fixture("planar_2link.srdf"));
+  auto without = LoadPlanar("");
+  ASSERT_TRUE(with && without);
+  const auto allowed = [](const RobotModel& m, const char* a, const char* b) {
+    return m.AllowedCollision(a, b).value();
+  };
+  for (const RobotModel* m : {with.get(), without.get()}) {
+    EXPECT_TRUE(allowed(*m, "base", "upper"));   // joined by the shoulder
+    EXPECT_TRUE(allowed(*m, "upper", "lower"));  // joined by the elbow
+    EXPECT_TRUE(allowed(*m, "lower", "tip"));    // fixed joint
+    EXPECT_TRUE(allowed(*m, "tip", "tip"));
+    EXPECT_FALSE(allowed(*m, "base", "tip"));
+    EXPECT_FALSE(allowed(*m, "upper", "tip"));
+    for (LinkIndex a = 0; a < m->num_links(); ++a) {
+      for (LinkIndex b = 0; b < m->num_links(); ++b) EXPECT_EQ(m->AllowedCollision(a, b), m->AllowedCollision(b, a));
+    }
+  }
+  EXPECT_TRUE(allowed(*with, "base", "lower"));  // the SRDF's pair
+  EXPECT_TRUE(allowed(*with, "lower", "base"));
+  EXPECT_FALSE(allowed(*without, "base", "lower"));
+  auto unknown = with->AllowedCollision("base", "gripper");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'gripper'"), std::string::npos);
+}
+
+TEST(SrdfTest, RigidGroupsThroughFixedJointsAreAllowed) {
+  auto r = RobotModel::FromUrdfFile(Fixture("mixed_joints.urdf"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const RobotModel& m = *r.value();
+  EXPECT_TRUE(m.AllowedCollision("forearm", "tool").value());
+  EXPECT_TRUE(m.AllowedCollision("forearm", "finger_link").value());
+  EXPECT_FALSE(m.AllowedCollision("finger_link", "tool").value());
+  EXPECT_FALSE(m.AllowedCollision("turret", "forearm").value());
+  EXPECT_TRUE(m.AllowedCollision("base", "side").value());
+  // A chain of fixed joints: a, b, c are one rigid body, d hangs off c by a revolute joint.
+  auto chain = RobotModel::FromUrdfString(R"(<robot name="r"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+      <joint name="ab" type="fixed"><parent link="a"/><child link="b"/></joint>
+      <joint name="bc" type="fixed"><parent link="b"/><child link="c"/></joint>
+      <joint name="cd" type="revolute"><parent link="c"/><child link="d"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      </robot>)");
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_TRUE(chain.value()->AllowedCollision("a", "c").value());
+  EXPECT_TRUE(chain.value()->AllowedCollision("c", "d").value());
+  EXPECT_FALSE(chain.value()->AllowedCollision("a", "d").value());
+}
+
+TEST(SrdfTest, PandaSemantics) {
+  const std::string shared = SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data");
+  RobotLoadOptions options;
+  options.package_dirs["moveit_resources_panda_description"] = shared + "/robots/panda/moveit_resources_panda_description";
+  auto r = RobotModel::FromUrdfFile(shared + "/robots/panda/moveit_resources_panda_description/urdf/panda.urdf",
+                                    shared + "/robots/panda/moveit_resources_panda_moveit_config/config/panda.srdf", options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const RobotModel& m = *r.value();
+  const Srdf& s = m.srdf();
+  EXPECT_EQ(s.disabled_collisions.size(), 34u);
+  for (const SrdfDisabledCollision& d : s.disabled_collisions) {
+    EXPECT_TRUE(m.AllowedCollision(d.link1, d.link2).value()) << d.link1 << " " << d.link2;
+  }
+  EXPECT_EQ(s.group_states.size(), 5u);
+  EXPECT_EQ(s.groups.size(), 3u);
+  ASSERT_EQ(s.virtual_joints.size(), 1u);
+  EXPECT_EQ(s.virtual_joints[0].child_link, "panda_link0");
+  EXPECT_EQ(s.passive_joints, std::vector<std::string>{"panda_finger_joint2"});
+  const std::vector<double> ready = m.NamedConfiguration("ready").value();
+  EXPECT_EQ(ready, (std::vector<double>{0, -0.785, 0, -2.356, 0, 1.571, 0.785, 0}));
+  // "open" names both fingers; the mimic finger's value is determined by the model.
+  const std::vector<double> open = m.NamedConfiguration("open", "hand").value();
+  EXPECT_EQ(open[7], 0.035);
+  EXPECT_EQ(m.GroupActiveIndices("panda_arm").value(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(m.GroupActiveIndices("hand").value(), (std::vector<int32_t>{7}));
+  EXPECT_EQ(m.GroupActiveIndices("panda_arm_hand").value().size(), 8u);
+  // Never-adjacent, never-disabled: link0 and the hand can collide.
+  EXPECT_FALSE(m.AllowedCollision("panda_link0", "panda_hand").value());
+  // link7, link8 and the hand are rigidly connected through fixed joints.
+  EXPECT_TRUE(m.AllowedCollision("panda_link7", "panda_hand").value());
+}
+
+TEST(SrdfTest, Ur5Semantics) {
+  const std::string shared = SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data");
+  RobotLoadOptions options;
+  options.package_dirs["ur_description"] = shared + "/robots/ur5/ur_description";
+  auto r = RobotModel::FromUrdfFile(shared + "/robots/ur5/ur_description/urdf/ur5_robot.urdf",
+                                    shared + "/robots/ur5/ur5_moveit_config/config/ur5.srdf", options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const RobotModel& m = *r.value();
+  EXPECT_EQ(m.srdf().disabled_collisions.size(), 10u);
+  for (const SrdfDisabledCollision& d : m.srdf().disabled_collisions) {
+    EXPECT_TRUE(m.AllowedCollision(d.link1, d.link2).value()) << d.link1 << " " << d.link2;
+  }
+  ASSERT_EQ(m.srdf().group_states.size(), 2u);
+  EXPECT_TRUE(m.NamedConfiguration("home", "manipulator").ok());
+  EXPECT_TRUE(m.NamedConfiguration("up").ok());
+  EXPECT_EQ(m.GroupActiveIndices("manipulator").value(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_FALSE(m.AllowedCollision("base_link", "wrist_3_link").value());
+}
+
+}  // namespace
+}  // namespace proximity::core
