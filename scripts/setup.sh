@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libeigen3-dev libassimp-dev liburdfdom-dev libtinyxml2-dev libqhull-dev
+  libeigen3-dev libassimp-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   libcli11-dev
   libfcl-dev libccd-dev
