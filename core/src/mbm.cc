@@ -557,4 +557,63 @@ Result<std::vector<MbmProblem>> LoadMbmProblems(const std::string& dir_or_family
   return all;
 }
 
+Result<SceneDescription> MbmSceneDescription(const MbmScene& scene, std::shared_ptr<const RobotModel> robot) {
+  if (robot == nullptr) return InvalidArgument(scene.source + ": no robot to place the scene around");
+  SceneDescription d;
+  d.robot = std::move(robot);
+  for (const MbmCollisionObject& obj : scene.objects) {
+    WorldObject o;
+    o.id = obj.id;
+    for (const MbmPrimitive& p : obj.primitives) {
+      ObjectPart part;
+      part.X_WG = p.X_RP;
+      switch (p.type) {
+        case MbmShapeType::kBox:
+          part.geometry.shape = Box{0.5 * Vec3(p.dimensions[0], p.dimensions[1], p.dimensions[2])};
+          break;
+        case MbmShapeType::kCylinder:
+          part.geometry.shape = Cylinder{p.dimensions[1], 0.5 * p.dimensions[0]};
+          break;
+        case MbmShapeType::kSphere:
+          part.geometry.shape = Sphere{Vec3::Zero(), p.dimensions[0]};
+          break;
+      }
+      o.parts.push_back(part);
+    }
+    d.objects.push_back(std::move(o));
+  }
+  for (const auto& [a, b] : scene.allowed_pairs) {
+    for (const std::string* name : {&a, &b}) {
+      if (!d.robot->FindLink(*name).ok()) {
+        return NotFound(scene.source + ": allowed_collision_matrix entry '" + *name + "' is not a link of robot '" +
+                        d.robot->name() + "'");
+      }
+    }
+    d.allowed_pairs.emplace_back(a, b);
+  }
+  return d;
+}
+
+Result<std::vector<double>> MbmStartConfiguration(const MbmRequest& request, const RobotModel& robot) {
+  std::map<std::string, double> values;
+  for (size_t i = 0; i < request.start_joint_names.size(); ++i) {
+    values[request.start_joint_names[i]] = request.start_joint_positions[i];
+  }
+  auto q = robot.Configuration(values);
+  if (!q.ok()) return Error{q.error().code, request.source + ": start state: " + q.error().message};
+  return q;
+}
+
+Result<std::vector<double>> MbmGoalConfiguration(const MbmRequest& request, const RobotModel& robot, size_t goal) {
+  if (goal >= request.goals.size()) {
+    return InvalidArgument(request.source + ": no goal " + std::to_string(goal) + " (the request has " +
+                           std::to_string(request.goals.size()) + ")");
+  }
+  std::map<std::string, double> values;
+  for (const MbmJointConstraint& c : request.goals[goal].joint_constraints) values[c.joint_name] = c.position;
+  auto q = robot.Configuration(values, /*require_all=*/true);
+  if (!q.ok()) return Error{q.error().code, request.source + ": goal " + std::to_string(goal) + ": " + q.error().message};
+  return q;
+}
+
 }  // namespace proximity::core

@@ -902,3 +902,72 @@ TEST(MbmTest, DamagedFilesNeverCrash) {
 
 }  // namespace
 }  // namespace proximity::core
+
+namespace proximity::core {
+namespace {
+
+// End to end: every start and goal state of the 700 problems is free with the robot the problems
+// were made with, through the reader, the robot model, the scene and the primitive queries. As a
+// positive control, the same goal collides once a 2 cm box is put at the hand.
+TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
+  const std::string dir = ProblemsDir();
+  PROX_REQUIRE_DIR(dir, "scenes/mbm/problems/panda");
+  const std::string archive = dir + "/problems.tar.bz2";
+  if (!fs::is_regular_file(archive)) GTEST_SKIP() << archive << " is not present; this test needs it";
+  if (!HasCommand("tar") || !HasCommand("bzip2")) GTEST_SKIP() << "tar and bzip2 are needed to extract " << archive;
+  TempDir tmp;
+  const std::string command = "tar -xjf '" + archive + "' -C '" + tmp.path().string() + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  auto problems = LoadMbmProblems((tmp.path() / "problems").string());
+  ASSERT_TRUE(problems.ok()) << problems.error().message;
+
+  const std::string robot_dir = testing::SharedDataDir() + "/robots/mbm_panda";
+  RobotLoadOptions options;
+  options.package_dirs["meshes"] = robot_dir + "/meshes";
+  options.ros_package_path = "";
+  auto robot = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", options);
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  const auto hand = robot.value()->FindLink("panda_hand");
+  ASSERT_TRUE(hand.ok());
+
+  SceneCache cache;
+  int checked = 0;
+  const size_t step = static_cast<size_t>(testing::kSanitizedSlowdown);
+  for (size_t k = 0; k < problems.value().size(); k += step) {
+    const MbmProblem& p = problems.value()[k];
+    auto description = MbmSceneDescription(p.scene, robot.value());
+    ASSERT_TRUE(description.ok()) << p.name << ": " << description.error().message;
+    auto scene = Scene::Build(description.value());
+    ASSERT_TRUE(scene.ok()) << p.name << ": " << scene.error().message;
+    const auto start = MbmStartConfiguration(p.request, *robot.value());
+    const auto goal = MbmGoalConfiguration(p.request, *robot.value());
+    ASSERT_TRUE(start.ok()) << p.name << ": " << start.error().message;
+    ASSERT_TRUE(goal.ok()) << p.name << ": " << goal.error().message;
+    for (const auto* q : {&start.value(), &goal.value()}) {
+      StateResult r;
+      ASSERT_TRUE(scene.value()->CheckState(*q, &cache, &r).ok());
+      EXPECT_TRUE(r.free) << p.name << (q == &start.value() ? " start: " : " goal: ")
+                          << r.contact.Describe(*scene.value());
+      EXPECT_TRUE(r.within_limits) << p.name;
+    }
+    // Positive control: a probe at the hand at the goal.
+    SceneDescription probed = description.value();
+    ObjectPart probe;
+    probe.geometry.shape = Box{Vec3::Constant(0.01)};
+    probe.X_WG = cache.X_WL[hand.value()];
+    probed.objects.push_back({"probe", {probe}});
+    auto probed_scene = Scene::Build(probed);
+    ASSERT_TRUE(probed_scene.ok()) << probed_scene.error().message;
+    StateResult r;
+    ASSERT_TRUE(probed_scene.value()->CheckState(goal.value(), &cache, &r).ok());
+    EXPECT_FALSE(r.free) << p.name << ": the probe at the hand was not found";
+    if (!r.free) {
+      EXPECT_EQ(probed_scene.value()->objects()[r.contact.object].id, "probe") << r.contact.Describe(*probed_scene.value());
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>((problems.value().size() + step - 1) / step));
+}
+
+}  // namespace
+}  // namespace proximity::core

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "proximity/core/result.h"
+#include "proximity/core/robot_model.h"
+#include "proximity/core/scene.h"
 #include "proximity/core/types.h"
 
 namespace proximity::core {
@@ -137,5 +139,17 @@ Result<std::vector<std::string>> ListMbmFamilyDirs(const std::string& root);
 /// when `dir_or_family_dir` holds no scene files itself, of every family folder under it. Sorted by
 /// family folder name, then number. A scene without its request (or the reverse) is a NotFound error.
 Result<std::vector<MbmProblem>> LoadMbmProblems(const std::string& dir_or_family_dir);
+
+/// The scene an MBM problem describes for `robot`: every primitive as a Box, Cylinder or Sphere in the
+/// robot's root frame (the scene's world frame), and the ACM's allowed pairs. Errors name an ACM
+/// entry that is not a link of `robot`.
+[[nodiscard]] Result<SceneDescription> MbmSceneDescription(const MbmScene& scene,
+                                                           std::shared_ptr<const RobotModel> robot);
+/// The request's start state in `robot`'s active joint order; values of joints that are fixed or mimic
+/// in `robot` are ignored (the MBM Panda's fingers), unknown names are errors.
+[[nodiscard]] Result<std::vector<double>> MbmStartConfiguration(const MbmRequest& request, const RobotModel& robot);
+/// Goal `goal`'s joint constraints as a configuration; every active joint must be constrained.
+[[nodiscard]] Result<std::vector<double>> MbmGoalConfiguration(const MbmRequest& request, const RobotModel& robot,
+                                                               size_t goal = 0);
 
 }  // namespace proximity::core
