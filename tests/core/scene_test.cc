@@ -307,3 +307,192 @@ TEST(Scene, BadInputIsRejectedWithTheNameOfWhatIsWrong) {
 
 }  // namespace
 }  // namespace proximity::core
+
+namespace proximity::core {
+namespace {
+
+// The dense reference for LINK: states at most 1e-3 (rad or m) apart in every joint, each checked
+// exactly. Returns the first colliding t, or -1.
+double DenseFirstCollision(const Scene& scene, const std::vector<double>& q0, const std::vector<double>& q1,
+                           SceneCache* cache) {
+  double span = 0.0;
+  for (size_t i = 0; i < q0.size(); ++i) span = std::max(span, std::abs(q1[i] - q0[i]));
+  const int n = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
+  std::vector<double> q(q0.size());
+  for (int k = 0; k <= n; ++k) {
+    const double t = static_cast<double>(k) / n;
+    for (size_t i = 0; i < q.size(); ++i) q[i] = q0[i] + t * (q1[i] - q0[i]);
+    StateResult r;
+    EXPECT_TRUE(scene.CheckState(q, cache, &r).ok());
+    if (!r.free) return t;
+  }
+  return -1.0;
+}
+
+std::vector<double> Along(const std::vector<double>& q0, const std::vector<double>& q1, double t) {
+  std::vector<double> q(q0.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = q0[i] + t * (q1[i] - q0[i]);
+  return q;
+}
+
+// Edges like a planner's: from a free state, a random direction, 0.05 to 1 rad long.
+std::pair<std::vector<double>, std::vector<double>> RandomEdge(std::mt19937_64& rng, const Scene& scene,
+                                                               SceneCache* cache) {
+  const RobotModel& robot = scene.robot();
+  std::vector<double> q0;
+  StateResult r;
+  do {
+    q0 = RandomState(rng, robot);
+    EXPECT_TRUE(scene.CheckState(q0, cache, &r).ok());
+  } while (!r.free);
+  std::normal_distribution<double> g;
+  std::vector<double> dir(q0.size());
+  double norm = 0.0;
+  for (double& d : dir) norm += (d = g(rng)) * d;
+  const double length = std::uniform_real_distribution<double>(0.05, 1.0)(rng) / std::sqrt(norm);
+  std::vector<double> q1(q0.size());
+  for (size_t i = 0; i < q0.size(); ++i) {
+    q1[i] = std::clamp(q0[i] + length * dir[i], robot.lower_limits()[i] > -1e9 ? robot.lower_limits()[i] : -M_PI,
+                       robot.upper_limits()[i] < 1e9 ? robot.upper_limits()[i] : M_PI);
+  }
+  return {q0, q1};
+}
+
+TEST(SceneMotion, CertifiedLinkNeverMissesACollisionTheDenseCheckFinds) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    const auto robot = LoadRobot(rc);
+    ASSERT_NE(robot, nullptr);
+    std::mt19937_64 rng(51);
+    SceneDescription d;
+    d.robot = robot;
+    d.objects = RandomWorld(rng, 0.8, 18);
+    const auto scene = Scene::Build(d).value();
+    SceneCache cache;
+    int colliding = 0, free = 0, discrete_misses = 0;
+    const int edges = testing::Cases(120);
+    for (int e = 0; e < edges; ++e) {
+      const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      MotionResult certified, discrete;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &certified).ok());
+      MotionRequest sampled;
+      sampled.mode = MotionRequest::Mode::kDiscrete;
+      sampled.resolution = 0.17;  // OMPL's default spacing for a 7-joint arm: 1% of the space's extent
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, sampled, &cache, &discrete).ok());
+      const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
+      if (dense >= 0.0) {
+        ++colliding;
+        EXPECT_FALSE(certified.free) << "edge " << e << ": certified says free, the dense check collides at t = "
+                                     << dense;
+        discrete_misses += discrete.free;
+      } else {
+        ++free;
+      }
+      if (!certified.free && !certified.undecided) {
+        // The reported state collides, and the certified prefix holds no collision of the dense check.
+        StateResult r;
+        ASSERT_TRUE(scene->CheckState(Along(q0, q1, certified.t_collide), &cache, &r).ok());
+        EXPECT_FALSE(r.free) << "edge " << e << " t_collide " << certified.t_collide;
+        EXPECT_LE(certified.t_free, certified.t_collide);
+        if (dense >= 0.0) EXPECT_GE(dense + 1e-3, certified.t_free) << "edge " << e;
+      }
+      EXPECT_FALSE(certified.undecided) << "edge " << e;
+    }
+    if (testing::kSanitizedSlowdown == 1) {
+      EXPECT_GT(colliding, edges / 20);
+      EXPECT_GT(free, edges / 20);
+    }
+    RecordProperty(rc.name + "_discrete_misses", discrete_misses);
+  }
+}
+
+TEST(SceneMotion, ANearMissBetweenSamplesIsMissedByDiscreteAndCaughtByCertified) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  const auto robot = LoadRobot(robots.front());
+  ASSERT_NE(robot, nullptr);
+  // The outermost link with a mesh, and its vertex farthest from the first joint's axis: the point
+  // that moves fastest when the first joint swings.
+  int32_t tip = -1;
+  for (int32_t l = robot->num_links() - 1; l >= 0 && tip < 0; --l)
+    if (!robot->link(l).geometries.empty() && robot->link(l).geometries[0].type == ShapeType::kMesh) tip = l;
+  ASSERT_GE(tip, 0);
+  const LinkGeometry& g = robot->link(tip).geometries[0];
+  SceneDescription bare;
+  bare.robot = robot;
+  const auto empty = Scene::Build(bare).value();
+  SceneCache cache;
+  std::mt19937_64 rng(61);
+  bool found = false;
+  for (int attempt = 0; attempt < 200 && !found; ++attempt) {
+    // Swing the first joint by 1.2 rad from a free state through free space.
+    auto q0 = RandomState(rng, *robot), q1 = q0;
+    q1[0] = std::clamp(q0[0] + 1.2, robot->lower_limits()[0], robot->upper_limits()[0]);
+    MotionResult m;
+    ASSERT_TRUE(empty->CheckMotion(q0, q1, {}, &cache, &m).ok());
+    if (!m.free || std::abs(q1[0] - q0[0]) < 1.0) continue;
+    // Halfway between two of the discrete samples, a 2 mm sphere on the fastest point of the link.
+    const int n = static_cast<int>(std::ceil(std::abs(q1[0] - q0[0]) / 0.17));
+    const double t_obstacle = (std::floor(0.5 * n) + 0.5) / n;
+    StateResult r;
+    ASSERT_TRUE(empty->CheckState(Along(q0, q1, t_obstacle), &cache, &r).ok());
+    const RigidTransform X_WG = cache.X_WL[tip] * g.X_LG;
+    Vec3 fastest = Vec3::Zero();
+    for (const Vec3& v : g.mesh->mesh().vertices) {
+      const Vec3 p = X_WG * v;
+      if (p.head<2>().norm() > fastest.head<2>().norm()) fastest = p;
+    }
+    SceneDescription d = bare;
+    ObjectPart ball;
+    ball.geometry.shape = Sphere{Vec3::Zero(), 0.002};
+    ball.X_WG.p = fastest;
+    d.objects.push_back({"ball", {ball}});
+    const auto scene = Scene::Build(d).value();
+    MotionRequest sampled;
+    sampled.mode = MotionRequest::Mode::kDiscrete;
+    sampled.resolution = 0.17;
+    MotionResult discrete, certified;
+    ASSERT_TRUE(scene->CheckMotion(q0, q1, sampled, &cache, &discrete).ok());
+    if (!discrete.free) continue;  // another sample happened to touch it; try another swing
+    found = true;
+    // The state at t_obstacle touches the ball; the certified check must say so.
+    ASSERT_TRUE(scene->CheckState(Along(q0, q1, t_obstacle), &cache, &r).ok());
+    EXPECT_FALSE(r.free);
+    ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &certified).ok());
+    EXPECT_FALSE(certified.free) << "attempt " << attempt;
+    EXPECT_FALSE(certified.undecided);
+    EXPECT_EQ(scene->objects()[certified.contact.object].id, "ball") << certified.contact.Describe(*scene);
+    EXPECT_LE(certified.t_free, t_obstacle);
+    EXPECT_GE(certified.t_collide, certified.t_free);
+  }
+  EXPECT_TRUE(found) << "no swing put the ball between discrete samples";
+}
+
+TEST(SceneMotion, BadMotionRequestsAreRejected) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  const auto robot = LoadRobot(robots.front());
+  SceneDescription d;
+  d.robot = robot;
+  const auto scene = Scene::Build(d).value();
+  SceneCache cache;
+  MotionResult m;
+  auto q = robot->DefaultConfiguration();
+  auto bad = q;
+  bad.pop_back();
+  EXPECT_FALSE(scene->CheckMotion(q, bad, {}, &cache, &m).ok());
+  bad = q;
+  bad[1] = std::nan("");
+  const Status s = scene->CheckMotion(bad, q, {}, &cache, &m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("q0"), std::string::npos) << s.error().message;
+  MotionRequest zero;
+  zero.mode = MotionRequest::Mode::kDiscrete;
+  zero.resolution = 0.0;
+  EXPECT_FALSE(scene->CheckMotion(q, q, zero, &cache, &m).ok());
+}
+
+}  // namespace
+}  // namespace proximity::core

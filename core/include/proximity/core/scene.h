@@ -73,6 +73,36 @@ struct StateResult {
   QueryStats stats;
 };
 
+/// How CheckMotion decides a straight joint-space segment.
+struct MotionRequest {
+  enum class Mode {
+    /// Certified (Schwarzer, Saha, Latombe): never answers free when any configuration on the segment
+    /// collides; cost grows with closeness to obstacles, not with length.
+    kCertified,
+    /// Sampled like OMPL's DiscreteMotionValidator: states at most `resolution` apart (joint-space
+    /// Euclidean norm, radians or metres), in order from q0; misses what lies between samples.
+    kDiscrete,
+  };
+  Mode mode = Mode::kCertified;
+  double resolution = 0.01;
+};
+
+/// The answer to LINK(q0, q1).
+struct MotionResult {
+  bool free = false;
+  /// Not free: [0, t_free] is known free (certified, or sampled in discrete mode) and the state at
+  /// t_collide (in [0, 1] along q0 -> q1) collides, with `contact` there.
+  double t_free = 0.0;
+  double t_collide = -1.0;
+  StateContact contact;
+  /// Certified mode only: the walk reached its smallest segment without deciding (the robot grazes an
+  /// obstacle closer than rounding can separate); the answer is then "not free", never a guess of free.
+  bool undecided = false;
+  int64_t states = 0;             ///< Configurations whose link poses were computed.
+  int64_t distance_queries = 0;   ///< Exact distance lower bounds computed.
+  QueryStats stats;
+};
+
 /// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread.
 struct SceneCache {
   std::vector<RigidTransform> X_WL;  ///< Per link.
@@ -95,6 +125,11 @@ class Scene {
   /// CLEAR(q): whether configuration q (one value per active joint, in active order) is free of world
   /// and self collision, with the first contact found otherwise. Errors for a wrong size or NaN.
   [[nodiscard]] Status CheckState(std::span<const double> q, SceneCache* cache, StateResult* result) const;
+
+  /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
+  /// `request` says. Errors for wrong sizes, NaN or a bad resolution.
+  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                   const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
 
   /// Whether the pair (link, object) is excluded from checking.
   bool AllowedLinkObject(int32_t link, int32_t object) const {
@@ -129,6 +164,10 @@ class Scene {
   };
 
   void BuildBroadPhase();
+  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
+                             SceneCache* cache, MotionResult* result) const;
+  Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, SceneCache* cache,
+                              MotionResult* result) const;
   bool CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const Aabb& bounds, StateResult* out) const;
 
   std::shared_ptr<const RobotModel> robot_;
@@ -144,6 +183,12 @@ class Scene {
 
 /// World bounds of a box (OBB in frame G posed at X_WG).
 Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
+
+/// Certified lower bound on the distance between two posed geometries (0 when they touch); the query
+/// may stop once it proves the distance is at least `enough`.
+[[nodiscard]] Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                                const RigidTransform& X_WB, double enough, double* lower_bound,
+                                                QueryStats* stats);
 
 /// Collision between two posed geometries, dispatching to the mesh and shape queries.
 [[nodiscard]] Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
