@@ -9,6 +9,10 @@ import sys
 EXPECTED = {
     "envrob": ["collide", "distance_exact", "distance_rel_0.05", "distance_rel_0.20", "distance_rel_0.50",
                "distance_warm_motion"],
+    "robot": ["clear_start_goal", "clear_random"] +
+             [f"{case}_{family}" for case in ("clear_start_goal", "clear_random")
+              for family in ("bookshelf_small", "bookshelf_tall", "bookshelf_thin", "box", "cage", "table_pick",
+                             "table_under_pick")],
 }
 REQUIRED = ["suite", "case", "n", "ours_us", "peer", "peer_us", "ratio", "ours_bv_tests", "ours_triangle_tests"]
 
@@ -26,7 +30,7 @@ def main() -> int:
     for line in proc.stdout.splitlines():
         obj = json.loads(line)
         cases[obj["case"]] = obj
-        print(f"{obj['case']:24s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  ratio {obj['ratio']:.2f}")
+        print(f"{obj['case']:34s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  ratio {obj['ratio']:.2f}")
     failures = []
     for name in EXPECTED[suite]:
         if name not in cases:
@@ -35,8 +39,9 @@ def main() -> int:
         missing = [k for k in REQUIRED if k not in cases[name]]
         if missing:
             failures.append(f"{name}: missing fields {missing}")
-    if "collide" in cases and cases["collide"]["agree"] != cases["collide"]["n"]:
-        failures.append(f"collide: flags agree with the peer on {cases['collide']['agree']} of {cases['collide']['n']}")
+    for name, obj in cases.items():
+        if "agree" in obj and obj["agree"] != obj["n"]:
+            failures.append(f"{name}: answers agree with the peer on {obj['agree']} of {obj['n']}")
     if "distance_exact" in cases and not cases["distance_exact"]["max_rel_diff_vs_peer"] < 1e-9:
         failures.append(f"distance_exact differs from the peer by {cases['distance_exact']['max_rel_diff_vs_peer']}")
     for name, obj in cases.items():

@@ -11,9 +11,10 @@
 
 namespace proximity::bench {
 int RunEnvRob(const SuiteOptions& options);
+int RunRobot(const SuiteOptions& options);
 
 std::map<std::string, SuiteFn>& Suites() {
-  static std::map<std::string, SuiteFn> suites = {{"envrob", &RunEnvRob}};
+  static std::map<std::string, SuiteFn> suites = {{"envrob", &RunEnvRob}, {"robot", &RunRobot}};
   return suites;
 }
 }  // namespace proximity::bench

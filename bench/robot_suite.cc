@@ -1,0 +1,536 @@
+// Suite robot: CLEAR(q) on the MotionBenchMaker Panda problems (mbm_panda robot, box / cylinder /
+// sphere worlds), ours (Scene::CheckState) beside a MoveIt-style FCL 0.7 checker on the same scenes
+// and the same states. Cases: every start and goal state, and uniform random states within the joint
+// limits, overall and per problem family.
+//
+// The peer is built the way MoveIt's FCL collision environment builds it: one BVHModel<OBBRSS> per
+// link mesh (built once per robot and shared by every scene), fcl::Box / fcl::Cylinder / fcl::Sphere
+// objects for the world primitives in a DynamicAABBTreeCollisionManager, the link objects' transforms
+// and AABBs updated per state, the links checked against the world manager (collide(object, callback))
+// and then against each other through a second manager over the links, with the scene's allowed
+// pairs applied in the callback, stopping at the first contact. Link poses come from our forward
+// kinematics for both sides (inside each side's timed call). The peer keeps its objects and managers
+// across states and looks the allowed pairs up by index, so it is somewhat faster than MoveIt itself,
+// which allocates its link objects and self-collision manager per call and looks pairs up by name.
+#include <fcl/fcl.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "bench_util.h"
+#include "peers/fcl_peer.h"
+#include "proximity/core/mbm.h"
+#include "proximity/core/scene.h"
+
+namespace proximity::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using core::LinkGeometry;
+using core::MbmProblem;
+using core::RigidTransform;
+using core::RobotModel;
+using core::Scene;
+using core::SceneCache;
+using core::StateResult;
+using peers::FclMesh;
+using peers::FclPose;
+
+constexpr char kSuite[] = "robot";
+constexpr char kPeer[] = "fcl-0.7 MoveIt-style (OBBRSS links, DynamicAABBTree world + self)";
+
+// A temporary folder, removed with its contents when this goes out of scope.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "proximity-bench-robot-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// What an FCL object stands for: a robot link or a world object (indices as in the Scene).
+struct FclTag {
+  bool robot = false;
+  int32_t index = -1;
+};
+
+// The broad-phase callbacks' state: the scene whose allowed pairs apply and whether a contact was found.
+struct FclCallbackData {
+  const Scene* scene = nullptr;
+  bool done = false;
+};
+
+// MoveIt's collision callback, reduced to what CLEAR needs: skip allowed pairs, run FCL's narrow phase,
+// stop at the first contact.
+bool FclCallback(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, void* cdata) {
+  auto* data = static_cast<FclCallbackData*>(cdata);
+  if (data->done) return true;
+  const auto* a = static_cast<const FclTag*>(o1->getUserData());
+  const auto* b = static_cast<const FclTag*>(o2->getUserData());
+  if (a->robot && b->robot) {
+    if (a->index == b->index || data->scene->AllowedLinkLink(a->index, b->index)) return false;
+  } else if (a->robot != b->robot) {
+    const FclTag* link = a->robot ? a : b;
+    const FclTag* object = a->robot ? b : a;
+    if (data->scene->AllowedLinkObject(link->index, object->index)) return false;
+  } else {
+    return false;  // Two world objects are never checked.
+  }
+  fcl::CollisionRequestd request;
+  fcl::CollisionResultd result;
+  fcl::collide(o1, o2, request, result);
+  data->done = result.isCollision();
+  return data->done;
+}
+
+std::shared_ptr<fcl::CollisionGeometryd> FclLinkGeometry(const LinkGeometry& g) {
+  switch (g.type) {
+    case core::ShapeType::kMesh:
+      return FclMesh<fcl::OBBRSSd>(g.mesh->mesh());
+    case core::ShapeType::kBox:
+      return std::make_shared<fcl::Boxd>(g.box_size);
+    case core::ShapeType::kCylinder:
+      return std::make_shared<fcl::Cylinderd>(g.radius, g.length);
+    case core::ShapeType::kSphere:
+      return std::make_shared<fcl::Sphered>(g.radius);
+  }
+  return nullptr;
+}
+
+// A world primitive as an FCL shape and its pose (a core::Sphere may sit off its frame's origin).
+std::shared_ptr<fcl::CollisionGeometryd> FclWorldGeometry(const core::ObjectPart& part, fcl::Transform3d* X_WG) {
+  *X_WG = FclPose(part.X_WG);
+  if (const auto* b = std::get_if<core::Box>(&part.geometry.shape)) {
+    return std::make_shared<fcl::Boxd>(2.0 * b->half_extents);
+  }
+  if (const auto* c = std::get_if<core::Cylinder>(&part.geometry.shape)) {
+    return std::make_shared<fcl::Cylinderd>(c->radius, 2.0 * c->half_length);
+  }
+  if (const auto* s = std::get_if<core::Sphere>(&part.geometry.shape)) {
+    X_WG->translation() += X_WG->linear() * s->center;
+    return std::make_shared<fcl::Sphered>(s->radius);
+  }
+  return nullptr;
+}
+
+// The robot side of the peer, built once: a collision object per link geometry (meshes as
+// BVHModel<OBBRSS>) and a broad-phase manager over them for self collision.
+class FclRobot {
+ public:
+  explicit FclRobot(const RobotModel& robot) : robot_(robot) {
+    for (int32_t l = 0; l < robot.num_links(); ++l) {
+      for (const LinkGeometry& g : robot.link(l).geometries) {
+        Part part;
+        part.link = l;
+        part.X_LG = g.X_LG;
+        part.tag = std::make_unique<FclTag>(FclTag{true, l});
+        part.object = std::make_unique<fcl::CollisionObjectd>(FclLinkGeometry(g));
+        part.object->setUserData(part.tag.get());
+        parts_.push_back(std::move(part));
+      }
+    }
+    std::vector<fcl::CollisionObjectd*> objects;
+    for (Part& p : parts_) objects.push_back(p.object.get());
+    self_manager_.registerObjects(objects);
+    self_manager_.setup();
+  }
+
+  const RobotModel& robot() const { return robot_; }
+  size_t num_parts() const { return parts_.size(); }
+
+  // Poses the link objects for the link poses X_WL and refreshes their AABBs.
+  void Pose(const std::vector<RigidTransform>& X_WL) {
+    for (Part& p : parts_) {
+      p.object->setTransform(FclPose(X_WL[p.link] * p.X_LG));
+      p.object->computeAABB();
+    }
+  }
+
+  // CLEAR against `world` for the pose last given to Pose(): links against the world manager, then
+  // links against links.
+  bool Free(const Scene& scene, const fcl::DynamicAABBTreeCollisionManagerd& world) {
+    FclCallbackData data;
+    data.scene = &scene;
+    for (Part& p : parts_) {
+      world.collide(p.object.get(), &data, &FclCallback);
+      if (data.done) return false;
+    }
+    self_manager_.update();
+    self_manager_.collide(&data, &FclCallback);
+    return !data.done;
+  }
+
+  // Every pair FCL finds in contact, without a broad phase, named (for disagreement reports).
+  std::vector<std::string> AllContacts(const Scene& scene, const std::vector<fcl::CollisionObjectd*>& world) const {
+    std::vector<std::string> out;
+    auto hit = [](fcl::CollisionObjectd* a, fcl::CollisionObjectd* b) {
+      fcl::CollisionRequestd request;
+      fcl::CollisionResultd result;
+      fcl::collide(a, b, request, result);
+      return result.isCollision();
+    };
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      const std::string& link = robot_.link(parts_[i].link).name;
+      for (fcl::CollisionObjectd* w : world) {
+        const int32_t o = static_cast<const FclTag*>(w->getUserData())->index;
+        if (hit(parts_[i].object.get(), w)) {
+          out.push_back(link + " x '" + scene.objects()[o].id + "'" +
+                        (scene.AllowedLinkObject(parts_[i].link, o) ? " (allowed)" : ""));
+        }
+      }
+      for (size_t j = i + 1; j < parts_.size(); ++j) {
+        if (parts_[i].link == parts_[j].link) continue;
+        if (hit(parts_[i].object.get(), parts_[j].object.get())) {
+          out.push_back(link + " x " + robot_.link(parts_[j].link).name +
+                        (scene.AllowedLinkLink(parts_[i].link, parts_[j].link) ? " (allowed)" : ""));
+        }
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Part {
+    int32_t link = -1;
+    RigidTransform X_LG;
+    std::unique_ptr<FclTag> tag;
+    std::unique_ptr<fcl::CollisionObjectd> object;
+  };
+  const RobotModel& robot_;
+  std::vector<Part> parts_;
+  fcl::DynamicAABBTreeCollisionManagerd self_manager_;
+};
+
+// The world side of the peer for one scene: an FCL object per primitive in a broad-phase manager.
+struct FclWorld {
+  std::vector<std::unique_ptr<FclTag>> tags;
+  std::vector<std::unique_ptr<fcl::CollisionObjectd>> objects;
+  std::unique_ptr<fcl::DynamicAABBTreeCollisionManagerd> manager;
+
+  explicit FclWorld(const Scene& scene) : manager(std::make_unique<fcl::DynamicAABBTreeCollisionManagerd>()) {
+    std::vector<fcl::CollisionObjectd*> raw;
+    for (int32_t o = 0; o < static_cast<int32_t>(scene.objects().size()); ++o) {
+      for (const core::ObjectPart& part : scene.objects()[o].parts) {
+        fcl::Transform3d X_WG;
+        auto geometry = FclWorldGeometry(part, &X_WG);
+        if (geometry == nullptr) continue;  // Not produced by the MBM reader.
+        tags.push_back(std::make_unique<FclTag>(FclTag{false, o}));
+        objects.push_back(std::make_unique<fcl::CollisionObjectd>(geometry, X_WG));
+        objects.back()->setUserData(tags.back().get());
+        objects.back()->computeAABB();
+        raw.push_back(objects.back().get());
+      }
+    }
+    manager->registerObjects(raw);
+    manager->setup();
+  }
+  std::vector<fcl::CollisionObjectd*> Raw() const {
+    std::vector<fcl::CollisionObjectd*> raw;
+    for (const auto& o : objects) raw.push_back(o.get());
+    return raw;
+  }
+};
+
+// One state to check: its problem and configuration.
+struct StateItem {
+  int32_t problem = 0;
+  std::vector<double> q;
+};
+
+// Per-state results of one side's timed runs.
+struct SideRun {
+  std::vector<double> times_us;
+  std::vector<char> free;
+  std::vector<core::QueryStats> stats;  // Ours only.
+  std::vector<int64_t> pairs;           // Ours only.
+  std::vector<char> self;               // Ours only: the first contact was link against link.
+};
+
+// A subset's common line: times, work and pair counts, agreement and colliding fractions.
+JsonLine StateCaseLine(const std::string& name, const SideRun& ours, const SideRun& peer, const std::vector<char>& keep) {
+  const auto ours_t = Select(ours.times_us, keep), peer_t = Select(peer.times_us, keep);
+  Work work;
+  double pairs = 0;
+  int64_t agree = 0, ours_colliding = 0, peer_colliding = 0;
+  std::vector<char> keep_free;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (!keep[i]) continue;
+    work.Add(ours.stats[i]);
+    pairs += static_cast<double>(ours.pairs[i]);
+    agree += ours.free[i] == peer.free[i];
+    ours_colliding += !ours.free[i];
+    peer_colliding += !peer.free[i];
+    keep_free.push_back(ours.free[i]);
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(ours_t.size()));
+  JsonLine line = CaseLine(kSuite, name, ours_t, work, kPeer, peer_t);
+  line.Add("peer_p95_us", Percentile(peer_t, 0.95));
+  line.Add("ours_pairs_tested", pairs / n);
+  line.Add("agree", agree);
+  line.Add("colliding_ours", static_cast<double>(ours_colliding) / n);
+  line.Add("colliding_peer", static_cast<double>(peer_colliding) / n);
+  std::vector<char> keep_colliding(keep_free.size());
+  for (size_t i = 0; i < keep_free.size(); ++i) keep_colliding[i] = !keep_free[i];
+  line.Add("ours_free_us", Median(Select(ours_t, keep_free))).Add("peer_free_us", Median(Select(peer_t, keep_free)));
+  line.Add("ours_colliding_us", Median(Select(ours_t, keep_colliding)));
+  line.Add("peer_colliding_us", Median(Select(peer_t, keep_colliding)));
+  return line;
+}
+
+}  // namespace
+
+int RunRobot(const SuiteOptions& options) {
+  const std::string problems_root = options.data_dir + "/scenes/mbm/problems/panda";
+  const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
+  if (!fs::is_directory(problems_root) || !fs::is_regular_file(robot_dir + "/panda.urdf")) {
+    std::cerr << "robot needs ../shared/data/scenes/mbm/problems/panda and ../shared/data/robots/mbm_panda\n";
+    return 77;
+  }
+
+  // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
+  const double t_load = Now();
+  TempDir tmp;
+  std::string problems_dir = problems_root;
+  if (!options.quick) {
+    const std::string archive = problems_root + "/problems.tar.bz2";
+    if (!fs::is_regular_file(archive)) {
+      std::cerr << "robot needs ../shared/data/scenes/mbm/problems/panda/problems.tar.bz2 (or run with --quick)\n";
+      return 77;
+    }
+    if (tmp.path().empty()) {
+      std::cerr << "robot: cannot create a temporary folder\n";
+      return 1;
+    }
+    const std::string command = "tar -xjf '" + archive + "' -C '" + tmp.path() + "'";
+    if (std::system(command.c_str()) != 0) {
+      std::cerr << "robot: '" << command << "' failed\n";
+      return 1;
+    }
+    problems_dir = tmp.path() + "/problems";
+  }
+  auto loaded = core::LoadMbmProblems(problems_dir);
+  if (!loaded.ok()) {
+    std::cerr << "robot: " << loaded.error().message << "\n";
+    return 1;
+  }
+  const std::vector<MbmProblem>& problems = loaded.value();
+
+  core::RobotLoadOptions load;
+  load.package_dirs["meshes"] = robot_dir + "/meshes";
+  load.ros_package_path = "";
+  auto robot_or = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", load);
+  if (!robot_or.ok()) {
+    std::cerr << "robot: " << robot_or.error().message << "\n";
+    return 1;
+  }
+  const std::shared_ptr<const RobotModel> robot = robot_or.value();
+
+  // Scenes (ours and the peer's) and the start and goal states.
+  std::vector<std::shared_ptr<const Scene>> scenes;
+  std::vector<FclWorld> worlds;
+  std::vector<StateItem> start_goal;
+  std::vector<std::string> families;
+  std::vector<int32_t> family_of;  // Per problem.
+  scenes.reserve(problems.size());
+  worlds.reserve(problems.size());
+  size_t primitives = 0;
+  for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
+    const MbmProblem& p = problems[k];
+    auto description = core::MbmSceneDescription(p.scene, robot);
+    if (!description.ok()) {
+      std::cerr << "robot: " << p.name << ": " << description.error().message << "\n";
+      return 1;
+    }
+    auto scene = Scene::Build(std::move(description).value());
+    if (!scene.ok()) {
+      std::cerr << "robot: " << p.name << ": " << scene.error().message << "\n";
+      return 1;
+    }
+    scenes.push_back(scene.value());
+    worlds.emplace_back(*scenes.back());
+    primitives += worlds.back().objects.size();
+    const auto start = core::MbmStartConfiguration(p.request, *robot);
+    const auto goal = core::MbmGoalConfiguration(p.request, *robot);
+    if (!start.ok() || !goal.ok()) {
+      std::cerr << "robot: " << p.name << ": " << (!start.ok() ? start.error().message : goal.error().message) << "\n";
+      return 1;
+    }
+    start_goal.push_back({k, start.value()});
+    start_goal.push_back({k, goal.value()});
+    if (families.empty() || families.back() != p.family) families.push_back(p.family);
+    family_of.push_back(static_cast<int32_t>(families.size()) - 1);
+  }
+  FclRobot fcl_robot(*robot);
+  std::cerr << "robot: " << problems.size() << " problems in " << families.size() << " families ("
+            << static_cast<double>(primitives) / std::max<size_t>(1, problems.size()) << " primitives per scene), "
+            << robot->num_links() << " links, " << fcl_robot.num_parts() << " link geometries, "
+            << robot->num_positions() << " joints; loaded and built in " << (Now() - t_load) << " s\n";
+
+  // Uniform random states within the joint limits, contiguous per problem.
+  const int per_problem = options.quick ? 200 : 100;
+  std::vector<StateItem> random_states;
+  {
+    std::mt19937_64 rng(options.seed);
+    const auto& lo = robot->lower_limits();
+    const auto& hi = robot->upper_limits();
+    for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
+      for (int s = 0; s < per_problem; ++s) {
+        StateItem item{k, std::vector<double>(robot->num_positions())};
+        for (int32_t j = 0; j < robot->num_positions(); ++j) {
+          const double a = std::isfinite(lo[j]) ? lo[j] : -M_PI, b = std::isfinite(hi[j]) ? hi[j] : M_PI;
+          item.q[j] = std::uniform_real_distribution<double>(a, b)(rng);
+        }
+        random_states.push_back(std::move(item));
+      }
+    }
+  }
+
+  SceneCache cache;
+  std::vector<RigidTransform> X_WL(robot->num_links());
+  int failures = 0;
+
+  // Times both sides over `states`; answers and our work come from the first repetition.
+  auto run = [&](const std::vector<StateItem>& states, int reps, SideRun* ours, SideRun* peer) {
+    const int n = static_cast<int>(states.size());
+    ours->free.assign(n, 0);
+    ours->stats.assign(n, {});
+    ours->pairs.assign(n, 0);
+    ours->self.assign(n, 0);
+    peer->free.assign(n, 0);
+    bool first = true;
+    ours->times_us = TimePerItem(n, reps, [&](int i) {
+      StateResult r;
+      const StateItem& s = states[i];
+      if (!scenes[s.problem]->CheckState(s.q, &cache, &r).ok()) ++failures;
+      if (first) {
+        ours->free[i] = r.free;
+        ours->stats[i] = r.stats;
+        ours->pairs[i] = r.pairs_tested;
+        ours->self[i] = !r.free && r.contact.self;
+        if (i == n - 1) first = false;
+      }
+    });
+    peer->times_us = TimePerItem(n, reps, [&](int i) {
+      const StateItem& s = states[i];
+      const Scene& scene = *scenes[s.problem];
+      (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
+      fcl_robot.Pose(X_WL);
+      peer->free[i] = fcl_robot.Free(scene, *worlds[s.problem].manager);
+    });
+  };
+
+  // Reports every disagreement on stderr with a brute-force FCL check of every pair (no broad phase).
+  auto report_disagreements = [&](const char* what, const std::vector<StateItem>& states, const SideRun& ours,
+                                  const SideRun& peer) {
+    int shown = 0;
+    for (size_t i = 0; i < states.size(); ++i) {
+      if (ours.free[i] == peer.free[i]) continue;
+      if (++shown > 20) continue;
+      const StateItem& s = states[i];
+      const Scene& scene = *scenes[s.problem];
+      StateResult r;
+      (void)scene.CheckState(s.q, &cache, &r);
+      (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
+      fcl_robot.Pose(X_WL);
+      std::cerr << "DISAGREE " << what << " " << problems[s.problem].name << " state " << i << ": ours "
+                << (r.free ? "free" : r.contact.Describe(scene)) << ", peer " << (peer.free[i] ? "free" : "colliding")
+                << "; q =";
+      for (double v : s.q) std::cerr << " " << v;
+      std::cerr << "; FCL pairwise contacts:";
+      for (const std::string& c : fcl_robot.AllContacts(scene, worlds[s.problem].Raw())) std::cerr << " [" << c << "]";
+      std::cerr << "\n";
+    }
+  };
+
+  auto family_keep = [&](const std::vector<StateItem>& states, int32_t family) {
+    std::vector<char> keep(states.size());
+    for (size_t i = 0; i < states.size(); ++i) keep[i] = family_of[states[i].problem] == family;
+    return keep;
+  };
+  auto target_fields = [](JsonLine& line, const SideRun& ours, const SideRun& peer) {
+    const double o = Median(ours.times_us), p = Median(peer.times_us);
+    line.Add("target_ratio", 20.0).Add("target_ours_us", 2.0).Add("meets_target", p / o >= 20.0 && o <= 2.0);
+  };
+
+  const int reps = options.quick ? 3 : 5;
+  // Case 1: every start and goal state (all free by construction of the problems).
+  {
+    SideRun ours, peer;
+    const double t0 = Now();
+    run(start_goal, reps, &ours, &peer);
+    std::cerr << "robot: " << start_goal.size() << " start/goal states x " << reps << " in " << Now() - t0 << " s\n";
+    report_disagreements("start_goal", start_goal, ours, peer);
+    JsonLine line = StateCaseLine("clear_start_goal", ours, peer, std::vector<char>(start_goal.size(), 1));
+    target_fields(line, ours, peer);
+    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
+      const auto keep = family_keep(start_goal, f);
+      line.Add("ours_us_" + families[f], Median(Select(ours.times_us, keep)));
+      line.Add("peer_us_" + families[f], Median(Select(peer.times_us, keep)));
+    }
+    line.Print();
+    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
+      StateCaseLine("clear_start_goal_" + families[f], ours, peer, family_keep(start_goal, f)).Print();
+    }
+  }
+
+  // Case 2: uniform random states within the limits, overall and per family.
+  {
+    SideRun ours, peer;
+    const int random_reps = 3;
+    const double t0 = Now();
+    run(random_states, random_reps, &ours, &peer);
+    std::cerr << "robot: " << random_states.size() << " random states x " << random_reps << " in " << Now() - t0
+              << " s\n";
+    report_disagreements("random", random_states, ours, peer);
+    JsonLine line = StateCaseLine("clear_random", ours, peer, std::vector<char>(random_states.size(), 1));
+    target_fields(line, ours, peer);
+    line.Add("per_family", per_problem * static_cast<int64_t>(problems.size() / std::max<size_t>(1, families.size())));
+    line.Print();
+    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
+      StateCaseLine("clear_random_" + families[f], ours, peer, family_keep(random_states, f)).Print();
+    }
+
+    // Profile hint: forward kinematics alone over the same states, against our whole CLEAR.
+    const auto fk = TimePerItem(static_cast<int>(random_states.size()), random_reps, [&](int i) {
+      (void)robot->ForwardKinematics(random_states[i].q, std::span<RigidTransform>(X_WL), RigidTransform::Identity());
+    });
+    std::cerr << "robot profile: forward kinematics " << Mean(fk) << " us mean of our " << Mean(ours.times_us)
+              << " us mean per random state (" << 100.0 * Mean(fk) / Mean(ours.times_us)
+              << "%); the rest is part poses, bounds, broad phase and narrow phase\n";
+    std::vector<char> world_hit(random_states.size()), self_hit(random_states.size());
+    for (size_t i = 0; i < random_states.size(); ++i) {
+      world_hit[i] = !ours.free[i] && !ours.self[i];
+      self_hit[i] = ours.self[i];
+    }
+    std::cerr << "robot profile: random states, median us ours / peer: free " << Median(Select(ours.times_us, ours.free))
+              << " / " << Median(Select(peer.times_us, ours.free)) << "; world contact ("
+              << Select(ours.times_us, world_hit).size() << ") " << Median(Select(ours.times_us, world_hit)) << " / "
+              << Median(Select(peer.times_us, world_hit)) << "; self contact (" << Select(ours.times_us, self_hit).size()
+              << ") " << Median(Select(ours.times_us, self_hit)) << " / " << Median(Select(peer.times_us, self_hit))
+              << "\n";
+  }
+  if (failures > 0) {
+    std::cerr << "robot: " << failures << " CheckState calls failed\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace proximity::bench
