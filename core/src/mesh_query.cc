@@ -294,6 +294,8 @@ struct DistanceWalk : PairWalk {
   }
 };
 
+}  // namespace
+
 Status ValidateDistanceRequest(const DistanceRequest& r) {
   if (!(std::isfinite(r.rel_err) && r.rel_err >= 0.0)) {
     return InvalidArgument("rel_err must be finite and >= 0, got " + std::to_string(r.rel_err));
@@ -307,7 +309,12 @@ Status ValidateDistanceRequest(const DistanceRequest& r) {
   return {};
 }
 
-}  // namespace
+Status ValidateCollisionRequest(const CollisionRequest& r) {
+  if (r.all_contacts && r.max_contacts < 1) {
+    return InvalidArgument("max_contacts must be >= 1, got " + std::to_string(r.max_contacts));
+  }
+  return {};
+}
 
 Status ValidatePose(const RigidTransform& X, const char* what) {
   if (!X.R.allFinite() || !X.p.allFinite()) {
@@ -326,9 +333,7 @@ Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& 
   *result = CollisionResult();
   if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
   if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
-  if (request.all_contacts && request.max_contacts < 1) {
-    return InvalidArgument("max_contacts must be >= 1, got " + std::to_string(request.max_contacts));
-  }
+  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
   CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
   walk.Run(request, result);
   result->stats = walk.stats;

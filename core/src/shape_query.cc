@@ -56,26 +56,6 @@ Status CheckLength(double x, const char* what, const char* type, const char* fie
                          std::to_string(x));
 }
 
-Status ValidateDistanceRequest(const DistanceRequest& r) {
-  if (!(std::isfinite(r.rel_err) && r.rel_err >= 0.0)) {
-    return InvalidArgument("rel_err must be finite and >= 0, got " + std::to_string(r.rel_err));
-  }
-  if (!(std::isfinite(r.abs_err) && r.abs_err >= 0.0)) {
-    return InvalidArgument("abs_err must be finite and >= 0, got " + std::to_string(r.abs_err));
-  }
-  if (!(r.max_distance >= 0.0)) {
-    return InvalidArgument("max_distance must be >= 0 (or +inf), got " + std::to_string(r.max_distance));
-  }
-  return {};
-}
-
-Status ValidateCollisionRequest(const CollisionRequest& r) {
-  if (r.all_contacts && r.max_contacts < 1) {
-    return InvalidArgument("max_contacts must be >= 1, got " + std::to_string(r.max_contacts));
-  }
-  return {};
-}
-
 // Whether triangle (v0, v1, v2), in the box's frame, shares a point with the box {|x_i| <= h_i}:
 // Akenine-Möller's 13 separating axes (the 9 edge-axis crosses, the 3 box normals, the triangle
 // normal). Closed: touching counts. Zero-area triangles are handled (their normal axis is void and

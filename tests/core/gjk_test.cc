@@ -46,11 +46,12 @@ void ExpectNear(double value, double truth, double rel, const std::string& what)
   EXPECT_NEAR(value, truth, rel * std::max(truth, 1e-3)) << what;
 }
 
-// The witnesses are |p_WA - p_WB| = distance apart.
+// The witnesses are |p_WA - p_WB| = distance apart (to 1e-8: builds without fused multiply-add round
+// the barycentric combinations less tightly than native ones).
 void ExpectWitnessesConsistent(const GjkResult& r) {
   ASSERT_TRUE(r.p_WA.allFinite());
   ASSERT_TRUE(r.p_WB.allFinite());
-  EXPECT_NEAR((r.p_WA - r.p_WB).norm(), r.distance, 1e-9 * std::max(1.0, r.distance));
+  EXPECT_NEAR((r.p_WA - r.p_WB).norm(), r.distance, 1e-8 * std::max(1.0, r.distance));
   EXPECT_LE(r.lower_bound, r.distance);
   EXPECT_GE(r.lower_bound, 0.0);
   EXPECT_TRUE(std::isfinite(r.distance));
@@ -170,7 +171,7 @@ TEST(GjkDistance, CapsulePairsMatchSegmentDistance) {
       EXPECT_TRUE(r.intersecting);
     }
   }
-  EXPECT_GT(hits, 100);
+  EXPECT_GT(hits, Cases(3000) / 30);
 }
 
 // Polytopes inscribed in and circumscribing a cylinder or cone: the true distance to another convex
@@ -388,9 +389,10 @@ TEST(GjkDistance, SmoothShapesConvergeWithinTheCap) {
     if (!r.intersecting) worst_gap = std::max(worst_gap, 1.0 - r.lower_bound / r.distance);
     iterations += r.iterations;
   }
-  // Rounding ends the progress on curved surfaces near a relative gap of 1e-9 (the improvement per
-  // step falls below the precision of |v|^2); polytopes reach the exact answer.
-  EXPECT_LT(worst_gap, 5e-9);
+  // Rounding ends the progress on curved surfaces near a relative gap of 1e-9 with fused multiply-add
+  // and 1e-8 without (the improvement per step falls below the precision of |v|^2); polytopes reach
+  // the exact answer.
+  EXPECT_LT(worst_gap, 5e-8);
   EXPECT_LT(iterations, 40 * cases);
   std::printf("worst gap %.3g, mean iterations %.2f\n", worst_gap, static_cast<double>(iterations) / cases);
 }

@@ -35,12 +35,7 @@ std::string ProblemsDir() {
   return fs::is_directory(dir) ? dir : "";
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadText(const std::string& path) { return testing::ReadFile(path); }
 
 bool HasCommand(const std::string& name) {
   return std::system(("command -v " + name + " > /dev/null 2>&1").c_str()) == 0;

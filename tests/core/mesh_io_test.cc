@@ -17,9 +17,6 @@
 #include "core/test_util.h"
 #include "proximity/core/mesh.h"
 
-// assimp 5.2.5 leaks the partly built mesh when an ASCII STL ends inside a facet (malformed.stl). The leak is
-// inside assimp, so leak-checking builds of this test ignore leaks from it.
-extern "C" const char* __lsan_default_suppressions() { return "leak:libassimp.so\n"; }
 
 namespace proximity::core {
 namespace {

@@ -20,12 +20,7 @@ using testing::TestDataDir;
 
 std::string Fixture(const std::string& name) { return TestDataDir() + "/robots/" + name; }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadText(const std::string& path) { return testing::ReadFile(path); }
 
 // A robot the tests use, with how to load it.
 struct RobotCase {

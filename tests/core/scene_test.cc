@@ -348,7 +348,10 @@ std::pair<std::vector<double>, std::vector<double>> RandomEdge(std::mt19937_64& 
   std::normal_distribution<double> g;
   std::vector<double> dir(q0.size());
   double norm = 0.0;
-  for (double& d : dir) norm += (d = g(rng)) * d;
+  for (double& d : dir) {
+    d = g(rng);
+    norm += d * d;
+  }
   const double length = std::uniform_real_distribution<double>(0.05, 1.0)(rng) / std::sqrt(norm);
   std::vector<double> q1(q0.size());
   for (size_t i = 0; i < q0.size(); ++i) {
@@ -396,7 +399,9 @@ TEST(SceneMotion, CertifiedLinkNeverMissesACollisionTheDenseCheckFinds) {
         ASSERT_TRUE(scene->CheckState(Along(q0, q1, certified.t_collide), &cache, &r).ok());
         EXPECT_FALSE(r.free) << "edge " << e << " t_collide " << certified.t_collide;
         EXPECT_LE(certified.t_free, certified.t_collide);
-        if (dense >= 0.0) EXPECT_GE(dense + 1e-3, certified.t_free) << "edge " << e;
+        if (dense >= 0.0) {
+          EXPECT_GE(dense + 1e-3, certified.t_free) << "edge " << e;
+        }
       }
       EXPECT_FALSE(certified.undecided) << "edge " << e;
     }

@@ -14,12 +14,7 @@ using testing::TestDataDir;
 
 std::string Fixture(const std::string& name) { return TestDataDir() + "/robots/" + name; }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadText(const std::string& path) { return testing::ReadFile(path); }
 
 std::shared_ptr<const RobotModel> LoadPlanar(const std::string& srdf) {
   auto r = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), srdf);

@@ -47,6 +47,9 @@ core::Mat3 RandomRotation(std::mt19937_64& rng);
 /// Random pose: uniform rotation, translation uniform in [lo, hi] per axis.
 RigidTransform RandomPose(std::mt19937_64& rng, const Vec3& lo, const Vec3& hi);
 
+/// The whole contents of a text file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
 /// Loads a mesh or fails the test with the loader's message.
 TriangleMesh LoadMeshOrDie(const std::string& path);
 

@@ -72,8 +72,8 @@ struct GjkCache {
 struct GjkResult {
   /// Distance between the shapes (metres): an upper bound, within eps_rel^2 (relative) or eps_abs
   /// (absolute) of the truth; exact up to rounding for polytopes, boxes, triangles, spheres and
-  /// capsules. On curved cylinder and cone surfaces rounding stops progress near a 1e-9 relative gap
-  /// first. 0 when intersecting.
+  /// capsules. On curved cylinder and cone surfaces rounding stops progress near a relative gap of 1e-9
+  /// (1e-8 in builds without fused multiply-add) first. 0 when intersecting.
   double distance = 0.0;
   /// Certified lower bound on the distance (<= distance).
   double lower_bound = 0.0;

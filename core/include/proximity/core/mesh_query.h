@@ -101,6 +101,11 @@ struct DistanceCache {
 /// `what` names the pose in the error message.
 [[nodiscard]] Status ValidatePose(const RigidTransform& X, const char* what);
 
+/// Checks a collision request: max_contacts >= 1 when all_contacts. Errors name the field.
+[[nodiscard]] Status ValidateCollisionRequest(const CollisionRequest& request);
+/// Checks a distance request: finite, non-negative budgets and a non-negative max_distance.
+[[nodiscard]] Status ValidateDistanceRequest(const DistanceRequest& request);
+
 /// Whether meshes a and b, posed at X_WA and X_WB, intersect. Errors only for invalid poses or
 /// requests; the result is then left cleared.
 [[nodiscard]] Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
