@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs `proximity-bench SUITE --quick` and checks its output: every expected case is present with the
-required fields, and the answers agree with the peer's. Times are printed, never asserted.
+required fields, the answers agree with the peer's, and certified LINK misses no collision the dense
+reference finds (discrete misses are only reported). Times are printed, never asserted.
 Exits 77 (skipped) when the suite's data is absent."""
 import json
 import subprocess
@@ -12,7 +13,8 @@ EXPECTED = {
     "robot": ["clear_start_goal", "clear_random"] +
              [f"{case}_{family}" for case in ("clear_start_goal", "clear_random")
               for family in ("bookshelf_small", "bookshelf_tall", "bookshelf_thin", "box", "cage", "table_pick",
-                             "table_under_pick")],
+                             "table_under_pick")] +
+             ["link_certified", "link_discrete"],
 }
 REQUIRED = ["suite", "case", "n", "ours_us", "peer", "peer_us", "ratio", "ours_bv_tests", "ours_triangle_tests"]
 
@@ -47,6 +49,16 @@ def main() -> int:
     for name, obj in cases.items():
         if obj.get("budget_violations", 0) != 0:
             failures.append(f"{name}: {obj['budget_violations']} budget violations")
+    # LINK: an edge certified free that the dense reference finds colliding is a failure; the sampled
+    # (discrete) methods may miss collisions between their states, which is only reported.
+    if "link_certified" in cases:
+        obj = cases["link_certified"]
+        if obj.get("misses_certified") != 0:
+            failures.append(f"link_certified: {obj.get('misses_certified')} edges certified free collide in the dense "
+                            f"reference (of {obj.get('colliding_dense')} colliding)")
+        print(f"LINK: {obj['n']} edges, {obj.get('colliding_dense')} colliding (dense); misses certified "
+              f"{obj.get('misses_certified')}, ours discrete {obj.get('misses_ours_discrete')}, peer discrete "
+              f"{obj.get('misses_peer_discrete')}; undecided {obj.get('undecided')}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

@@ -1,7 +1,12 @@
 // Suite robot: CLEAR(q) on the MotionBenchMaker Panda problems (mbm_panda robot, box / cylinder /
 // sphere worlds), ours (Scene::CheckState) beside a MoveIt-style FCL 0.7 checker on the same scenes
 // and the same states. Cases: every start and goal state, and uniform random states within the joint
-// limits, overall and per problem family.
+// limits, overall and per problem family; and LINK(q0, q1) on straight joint-space edges like a
+// planner's (a free start, a random direction, 0.05 to 1 rad long, clamped to the limits) plus every
+// problem's start -> goal edge: ours certified and ours discrete (Scene::CheckMotion) beside the same
+// FCL checker sampling each edge the way OMPL's DiscreteMotionValidator does, at OMPL's default
+// resolution (1% of the joint space's extent), all judged against a dense reference (states at most
+// 1e-3 rad apart in every joint, each checked exactly by our CLEAR).
 //
 // The peer is built the way MoveIt's FCL collision environment builds it: one BVHModel<OBBRSS> per
 // link mesh (built once per robot and shared by every scene), fcl::Box / fcl::Cylinder / fcl::Sphere
@@ -15,6 +20,7 @@
 #include <fcl/fcl.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -35,6 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 using core::LinkGeometry;
 using core::MbmProblem;
+using core::MotionRequest;
 using core::RigidTransform;
 using core::RobotModel;
 using core::Scene;
@@ -45,6 +52,9 @@ using peers::FclPose;
 
 constexpr char kSuite[] = "robot";
 constexpr char kPeer[] = "fcl-0.7 MoveIt-style (OBBRSS links, DynamicAABBTree world + self)";
+constexpr char kPeerLink[] =
+    "fcl-0.7 MoveIt-style (OBBRSS links, DynamicAABBTree world + self), OMPL DiscreteMotionValidator-style "
+    "sampling at 1% of the joint-space extent";
 
 // A temporary folder, removed with its contents when this goes out of scope.
 class TempDir {
@@ -294,6 +304,24 @@ JsonLine StateCaseLine(const std::string& name, const SideRun& ours, const SideR
   return line;
 }
 
+// One LINK edge: its problem, its ends, and whether it is the problem's start -> goal edge.
+struct EdgeItem {
+  int32_t problem = 0;
+  std::vector<double> q0, q1;
+  bool start_goal = false;
+};
+
+// Per-edge results of one method's timed runs (answers from the first repetition).
+struct EdgeRun {
+  std::vector<double> times_us;
+  std::vector<char> free;
+  std::vector<int64_t> states;
+  std::vector<int64_t> distance_queries;  // Ours certified only.
+  std::vector<char> undecided;            // Ours certified only.
+  std::vector<double> t_free;             // Ours only.
+  std::vector<core::QueryStats> stats;    // Ours only.
+};
+
 }  // namespace
 
 int RunRobot(const SuiteOptions& options) {
@@ -526,6 +554,248 @@ int RunRobot(const SuiteOptions& options) {
               << ") " << Median(Select(ours.times_us, self_hit)) << " / " << Median(Select(peer.times_us, self_hit))
               << "\n";
   }
+  // Case 3: LINK on planner-like random edges and every start -> goal edge.
+  {
+    const int32_t dof = robot->num_positions();
+    const auto& lo = robot->lower_limits();
+    const auto& hi = robot->upper_limits();
+    auto lower = [&](int32_t j) { return std::isfinite(lo[j]) ? lo[j] : -M_PI; };
+    auto upper = [&](int32_t j) { return std::isfinite(hi[j]) ? hi[j] : M_PI; };
+    // OMPL's default: longest valid segment = 1% of the space's maximum extent, which for a
+    // RealVectorStateSpace is the Euclidean length of (upper - lower).
+    double extent2 = 0.0;
+    for (int32_t j = 0; j < dof; ++j) extent2 += (upper(j) - lower(j)) * (upper(j) - lower(j));
+    const double extent = std::sqrt(extent2);
+    const double resolution = 0.01 * extent;
+
+    // Edges, contiguous per problem: random planner-like edges, then the start -> goal edge.
+    const int edges_per_problem = options.quick ? 10 : 20;
+    std::vector<EdgeItem> edges;
+    {
+      std::mt19937_64 rng(options.seed + 1);
+      StateResult r;
+      for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
+        for (int e = 0; e < edges_per_problem; ++e) {
+          EdgeItem edge{k, std::vector<double>(dof), std::vector<double>(dof), false};
+          do {
+            for (int32_t j = 0; j < dof; ++j) {
+              edge.q0[j] = std::uniform_real_distribution<double>(lower(j), upper(j))(rng);
+            }
+            if (!scenes[k]->CheckState(edge.q0, &cache, &r).ok()) {
+              ++failures;
+              break;
+            }
+          } while (!r.free);
+          std::normal_distribution<double> g;
+          std::vector<double> dir(dof);
+          double norm2 = 0.0;
+          for (double& d : dir) {
+            d = g(rng);
+            norm2 += d * d;
+          }
+          const double scale = std::uniform_real_distribution<double>(0.05, 1.0)(rng) / std::sqrt(norm2);
+          for (int32_t j = 0; j < dof; ++j) edge.q1[j] = std::clamp(edge.q0[j] + scale * dir[j], lower(j), upper(j));
+          edges.push_back(std::move(edge));
+        }
+        edges.push_back({k, start_goal[2 * k].q, start_goal[2 * k + 1].q, true});
+      }
+    }
+    const int n = static_cast<int>(edges.size());
+    auto length = [&](const EdgeItem& e) {
+      double l2 = 0.0;
+      for (int32_t j = 0; j < dof; ++j) l2 += (e.q1[j] - e.q0[j]) * (e.q1[j] - e.q0[j]);
+      return std::sqrt(l2);
+    };
+    std::vector<double> q(dof);
+    auto along = [&](const EdgeItem& e, double t) {
+      for (int32_t j = 0; j < dof; ++j) q[j] = e.q0[j] + t * (e.q1[j] - e.q0[j]);
+      return std::span<const double>(q);
+    };
+
+    // The dense reference: the first colliding t with states at most 1e-3 rad apart in every joint
+    // (endpoints included), or -1. Each colliding state it finds is confirmed by the FCL checker.
+    const double t_dense0 = Now();
+    std::vector<double> dense(n, -1.0);
+    int64_t dense_states = 0, dense_peer_disagree = 0;
+    for (int i = 0; i < n; ++i) {
+      const EdgeItem& e = edges[i];
+      const Scene& scene = *scenes[e.problem];
+      double span = 0.0;
+      for (int32_t j = 0; j < dof; ++j) span = std::max(span, std::abs(e.q1[j] - e.q0[j]));
+      const int steps = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
+      for (int s = 0; s <= steps; ++s) {
+        const double t = static_cast<double>(s) / steps;
+        StateResult r;
+        if (!scene.CheckState(along(e, t), &cache, &r).ok()) ++failures;
+        ++dense_states;
+        if (!r.free) {
+          dense[i] = t;
+          (void)robot->ForwardKinematics(q, std::span<RigidTransform>(X_WL), scene.X_WB());
+          fcl_robot.Pose(X_WL);
+          if (fcl_robot.Free(scene, *worlds[e.problem].manager)) {
+            ++dense_peer_disagree;
+            std::cerr << "DISAGREE link dense reference " << problems[e.problem].name << " edge " << i << " t " << t
+                      << ": ours " << r.contact.Describe(scene) << ", peer free\n";
+          }
+          break;
+        }
+      }
+    }
+    std::cerr << "robot: LINK on " << n << " edges (" << edges_per_problem << " random + start->goal per problem); "
+              << "joint-space extent " << extent << " rad, discrete resolution " << resolution << " rad; dense "
+              << "reference (" << dense_states << " states) in " << Now() - t_dense0 << " s\n";
+
+    // Ours, certified or discrete: times, and answers and work from the first repetition.
+    auto run_ours = [&](const MotionRequest& request, int repetitions, EdgeRun* out) {
+      out->free.assign(n, 0);
+      out->states.assign(n, 0);
+      out->distance_queries.assign(n, 0);
+      out->undecided.assign(n, 0);
+      out->t_free.assign(n, 0.0);
+      out->stats.assign(n, {});
+      bool first = true;
+      out->times_us = TimePerItem(n, repetitions, [&](int i) {
+        const EdgeItem& e = edges[i];
+        core::MotionResult m;
+        if (!scenes[e.problem]->CheckMotion(e.q0, e.q1, request, &cache, &m).ok()) ++failures;
+        if (first) {
+          out->free[i] = m.free;
+          out->states[i] = m.states;
+          out->distance_queries[i] = m.distance_queries;
+          out->undecided[i] = m.undecided;
+          out->t_free[i] = m.t_free;
+          out->stats[i] = m.stats;
+          if (i == n - 1) first = false;
+        }
+      });
+    };
+    // The peer: OMPL DiscreteMotionValidator-style sampling with the FCL checker, the same states as
+    // our discrete mode (ceil(length / resolution) segments), in order from q0, stopping at the first
+    // collision.
+    auto run_peer = [&](int repetitions, EdgeRun* out) {
+      out->free.assign(n, 0);
+      out->states.assign(n, 0);
+      out->times_us = TimePerItem(n, repetitions, [&](int i) {
+        const EdgeItem& e = edges[i];
+        const Scene& scene = *scenes[e.problem];
+        const int64_t segments = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(length(e) / resolution)));
+        bool free = true;
+        int64_t states = 0;
+        for (int64_t s = 0; s <= segments && free; ++s) {
+          (void)robot->ForwardKinematics(along(e, static_cast<double>(s) / static_cast<double>(segments)),
+                                         std::span<RigidTransform>(X_WL), scene.X_WB());
+          fcl_robot.Pose(X_WL);
+          free = fcl_robot.Free(scene, *worlds[e.problem].manager);
+          ++states;
+        }
+        out->free[i] = free;
+        out->states[i] = states;
+      });
+    };
+
+    const int link_reps = 3;
+    EdgeRun certified, discrete, peer;
+    MotionRequest discrete_request;
+    discrete_request.mode = MotionRequest::Mode::kDiscrete;
+    discrete_request.resolution = resolution;
+    double t0 = Now();
+    run_ours(MotionRequest{}, link_reps, &certified);
+    std::cerr << "robot: LINK certified, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
+    t0 = Now();
+    run_ours(discrete_request, link_reps, &discrete);
+    std::cerr << "robot: LINK ours discrete, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
+    t0 = Now();
+    run_peer(link_reps, &peer);
+    std::cerr << "robot: LINK peer discrete, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
+
+    // Misses: the method says free, the dense reference collides. Certified misses are reported in
+    // full on stderr (there must be none); so are certified free prefixes that hold a dense collision.
+    int64_t colliding = 0, start_goal_edges = 0, start_goal_colliding = 0;
+    int64_t miss_certified = 0, miss_discrete = 0, miss_peer = 0, undecided = 0, prefix_violations = 0;
+    int64_t certified_colliding_dense_free = 0, discrete_agree = 0;
+    std::vector<char> keep_colliding(n), keep_free(n), keep_start_goal(n), keep_random(n);
+    for (int i = 0; i < n; ++i) {
+      const EdgeItem& e = edges[i];
+      const bool hit = dense[i] >= 0.0;
+      colliding += hit;
+      keep_colliding[i] = hit;
+      keep_free[i] = !hit;
+      keep_start_goal[i] = e.start_goal;
+      keep_random[i] = !e.start_goal;
+      start_goal_edges += e.start_goal;
+      start_goal_colliding += e.start_goal && hit;
+      undecided += certified.undecided[i];
+      discrete_agree += discrete.free[i] == peer.free[i];
+      miss_discrete += hit && discrete.free[i];
+      miss_peer += hit && peer.free[i];
+      certified_colliding_dense_free += !hit && !certified.free[i];
+      const bool miss = hit && certified.free[i];
+      const bool prefix = hit && !certified.free[i] && dense[i] < certified.t_free[i];
+      miss_certified += miss;
+      prefix_violations += prefix;
+      if (miss || prefix) {
+        std::cerr << (miss ? "CERTIFIED MISS " : "CERTIFIED PREFIX VIOLATION ") << problems[e.problem].name
+                  << " edge " << i << (e.start_goal ? " (start->goal)" : "") << ": dense collides at t = " << dense[i]
+                  << ", certified " << (miss ? "free" : "t_free = " + std::to_string(certified.t_free[i]))
+                  << "; q0 =";
+        for (double v : e.q0) std::cerr << " " << v;
+        std::cerr << "; q1 =";
+        for (double v : e.q1) std::cerr << " " << v;
+        std::cerr << "\n";
+      }
+      if (discrete.free[i] != peer.free[i]) {
+        std::cerr << "DISAGREE link discrete " << problems[e.problem].name << " edge " << i << ": ours "
+                  << (discrete.free[i] ? "free" : "colliding") << ", peer " << (peer.free[i] ? "free" : "colliding")
+                  << "\n";
+      }
+    }
+    auto mean_of = [&](const std::vector<int64_t>& v) {
+      double sum = 0.0;
+      for (int64_t x : v) sum += static_cast<double>(x);
+      return sum / std::max(1, n);
+    };
+    auto common = [&](JsonLine& line, const EdgeRun& ours) {
+      line.Add("edges_per_problem", edges_per_problem).Add("start_goal_edges", start_goal_edges);
+      line.Add("extent", extent).Add("resolution", resolution);
+      line.Add("colliding_dense", colliding).Add("start_goal_colliding_dense", start_goal_colliding);
+      line.Add("misses_certified", miss_certified).Add("misses_ours_discrete", miss_discrete);
+      line.Add("misses_peer_discrete", miss_peer);
+      line.Add("ours_free_us", Median(Select(ours.times_us, keep_free)));
+      line.Add("peer_free_us", Median(Select(peer.times_us, keep_free)));
+      line.Add("ours_colliding_us", Median(Select(ours.times_us, keep_colliding)));
+      line.Add("peer_colliding_us", Median(Select(peer.times_us, keep_colliding)));
+      line.Add("ours_random_us", Median(Select(ours.times_us, keep_random)));
+      line.Add("peer_random_us", Median(Select(peer.times_us, keep_random)));
+      line.Add("ours_start_goal_us", Median(Select(ours.times_us, keep_start_goal)));
+      line.Add("peer_start_goal_us", Median(Select(peer.times_us, keep_start_goal)));
+      line.Add("peer_states", mean_of(peer.states));
+    };
+    {
+      Work work;
+      for (const auto& st : certified.stats) work.Add(st);
+      JsonLine line = CaseLine(kSuite, "link_certified", certified.times_us, work, kPeerLink, peer.times_us);
+      common(line, certified);
+      line.Add("undecided", undecided).Add("certified_prefix_violations", prefix_violations);
+      line.Add("certified_colliding_dense_free", certified_colliding_dense_free);
+      line.Add("ours_states", mean_of(certified.states));
+      line.Add("ours_distance_queries", mean_of(certified.distance_queries));
+      line.Add("dense_peer_disagree", dense_peer_disagree);
+      const double ratio = Median(peer.times_us) / Median(certified.times_us);
+      const double ratio_mean = Mean(peer.times_us) / Mean(certified.times_us);
+      line.Add("target_ratio", 1.0).Add("meets_target", ratio >= 1.0).Add("meets_target_mean", ratio_mean >= 1.0);
+      line.Print();
+    }
+    {
+      Work work;
+      for (const auto& st : discrete.stats) work.Add(st);
+      JsonLine line = CaseLine(kSuite, "link_discrete", discrete.times_us, work, kPeerLink, peer.times_us);
+      common(line, discrete);
+      line.Add("discrete_agree", discrete_agree);
+      line.Add("ours_states", mean_of(discrete.states));
+      line.Print();
+    }
+  }
+
   if (failures > 0) {
     std::cerr << "robot: " << failures << " CheckState calls failed\n";
     return 1;

@@ -336,16 +336,19 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
   };
   std::vector<double> link_motion(robot_->links().size());
   for (size_t l = 0; l < link_motion.size(); ++l) link_motion[l] = robot_->MotionBound(static_cast<int32_t>(l), q0, q1);
+  // A pair whose parts cannot move relative to each other along the segment (the fixed base against
+  // the world, links that do not move) keeps the state it has at q0, which the end check decides.
   std::vector<PairRef> pairs;
   for (int32_t i = 0; i < nparts; ++i) {
+    const double motion = link_motion[robot_parts_[i].link];
+    if (motion == 0.0) continue;
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
-      if (!AllowedLinkObject(robot_parts_[i].link, world_parts_[k].object)) {
-        pairs.push_back({i, k, false, link_motion[robot_parts_[i].link]});
-      }
+      if (!AllowedLinkObject(robot_parts_[i].link, world_parts_[k].object)) pairs.push_back({i, k, false, motion});
     }
   }
   for (const auto& [i, j] : self_pairs_) {
-    pairs.push_back({i, j, true, link_motion[robot_parts_[i].link] + link_motion[robot_parts_[j].link]});
+    const double motion = link_motion[robot_parts_[i].link] + link_motion[robot_parts_[j].link];
+    if (motion > 0.0) pairs.push_back({i, j, true, motion});
   }
   const size_t npairs = pairs.size();
 

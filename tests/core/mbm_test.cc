@@ -966,3 +966,44 @@ TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
 
 }  // namespace
 }  // namespace proximity::core
+
+namespace proximity::core {
+namespace {
+
+// Links that do not move along a segment (the fixed base) have a motion bound of 0; their pairs are
+// decided by the state at q0 and must never leave an edge undecided. MBM box/0002 has a wall whose
+// bounding box overlaps the base link's.
+TEST(MbmScene, CertifiedLinkDecidesEdgesNearTheFixedBase) {
+  const std::string dir = ProblemsDir();
+  PROX_REQUIRE_DIR(dir, "scenes/mbm/problems/panda");
+  auto problems = LoadMbmProblems(dir + "/box_panda");
+  ASSERT_TRUE(problems.ok()) << problems.error().message;
+  const std::string robot_dir = testing::SharedDataDir() + "/robots/mbm_panda";
+  RobotLoadOptions options;
+  options.package_dirs["meshes"] = robot_dir + "/meshes";
+  options.ros_package_path = "";
+  auto robot = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", options);
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  SceneCache cache;
+  int edges = 0;
+  for (const MbmProblem& p : problems.value()) {
+    auto scene = Scene::Build(MbmSceneDescription(p.scene, robot.value()).value()).value();
+    const auto start = MbmStartConfiguration(p.request, *robot.value()).value();
+    const auto goal = MbmGoalConfiguration(p.request, *robot.value()).value();
+    // Short edges out of the start and goal along each joint: free or not, never undecided.
+    for (const auto* from : {&start, &goal}) {
+      for (size_t j = 0; j < from->size(); ++j) {
+        auto to = *from;
+        to[j] = std::clamp(to[j] + 0.1, robot.value()->lower_limits()[j], robot.value()->upper_limits()[j]);
+        MotionResult m;
+        ASSERT_TRUE(scene->CheckMotion(*from, to, {}, &cache, &m).ok());
+        EXPECT_FALSE(m.undecided) << p.name << " joint " << j;
+        ++edges;
+      }
+    }
+  }
+  EXPECT_EQ(edges, 5 * 2 * 7);
+}
+
+}  // namespace
+}  // namespace proximity::core
