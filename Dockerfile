@@ -3,7 +3,7 @@
 FROM debian:bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libeigen3-dev libassimp-dev libcli11-dev \
-      liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev \
+      liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

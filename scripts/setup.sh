@@ -3,9 +3,10 @@
 # present are not reinstalled, and apt-get update runs only when something is missing.
 set -euo pipefail
 
+# zlib1g-dev: assimp's CMake config links libz.so, which libassimp-dev does not depend on.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libeigen3-dev libassimp-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
+  libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   libcli11-dev
   libfcl-dev libccd-dev
