@@ -4,9 +4,10 @@
 set -euo pipefail
 
 # zlib1g-dev: assimp's CMake config links libz.so, which libassimp-dev does not depend on.
-# python3 runs the CLI and benchmark checks; bzip2 extracts the MotionBenchMaker archive in tests.
+# python3 runs the CLI and benchmark checks (python3-yaml: an independent YAML cross-check); bzip2
+# extracts the MotionBenchMaker archive in tests.
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git python3 bzip2
+  build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   libcli11-dev
