@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "bound_heap.h"
 #include "proximity/core/triangle.h"
 
 namespace proximity::core {
@@ -197,31 +198,24 @@ struct DistanceWalk : PairWalk {
   // pairs whose bound is below the final distance (within the budget), and stops as soon as the
   // smallest remaining bound reaches the threshold; that bound is then the certified lower bound.
   // `start` must cover every triangle pair (the root pair, or a cached front).
-  void Run(std::vector<Entry> heap) {
-    auto later = [](const Entry& x, const Entry& y) { return x.bound > y.bound; };
+  void Run(std::vector<Entry> start) {
+    internal::BoundHeap<Entry> heap;
     auto push = [&](const Entry& e) {
       if (e.bound >= threshold) {
         Stop(e.a, e.b, e.bound);
         return;
       }
-      heap.push_back(e);
-      std::push_heap(heap.begin(), heap.end(), later);
+      heap.Push(e);
     };
     {
       std::vector<Entry> live;
-      live.reserve(heap.size());
-      for (const Entry& e : heap) {
+      live.reserve(start.size());
+      for (const Entry& e : start) {
         if (e.bound >= threshold) Stop(e.a, e.b, e.bound); else live.push_back(e);
       }
-      heap.swap(live);
-      std::make_heap(heap.begin(), heap.end(), later);
+      heap.Assign(std::move(live));
     }
-    auto pop = [&]() {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      const Entry e = heap.back();
-      heap.pop_back();
-      return e;
-    };
+    auto pop = [&]() { return heap.Pop(); };
     if (heap.empty()) return;
     // The nearer child of an expanded pair is walked at once, without a trip through the heap, when
     // no queued pair has a smaller bound; best-first order is kept and most heap traffic is saved.
@@ -240,7 +234,7 @@ struct DistanceWalk : PairWalk {
         e = {e.a, e.b, std::max(e.bound, LowerBound(e.a, e.b)), false};
         if (e.bound >= threshold) {
           Stop(e.a, e.b, e.bound);
-        } else if (!heap.empty() && heap.front().bound < e.bound) {
+        } else if (!heap.empty() && heap.top().bound < e.bound) {
           push(e);
         } else {
           continue;
@@ -265,7 +259,7 @@ struct DistanceWalk : PairWalk {
       }
       if (c1.bound < c0.bound) std::swap(c0, c1);
       push(c1);
-      if (heap.empty() || c0.bound <= heap.front().bound) {
+      if (heap.empty() || c0.bound <= heap.top().bound) {
         e = c0;
         continue;
       }
@@ -273,7 +267,7 @@ struct DistanceWalk : PairWalk {
       e = pop();
     }
     // Pairs still queued were never reached; they keep their bounds in the front.
-    for (const Entry& r : heap) Stop(r.a, r.b, r.bound);
+    for (const Entry& r : heap.entries()) Stop(r.a, r.b, r.bound);
   }
 
   // The cached front at the current pose: each bound lowered by how far any point of B's node can

@@ -1,5 +1,7 @@
 #include "proximity/core/shape_query.h"
 
+#include "bound_heap.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -254,24 +256,17 @@ struct MeshShapeWalk {
   void Distance() {
     Seed();
     if (upper == 0.0) return;
-    std::vector<Entry> heap;
-    heap.reserve(kStackReserve);
-    auto later = [](const Entry& x, const Entry& y) { return x.bound > y.bound; };
+    internal::BoundHeap<Entry> heap;
+    heap.Reserve(kStackReserve);
     auto stop = [&](double bound) { min_pruned = std::min(min_pruned, bound); };
     auto push = [&](const Entry& e) {
       if (e.bound >= threshold) {
         stop(e.bound);
         return;
       }
-      heap.push_back(e);
-      std::push_heap(heap.begin(), heap.end(), later);
+      heap.Push(e);
     };
-    auto pop = [&]() {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      const Entry e = heap.back();
-      heap.pop_back();
-      return e;
-    };
+    auto pop = [&]() { return heap.Pop(); };
     Entry e{0, LowerBound(0)};
     for (;;) {
       if (e.bound >= threshold) {
@@ -289,14 +284,14 @@ struct MeshShapeWalk {
       Entry c1{node.first + 1, LowerBound(node.first + 1)};
       if (c1.bound < c0.bound) std::swap(c0, c1);
       push(c1);
-      if (heap.empty() || c0.bound <= heap.front().bound) {
+      if (heap.empty() || c0.bound <= heap.top().bound) {
         e = c0;
         continue;
       }
       push(c0);
       e = pop();
     }
-    for (const Entry& r : heap) stop(r.bound);
+    for (const Entry& r : heap.entries()) stop(r.bound);
     PolishWitnesses();
   }
 

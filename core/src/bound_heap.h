@@ -1,0 +1,41 @@
+#pragma once
+// A min-heap of entries ordered by their `bound` member: the queue of the best-first distance walks.
+// Internal to the core; no virtual calls, storage reused across pushes.
+
+#include <algorithm>
+#include <vector>
+
+namespace proximity::core::internal {
+
+template <class Entry>
+class BoundHeap {
+ public:
+  /// Takes `entries` as the heap's contents, in any order.
+  void Assign(std::vector<Entry> entries) {
+    v_ = std::move(entries);
+    std::make_heap(v_.begin(), v_.end(), Later);
+  }
+  void Reserve(size_t n) { v_.reserve(n); }
+  bool empty() const { return v_.empty(); }
+  /// The entry with the smallest bound; precondition !empty().
+  const Entry& top() const { return v_.front(); }
+  void Push(const Entry& e) {
+    v_.push_back(e);
+    std::push_heap(v_.begin(), v_.end(), Later);
+  }
+  /// Removes and returns the entry with the smallest bound; precondition !empty().
+  Entry Pop() {
+    std::pop_heap(v_.begin(), v_.end(), Later);
+    const Entry e = v_.back();
+    v_.pop_back();
+    return e;
+  }
+  /// Every queued entry, in heap order.
+  const std::vector<Entry>& entries() const { return v_; }
+
+ private:
+  static bool Later(const Entry& x, const Entry& y) { return x.bound > y.bound; }
+  std::vector<Entry> v_;
+};
+
+}  // namespace proximity::core::internal
