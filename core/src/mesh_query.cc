@@ -98,6 +98,7 @@ struct DistanceWalk : PairWalk {
   double rel_err;
   double abs_err;
   double max_distance;
+  double stop_below = 0.0;
 
   double upper = std::numeric_limits<double>::infinity();
   double threshold = std::numeric_limits<double>::infinity();  // prune node pairs whose bound reaches it
@@ -109,7 +110,9 @@ struct DistanceWalk : PairWalk {
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
   void UpdateThreshold() {
-    threshold = std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
+    threshold = upper < stop_below
+                    ? -std::numeric_limits<double>::infinity()
+                    : std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
   }
 
   // OBB gap only: sphere bounds are far looser around large flat triangles, and the edge-cross axes
@@ -297,6 +300,9 @@ Status ValidateDistanceRequest(const DistanceRequest& r) {
   if (!(std::isfinite(r.abs_err) && r.abs_err >= 0.0)) {
     return InvalidArgument("abs_err must be finite and >= 0, got " + std::to_string(r.abs_err));
   }
+  if (!(std::isfinite(r.stop_below) && r.stop_below >= 0.0)) {
+    return InvalidArgument("stop_below must be finite and >= 0, got " + std::to_string(r.stop_below));
+  }
   if (!(r.max_distance >= 0.0)) {
     return InvalidArgument("max_distance must be >= 0 (or +inf), got " + std::to_string(r.max_distance));
   }
@@ -344,6 +350,7 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
 
   DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
                     request.max_distance};
+  walk.stop_below = request.stop_below;
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();

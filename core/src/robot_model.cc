@@ -322,6 +322,11 @@ void RobotModel::ComputeMotionTerms() {
 }
 
 double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1) const {
+  return MotionBound(k, q0, q1, 0.0);
+}
+
+double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1,
+                               double reach) const {
   const std::vector<MotionTerm>& terms = motion_terms_[k];
   double bound = 0.0;
   double extent = 0.0;  // sum of max |q_i| over prismatic joints after the current one
@@ -332,7 +337,7 @@ double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::spa
       bound += dq;
       extent += std::max(std::abs(it->multiplier * a + it->offset), std::abs(it->multiplier * b + it->offset));
     } else {
-      bound += dq * (it->lever + extent);
+      bound += dq * (it->lever + extent + reach);
     }
   }
   return bound;

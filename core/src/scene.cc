@@ -48,18 +48,43 @@ Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geom
 
 std::string StateContact::Describe(const Scene& scene) const {
   if (link < 0) return "none";
-  const std::string a = scene.robot().link(link).name;
-  if (self) return a + " x " + scene.robot().link(other_link).name;
-  return a + " x object '" + scene.objects()[object].id + "'";
+  auto side = [&](int32_t l, int32_t att) {
+    const std::string& name = scene.robot().link(l).name;
+    return att < 0 ? name : "attached '" + scene.attached()[att].id + "' (on " + name + ")";
+  };
+  if (self) return side(link, attached) + " x " + side(other_link, other_attached);
+  return side(link, attached) + " x object '" + scene.objects()[object].id + "'";
 }
 
 Result<std::shared_ptr<const Scene>> Scene::Build(SceneDescription d) {
+  Result<std::shared_ptr<Scene>> scene = Make(std::move(d));
+  if (!scene.ok()) return scene.error();
+  return std::shared_ptr<const Scene>(std::move(scene).value());
+}
+
+namespace {
+
+Status ValidateParts(const std::string& owner, std::span<const Geometry* const> geometries,
+                     std::span<const RigidTransform* const> poses) {
+  for (size_t p = 0; p < geometries.size(); ++p) {
+    const std::string where = owner + " part " + std::to_string(p);
+    if (Status s = ValidatePose(*poses[p], (where + " pose").c_str()); !s.ok()) return s.error();
+    if (geometries[p]->is_mesh()) continue;
+    if (Status s = ValidateShape(geometries[p]->shape); !s.ok()) return InvalidArgument(where + ": " + s.error().message);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   if (d.robot == nullptr) return InvalidArgument("scene: no robot");
   if (Status s = ValidatePose(d.X_WB, "robot base pose X_WB"); !s.ok()) return s.error();
   auto scene = std::shared_ptr<Scene>(new Scene());
   scene->robot_ = d.robot;
   const RobotModel& robot = *d.robot;
-  std::unordered_map<std::string, int32_t> object_by_id;
+  // Every name a pair can use: links, world objects and attached objects share one namespace.
+  std::unordered_map<std::string, int32_t> object_by_id, attached_by_id;
   for (size_t o = 0; o < d.objects.size(); ++o) {
     const WorldObject& obj = d.objects[o];
     if (obj.id.empty()) return InvalidArgument("scene: object " + std::to_string(o) + " has an empty id");
@@ -69,76 +94,151 @@ Result<std::shared_ptr<const Scene>> Scene::Build(SceneDescription d) {
     if (robot.FindLink(obj.id).ok()) {
       return InvalidArgument("scene: object id '" + obj.id + "' is also the name of a robot link");
     }
-    for (size_t p = 0; p < obj.parts.size(); ++p) {
-      const ObjectPart& part = obj.parts[p];
-      const std::string where = "scene: object '" + obj.id + "' part " + std::to_string(p);
-      if (Status s = ValidatePose(part.X_WG, (where + " pose").c_str()); !s.ok()) return s.error();
-      if (!part.geometry.is_mesh()) {
-        if (Status s = ValidateShape(part.geometry.shape); !s.ok()) {
-          return InvalidArgument(where + ": " + s.error().message);
-        }
+    std::vector<const Geometry*> g;
+    std::vector<const RigidTransform*> X;
+    for (const ObjectPart& part : obj.parts) {
+      g.push_back(&part.geometry);
+      X.push_back(&part.X_WG);
+    }
+    if (Status s = ValidateParts("scene: object '" + obj.id + "'", g, X); !s.ok()) return s.error();
+  }
+  for (size_t a = 0; a < d.attached.size(); ++a) {
+    const AttachedObject& att = d.attached[a];
+    if (att.id.empty()) return InvalidArgument("scene: attached object " + std::to_string(a) + " has an empty id");
+    if (object_by_id.contains(att.id) || robot.FindLink(att.id).ok() ||
+        !attached_by_id.emplace(att.id, static_cast<int32_t>(a)).second) {
+      return InvalidArgument("scene: attached object id '" + att.id +
+                             "' is already used by a link, a world object or another attached object");
+    }
+    if (!robot.FindLink(att.link).ok()) {
+      return NotFound("scene: attached object '" + att.id + "' names link '" + att.link + "', which robot '" +
+                      robot.name() + "' does not have");
+    }
+    for (const std::string& t : att.touch_links) {
+      if (!robot.FindLink(t).ok()) {
+        return NotFound("scene: attached object '" + att.id + "' touch link '" + t + "' is not a link of robot '" +
+                        robot.name() + "'");
       }
     }
+    std::vector<const Geometry*> g;
+    std::vector<const RigidTransform*> X;
+    for (const AttachedPart& part : att.parts) {
+      g.push_back(&part.geometry);
+      X.push_back(&part.X_LG);
+    }
+    if (Status s = ValidateParts("scene: attached object '" + att.id + "'", g, X); !s.ok()) return s.error();
   }
 
-  const size_t nl = robot.links().size(), no = d.objects.size();
-  scene->link_link_allowed_.assign(nl * nl, 0);
+  // Entities: links, then attached objects.
+  const size_t nl = robot.links().size(), na = d.attached.size(), no = d.objects.size(), ne = nl + na;
+  auto entity = [&](const std::string& name) -> int32_t {
+    if (auto l = robot.FindLink(name); l.ok()) return l.value();
+    if (auto it = attached_by_id.find(name); it != attached_by_id.end()) return static_cast<int32_t>(nl) + it->second;
+    return -1;
+  };
+
+  if (!(std::isfinite(d.default_padding) && d.default_padding >= 0.0)) {
+    return InvalidArgument("scene: default padding must be finite and >= 0, got " + std::to_string(d.default_padding));
+  }
+  std::vector<double> padding(ne, d.default_padding);
+  for (const auto& [name, value] : d.padding) {
+    const int32_t e = entity(name);
+    if (e < 0) return NotFound("scene: padding names '" + name + "', which is neither a link nor an attached object");
+    if (!(std::isfinite(value) && value >= 0.0)) {
+      return InvalidArgument("scene: padding of '" + name + "' must be finite and >= 0, got " + std::to_string(value));
+    }
+    padding[e] = value;
+  }
+
+  scene->num_entities_ = ne;
+  scene->entity_allowed_.assign(ne * ne, 0);
+  auto allow = [&](size_t a, size_t b) {
+    scene->entity_allowed_[a * ne + b] = 1;
+    scene->entity_allowed_[b * ne + a] = 1;
+  };
   for (size_t a = 0; a < nl; ++a)
     for (size_t b = 0; b < nl; ++b)
-      scene->link_link_allowed_[a * nl + b] = robot.AllowedCollision(static_cast<int32_t>(a), static_cast<int32_t>(b));
-  scene->link_object_allowed_.assign(nl * no, 0);
+      if (robot.AllowedCollision(static_cast<int32_t>(a), static_cast<int32_t>(b))) allow(a, b);
+  for (size_t a = 0; a < na; ++a) {
+    allow(nl + a, nl + a);
+    allow(nl + a, static_cast<size_t>(robot.FindLink(d.attached[a].link).value()));
+    for (const std::string& t : d.attached[a].touch_links) allow(nl + a, static_cast<size_t>(entity(t)));
+  }
+  scene->entity_object_allowed_.assign(ne * no, 0);
   for (const auto& [first, second] : d.allowed_pairs) {
-    const auto la = robot.FindLink(first), lb = robot.FindLink(second);
+    const int32_t ea = entity(first), eb = entity(second);
     const auto oa = object_by_id.find(first), ob = object_by_id.find(second);
-    if (la.ok() && lb.ok()) {
-      scene->link_link_allowed_[la.value() * nl + lb.value()] = 1;
-      scene->link_link_allowed_[lb.value() * nl + la.value()] = 1;
-    } else if (la.ok() && ob != object_by_id.end()) {
-      scene->link_object_allowed_[la.value() * no + ob->second] = 1;
-    } else if (lb.ok() && oa != object_by_id.end()) {
-      scene->link_object_allowed_[lb.value() * no + oa->second] = 1;
+    if (ea >= 0 && eb >= 0) {
+      allow(ea, eb);
+    } else if (ea >= 0 && ob != object_by_id.end()) {
+      scene->entity_object_allowed_[ea * no + ob->second] = 1;
+    } else if (eb >= 0 && oa != object_by_id.end()) {
+      scene->entity_object_allowed_[eb * no + oa->second] = 1;
     } else if (oa != object_by_id.end() && ob != object_by_id.end()) {
       // Two world objects: never checked against each other anyway.
     } else {
-      const std::string& unknown = (!la.ok() && oa == object_by_id.end()) ? first : second;
+      const std::string& unknown = (ea < 0 && oa == object_by_id.end()) ? first : second;
       return NotFound("scene: allowed pair ('" + first + "', '" + second + "') names '" + unknown +
-                      "', which is neither a robot link nor an object");
+                      "', which is neither a robot link, an attached object nor a world object");
     }
   }
 
+  auto make_part = [](int32_t link, int32_t entity_index, int32_t attached, Geometry geometry,
+                      const RigidTransform& X_LG) {
+    RobotPart rp;
+    rp.link = link;
+    rp.entity = entity_index;
+    rp.attached = attached;
+    rp.X_LG = X_LG;
+    rp.geometry = std::move(geometry);
+    rp.local_box = GeometryBox(rp.geometry);
+    // Farthest point of the part from the link origin: its box's corners bound it.
+    rp.reach = (X_LG * rp.local_box.center).norm() + rp.local_box.half_extents.norm();
+    return rp;
+  };
   for (int32_t l = 0; l < static_cast<int32_t>(nl); ++l) {
     for (const LinkGeometry& g : robot.link(l).geometries) {
-      RobotPart rp;
-      rp.link = l;
-      rp.X_LG = g.X_LG;
+      Geometry geometry;
       switch (g.type) {
         case ShapeType::kMesh:
-          rp.geometry.mesh = g.mesh;
+          geometry.mesh = g.mesh;
           break;
         case ShapeType::kBox:
-          rp.geometry.shape = Box{0.5 * g.box_size};
+          geometry.shape = Box{0.5 * g.box_size};
           break;
         case ShapeType::kCylinder:
-          rp.geometry.shape = Cylinder{g.radius, 0.5 * g.length};
+          geometry.shape = Cylinder{g.radius, 0.5 * g.length};
           break;
         case ShapeType::kSphere:
-          rp.geometry.shape = Sphere{Vec3::Zero(), g.radius};
+          geometry.shape = Sphere{Vec3::Zero(), g.radius};
           break;
       }
-      rp.local_box = GeometryBox(rp.geometry);
-      scene->robot_parts_.push_back(std::move(rp));
+      scene->robot_parts_.push_back(make_part(l, l, -1, std::move(geometry), g.X_LG));
     }
   }
+  for (int32_t a = 0; a < static_cast<int32_t>(na); ++a) {
+    const int32_t link = robot.FindLink(d.attached[a].link).value();
+    for (const AttachedPart& part : d.attached[a].parts) {
+      scene->robot_parts_.push_back(make_part(link, static_cast<int32_t>(nl) + a, a, part.geometry, part.X_LG));
+    }
+  }
+  for (RobotPart& rp : scene->robot_parts_) rp.padding = padding[rp.entity];
+  scene->link_padding_.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(nl));
+
   const auto& parts = scene->robot_parts_;
   for (int32_t i = 0; i < static_cast<int32_t>(parts.size()); ++i)
     for (int32_t j = i + 1; j < static_cast<int32_t>(parts.size()); ++j)
-      if (parts[i].link != parts[j].link && !scene->AllowedLinkLink(parts[i].link, parts[j].link))
+      if (parts[i].entity != parts[j].entity && !scene->AllowedEntities(parts[i].entity, parts[j].entity))
         scene->self_pairs_.emplace_back(i, j);
 
   scene->X_WB_ = d.X_WB;
   scene->objects_ = std::move(d.objects);
+  scene->attached_ = std::move(d.attached);
+  scene->allowed_pairs_ = std::move(d.allowed_pairs);
+  scene->default_padding_ = d.default_padding;
+  scene->padding_ = std::move(d.padding);
   scene->BuildBroadPhase();
-  return std::shared_ptr<const Scene>(std::move(scene));
+  return scene;
 }
 
 // A median-split AABB tree over the world parts, so that each robot geometry meets only the parts
@@ -183,6 +283,24 @@ void Scene::BuildBroadPhase() {
   }
 }
 
+bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                         double padding, QueryStats* stats) {
+  if (padding <= 0.0) {
+    bool hit = false;
+    (void)CollideGeometry(a, X_a, b, X_b, &hit, stats);
+    return hit;
+  }
+  // Padded: an exact distance walk that stops as soon as it proves the distance is at least the
+  // padding, or finds points closer than it. Its interval is exact to 1e-12 relative otherwise.
+  DistanceRequest request;
+  request.max_distance = padding;
+  request.stop_below = padding;
+  DistanceResult r;
+  (void)GeometryDistance(a, X_a, b, X_b, request, &r);
+  if (stats != nullptr) *stats += r.stats;
+  return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
+}
+
 bool Scene::CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const Aabb& bounds,
                          StateResult* out) const {
   if (broad_.empty()) return false;
@@ -199,14 +317,12 @@ bool Scene::CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const 
     }
     for (int32_t k = n.first; k < n.first + n.count; ++k) {
       const WorldPart& wp = world_parts_[k];
-      if (!Overlap(wp.bounds, bounds) || AllowedLinkObject(rp.link, wp.object)) continue;
+      if (!Overlap(wp.bounds, bounds) || AllowedEntityObject(rp.entity, wp.object)) continue;
       const ObjectPart& part = objects_[wp.object].parts[wp.part];
-      bool hit = false;
       ++out->pairs_tested;
-      (void)CollideGeometry(rp.geometry, X_WG, part.geometry, part.X_WG, &hit, &out->stats);
-      if (hit) {
+      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats)) {
         out->free = false;
-        out->contact = {false, rp.link, -1, wp.object};
+        out->contact = WorldContact(static_cast<int32_t>(&rp - robot_parts_.data()), wp.object);
         return true;
       }
     }
@@ -214,32 +330,44 @@ bool Scene::CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const 
   return false;
 }
 
+Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
+  cache->X_WL.resize(robot_->links().size());
+  if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
+  cache->X_WG.resize(robot_parts_.size());
+  cache->part_bounds.resize(robot_parts_.size());
+  for (size_t i = 0; i < robot_parts_.size(); ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    cache->X_WG[i] = cache->X_WL[rp.link] * rp.X_LG;
+    Aabb& b = cache->part_bounds[i];
+    b = WorldBounds(rp.local_box, cache->X_WG[i]);
+    b.min.array() -= rp.padding;
+    b.max.array() += rp.padding;
+  }
+  return {};
+}
+
+double Scene::PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1) const {
+  const RobotPart& rp = robot_parts_[i];
+  return rp.attached < 0 ? robot_->MotionBound(rp.link, q0, q1) : robot_->MotionBound(rp.link, q0, q1, rp.reach);
+}
+
 Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result) const {
   *result = StateResult();
   if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s;
   result->within_limits = robot_->CheckLimits(q).ok();
-  cache->X_WL.resize(robot_->links().size());
-  if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
+  if (Status s = PoseParts(q, cache); !s.ok()) return s;
   result->free = true;
-
-  std::vector<RigidTransform>& X_WG = cache->X_WG;
-  X_WG.resize(robot_parts_.size());
-  cache->part_bounds.resize(robot_parts_.size());
+  const std::vector<RigidTransform>& X_WG = cache->X_WG;
   for (size_t i = 0; i < robot_parts_.size(); ++i) {
-    const RobotPart& rp = robot_parts_[i];
-    X_WG[i] = cache->X_WL[rp.link] * rp.X_LG;
-    cache->part_bounds[i] = WorldBounds(rp.local_box, X_WG[i]);
-    if (CollideWorld(rp, X_WG[i], cache->part_bounds[i], result)) return {};
+    if (CollideWorld(robot_parts_[i], X_WG[i], cache->part_bounds[i], result)) return {};
   }
   for (const auto& [i, j] : self_pairs_) {
     if (!Overlap(cache->part_bounds[i], cache->part_bounds[j])) continue;
-    bool hit = false;
     ++result->pairs_tested;
-    (void)CollideGeometry(robot_parts_[i].geometry, X_WG[i], robot_parts_[j].geometry, X_WG[j], &hit,
-                          &result->stats);
-    if (hit) {
+    if (PairCollides(robot_parts_[i].geometry, X_WG[i], robot_parts_[j].geometry, X_WG[j],
+                     robot_parts_[i].padding + robot_parts_[j].padding, &result->stats)) {
       result->free = false;
-      result->contact = {true, robot_parts_[i].link, robot_parts_[j].link, -1};
+      result->contact = SelfContact(i, j);
       return {};
     }
   }
@@ -250,6 +378,17 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
 
 namespace proximity::core {
 
+Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b, const RigidTransform& X_WB,
+                        const DistanceRequest& request, DistanceResult* result) {
+  if (a.is_mesh() && b.is_mesh()) return ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr, result);
+  if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request, result);
+  if (!b.is_mesh()) return ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request, result);
+  Status s = ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, request, result);
+  std::swap(result->p_WA, result->p_WB);
+  std::swap(result->triangles.triangle_a, result->triangles.triangle_b);
+  return s;
+}
+
 Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                   const RigidTransform& X_WB, double enough, double* lower_bound, QueryStats* stats) {
   // A relative budget keeps the walks short; only the certified lower bound is used.
@@ -257,16 +396,7 @@ Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
   req.rel_err = 0.25;
   req.max_distance = std::max(0.0, enough);
   DistanceResult r;
-  Status s;
-  if (a.is_mesh() && b.is_mesh()) {
-    s = ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, req, nullptr, &r);
-  } else if (a.is_mesh()) {
-    s = ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, req, &r);
-  } else if (b.is_mesh()) {
-    s = ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, req, &r);
-  } else {
-    s = ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, req, &r);
-  }
+  Status s = GeometryDistance(a, X_WA, b, X_WB, req, &r);
   *lower_bound = r.intersecting ? 0.0 : r.lower_bound;
   if (stats != nullptr) *stats += r.stats;
   return s;
@@ -332,23 +462,26 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     int32_t a;     // robot part
     int32_t b;     // world part (self == false) or robot part
     bool self;
-    double lambda; // motion bound over the whole segment
+    double lambda;  // motion bound over the whole segment
+    double padding; // the pair's total padding: distances count from the padded surfaces
   };
-  std::vector<double> link_motion(robot_->links().size());
-  for (size_t l = 0; l < link_motion.size(); ++l) link_motion[l] = robot_->MotionBound(static_cast<int32_t>(l), q0, q1);
+  std::vector<double> part_motion(nparts);
+  for (int32_t i = 0; i < nparts; ++i) part_motion[i] = PartMotion(i, q0, q1);
   // A pair whose parts cannot move relative to each other along the segment (the fixed base against
   // the world, links that do not move) keeps the state it has at q0, which the end check decides.
   std::vector<PairRef> pairs;
   for (int32_t i = 0; i < nparts; ++i) {
-    const double motion = link_motion[robot_parts_[i].link];
+    const double motion = part_motion[i];
     if (motion == 0.0) continue;
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
-      if (!AllowedLinkObject(robot_parts_[i].link, world_parts_[k].object)) pairs.push_back({i, k, false, motion});
+      if (!AllowedEntityObject(robot_parts_[i].entity, world_parts_[k].object)) {
+        pairs.push_back({i, k, false, motion, robot_parts_[i].padding});
+      }
     }
   }
   for (const auto& [i, j] : self_pairs_) {
-    const double motion = link_motion[robot_parts_[i].link] + link_motion[robot_parts_[j].link];
-    if (motion > 0.0) pairs.push_back({i, j, true, motion});
+    const double motion = part_motion[i] + part_motion[j];
+    if (motion > 0.0) pairs.push_back({i, j, true, motion, robot_parts_[i].padding + robot_parts_[j].padding});
   }
   const size_t npairs = pairs.size();
 
@@ -394,7 +527,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
   auto cheap_eta = [&](Sample& s, size_t k) {
     if (std::isnan(s.eta[k])) {
       const PairRef& p = pairs[k];
-      s.eta[k] = AabbDistance(s.bounds[p.a], p.self ? s.bounds[p.b] : world_parts_[p.b].bounds);
+      s.eta[k] = std::max(0.0, AabbDistance(s.bounds[p.a], p.self ? s.bounds[p.b] : world_parts_[p.b].bounds) - p.padding);
     }
     return s.eta[k];
   };
@@ -404,21 +537,32 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     if (!std::isnan(s.eta_enough[k]) && (s.eta[k] < s.eta_enough[k] || enough <= s.eta_enough[k])) return s.eta[k];
     const PairRef& p = pairs[k];
     double lb = 0.0;
-    (void)GeometryDistanceLowerBound(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p),
-                                     enough, &lb, &result->stats);
+    if (p.padding == 0.0) {
+      (void)GeometryDistanceLowerBound(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p),
+                                       enough, &lb, &result->stats);
+    } else {
+      // A relative budget on the raw distance says nothing about the padded clearance (a pair just
+      // outside its padding would never certify); an absolute one that shrinks with the segment does.
+      DistanceRequest req;
+      req.abs_err = 0.25 * enough;
+      req.max_distance = enough + p.padding;
+      DistanceResult r;
+      (void)GeometryDistance(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p), req, &r);
+      result->stats += r.stats;
+      lb = r.intersecting ? 0.0 : r.lower_bound;
+    }
     ++result->distance_queries;
-    s.eta[k] = std::max(cheap_eta(s, k), lb);
+    s.eta[k] = std::max(cheap_eta(s, k), std::max(0.0, lb - p.padding));
     s.eta_enough[k] = enough;
     return s.eta[k];
   };
   auto contact_at = [&](Sample& s, size_t k) {
     const PairRef& p = pairs[k];
-    bool hit = false;
-    (void)CollideGeometry(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p), &hit,
-                          &result->stats);
-    if (!hit) return false;
-    result->contact = p.self ? StateContact{true, robot_parts_[p.a].link, robot_parts_[p.b].link, -1}
-                             : StateContact{false, robot_parts_[p.a].link, -1, world_parts_[p.b].object};
+    if (!PairCollides(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p), p.padding,
+                      &result->stats)) {
+      return false;
+    }
+    result->contact = p.self ? SelfContact(p.a, p.b) : WorldContact(p.a, world_parts_[p.b].object);
     return true;
   };
 

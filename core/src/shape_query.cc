@@ -188,6 +188,7 @@ struct MeshShapeWalk {
 
   // Distance state, as in mesh_query.cc's DistanceWalk.
   double rel_err = 0.0, abs_err = 0.0, max_distance = std::numeric_limits<double>::infinity();
+  double stop_below = 0.0;
   double upper = std::numeric_limits<double>::infinity();
   double threshold = std::numeric_limits<double>::infinity();
   double min_pruned = std::numeric_limits<double>::infinity();
@@ -195,7 +196,9 @@ struct MeshShapeWalk {
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in M
 
   void UpdateThreshold() {
-    threshold = std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
+    threshold = upper < stop_below
+                    ? -std::numeric_limits<double>::infinity()
+                    : std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
   }
 
   double LowerBound(int32_t n) {
@@ -396,6 +399,7 @@ Status ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_W
     walk.rel_err = request.rel_err;
     walk.abs_err = request.abs_err;
     walk.max_distance = request.max_distance;
+    walk.stop_below = request.stop_below;
     walk.UpdateThreshold();
     walk.Distance();
     result->upper_bound = walk.upper;

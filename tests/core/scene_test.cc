@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "peers/fcl_peer.h"
 
@@ -12,78 +13,6 @@ namespace {
 
 using peers::FclMesh;
 using peers::FclPose;
-
-struct RobotCase {
-  std::string name;
-  std::string urdf, srdf;
-  RobotLoadOptions options;
-};
-
-std::vector<RobotCase> Robots() {
-  std::vector<RobotCase> out;
-  const std::string shared = testing::SharedDataDir();
-  if (!shared.empty()) {
-    RobotCase panda{"panda", shared + "/robots/panda/moveit_resources_panda_description/urdf/panda.urdf",
-                    shared + "/robots/panda/moveit_resources_panda_moveit_config/config/panda.srdf", {}};
-    panda.options.package_dirs["moveit_resources_panda_description"] =
-        shared + "/robots/panda/moveit_resources_panda_description";
-    out.push_back(panda);
-    RobotCase ur5{"ur5", shared + "/robots/ur5/ur_description/urdf/ur5_robot.urdf",
-                  shared + "/robots/ur5/ur5_moveit_config/config/ur5.srdf", {}};
-    ur5.options.package_dirs["ur_description"] = shared + "/robots/ur5/ur_description";
-    out.push_back(ur5);
-  }
-  const std::string dart = testing::DartUrdfDir();
-  if (!dart.empty()) out.push_back({"kr5", dart + "/KR5/KR5 sixx R650.urdf", "", {}});
-  for (auto& r : out) r.options.ros_package_path = "";
-  return out;
-}
-
-std::shared_ptr<const RobotModel> LoadRobot(const RobotCase& c) {
-  auto r = RobotModel::FromUrdfFile(c.urdf, c.srdf, c.options);
-  EXPECT_TRUE(r.ok()) << c.name << ": " << r.error().message;
-  return r.ok() ? r.value() : nullptr;
-}
-
-// A seeded workcell of boxes, cylinders and spheres within the robot's reach, at least 0.3 m from
-// the base axis (an obstacle through the fixed base would make every state collide).
-std::vector<WorldObject> RandomWorld(std::mt19937_64& rng, double reach, int count) {
-  std::uniform_real_distribution<double> pos(-reach, reach), size(0.04, 0.25);
-  std::vector<WorldObject> objects;
-  for (int i = 0; i < count; ++i) {
-    WorldObject o;
-    o.id = "obj" + std::to_string(i);
-    ObjectPart part;
-    const double a = size(rng), b = size(rng), c = size(rng);
-    switch (i % 3) {
-      case 0:
-        part.geometry.shape = Box{0.5 * Vec3(a, b, c)};
-        break;
-      case 1:
-        part.geometry.shape = Cylinder{0.5 * a, 0.5 * b};
-        break;
-      default:
-        part.geometry.shape = Sphere{Vec3::Zero(), 0.5 * a};
-        break;
-    }
-    do {
-      part.X_WG = testing::RandomPose(rng, Vec3(-reach, -reach, 0.0), Vec3(reach, reach, reach));
-    } while (part.X_WG.p.head<2>().norm() < 0.3 + std::max({a, b, c}));
-    o.parts.push_back(part);
-    objects.push_back(o);
-  }
-  return objects;
-}
-
-std::vector<double> RandomState(std::mt19937_64& rng, const RobotModel& robot) {
-  std::vector<double> q(robot.num_positions());
-  for (int i = 0; i < robot.num_positions(); ++i) {
-    double lo = robot.lower_limits()[i], hi = robot.upper_limits()[i];
-    if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -M_PI, hi = M_PI;
-    q[i] = std::uniform_real_distribution<double>(lo, hi)(rng);
-  }
-  return q;
-}
 
 // The peer: FCL 0.7 objects per robot geometry and per world part, checked pair by pair with the
 // scene's allowed-collision sets, the way a MoveIt-style checker does.
@@ -310,56 +239,6 @@ TEST(Scene, BadInputIsRejectedWithTheNameOfWhatIsWrong) {
 
 namespace proximity::core {
 namespace {
-
-// The dense reference for LINK: states at most 1e-3 (rad or m) apart in every joint, each checked
-// exactly. Returns the first colliding t, or -1.
-double DenseFirstCollision(const Scene& scene, const std::vector<double>& q0, const std::vector<double>& q1,
-                           SceneCache* cache) {
-  double span = 0.0;
-  for (size_t i = 0; i < q0.size(); ++i) span = std::max(span, std::abs(q1[i] - q0[i]));
-  const int n = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
-  std::vector<double> q(q0.size());
-  for (int k = 0; k <= n; ++k) {
-    const double t = static_cast<double>(k) / n;
-    for (size_t i = 0; i < q.size(); ++i) q[i] = q0[i] + t * (q1[i] - q0[i]);
-    StateResult r;
-    EXPECT_TRUE(scene.CheckState(q, cache, &r).ok());
-    if (!r.free) return t;
-  }
-  return -1.0;
-}
-
-std::vector<double> Along(const std::vector<double>& q0, const std::vector<double>& q1, double t) {
-  std::vector<double> q(q0.size());
-  for (size_t i = 0; i < q.size(); ++i) q[i] = q0[i] + t * (q1[i] - q0[i]);
-  return q;
-}
-
-// Edges like a planner's: from a free state, a random direction, 0.05 to 1 rad long.
-std::pair<std::vector<double>, std::vector<double>> RandomEdge(std::mt19937_64& rng, const Scene& scene,
-                                                               SceneCache* cache) {
-  const RobotModel& robot = scene.robot();
-  std::vector<double> q0;
-  StateResult r;
-  do {
-    q0 = RandomState(rng, robot);
-    EXPECT_TRUE(scene.CheckState(q0, cache, &r).ok());
-  } while (!r.free);
-  std::normal_distribution<double> g;
-  std::vector<double> dir(q0.size());
-  double norm = 0.0;
-  for (double& d : dir) {
-    d = g(rng);
-    norm += d * d;
-  }
-  const double length = std::uniform_real_distribution<double>(0.05, 1.0)(rng) / std::sqrt(norm);
-  std::vector<double> q1(q0.size());
-  for (size_t i = 0; i < q0.size(); ++i) {
-    q1[i] = std::clamp(q0[i] + length * dir[i], robot.lower_limits()[i] > -1e9 ? robot.lower_limits()[i] : -M_PI,
-                       robot.upper_limits()[i] < 1e9 ? robot.upper_limits()[i] : M_PI);
-  }
-  return {q0, q1};
-}
 
 TEST(SceneMotion, CertifiedLinkNeverMissesACollisionTheDenseCheckFinds) {
   const auto robots = Robots();

@@ -56,6 +56,9 @@ struct DistanceRequest {
   double abs_err = 0.0;  ///< Absolute error budget, in mesh units.
   /// The walk may stop once it proves the distance is at least this (for "is it farther than d?").
   double max_distance = std::numeric_limits<double>::infinity();
+  /// The walk may stop once it finds points closer than this (for "is it closer than d?"): then
+  /// upper_bound < stop_below and only the interval holds. 0: never.
+  double stop_below = 0.0;
 };
 
 /// What ComputeDistance found. Points are in the world frame.

@@ -246,6 +246,10 @@ class RobotModel {
   /// of |dq_j| * lever_kj (revolute, continuous) or |dq_j| (prismatic), mimics scaled by |multiplier|.
   /// Preconditions: valid k; q0, q1 of size num_positions(). Allocates nothing.
   double MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1) const;
+  /// As above for any point within `reach` (m) of link k's origin instead of k's geometry (an object
+  /// the link carries): every revolute lever grows by `reach`, which bounds the distance from the last
+  /// joint's axis (through the origin) and adds to the chain's reach for the joints before it.
+  double MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1, double reach) const;
   /// The lever radius (m) of joint j for link k, valid for every q within limits: an upper bound on the
   /// distance from joint j's axis to any point of k's geometry. 0 when j does not move k or is prismatic.
   double LeverRadius(LinkIndex k, JointIndex j) const;

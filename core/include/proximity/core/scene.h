@@ -8,6 +8,7 @@
 /// that touches none of its triangles does not.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "proximity/core/bounding_volume.h"
 #include "proximity/core/bvh.h"
+#include "proximity/core/mesh_query.h"
 #include "proximity/core/result.h"
 #include "proximity/core/robot_model.h"
 #include "proximity/core/shape_query.h"
@@ -43,23 +45,60 @@ struct WorldObject {
   std::vector<ObjectPart> parts;
 };
 
+/// A part of an attached object, posed in the frame of the link that carries it.
+struct AttachedPart {
+  Geometry geometry;
+  RigidTransform X_LG;
+};
+
+/// An object carried by a robot link (a tool, a grasped part): it moves with the link and is checked
+/// against the world and the other links like a part of the robot.
+struct AttachedObject {
+  std::string id;    ///< Unique among world objects, attached objects and link names.
+  std::string link;  ///< The carrying link.
+  std::vector<AttachedPart> parts;
+  /// Links the object may touch (a gripper's fingers): never checked against it. The carrying link is
+  /// always among them.
+  std::vector<std::string> touch_links;
+};
+
 /// What a scene is built from.
 struct SceneDescription {
   std::shared_ptr<const RobotModel> robot;
   RigidTransform X_WB;  ///< The robot's root link in the world.
   std::vector<WorldObject> objects;
-  /// Pairs that are never checked, by name: two link names, or a link name and an object id, in either
-  /// order. Added to the robot's own allowed-collision set (SRDF, adjacent links).
+  std::vector<AttachedObject> attached;
+  /// Pairs that are never checked, by name: two link names, a link name and an object id, or an
+  /// attached object id and either, in any order. Added to the robot's own allowed-collision set (SRDF,
+  /// adjacent links).
   std::vector<std::pair<std::string, std::string>> allowed_pairs;
+  /// Padding (metres, >= 0) that inflates every link and attached object: a link collides with a world
+  /// object when their distance is below its padding, and with another link when below the sum of both
+  /// paddings. `padding` overrides the default for the links or attached objects it names.
+  double default_padding = 0.0;
+  std::vector<std::pair<std::string, double>> padding;
 };
 
-/// The first contact CLEAR found.
+/// A change to a scene's world; Scene::Update applies it to make a new scene (a new version).
+struct WorldUpdate {
+  std::vector<WorldObject> add;      ///< New objects; their ids must be new.
+  std::vector<WorldObject> replace;  ///< Existing ids with new parts or poses (a move).
+  std::vector<std::string> remove;   ///< Existing ids; allowed pairs naming them are dropped.
+};
+
+/// A pair of scene geometries: the first contact CLEAR found, or the pair a distance names.
 struct StateContact {
-  bool self = false;          ///< Link against link (true) or link against a world object (false).
-  int32_t link = -1;          ///< LinkIndex of the robot link.
+  bool self = false;          ///< Robot against robot (true) or robot against a world object (false).
+  int32_t link = -1;          ///< LinkIndex of the robot link (the carrying link for an attached object).
   int32_t other_link = -1;    ///< self: the other LinkIndex.
   int32_t object = -1;        ///< world: index into the scene's objects.
+  int32_t attached = -1;      ///< The robot side is this attached object (index into attached()), or -1.
+  int32_t other_attached = -1;  ///< self: the other side is this attached object, or -1.
   std::string Describe(const class Scene& scene) const;  ///< "panda_hand x object 'Cube3'".
+  /// The robot side's name: the link, or the attached object's id.
+  std::string Name(const class Scene& scene) const;
+  /// The other side's name: the other link or attached object (self), or the world object's id.
+  std::string OtherName(const class Scene& scene) const;
 };
 
 /// The answer to CLEAR(q).
@@ -103,6 +142,75 @@ struct MotionResult {
   QueryStats stats;
 };
 
+/// Options for Scene::ComputeDistance. Budgets as in mesh_query.h's DistanceRequest.
+struct SceneDistanceRequest {
+  double rel_err = 0.0;  ///< Relative error budget on the clearance.
+  double abs_err = 0.0;  ///< Absolute error budget, metres.
+  /// The query may stop once it proves the clearance is at least this (metres).
+  double max_distance = std::numeric_limits<double>::infinity();
+  bool world = true;      ///< Include robot-world pairs.
+  bool self = true;       ///< Include robot-robot pairs.
+  bool per_pair = false;  ///< Also report every checked pair's interval (each to the same budget).
+};
+
+/// One pair's clearance interval, with points on each side (world frame) realising `upper`.
+struct PairDistance {
+  StateContact pair;
+  double lower = 0.0;
+  double upper = std::numeric_limits<double>::infinity();
+  Vec3 p_W_robot = Vec3::Zero();
+  Vec3 p_W_other = Vec3::Zero();
+};
+
+/// The answer to distance(q): the minimum clearance over the checked pairs as a certified interval
+/// lower_bound <= clearance <= upper_bound, meeting the request's budget as mesh distances do. Clearance
+/// is the distance between padded geometries (distance minus the pair's padding, never below 0); 0
+/// means the state collides. The witness pair and points realise upper_bound (points lie on the
+/// unpadded surfaces).
+struct SceneDistanceResult {
+  double lower_bound = 0.0;
+  double upper_bound = std::numeric_limits<double>::infinity();
+  bool beyond_max_distance = false;  ///< lower_bound >= max_distance; only the interval holds.
+  bool within_limits = true;
+  PairDistance nearest;              ///< The witness pair (nearest.pair.link < 0 when no pair exists).
+  std::vector<PairDistance> pairs;   ///< per_pair: every pair not excluded, in scene order.
+  int64_t pairs_tested = 0;          ///< Pairs that reached an exact query.
+  QueryStats stats;
+};
+
+/// Options for the continuous checks (time of first contact).
+struct ContinuousRequest {
+  /// Contact is declared where the clearance falls to this (metres, > 0): conservative advancement
+  /// stops within `tolerance` of touching.
+  double tolerance = 1e-5;
+  int32_t max_iterations = 100000;  ///< Advancement steps before giving up (then `undecided`).
+};
+
+/// The answer to a continuous check along a motion parameterised by t in [0, 1].
+struct ContinuousResult {
+  /// The motion comes within `tolerance` of contact. [0, t_contact) is certified free of contact; at
+  /// t_contact the clearance is at most the tolerance (upper bound `clearance`).
+  bool contact = false;
+  double t_contact = 1.0;
+  double clearance = 0.0;   ///< Clearance upper bound at t_contact when contact (metres).
+  bool penetrating = false; ///< The exact state test at t_contact collides (touching counts).
+  bool undecided = false;   ///< max_iterations reached; [0, t_contact) is still certified free.
+  PairDistance nearest;     ///< The pair that came within tolerance, with points at t_contact.
+  int32_t iterations = 0;
+  int64_t distance_queries = 0;
+  QueryStats stats;
+};
+
+/// The answer to a path check: waypoints joined by straight joint-space segments.
+struct PathResult {
+  bool free = false;
+  int32_t segment = -1;   ///< First segment (waypoint i -> i+1) that is not free, or -1.
+  MotionResult motion;    ///< That segment's answer (t in [0, 1] along it), or the last segment's.
+  int64_t states = 0;             ///< Summed over the segments checked.
+  int64_t distance_queries = 0;
+  QueryStats stats;
+};
+
 /// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread.
 struct SceneCache {
   std::vector<RigidTransform> X_WL;  ///< Per link.
@@ -131,24 +239,63 @@ class Scene {
   [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                    const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
 
+  /// distance(q): the minimum clearance between the robot and the world and between robot parts, as a
+  /// certified interval with its witness pair (see SceneDistanceResult). Errors as CheckState, and for
+  /// a bad budget.
+  [[nodiscard]] Status ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
+                                       SceneCache* cache, SceneDistanceResult* result) const;
+
+  /// Time of first contact along the straight joint-space segment q0 -> q1 by conservative
+  /// advancement on certified distance lower bounds and the robot's motion bounds.
+  [[nodiscard]] Status TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
+                                          const ContinuousRequest& request, SceneCache* cache,
+                                          ContinuousResult* result) const;
+
+  /// Time of first contact of a free-flying rigid body (`body`, pose X0 at t = 0 to X1 at t = 1,
+  /// translation linear and rotation by slerp) against the world objects; the robot is ignored.
+  [[nodiscard]] Status TimeOfFirstContact(const Geometry& body, const RigidTransform& X0, const RigidTransform& X1,
+                                          const ContinuousRequest& request, ContinuousResult* result) const;
+
+  /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
+  /// segments are checked in order and the first one that is not free is reported.
+  [[nodiscard]] Status CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
+                                 PathResult* result) const;
+
+  /// A new scene with the world changed as `update` says and everything else (robot, attached
+  /// objects, allowed pairs, padding) kept; this scene is untouched. version() counts up by one.
+  [[nodiscard]] Result<std::shared_ptr<const Scene>> Update(const WorldUpdate& update) const;
+
+  const std::vector<AttachedObject>& attached() const { return attached_; }
+  /// Everything the scene was built from, to rebuild or modify it.
+  SceneDescription Description() const;
+  /// 0 for a built scene; +1 per Update.
+  uint64_t version() const { return version_; }
+  /// The padding of a link (metres).
+  double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
+  int32_t dof() const { return robot_->num_positions(); }
+
   /// Whether the pair (link, object) is excluded from checking.
   bool AllowedLinkObject(int32_t link, int32_t object) const {
-    return link_object_allowed_[static_cast<size_t>(link) * objects_.size() + static_cast<size_t>(object)] != 0;
+    return entity_object_allowed_[static_cast<size_t>(link) * objects_.size() + static_cast<size_t>(object)] != 0;
   }
   /// Whether the link pair is excluded from checking (the robot's set plus the scene's pairs).
-  bool AllowedLinkLink(int32_t a, int32_t b) const {
-    return link_link_allowed_[static_cast<size_t>(a) * robot_->links().size() + static_cast<size_t>(b)] != 0;
-  }
+  bool AllowedLinkLink(int32_t a, int32_t b) const { return AllowedEntities(a, b); }
 
  private:
   Scene() = default;
 
   // A robot geometry: link, the geometry and its pose in the link frame, and its bound in its frame.
+  // Links and attached objects are the scene's "entities" for the allowed-collision matrix: entity
+  // = link index, or num_links + attached index.
   struct RobotPart {
     int32_t link;
+    int32_t entity;
+    int32_t attached = -1;
     Geometry geometry;
     RigidTransform X_LG;
-    Obb local_box;  ///< Bounding box in the geometry frame G.
+    Obb local_box;        ///< Bounding box in the geometry frame G.
+    double padding = 0.0;
+    double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds.
   };
   // A world part with its world bounding box, for the broad phase.
   struct WorldPart {
@@ -163,6 +310,29 @@ class Scene {
     int32_t count = 0;  ///< Leaf: number of parts; internal: 0.
   };
 
+  [[nodiscard]] static Result<std::shared_ptr<Scene>> Make(SceneDescription description);
+  bool AllowedEntities(int32_t a, int32_t b) const {
+    return entity_allowed_[static_cast<size_t>(a) * num_entities_ + static_cast<size_t>(b)] != 0;
+  }
+  bool AllowedEntityObject(int32_t entity, int32_t object) const {
+    return entity_object_allowed_[static_cast<size_t>(entity) * objects_.size() + static_cast<size_t>(object)] != 0;
+  }
+  // Poses and (padded) world bounds of every robot part at q; false with a status on bad q.
+  Status PoseParts(std::span<const double> q, SceneCache* cache) const;
+  // Motion bound (m) of robot part i along q0 -> q1.
+  double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1) const;
+  // Whether two posed geometries collide once inflated by `padding` in total (touching counts).
+  static bool PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                           const RigidTransform& X_b, double padding, QueryStats* stats);
+  StateContact WorldContact(int32_t part, int32_t object) const {
+    return {false, robot_parts_[part].link, -1, object, robot_parts_[part].attached, -1};
+  }
+  StateContact SelfContact(int32_t i, int32_t j) const {
+    return {true, robot_parts_[i].link, robot_parts_[j].link, -1, robot_parts_[i].attached, robot_parts_[j].attached};
+  }
+  const RigidTransform& WorldPartPose(int32_t k) const {
+    return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
+  }
   void BuildBroadPhase();
   Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
                              SceneCache* cache, MotionResult* result) const;
@@ -173,16 +343,29 @@ class Scene {
   std::shared_ptr<const RobotModel> robot_;
   RigidTransform X_WB_;
   std::vector<WorldObject> objects_;
+  std::vector<AttachedObject> attached_;
+  std::vector<std::pair<std::string, std::string>> allowed_pairs_;
+  double default_padding_ = 0.0;
+  std::vector<std::pair<std::string, double>> padding_;
+  std::vector<double> link_padding_;  ///< Per link.
+  uint64_t version_ = 0;
   std::vector<RobotPart> robot_parts_;
   std::vector<std::pair<int32_t, int32_t>> self_pairs_;  ///< Robot part pairs to test for self collision.
   std::vector<WorldPart> world_parts_;
   std::vector<BroadNode> broad_;
-  std::vector<uint8_t> link_object_allowed_;
-  std::vector<uint8_t> link_link_allowed_;
+  size_t num_entities_ = 0;
+  std::vector<uint8_t> entity_object_allowed_;  ///< num_entities x objects
+  std::vector<uint8_t> entity_allowed_;         ///< num_entities x num_entities
 };
 
 /// World bounds of a box (OBB in frame G posed at X_WG).
 Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
+
+/// Distance between two posed geometries as a certified interval (mesh_query.h semantics), dispatching
+/// to the mesh and shape queries; p_WA lies on a and p_WB on b.
+[[nodiscard]] Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                      const RigidTransform& X_WB, const DistanceRequest& request,
+                                      DistanceResult* result);
 
 /// Certified lower bound on the distance between two posed geometries (0 when they touch); the query
 /// may stop once it proves the distance is at least `enough`.

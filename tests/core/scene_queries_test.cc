@@ -1,0 +1,645 @@
+// distance(q), padding, attached objects, world updates, path checks and time of first contact,
+// each against a brute-force oracle built from the robot model and the world directly (not from the
+// scene's internal parts).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/scene_fixtures.h"
+#include "core/test_util.h"
+#include "proximity/core/scene.h"
+
+namespace proximity::core {
+namespace {
+
+Geometry FromLinkGeometry(const LinkGeometry& g) {
+  Geometry out;
+  switch (g.type) {
+    case ShapeType::kMesh:
+      out.mesh = g.mesh;
+      break;
+    case ShapeType::kBox:
+      out.shape = Box{0.5 * g.box_size};
+      break;
+    case ShapeType::kCylinder:
+      out.shape = Cylinder{g.radius, 0.5 * g.length};
+      break;
+    case ShapeType::kSphere:
+      out.shape = Sphere{Vec3::Zero(), g.radius};
+      break;
+  }
+  return out;
+}
+
+// One posed robot geometry as the oracle sees it: its name for the allowed-collision checks, its link,
+// and its padding.
+struct OraclePart {
+  std::string name;  // link name or attached object id
+  int32_t link;
+  Geometry geometry;
+  RigidTransform X_WG;
+  double padding;
+};
+
+// Every robot geometry (links and attached objects) posed at q, straight from the description.
+std::vector<OraclePart> PoseOracle(const SceneDescription& d, std::span<const double> q) {
+  std::vector<RigidTransform> X_WL;
+  EXPECT_TRUE(d.robot->ForwardKinematics(q, &X_WL, d.X_WB).ok());
+  auto pad = [&](const std::string& name) {
+    for (const auto& [n, v] : d.padding)
+      if (n == name) return v;
+    return d.default_padding;
+  };
+  std::vector<OraclePart> parts;
+  for (int32_t l = 0; l < d.robot->num_links(); ++l) {
+    for (const LinkGeometry& g : d.robot->link(l).geometries) {
+      parts.push_back({d.robot->link(l).name, l, FromLinkGeometry(g), X_WL[l] * g.X_LG, pad(d.robot->link(l).name)});
+    }
+  }
+  for (const AttachedObject& a : d.attached) {
+    const int32_t l = d.robot->FindLink(a.link).value();
+    for (const AttachedPart& p : a.parts) parts.push_back({a.id, l, p.geometry, X_WL[l] * p.X_LG, pad(a.id)});
+  }
+  return parts;
+}
+
+bool Allowed(const SceneDescription& d, const OraclePart& a, const std::string& other_name, int32_t other_link) {
+  if (a.name == other_name) return true;
+  for (const auto& [x, y] : d.allowed_pairs)
+    if ((x == a.name && y == other_name) || (y == a.name && x == other_name)) return true;
+  const bool a_link = a.link >= 0 && d.robot->link(a.link).name == a.name;
+  const bool b_link = other_link >= 0 && d.robot->link(other_link).name == other_name;
+  if (a_link && b_link) return d.robot->AllowedCollision(a.link, other_link);
+  for (const AttachedObject& att : d.attached) {
+    const std::string& link_side = att.id == a.name ? other_name : a.name;
+    if (att.id != a.name && att.id != other_name) continue;
+    if (att.link == link_side) return true;
+    for (const std::string& t : att.touch_links)
+      if (t == link_side) return true;
+  }
+  return false;
+}
+
+double ExactDistance(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b) {
+  DistanceResult r;
+  EXPECT_TRUE(GeometryDistance(a, X_a, b, X_b, {}, &r).ok());
+  return r.intersecting ? 0.0 : r.upper_bound;
+}
+
+// Brute-force clearance: every pair not allowed, its exact distance minus its padding (at least 0).
+struct OracleAnswer {
+  double clearance = std::numeric_limits<double>::infinity();
+  int pairs = 0;
+};
+
+OracleAnswer Oracle(const SceneDescription& d, std::span<const double> q, bool world = true, bool self = true) {
+  const auto parts = PoseOracle(d, q);
+  OracleAnswer out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    for (const WorldObject& o : d.objects) {
+      if (!world || Allowed(d, parts[i], o.id, -1)) continue;
+      for (const ObjectPart& p : o.parts) {
+        ++out.pairs;
+        out.clearance = std::min(out.clearance, std::max(0.0, ExactDistance(parts[i].geometry, parts[i].X_WG,
+                                                                            p.geometry, p.X_WG) - parts[i].padding));
+      }
+    }
+    for (size_t j = i + 1; self && j < parts.size(); ++j) {
+      if (parts[i].link == parts[j].link && parts[i].name == parts[j].name) continue;
+      if (Allowed(d, parts[i], parts[j].name, parts[j].name == d.robot->link(parts[j].link).name ? parts[j].link : -1))
+        continue;
+      ++out.pairs;
+      const double pad = parts[i].padding + parts[j].padding;
+      out.clearance = std::min(out.clearance, std::max(0.0, ExactDistance(parts[i].geometry, parts[i].X_WG,
+                                                                          parts[j].geometry, parts[j].X_WG) - pad));
+    }
+  }
+  return out;
+}
+
+constexpr double kRel = 1e-9;
+
+void ExpectBrackets(const SceneDistanceResult& r, double truth, const std::string& what) {
+  EXPECT_LE(r.lower_bound, truth * (1 + kRel) + 1e-12) << what;
+  EXPECT_GE(r.upper_bound, truth * (1 - kRel) - 1e-12) << what;
+}
+
+// A little padding everywhere and more on one link of the arm. Link pairs that are always checked
+// can sit a few millimetres apart (the KR5's forearm and palm), so the default stays small enough
+// that free states remain.
+SceneDescription PaddedVariant(SceneDescription d) {
+  d.default_padding = 0.002;
+  d.padding.emplace_back(d.robot->link(2).name, 0.03);
+  return d;
+}
+
+TEST(SceneDistance, BracketsTheBruteForceClearanceAndMeetsTheBudget) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    const auto robot = LoadRobot(rc);
+    ASSERT_NE(robot, nullptr);
+    std::mt19937_64 rng(17);
+    SceneDescription plain;
+    plain.robot = robot;
+    plain.objects = RandomWorld(rng, 0.8, 10);
+    for (const SceneDescription& d : {plain, PaddedVariant(plain)}) {
+      SCOPED_TRACE(rc.name + (d.default_padding > 0 ? " padded" : ""));
+      const auto scene = Scene::Build(d).value();
+      SceneCache cache;
+      int colliding = 0;
+      for (int c = 0; c < testing::Cases(25); ++c) {
+        const auto q = RandomState(rng, *robot);
+        const OracleAnswer truth = Oracle(d, q);
+        StateResult state;
+        ASSERT_TRUE(scene->CheckState(q, &cache, &state).ok());
+        colliding += !state.free;
+        for (double rel : {0.0, 0.2}) {
+          SceneDistanceRequest req;
+          req.rel_err = rel;
+          SceneDistanceResult r;
+          ASSERT_TRUE(scene->ComputeDistance(q, req, &cache, &r).ok());
+          const std::string what = "case " + std::to_string(c) + " rel " + std::to_string(rel);
+          ExpectBrackets(r, truth.clearance, what);
+          EXPECT_LE(r.upper_bound, r.lower_bound * (1 + rel) * (1 + 1e-12) + 1e-15) << what;
+          // Zero clearance exactly when CLEAR finds a contact.
+          EXPECT_EQ(r.upper_bound == 0.0, !state.free) << what << " upper " << r.upper_bound;
+          ASSERT_GE(r.nearest.pair.link, 0) << what;
+          const double pad = scene->LinkPadding(r.nearest.pair.link) +
+                             (r.nearest.pair.self ? scene->LinkPadding(r.nearest.pair.other_link) : 0.0);
+          if (r.upper_bound > 0.0) {
+            EXPECT_NEAR((r.nearest.p_W_robot - r.nearest.p_W_other).norm() - pad, r.upper_bound, 1e-9) << what;
+          }
+        }
+        SceneDistanceRequest budget;
+        budget.abs_err = 0.01;
+        SceneDistanceResult r;
+        ASSERT_TRUE(scene->ComputeDistance(q, budget, &cache, &r).ok());
+        ExpectBrackets(r, truth.clearance, "abs budget");
+        EXPECT_TRUE(r.upper_bound - r.lower_bound <= 0.01 + 1e-12 ||
+                    r.upper_bound <= r.lower_bound * (1 + 1e-12));
+
+        SceneDistanceRequest all;
+        all.per_pair = true;
+        ASSERT_TRUE(scene->ComputeDistance(q, all, &cache, &r).ok());
+        EXPECT_EQ(static_cast<int>(r.pairs.size()), truth.pairs);
+        double smallest = std::numeric_limits<double>::infinity();
+        for (const PairDistance& p : r.pairs) {
+          EXPECT_LE(p.lower, p.upper * (1 + 1e-12));
+          smallest = std::min(smallest, p.upper);
+        }
+        EXPECT_NEAR(smallest, truth.clearance, 1e-9 * (1 + truth.clearance));
+
+        if (truth.clearance > 0.0 && std::isfinite(truth.clearance)) {
+          SceneDistanceRequest capped;
+          capped.max_distance = 0.5 * truth.clearance;
+          ASSERT_TRUE(scene->ComputeDistance(q, capped, &cache, &r).ok());
+          EXPECT_TRUE(r.beyond_max_distance);
+          EXPECT_GE(r.lower_bound, capped.max_distance);
+          ExpectBrackets(r, truth.clearance, "capped");
+        }
+        SceneDistanceRequest world_only;
+        world_only.self = false;
+        ASSERT_TRUE(scene->ComputeDistance(q, world_only, &cache, &r).ok());
+        ExpectBrackets(r, Oracle(d, q, true, false).clearance, "world only");
+      }
+      EXPECT_GT(colliding, 0) << "no colliding state sampled: the zero-clearance branch went untested";
+    }
+  }
+}
+
+TEST(SceneDistance, BadRequestsAreRejected) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  SceneDescription d;
+  d.robot = LoadRobot(robots.front());
+  const auto scene = Scene::Build(d).value();
+  SceneCache cache;
+  SceneDistanceResult r;
+  auto q = d.robot->DefaultConfiguration();
+  SceneDistanceRequest bad;
+  bad.rel_err = -1;
+  EXPECT_FALSE(scene->ComputeDistance(q, bad, &cache, &r).ok());
+  q.push_back(0.0);
+  EXPECT_FALSE(scene->ComputeDistance(q, {}, &cache, &r).ok());
+}
+
+TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(23);
+    SceneDescription d;
+    d.robot = LoadRobot(rc);
+    d.objects = RandomWorld(rng, 0.8, 10);
+    d = PaddedVariant(d);
+    const auto scene = Scene::Build(d).value();
+    const auto bare = Scene::Build([&] {
+                        SceneDescription b = d;
+                        b.default_padding = 0;
+                        b.padding.clear();
+                        return b;
+                      }())
+                          .value();
+    SceneCache cache;
+    int only_padded = 0;
+    for (int c = 0; c < testing::Cases(150); ++c) {
+      const auto q = RandomState(rng, *d.robot);
+      StateResult padded, unpadded;
+      ASSERT_TRUE(scene->CheckState(q, &cache, &padded).ok());
+      ASSERT_TRUE(bare->CheckState(q, &cache, &unpadded).ok());
+      const OracleAnswer truth = Oracle(d, q);
+      EXPECT_EQ(padded.free, truth.clearance > 0.0) << "case " << c << " clearance " << truth.clearance;
+      if (!unpadded.free) EXPECT_FALSE(padded.free);
+      only_padded += unpadded.free && !padded.free;
+    }
+    EXPECT_GT(only_padded, 0) << "padding never changed an answer: the test cannot tell padding from none";
+    for (int e = 0; e < testing::Cases(25); ++e) {
+      const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      MotionResult m;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
+      if (dense >= 0.0) EXPECT_FALSE(m.free) << "edge " << e << ": padded dense check collides at " << dense;
+      if (!m.free && !m.undecided) EXPECT_LE(m.t_free, m.t_collide);
+    }
+  }
+}
+
+TEST(ScenePadding, BadPaddingIsRejected) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  SceneDescription d;
+  d.robot = LoadRobot(robots.front());
+  d.default_padding = -0.1;
+  EXPECT_FALSE(Scene::Build(d).ok());
+  d.default_padding = std::nan("");
+  EXPECT_FALSE(Scene::Build(d).ok());
+  d.default_padding = 0;
+  d.padding = {{"no_such_link", 0.1}};
+  auto r = Scene::Build(d);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no_such_link"), std::string::npos) << r.error().message;
+}
+
+// A 30 cm bar carried by the last link: checked against the world and the other links, never
+// against its carrier, and certified along motions (its motion bound comes from its own reach).
+SceneDescription WithTool(SceneDescription d) {
+  const RobotModel& robot = *d.robot;
+  const std::string tip = robot.link(robot.num_links() - 1).name;
+  AttachedObject tool;
+  tool.id = "tool";
+  tool.link = tip;
+  AttachedPart bar;
+  bar.geometry.shape = Box{Vec3(0.02, 0.02, 0.15)};
+  bar.X_LG.p = Vec3(0.0, 0.0, 0.2);
+  tool.parts.push_back(bar);
+  d.attached.push_back(tool);
+  return d;
+}
+
+TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(29);
+    SceneDescription d;
+    d.robot = LoadRobot(rc);
+    d.objects = RandomWorld(rng, 0.8, 10);
+    d = WithTool(d);
+    const auto scene = Scene::Build(d).value();
+    ASSERT_EQ(scene->attached().size(), 1u);
+    SceneCache cache;
+    int tool_contacts = 0;
+    for (int c = 0; c < testing::Cases(150); ++c) {
+      const auto q = RandomState(rng, *d.robot);
+      StateResult r;
+      ASSERT_TRUE(scene->CheckState(q, &cache, &r).ok());
+      const OracleAnswer truth = Oracle(d, q);
+      EXPECT_EQ(r.free, truth.clearance > 0.0) << "case " << c << " clearance " << truth.clearance;
+      if (!r.free && (r.contact.attached >= 0 || r.contact.other_attached >= 0)) {
+        ++tool_contacts;
+        EXPECT_NE(r.contact.Describe(*scene).find("tool"), std::string::npos);
+      }
+    }
+    EXPECT_GT(tool_contacts, 0) << "the tool never touched anything: the test cannot see it";
+    for (int e = 0; e < testing::Cases(25); ++e) {
+      const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      MotionResult m;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
+      if (dense >= 0.0) EXPECT_FALSE(m.free) << "edge " << e << ": dense check collides at " << dense;
+    }
+  }
+}
+
+TEST(SceneAttached, BadAttachmentsAreRejectedByName) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  SceneDescription base;
+  base.robot = LoadRobot(robots.front());
+  base = WithTool(base);
+  auto expect_error = [](const SceneDescription& d, const std::string& needle) {
+    auto r = Scene::Build(d);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
+  };
+  SceneDescription d = base;
+  d.attached[0].link = "no_such_link";
+  expect_error(d, "no_such_link");
+  d = base;
+  d.attached[0].touch_links = {"nowhere"};
+  expect_error(d, "nowhere");
+  d = base;
+  d.attached.push_back(d.attached[0]);
+  expect_error(d, "tool");
+  d = base;
+  d.attached[0].id = base.robot->link(0).name;
+  expect_error(d, base.robot->link(0).name);
+  d = base;
+  d.attached[0].parts[0].X_LG.p.x() = std::nan("");
+  expect_error(d, "tool");
+  d = base;
+  d.allowed_pairs = {{"tool", "ghost"}};
+  expect_error(d, "ghost");
+}
+
+TEST(SceneUpdate, MakesANewVersionAndLeavesTheOldSceneAlone) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  std::mt19937_64 rng(31);
+  SceneDescription d;
+  d.robot = LoadRobot(robots.front());
+  d.objects = RandomWorld(rng, 0.8, 8);
+  d.allowed_pairs = {{d.robot->link(1).name, "obj0"}};
+  const auto v0 = Scene::Build(d).value();
+  // Move obj1 by 10 cm, remove obj0, add a box.
+  WorldUpdate u;
+  WorldObject moved = d.objects[1];
+  for (ObjectPart& p : moved.parts) p.X_WG.p.z() += 0.1;
+  u.replace.push_back(moved);
+  u.remove.push_back("obj0");
+  WorldObject added;
+  added.id = "crate";
+  ObjectPart crate;
+  crate.geometry.shape = Box{Vec3(0.1, 0.1, 0.1)};
+  crate.X_WG.p = Vec3(0.5, 0.0, 0.3);
+  added.parts.push_back(crate);
+  u.add.push_back(added);
+  const auto v1_result = v0->Update(u);
+  ASSERT_TRUE(v1_result.ok()) << v1_result.error().message;
+  const auto v1 = v1_result.value();
+  EXPECT_EQ(v0->version(), 0u);
+  EXPECT_EQ(v1->version(), 1u);
+  EXPECT_EQ(v0->objects().size(), d.objects.size());
+  EXPECT_TRUE(v1->Description().allowed_pairs.empty()) << "the pair naming the removed object stays";
+  // The reference for v1: the same world built from scratch.
+  SceneDescription expected = d;
+  expected.objects.erase(expected.objects.begin());
+  expected.objects[0] = moved;
+  expected.objects.push_back(added);
+  expected.allowed_pairs.clear();
+  const auto fresh = Scene::Build(expected).value();
+  SceneCache cache;
+  int differ = 0;
+  for (int c = 0; c < testing::Cases(300); ++c) {
+    const auto q = RandomState(rng, *d.robot);
+    StateResult a, b, old_now, old_before;
+    ASSERT_TRUE(v1->CheckState(q, &cache, &a).ok());
+    ASSERT_TRUE(fresh->CheckState(q, &cache, &b).ok());
+    EXPECT_EQ(a.free, b.free) << "case " << c;
+    ASSERT_TRUE(v0->CheckState(q, &cache, &old_now).ok());
+    ASSERT_TRUE(Scene::Build(d).value()->CheckState(q, &cache, &old_before).ok());
+    EXPECT_EQ(old_now.free, old_before.free) << "case " << c;
+    differ += a.free != old_now.free;
+  }
+  EXPECT_GT(differ, 0) << "the update changed no answer: the test cannot tell the versions apart";
+
+  WorldUpdate bad;
+  bad.remove.push_back("ghost");
+  auto r = v1->Update(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("ghost"), std::string::npos);
+  bad = {};
+  bad.add.push_back(added);
+  EXPECT_FALSE(v1->Update(bad).ok()) << "adding an existing id";
+  bad = {};
+  WorldObject ghost = added;
+  ghost.id = "ghost";
+  bad.replace.push_back(ghost);
+  EXPECT_FALSE(v1->Update(bad).ok()) << "moving a missing id";
+  EXPECT_EQ(v1->objects().size(), expected.objects.size());
+}
+
+TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(37);
+    SceneDescription d;
+    d.robot = LoadRobot(rc);
+    d.objects = RandomWorld(rng, 0.8, 10);
+    const auto scene = Scene::Build(d).value();
+    const size_t dof = static_cast<size_t>(scene->dof());
+    SceneCache cache;
+    int invalid = 0;
+    for (int p = 0; p < testing::Cases(30); ++p) {
+      std::vector<double> waypoints;
+      auto [a, b] = RandomEdge(rng, *scene, &cache);
+      waypoints.insert(waypoints.end(), a.begin(), a.end());
+      waypoints.insert(waypoints.end(), b.begin(), b.end());
+      for (int w = 0; w < 3; ++w) {
+        std::vector<double> q(waypoints.end() - static_cast<std::ptrdiff_t>(dof), waypoints.end());
+        for (size_t j = 0; j < dof; ++j) q[j] += std::normal_distribution<double>(0.0, 0.2)(rng);
+        for (size_t j = 0; j < dof; ++j) {
+          q[j] = std::clamp(q[j], std::max(-M_PI, d.robot->lower_limits()[j]), std::min(M_PI, d.robot->upper_limits()[j]));
+        }
+        waypoints.insert(waypoints.end(), q.begin(), q.end());
+      }
+      PathResult r;
+      ASSERT_TRUE(scene->CheckPath(waypoints, {}, &cache, &r).ok());
+      int expected = -1;
+      for (size_t s = 0; s + 1 < waypoints.size() / dof; ++s) {
+        MotionResult m;
+        std::span<const double> all(waypoints);
+        ASSERT_TRUE(scene->CheckMotion(all.subspan(s * dof, dof), all.subspan((s + 1) * dof, dof), {}, &cache, &m).ok());
+        if (!m.free) {
+          expected = static_cast<int>(s);
+          EXPECT_EQ(r.motion.t_collide, m.t_collide);
+          break;
+        }
+      }
+      EXPECT_EQ(r.segment, expected) << "path " << p;
+      EXPECT_EQ(r.free, expected < 0);
+      invalid += expected >= 0;
+    }
+    EXPECT_GT(invalid, 0);
+    PathResult r;
+    std::vector<double> ragged(dof + 1, 0.0);
+    const Status s = scene->CheckPath(ragged, {}, &cache, &r);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("waypoint"), std::string::npos) << s.error().message;
+    std::vector<double> nan_path(2 * dof, 0.0);
+    nan_path[dof + 1] = std::nan("");
+    const Status n = scene->CheckPath(nan_path, {}, &cache, &r);
+    ASSERT_FALSE(n.ok());
+    EXPECT_NE(n.error().message.find("waypoint 1"), std::string::npos) << n.error().message;
+  }
+}
+
+// The bisection reference for time of first contact: the clearance along the motion sampled every
+// 1/steps, and the first sampled crossing of `level` refined by bisection to 1e-9. -1 when no sample
+// falls to the level.
+template <typename ClearanceFn>
+double FirstCrossing(ClearanceFn&& clearance, double level, int steps) {
+  double prev = 0.0;
+  for (int k = 0; k <= steps; ++k) {
+    const double t = static_cast<double>(k) / steps;
+    if (clearance(t) <= level) {
+      if (k == 0) return 0.0;
+      double lo = prev, hi = t;
+      while (hi - lo > 1e-9) {
+        const double mid = 0.5 * (lo + hi);
+        (clearance(mid) <= level ? hi : lo) = mid;
+      }
+      return hi;
+    }
+    prev = t;
+  }
+  return -1.0;
+}
+
+template <typename ClearanceFn>
+void ExpectWithinBisectionReference(const ContinuousResult& r, double tol, ClearanceFn&& clearance, int steps,
+                                    const std::string& what) {
+  // Never past the first time the clearance falls below tol / 2; at t_contact, within tol.
+  const double half = FirstCrossing(clearance, 0.5 * tol * (1 - 1e-9), steps);
+  if (half >= 0.0) {
+    EXPECT_TRUE(r.contact) << what << ": the reference falls below tol/2 at " << half;
+    EXPECT_LE(r.t_contact, half + 1e-9) << what;
+  }
+  if (r.contact) {
+    EXPECT_LE(clearance(r.t_contact), tol * (1 + 1e-9)) << what;
+    const double at_tol = FirstCrossing(clearance, tol * (1 + 1e-9), steps);
+    if (at_tol >= 0.0) EXPECT_GE(r.t_contact, at_tol - 1.0 / steps) << what;
+    // The certified prefix: no sample before t_contact comes closer than tol / 2.
+    for (int k = 0; k < steps && static_cast<double>(k) / steps < r.t_contact; ++k) {
+      EXPECT_GE(clearance(static_cast<double>(k) / steps), 0.5 * tol * (1 - 1e-9)) << what << " sample " << k;
+    }
+  }
+}
+
+TEST(SceneContinuous, RobotTimeOfFirstContactAgreesWithABisectionReference) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(41);
+    SceneDescription d;
+    d.robot = LoadRobot(rc);
+    d.objects = RandomWorld(rng, 0.8, 10);
+    const auto scene = Scene::Build(d).value();
+    SceneCache cache;
+    int contacts = 0;
+    for (int e = 0; e < testing::Cases(12); ++e) {
+      const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      for (double tol : {1e-3, 1e-5}) {
+        ContinuousRequest req;
+        req.tolerance = tol;
+        ContinuousResult r;
+        ASSERT_TRUE(scene->TimeOfFirstContact(q0, q1, req, &cache, &r).ok());
+        ASSERT_FALSE(r.undecided) << "edge " << e;
+        contacts += r.contact;
+        SceneCache probe;
+        auto clearance = [&](double t) {
+          SceneDistanceResult dr;
+          EXPECT_TRUE(scene->ComputeDistance(Along(q0, q1, t), {}, &probe, &dr).ok());
+          return dr.upper_bound;
+        };
+        ExpectWithinBisectionReference(r, tol, clearance, 200, "edge " + std::to_string(e));
+        // Agreement with certified LINK: contact exactly when the segment collides, up to grazes
+        // within the tolerance.
+        MotionResult m;
+        ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+        if (!m.free) {
+          EXPECT_TRUE(r.contact);
+          EXPECT_LE(r.t_contact, m.t_collide + 1e-12);
+        }
+        if (r.contact && r.penetrating) EXPECT_FALSE(m.free);
+      }
+    }
+    EXPECT_GT(contacts, 0);
+  }
+}
+
+TEST(SceneContinuous, FreeBodyMatchesTheAnalyticGapAndABisectionReference) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  SceneDescription d;
+  d.robot = LoadRobot(robots.front());
+  WorldObject wall;
+  wall.id = "wall";
+  ObjectPart slab;
+  slab.geometry.shape = Box{Vec3(0.05, 1.0, 1.0)};
+  slab.X_WG.p = Vec3(2.0, 0.0, 0.0);  // face at x = 1.95
+  wall.parts.push_back(slab);
+  d.objects.push_back(wall);
+  const auto scene = Scene::Build(d).value();
+  // A 10 cm ball from x = 0 to x = 3: first contact when its centre reaches 1.85.
+  Geometry ball;
+  ball.shape = Sphere{Vec3::Zero(), 0.1};
+  RigidTransform X0, X1;
+  X1.p = Vec3(3.0, 0.0, 0.0);
+  ContinuousRequest req;
+  req.tolerance = 1e-6;
+  ContinuousResult r;
+  ASSERT_TRUE(scene->TimeOfFirstContact(ball, X0, X1, req, &r).ok());
+  ASSERT_TRUE(r.contact);
+  const double t_touch = 1.85 / 3.0, t_tol = (1.85 - 1e-6) / 3.0, t_half = (1.85 - 0.5e-6) / 3.0;
+  EXPECT_GE(r.t_contact, t_tol - 1e-12);
+  EXPECT_LE(r.t_contact, t_half + 1e-12);
+  EXPECT_LT(r.t_contact, t_touch);
+  EXPECT_EQ(scene->objects()[r.nearest.pair.object].id, "wall");
+  EXPECT_NEAR(r.nearest.p_W_other.x(), 1.95, 1e-9);
+
+  // Tumbling boxes through a random world, against the bisection reference.
+  std::mt19937_64 rng(43);
+  d.objects = RandomWorld(rng, 0.8, 12);
+  const auto world = Scene::Build(d).value();
+  Geometry brick;
+  brick.shape = Box{Vec3(0.1, 0.03, 0.02)};
+  int contacts = 0;
+  for (int c = 0; c < testing::Cases(20); ++c) {
+    const RigidTransform A = testing::RandomPose(rng, Vec3(-1, -1, 0), Vec3(1, 1, 1));
+    const RigidTransform B = testing::RandomPose(rng, Vec3(-1, -1, 0), Vec3(1, 1, 1));
+    ContinuousRequest q;
+    q.tolerance = 1e-4;
+    ContinuousResult res;
+    ASSERT_TRUE(world->TimeOfFirstContact(brick, A, B, q, &res).ok());
+    ASSERT_FALSE(res.undecided);
+    contacts += res.contact;
+    const Eigen::Quaterniond ra(A.R), rb(B.R);
+    auto clearance = [&](double t) {
+      const RigidTransform X(ra.slerp(t, rb).toRotationMatrix(), A.p + t * (B.p - A.p));
+      double best = std::numeric_limits<double>::infinity();
+      for (const WorldObject& o : d.objects)
+        for (const ObjectPart& p : o.parts) best = std::min(best, ExactDistance(brick, X, p.geometry, p.X_WG));
+      return best;
+    };
+    ExpectWithinBisectionReference(res, q.tolerance, clearance, 400, "flight " + std::to_string(c));
+  }
+  EXPECT_GT(contacts, 0);
+
+  ContinuousResult bad;
+  ContinuousRequest zero;
+  zero.tolerance = 0.0;
+  EXPECT_FALSE(scene->TimeOfFirstContact(ball, X0, X1, zero, &bad).ok());
+  RigidTransform nan_pose;
+  nan_pose.p.x() = std::nan("");
+  EXPECT_FALSE(scene->TimeOfFirstContact(ball, X0, nan_pose, req, &bad).ok());
+}
+
+}  // namespace
+}  // namespace proximity::core
