@@ -334,6 +334,71 @@ TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
   }
 }
 
+// The attached object reaches farther from the joint axes than its link: certified LINK must bound
+// its motion by its own reach. A 45 cm bar sticks out sideways from the last link; a small ball sits
+// where the bar's tip passes halfway through a swing of the last joint that turns that link, where
+// the motion bound is tight and the link itself stays far from the ball.
+TEST(SceneAttached, CertifiedLinkCatchesTheToolTipSweepingThroughABall) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    SceneDescription d;
+    d.robot = LoadRobot(rc);
+    const RobotModel& robot = *d.robot;
+    const int32_t tip = robot.num_links() - 1;
+    AttachedObject tool;
+    tool.id = "tool";
+    tool.link = robot.link(tip).name;
+    AttachedPart bar;
+    bar.geometry.shape = Box{Vec3(0.2, 0.01, 0.01)};
+    bar.X_LG.p = Vec3(0.25, 0.0, 0.0);
+    tool.parts.push_back(bar);
+    d.attached.push_back(tool);
+    const auto empty = Scene::Build(d).value();
+    SceneCache cache;
+    // The last entry of q that turns the tool's link.
+    auto q = robot.DefaultConfiguration();
+    std::vector<RigidTransform> X0, X1;
+    ASSERT_TRUE(robot.ForwardKinematics(q, &X0).ok());
+    int joint = -1;
+    for (int j = robot.num_positions() - 1; j >= 0 && joint < 0; --j) {
+      auto moved = q;
+      moved[j] += 0.3;
+      ASSERT_TRUE(robot.ForwardKinematics(moved, &X1).ok());
+      if (!X1[tip].R.isApprox(X0[tip].R, 1e-6)) joint = j;
+    }
+    ASSERT_GE(joint, 0);
+    std::mt19937_64 rng(47);
+    int checked = 0;
+    for (int attempt = 0; attempt < 400 && checked < 5; ++attempt) {
+      auto [q0, unused] = RandomEdge(rng, *empty, &cache);
+      auto q1 = q0;
+      const double lo = std::max(-M_PI, robot.lower_limits()[joint]), hi = std::min(M_PI, robot.upper_limits()[joint]);
+      q1[joint] = q0[joint] + 1.5 <= hi ? q0[joint] + 1.5 : q0[joint] - 1.5;
+      if (q1[joint] < lo) continue;
+      MotionResult m;
+      ASSERT_TRUE(empty->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      if (!m.free) continue;
+      StateResult r;
+      ASSERT_TRUE(empty->CheckState(Along(q0, q1, 0.5), &cache, &r).ok());
+      SceneDescription with_ball = d;
+      ObjectPart ball;
+      ball.geometry.shape = Sphere{Vec3::Zero(), 0.005};
+      ball.X_WG.p = cache.X_WL[tip] * Vec3(0.445, 0.0, 0.0);
+      with_ball.objects.push_back({"ball", {ball}});
+      const auto scene = Scene::Build(with_ball).value();
+      ASSERT_TRUE(scene->CheckState(Along(q0, q1, 0.5), &cache, &r).ok());
+      ASSERT_FALSE(r.free);
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      EXPECT_FALSE(m.free) << "attempt " << attempt << ": the tool tip sweeps through the ball at t = 0.5";
+      if (!m.free) EXPECT_NE(m.contact.Describe(*scene).find("tool"), std::string::npos) << m.contact.Describe(*scene);
+      ++checked;
+    }
+    EXPECT_EQ(checked, 5);
+  }
+}
+
 TEST(SceneAttached, BadAttachmentsAreRejectedByName) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
