@@ -44,7 +44,9 @@ using core::MbmProblem;
 using core::MotionRequest;
 using core::RigidTransform;
 using core::RobotModel;
+using core::ContinuousRequest;
 using core::Scene;
+using core::SceneDistanceRequest;
 using core::SceneCache;
 using core::StateResult;
 using peers::FclMesh;
@@ -87,27 +89,46 @@ struct FclCallbackData {
   bool done = false;
 };
 
+// Whether the scene checks the pair of FCL objects: never two world objects, never allowed pairs.
+bool FclPairChecked(const Scene& scene, fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2) {
+  const auto* a = static_cast<const FclTag*>(o1->getUserData());
+  const auto* b = static_cast<const FclTag*>(o2->getUserData());
+  if (a->robot && b->robot) return a->index != b->index && !scene.AllowedLinkLink(a->index, b->index);
+  if (a->robot == b->robot) return false;
+  const FclTag* link = a->robot ? a : b;
+  const FclTag* object = a->robot ? b : a;
+  return !scene.AllowedLinkObject(link->index, object->index);
+}
+
 // MoveIt's collision callback, reduced to what CLEAR needs: skip allowed pairs, run FCL's narrow phase,
 // stop at the first contact.
 bool FclCallback(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, void* cdata) {
   auto* data = static_cast<FclCallbackData*>(cdata);
   if (data->done) return true;
-  const auto* a = static_cast<const FclTag*>(o1->getUserData());
-  const auto* b = static_cast<const FclTag*>(o2->getUserData());
-  if (a->robot && b->robot) {
-    if (a->index == b->index || data->scene->AllowedLinkLink(a->index, b->index)) return false;
-  } else if (a->robot != b->robot) {
-    const FclTag* link = a->robot ? a : b;
-    const FclTag* object = a->robot ? b : a;
-    if (data->scene->AllowedLinkObject(link->index, object->index)) return false;
-  } else {
-    return false;  // Two world objects are never checked.
-  }
+  if (!FclPairChecked(*data->scene, o1, o2)) return false;
   fcl::CollisionRequestd request;
   fcl::CollisionResultd result;
   fcl::collide(o1, o2, request, result);
   data->done = result.isCollision();
   return data->done;
+}
+
+// MoveIt's distance callback, reduced likewise: the smallest distance over the checked pairs (0 once
+// a pair touches). The broad phase prunes pairs whose boxes are farther than the best so far.
+struct FclDistanceData {
+  const Scene* scene = nullptr;
+  double min = std::numeric_limits<double>::infinity();
+};
+
+bool FclDistanceCallback(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, void* cdata, double& dist) {
+  auto* data = static_cast<FclDistanceData*>(cdata);
+  if (!FclPairChecked(*data->scene, o1, o2)) return false;
+  fcl::DistanceRequestd request;
+  fcl::DistanceResultd result;
+  fcl::distance(o1, o2, request, result);
+  data->min = std::min(data->min, std::max(0.0, result.min_distance));
+  dist = data->min;
+  return data->min <= 0.0;
 }
 
 std::shared_ptr<fcl::CollisionGeometryd> FclLinkGeometry(const LinkGeometry& g) {
@@ -185,6 +206,20 @@ class FclRobot {
     self_manager_.update();
     self_manager_.collide(&data, &FclCallback);
     return !data.done;
+  }
+
+  // distance(q) for the pose last given to Pose(): links against the world manager, then links
+  // against links, as MoveIt's FCL distance does.
+  double Distance(const Scene& scene, const fcl::DynamicAABBTreeCollisionManagerd& world) {
+    FclDistanceData data;
+    data.scene = &scene;
+    for (Part& p : parts_) {
+      world.distance(p.object.get(), &data, &FclDistanceCallback);
+      if (data.min <= 0.0) return 0.0;
+    }
+    self_manager_.update();
+    self_manager_.distance(&data, &FclDistanceCallback);
+    return data.min;
   }
 
   // Every pair FCL finds in contact, without a broad phase, named (for disagreement reports).
@@ -554,6 +589,53 @@ int RunRobot(const SuiteOptions& options) {
               << ") " << Median(Select(ours.times_us, self_hit)) << " / " << Median(Select(peer.times_us, self_hit))
               << "\n";
   }
+  // Case 2b: distance(q) on the start and goal states (free states, as a planner or a controller asks
+  // about), exact and with a 20% budget, beside FCL's exact per-link distance. FCL's answer must lie
+  // in our certified interval (up to FCL's GJK tolerance on primitives).
+  {
+    const int n = static_cast<int>(start_goal.size());
+    const int reps = options.quick ? 1 : 2;
+    std::vector<double> fcl_distance(n);
+    const auto peer_times = TimePerItem(n, reps, [&](int i) {
+      const StateItem& s = start_goal[i];
+      const Scene& scene = *scenes[s.problem];
+      (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
+      fcl_robot.Pose(X_WL);
+      fcl_distance[i] = fcl_robot.Distance(scene, *worlds[s.problem].manager);
+    });
+    for (double rel : {0.0, 0.2}) {
+      std::vector<core::SceneDistanceResult> results(n);
+      SceneDistanceRequest request;
+      request.rel_err = rel;
+      const auto times = TimePerItem(n, reps, [&](int i) {
+        const StateItem& s = start_goal[i];
+        if (!scenes[s.problem]->ComputeDistance(s.q, request, &cache, &results[i]).ok()) ++failures;
+      });
+      Work work;
+      int64_t outside = 0, pairs = 0;
+      double width = 0.0;
+      for (int i = 0; i < n; ++i) {
+        work.Add(results[i].stats);
+        pairs += results[i].pairs_tested;
+        width = std::max(width, results[i].upper_bound / std::max(results[i].lower_bound, 1e-300) - 1.0);
+        const double tol = 1e-6 + 1e-6 * fcl_distance[i];
+        if (fcl_distance[i] < results[i].lower_bound - tol || fcl_distance[i] > results[i].upper_bound + tol) {
+          ++outside;
+          if (outside <= 5) {
+            std::cerr << "DISAGREE distance " << problems[start_goal[i].problem].name << " state " << i << ": ours ["
+                      << results[i].lower_bound << ", " << results[i].upper_bound << "], FCL " << fcl_distance[i]
+                      << "\n";
+          }
+        }
+      }
+      JsonLine line = CaseLine(kSuite, rel == 0.0 ? "distance_exact" : "distance_rel_0.2", times, work, kPeer,
+                               peer_times);
+      line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("max_relative_width", width);
+      line.Add("pairs_tested_mean", static_cast<double>(pairs) / std::max(1, n));
+      line.Print();
+    }
+  }
+
   // Case 3: LINK on planner-like random edges and every start -> goal edge.
   {
     const int32_t dof = robot->num_positions();
@@ -792,6 +874,33 @@ int RunRobot(const SuiteOptions& options) {
       common(line, discrete);
       line.Add("discrete_agree", discrete_agree);
       line.Add("ours_states", mean_of(discrete.states));
+      line.Print();
+    }
+    // Continuous: time of first contact on the same edges (tolerance 0.1 mm). Contact exactly where
+    // the certified LINK collides, up to grazes within the tolerance; t* never after its t_collide.
+    {
+      ContinuousRequest request;
+      request.tolerance = 1e-4;
+      std::vector<core::ContinuousResult> results(n);
+      const auto times = TimePerItem(n, 1, [&](int i) {
+        const EdgeItem& e = edges[i];
+        if (!scenes[e.problem]->TimeOfFirstContact(e.q0, e.q1, request, &cache, &results[i]).ok()) ++failures;
+      });
+      Work work;
+      int64_t contacts = 0, certified_colliding_no_contact = 0, undecided_ccd = 0;
+      std::vector<int64_t> iterations(n);
+      for (int i = 0; i < n; ++i) {
+        const core::ContinuousResult& r = results[i];
+        work.Add(r.stats);
+        contacts += r.contact;
+        undecided_ccd += r.undecided;
+        iterations[i] = r.iterations;
+        certified_colliding_no_contact += !certified.free[i] && !certified.undecided[i] && !r.contact;
+      }
+      JsonLine line = CaseLine(kSuite, "ccd_edge", times, work, kPeerLink, peer.times_us);
+      line.Add("tolerance", request.tolerance).Add("contacts", contacts).Add("colliding_dense", colliding);
+      line.Add("certified_colliding_without_contact", certified_colliding_no_contact);
+      line.Add("undecided", undecided_ccd).Add("iterations_mean", mean_of(iterations));
       line.Print();
     }
   }
