@@ -1,5 +1,7 @@
 #include "proximity/core/mesh_query.h"
 
+#include "query_internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -334,10 +336,15 @@ Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& 
   if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
   if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
   if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
+  internal::CollideTrusted(a, X_WA, b, X_WB, request, result);
+  return {};
+}
+
+void internal::CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                              const RigidTransform& X_WB, const CollisionRequest& request, CollisionResult* result) {
   CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
   walk.Run(request, result);
   result->stats = walk.stats;
-  return {};
 }
 
 Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "proximity/core/mesh_query.h"
+#include "query_internal.h"
 
 namespace proximity::core {
 namespace {
@@ -286,9 +287,20 @@ void Scene::BuildBroadPhase() {
 bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                          double padding, QueryStats* stats) {
   if (padding <= 0.0) {
-    bool hit = false;
-    (void)CollideGeometry(a, X_a, b, X_b, &hit, stats);
-    return hit;
+    // Poses and shapes of a built scene are valid: the unvalidated entry points.
+    CollisionResult r;
+    if (a.is_mesh() && b.is_mesh()) {
+      internal::CollideTrusted(*a.mesh, X_a, *b.mesh, X_b, {}, &r);
+    } else if (a.is_mesh()) {
+      internal::CollideMeshShapeTrusted(*a.mesh, X_a, b.shape, X_b, {}, &r);
+    } else if (b.is_mesh()) {
+      internal::CollideMeshShapeTrusted(*b.mesh, X_b, a.shape, X_a, {}, &r);
+    } else {
+      r.colliding = internal::ShapesIntersectTrusted(a.shape, X_a, b.shape, X_b);
+      r.stats.triangle_tests = 1;
+    }
+    if (stats != nullptr) *stats += r.stats;
+    return r.colliding;
   }
   // Padded: an exact distance walk that stops as soon as it proves the distance is at least the
   // padding, or finds points closer than it. Its interval is exact to 1e-12 relative otherwise.

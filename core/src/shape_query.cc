@@ -1,5 +1,7 @@
 #include "proximity/core/shape_query.h"
 
+#include "query_internal.h"
+
 #include "bound_heap.h"
 
 #include <algorithm>
@@ -377,13 +379,26 @@ Status CollideMeshShape(const MeshModel& mesh, const RigidTransform& X_WM, const
   if (Status s = ValidatePose(X_WS, "X_WS"); !s.ok()) return s;
   if (Status s = ValidateShape(shape); !s.ok()) return s;
   if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
+  internal::CollideMeshShapeTrusted(mesh, X_WM, shape, X_WS, request, result);
+  return {};
+}
+
+void internal::CollideMeshShapeTrusted(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
+                                       const RigidTransform& X_WS, const CollisionRequest& request,
+                                       CollisionResult* result) {
   const RigidTransform X_MS = RelativeTransform(X_WM, X_WS);
   VisitShape(shape, [&](const auto& s) {
     MeshShapeWalk walk(mesh, s, X_MS);
     walk.Collide(request, result);
     result->stats = walk.stats;
   });
-  return {};
+}
+
+bool internal::ShapesIntersectTrusted(const Shape& a, const RigidTransform& X_WA, const Shape& b,
+                                      const RigidTransform& X_WB) {
+  return VisitShape(a, [&](const auto& sa) {
+    return VisitShape(b, [&](const auto& sb) { return GjkIntersect(sa, X_WA, sb, X_WB).intersecting; });
+  });
 }
 
 Status ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
@@ -422,9 +437,7 @@ Status CollideShapes(const Shape& a, const RigidTransform& X_WA, const Shape& b,
   if (Status s = ValidateShape(a, "shape a"); !s.ok()) return s;
   if (Status s = ValidateShape(b, "shape b"); !s.ok()) return s;
   if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
-  const bool hit = VisitShape(a, [&](const auto& sa) {
-    return VisitShape(b, [&](const auto& sb) { return GjkIntersect(sa, X_WA, sb, X_WB).intersecting; });
-  });
+  const bool hit = internal::ShapesIntersectTrusted(a, X_WA, b, X_WB);
   result->stats.triangle_tests = 1;
   if (hit) {
     result->colliding = true;
