@@ -5,13 +5,19 @@ set -euo pipefail
 
 # zlib1g-dev: assimp's CMake config links libz.so, which libassimp-dev does not depend on.
 # python3 runs the CLI and benchmark checks (python3-yaml: an independent YAML cross-check); bzip2
-# extracts the MotionBenchMaker archive in tests.
+# extracts the MotionBenchMaker archive in tests. gRPC, Protobuf, spdlog, cpp-httplib: proximityd.
+# python3-grpcio and friends: the Python client, its tests and the main job (Debian's /usr/bin/python3).
+# OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   libcli11-dev
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
+  libspdlog-dev libfmt-dev libcpp-httplib-dev nlohmann-json3-dev libxxhash-dev
+  python3-grpcio python3-protobuf python3-numpy python3-tqdm python3-pytest python3-prometheus-client
   libfcl-dev libccd-dev
+  libompl-dev libboost-serialization-dev libboost-filesystem-dev libboost-system-dev libnanoflann-dev
   dart-doc
 )
 

@@ -1,0 +1,478 @@
+#include "server/convert.h"
+
+#include <bit>
+#include <cmath>
+#include <utility>
+
+#include "proximity/core/bvh.h"
+#include "proximity/core/convex.h"
+#include "proximity/core/mesh.h"
+#include "server/default_scene.h"
+#include "server/errors.h"
+
+namespace proximity::server {
+
+static_assert(std::endian::native == std::endian::little,
+              "positions_f64le is read with memcpy, which needs a little-endian host");
+
+using core::Error;
+using core::Result;
+using core::Status;
+using core::Vec3;
+
+namespace {
+
+std::string Str(std::string_view s) { return std::string(s); }
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A request-content error: what the request names is missing or malformed, so it is a bad argument
+// (NOT_FOUND is kept for unknown scene ids); limits and internal faults keep their codes.
+Error Invalid(std::string_view field, const Error& e) {
+  const bool keep = e.code == core::ErrorCode::kResourceExhausted || e.code == core::ErrorCode::kInternal;
+  return {keep ? e.code : core::ErrorCode::kInvalidArgument, Str(field) + ": " + e.message};
+}
+
+Status CheckFinite(double v, std::string_view field) {
+  if (!std::isfinite(v)) return core::InvalidArgument(Str(field) + " is not finite (" + Num(v) + ")");
+  return {};
+}
+
+Status CheckNonNegative(double v, std::string_view field) {
+  if (Status s = CheckFinite(v, field); !s.ok()) return s;
+  if (v < 0.0) return core::InvalidArgument(Str(field) + " must be >= 0, got " + Num(v));
+  return {};
+}
+
+Result<Vec3> ToVec3(const v1::Vector3& v, std::string_view field) {
+  const Vec3 out(v.x(), v.y(), v.z());
+  static constexpr const char* kAxes[3] = {".x", ".y", ".z"};
+  for (int i = 0; i < 3; ++i) {
+    if (Status s = CheckFinite(out[i], Str(field) + kAxes[i]); !s.ok()) return s.error();
+  }
+  return out;
+}
+
+Result<std::vector<Vec3>> ToPoints(const google::protobuf::RepeatedField<double>& xyz, std::string_view field) {
+  if (xyz.size() % 3 != 0) {
+    return core::InvalidArgument(Str(field) + ": " + std::to_string(xyz.size()) +
+                                 " values is not a multiple of 3 (x, y, z per point)");
+  }
+  std::vector<Vec3> points(static_cast<size_t>(xyz.size() / 3));
+  for (int i = 0; i < xyz.size(); ++i) {
+    if (!std::isfinite(xyz[i])) {
+      return core::InvalidArgument(Str(field) + "[" + std::to_string(i) + "] is not finite (" + Num(xyz[i]) + ")");
+    }
+    points[static_cast<size_t>(i / 3)][i % 3] = xyz[i];
+  }
+  return points;
+}
+
+Result<core::Geometry> BuildMesh(core::TriangleMesh mesh, std::string_view field) {
+  auto model = core::MeshModel::Build(std::move(mesh), {}, Str(field));
+  if (!model.ok()) return Invalid(field, model.error());
+  core::Geometry g;
+  g.mesh = std::move(model).value();
+  return g;
+}
+
+Result<core::Geometry> InlineMesh(const v1::Mesh& m, std::string_view field) {
+  auto vertices = ToPoints(m.vertices(), Str(field) + ".vertices");
+  if (!vertices.ok()) return vertices.error();
+  if (m.triangles_size() % 3 != 0) {
+    return core::InvalidArgument(Str(field) + ".triangles: " + std::to_string(m.triangles_size()) +
+                                 " indices is not a multiple of 3");
+  }
+  std::vector<std::array<int32_t, 3>> triangles(static_cast<size_t>(m.triangles_size() / 3));
+  const auto n = static_cast<uint32_t>(vertices.value().size());
+  for (int i = 0; i < m.triangles_size(); ++i) {
+    if (m.triangles(i) >= n) {
+      return core::InvalidArgument(Str(field) + ".triangles[" + std::to_string(i) + "] = " +
+                                   std::to_string(m.triangles(i)) + " is not a vertex index (there are " +
+                                   std::to_string(n) + " vertices)");
+    }
+    triangles[static_cast<size_t>(i / 3)][i % 3] = static_cast<int32_t>(m.triangles(i));
+  }
+  auto mesh = core::MakeTriangleMesh(std::move(vertices).value(), std::move(triangles));
+  if (!mesh.ok()) return Invalid(field, mesh.error());
+  return BuildMesh(std::move(mesh).value(), field);
+}
+
+Result<core::Geometry> MeshFile(const v1::MeshFile& m, std::string_view field, std::vector<std::string>* files) {
+  if (m.path().empty()) return core::InvalidArgument(Str(field) + ".path is empty");
+  core::MeshLoadOptions options;
+  if (m.has_scale()) {
+    auto scale = ToVec3(m.scale(), Str(field) + ".scale");
+    if (!scale.ok()) return scale.error();
+    if (!scale.value().isZero()) options.scale = scale.value();
+  }
+  auto mesh = core::LoadMesh(m.path(), options);
+  if (!mesh.ok()) return Invalid(field, mesh.error());
+  if (files != nullptr) files->push_back(m.path());
+  return BuildMesh(std::move(mesh).value(), field);
+}
+
+// A primitive with a radius and a full length along z (cylinder, capsule, cone).
+template <class T>
+Result<core::Geometry> RadiusLength(double radius, double length, std::string_view field) {
+  if (Status s = CheckNonNegative(radius, Str(field) + ".radius"); !s.ok()) return s.error();
+  if (Status s = CheckNonNegative(length, Str(field) + ".length"); !s.ok()) return s.error();
+  core::Geometry g;
+  g.shape = T{radius, 0.5 * length};
+  return g;
+}
+
+Result<core::Geometry> Primitive(const v1::Shape& shape, std::string_view field) {
+  core::Geometry g;
+  switch (shape.shape_case()) {
+    case v1::Shape::kBox: {
+      auto size = ToVec3(shape.box().size(), Str(field) + ".box.size");
+      if (!size.ok()) return size.error();
+      static constexpr const char* kAxes[3] = {".x", ".y", ".z"};
+      for (int i = 0; i < 3; ++i) {
+        if (Status s = CheckNonNegative(size.value()[i], Str(field) + ".box.size" + kAxes[i]); !s.ok()) {
+          return s.error();
+        }
+      }
+      g.shape = core::Box{0.5 * size.value()};
+      return g;
+    }
+    case v1::Shape::kSphere:
+      if (Status s = CheckNonNegative(shape.sphere().radius(), Str(field) + ".sphere.radius"); !s.ok()) {
+        return s.error();
+      }
+      g.shape = core::Sphere{Vec3::Zero(), shape.sphere().radius()};
+      return g;
+    case v1::Shape::kCylinder:
+      return RadiusLength<core::Cylinder>(shape.cylinder().radius(), shape.cylinder().length(),
+                                          Str(field) + ".cylinder");
+    case v1::Shape::kCapsule:
+      return RadiusLength<core::Capsule>(shape.capsule().radius(), shape.capsule().length(),
+                                         Str(field) + ".capsule");
+    case v1::Shape::kCone:
+      return RadiusLength<core::Cone>(shape.cone().radius(), shape.cone().length(), Str(field) + ".cone");
+    default:
+      return core::InvalidArgument(Str(field) + ": no shape given");
+  }
+}
+
+Result<std::vector<core::AttachedPart>> ToAttachedParts(const google::protobuf::RepeatedPtrField<v1::ObjectPart>& parts,
+                                                        std::string_view field, std::vector<std::string>* files) {
+  std::vector<core::AttachedPart> out;
+  for (int i = 0; i < parts.size(); ++i) {
+    const std::string where = Str(field) + "[" + std::to_string(i) + "]";
+    auto g = ToGeometry(parts[i].shape(), where + ".shape", files);
+    if (!g.ok()) return g.error();
+    auto X = ToRigidTransform(parts[i].pose(), where + ".pose");
+    if (!X.ok()) return X.error();
+    out.push_back({std::move(g).value(), X.value()});
+  }
+  return out;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Maps joint names (columns) to positions in q: every active joint exactly once. `seen` is scratch.
+// `field` names the list in messages ("state" + ".joint_names"); it is only built on an error, so the
+// unary path allocates nothing here.
+template <class Names>
+Status MapColumns(const core::RobotModel& robot, const Names& names, std::string_view owner, int32_t* out,
+                  std::vector<uint8_t>* seen) {
+  const auto field = [owner] { return Str(owner) + ".joint_names"; };
+  const int32_t dof = robot.num_positions();
+  seen->assign(static_cast<size_t>(dof), 0);
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+    const std::string& name = names[i];
+    auto index = robot.ActiveIndex(name);
+    if (!index.ok()) {
+      const bool unknown = index.error().code == core::ErrorCode::kNotFound;
+      return core::InvalidArgument(field() + "[" + std::to_string(i) + "]: " +
+                                   (unknown ? "unknown joint '" + name + "' (the scene's joints: " +
+                                                  JoinNames(robot.active_joint_names()) + ")"
+                                            : index.error().message));
+    }
+    if ((*seen)[static_cast<size_t>(index.value())]++) {
+      return core::InvalidArgument(field() + "[" + std::to_string(i) + "]: joint '" + name +
+                                   "' appears more than once");
+    }
+    out[i] = index.value();
+  }
+  for (int32_t j = 0; j < dof; ++j) {
+    if (!(*seen)[static_cast<size_t>(j)]) {
+      return core::InvalidArgument(field() + ": joint '" + robot.active_joint_names()[static_cast<size_t>(j)] +
+                                   "' is missing (name every joint exactly once, or none for the scene's order)");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<core::RigidTransform> ToRigidTransform(const v1::Pose& pose, std::string_view field) {
+  auto p = ToVec3(pose.position(), Str(field) + ".position");
+  if (!p.ok()) return p.error();
+  const v1::Quaternion& q = pose.orientation();
+  const double c[4] = {q.x(), q.y(), q.z(), q.w()};
+  static constexpr const char* kNames[4] = {".x", ".y", ".z", ".w"};
+  for (int i = 0; i < 4; ++i) {
+    if (Status s = CheckFinite(c[i], Str(field) + ".orientation" + kNames[i]); !s.ok()) return s.error();
+  }
+  if (c[0] == 0.0 && c[1] == 0.0 && c[2] == 0.0 && c[3] == 0.0) return core::RigidTransform(core::Mat3::Identity(), p.value());
+  const double norm = std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] + c[3] * c[3]);
+  if (std::abs(norm - 1.0) > kQuaternionTolerance) {
+    return core::InvalidArgument(Str(field) + ".orientation: quaternion norm " + Num(norm) +
+                                 " is not 1 (within 1e-6); all zeros means identity");
+  }
+  return PoseFromQuaternion(p.value(), Quaternion(q.w(), q.x(), q.y(), q.z()));
+}
+
+void ToWire(const Vec3& v, v1::Vector3* out) {
+  out->set_x(v.x());
+  out->set_y(v.y());
+  out->set_z(v.z());
+}
+
+void ToWire(const core::RigidTransform& X, v1::Pose* pose) {
+  ToWire(X.p, pose->mutable_position());
+  const Quaternion q(X.R);
+  auto* o = pose->mutable_orientation();
+  o->set_x(q.x());
+  o->set_y(q.y());
+  o->set_z(q.z());
+  o->set_w(q.w());
+}
+
+Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field, std::vector<std::string>* files) {
+  switch (shape.shape_case()) {
+    case v1::Shape::kConvexHull: {
+      auto points = ToPoints(shape.convex_hull().points(), Str(field) + ".convex_hull.points");
+      if (!points.ok()) return points.error();
+      auto hull = core::ConvexPolytope::Build(points.value(), Str(field) + ".convex_hull");
+      if (!hull.ok()) return Invalid(Str(field) + ".convex_hull", hull.error());
+      core::Geometry g;
+      g.shape = std::move(hull).value();
+      return g;
+    }
+    case v1::Shape::kMesh:
+      return InlineMesh(shape.mesh(), Str(field) + ".mesh");
+    case v1::Shape::kMeshFile:
+      return MeshFile(shape.mesh_file(), Str(field) + ".mesh_file", files);
+    default:
+      return Primitive(shape, field);
+  }
+}
+
+Status ToWorldObject(const v1::CollisionObject& object, std::string_view field, core::WorldObject* out,
+                     ObjectFrame* frame, std::vector<std::string>* files) {
+  if (object.id().empty()) return core::InvalidArgument(Str(field) + ".id is empty");
+  auto X_WO = ToRigidTransform(object.pose(), Str(field) + ".pose");
+  if (!X_WO.ok()) return X_WO.error();
+  out->id = object.id();
+  out->parts.clear();
+  frame->X_WO = X_WO.value();
+  frame->X_OP.clear();
+  for (int i = 0; i < object.parts_size(); ++i) {
+    const std::string where = Str(field) + ".parts[" + std::to_string(i) + "]";
+    auto g = ToGeometry(object.parts(i).shape(), where + ".shape", files);
+    if (!g.ok()) return g.error();
+    auto X_OP = ToRigidTransform(object.parts(i).pose(), where + ".pose");
+    if (!X_OP.ok()) return X_OP.error();
+    frame->X_OP.push_back(X_OP.value());
+    out->parts.push_back({std::move(g).value(), X_WO.value() * X_OP.value()});
+  }
+  return {};
+}
+
+Result<core::AttachedObject> ToAttachedObject(const v1::AttachedObject& object, std::string_view field,
+                                              std::vector<std::string>* files) {
+  if (object.id().empty()) return core::InvalidArgument(Str(field) + ".id is empty");
+  if (object.link().empty()) return core::InvalidArgument(Str(field) + ".link is empty");
+  core::AttachedObject out;
+  out.id = object.id();
+  out.link = object.link();
+  auto parts = ToAttachedParts(object.parts(), Str(field) + ".parts", files);
+  if (!parts.ok()) return parts.error();
+  out.parts = std::move(parts).value();
+  out.touch_links.assign(object.touch_links().begin(), object.touch_links().end());
+  return out;
+}
+
+Status ResolveState(const core::RobotModel& robot, const v1::JointPositions& state, std::string_view field,
+                    std::vector<double>* q) {
+  const int32_t dof = robot.num_positions();
+  if (!state.named_state().empty()) {
+    if (state.positions_size() != 0 || state.joint_names_size() != 0) {
+      return core::InvalidArgument(Str(field) + ": give named_state or positions, not both");
+    }
+    auto named = robot.NamedConfiguration(state.named_state());
+    if (!named.ok()) return Invalid(Str(field) + ".named_state", named.error());
+    *q = std::move(named).value();
+    return {};
+  }
+  q->resize(static_cast<size_t>(dof));
+  if (state.joint_names_size() == 0) {
+    if (state.positions_size() != dof) {
+      return core::InvalidArgument(Str(field) + ".positions: expected " + std::to_string(dof) +
+                                   " values (the scene's joints in order: " + JoinNames(robot.active_joint_names()) +
+                                   "), got " + std::to_string(state.positions_size()));
+    }
+    for (int32_t j = 0; j < dof; ++j) (*q)[static_cast<size_t>(j)] = state.positions(j);
+  } else {
+    if (state.joint_names_size() != state.positions_size()) {
+      return core::InvalidArgument(Str(field) + ": " + std::to_string(state.joint_names_size()) +
+                                   " joint_names but " + std::to_string(state.positions_size()) + " positions");
+    }
+    // The unary hot path: scratch kept per thread, so resolving names allocates nothing once warm.
+    thread_local std::vector<int32_t> column;
+    thread_local std::vector<uint8_t> seen;
+    column.resize(static_cast<size_t>(state.joint_names_size()));
+    if (Status s = MapColumns(robot, state.joint_names(), field, column.data(), &seen); !s.ok()) {
+      return s;
+    }
+    for (int i = 0; i < state.positions_size(); ++i) (*q)[static_cast<size_t>(column[i])] = state.positions(i);
+  }
+  for (int32_t j = 0; j < dof; ++j) {
+    if (!std::isfinite((*q)[static_cast<size_t>(j)])) {
+      return core::InvalidArgument(Str(field) + ".positions: joint '" +
+                                   robot.active_joint_names()[static_cast<size_t>(j)] + "' is not finite (" +
+                                   Num((*q)[static_cast<size_t>(j)]) + ")");
+    }
+  }
+  return {};
+}
+
+Result<ConfigurationRows> ConfigurationRows::Make(const core::RobotModel& robot, const v1::Configurations& c,
+                                                  std::string_view field, int64_t max_rows,
+                                                  std::string_view limit_name) {
+  ConfigurationRows out;
+  out.cols_ = robot.num_positions();
+  const bool packed = !c.positions_f64le().empty();
+  if (packed && c.positions_size() != 0) {
+    return core::InvalidArgument(Str(field) + ": give positions or positions_f64le, not both");
+  }
+  if (c.joint_names_size() != 0) {
+    // Fails (naming the missing, unknown or repeated joint) unless the names are the scene's joints.
+    out.column_to_active_.resize(static_cast<size_t>(c.joint_names_size()));
+    std::vector<uint8_t> seen;
+    if (Status s = MapColumns(robot, c.joint_names(), field, out.column_to_active_.data(), &seen);
+        !s.ok()) {
+      return s.error();
+    }
+    bool identity = true;
+    for (int32_t j = 0; j < out.cols_; ++j) identity = identity && out.column_to_active_[static_cast<size_t>(j)] == j;
+    if (identity) out.column_to_active_.clear();
+  }
+  int64_t values = 0;
+  if (packed) {
+    const auto bytes = static_cast<int64_t>(c.positions_f64le().size());
+    if (bytes % 8 != 0) {
+      return core::InvalidArgument(Str(field) + ".positions_f64le: " + std::to_string(bytes) +
+                                   " bytes is not a whole number of float64 values");
+    }
+    values = bytes / 8;
+    out.packed_ = c.positions_f64le().data();
+  } else {
+    values = c.positions_size();
+    out.values_ = c.positions().data();
+  }
+  const char* name = packed ? ".positions_f64le" : ".positions";
+  if (out.cols_ == 0 || values % out.cols_ != 0) {
+    return core::InvalidArgument(Str(field) + name + ": " + std::to_string(values) +
+                                 " values is not a multiple of the column count " + std::to_string(out.cols_) +
+                                 " (one value per joint per configuration)");
+  }
+  out.rows_ = values / out.cols_;
+  if (out.rows_ > max_rows) {
+    return ResourceExhausted(Str(field) + ": " + std::to_string(out.rows_) + " configurations exceed the server's " +
+                             Str(limit_name) + " = " + std::to_string(max_rows) + "; split the request");
+  }
+  for (int64_t k = 0; k < values; ++k) {
+    double v;
+    if (packed) {
+      std::memcpy(&v, out.packed_ + k * 8, 8);
+    } else {
+      v = out.values_[k];
+    }
+    if (!std::isfinite(v)) {
+      const int64_t row = k / out.cols_;
+      const auto col = static_cast<int32_t>(k % out.cols_);
+      const int32_t joint = out.column_to_active_.empty() ? col : out.column_to_active_[static_cast<size_t>(col)];
+      return core::InvalidArgument(Str(field) + name + ": configuration " + std::to_string(row) + ", joint '" +
+                                   robot.active_joint_names()[static_cast<size_t>(joint)] + "' is not finite (" +
+                                   Num(v) + ")");
+    }
+  }
+  return out;
+}
+
+std::vector<double> ConfigurationRows::All() const {
+  std::vector<double> all(static_cast<size_t>(rows_ * cols_));
+  for (int64_t i = 0; i < rows_; ++i) Row(i, all.data() + i * cols_);
+  return all;
+}
+
+void ToWire(const core::Scene& scene, const core::StateContact& contact, v1::PairId* out) {
+  out->set_self(contact.self);
+  out->set_robot(contact.Name(scene));
+  out->set_other(contact.OtherName(scene));
+  if (contact.link >= 0) out->set_link(scene.robot().link(contact.link).name);
+  if (contact.self && contact.other_link >= 0) out->set_other_link(scene.robot().link(contact.other_link).name);
+}
+
+void ToWire(const core::Scene& scene, const core::PairDistance& pair, v1::PairDistance* out) {
+  ToWire(scene, pair.pair, out->mutable_pair());
+  out->set_lower(pair.lower);
+  out->set_upper(pair.upper);
+  ToWire(pair.p_W_robot, out->mutable_point_robot());
+  ToWire(pair.p_W_other, out->mutable_point_other());
+}
+
+void ToWire(const core::Scene& scene, const core::MotionResult& motion, v1::MotionResult* out) {
+  out->set_free(motion.free);
+  out->set_t_free(motion.t_free);
+  out->set_t_collide(motion.t_collide);
+  out->set_undecided(motion.undecided);
+  if (!motion.free) ToWire(scene, motion.contact, out->mutable_contact());
+}
+
+void ToWire(const core::Scene& scene, const core::PathResult& path, v1::PathResult* out) {
+  out->set_free(path.free);
+  out->set_segment(path.segment);
+  ToWire(scene, path.motion, out->mutable_motion());
+}
+
+void Work::ToWire(v1::WorkStats* out) const {
+  out->set_states(states);
+  out->set_pairs_tested(pairs_tested);
+  out->set_distance_queries(distance_queries);
+  out->set_bv_tests(bv_tests);
+  out->set_triangle_tests(triangle_tests);
+}
+
+Result<core::MotionRequest> ToMotionRequest(v1::MotionMode mode, double resolution, std::string_view field) {
+  core::MotionRequest request;
+  switch (mode) {
+    case v1::MOTION_MODE_UNSPECIFIED:
+    case v1::MOTION_MODE_CERTIFIED:
+      request.mode = core::MotionRequest::Mode::kCertified;
+      break;
+    case v1::MOTION_MODE_DISCRETE:
+      request.mode = core::MotionRequest::Mode::kDiscrete;
+      break;
+    default:
+      return core::InvalidArgument(Str(field) + "mode: unknown value " + std::to_string(static_cast<int>(mode)));
+  }
+  if (Status s = CheckNonNegative(resolution, Str(field) + "resolution"); !s.ok()) return s.error();
+  if (resolution > 0.0) request.resolution = resolution;
+  return request;
+}
+
+}  // namespace proximity::server

@@ -1,0 +1,130 @@
+#pragma once
+/// @file
+/// Wire (proximity.v1) <-> core conversions. Every check names the request field at fault
+/// ("objects[2].parts[0].shape.box.size.y must be >= 0, got -1"); errors are core errors, turned
+/// into gRPC statuses in one place (errors.h).
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proximity/core/result.h"
+#include "proximity/core/robot_model.h"
+#include "proximity/core/scene.h"
+#include "proximity/v1/proximity.pb.h"
+
+namespace proximity::server {
+
+namespace v1 = ::proximity::v1;
+
+/// Largest deviation of a quaternion's norm from 1 that the server normalises away.
+inline constexpr double kQuaternionTolerance = 1e-6;
+
+/// A wire pose: finite position, a quaternion within kQuaternionTolerance of unit norm (all zeros is
+/// the identity; an unset pose is the identity).
+[[nodiscard]] core::Result<core::RigidTransform> ToRigidTransform(const v1::Pose& pose, std::string_view field);
+void ToWire(const core::RigidTransform& X, v1::Pose* pose);
+void ToWire(const core::Vec3& v, v1::Vector3* out);
+
+/// A wire shape as core geometry. Primitives take full sizes on the wire and half sizes in the core.
+/// Server mesh files read are appended to `files` (for the content hash).
+[[nodiscard]] core::Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field,
+                                                      std::vector<std::string>* files);
+
+/// The frame of a world object and its parts' poses in it: what a MOVE keeps.
+struct ObjectFrame {
+  core::RigidTransform X_WO;
+  std::vector<core::RigidTransform> X_OP;
+};
+
+/// A wire world object (ADD) as a core object with its parts posed in the world, and its frame.
+[[nodiscard]] core::Status ToWorldObject(const v1::CollisionObject& object, std::string_view field,
+                                         core::WorldObject* out, ObjectFrame* frame, std::vector<std::string>* files);
+
+/// A wire attached object as a core one.
+[[nodiscard]] core::Result<core::AttachedObject> ToAttachedObject(const v1::AttachedObject& object,
+                                                                  std::string_view field,
+                                                                  std::vector<std::string>* files);
+
+/// One configuration in the scene's joint order: by name (every active joint exactly once, any
+/// order), in scene order, or a named SRDF group state. Writes dof() values to `q` (resized).
+[[nodiscard]] core::Status ResolveState(const core::RobotModel& robot, const v1::JointPositions& state,
+                                        std::string_view field, std::vector<double>* q);
+
+/// Many configurations: rows of `cols` values in the request's column order, from repeated or
+/// packed doubles, copied out row by row in the scene's joint order.
+class ConfigurationRows {
+ public:
+  /// Checks the encoding, the columns (every active joint named exactly once, or none named), the
+  /// value count (a multiple of the column count), the row limit, and that every value is finite.
+  /// `limit_name` names the server option in the RESOURCE_EXHAUSTED message.
+  [[nodiscard]] static core::Result<ConfigurationRows> Make(const core::RobotModel& robot,
+                                                            const v1::Configurations& configurations,
+                                                            std::string_view field, int64_t max_rows,
+                                                            std::string_view limit_name);
+
+  int64_t rows() const { return rows_; }
+  int32_t dof() const { return cols_; }
+  /// Row i in the scene's joint order, into q (dof() values).
+  void Row(int64_t i, double* q) const {
+    const int64_t base = i * cols_;
+    if (packed_ != nullptr) {
+      if (column_to_active_.empty()) {
+        std::memcpy(q, packed_ + base * 8, static_cast<size_t>(cols_) * 8);
+      } else {
+        for (int32_t c = 0; c < cols_; ++c) std::memcpy(&q[column_to_active_[c]], packed_ + (base + c) * 8, 8);
+      }
+    } else if (column_to_active_.empty()) {
+      std::memcpy(q, values_ + base, static_cast<size_t>(cols_) * sizeof(double));
+    } else {
+      for (int32_t c = 0; c < cols_; ++c) q[column_to_active_[c]] = values_[base + c];
+    }
+  }
+  /// All rows, row after row in the scene's joint order.
+  std::vector<double> All() const;
+
+ private:
+  const double* values_ = nullptr;   // repeated positions
+  const char* packed_ = nullptr;     // positions_f64le (not necessarily 8-byte aligned)
+  int64_t rows_ = 0;
+  int32_t cols_ = 0;
+  std::vector<int32_t> column_to_active_;  // empty: columns are in scene order
+};
+
+/// Names of a core contact / pair on the wire.
+void ToWire(const core::Scene& scene, const core::StateContact& contact, v1::PairId* out);
+void ToWire(const core::Scene& scene, const core::PairDistance& pair, v1::PairDistance* out);
+void ToWire(const core::Scene& scene, const core::MotionResult& motion, v1::MotionResult* out);
+void ToWire(const core::Scene& scene, const core::PathResult& path, v1::PathResult* out);
+
+/// Work counters of one request, summed as the core reports them.
+struct Work {
+  int64_t states = 0;
+  int64_t pairs_tested = 0;
+  int64_t distance_queries = 0;
+  int64_t bv_tests = 0;
+  int64_t triangle_tests = 0;
+
+  Work& operator+=(const Work& o) {
+    states += o.states;
+    pairs_tested += o.pairs_tested;
+    distance_queries += o.distance_queries;
+    bv_tests += o.bv_tests;
+    triangle_tests += o.triangle_tests;
+    return *this;
+  }
+  void Add(const core::QueryStats& s) {
+    bv_tests += s.bv_tests;
+    triangle_tests += s.triangle_tests;
+  }
+  void ToWire(v1::WorkStats* out) const;
+};
+
+/// The motion request of a wire mode and resolution (0 means 0.01); errors name `field`.
+[[nodiscard]] core::Result<core::MotionRequest> ToMotionRequest(v1::MotionMode mode, double resolution,
+                                                                std::string_view field);
+
+}  // namespace proximity::server

@@ -1,0 +1,51 @@
+#include "server/errors.h"
+
+namespace proximity::server {
+
+grpc::StatusCode GrpcCode(core::ErrorCode code, ErrorScope scope) {
+  switch (code) {
+    case core::ErrorCode::kInvalidArgument:
+    case core::ErrorCode::kParseError:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case core::ErrorCode::kNotFound:
+      return scope == ErrorScope::kQuery ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::INVALID_ARGUMENT;
+    case core::ErrorCode::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case core::ErrorCode::kInternal:
+      return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+grpc::Status ToGrpcStatus(const core::Error& error, ErrorScope scope) {
+  return {GrpcCode(error.code, scope), error.message};
+}
+
+core::Error WithField(std::string_view field, const core::Error& error) {
+  return {error.code, std::string(field) + ": " + error.message};
+}
+
+const char* GrpcCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "Canceled";
+    case grpc::StatusCode::UNKNOWN: return "Unknown";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "InvalidArgument";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DeadlineExceeded";
+    case grpc::StatusCode::NOT_FOUND: return "NotFound";
+    case grpc::StatusCode::ALREADY_EXISTS: return "AlreadyExists";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PermissionDenied";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "ResourceExhausted";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FailedPrecondition";
+    case grpc::StatusCode::ABORTED: return "Aborted";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OutOfRange";
+    case grpc::StatusCode::UNIMPLEMENTED: return "Unimplemented";
+    case grpc::StatusCode::INTERNAL: return "Internal";
+    case grpc::StatusCode::UNAVAILABLE: return "Unavailable";
+    case grpc::StatusCode::DATA_LOSS: return "DataLoss";
+    case grpc::StatusCode::UNAUTHENTICATED: return "Unauthenticated";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace proximity::server

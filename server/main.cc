@@ -1,0 +1,167 @@
+// proximityd: the Proximity gRPC service. Flags, or a YAML file (--config) with the same keys as the
+// long flags (flags win); structured logs on stderr; SIGTERM / SIGINT drain in-flight calls and exit 0.
+#include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "server/log.h"
+#include "server/server.h"
+
+namespace {
+
+using proximity::server::ServerOptions;
+
+struct Flags {
+  ServerOptions server;
+  std::string config;
+  std::string log_level = "info";
+  std::string log_format = "json";
+  double drain_seconds = 10.0;
+  bool no_default_scene = false;
+};
+
+// A YAML key applies only where the flag was not given on the command line.
+using Setter = std::function<void(const YAML::Node&)>;
+
+std::string ApplyConfigFile(const std::string& path, CLI::App& app, const std::map<std::string, Setter>& setters) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return "--config " + path + ": " + e.what();
+  }
+  if (!root.IsMap() && !root.IsNull()) return "--config " + path + ": expected a mapping of option: value";
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    const auto it = setters.find(key);
+    if (it == setters.end()) return "--config " + path + ": unknown key '" + key + "'";
+    if (app.get_option("--" + key)->count() > 0) continue;
+    try {
+      it->second(kv.second);
+    } catch (const YAML::Exception& e) {
+      return "--config " + path + ": key '" + key + "': " + e.what();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace proximity::server;
+  Flags f;
+  CLI::App app{"proximityd: collision, distance and motion checks for robots in scenes, over gRPC"};
+  app.add_option("--config", f.config, "YAML file with the same keys as the long flags (flags win)");
+  app.add_option("--listen", f.server.listen, "gRPC address host:port (port 0 picks one)")->capture_default_str();
+  app.add_option("--metrics-listen", f.server.metrics_listen, "Prometheus /metrics address; empty disables")
+      ->capture_default_str();
+  app.add_option("--threads", f.server.threads, "Worker pool size (0: hardware concurrency)")->capture_default_str();
+  app.add_option("--max-message-bytes", f.server.max_message_bytes, "Largest request or response message")
+      ->capture_default_str();
+  app.add_option("--max-batch-states", f.server.limits.max_batch_states, "Most configurations per request")
+      ->capture_default_str();
+  app.add_option("--max-path-waypoints", f.server.limits.max_path_waypoints, "Most waypoints per path")
+      ->capture_default_str();
+  app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
+  app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
+  app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  app.add_option("--log-format", f.log_format, "json (one object per line) or text")
+      ->check(CLI::IsMember({"json", "text"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (!f.config.empty()) {
+    const std::map<std::string, Setter> setters = {
+        {"listen", [&](const YAML::Node& n) { f.server.listen = n.as<std::string>(); }},
+        {"metrics-listen", [&](const YAML::Node& n) { f.server.metrics_listen = n.IsNull() ? "" : n.as<std::string>(); }},
+        {"threads", [&](const YAML::Node& n) { f.server.threads = n.as<int>(); }},
+        {"max-message-bytes", [&](const YAML::Node& n) { f.server.max_message_bytes = n.as<int64_t>(); }},
+        {"max-batch-states", [&](const YAML::Node& n) { f.server.limits.max_batch_states = n.as<int64_t>(); }},
+        {"max-path-waypoints", [&](const YAML::Node& n) { f.server.limits.max_path_waypoints = n.as<int64_t>(); }},
+        {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
+        {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
+        {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
+        {"log-level", [&](const YAML::Node& n) { f.log_level = n.as<std::string>(); }},
+        {"log-format", [&](const YAML::Node& n) { f.log_format = n.as<std::string>(); }},
+    };
+    if (const std::string error = ApplyConfigFile(f.config, app, setters); !error.empty()) {
+      std::cerr << "proximityd: " << error << "\n";
+      return 2;
+    }
+  }
+  spdlog::level::level_enum level;
+  if (!ParseLogLevel(f.log_level, &level)) {
+    std::cerr << "proximityd: unknown log level '" << f.log_level << "'\n";
+    return 2;
+  }
+  if (f.log_format != "json" && f.log_format != "text") {
+    std::cerr << "proximityd: log format must be json or text, not '" << f.log_format << "'\n";
+    return 2;
+  }
+  if (f.server.limits.max_batch_states < 1 || f.server.limits.max_path_waypoints < 1) {
+    std::cerr << "proximityd: --max-batch-states and --max-path-waypoints must be >= 1\n";
+    return 2;
+  }
+  ConfigureLogging(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText, level);
+  f.server.default_scene = !f.no_default_scene;
+
+  // SIGTERM and SIGINT are blocked in every thread (gRPC's included) and taken by one thread with
+  // sigwait, so the drain runs as ordinary code rather than in a signal handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto started = ProximityServer::Start(f.server);
+  if (!started.ok()) {
+    LogEvent(spdlog::level::critical, "cannot start", {{"error", started.error().message}});
+    std::cerr << "proximityd: " << started.error().message << "\n";
+    return 1;
+  }
+  ProximityServer& server = *started.value();
+  if (!server.default_scene_id().empty()) {
+    LogEvent(spdlog::level::info, "default scene loaded", {{"scene_id", server.default_scene_id()}, {"alias", "default"}});
+  }
+  std::string host;
+  int unused_port = 0;
+  if (!SplitHostPort(f.server.listen, &host, &unused_port)) host = f.server.listen;
+  const std::string address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                              std::to_string(server.port());
+  std::string metrics_address;
+  if (server.metrics_port() != 0) {
+    std::string metrics_host;
+    int metrics_port = 0;
+    SplitHostPort(f.server.metrics_listen, &metrics_host, &metrics_port);
+    metrics_address = metrics_host + ":" + std::to_string(server.metrics_port());
+  }
+  LogEvent(spdlog::level::info, "serving",
+           {{"listen", address}, {"metrics", metrics_address.empty() ? "disabled" : "http://" + metrics_address + "/metrics"}});
+  // The one plain line scripts and tests wait for.
+  std::fprintf(stderr, "proximityd listening on %s\n", address.c_str());
+  std::fflush(stderr);
+
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    LogEvent(spdlog::level::info, "draining", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                                               {"drain_seconds", f.drain_seconds}});
+    server.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.drain_seconds * 1000.0)));
+  });
+  server.Wait();
+  watcher.join();
+  LogEvent(spdlog::level::info, "stopped");
+  return 0;
+}

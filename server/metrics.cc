@@ -1,0 +1,167 @@
+#include "server/metrics.h"
+
+#include <httplib.h>
+
+#include <sstream>
+#include <thread>
+
+#include "server/errors.h"
+
+namespace proximity::server {
+
+namespace {
+
+constexpr const char* kService = "proximity.v1.ProximityService";
+constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link", "path", "ccd"};
+
+std::string Labels(Rpc rpc) {
+  return std::string("grpc_service=\"") + kService + "\",grpc_method=\"" + RpcName(rpc) + "\",grpc_type=\"" +
+         RpcType(rpc) + "\"";
+}
+
+std::string Le(double bound) {
+  std::ostringstream s;
+  s << bound;
+  return s.str();
+}
+
+}  // namespace
+
+const char* RpcName(Rpc rpc) {
+  static constexpr const char* kNames[kNumRpcs] = {
+      "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
+      "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact"};
+  return kNames[static_cast<int>(rpc)];
+}
+
+const char* RpcType(Rpc rpc) { return rpc == Rpc::kValidatePaths ? "server_stream" : "unary"; }
+
+void Metrics::Handled(Rpc rpc, grpc::StatusCode code, double seconds) {
+  PerRpc& r = rpcs_[Index(rpc)];
+  const auto c = static_cast<size_t>(code);
+  r.handled[c < kNumCodes ? c : static_cast<size_t>(grpc::StatusCode::UNKNOWN)].fetch_add(1, std::memory_order_relaxed);
+  size_t b = 0;
+  while (b < kBuckets.size() && seconds > kBuckets[b]) ++b;
+  if (b < kBuckets.size()) r.buckets[b].fetch_add(1, std::memory_order_relaxed);
+  r.count.fetch_add(1, std::memory_order_relaxed);
+  r.sum_ns.fetch_add(static_cast<uint64_t>(seconds * 1e9), std::memory_order_relaxed);
+}
+
+void Metrics::AddWork(int64_t states, int64_t distance_queries, int64_t bv_tests, int64_t triangle_tests) {
+  work_states_.fetch_add(static_cast<uint64_t>(states), std::memory_order_relaxed);
+  work_distance_.fetch_add(static_cast<uint64_t>(distance_queries), std::memory_order_relaxed);
+  work_bv_.fetch_add(static_cast<uint64_t>(bv_tests), std::memory_order_relaxed);
+  work_triangles_.fetch_add(static_cast<uint64_t>(triangle_tests), std::memory_order_relaxed);
+}
+
+uint64_t Metrics::HandledCount(Rpc rpc, grpc::StatusCode code) const {
+  return rpcs_[Index(rpc)].handled[static_cast<size_t>(code)].load(std::memory_order_relaxed);
+}
+
+std::string Metrics::RenderText() const {
+  std::ostringstream out;
+  out << "# HELP grpc_server_started_total Total number of RPCs started on the server.\n"
+         "# TYPE grpc_server_started_total counter\n";
+  for (int i = 0; i < kNumRpcs; ++i) {
+    out << "grpc_server_started_total{" << Labels(Rpc(i)) << "} " << rpcs_[i].started.load() << "\n";
+  }
+  out << "# HELP grpc_server_handled_total Total number of RPCs completed on the server, regardless of success "
+         "or failure.\n# TYPE grpc_server_handled_total counter\n";
+  for (int i = 0; i < kNumRpcs; ++i) {
+    for (int c = 0; c < kNumCodes; ++c) {
+      const uint64_t n = rpcs_[i].handled[c].load();
+      // Every method reports OK so the series exist from the start; other codes once they occur.
+      if (n == 0 && c != 0) continue;
+      out << "grpc_server_handled_total{" << Labels(Rpc(i)) << ",grpc_code=\""
+          << GrpcCodeName(static_cast<grpc::StatusCode>(c)) << "\"} " << n << "\n";
+    }
+  }
+  out << "# HELP grpc_server_handling_seconds Histogram of response latency (seconds) of gRPC that had been "
+         "application-level handled by the server.\n# TYPE grpc_server_handling_seconds histogram\n";
+  for (int i = 0; i < kNumRpcs; ++i) {
+    const std::string labels = Labels(Rpc(i));
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < kBuckets.size(); ++b) {
+      cumulative += rpcs_[i].buckets[b].load();
+      out << "grpc_server_handling_seconds_bucket{" << labels << ",le=\"" << Le(kBuckets[b]) << "\"} " << cumulative
+          << "\n";
+    }
+    const uint64_t count = rpcs_[i].count.load();
+    out << "grpc_server_handling_seconds_bucket{" << labels << ",le=\"+Inf\"} " << count << "\n";
+    out << "grpc_server_handling_seconds_sum{" << labels << "} " << static_cast<double>(rpcs_[i].sum_ns.load()) * 1e-9
+        << "\n";
+    out << "grpc_server_handling_seconds_count{" << labels << "} " << count << "\n";
+  }
+  out << "# HELP proximity_queries_total Proximity queries answered: clear per state, link per segment, path "
+         "per path, distance and ccd per query.\n# TYPE proximity_queries_total counter\n";
+  for (int k = 0; k < kNumQueryKinds; ++k) {
+    out << "proximity_queries_total{kind=\"" << kQueryKindNames[k] << "\"} " << queries_[k].load() << "\n";
+  }
+  out << "# HELP proximity_work_total Work done by the queries.\n# TYPE proximity_work_total counter\n";
+  out << "proximity_work_total{counter=\"bv_tests\"} " << work_bv_.load() << "\n";
+  out << "proximity_work_total{counter=\"triangle_tests\"} " << work_triangles_.load() << "\n";
+  out << "proximity_work_total{counter=\"distance_queries\"} " << work_distance_.load() << "\n";
+  out << "proximity_work_total{counter=\"states\"} " << work_states_.load() << "\n";
+  out << "# HELP proximity_scenes_loaded Scenes currently loaded.\n# TYPE proximity_scenes_loaded gauge\n";
+  out << "proximity_scenes_loaded " << scenes_loaded_.load() << "\n";
+  return out.str();
+}
+
+bool SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= address.size()) return false;
+  *host = address.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  try {
+    size_t used = 0;
+    *port = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1 || *port < 0 || *port > 65535) return false;
+  } catch (...) {
+    return false;
+  }
+  return !host->empty();
+}
+
+struct MetricsHttpServer::Impl {
+  httplib::Server http;
+  std::thread thread;
+};
+
+MetricsHttpServer::MetricsHttpServer() : impl_(std::make_unique<Impl>()) {}
+
+MetricsHttpServer::~MetricsHttpServer() { Stop(); }
+
+core::Status MetricsHttpServer::Start(const std::string& address, const Metrics* metrics) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(address, &host, &port)) {
+    return core::InvalidArgument("metrics address '" + address + "' is not host:port");
+  }
+  // httplib's default sets SO_REUSEPORT, which lets a second process bind a busy port; SO_REUSEADDR
+  // alone still allows a quick restart and makes a clash fail.
+  impl_->http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  impl_->http.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics->RenderText(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  if (port == 0) {
+    port = impl_->http.bind_to_any_port(host);
+    if (port < 0) return core::InvalidArgument("cannot listen for metrics on " + address);
+  } else if (!impl_->http.bind_to_port(host, port)) {
+    return core::InvalidArgument("cannot listen for metrics on " + address + " (is the port in use?)");
+  }
+  port_ = port;
+  impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
+  return {};
+}
+
+void MetricsHttpServer::Stop() {
+  if (impl_->thread.joinable()) {
+    impl_->http.stop();
+    impl_->thread.join();
+  }
+}
+
+}  // namespace proximity::server

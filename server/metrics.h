@@ -1,0 +1,101 @@
+#pragma once
+/// @file
+/// Prometheus metrics of the service, in the go-grpc-prometheus naming: started / handled counters
+/// and a handling-time histogram per method, plus the proximity counters. Every update is a relaxed
+/// atomic add (no lock on the request path); /metrics renders the text format on demand.
+
+#include <grpcpp/support/status.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "proximity/core/result.h"
+
+namespace proximity::server {
+
+/// The service's RPCs, as metric labels.
+enum class Rpc : int {
+  kCreateScene,
+  kGetScene,
+  kListScenes,
+  kUpdateWorld,
+  kDeleteScene,
+  kCheckState,
+  kCheckStates,
+  kComputeDistance,
+  kCheckMotion,
+  kCheckPath,
+  kValidatePaths,
+  kTimeOfFirstContact,
+};
+inline constexpr int kNumRpcs = 12;
+/// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
+const char* RpcName(Rpc rpc);
+const char* RpcType(Rpc rpc);
+
+/// What proximity_queries_total counts, per state, segment, path or query.
+enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd };
+inline constexpr int kNumQueryKinds = 5;
+
+class Metrics {
+ public:
+  /// Upper bounds (seconds) of the handling-time histogram: 1e-5 .. 10 s, 1-2.5-5 per decade.
+  static constexpr std::array<double, 19> kBuckets = {1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                                      2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2, 0.1,  0.25,
+                                                      0.5,    1.0,    2.5,  5.0,  10.0};
+  static constexpr int kNumCodes = 17;
+
+  void Started(Rpc rpc) { rpcs_[Index(rpc)].started.fetch_add(1, std::memory_order_relaxed); }
+  void Handled(Rpc rpc, grpc::StatusCode code, double seconds);
+  void AddQueries(QueryKind kind, int64_t n) {
+    queries_[static_cast<size_t>(kind)].fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  }
+  void AddWork(int64_t states, int64_t distance_queries, int64_t bv_tests, int64_t triangle_tests);
+  void SetScenesLoaded(int64_t n) { scenes_loaded_.store(n, std::memory_order_relaxed); }
+
+  /// The Prometheus text exposition format (version 0.0.4).
+  std::string RenderText() const;
+
+  /// Handled calls of `rpc` with `code` so far (for tests and the bench).
+  uint64_t HandledCount(Rpc rpc, grpc::StatusCode code) const;
+
+ private:
+  struct PerRpc {
+    std::atomic<uint64_t> started{0};
+    std::array<std::atomic<uint64_t>, kNumCodes> handled{};
+    std::array<std::atomic<uint64_t>, kBuckets.size()> buckets{};  // non-cumulative
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> sum_ns{0};
+  };
+  static size_t Index(Rpc rpc) { return static_cast<size_t>(rpc); }
+
+  std::array<PerRpc, kNumRpcs> rpcs_{};
+  std::array<std::atomic<uint64_t>, kNumQueryKinds> queries_{};
+  std::atomic<uint64_t> work_states_{0}, work_distance_{0}, work_bv_{0}, work_triangles_{0};
+  std::atomic<int64_t> scenes_loaded_{0};
+};
+
+/// Serves GET /metrics over HTTP on its own thread (cpp-httplib).
+class MetricsHttpServer {
+ public:
+  MetricsHttpServer();
+  ~MetricsHttpServer();
+  /// Binds `address` ("host:port"; port 0 picks one) and starts serving `metrics`.
+  [[nodiscard]] core::Status Start(const std::string& address, const Metrics* metrics);
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+/// Splits "host:port" (IPv6 hosts in brackets); false when malformed.
+bool SplitHostPort(const std::string& address, std::string* host, int* port);
+
+}  // namespace proximity::server

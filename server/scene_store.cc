@@ -1,0 +1,335 @@
+#include "server/scene_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "server/errors.h"
+#include "server/scene_id.h"
+
+namespace proximity::server {
+
+using core::Error;
+using core::Result;
+using core::Status;
+
+namespace {
+
+// The robot's URDF and SRDF text (from the request or from server files) and how to resolve meshes.
+struct RobotText {
+  std::string urdf;
+  std::string srdf;
+  core::RobotLoadOptions options;
+};
+
+Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, SceneHasher* hasher) {
+  RobotText out;
+  if (robot.urdf().empty() == robot.urdf_path().empty()) {
+    return core::InvalidArgument("robot: give the URDF as text (urdf) or a server path (urdf_path), exactly one");
+  }
+  if (!robot.srdf().empty() && !robot.srdf_path().empty()) {
+    return core::InvalidArgument("robot: give the SRDF as text (srdf) or a server path (srdf_path), not both");
+  }
+  if (!robot.urdf_path().empty()) {
+    auto text = ReadFileBytes(robot.urdf_path());
+    if (!text.ok()) return core::InvalidArgument("robot.urdf_path: " + text.error().message);
+    out.urdf = std::move(text).value();
+    hasher->Add("file:" + robot.urdf_path(), out.urdf);
+    // Relative mesh paths resolve against the URDF's own directory, as when loading the file.
+    out.options.urdf_dir = std::filesystem::path(robot.urdf_path()).parent_path().string();
+  } else {
+    out.urdf = robot.urdf();
+  }
+  if (!robot.srdf_path().empty()) {
+    auto text = ReadFileBytes(robot.srdf_path());
+    if (!text.ok()) return core::InvalidArgument("robot.srdf_path: " + text.error().message);
+    out.srdf = std::move(text).value();
+    hasher->Add("file:" + robot.srdf_path(), out.srdf);
+  } else {
+    out.srdf = robot.srdf();
+  }
+  for (const auto& [package, dir] : robot.package_dirs()) out.options.package_dirs[package] = dir;
+  // "" disables the ROS_PACKAGE_PATH crawl; nullopt reads the environment variable.
+  if (!robot.use_ros_package_path()) out.options.ros_package_path = "";
+  return out;
+}
+
+Status CheckPadding(double value, const std::string& field) {
+  if (!std::isfinite(value) || value < 0.0) {
+    return core::InvalidArgument(field + " must be finite and >= 0, got " + std::to_string(value));
+  }
+  return {};
+}
+
+int64_t GeometryTriangles(const core::Geometry& g) { return g.is_mesh() ? g.mesh->num_triangles() : 0; }
+
+v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uint64_t version,
+                            const std::string& parent) {
+  v1::SceneInfo info;
+  const core::RobotModel& robot = scene.robot();
+  info.set_scene_id(id);
+  info.set_version(version);
+  info.set_parent_scene_id(parent);
+  info.set_robot_name(robot.name());
+  int64_t triangles = 0;
+  for (int32_t i = 0; i < robot.num_positions(); ++i) {
+    const core::Joint& joint = robot.joint(robot.active_joints()[static_cast<size_t>(i)]);
+    info.add_joint_names(joint.name);
+    v1::JointLimit* limit = info.add_limits();
+    limit->set_joint_name(joint.name);
+    limit->set_lower(robot.lower_limits()[static_cast<size_t>(i)]);
+    limit->set_upper(robot.upper_limits()[static_cast<size_t>(i)]);
+    limit->set_continuous(joint.type == core::JointType::kContinuous);
+    limit->set_prismatic(joint.type == core::JointType::kPrismatic);
+  }
+  for (const core::Link& link : robot.links()) {
+    info.add_link_names(link.name);
+    for (const core::LinkGeometry& g : link.geometries) {
+      if (g.mesh != nullptr) triangles += g.mesh->num_triangles();
+    }
+  }
+  for (const core::WorldObject& o : scene.objects()) {
+    info.add_object_ids(o.id);
+    for (const core::ObjectPart& p : o.parts) triangles += GeometryTriangles(p.geometry);
+  }
+  for (const core::AttachedObject& a : scene.attached()) {
+    info.add_attached_object_ids(a.id);
+    for (const core::AttachedPart& p : a.parts) triangles += GeometryTriangles(p.geometry);
+  }
+  for (const core::SrdfGroupState& s : robot.srdf().group_states) {
+    auto q = robot.NamedConfiguration(s.name, s.group);
+    if (!q.ok()) continue;  // A state naming joints the model lacks was already reported at load.
+    v1::NamedState* named = info.add_named_states();
+    named->set_name(s.name);
+    named->set_group(s.group);
+    for (double v : q.value()) named->add_positions(v);
+  }
+  info.set_triangles(static_cast<uint64_t>(triangles));
+  return info;
+}
+
+// Folds in the robot's mesh files, in link order, so a changed mesh on disk changes the id.
+Status HashRobotMeshes(const core::RobotModel& robot, SceneHasher* hasher) {
+  for (const core::Link& link : robot.links()) {
+    for (const core::LinkGeometry& g : link.geometries) {
+      if (g.type != core::ShapeType::kMesh) continue;
+      if (Status s = hasher->AddFile(g.mesh_path); !s.ok()) return core::InvalidArgument("robot: " + s.error().message);
+    }
+  }
+  return {};
+}
+
+Status HashFiles(const std::vector<std::string>& files, SceneHasher* hasher) {
+  for (const std::string& f : files) {
+    if (Status s = hasher->AddFile(f); !s.ok()) return core::InvalidArgument(s.error().message);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request) {
+  SceneHasher hasher;
+  hasher.Add("CreateSceneRequest", request);
+  auto text = ReadRobotSource(request.robot(), &hasher);
+  if (!text.ok()) return text.error();
+  auto robot = core::RobotModel::FromUrdfString(text.value().urdf, text.value().srdf, text.value().options);
+  if (!robot.ok()) return WithField("robot", robot.error());
+
+  auto entry = std::make_shared<SceneEntry>();
+  core::SceneDescription d;
+  d.robot = robot.value();
+  auto X_WB = ToRigidTransform(request.base_pose(), "base_pose");
+  if (!X_WB.ok()) return X_WB.error();
+  d.X_WB = X_WB.value();
+
+  std::vector<std::string> files;
+  for (int i = 0; i < request.objects_size(); ++i) {
+    const v1::CollisionObject& o = request.objects(i);
+    const std::string field = "objects[" + std::to_string(i) + "]";
+    if (o.operation() != v1::CollisionObject::OPERATION_UNSPECIFIED &&
+        o.operation() != v1::CollisionObject::OPERATION_ADD) {
+      return core::InvalidArgument(field + ".operation: CreateScene takes ADD (or unspecified) only");
+    }
+    core::WorldObject object;
+    ObjectFrame frame;
+    if (Status s = ToWorldObject(o, field, &object, &frame, &files); !s.ok()) return s.error();
+    if (!entry->frames.emplace(o.id(), std::move(frame)).second) {
+      return core::InvalidArgument(field + ".id: object '" + o.id() + "' appears twice");
+    }
+    d.objects.push_back(std::move(object));
+  }
+  for (int i = 0; i < request.attached_objects_size(); ++i) {
+    auto a = ToAttachedObject(request.attached_objects(i), "attached_objects[" + std::to_string(i) + "]", &files);
+    if (!a.ok()) return a.error();
+    d.attached.push_back(std::move(a).value());
+  }
+  for (int i = 0; i < request.allowed_pairs_size(); ++i) {
+    const v1::AllowedPair& p = request.allowed_pairs(i);
+    if (p.first().empty() || p.second().empty()) {
+      return core::InvalidArgument("allowed_pairs[" + std::to_string(i) + "]: both names are required");
+    }
+    d.allowed_pairs.emplace_back(p.first(), p.second());
+  }
+  if (Status s = CheckPadding(request.default_padding(), "default_padding"); !s.ok()) return s.error();
+  d.default_padding = request.default_padding();
+  // Map order on the wire is unspecified: sort so the built scene does not depend on it.
+  for (const auto& [name, value] : request.padding()) {
+    if (Status s = CheckPadding(value, "padding['" + name + "']"); !s.ok()) return s.error();
+    d.padding.emplace_back(name, value);
+  }
+  std::sort(d.padding.begin(), d.padding.end());
+
+  auto scene = core::Scene::Build(std::move(d));
+  if (!scene.ok()) return scene.error();
+  if (Status s = HashRobotMeshes(scene.value()->robot(), &hasher); !s.ok()) return s.error();
+  if (Status s = HashFiles(files, &hasher); !s.ok()) return s.error();
+  entry->id = hasher.Id();
+  entry->scene = std::move(scene).value();
+  entry->info = MakeSceneInfo(*entry->scene, entry->id, 0, "");
+  return std::shared_ptr<const SceneEntry>(std::move(entry));
+}
+
+Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, const v1::UpdateWorldRequest& request) {
+  SceneHasher hasher;
+  hasher.Add("parent", parent.id);
+  // The parent may be named by its alias; the id above already says which scene it is.
+  v1::UpdateWorldRequest canonical = request;
+  canonical.clear_scene_id();
+  hasher.Add("UpdateWorldRequest", canonical);
+
+  auto entry = std::make_shared<SceneEntry>();
+  entry->frames = parent.frames;
+  core::WorldUpdate update;
+  std::vector<std::string> files;
+  std::set<std::string, std::less<>> touched;
+  const core::Scene& scene = *parent.scene;
+  for (int i = 0; i < request.objects_size(); ++i) {
+    const v1::CollisionObject& o = request.objects(i);
+    const std::string field = "objects[" + std::to_string(i) + "]";
+    if (o.id().empty()) return core::InvalidArgument(field + ".id is empty");
+    if (!touched.insert(o.id()).second) {
+      return core::InvalidArgument(field + ".id: object '" + o.id() + "' appears more than once in this update");
+    }
+    const auto existing = entry->frames.find(o.id());
+    const bool exists = existing != entry->frames.end();
+    switch (o.operation()) {
+      case v1::CollisionObject::OPERATION_ADD: {
+        if (exists) {
+          return core::InvalidArgument(field + ".id: object '" + o.id() +
+                                       "' already exists (MOVE it, or REMOVE it first)");
+        }
+        core::WorldObject object;
+        ObjectFrame frame;
+        if (Status s = ToWorldObject(o, field, &object, &frame, &files); !s.ok()) return s.error();
+        entry->frames.emplace(o.id(), std::move(frame));
+        update.add.push_back(std::move(object));
+        break;
+      }
+      case v1::CollisionObject::OPERATION_REMOVE:
+        if (!exists) return core::InvalidArgument(field + ".id: no object '" + o.id() + "' in scene " + parent.id);
+        entry->frames.erase(existing);
+        update.remove.push_back(o.id());
+        break;
+      case v1::CollisionObject::OPERATION_MOVE: {
+        if (!exists) return core::InvalidArgument(field + ".id: no object '" + o.id() + "' in scene " + parent.id);
+        if (o.parts_size() != 0) {
+          return core::InvalidArgument(field + ".parts: MOVE takes the id and the new pose only (parts keep their "
+                                       "poses in the object frame); REMOVE and ADD to change the shape");
+        }
+        auto X_WO = ToRigidTransform(o.pose(), field + ".pose");
+        if (!X_WO.ok()) return X_WO.error();
+        const auto it = std::find_if(scene.objects().begin(), scene.objects().end(),
+                                     [&](const core::WorldObject& w) { return w.id == o.id(); });
+        if (it == scene.objects().end()) return Error{core::ErrorCode::kInternal, "object '" + o.id() + "' has a frame but no parts"};
+        core::WorldObject moved = *it;
+        ObjectFrame& frame = existing->second;
+        frame.X_WO = X_WO.value();
+        for (size_t k = 0; k < moved.parts.size(); ++k) moved.parts[k].X_WG = frame.X_WO * frame.X_OP[k];
+        update.replace.push_back(std::move(moved));
+        break;
+      }
+      default:
+        return core::InvalidArgument(field + ".operation: UpdateWorld needs ADD, REMOVE or MOVE");
+    }
+  }
+  auto updated = scene.Update(update);
+  if (!updated.ok()) return updated.error();
+  if (Status s = HashFiles(files, &hasher); !s.ok()) return s.error();
+  entry->id = hasher.Id();
+  entry->scene = std::move(updated).value();
+  entry->info = MakeSceneInfo(*entry->scene, entry->id, parent.info.version() + 1, parent.id);
+  return std::shared_ptr<const SceneEntry>(std::move(entry));
+}
+
+v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec) {
+  v1::CreateSceneRequest request;
+  request.mutable_robot()->set_urdf_path(spec.urdf_path);
+  const auto set_pose = [](const core::Vec3& p, const Quaternion& q, v1::Pose* pose) {
+    ToWire(p, pose->mutable_position());
+    pose->mutable_orientation()->set_x(q.x());
+    pose->mutable_orientation()->set_y(q.y());
+    pose->mutable_orientation()->set_z(q.z());
+    pose->mutable_orientation()->set_w(q.w());
+  };
+  set_pose(spec.p_WB, spec.q_WB, request.mutable_base_pose());
+  for (const DefaultObject& o : spec.objects) {
+    v1::CollisionObject* object = request.add_objects();
+    object->set_id(o.id);
+    object->set_operation(v1::CollisionObject::OPERATION_ADD);
+    set_pose(o.p_WO, o.q_WO, object->mutable_pose());
+    v1::Shape* shape = object->add_parts()->mutable_shape();
+    if (o.kind == DefaultObject::Kind::kBox) {
+      ToWire(o.box_size, shape->mutable_box()->mutable_size());
+    } else {
+      shape->mutable_cylinder()->set_radius(o.radius);
+      shape->mutable_cylinder()->set_length(o.length);
+    }
+  }
+  return request;
+}
+
+std::string_view SceneRegistry::Resolve(std::string_view id) const {
+  return id == kDefaultAlias ? std::string_view(default_id_) : id;
+}
+
+std::shared_ptr<const SceneEntry> SceneRegistry::Find(std::string_view id) const {
+  std::shared_lock lock(mutex_);
+  const auto it = scenes_.find(Resolve(id));
+  return it == scenes_.end() ? nullptr : it->second;
+}
+
+std::pair<std::shared_ptr<const SceneEntry>, bool> SceneRegistry::Insert(std::shared_ptr<const SceneEntry> entry) {
+  std::unique_lock lock(mutex_);
+  const auto [it, inserted] = scenes_.try_emplace(entry->id, entry);
+  return {it->second, inserted};
+}
+
+bool SceneRegistry::Erase(std::string_view id) {
+  std::unique_lock lock(mutex_);
+  const auto it = scenes_.find(Resolve(id));
+  if (it == scenes_.end()) return false;
+  scenes_.erase(it);
+  return true;
+}
+
+std::vector<std::shared_ptr<const SceneEntry>> SceneRegistry::List() const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::shared_ptr<const SceneEntry>> out;
+  out.reserve(scenes_.size());
+  for (const auto& [id, entry] : scenes_) out.push_back(entry);
+  return out;
+}
+
+size_t SceneRegistry::size() const {
+  std::shared_lock lock(mutex_);
+  return scenes_.size();
+}
+
+void SceneRegistry::set_default_id(std::string id) {
+  std::unique_lock lock(mutex_);
+  default_id_ = std::move(id);
+}
+
+}  // namespace proximity::server

@@ -1,0 +1,108 @@
+#include "server/server.h"
+
+#include <grpc/grpc.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "grpc/health/v1/health.pb.h"
+#include "server/default_scene.h"
+#include "server/log.h"
+
+namespace proximity::server {
+
+core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const ServerOptions& options) {
+  // One gRPC library reference held for the life of the process. Otherwise destroying the last server
+  // (or channel) runs grpc_shutdown, which can block for up to ~10 s joining an executor thread that
+  // sleeps on an internal timer: a drained proximityd would linger that long before exiting.
+  static const bool kLibraryKept = (grpc_init(), true);
+  (void)kLibraryKept;
+  std::unique_ptr<ProximityServer> s(new ProximityServer());
+  s->metrics_ = std::make_unique<Metrics>();
+  s->registry_ = std::make_unique<SceneRegistry>();
+  const int threads = options.threads > 0 ? options.threads
+                                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  s->pool_ = std::make_unique<WorkerPool>(threads);
+  s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(),
+                                                       options.limits);
+
+  if (options.default_scene) {
+    const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;
+    auto entry = BuildScene(DefaultSceneRequest(DefaultScene(urdf)));
+    if (!entry.ok()) {
+      return core::InvalidArgument("default scene (" + urdf + "): " + entry.error().message +
+                                   " (install dart-doc, or start with --no-default-scene)");
+    }
+    s->default_scene_id_ = entry.value()->id;
+    s->registry_->set_default_id(s->default_scene_id_);
+    s->registry_->Insert(std::move(entry).value());
+    s->metrics_->SetScenesLoaded(1);
+  }
+
+  if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
+    return core::InvalidArgument("max message bytes must be in [1, 2^31 - 1], got " +
+                                 std::to_string(options.max_message_bytes));
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Linking the health messages into the binary lets reflection resolve grpc.health.v1.Health; the
+  // built-in health service alone is listed but "symbol not found".
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+
+  grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, so a second server on a busy port would start "fine" and
+  // share it; off, a port clash fails at bind.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Clients that keep idle connections alive must not be told "too many pings".
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    s->server_.reset();
+    return core::InvalidArgument("cannot listen on " + options.listen +
+                                 " (is the port in use, or the address not local?)");
+  }
+  grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService();
+  health->SetServingStatus("", true);
+  health->SetServingStatus(kServiceName, true);
+
+  if (!options.metrics_listen.empty()) {
+    s->metrics_http_ = std::make_unique<MetricsHttpServer>();
+    if (core::Status st = s->metrics_http_->Start(options.metrics_listen, s->metrics_.get()); !st.ok()) {
+      s->metrics_http_.reset();
+      s->Shutdown(std::chrono::milliseconds(0));
+      return st.error();
+    }
+  }
+  return s;
+}
+
+ProximityServer::~ProximityServer() {
+  Shutdown(std::chrono::milliseconds(0));
+  if (server_ != nullptr) server_->Wait();
+}
+
+void ProximityServer::Shutdown(std::chrono::milliseconds drain) {
+  std::lock_guard lock(shutdown_mutex_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ != nullptr) {
+    server_->GetHealthCheckService()->Shutdown();  // every service NOT_SERVING, and stays so
+    server_->Shutdown(std::chrono::system_clock::now() + drain);
+  }
+  if (metrics_http_ != nullptr) metrics_http_->Stop();
+}
+
+void ProximityServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace proximity::server

@@ -1,0 +1,72 @@
+#pragma once
+/// @file
+/// proximityd as a library: builds the gRPC server (service, health, reflection, limits), the metrics
+/// endpoint and the default scene, and shuts them down gracefully. main.cc and the service tests both
+/// start it this way.
+
+#include <grpcpp/server.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "proximity/core/result.h"
+#include "server/metrics.h"
+#include "server/scene_store.h"
+#include "server/service.h"
+#include "server/worker_pool.h"
+
+namespace proximity::server {
+
+/// The health-check service name of the proximity service (besides "" for the whole server).
+inline constexpr const char* kServiceName = "proximity.v1.ProximityService";
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";          ///< host:port; port 0 picks a free one.
+  std::string metrics_listen = "127.0.0.1:9464";   ///< host:port for GET /metrics; empty disables.
+  int threads = 0;                                 ///< Worker pool size; 0 means hardware_concurrency.
+  int64_t max_message_bytes = 64ll << 20;          ///< Receive and send limit per message.
+  ServiceLimits limits;
+  bool default_scene = true;                       ///< Load the built-in scene (alias "default").
+  std::string default_scene_urdf;                  ///< Its robot; empty means DefaultRobotUrdfPath().
+};
+
+class ProximityServer {
+ public:
+  /// Loads the default scene, then binds and starts serving. Errors name what failed (a busy port,
+  /// an unreadable default robot); nothing keeps running after an error.
+  [[nodiscard]] static core::Result<std::unique_ptr<ProximityServer>> Start(const ServerOptions& options);
+  ~ProximityServer();
+
+  int port() const { return port_; }
+  /// The metrics port, or 0 when metrics are disabled.
+  int metrics_port() const { return metrics_http_ != nullptr ? metrics_http_->port() : 0; }
+  /// The built-in scene's id, or "" when it was not loaded.
+  const std::string& default_scene_id() const { return default_scene_id_; }
+  Metrics& metrics() { return *metrics_; }
+  SceneRegistry& registry() { return *registry_; }
+
+  /// Health NOT_SERVING, stop accepting calls, let in-flight calls finish for up to `drain` (then
+  /// cancel them), stop the metrics endpoint. Idempotent.
+  void Shutdown(std::chrono::milliseconds drain);
+  /// Blocks until the server has shut down.
+  void Wait();
+
+ private:
+  ProximityServer() = default;
+
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<SceneRegistry> registry_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<ProximityServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::string default_scene_id_;
+  int port_ = 0;
+  std::mutex shutdown_mutex_;  // Shutdown may come from a signal thread and the destructor
+  bool shut_down_ = false;
+};
+
+}  // namespace proximity::server

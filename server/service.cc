@@ -1,0 +1,701 @@
+#include "server/service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/errors.h"
+#include "server/log.h"
+
+namespace proximity::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Records one call in the metrics and the log when it goes out of scope, whatever path the handler
+// took: every RPC, including failures, is counted exactly once.
+class CallRecorder {
+ public:
+  CallRecorder(Metrics* metrics, Rpc rpc) : metrics_(metrics), rpc_(rpc), start_(Clock::now()) {
+    metrics_->Started(rpc);
+  }
+  CallRecorder(const CallRecorder&) = delete;
+  CallRecorder& operator=(const CallRecorder&) = delete;
+
+  ~CallRecorder() {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    metrics_->Handled(rpc_, status_.error_code(), seconds);
+    const spdlog::level::level_enum level = Level();
+    if (!LogEnabled(level)) return;
+    nlohmann::json fields = {{"rpc", RpcName(rpc_)},
+                             {"code", GrpcCodeName(status_.error_code())},
+                             {"latency_ms", seconds * 1e3}};
+    if (!scene_id_.empty()) fields["scene_id"] = scene_id_;
+    if (states_ >= 0) fields["states"] = states_;
+    if (!status_.ok()) fields["error"] = status_.error_message();
+    LogEvent(level, status_.ok() ? "rpc done" : "rpc failed", fields);
+  }
+
+  /// Notes the call's outcome and passes it through: `return rec.Finish(...)`.
+  grpc::Status Finish(grpc::Status status) {
+    status_ = status;
+    return status;
+  }
+  void set_scene_id(std::string_view id) { scene_id_ = id; }
+  void set_states(int64_t n) { states_ = n; }
+
+ private:
+  spdlog::level::level_enum Level() const {
+    switch (status_.error_code()) {
+      case grpc::StatusCode::OK:
+        return (rpc_ == Rpc::kCreateScene || rpc_ == Rpc::kUpdateWorld || rpc_ == Rpc::kDeleteScene)
+                   ? spdlog::level::info
+                   : spdlog::level::debug;
+      case grpc::StatusCode::INTERNAL:
+      case grpc::StatusCode::UNKNOWN:
+        return spdlog::level::err;
+      default:
+        return spdlog::level::info;
+    }
+  }
+
+  Metrics* metrics_;
+  Rpc rpc_;
+  Clock::time_point start_;
+  // UNKNOWN until Finish: a handler that leaves without Finish is a bug and shows up as such.
+  grpc::Status status_{grpc::StatusCode::UNKNOWN, "handler returned without a status"};
+  std::string_view scene_id_;  // points into the request, which outlives the recorder
+  int64_t states_ = -1;
+};
+
+// Whether a call should stop: the client cancelled it or its deadline passed. Cheap enough to ask
+// between states (a clock read; the context itself at most once a millisecond), and safe from workers.
+class CallCancel {
+ public:
+  explicit CallCancel(grpc::ServerContext* context) : context_(context), deadline_(context->deadline()) {}
+
+  bool Stopped() {
+    if (stopped_.load(std::memory_order_relaxed)) return true;
+    const auto now = std::chrono::system_clock::now();
+    if (now >= deadline_) return Stop();
+    const int64_t t = now.time_since_epoch().count();
+    if (t >= next_poll_.load(std::memory_order_relaxed)) {
+      std::unique_lock lock(mutex_, std::try_to_lock);
+      if (lock.owns_lock()) {
+        next_poll_.store(t + kPollInterval, std::memory_order_relaxed);
+        if (context_->IsCancelled()) return Stop();
+      }
+    }
+    return false;
+  }
+  bool Stop() {
+    stopped_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+
+  /// CANCELLED or DEADLINE_EXCEEDED, saying how far the call got.
+  grpc::Status status(const std::string& progress) const {
+    if (std::chrono::system_clock::now() >= deadline_) {
+      return {grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded after " + progress};
+    }
+    return {grpc::StatusCode::CANCELLED, "cancelled after " + progress};
+  }
+
+ private:
+  grpc::ServerContext* context_;
+  std::chrono::system_clock::time_point deadline_;
+  static constexpr int64_t kPollInterval =
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::milliseconds(1)).count();
+
+  std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> next_poll_{0};
+  std::mutex mutex_;  // one poller of the context at a time
+};
+
+// The first error of a parallel batch (any worker may hit one).
+class FirstError {
+ public:
+  void Set(const core::Error& e) {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = e;
+    failed_.store(true, std::memory_order_relaxed);
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  const core::Error& error() const { return *error_; }
+
+ private:
+  std::mutex mutex_;
+  std::optional<core::Error> error_;
+  std::atomic<bool> failed_{false};
+};
+
+grpc::Status SceneNotFound(const std::string& id) {
+  if (id.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "scene_id is empty"};
+  return {grpc::StatusCode::NOT_FOUND, "scene '" + id + "' is not loaded on this server (create it with CreateScene)"};
+}
+
+grpc::Status Invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
+
+Work StateWork(const core::StateResult& r) {
+  Work w;
+  w.states = 1;
+  w.pairs_tested = r.pairs_tested;
+  w.Add(r.stats);
+  return w;
+}
+
+Work MotionWork(const core::MotionResult& r) {
+  Work w;
+  w.states = r.states;
+  w.distance_queries = r.distance_queries;
+  w.Add(r.stats);
+  return w;
+}
+
+Work PathWork(const core::PathResult& r) {
+  Work w;
+  w.states = r.states;
+  w.distance_queries = r.distance_queries;
+  w.Add(r.stats);
+  return w;
+}
+
+void CountWork(Metrics* metrics, const Work& w) {
+  metrics->AddWork(w.states, w.distance_queries, w.bv_tests, w.triangle_tests);
+}
+
+// Segments per core CheckPath call: cancellation is seen between these pieces of a path. Small, as
+// one discrete segment at a fine resolution can take a second; more than one, so the core still
+// shares the work at the waypoints inside a piece.
+constexpr int64_t kSegmentsPerPiece = 4;
+
+// Checks a path (rows x dof values, scene order) as core CheckPath does, in pieces of
+// kSegmentsPerPiece segments so a cancelled call stops between them. The pieces share their end
+// waypoints, so the first segment that is not free, its result, and the summed counters are those of
+// one CheckPath over the whole path. Sets *stopped when it gave up early.
+core::Status CheckPathInPieces(const core::Scene& scene, std::span<const double> waypoints, int64_t rows,
+                               const core::MotionRequest& request, core::SceneCache* cache, CallCancel* cancel,
+                               core::PathResult* out, bool* stopped) {
+  *out = core::PathResult();
+  *stopped = false;
+  const auto dof = static_cast<size_t>(scene.dof());
+  if (rows <= 1) return scene.CheckPath(waypoints, request, cache, out);
+  for (int64_t first = 0; first < rows - 1; first += kSegmentsPerPiece) {
+    if (cancel->Stopped()) {
+      *stopped = true;
+      return {};
+    }
+    const int64_t last = std::min(first + kSegmentsPerPiece, rows - 1);
+    core::PathResult piece;
+    const auto begin = static_cast<size_t>(first) * dof;
+    const auto count = static_cast<size_t>(last - first + 1) * dof;
+    if (core::Status s = scene.CheckPath(waypoints.subspan(begin, count), request, cache, &piece); !s.ok()) return s;
+    out->states += piece.states;
+    out->distance_queries += piece.distance_queries;
+    out->stats += piece.stats;
+    out->motion = piece.motion;
+    if (!piece.free) {
+      out->free = false;
+      out->segment = static_cast<int32_t>(first) + piece.segment;
+      return {};
+    }
+  }
+  out->free = true;
+  out->segment = -1;
+  return {};
+}
+
+int64_t SegmentsChecked(const core::PathResult& r, int64_t rows) {
+  return r.free ? std::max<int64_t>(rows - 1, 0) : r.segment + 1;
+}
+
+}  // namespace
+
+ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool,
+                                           ServiceLimits limits)
+    : registry_(registry), metrics_(metrics), pool_(pool), limits_(limits) {}
+
+// ------------------------------------------------------------------------------------------------
+// Scenes
+
+grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext*, const v1::CreateSceneRequest* request,
+                                               v1::CreateSceneResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kCreateScene);
+  auto built = BuildScene(*request);
+  if (!built.ok()) return rec.Finish(ToGrpcStatus(built.error(), ErrorScope::kSceneContent));
+  auto [entry, created] = registry_->Insert(std::move(built).value());
+  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  rec.set_scene_id(entry->id);
+  *response->mutable_scene() = entry->info;
+  response->set_created(created);
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext*, const v1::GetSceneRequest* request,
+                                            v1::GetSceneResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kGetScene);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  *response->mutable_scene() = entry->info;
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext*, const v1::ListScenesRequest*,
+                                              v1::ListScenesResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kListScenes);
+  for (const auto& entry : registry_->List()) *response->add_scenes() = entry->info;
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::UpdateWorldRequest* request,
+                                               v1::UpdateWorldResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kUpdateWorld);
+  rec.set_scene_id(request->scene_id());
+  const auto parent = registry_->Find(request->scene_id());
+  if (parent == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  auto updated = UpdateScene(*parent, *request);
+  if (!updated.ok()) return rec.Finish(ToGrpcStatus(updated.error(), ErrorScope::kSceneContent));
+  // The same update of the same parent is the same content: the loaded scene is returned as is.
+  auto [entry, created] = registry_->Insert(std::move(updated).value());
+  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  *response->mutable_scene() = entry->info;
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext*, const v1::DeleteSceneRequest* request,
+                                               v1::DeleteSceneResponse*) {
+  CallRecorder rec(metrics_, Rpc::kDeleteScene);
+  rec.set_scene_id(request->scene_id());
+  if (!registry_->Erase(request->scene_id())) return rec.Finish(SceneNotFound(request->scene_id()));
+  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  return rec.Finish(grpc::Status::OK);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Queries
+
+grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext*, const v1::CheckStateRequest* request,
+                                              v1::CheckStateResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kCheckState);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  // Per-thread scratch: a warm unary CheckState allocates nothing beyond its response.
+  thread_local std::vector<double> q;
+  thread_local core::SceneCache cache;
+  if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  core::StateResult r;
+  if (core::Status s = scene.CheckState(q, &cache, &r); !s.ok()) return rec.Finish(ToGrpcStatus(s));
+  response->set_free(r.free);
+  response->set_within_limits(r.within_limits);
+  if (!r.free) ToWire(scene, r.contact, response->mutable_contact());
+  const Work work = StateWork(r);
+  work.ToWire(response->mutable_stats());
+  metrics_->AddQueries(QueryKind::kClear, 1);
+  CountWork(metrics_, work);
+  rec.set_states(1);
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, const v1::CheckStatesRequest* request,
+                                               v1::CheckStatesResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kCheckStates);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  auto rows = ConfigurationRows::Make(scene.robot(), request->states(), "states", limits_.max_batch_states,
+                                      "--max-batch-states");
+  if (!rows.ok()) return rec.Finish(ToGrpcStatus(rows.error()));
+  const ConfigurationRows& states = rows.value();
+  const int64_t n = states.rows();
+  rec.set_states(n);
+
+  response->mutable_free()->Resize(static_cast<int>(n), false);
+  response->mutable_within_limits()->Resize(static_cast<int>(n), false);
+  bool* free = response->mutable_free()->mutable_data();
+  bool* within = response->mutable_within_limits()->mutable_data();
+
+  // Per-call, per-slot scratch and tallies: no sharing between workers inside the loop.
+  struct Slot {
+    core::SceneCache cache;
+    std::vector<double> q;
+    Work work;
+    int64_t free_count = 0;
+    std::vector<std::pair<int64_t, core::StateContact>> contacts;
+  };
+  std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
+  for (Slot& s : slots) s.q.resize(static_cast<size_t>(scene.dof()));
+  CallCancel cancel(context);
+  FirstError error;
+  std::atomic<int64_t> done{0};
+  // Chunks small enough to balance the workers, large enough that claiming one costs nothing.
+  const int64_t chunk = std::clamp<int64_t>(n / (8 * pool_->slots()), 16, 1024);
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const bool contacts = request->include_contacts();
+  pool_->ParallelFor(chunks, [&](int64_t c, int slot_index) {
+    Slot& slot = slots[static_cast<size_t>(slot_index)];
+    const int64_t end = std::min(n, (c + 1) * chunk);
+    int64_t i = c * chunk;
+    for (; i < end; ++i) {
+      if (error.failed() || cancel.Stopped()) break;
+      states.Row(i, slot.q.data());
+      core::StateResult r;
+      if (core::Status s = scene.CheckState(slot.q, &slot.cache, &r); !s.ok()) {
+        error.Set(WithField("states: configuration " + std::to_string(i), s.error()));
+        break;
+      }
+      free[i] = r.free;
+      within[i] = r.within_limits;
+      slot.free_count += r.free ? 1 : 0;
+      slot.work += StateWork(r);
+      if (contacts && !r.free) slot.contacts.emplace_back(i, r.contact);
+    }
+    done.fetch_add(i - c * chunk, std::memory_order_relaxed);
+  });
+
+  Work work;
+  int64_t free_count = 0;
+  std::vector<std::pair<int64_t, core::StateContact>> all_contacts;
+  for (Slot& s : slots) {
+    work += s.work;
+    free_count += s.free_count;
+    all_contacts.insert(all_contacts.end(), s.contacts.begin(), s.contacts.end());
+  }
+  metrics_->AddQueries(QueryKind::kClear, work.states);
+  CountWork(metrics_, work);
+  if (cancel.stopped()) {
+    response->Clear();
+    return rec.Finish(cancel.status(std::to_string(done.load()) + " of " + std::to_string(n) + " states"));
+  }
+  if (error.failed()) {
+    response->Clear();
+    return rec.Finish(ToGrpcStatus(error.error()));
+  }
+  std::sort(all_contacts.begin(), all_contacts.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [index, contact] : all_contacts) {
+    v1::StateContact* out = response->add_contacts();
+    out->set_index(static_cast<uint32_t>(index));
+    ToWire(scene, contact, out->mutable_contact());
+  }
+  response->set_free_count(static_cast<uint32_t>(free_count));
+  work.ToWire(response->mutable_stats());
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v1::ComputeDistanceRequest* request,
+                                                   v1::ComputeDistanceResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kComputeDistance);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  thread_local std::vector<double> q;
+  thread_local core::SceneCache cache;
+  if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  const auto budget_ok = [](double v) { return std::isfinite(v) && v >= 0.0; };
+  if (!budget_ok(request->rel_err())) return rec.Finish(Invalid("rel_err must be finite and >= 0"));
+  if (!budget_ok(request->abs_err())) return rec.Finish(Invalid("abs_err must be finite and >= 0"));
+  if (!budget_ok(request->max_distance())) return rec.Finish(Invalid("max_distance must be finite and >= 0"));
+  core::SceneDistanceRequest query;
+  query.rel_err = request->rel_err();
+  query.abs_err = request->abs_err();
+  if (request->max_distance() > 0.0) query.max_distance = request->max_distance();
+  query.per_pair = request->per_pair();
+  query.world = !request->exclude_world();
+  query.self = !request->exclude_self();
+  core::SceneDistanceResult r;
+  if (core::Status s = scene.ComputeDistance(q, query, &cache, &r); !s.ok()) return rec.Finish(ToGrpcStatus(s));
+  response->set_lower_bound(r.lower_bound);
+  response->set_upper_bound(r.upper_bound);
+  response->set_beyond_max_distance(r.beyond_max_distance);
+  response->set_within_limits(r.within_limits);
+  if (r.nearest.pair.link >= 0) ToWire(scene, r.nearest, response->mutable_nearest());
+  for (const core::PairDistance& p : r.pairs) ToWire(scene, p, response->add_pairs());
+  Work work;
+  work.states = 1;
+  work.pairs_tested = r.pairs_tested;
+  work.distance_queries = r.pairs_tested;
+  work.Add(r.stats);
+  work.ToWire(response->mutable_stats());
+  metrics_->AddQueries(QueryKind::kDistance, 1);
+  CountWork(metrics_, work);
+  rec.set_states(1);
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext*, const v1::CheckMotionRequest* request,
+                                               v1::CheckMotionResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kCheckMotion);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  thread_local std::vector<double> q0, q1;
+  thread_local core::SceneCache cache;
+  if (core::Status s = ResolveState(scene.robot(), request->start(), "start", &q0); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  if (core::Status s = ResolveState(scene.robot(), request->goal(), "goal", &q1); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
+  if (!motion.ok()) return rec.Finish(ToGrpcStatus(motion.error()));
+  core::MotionResult r;
+  if (core::Status s = scene.CheckMotion(q0, q1, motion.value(), &cache, &r); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  ToWire(scene, r, response->mutable_result());
+  const Work work = MotionWork(r);
+  work.ToWire(response->mutable_stats());
+  metrics_->AddQueries(QueryKind::kLink, 1);
+  CountWork(metrics_, work);
+  rec.set_states(work.states);
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const v1::CheckPathRequest* request,
+                                             v1::CheckPathResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kCheckPath);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  auto rows = ConfigurationRows::Make(scene.robot(), request->waypoints(), "waypoints", limits_.max_path_waypoints,
+                                      "--max-path-waypoints");
+  if (!rows.ok()) return rec.Finish(ToGrpcStatus(rows.error()));
+  if (rows.value().rows() < 1) return rec.Finish(Invalid("waypoints: a path needs at least one configuration"));
+  auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
+  if (!motion.ok()) return rec.Finish(ToGrpcStatus(motion.error()));
+  const std::vector<double> waypoints = rows.value().All();
+  thread_local core::SceneCache cache;
+  CallCancel cancel(context);
+  core::PathResult r;
+  bool stopped = false;
+  if (core::Status s = CheckPathInPieces(scene, waypoints, rows.value().rows(), motion.value(), &cache, &cancel,
+                                         &r, &stopped);
+      !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  const Work work = PathWork(r);
+  metrics_->AddQueries(QueryKind::kLink, SegmentsChecked(r, rows.value().rows()));
+  CountWork(metrics_, work);
+  if (stopped) return rec.Finish(cancel.status("part of the path"));
+  metrics_->AddQueries(QueryKind::kPath, 1);
+  ToWire(scene, r, response->mutable_result());
+  work.ToWire(response->mutable_stats());
+  rec.set_states(work.states);
+  return rec.Finish(grpc::Status::OK);
+}
+
+grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, const v1::ValidatePathsRequest* request,
+                                                 grpc::ServerWriter<v1::ValidatePathsResponse>* writer) {
+  CallRecorder rec(metrics_, Rpc::kValidatePaths);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
+  if (!motion.ok()) return rec.Finish(ToGrpcStatus(motion.error()));
+  // Every path is checked before the first result goes out: a bad request streams nothing.
+  std::vector<ConfigurationRows> paths;
+  paths.reserve(static_cast<size_t>(request->paths_size()));
+  int64_t total = 0;
+  for (int i = 0; i < request->paths_size(); ++i) {
+    const std::string field = "paths[" + std::to_string(i) + "]";
+    auto rows = ConfigurationRows::Make(scene.robot(), request->paths(i), field, limits_.max_path_waypoints,
+                                        "--max-path-waypoints");
+    if (!rows.ok()) return rec.Finish(ToGrpcStatus(rows.error()));
+    if (rows.value().rows() < 1) return rec.Finish(Invalid(field + ": a path needs at least one configuration"));
+    total += rows.value().rows();
+    if (total > limits_.max_batch_states) {
+      return rec.Finish(ToGrpcStatus(ResourceExhausted(
+          "paths: more than " + std::to_string(limits_.max_batch_states) +
+          " waypoints in total exceed the server's --max-batch-states; split the request")));
+    }
+    paths.push_back(std::move(rows).value());
+  }
+  rec.set_states(total);
+
+  // The stream's workers keep their caches for the whole stream.
+  struct Slot {
+    core::SceneCache cache;
+    std::vector<double> waypoints;
+    Work work;
+  };
+  std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
+  CallCancel cancel(context);
+  FirstError error;
+  std::mutex write_mutex;
+  std::atomic<int64_t> written{0}, segments{0};
+  pool_->ParallelFor(static_cast<int64_t>(paths.size()), [&](int64_t p, int slot_index) {
+    Slot& slot = slots[static_cast<size_t>(slot_index)];
+    if (error.failed() || cancel.Stopped()) return;
+    const ConfigurationRows& rows = paths[static_cast<size_t>(p)];
+    slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
+    for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
+    core::PathResult r;
+    bool stopped = false;
+    if (core::Status s = CheckPathInPieces(scene, slot.waypoints, rows.rows(), motion.value(), &slot.cache, &cancel,
+                                           &r, &stopped);
+        !s.ok()) {
+      error.Set(WithField("paths[" + std::to_string(p) + "]", s.error()));
+      return;
+    }
+    const Work work = PathWork(r);
+    slot.work += work;
+    segments.fetch_add(SegmentsChecked(r, rows.rows()), std::memory_order_relaxed);
+    if (stopped) return;
+    v1::ValidatePathsResponse response;
+    response.set_index(static_cast<uint32_t>(p));
+    ToWire(scene, r, response.mutable_result());
+    work.ToWire(response.mutable_stats());
+    std::lock_guard lock(write_mutex);
+    if (cancel.stopped()) return;
+    // Write fails once the client is gone: stop the remaining paths.
+    if (!writer->Write(response)) {
+      cancel.Stop();
+      return;
+    }
+    written.fetch_add(1, std::memory_order_relaxed);
+  });
+
+  Work work;
+  for (const Slot& s : slots) work += s.work;
+  metrics_->AddQueries(QueryKind::kLink, segments.load());
+  metrics_->AddQueries(QueryKind::kPath, written.load());
+  CountWork(metrics_, work);
+  if (cancel.stopped()) {
+    return rec.Finish(cancel.status(std::to_string(written.load()) + " of " + std::to_string(paths.size()) + " paths"));
+  }
+  if (error.failed()) return rec.Finish(ToGrpcStatus(error.error()));
+  return rec.Finish(grpc::Status::OK);
+}
+
+namespace {
+
+// One part of a free-flying body, posed so that the core's body motion (linear translation, slerp
+// rotation of the given frame) moves it exactly as the body moves it.
+struct BodyPart {
+  core::Geometry geometry;
+  core::RigidTransform X0, X1;  // the part frame at t = 0 and t = 1
+};
+
+core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body) {
+  auto X0 = ToRigidTransform(body.start(), "body_motion.start");
+  if (!X0.ok()) return X0.error();
+  auto X1 = ToRigidTransform(body.goal(), "body_motion.goal");
+  if (!X1.ok()) return X1.error();
+  if (body.parts_size() == 0) return core::InvalidArgument("body_motion.parts: the body has no parts");
+  const bool rotates = X0.value().R != X1.value().R;
+  std::vector<BodyPart> parts;
+  for (int i = 0; i < body.parts_size(); ++i) {
+    const std::string field = "body_motion.parts[" + std::to_string(i) + "]";
+    auto g = ToGeometry(body.parts(i).shape(), field + ".shape", nullptr);
+    if (!g.ok()) return g.error();
+    auto X_BP = ToRigidTransform(body.parts(i).pose(), field + ".pose");
+    if (!X_BP.ok()) return X_BP.error();
+    // Slerp commutes with a fixed rotation on the right, and a fixed offset is exact under pure
+    // translation; an offset part of a rotating body would sweep a curve the core's motion is not.
+    if (rotates && !X_BP.value().p.isZero()) {
+      return core::InvalidArgument(field + ".pose: a part offset from the body origin cannot be checked while the "
+                                   "body rotates; give it as a mesh or convex_hull in the body frame, or put the "
+                                   "body frame at the part");
+    }
+    parts.push_back({std::move(g).value(), X0.value() * X_BP.value(), X1.value() * X_BP.value()});
+  }
+  return parts;
+}
+
+}  // namespace
+
+grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
+                                                      const v1::TimeOfFirstContactRequest* request,
+                                                      v1::TimeOfFirstContactResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kTimeOfFirstContact);
+  rec.set_scene_id(request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  if (!std::isfinite(request->tolerance()) || request->tolerance() < 0.0) {
+    return rec.Finish(Invalid("tolerance must be finite and >= 0 (0 means 1e-5)"));
+  }
+  core::ContinuousRequest query;
+  if (request->tolerance() > 0.0) query.tolerance = request->tolerance();
+  core::ContinuousResult r;
+  switch (request->motion_case()) {
+    case v1::TimeOfFirstContactRequest::kJointMotion: {
+      thread_local std::vector<double> q0, q1;
+      thread_local core::SceneCache cache;
+      const v1::JointMotion& m = request->joint_motion();
+      if (core::Status s = ResolveState(scene.robot(), m.start(), "joint_motion.start", &q0); !s.ok()) {
+        return rec.Finish(ToGrpcStatus(s));
+      }
+      if (core::Status s = ResolveState(scene.robot(), m.goal(), "joint_motion.goal", &q1); !s.ok()) {
+        return rec.Finish(ToGrpcStatus(s));
+      }
+      if (core::Status s = scene.TimeOfFirstContact(q0, q1, query, &cache, &r); !s.ok()) {
+        return rec.Finish(ToGrpcStatus(s));
+      }
+      break;
+    }
+    case v1::TimeOfFirstContactRequest::kBodyMotion: {
+      auto parts = ToBodyParts(request->body_motion());
+      if (!parts.ok()) return rec.Finish(ToGrpcStatus(parts.error()));
+      // The body's first contact is its earliest part's (a tie keeps the first part).
+      bool first = true;
+      int32_t iterations = 0;
+      int64_t distance_queries = 0;
+      core::QueryStats stats;
+      for (const BodyPart& part : parts.value()) {
+        core::ContinuousResult pr;
+        if (core::Status s = scene.TimeOfFirstContact(part.geometry, part.X0, part.X1, query, &pr); !s.ok()) {
+          return rec.Finish(ToGrpcStatus(s));
+        }
+        iterations += pr.iterations;
+        distance_queries += pr.distance_queries;
+        stats += pr.stats;
+        if (first || pr.t_contact < r.t_contact) r = pr;
+        first = false;
+      }
+      r.iterations = iterations;
+      r.distance_queries = distance_queries;
+      r.stats = stats;
+      break;
+    }
+    default:
+      return rec.Finish(Invalid("motion: give joint_motion or body_motion"));
+  }
+  response->set_contact(r.contact);
+  response->set_t_contact(r.t_contact);
+  response->set_clearance(r.clearance);
+  response->set_penetrating(r.penetrating);
+  response->set_undecided(r.undecided);
+  if (r.nearest.pair.link >= 0 || r.nearest.pair.object >= 0) ToWire(scene, r.nearest, response->mutable_nearest());
+  response->set_iterations(r.iterations);
+  Work work;
+  work.distance_queries = r.distance_queries;
+  work.Add(r.stats);
+  work.ToWire(response->mutable_stats());
+  metrics_->AddQueries(QueryKind::kCcd, 1);
+  CountWork(metrics_, work);
+  return rec.Finish(grpc::Status::OK);
+}
+
+}  // namespace proximity::server

@@ -1,0 +1,60 @@
+#pragma once
+/// @file
+/// proximity.v1.ProximityService on the synchronous gRPC API. Handlers look a scene up (a shared_ptr
+/// copy under a shared lock), convert the request, and call the core with no lock held. Batches run on
+/// the worker pool with per-call scene caches and stop between states, segments or paths once the
+/// call is cancelled or past its deadline.
+
+#include <cstdint>
+
+#include "proximity/v1/proximity.grpc.pb.h"
+#include "server/metrics.h"
+#include "server/scene_store.h"
+#include "server/worker_pool.h"
+
+namespace proximity::server {
+
+/// Request limits (RESOURCE_EXHAUSTED beyond them, naming the option).
+struct ServiceLimits {
+  int64_t max_batch_states = 1'000'000;   ///< Configurations per request (CheckStates; ValidatePaths in total).
+  int64_t max_path_waypoints = 100'000;   ///< Waypoints per path (CheckPath, each ValidatePaths path).
+};
+
+class ProximityServiceImpl final : public v1::ProximityService::Service {
+ public:
+  /// The registry, metrics and pool must outlive the service.
+  ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool, ServiceLimits limits);
+
+  grpc::Status CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
+                           v1::CreateSceneResponse* response) override;
+  grpc::Status GetScene(grpc::ServerContext* context, const v1::GetSceneRequest* request,
+                        v1::GetSceneResponse* response) override;
+  grpc::Status ListScenes(grpc::ServerContext* context, const v1::ListScenesRequest* request,
+                          v1::ListScenesResponse* response) override;
+  grpc::Status UpdateWorld(grpc::ServerContext* context, const v1::UpdateWorldRequest* request,
+                           v1::UpdateWorldResponse* response) override;
+  grpc::Status DeleteScene(grpc::ServerContext* context, const v1::DeleteSceneRequest* request,
+                           v1::DeleteSceneResponse* response) override;
+  grpc::Status CheckState(grpc::ServerContext* context, const v1::CheckStateRequest* request,
+                          v1::CheckStateResponse* response) override;
+  grpc::Status CheckStates(grpc::ServerContext* context, const v1::CheckStatesRequest* request,
+                           v1::CheckStatesResponse* response) override;
+  grpc::Status ComputeDistance(grpc::ServerContext* context, const v1::ComputeDistanceRequest* request,
+                               v1::ComputeDistanceResponse* response) override;
+  grpc::Status CheckMotion(grpc::ServerContext* context, const v1::CheckMotionRequest* request,
+                           v1::CheckMotionResponse* response) override;
+  grpc::Status CheckPath(grpc::ServerContext* context, const v1::CheckPathRequest* request,
+                         v1::CheckPathResponse* response) override;
+  grpc::Status ValidatePaths(grpc::ServerContext* context, const v1::ValidatePathsRequest* request,
+                             grpc::ServerWriter<v1::ValidatePathsResponse>* writer) override;
+  grpc::Status TimeOfFirstContact(grpc::ServerContext* context, const v1::TimeOfFirstContactRequest* request,
+                                  v1::TimeOfFirstContactResponse* response) override;
+
+ private:
+  SceneRegistry* registry_;
+  Metrics* metrics_;
+  WorkerPool* pool_;
+  ServiceLimits limits_;
+};
+
+}  // namespace proximity::server

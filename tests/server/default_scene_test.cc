@@ -1,0 +1,63 @@
+// The built-in workcell: the robot loads, home is free, and a real fraction of random states and of
+// straight motions between them collide (so that the default scene exercises both answers).
+#include "server/default_scene.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/test_util.h"
+
+namespace proximity::server {
+namespace {
+
+TEST(DefaultScene, HomeIsFreeAndRandomStatesOftenCollide) {
+  PROX_REQUIRE_DIR(testing::DartUrdfDir(), "Debian dart-doc's URDF folder");
+  auto d = DefaultSceneDescription();
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d.value().objects.size(), DefaultScene().objects.size());
+  auto built = core::Scene::Build(std::move(d).value());
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const core::Scene& scene = *built.value();
+  const core::RobotModel& robot = scene.robot();
+  ASSERT_EQ(robot.num_positions(), 6);
+
+  core::SceneCache cache;
+  core::StateResult r;
+  ASSERT_TRUE(scene.CheckState(std::vector<double>(6, 0.0), &cache, &r).ok());
+  EXPECT_TRUE(r.free) << "home collides: " << r.contact.Describe(scene);
+
+  std::mt19937_64 rng(1);
+  std::vector<std::vector<double>> states;
+  int colliding = 0, world = 0;
+  const int n = testing::Cases(20000);
+  for (int k = 0; k < n; ++k) {
+    std::vector<double> q(6);
+    for (int j = 0; j < 6; ++j) {
+      q[j] = std::uniform_real_distribution<double>(robot.lower_limits()[j], robot.upper_limits()[j])(rng);
+    }
+    ASSERT_TRUE(scene.CheckState(q, &cache, &r).ok());
+    colliding += r.free ? 0 : 1;
+    world += (!r.free && !r.contact.self) ? 1 : 0;
+    states.push_back(q);
+  }
+  const double fraction = static_cast<double>(colliding) / n;
+  int motions_colliding = 0;
+  const int m = testing::Cases(150);
+  for (int k = 0; k < m; ++k) {
+    core::MotionResult mr;
+    ASSERT_TRUE(scene.CheckMotion(states[2 * k], states[2 * k + 1], {}, &cache, &mr).ok());
+    motions_colliding += mr.free ? 0 : 1;
+  }
+  std::printf("default scene: %.1f%% of %d random states collide (%.1f%% with the world), %.1f%% of %d motions\n",
+              100.0 * fraction, n, 100.0 * world / n, 100.0 * motions_colliding / m, m);
+  RecordProperty("colliding_permille", static_cast<int>(1000 * fraction));
+  EXPECT_GT(fraction, 0.2);
+  EXPECT_LT(fraction, 0.5);
+  EXPECT_GT(world, n / 20) << "the workcell should account for a real share of the collisions";
+  EXPECT_GT(motions_colliding, m / 5);
+  EXPECT_LT(motions_colliding, m);
+}
+
+}  // namespace
+}  // namespace proximity::server

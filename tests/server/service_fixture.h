@@ -1,0 +1,150 @@
+#pragma once
+// An in-process proximityd (real gRPC over loopback on an ephemeral port) with a stub, the default
+// scene built in process by the core for reference, and helpers to build requests and compare the
+// service's answers with the core's.
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/test_util.h"
+#include "proximity/core/scene.h"
+#include "proximity/v1/proximity.grpc.pb.h"
+#include "server/default_scene.h"
+#include "server/log.h"
+#include "server/server.h"
+
+namespace proximity::server::testing {
+
+namespace v1 = ::proximity::v1;
+using proximity::testing::Cases;
+
+/// Options of the test server: small limits so that exceeding them is cheap.
+inline ServerOptions TestOptions() {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "127.0.0.1:0";
+  o.threads = 2;
+  o.max_message_bytes = 16 << 20;
+  o.limits.max_batch_states = 200'000;
+  o.limits.max_path_waypoints = 5'000;
+  return o;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ConfigureLogging(LogFormat::kText, spdlog::level::warn);
+    PROX_REQUIRE_DIR(proximity::testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the default scene's robot)");
+    auto started = ProximityServer::Start(TestOptions());
+    ASSERT_TRUE(started.ok()) << started.error().message;
+    server_ = std::move(started).value();
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                         grpc::InsecureChannelCredentials(), args);
+    stub_ = v1::ProximityService::NewStub(channel_);
+    auto d = DefaultSceneDescription();
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    auto scene = core::Scene::Build(std::move(d).value());
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    core_ = std::move(scene).value();
+  }
+
+  void TearDown() override {
+    stub_.reset();
+    channel_.reset();
+    server_.reset();
+  }
+
+  /// A client context with a generous deadline (a hung server fails the test instead of hanging it).
+  static std::unique_ptr<grpc::ClientContext> Context(std::chrono::milliseconds deadline = std::chrono::seconds(120)) {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + deadline);
+    return c;
+  }
+
+  std::unique_ptr<ProximityServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ProximityService::Stub> stub_;
+  std::shared_ptr<const core::Scene> core_;  // the default scene, built in process
+};
+
+/// Uniform within the joint limits (continuous joints: [-pi, pi]).
+inline std::vector<double> RandomState(std::mt19937_64& rng, const core::RobotModel& robot) {
+  std::vector<double> q(static_cast<size_t>(robot.num_positions()));
+  for (int i = 0; i < robot.num_positions(); ++i) {
+    double lo = robot.lower_limits()[static_cast<size_t>(i)], hi = robot.upper_limits()[static_cast<size_t>(i)];
+    if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -M_PI, hi = M_PI;
+    q[static_cast<size_t>(i)] = std::uniform_real_distribution<double>(lo, hi)(rng);
+  }
+  return q;
+}
+
+inline std::vector<std::vector<double>> RandomStates(std::mt19937_64& rng, const core::RobotModel& robot, int n) {
+  std::vector<std::vector<double>> out;
+  for (int i = 0; i < n; ++i) out.push_back(RandomState(rng, robot));
+  return out;
+}
+
+inline v1::JointPositions Positions(const std::vector<double>& q) {
+  v1::JointPositions p;
+  for (double v : q) p.add_positions(v);
+  return p;
+}
+
+/// Rows as repeated doubles, in the scene's order.
+inline v1::Configurations Repeated(const std::vector<std::vector<double>>& rows) {
+  v1::Configurations c;
+  for (const auto& r : rows)
+    for (double v : r) c.add_positions(v);
+  return c;
+}
+
+/// Rows as packed little-endian float64, in the scene's order.
+inline v1::Configurations Packed(const std::vector<std::vector<double>>& rows) {
+  v1::Configurations c;
+  std::string bytes;
+  for (const auto& r : rows) bytes.append(reinterpret_cast<const char*>(r.data()), r.size() * sizeof(double));
+  c.set_positions_f64le(std::move(bytes));
+  return c;
+}
+
+/// The names the service gives a core contact.
+inline void ExpectSamePair(const core::Scene& scene, const core::StateContact& c, const v1::PairId& p,
+                           const std::string& where) {
+  EXPECT_EQ(p.self(), c.self) << where;
+  EXPECT_EQ(p.robot(), c.Name(scene)) << where;
+  EXPECT_EQ(p.other(), c.OtherName(scene)) << where;
+}
+
+inline void ExpectSameMotion(const core::Scene& scene, const core::MotionResult& c, const v1::MotionResult& r,
+                             const std::string& where) {
+  EXPECT_EQ(r.free(), c.free) << where;
+  EXPECT_EQ(r.t_free(), c.t_free) << where;
+  EXPECT_EQ(r.t_collide(), c.t_collide) << where;
+  EXPECT_EQ(r.undecided(), c.undecided) << where;
+  if (!c.free) ExpectSamePair(scene, c.contact, r.contact(), where);
+}
+
+/// Fills a wire pose from a position and a (w, x, y, z) quaternion.
+inline v1::Pose WirePose(const core::Vec3& p, const Eigen::Quaterniond& q = Eigen::Quaterniond::Identity()) {
+  v1::Pose pose;
+  pose.mutable_position()->set_x(p.x());
+  pose.mutable_position()->set_y(p.y());
+  pose.mutable_position()->set_z(p.z());
+  pose.mutable_orientation()->set_x(q.x());
+  pose.mutable_orientation()->set_y(q.y());
+  pose.mutable_orientation()->set_z(q.z());
+  pose.mutable_orientation()->set_w(q.w());
+  return pose;
+}
+
+}  // namespace proximity::server::testing

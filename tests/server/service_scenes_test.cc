@@ -1,0 +1,320 @@
+// Scene ids are content hashes; every bad request fails with the right code and a message naming
+// the field, and changes nothing.
+#include <cmath>
+#include <limits>
+
+#include "server/scene_store.h"
+#include "tests/server/service_fixture.h"
+
+namespace proximity::server::testing {
+namespace {
+
+v1::CreateSceneRequest PlanarRequest() {
+  const std::string dir = proximity::testing::TestDataDir() + "/robots/";
+  v1::CreateSceneRequest r;
+  r.mutable_robot()->set_urdf(proximity::testing::ReadFile(dir + "planar_2link.urdf"));
+  v1::CollisionObject* o = r.add_objects();
+  o->set_id("block");
+  *o->mutable_pose() = WirePose({1.2, 0.3, 0.1});
+  auto* size = o->add_parts()->mutable_shape()->mutable_box()->mutable_size();
+  size->set_x(0.2);
+  size->set_y(0.2);
+  size->set_z(0.2);
+  return r;
+}
+
+TEST_F(ServiceTest, SceneIdsAreContentHashes) {
+  v1::CreateSceneResponse a, b, c;
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), PlanarRequest(), &a).ok());
+  EXPECT_TRUE(a.created());
+  EXPECT_EQ(a.scene().scene_id().size(), 32u);
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), PlanarRequest(), &b).ok());
+  EXPECT_FALSE(b.created());
+  EXPECT_EQ(a.scene().scene_id(), b.scene().scene_id());
+  EXPECT_EQ(a.scene().SerializeAsString(), b.scene().SerializeAsString());
+
+  v1::CreateSceneRequest moved = PlanarRequest();
+  moved.mutable_objects(0)->mutable_pose()->mutable_position()->set_x(1.21);
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), moved, &c).ok());
+  EXPECT_TRUE(c.created());
+  EXPECT_NE(c.scene().scene_id(), a.scene().scene_id());
+
+  // The built-in scene, sent as an ordinary request, is the loaded default.
+  v1::CreateSceneResponse d;
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), DefaultSceneRequest(DefaultScene()), &d).ok());
+  EXPECT_FALSE(d.created());
+  EXPECT_EQ(d.scene().scene_id(), server_->default_scene_id());
+
+  // A second, independent server (a replica) gives the same content the same id.
+  auto replica = ProximityServer::Start([] {
+    ServerOptions o = TestOptions();
+    o.metrics_listen = "";
+    return o;
+  }());
+  ASSERT_TRUE(replica.ok()) << replica.error().message;
+  EXPECT_EQ(replica.value()->default_scene_id(), server_->default_scene_id());
+  auto entry = BuildScene(PlanarRequest());
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(entry.value()->id, a.scene().scene_id());
+
+  v1::GetSceneRequest get;
+  get.set_scene_id("default");
+  v1::GetSceneResponse got;
+  ASSERT_TRUE(stub_->GetScene(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.scene().scene_id(), server_->default_scene_id());
+  EXPECT_EQ(got.scene().joint_names_size(), 6);
+  EXPECT_EQ(got.scene().object_ids_size(), static_cast<int>(DefaultScene().objects.size()));
+
+  v1::DeleteSceneRequest del;
+  del.set_scene_id(c.scene().scene_id());
+  v1::DeleteSceneResponse deleted;
+  ASSERT_TRUE(stub_->DeleteScene(Context().get(), del, &deleted).ok());
+  EXPECT_EQ(stub_->DeleteScene(Context().get(), del, &deleted).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::ListScenesResponse list;
+  ASSERT_TRUE(stub_->ListScenes(Context().get(), {}, &list).ok());
+  EXPECT_EQ(list.scenes_size(), 2);
+}
+
+// What must not change when a request fails: the loaded scenes and their answers.
+struct Snapshot {
+  std::string scenes;
+  std::string answers;
+  bool operator==(const Snapshot&) const = default;
+};
+
+class ServiceErrorTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    v1::CreateSceneResponse planar;
+    ASSERT_TRUE(stub_->CreateScene(Context().get(), PlanarRequest(), &planar).ok());
+    planar_id_ = planar.scene().scene_id();
+    std::mt19937_64 rng(30);
+    probe_ = RandomStates(rng, core_->robot(), 300);
+    before_ = Take();
+  }
+
+  Snapshot Take() {
+    Snapshot s;
+    v1::ListScenesResponse list;
+    EXPECT_TRUE(stub_->ListScenes(Context().get(), {}, &list).ok());
+    s.scenes = list.SerializeAsString();
+    v1::CheckStatesRequest request;
+    request.set_scene_id("default");
+    *request.mutable_states() = Packed(probe_);
+    v1::CheckStatesResponse response;
+    EXPECT_TRUE(stub_->CheckStates(Context().get(), request, &response).ok());
+    s.answers = response.SerializeAsString();
+    return s;
+  }
+
+  /// The status of a failed call: its code, a message naming `field`, and nothing changed.
+  void ExpectError(const grpc::Status& status, grpc::StatusCode code, const std::string& field) {
+    EXPECT_EQ(status.error_code(), code) << status.error_message();
+    EXPECT_NE(status.error_message().find(field), std::string::npos)
+        << "message '" << status.error_message() << "' does not name '" << field << "'";
+    EXPECT_TRUE(Take() == before_) << "a failed request changed the loaded scenes or their answers";
+  }
+
+  grpc::Status CheckState(const v1::JointPositions& state, const std::string& scene = "default") {
+    v1::CheckStateRequest request;
+    request.set_scene_id(scene);
+    *request.mutable_state() = state;
+    v1::CheckStateResponse response;
+    return stub_->CheckState(Context().get(), request, &response);
+  }
+
+  grpc::Status CreateScene(const v1::CreateSceneRequest& request) {
+    v1::CreateSceneResponse response;
+    return stub_->CreateScene(Context().get(), request, &response);
+  }
+
+  std::string planar_id_;
+  std::vector<std::vector<double>> probe_;
+  Snapshot before_;
+};
+
+TEST_F(ServiceErrorTest, UnknownSceneIsNotFound) {
+  ExpectError(CheckState(Positions(probe_[0]), "0123456789abcdef0123456789abcdef"), grpc::StatusCode::NOT_FOUND,
+              "0123456789abcdef0123456789abcdef");
+  v1::CheckStatesRequest request;
+  request.set_scene_id("nope");
+  v1::CheckStatesResponse response;
+  ExpectError(stub_->CheckStates(Context().get(), request, &response), grpc::StatusCode::NOT_FOUND, "nope");
+  v1::UpdateWorldRequest update;
+  update.set_scene_id("nope");
+  v1::UpdateWorldResponse updated;
+  ExpectError(stub_->UpdateWorld(Context().get(), update, &updated), grpc::StatusCode::NOT_FOUND, "nope");
+}
+
+TEST_F(ServiceErrorTest, BadStatesNameTheJointOrField) {
+  auto q = probe_[0];
+  q[2] = std::numeric_limits<double>::quiet_NaN();
+  ExpectError(CheckState(Positions(q)), grpc::StatusCode::INVALID_ARGUMENT, "elbow_pitch");
+  q.pop_back();
+  q[2] = 0.0;
+  ExpectError(CheckState(Positions(q)), grpc::StatusCode::INVALID_ARGUMENT, "state.positions: expected 6 values");
+
+  const auto& names = core_->robot().active_joint_names();
+  v1::JointPositions named;
+  for (size_t j = 0; j < names.size(); ++j) {
+    named.add_joint_names(names[j]);
+    named.add_positions(0.0);
+  }
+  v1::JointPositions unknown = named;
+  unknown.set_joint_names(3, "bogus_joint");
+  ExpectError(CheckState(unknown), grpc::StatusCode::INVALID_ARGUMENT, "unknown joint 'bogus_joint'");
+  v1::JointPositions duplicate = named;
+  duplicate.set_joint_names(4, names[1]);
+  ExpectError(CheckState(duplicate), grpc::StatusCode::INVALID_ARGUMENT, "'" + names[1] + "' appears more than once");
+  v1::JointPositions missing = named;
+  missing.mutable_joint_names()->RemoveLast();
+  missing.mutable_positions()->RemoveLast();
+  ExpectError(CheckState(missing), grpc::StatusCode::INVALID_ARGUMENT, "'" + names.back() + "' is missing");
+  v1::JointPositions fixed = named;
+  fixed.set_joint_names(0, "arm_to_world_fixed");
+  ExpectError(CheckState(fixed), grpc::StatusCode::INVALID_ARGUMENT, "state.joint_names[0]");
+  v1::JointPositions both = named;
+  both.set_named_state("home");
+  ExpectError(CheckState(both), grpc::StatusCode::INVALID_ARGUMENT, "named_state");
+  v1::JointPositions no_such_state;
+  no_such_state.set_named_state("no_such_state");
+  ExpectError(CheckState(no_such_state), grpc::StatusCode::INVALID_ARGUMENT, "no_such_state");
+
+  v1::CheckStatesRequest batch;
+  batch.set_scene_id("default");
+  *batch.mutable_states() = Packed({probe_[0], probe_[1]});
+  batch.mutable_states()->mutable_positions_f64le()->resize(8 * 11);
+  v1::CheckStatesResponse response;
+  ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::INVALID_ARGUMENT,
+              "states.positions_f64le: 11 values is not a multiple of the column count 6");
+  *batch.mutable_states() = Repeated({probe_[0], probe_[1]});
+  batch.mutable_states()->set_positions(10, std::numeric_limits<double>::infinity());
+  ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::INVALID_ARGUMENT,
+              "configuration 1, joint '" + names[4] + "' is not finite");
+  batch.mutable_states()->set_positions_f64le(std::string(48, '\0'));
+  ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::INVALID_ARGUMENT,
+              "not both");
+
+  v1::CheckMotionRequest motion;
+  motion.set_scene_id("default");
+  *motion.mutable_start() = Positions(probe_[0]);
+  *motion.mutable_goal() = Positions(probe_[1]);
+  motion.set_resolution(-0.1);
+  v1::CheckMotionResponse motion_response;
+  ExpectError(stub_->CheckMotion(Context().get(), motion, &motion_response), grpc::StatusCode::INVALID_ARGUMENT,
+              "resolution");
+  motion.set_resolution(0.0);
+  motion.mutable_goal()->mutable_positions()->RemoveLast();
+  ExpectError(stub_->CheckMotion(Context().get(), motion, &motion_response), grpc::StatusCode::INVALID_ARGUMENT,
+              "goal.positions");
+}
+
+TEST_F(ServiceErrorTest, LimitsAreResourceExhausted) {
+  std::mt19937_64 rng(31);
+  // One configuration over --max-batch-states (200,000 in the test server).
+  std::vector<std::vector<double>> rows(200'001, probe_[0]);
+  v1::CheckStatesRequest batch;
+  batch.set_scene_id("default");
+  *batch.mutable_states() = Packed(rows);
+  v1::CheckStatesResponse response;
+  ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "--max-batch-states");
+  // A message over --max-message-bytes (16 MiB in the test server) is refused by gRPC itself.
+  batch.mutable_states()->set_positions_f64le(std::string(17 << 20, '\0'));
+  ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max");
+  // A path over --max-path-waypoints (5,000).
+  v1::CheckPathRequest path;
+  path.set_scene_id("default");
+  *path.mutable_waypoints() = Packed(std::vector<std::vector<double>>(5'001, probe_[0]));
+  v1::CheckPathResponse path_response;
+  ExpectError(stub_->CheckPath(Context().get(), path, &path_response), grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "--max-path-waypoints");
+}
+
+TEST_F(ServiceErrorTest, BadScenesNameTheField) {
+  v1::CreateSceneRequest r = PlanarRequest();
+  r.mutable_objects(0)->mutable_pose()->mutable_orientation()->set_w(0.9);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].pose.orientation: quaternion norm 0.9");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->mutable_pose()->mutable_position()->set_y(std::nan(""));
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].pose.position.y is not finite");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->mutable_parts(0)->mutable_shape()->mutable_box()->mutable_size()->set_x(-0.2);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].parts[0].shape.box.size.x must be >= 0");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->mutable_parts(0)->mutable_shape()->mutable_sphere()->set_radius(-1);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].parts[0].shape.sphere.radius");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->mutable_parts(0)->mutable_shape()->mutable_cylinder()->set_length(-1);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].parts[0].shape.cylinder.length");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->mutable_parts(0)->mutable_shape()->mutable_mesh_file()->set_path("/no/such/mesh.stl");
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "/no/such/mesh.stl");
+
+  r = PlanarRequest();
+  auto* mesh = r.mutable_objects(0)->mutable_parts(0)->mutable_shape()->mutable_mesh();
+  for (double v : {0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0}) mesh->add_vertices(v);
+  for (uint32_t i : {0u, 1u, 7u}) mesh->add_triangles(i);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].parts[0].shape.mesh.triangles[2]");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->mutable_parts(0)->mutable_shape()->mutable_convex_hull()->add_points(1.0);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].parts[0].shape.convex_hull.points");
+
+  r = PlanarRequest();
+  r.mutable_robot()->set_urdf("<robot name='broken'><link name='a'></robot>");
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "robot");
+
+  r = PlanarRequest();
+  r.mutable_robot()->clear_urdf();
+  r.mutable_robot()->set_urdf_path("/no/such/robot.urdf");
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "/no/such/robot.urdf");
+
+  r = PlanarRequest();
+  *r.add_objects() = r.objects(0);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[1].id: object 'block' appears twice");
+
+  r = PlanarRequest();
+  r.set_default_padding(-0.01);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "default_padding");
+
+  r = PlanarRequest();
+  auto* pair = r.add_allowed_pairs();
+  pair->set_first("upper");
+  pair->set_second("no_such_link");
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "no_such_link");
+
+  r = PlanarRequest();
+  r.mutable_objects(0)->set_operation(v1::CollisionObject::OPERATION_REMOVE);
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "objects[0].operation");
+
+  // A bad update of a loaded scene: unknown object, ADD of an existing id, a MOVE with parts.
+  v1::UpdateWorldRequest update;
+  update.set_scene_id(planar_id_);
+  v1::CollisionObject* o = update.add_objects();
+  o->set_id("no_such_object");
+  o->set_operation(v1::CollisionObject::OPERATION_REMOVE);
+  v1::UpdateWorldResponse updated;
+  ExpectError(stub_->UpdateWorld(Context().get(), update, &updated), grpc::StatusCode::INVALID_ARGUMENT,
+              "objects[0].id: no object 'no_such_object'");
+  *o = PlanarRequest().objects(0);
+  o->set_operation(v1::CollisionObject::OPERATION_ADD);
+  ExpectError(stub_->UpdateWorld(Context().get(), update, &updated), grpc::StatusCode::INVALID_ARGUMENT,
+              "already exists");
+  o->set_operation(v1::CollisionObject::OPERATION_MOVE);
+  ExpectError(stub_->UpdateWorld(Context().get(), update, &updated), grpc::StatusCode::INVALID_ARGUMENT,
+              "objects[0].parts: MOVE takes");
+  o->set_operation(v1::CollisionObject::OPERATION_UNSPECIFIED);
+  ExpectError(stub_->UpdateWorld(Context().get(), update, &updated), grpc::StatusCode::INVALID_ARGUMENT,
+              "objects[0].operation");
+}
+
+}  // namespace
+}  // namespace proximity::server::testing
