@@ -1,0 +1,32 @@
+"""Python client of proximityd, the Proximity motion-planning proximity service.
+
+    from proximity_client import Client
+    with Client("127.0.0.1:50051") as c:
+        info = c.get_scene()                                  # the built-in scene ("default")
+        free = c.check_states(info.sample(10_000))            # bool array
+        r = c.check_motion(q0, q1)                            # certified LINK
+        print(r.free, r.t_free, r.t_collide, r.contact)
+
+Errors raise :class:`ProximityError` subclasses carrying ``.code`` (``grpc.StatusCode``) and ``.details``.
+The gRPC stubs are generated at build time; see ``proximity_client._stubs`` for how they are found.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import geometry
+from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream
+from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
+                     FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
+                     ResourceExhaustedError, UnavailableError, UnimplementedError)
+from .results import (ContactResult, DistanceResult, JointLimit, MotionResult, Pair, PairDistance, PathResult,
+                      SceneInfo, StateResult, StatesResult, WorkStats)
+
+__all__ = [
+    "__version__", "geometry", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET", "MAX_MESSAGE_BYTES",
+    "ProximityError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "FailedPreconditionError",
+    "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
+    "UnimplementedError", "InternalError",
+    "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
+    "SceneInfo", "StateResult", "StatesResult", "WorkStats",
+]

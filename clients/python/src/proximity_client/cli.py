@@ -1,0 +1,199 @@
+"""``proximity``: the command-line client of proximityd.
+
+    proximity info [--scene ID]
+    proximity validate FILE... [--scene ID] [--mode certified|discrete] [--resolution R] [--json]
+    proximity check-states FILE [--scene ID] [--json]
+
+Exit status: 0 when every path (state) is valid (free), 1 when any is not, 2 on a bad file or a failed
+request (the gRPC status and message go to stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import __version__
+from .client import DEFAULT_TARGET, Client
+from .errors import ProximityError
+from .pathfiles import PathFileError, PathSpec, read_paths, read_states
+from .results import Pair, PathResult, SceneInfo
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_ERROR = 2
+
+
+def _num(x: float) -> Optional[float]:
+    return x if math.isfinite(x) else None
+
+
+def _pair_json(p: Optional[Pair]) -> Optional[Dict[str, Any]]:
+    if p is None:
+        return None
+    return {"robot": p.robot, "other": p.other, "self": p.self_collision, "link": p.link, "other_link": p.other_link}
+
+
+def _scene_json(s: SceneInfo) -> Dict[str, Any]:
+    return {
+        "scene_id": s.scene_id, "version": s.version, "parent_scene_id": s.parent_scene_id, "robot": s.robot_name,
+        "joints": [{"name": l.joint_name, "lower": _num(l.lower), "upper": _num(l.upper), "continuous": l.continuous,
+                    "prismatic": l.prismatic} for l in s.limits],
+        "joint_names": s.joint_names, "links": s.link_names, "objects": s.object_ids,
+        "attached_objects": s.attached_object_ids, "named_states": s.named_states, "triangles": s.triangles,
+    }
+
+
+def _print_scene(s: SceneInfo, out: Any) -> None:
+    print(f"scene {s.scene_id} (version {s.version}{', from ' + s.parent_scene_id if s.parent_scene_id else ''})",
+          file=out)
+    print(f"  robot      {s.robot_name}: {s.dof} joints, {len(s.link_names)} links, {s.triangles} triangles", file=out)
+    for l in s.limits:
+        kind = "continuous" if l.continuous else ("prismatic" if l.prismatic else "revolute")
+        unit = "m" if l.prismatic else "rad"
+        rng = "unbounded" if l.continuous else f"[{l.lower:+.4f}, {l.upper:+.4f}] {unit}"
+        print(f"    {l.joint_name:<24} {kind:<10} {rng}", file=out)
+    print(f"  objects    {', '.join(s.object_ids) or '(none)'}", file=out)
+    if s.attached_object_ids:
+        print(f"  attached   {', '.join(s.attached_object_ids)}", file=out)
+    if s.named_states:
+        print(f"  states     {', '.join(s.named_states)}", file=out)
+
+
+def _cmd_info(client: Client, args: argparse.Namespace) -> int:
+    health = client.health()
+    scenes = [client.get_scene(args.scene)] if args.scene else client.list_scenes()
+    if args.json:
+        print(json.dumps({"target": client.target, "health": health, "scenes": [_scene_json(s) for s in scenes]},
+                         indent=2))
+        return EXIT_OK
+    print(f"server {client.target}: {health}")
+    if not args.scene:
+        print(f"{len(scenes)} scene(s) loaded")
+    for s in scenes:
+        _print_scene(s, sys.stdout)
+    return EXIT_OK
+
+
+def _describe_failure(r: PathResult, mode: str) -> str:
+    m = r.motion
+    what = f"segment {r.segment} (waypoint {r.segment} -> {r.segment + 1})"
+    pair = f": {m.contact}" if m.contact else ""
+    if m.undecided:
+        return f"{what} undecided (a graze closer than rounding), free for t in [0, {m.t_free:.6f}]{pair}"
+    known = "certified free" if mode == "certified" else "sampled free"
+    return f"{what} collides at t = {m.t_collide:.6f}, {known} for t in [0, {m.t_free:.6f}]{pair}"
+
+
+def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
+    specs: List[PathSpec] = []
+    for f in args.files:
+        specs.extend(read_paths(f))
+    results = client.validate_paths([s.as_request() for s in specs], mode=args.mode, resolution=args.resolution,
+                                    progress=not args.json and not args.no_progress, scene=args.scene)
+    n_valid = sum(1 for r in results if r.free)
+    if args.json:
+        doc = {
+            "scene": client.scene if args.scene is None else args.scene, "mode": args.mode,
+            "resolution": args.resolution, "valid": n_valid, "invalid": len(results) - n_valid,
+            "paths": [{
+                "source": s.source, "waypoints": int(s.waypoints.shape[0]), "valid": r.free,
+                "segment": r.segment if not r.free else None,
+                "t_free": r.motion.t_free if not r.free else None,
+                "t_collide": r.motion.t_collide if not r.free else None,
+                "undecided": r.motion.undecided, "contact": _pair_json(r.motion.contact) if not r.free else None,
+                "states": r.stats.states, "distance_queries": r.stats.distance_queries,
+            } for s, r in zip(specs, results)],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        for s, r in zip(specs, results):
+            n = s.waypoints.shape[0]
+            if r.free:
+                print(f"{s.source}: valid ({n} waypoints)")
+            else:
+                print(f"{s.source}: INVALID: {_describe_failure(r, args.mode)}")
+        print(f"{n_valid} of {len(results)} path(s) valid ({args.mode}"
+              f"{f', resolution {args.resolution:g}' if args.mode == 'discrete' and args.resolution else ''})")
+    return EXIT_OK if n_valid == len(results) else EXIT_INVALID
+
+
+def _cmd_check_states(client: Client, args: argparse.Namespace) -> int:
+    spec = read_states(args.file)
+    r = client.check_states(spec.waypoints, spec.joint_names, include_contacts=True, scene=args.scene)
+    n = len(r.free)
+    if args.json:
+        print(json.dumps({
+            "states": n, "free": r.free_count, "colliding": n - r.free_count,
+            "free_mask": [bool(x) for x in r.free], "within_limits": [bool(x) for x in r.within_limits],
+            "contacts": {str(i): _pair_json(p) for i, p in sorted(r.contacts.items())},
+        }, indent=2))
+    else:
+        print(f"{spec.source}: {n} state(s), {r.free_count} free, {n - r.free_count} colliding")
+        shown = 0
+        for i in range(n):
+            if not r.free[i]:
+                if shown == args.show:
+                    print(f"  ... ({n - r.free_count - shown} more)")
+                    break
+                print(f"  state {i}: {r.contacts.get(i, 'collides')}")
+                shown += 1
+    return EXIT_OK if r.free_count == n else EXIT_INVALID
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``proximity`` command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--target", default=os.environ.get("PROXIMITY_TARGET", DEFAULT_TARGET),
+                        help="proximityd address host:port (default $PROXIMITY_TARGET or %(default)s)")
+    common.add_argument("--timeout", type=float, default=60.0, help="deadline of each call, seconds (%(default)s)")
+    common.add_argument("--scene", default=None, help="scene id (default: the built-in scene, 'default')")
+    common.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    p = argparse.ArgumentParser(prog="proximity", description="Command-line client of the proximityd service.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("info", parents=[common], help="server health and scene details (robot, joints, objects)")
+
+    v = sub.add_parser("validate", parents=[common], help="validate paths from .json, .csv or .npy files",
+                       description="Validates every path in the files (straight joint-space segments between "
+                                   "waypoints). Exit 0: all valid; 1: any invalid; 2: error.")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--mode", choices=["certified", "discrete"], default="certified",
+                   help="certified LINK (default) or discrete sampling like OMPL")
+    v.add_argument("--resolution", type=float, default=None,
+                   help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
+    v.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    c = sub.add_parser("check-states", parents=[common], help="CLEAR for every configuration in a file")
+    c.add_argument("file", metavar="FILE")
+    c.add_argument("--show", type=int, default=20, help="colliding states to list (%(default)s)")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``proximity`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states}
+    try:
+        with Client(args.target, timeout=args.timeout) as client:
+            if args.scene is not None:
+                client.scene = args.scene
+            return handlers[args.command](client, args)
+    except PathFileError as e:
+        print(f"proximity: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except ProximityError as e:
+        print(f"proximity: request failed: {e.method or 'call'}: {e.code.name}: {e.details}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("proximity: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

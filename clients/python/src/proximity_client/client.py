@@ -1,0 +1,592 @@
+"""The gRPC client of proximityd (``proximity.v1.ProximityService``)."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from collections import deque
+from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence,
+                    Tuple, TypeVar, Union, overload)
+
+import grpc
+import numpy as np
+
+from . import geometry
+from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
+from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
+from .results import (ContactResult, DistanceResult, MotionResult, Pair, PathResult, SceneInfo, StateResult,
+                      StatesResult, WorkStats)
+
+#: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
+#: SRDF group state.
+Configuration = Union[Sequence[float], np.ndarray, Mapping[str, float], str]
+#: A path: waypoints (n, dof) in the scene's joint order (or in ``joint_names`` order), or a mapping
+#: {"joint_names": [...], "waypoints": [[...], ...]}.
+PathLike = Union[np.ndarray, Sequence[Sequence[float]], Mapping[str, Any]]
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_SCENE = "default"
+MAX_MESSAGE_BYTES = 64 << 20
+
+_T = TypeVar("_T")
+_UNSET: Any = object()
+
+_MODES = {
+    "certified": pb.MOTION_MODE_CERTIFIED,
+    "discrete": pb.MOTION_MODE_DISCRETE,
+}
+
+
+def _mode(mode: str) -> int:
+    try:
+        return _MODES[mode]
+    except KeyError:
+        raise ValueError(f"mode must be 'certified' or 'discrete', not {mode!r}") from None
+
+
+def joint_positions(q: Configuration) -> "pb.JointPositions":
+    """The wire form of one configuration (values are not validated here: the server checks them)."""
+    if isinstance(q, str):
+        return pb.JointPositions(named_state=q)
+    if isinstance(q, Mapping):
+        return pb.JointPositions(joint_names=[str(k) for k in q.keys()], positions=[float(v) for v in q.values()])
+    arr = np.asarray(q, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"a configuration is a 1-D sequence of joint values, got shape {arr.shape}")
+    return pb.JointPositions(positions=arr.tolist())
+
+
+def configurations(rows: "np.ndarray | Sequence[Sequence[float]]", joint_names: Optional[Sequence[str]] = None,
+                   encoding: str = "packed") -> "pb.Configurations":
+    """The wire form of many configurations, row after row.
+
+    ``encoding`` is ``"packed"`` (little-endian float64 bytes, the fast path) or ``"repeated"``
+    (``repeated double``). Rows must all have the same length.
+    """
+    arr = np.asarray(rows, dtype="<f8")
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.ndim != 2:
+        raise ValueError(f"configurations must have shape (n, dof), got {arr.shape}")
+    msg = pb.Configurations(joint_names=list(joint_names or ()))
+    if encoding == "packed":
+        msg.positions_f64le = np.ascontiguousarray(arr).tobytes()
+    elif encoding == "repeated":
+        msg.positions.extend(arr.ravel().tolist())
+    else:
+        raise ValueError(f"encoding must be 'packed' or 'repeated', not {encoding!r}")
+    return msg
+
+
+def _path_parts(path: PathLike, joint_names: Optional[Sequence[str]]) -> Tuple[np.ndarray, Optional[List[str]]]:
+    if isinstance(path, Mapping):
+        names = path.get("joint_names") or joint_names
+        return np.asarray(path["waypoints"], dtype=np.float64), (list(names) if names else None)
+    return np.asarray(path, dtype=np.float64), (list(joint_names) if joint_names else None)
+
+
+class PathStream:
+    """Results of a ValidatePaths call as they arrive: iterate for ``(index, PathResult)`` pairs.
+
+    The server streams one result per path as each finishes, in any order. ``cancel()`` stops the call;
+    iterating afterwards raises :class:`~proximity_client.errors.CancelledError`.
+    """
+
+    def __init__(self, call: Any, total: int) -> None:
+        self._call = call
+        self.total = total
+
+    def __iter__(self) -> Iterator[Tuple[int, PathResult]]:
+        try:
+            for msg in self._call:
+                yield msg.index, PathResult.from_proto(msg.result, msg.stats)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "ValidatePaths") from None
+
+    def cancel(self) -> bool:
+        """Cancels the stream (the server stops working on it). True when the call was still running."""
+        return bool(self._call.cancel())
+
+
+class Client:
+    """A connection to proximityd.
+
+    Every method takes an optional ``timeout`` (seconds, the call's deadline; ``math.inf`` for none),
+    defaulting to the client's, and raises :class:`~proximity_client.errors.ProximityError` (a subclass per
+    gRPC status code) when the call fails. Query methods take ``scene``, defaulting to the client's
+    ``scene`` (``"default"``: the built-in scene's alias).
+
+    Scale-out: the client keeps the request that made each scene it created (CreateScene or
+    UpdateWorld). When a call names such a scene and the server answers NOT_FOUND (a replica that never
+    saw it, or a restarted one), the client re-sends the scene and retries the call once
+    (``auto_restore=True``, see :meth:`restore_scene`). Scene ids are content hashes, so the re-sent
+    scene gets the same id on any replica.
+
+    Args:
+        target: gRPC target, e.g. ``"127.0.0.1:50051"`` or ``"ipv4:127.0.0.1:50061,127.0.0.1:50062"``.
+        timeout: default deadline of every call, seconds.
+        options: extra gRPC channel options (``[(name, value), ...]``), appended after the defaults.
+        max_message_bytes: send and receive limit (64 MiB by default, gRPC's is 4 MiB).
+        batch_states: largest number of configurations per CheckStates request; bigger batches are sent
+            in chunks (at most ``max_in_flight`` at a time). Default: what fits in ``max_message_bytes``
+            with room to spare, at most 65,536.
+        scene: the default scene id of query methods.
+        round_robin: spread calls over every address the target resolves to (client-side balancing).
+        auto_restore: re-send this client's own scenes to a server that answers NOT_FOUND for them.
+        restore_rounds: how many times one call may re-send its scene and retry.
+        restore_sends: how many CreateScene re-sends one restore may make (about the replica count).
+    """
+
+    def __init__(self, target: str = DEFAULT_TARGET, timeout: float = 30.0,
+                 options: Optional[Sequence[Tuple[str, Any]]] = None, *,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES, batch_states: Optional[int] = None,
+                 max_in_flight: int = 2, scene: str = DEFAULT_SCENE, round_robin: bool = False,
+                 auto_restore: bool = True, restore_rounds: int = 3, restore_sends: int = 4) -> None:
+        opts: List[Tuple[str, Any]] = [
+            ("grpc.max_send_message_length", int(max_message_bytes)),
+            ("grpc.max_receive_message_length", int(max_message_bytes)),
+        ]
+        if round_robin:
+            opts.append(("grpc.service_config", json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})))
+        opts.extend(options or ())
+        self.target = target
+        self.timeout = float(timeout)
+        self.max_message_bytes = int(max_message_bytes)
+        self.batch_states = batch_states
+        self.max_in_flight = max(1, int(max_in_flight))
+        self.scene = scene
+        self.auto_restore = auto_restore
+        self.restore_rounds = max(1, int(restore_rounds))
+        self.restore_sends = max(1, int(restore_sends))
+        self._channel = grpc.insecure_channel(target, options=opts)
+        self._stub = pb_grpc.ProximityServiceStub(self._channel)
+        self._health = health_pb_grpc.HealthStub(self._channel)
+        # scene id -> ("create", CreateSceneRequest) or ("update", parent id, UpdateWorldRequest)
+        self._recipes: Dict[str, Tuple[Any, ...]] = {}
+        self._lock = threading.Lock()
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _timeout(self, timeout: Optional[float]) -> Optional[float]:
+        t = self.timeout if timeout is None or timeout is _UNSET else float(timeout)
+        return None if math.isinf(t) else max(t, 0.0)
+
+    def _unary(self, method: str, request: Any, timeout: Optional[float]) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=self._timeout(timeout))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, method) from None
+
+    def _restoring(self, scene_id: str, fn: Callable[[], _T]) -> _T:
+        """Runs ``fn``; when it fails NOT_FOUND for one of this client's scenes, re-sends the scene and
+        retries (at most ``restore_rounds`` times: behind round-robin, the retry may reach yet another
+        replica that lacks it)."""
+        for _ in range(self.restore_rounds):
+            try:
+                return fn()
+            except ProximityError as e:
+                if not (self.auto_restore and e.code == grpc.StatusCode.NOT_FOUND and self.owns_scene(scene_id)):
+                    raise
+            self.restore_scene(scene_id)
+        return fn()
+
+    def _scene(self, scene: Optional[str]) -> str:
+        return self.scene if scene is None else scene
+
+    # -- health ------------------------------------------------------------------------------------
+
+    def health(self, service: str = "", timeout: Optional[float] = None) -> str:
+        """grpc.health.v1 Check: ``"SERVING"``, ``"NOT_SERVING"``, ``"UNKNOWN"`` or ``"SERVICE_UNKNOWN"``."""
+        try:
+            r = self._health.Check(health_pb.HealthCheckRequest(service=service), timeout=self._timeout(timeout))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "Health.Check") from None
+        return health_pb.HealthCheckResponse.ServingStatus.Name(r.status)
+
+    def wait_until_serving(self, timeout: float = 10.0, interval: float = 0.05) -> None:
+        """Polls health until the server answers SERVING; raises UnavailableError after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        last: Optional[str] = None
+        while True:
+            try:
+                status = self.health(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
+                if status == "SERVING":
+                    return
+                last = status
+            except ProximityError as e:
+                last = str(e)
+            if time.monotonic() >= deadline:
+                raise error_for(grpc.StatusCode.UNAVAILABLE,
+                                f"{self.target} not serving after {timeout:g} s (last: {last})", "Health.Check")
+            time.sleep(interval)
+
+    # -- scenes ------------------------------------------------------------------------------------
+
+    def create_scene(self, urdf: Optional[str] = None, urdf_path: Optional[str] = None, *,
+                     srdf: Optional[str] = None, srdf_path: Optional[str] = None,
+                     package_dirs: Optional[Mapping[str, str]] = None, use_ros_package_path: bool = False,
+                     base_pose: geometry.PoseLike = None, objects: Iterable["pb.CollisionObject"] = (),
+                     attached: Iterable["pb.AttachedObject"] = (),
+                     allowed_pairs: Iterable[Tuple[str, str]] = (),
+                     padding: Union[float, Mapping[str, float], None] = None, default_padding: float = 0.0,
+                     timeout: Optional[float] = None) -> SceneInfo:
+        """Loads a scene: a robot (URDF text or a URDF path on the server, optional SRDF), its base pose,
+        world objects, attached objects, allowed pairs and padding (metres; a number pads every link, a
+        mapping pads the named links or attached objects).
+
+        Returns the scene's info; its ``created`` is False when the same content was already loaded (the
+        id is a content hash). Build objects with :mod:`proximity_client.geometry`.
+        """
+        robot = pb.RobotSource(urdf=urdf or "", urdf_path=urdf_path or "", srdf=srdf or "", srdf_path=srdf_path or "",
+                               package_dirs=dict(package_dirs or {}), use_ros_package_path=use_ros_package_path)
+        req = pb.CreateSceneRequest(robot=robot, base_pose=geometry.as_pose(base_pose), objects=list(objects),
+                                    attached_objects=list(attached),
+                                    allowed_pairs=[pb.AllowedPair(first=a, second=b) for a, b in allowed_pairs],
+                                    default_padding=float(default_padding))
+        if isinstance(padding, Mapping):
+            for k, v in padding.items():
+                req.padding[str(k)] = float(v)
+        elif padding is not None:
+            req.default_padding = float(padding)
+        return self.create_scene_from_request(req, timeout=timeout)
+
+    def create_scene_from_request(self, request: "pb.CreateSceneRequest",
+                                  timeout: Optional[float] = None) -> SceneInfo:
+        """Sends a prepared CreateSceneRequest and remembers it for :meth:`restore_scene`."""
+        r = self._unary("CreateScene", request, timeout)
+        info = SceneInfo.from_proto(r.scene, created=r.created)
+        with self._lock:
+            self._recipes[info.scene_id] = ("create", request)
+        return info
+
+    def get_scene(self, scene: Optional[str] = None, timeout: Optional[float] = None) -> SceneInfo:
+        """The scene's info: robot, joint order and limits, links, objects, named states."""
+        sid = self._scene(scene)
+        return self._restoring(sid, lambda: SceneInfo.from_proto(
+            self._unary("GetScene", pb.GetSceneRequest(scene_id=sid), timeout).scene))
+
+    def list_scenes(self, timeout: Optional[float] = None) -> List[SceneInfo]:
+        """Every scene loaded on the server that answers."""
+        return [SceneInfo.from_proto(s) for s in self._unary("ListScenes", pb.ListScenesRequest(), timeout).scenes]
+
+    def update_world(self, add: Iterable["pb.CollisionObject"] = (),
+                     move: Union[Mapping[str, geometry.PoseLike], Iterable[Tuple[str, geometry.PoseLike]]] = (),
+                     remove: Iterable[str] = (), *, scene: Optional[str] = None,
+                     timeout: Optional[float] = None) -> SceneInfo:
+        """Adds, moves (id -> new pose of the object frame) or removes world objects.
+
+        The result is a new scene (new id, version + 1); the old one stays loaded.
+        """
+        sid = self._scene(scene)
+        objs: List[pb.CollisionObject] = []
+        for o in add:
+            c = pb.CollisionObject()
+            c.CopyFrom(o)
+            c.operation = pb.CollisionObject.OPERATION_ADD
+            objs.append(c)
+        moves = move.items() if isinstance(move, Mapping) else move
+        for oid, p in moves:
+            objs.append(pb.CollisionObject(id=oid, pose=geometry.as_pose(p), operation=pb.CollisionObject.OPERATION_MOVE))
+        for oid in remove:
+            objs.append(pb.CollisionObject(id=oid, operation=pb.CollisionObject.OPERATION_REMOVE))
+        req = pb.UpdateWorldRequest(scene_id=sid, objects=objs)
+        info = self._restoring(sid, lambda: SceneInfo.from_proto(self._unary("UpdateWorld", req, timeout).scene))
+        with self._lock:
+            self._recipes[info.scene_id] = ("update", sid, req)
+        return info
+
+    def delete_scene(self, scene: str, timeout: Optional[float] = None) -> None:
+        """Unloads a scene (and forgets it: it will not be restored)."""
+        self._unary("DeleteScene", pb.DeleteSceneRequest(scene_id=scene), timeout)
+        with self._lock:
+            self._recipes.pop(scene, None)
+
+    def owns_scene(self, scene_id: str) -> bool:
+        """Whether this client created ``scene_id`` (and so can re-send it)."""
+        with self._lock:
+            return scene_id in self._recipes
+
+    def restore_scene(self, scene_id: str, timeout: Optional[float] = None) -> SceneInfo:
+        """Re-sends the request(s) that made one of this client's scenes (its CreateScene, or its parent
+        chain and UpdateWorld), as after a NOT_FOUND from a replica that never saw it or restarted.
+
+        A CreateScene is repeated until a server answers that it newly loaded the scene (at most
+        ``restore_sends`` times), so that behind round-robin the replica that lacked it gets it even
+        when the first re-send lands on one that has it. Raises NotFoundError when the client did not
+        create ``scene_id``, and FailedPreconditionError when the server gives the re-sent content a
+        different id.
+        """
+        with self._lock:
+            recipe = self._recipes.get(scene_id)
+        if recipe is None:
+            raise error_for(grpc.StatusCode.NOT_FOUND, f"scene {scene_id!r} was not created by this client",
+                            "restore_scene")
+        if recipe[0] == "create":
+            for _ in range(self.restore_sends):
+                r = self._unary("CreateScene", recipe[1], timeout)
+                if r.created:
+                    break
+            info = SceneInfo.from_proto(r.scene, created=r.created)
+        else:
+            _, parent, req = recipe
+            for attempt in range(self.restore_sends + 1):
+                try:
+                    info = SceneInfo.from_proto(self._unary("UpdateWorld", req, timeout).scene)
+                    break
+                except ProximityError as e:
+                    if e.code != grpc.StatusCode.NOT_FOUND or not self.owns_scene(parent) or \
+                            attempt == self.restore_sends:
+                        raise
+                self.restore_scene(parent, timeout)
+        if info.scene_id != scene_id:
+            raise error_for(grpc.StatusCode.FAILED_PRECONDITION,
+                            f"re-sent scene got id {info.scene_id!r}, expected {scene_id!r}", "restore_scene")
+        return info
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def check_state(self, q: Configuration, *, scene: Optional[str] = None,
+                    timeout: Optional[float] = None) -> StateResult:
+        """CLEAR(q): whether configuration ``q`` is free of world and self collision."""
+        sid = self._scene(scene)
+        req = pb.CheckStateRequest(scene_id=sid, state=joint_positions(q))
+        return self._restoring(sid, lambda: StateResult.from_proto(self._unary("CheckState", req, timeout)))
+
+    @overload
+    def check_states(self, states: "np.ndarray | Sequence[Sequence[float]]",
+                     joint_names: Optional[Sequence[str]] = ..., include_contacts: Literal[False] = ..., *,
+                     scene: Optional[str] = ..., encoding: str = ..., batch_size: Optional[int] = ...,
+                     timeout: Optional[float] = ...) -> np.ndarray: ...
+
+    @overload
+    def check_states(self, states: "np.ndarray | Sequence[Sequence[float]]",
+                     joint_names: Optional[Sequence[str]] = ..., include_contacts: Literal[True] = ..., *,
+                     scene: Optional[str] = ..., encoding: str = ..., batch_size: Optional[int] = ...,
+                     timeout: Optional[float] = ...) -> StatesResult: ...
+
+    def check_states(self, states: "np.ndarray | Sequence[Sequence[float]]",
+                     joint_names: Optional[Sequence[str]] = None, include_contacts: bool = False, *,
+                     scene: Optional[str] = None, encoding: str = "packed", batch_size: Optional[int] = None,
+                     timeout: Optional[float] = None) -> Union[np.ndarray, StatesResult]:
+        """CLEAR over a batch: ``states`` has shape (n, dof), columns in the scene's joint order or in
+        ``joint_names`` order.
+
+        Returns a bool array of shape (n,) (True = free), or with ``include_contacts`` a
+        :class:`StatesResult` that also holds ``within_limits`` and the first contact of each colliding
+        row. Batches above ``batch_size`` rows (default: the client's ``batch_states``) go in several
+        requests, each below the message limit; ``timeout`` bounds the whole call.
+        """
+        sid = self._scene(scene)
+        return self._restoring(sid, lambda: self._check_states(sid, states, joint_names, include_contacts,
+                                                               encoding, batch_size, timeout))
+
+    def _chunk_rows(self, cols: int, batch_size: Optional[int]) -> int:
+        if batch_size is not None:
+            return max(1, int(batch_size))
+        if self.batch_states is not None:
+            return max(1, int(self.batch_states))
+        fit = (self.max_message_bytes - (1 << 20)) // max(1, 16 * cols)  # room for the repeated encoding
+        return int(max(1, min(65536, fit)))
+
+    def _check_states(self, sid: str, states: Any, joint_names: Optional[Sequence[str]], include_contacts: bool,
+                      encoding: str, batch_size: Optional[int], timeout: Optional[float]) -> Any:
+        arr = np.asarray(states, dtype=np.float64)
+        if arr.ndim == 1:
+            arr = arr.reshape(1, -1) if arr.size else arr.reshape(0, 0)
+        if arr.ndim != 2:
+            raise ValueError(f"states must have shape (n, dof), got {arr.shape}")
+        n = arr.shape[0]
+        free = np.zeros(n, dtype=bool)
+        within = np.zeros(n, dtype=bool)
+        contacts: Dict[int, Pair] = {}
+        stats = WorkStats()
+        t = self._timeout(timeout)
+        deadline = None if t is None else time.monotonic() + t
+        rows = self._chunk_rows(arr.shape[1], batch_size)
+        pending: Deque[Tuple[int, int, Any]] = deque()
+
+        def collect(start: int, stop: int, fut: Any) -> None:
+            nonlocal stats
+            try:
+                r = fut.result()
+            except grpc.RpcError as e:
+                raise from_rpc_error(e, "CheckStates") from None
+            got = len(r.free)
+            if got != stop - start:
+                raise InvalidArgumentError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"sent {stop - start} rows of {arr.shape[1]} values, the server answered {got}: the row "
+                    "length does not match the scene's joint count", "CheckStates")
+            free[start:stop] = np.fromiter(r.free, dtype=bool, count=got)
+            if len(r.within_limits) == got:
+                within[start:stop] = np.fromiter(r.within_limits, dtype=bool, count=got)
+            for c in r.contacts:
+                contacts[start + c.index] = Pair.from_proto(c.contact)
+            stats = stats + WorkStats.from_proto(r.stats)
+
+        starts = list(range(0, n, rows)) or [0]
+        try:
+            for start in starts:
+                stop = min(n, start + rows)
+                while len(pending) >= self.max_in_flight:
+                    collect(*pending.popleft())
+                req = pb.CheckStatesRequest(scene_id=sid, states=configurations(arr[start:stop], joint_names, encoding),
+                                            include_contacts=include_contacts)
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                pending.append((start, stop, self._stub.CheckStates.future(req, timeout=remaining)))
+            while pending:
+                collect(*pending.popleft())
+        finally:
+            for _, _, fut in pending:
+                fut.cancel()
+        if include_contacts:
+            return StatesResult(free, within, contacts, stats)
+        return free
+
+    def distance(self, q: Configuration, rel_err: float = 0.0, abs_err: float = 0.0,
+                 max_distance: Optional[float] = None, per_pair: bool = False, *, exclude_world: bool = False,
+                 exclude_self: bool = False, scene: Optional[str] = None,
+                 timeout: Optional[float] = None) -> DistanceResult:
+        """Clearance at ``q`` as a certified interval [lower, upper] (metres) with the witness pair and
+        points, within the relative and absolute error budgets. ``max_distance`` lets the server stop once
+        it proves the clearance is at least that."""
+        sid = self._scene(scene)
+        req = pb.ComputeDistanceRequest(scene_id=sid, state=joint_positions(q), rel_err=float(rel_err),
+                                        abs_err=float(abs_err), max_distance=float(max_distance or 0.0),
+                                        per_pair=per_pair, exclude_world=exclude_world, exclude_self=exclude_self)
+        return self._restoring(sid, lambda: DistanceResult.from_proto(self._unary("ComputeDistance", req, timeout)))
+
+    def check_motion(self, q0: Configuration, q1: Configuration, mode: str = "certified",
+                     resolution: Optional[float] = None, *, scene: Optional[str] = None,
+                     timeout: Optional[float] = None) -> MotionResult:
+        """LINK(q0, q1) for the straight joint-space segment: ``"certified"`` (never free when any
+        configuration on it collides) or ``"discrete"`` (states at most ``resolution`` apart, like OMPL's
+        DiscreteMotionValidator; default 0.01)."""
+        sid = self._scene(scene)
+        req = pb.CheckMotionRequest(scene_id=sid, start=joint_positions(q0), goal=joint_positions(q1), mode=_mode(mode),
+                                    resolution=float(resolution or 0.0))
+
+        def call() -> MotionResult:
+            r = self._unary("CheckMotion", req, timeout)
+            return MotionResult.from_proto(r.result, r.stats)
+        return self._restoring(sid, call)
+
+    def check_path(self, waypoints: PathLike, joint_names: Optional[Sequence[str]] = None, mode: str = "certified",
+                   resolution: Optional[float] = None, *, scene: Optional[str] = None,
+                   timeout: Optional[float] = None) -> PathResult:
+        """Checks the polyline through ``waypoints`` ((n, dof), n >= 1): the first segment that is not free."""
+        sid = self._scene(scene)
+        arr, names = _path_parts(waypoints, joint_names)
+        req = pb.CheckPathRequest(scene_id=sid, waypoints=configurations(arr, names), mode=_mode(mode),
+                                  resolution=float(resolution or 0.0))
+
+        def call() -> PathResult:
+            r = self._unary("CheckPath", req, timeout)
+            return PathResult.from_proto(r.result, r.stats)
+        return self._restoring(sid, call)
+
+    def stream_paths(self, paths: Sequence[PathLike], joint_names: Optional[Sequence[str]] = None,
+                     mode: str = "certified", resolution: Optional[float] = None, *, scene: Optional[str] = None,
+                     timeout: Optional[float] = None) -> PathStream:
+        """Starts a ValidatePaths call and returns its result stream (results in completion order)."""
+        sid = self._scene(scene)
+        confs = []
+        for p in paths:
+            arr, names = _path_parts(p, joint_names)
+            confs.append(configurations(arr, names))
+        req = pb.ValidatePathsRequest(scene_id=sid, paths=confs, mode=_mode(mode), resolution=float(resolution or 0.0))
+        return PathStream(self._stub.ValidatePaths(req, timeout=self._timeout(timeout)), len(confs))
+
+    def validate_paths(self, paths: Sequence[PathLike], joint_names: Optional[Sequence[str]] = None,
+                       mode: str = "certified", resolution: Optional[float] = None,
+                       progress: Union[bool, str] = True, *,
+                       scene: Optional[str] = None, timeout: Optional[float] = None,
+                       on_result: Optional[Callable[[int, PathResult], None]] = None) -> List[PathResult]:
+        """Validates many paths in one server-streaming call and returns their results in request order.
+
+        ``progress`` shows a tqdm bar on stderr when stderr is a terminal (``"always"``: in any case; needs
+        tqdm).
+        ``on_result(index, result)`` is called as each result arrives.
+        """
+        sid = self._scene(scene)
+        paths = list(paths)
+
+        def run() -> List[PathResult]:
+            stream = self.stream_paths(paths, joint_names, mode, resolution, scene=sid, timeout=timeout)
+            results: List[Optional[PathResult]] = [None] * len(paths)
+            bar = _progress_bar(len(paths), progress, "paths")
+            try:
+                for index, result in stream:
+                    if not 0 <= index < len(paths) or results[index] is not None:
+                        raise error_for(grpc.StatusCode.INTERNAL, f"the server sent a bad path index {index}",
+                                        "ValidatePaths")
+                    results[index] = result
+                    if bar is not None:
+                        bar.update(1)
+                    if on_result is not None:
+                        on_result(index, result)
+            except BaseException:
+                stream.cancel()
+                raise
+            finally:
+                if bar is not None:
+                    bar.close()
+            missing = [i for i, r in enumerate(results) if r is None]
+            if missing:
+                raise error_for(grpc.StatusCode.INTERNAL,
+                                f"the stream ended without results for {len(missing)} paths (first {missing[0]})",
+                                "ValidatePaths")
+            return results  # type: ignore[return-value]
+        return self._restoring(sid, run)
+
+    def time_of_first_contact(self, q0: Configuration, q1: Configuration, tolerance: Optional[float] = None, *,
+                              scene: Optional[str] = None, timeout: Optional[float] = None) -> ContactResult:
+        """Time of first contact along the joint-space segment q0 -> q1 (conservative advancement):
+        [0, t_contact) is certified contact-free. ``tolerance`` (metres) is the clearance at which contact
+        is declared (server default 1e-5)."""
+        sid = self._scene(scene)
+        req = pb.TimeOfFirstContactRequest(scene_id=sid, joint_motion=pb.JointMotion(
+            start=joint_positions(q0), goal=joint_positions(q1)), tolerance=float(tolerance or 0.0))
+        return self._restoring(sid, lambda: ContactResult.from_proto(self._unary("TimeOfFirstContact", req, timeout)))
+
+    def body_time_of_first_contact(self, parts: Iterable["pb.ObjectPart"], start: geometry.PoseLike,
+                                   goal: geometry.PoseLike, tolerance: Optional[float] = None, *,
+                                   scene: Optional[str] = None, timeout: Optional[float] = None) -> ContactResult:
+        """Time of first contact of a free-flying rigid body (``parts`` in its frame) moving from pose
+        ``start`` to ``goal`` (linear translation, slerp rotation) against the scene's world objects."""
+        sid = self._scene(scene)
+        req = pb.TimeOfFirstContactRequest(scene_id=sid, body_motion=pb.BodyMotion(
+            parts=list(parts), start=geometry.as_pose(start), goal=geometry.as_pose(goal)),
+            tolerance=float(tolerance or 0.0))
+        return self._restoring(sid, lambda: ContactResult.from_proto(self._unary("TimeOfFirstContact", req, timeout)))
+
+
+def _progress_bar(total: int, enabled: Union[bool, str], unit: str) -> Any:
+    """A tqdm bar on stderr, or None: ``enabled`` True shows it when stderr is a terminal, ``"always"``
+    shows it anyway; None also when tqdm is not installed."""
+    if not enabled or (enabled != "always" and not sys.stderr.isatty()):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    tty = sys.stderr.isatty()
+    # Off a terminal ("always"), fewer redraws keep logs readable.
+    return tqdm(total=total, unit=unit, file=sys.stderr, leave=enabled == "always", dynamic_ncols=tty,
+                mininterval=0.1 if tty else 1.0)
+
+
+__all__ = ["Client", "PathStream", "Configuration", "PathLike", "joint_positions", "configurations",
+           "DEFAULT_TARGET", "DEFAULT_SCENE", "MAX_MESSAGE_BYTES"]

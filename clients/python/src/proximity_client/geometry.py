@@ -1,0 +1,132 @@
+"""Small constructors for the wire geometry: poses, shapes, object parts, world and attached objects.
+
+Every function returns a protobuf message of ``proximity.v1`` so it can go straight into
+:meth:`proximity_client.Client.create_scene` or :meth:`~proximity_client.Client.update_world`.
+Lengths are metres, angles radians, quaternions (x, y, z, w).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from ._stubs import pb
+
+PoseLike = Union["pb.Pose", Sequence[float], None]
+
+
+def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> "tuple[float, float, float, float]":
+    """The unit quaternion (x, y, z, w) of R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return (sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy,
+            cr * cp * cy + sr * sp * sy)
+
+
+def pose(position: Sequence[float] = (0.0, 0.0, 0.0), quaternion: Optional[Sequence[float]] = None,
+         rpy: Optional[Sequence[float]] = None) -> "pb.Pose":
+    """A Pose from a position and either a quaternion (x, y, z, w) or roll-pitch-yaw (radians).
+
+    Without either, the orientation is the identity.
+    """
+    if quaternion is not None and rpy is not None:
+        raise ValueError("give quaternion or rpy, not both")
+    if rpy is not None:
+        quaternion = quaternion_from_rpy(*rpy)
+    if quaternion is None:
+        quaternion = (0.0, 0.0, 0.0, 1.0)
+    px, py, pz = (float(v) for v in position)
+    qx, qy, qz, qw = (float(v) for v in quaternion)
+    return pb.Pose(position=pb.Vector3(x=px, y=py, z=pz), orientation=pb.Quaternion(x=qx, y=qy, z=qz, w=qw))
+
+
+def as_pose(value: PoseLike) -> "pb.Pose":
+    """Accepts a Pose, None (identity), (x, y, z), or (x, y, z, qx, qy, qz, qw)."""
+    if value is None:
+        return pose()
+    if isinstance(value, pb.Pose):
+        return value
+    v = [float(x) for x in value]
+    if len(v) == 3:
+        return pose(v)
+    if len(v) == 7:
+        return pose(v[:3], v[3:])
+    raise ValueError(f"a pose is (x, y, z) or (x, y, z, qx, qy, qz, qw), got {len(v)} values")
+
+
+def _part(shape: "pb.Shape", at: PoseLike) -> "pb.ObjectPart":
+    return pb.ObjectPart(shape=shape, pose=as_pose(at))
+
+
+def box(size: Sequence[float], at: PoseLike = None) -> "pb.ObjectPart":
+    """A solid box with full side lengths ``size`` (x, y, z), centred on its frame, posed ``at``."""
+    sx, sy, sz = (float(v) for v in size)
+    return _part(pb.Shape(box=pb.Box(size=pb.Vector3(x=sx, y=sy, z=sz))), at)
+
+
+def sphere(radius: float, at: PoseLike = None) -> "pb.ObjectPart":
+    """A solid sphere of ``radius`` centred at ``at``."""
+    return _part(pb.Shape(sphere=pb.Sphere(radius=float(radius))), at)
+
+
+def cylinder(radius: float, length: float, at: PoseLike = None) -> "pb.ObjectPart":
+    """A solid cylinder, axis along z, centred on its frame; ``length`` is the full length."""
+    return _part(pb.Shape(cylinder=pb.Cylinder(radius=float(radius), length=float(length))), at)
+
+
+def capsule(radius: float, length: float, at: PoseLike = None) -> "pb.ObjectPart":
+    """A capsule, axis along z: a cylinder of ``length`` with hemispherical caps of ``radius``."""
+    return _part(pb.Shape(capsule=pb.Capsule(radius=float(radius), length=float(length))), at)
+
+
+def cone(radius: float, length: float, at: PoseLike = None) -> "pb.ObjectPart":
+    """A cone centred at mid-height, axis along z, apex towards +z."""
+    return _part(pb.Shape(cone=pb.Cone(radius=float(radius), length=float(length))), at)
+
+
+def convex_hull(points: "np.ndarray | Sequence[Sequence[float]]", at: PoseLike = None) -> "pb.ObjectPart":
+    """The convex hull of ``points`` ((n, 3), n >= 4, not coplanar)."""
+    p = np.asarray(points, dtype=np.float64)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise ValueError(f"convex hull points must have shape (n, 3), got {p.shape}")
+    return _part(pb.Shape(convex_hull=pb.ConvexHull(points=p.ravel().tolist())), at)
+
+
+def mesh(vertices: "np.ndarray | Sequence[Sequence[float]]", triangles: "np.ndarray | Sequence[Sequence[int]]",
+         at: PoseLike = None) -> "pb.ObjectPart":
+    """An inline triangle mesh (a surface): vertices (n, 3) in metres, triangles (m, 3) vertex indices."""
+    v = np.asarray(vertices, dtype=np.float64)
+    t = np.asarray(triangles)
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise ValueError(f"mesh vertices must have shape (n, 3), got {v.shape}")
+    if t.ndim != 2 or t.shape[1] != 3:
+        raise ValueError(f"mesh triangles must have shape (m, 3), got {t.shape}")
+    if t.size and (t.min() < 0 or t.max() >= len(v)):
+        raise ValueError("mesh triangle indices must lie in [0, number of vertices)")
+    shape = pb.Shape(mesh=pb.Mesh(vertices=v.ravel().tolist(), triangles=t.astype(np.uint32).ravel().tolist()))
+    return _part(shape, at)
+
+
+def mesh_file(path: str, scale: Sequence[float] = (1.0, 1.0, 1.0), at: PoseLike = None) -> "pb.ObjectPart":
+    """A mesh file on the server (STL, OBJ, PLY, COLLADA), scaled per axis."""
+    sx, sy, sz = (float(v) for v in scale)
+    return _part(pb.Shape(mesh_file=pb.MeshFile(path=str(path), scale=pb.Vector3(x=sx, y=sy, z=sz))), at)
+
+
+def collision_object(id: str, parts: Iterable["pb.ObjectPart"], at: PoseLike = None) -> "pb.CollisionObject":
+    """A world object ``id`` made of ``parts`` (posed in the object frame), the object frame at ``at``."""
+    return pb.CollisionObject(id=id, pose=as_pose(at), parts=list(parts))
+
+
+def attached_object(id: str, link: str, parts: Iterable["pb.ObjectPart"],
+                    touch_links: Iterable[str] = ()) -> "pb.AttachedObject":
+    """An object carried by ``link`` (parts posed in the link frame) that may touch ``touch_links``."""
+    return pb.AttachedObject(id=id, link=link, parts=list(parts), touch_links=list(touch_links))
+
+
+__all__ = ["pose", "as_pose", "quaternion_from_rpy", "box", "sphere", "cylinder", "capsule", "cone",
+           "convex_hull", "mesh", "mesh_file", "collision_object", "attached_object"]

@@ -1,0 +1,252 @@
+"""Plain result types (dataclasses) converted from the wire messages."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ._stubs import pb
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A pair of scene geometries: the robot side and the other side (a link, attached object or object)."""
+
+    self_collision: bool  #: robot against robot (True) or robot against a world object (False)
+    robot: str            #: the robot side: a link name or an attached object id
+    other: str            #: the other link or attached object (self), or the world object id
+    link: str = ""        #: the robot side's link (the carrying link of an attached object)
+    other_link: str = ""  #: self: the other side's link
+
+    @property
+    def names(self) -> Tuple[str, str]:
+        """(robot, other)."""
+        return (self.robot, self.other)
+
+    def __str__(self) -> str:
+        kind = "self" if self.self_collision else "world"
+        return f"{self.robot} x {self.other} ({kind})"
+
+    @staticmethod
+    def from_proto(m: "pb.PairId") -> "Pair":
+        return Pair(self_collision=m.self, robot=m.robot, other=m.other, link=m.link, other_link=m.other_link)
+
+
+def _pair_or_none(has: bool, m: "pb.PairId") -> Optional[Pair]:
+    return Pair.from_proto(m) if has and (m.robot or m.other) else None
+
+
+@dataclass(frozen=True)
+class WorkStats:
+    """Work counters the server reports for one request."""
+
+    states: int = 0
+    pairs_tested: int = 0
+    distance_queries: int = 0
+    bv_tests: int = 0
+    triangle_tests: int = 0
+
+    @staticmethod
+    def from_proto(m: "pb.WorkStats") -> "WorkStats":
+        return WorkStats(m.states, m.pairs_tested, m.distance_queries, m.bv_tests, m.triangle_tests)
+
+    def __add__(self, other: "WorkStats") -> "WorkStats":
+        return WorkStats(self.states + other.states, self.pairs_tested + other.pairs_tested,
+                         self.distance_queries + other.distance_queries, self.bv_tests + other.bv_tests,
+                         self.triangle_tests + other.triangle_tests)
+
+
+@dataclass(frozen=True)
+class JointLimit:
+    """Position limits of one joint (rad or m); continuous joints have -inf/+inf."""
+
+    joint_name: str
+    lower: float
+    upper: float
+    continuous: bool = False
+    prismatic: bool = False
+
+
+@dataclass(frozen=True)
+class SceneInfo:
+    """What the server says about a loaded scene."""
+
+    scene_id: str
+    version: int
+    parent_scene_id: str
+    robot_name: str
+    joint_names: List[str]
+    limits: List[JointLimit]
+    link_names: List[str]
+    object_ids: List[str]
+    attached_object_ids: List[str]
+    named_states: Dict[str, List[float]]
+    triangles: int
+    #: CreateScene only: True when the scene was newly loaded, False when the same content already was.
+    created: Optional[bool] = None
+
+    @property
+    def dof(self) -> int:
+        """Number of active joints (the length of a configuration)."""
+        return len(self.joint_names)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Lower limits in joint order; continuous joints get -pi."""
+        return np.array([-math.pi if (l.continuous or not math.isfinite(l.lower)) else l.lower
+                         for l in self.limits], dtype=np.float64)
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Upper limits in joint order; continuous joints get +pi."""
+        return np.array([math.pi if (l.continuous or not math.isfinite(l.upper)) else l.upper
+                         for l in self.limits], dtype=np.float64)
+
+    def sample(self, n: int, rng: Optional[np.random.Generator] = None) -> np.ndarray:
+        """``n`` configurations drawn uniformly within the limits, shape (n, dof)."""
+        rng = rng if rng is not None else np.random.default_rng()
+        lo, hi = self.lower, self.upper
+        return lo + rng.random((int(n), self.dof)) * (hi - lo)
+
+    @staticmethod
+    def from_proto(m: "pb.SceneInfo", created: Optional[bool] = None) -> "SceneInfo":
+        return SceneInfo(created=created,
+            
+            scene_id=m.scene_id, version=m.version, parent_scene_id=m.parent_scene_id, robot_name=m.robot_name,
+            joint_names=list(m.joint_names),
+            limits=[JointLimit(l.joint_name, l.lower, l.upper, l.continuous, l.prismatic) for l in m.limits],
+            link_names=list(m.link_names), object_ids=list(m.object_ids),
+            attached_object_ids=list(m.attached_object_ids),
+            named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles)
+
+
+@dataclass(frozen=True)
+class StateResult:
+    """The answer to CLEAR(q)."""
+
+    free: bool
+    within_limits: bool
+    contact: Optional[Pair]  #: the first contact found when not free
+    stats: WorkStats
+
+    def __bool__(self) -> bool:
+        return self.free
+
+    @staticmethod
+    def from_proto(m: "pb.CheckStateResponse") -> "StateResult":
+        return StateResult(m.free, m.within_limits, None if m.free else _pair_or_none(m.HasField("contact"), m.contact),
+                           WorkStats.from_proto(m.stats))
+
+
+@dataclass(frozen=True)
+class StatesResult:
+    """The answer to CLEAR over a batch: per-state arrays in request order."""
+
+    free: np.ndarray           #: bool, shape (n,)
+    within_limits: np.ndarray  #: bool, shape (n,)
+    contacts: Dict[int, Pair]  #: row -> first contact, colliding rows only (when requested)
+    stats: WorkStats
+
+    @property
+    def free_count(self) -> int:
+        return int(np.count_nonzero(self.free))
+
+
+@dataclass(frozen=True)
+class PairDistance:
+    """One pair's clearance interval with points (world frame, metres) realising ``upper``."""
+
+    pair: Optional[Pair]
+    lower: float
+    upper: float
+    point_robot: np.ndarray
+    point_other: np.ndarray
+
+    @staticmethod
+    def from_proto(m: "pb.PairDistance") -> "PairDistance":
+        return PairDistance(_pair_or_none(m.HasField("pair"), m.pair), m.lower, m.upper,
+                            np.array([m.point_robot.x, m.point_robot.y, m.point_robot.z]),
+                            np.array([m.point_other.x, m.point_other.y, m.point_other.z]))
+
+
+@dataclass(frozen=True)
+class DistanceResult:
+    """Clearance at q as a certified interval ``lower <= clearance <= upper`` with its witness pair."""
+
+    lower: float
+    upper: float
+    beyond_max_distance: bool
+    nearest: PairDistance
+    pairs: List[PairDistance]
+    within_limits: bool
+    stats: WorkStats
+
+    @staticmethod
+    def from_proto(m: "pb.ComputeDistanceResponse") -> "DistanceResult":
+        return DistanceResult(m.lower_bound, m.upper_bound, m.beyond_max_distance, PairDistance.from_proto(m.nearest),
+                              [PairDistance.from_proto(p) for p in m.pairs], m.within_limits,
+                              WorkStats.from_proto(m.stats))
+
+
+@dataclass(frozen=True)
+class MotionResult:
+    """The answer to LINK(q0, q1): t runs from 0 at q0 to 1 at q1."""
+
+    free: bool
+    t_free: float            #: [0, t_free] is known free
+    t_collide: float         #: not free: the state at t_collide collides (-1 when free)
+    contact: Optional[Pair]  #: not free: the contact at t_collide
+    undecided: bool          #: certified: a graze closer than rounding can separate (reported not free)
+    stats: WorkStats = field(default_factory=WorkStats)
+
+    def __bool__(self) -> bool:
+        return self.free
+
+    @staticmethod
+    def from_proto(m: "pb.MotionResult", stats: Optional["pb.WorkStats"] = None) -> "MotionResult":
+        return MotionResult(m.free, m.t_free, m.t_collide,
+                            None if m.free else _pair_or_none(m.HasField("contact"), m.contact), m.undecided,
+                            WorkStats.from_proto(stats) if stats is not None else WorkStats())
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """The answer for a path: the first segment (waypoint i -> i + 1) that is not free, or -1."""
+
+    free: bool
+    segment: int
+    motion: MotionResult
+    stats: WorkStats = field(default_factory=WorkStats)
+
+    def __bool__(self) -> bool:
+        return self.free
+
+    @staticmethod
+    def from_proto(m: "pb.PathResult", stats: Optional["pb.WorkStats"] = None) -> "PathResult":
+        return PathResult(m.free, m.segment, MotionResult.from_proto(m.motion),
+                          WorkStats.from_proto(stats) if stats is not None else WorkStats())
+
+
+@dataclass(frozen=True)
+class ContactResult:
+    """Time of first contact along a motion parameterised by t in [0, 1]."""
+
+    contact: bool        #: the motion comes within ``tolerance`` of contact
+    t_contact: float     #: [0, t_contact) is certified contact-free; 1 when no contact
+    clearance: float     #: clearance upper bound at t_contact (metres)
+    penetrating: bool    #: the exact test at t_contact collides
+    undecided: bool      #: iteration limit reached
+    nearest: PairDistance
+    iterations: int
+    stats: WorkStats
+
+    @staticmethod
+    def from_proto(m: "pb.TimeOfFirstContactResponse") -> "ContactResult":
+        return ContactResult(m.contact, m.t_contact, m.clearance, m.penetrating, m.undecided,
+                             PairDistance.from_proto(m.nearest), m.iterations, WorkStats.from_proto(m.stats))
+
+
+__all__ = ["Pair", "WorkStats", "JointLimit", "SceneInfo", "StateResult", "StatesResult", "PairDistance",
+           "DistanceResult", "MotionResult", "PathResult", "ContactResult"]

@@ -1,0 +1,143 @@
+"""The ``proximity`` command as a user runs it (a subprocess with Debian's /usr/bin/python3), against a
+real daemon. Which paths collide is decided independently by the client library's check_motion, and one
+colliding path is built from a geometric fact: it ends inside a solid box added to the world."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import List
+
+import numpy as np
+import pytest
+
+import support
+from proximity_client import Client, SceneInfo
+
+
+def run_cli(daemon: support.Daemon, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(support.PY_SRC), str(support.STUBS)])
+    return subprocess.run(["/usr/bin/python3", "-m", "proximity_client", *args, "--target", daemon.target],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def free_and_colliding(client: Client, info: SceneInfo) -> "tuple[np.ndarray, np.ndarray]":
+    """A certified-free path and a colliding path, found by sampling."""
+    rng = np.random.default_rng(12)
+    free_path = colliding = None
+    while free_path is None or colliding is None:
+        w = info.sample(1, rng)
+        w = np.vstack([w, np.clip(w + rng.uniform(-0.2, 0.2, w.shape), info.lower, info.upper)])
+        w = np.vstack([w, np.clip(w[-1] + rng.uniform(-0.2, 0.2, info.dof), info.lower, info.upper)])
+        segs = [client.check_motion(w[i], w[i + 1]) for i in range(2)]
+        if all(s.free for s in segs) and free_path is None:
+            free_path = w
+        elif client.check_state(w[0]).free and not segs[0].free and colliding is None:
+            colliding = w
+    return free_path, colliding
+
+
+def test_info(daemon: support.Daemon, info: SceneInfo) -> None:
+    p = run_cli(daemon, "info")
+    assert p.returncode == 0, p.stderr
+    assert "SERVING" in p.stdout and info.robot_name in p.stdout
+    for name in info.joint_names + info.object_ids:
+        assert name in p.stdout
+    j = run_cli(daemon, "info", "--scene", "default", "--json")
+    assert j.returncode == 0, j.stderr
+    doc = json.loads(j.stdout)
+    assert doc["health"] == "SERVING" and doc["scenes"][0]["joint_names"] == info.joint_names
+
+
+def test_validate_exit_codes(daemon: support.Daemon, info: SceneInfo, tmp_path: Path,
+                             free_and_colliding: "tuple[np.ndarray, np.ndarray]") -> None:
+    free_path, colliding = free_and_colliding
+    good_json = tmp_path / "good.json"
+    good_json.write_text(json.dumps({"joint_names": info.joint_names, "waypoints": free_path.tolist()}))
+    good_csv = tmp_path / "good.csv"
+    rev = list(reversed(range(info.dof)))  # columns in another order, named in the header
+    good_csv.write_text(",".join(info.joint_names[i] for i in rev) + "\n" +
+                        "\n".join(",".join(repr(float(x)) for x in row[rev]) for row in free_path) + "\n")
+    good_npy = tmp_path / "good.npy"
+    np.save(good_npy, free_path)
+    bad_npy = tmp_path / "bad.npy"
+    np.save(bad_npy, colliding)
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps({"joint_names": info.joint_names,
+                                "paths": [{"waypoints": free_path.tolist()}, {"waypoints": colliding.tolist()}]}))
+
+    for f in (good_json, good_csv, good_npy):
+        p = run_cli(daemon, "validate", str(f))
+        assert p.returncode == 0, (f, p.stdout, p.stderr)
+        assert "valid" in p.stdout and "INVALID" not in p.stdout
+
+    p = run_cli(daemon, "validate", str(good_json), str(bad_npy))
+    assert p.returncode == 1, p.stderr
+    assert "INVALID" in p.stdout and "segment 0" in p.stdout
+
+    p = run_cli(daemon, "validate", str(many), "--json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert [x["valid"] for x in doc["paths"]] == [True, False]
+    bad = doc["paths"][1]
+    assert bad["segment"] == 0 and 0.0 <= bad["t_free"] <= bad["t_collide"] <= 1.0
+    assert bad["contact"]["robot"] and bad["contact"]["other"]
+    assert doc["valid"] == 1 and doc["invalid"] == 1
+
+    p = run_cli(daemon, "validate", str(good_npy), "--mode", "discrete", "--resolution", "0.05", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["mode"] == "discrete"
+
+
+def test_validate_errors_exit_2(daemon: support.Daemon, info: SceneInfo, tmp_path: Path) -> None:
+    cases: List[Path] = []
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    cases.append(broken)
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("1,2,3\n1,2\n")
+    cases.append(ragged)
+    cases.append(tmp_path / "missing.npy")
+    wrong_ext = tmp_path / "path.txt"
+    wrong_ext.write_text("0 0 0")
+    cases.append(wrong_ext)
+    for f in cases:
+        p = run_cli(daemon, "validate", str(f))
+        assert p.returncode == 2, (f, p.stdout, p.stderr)
+        assert "error" in p.stderr and f.name in p.stderr
+
+    # Well-formed files the server rejects: the gRPC status and message go to stderr.
+    wrong_dof = tmp_path / "wrong_dof.npy"
+    np.save(wrong_dof, np.zeros((3, info.dof + 1)))
+    p = run_cli(daemon, "validate", str(wrong_dof))
+    assert p.returncode == 2 and "INVALID_ARGUMENT" in p.stderr, p.stderr
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"waypoints": [[0,0,0,0,0,0],[0,NaN,0,0,0,0]]}')
+    p = run_cli(daemon, "validate", str(nan))
+    assert p.returncode == 2 and "INVALID_ARGUMENT" in p.stderr, p.stderr
+    p = run_cli(daemon, "validate", str(tmp_path / "x.npy"), "--scene", "no-such-scene")
+    assert p.returncode == 2
+    np.save(tmp_path / "x.npy", np.zeros((2, info.dof)))
+    p = run_cli(daemon, "validate", str(tmp_path / "x.npy"), "--scene", "no-such-scene")
+    assert p.returncode == 2 and "NOT_FOUND" in p.stderr, p.stderr
+    p = subprocess.run(["/usr/bin/python3", "-m", "proximity_client", "validate", str(tmp_path / "x.npy"),
+                        "--target", f"127.0.0.1:{support.free_port()}", "--timeout", "2"],
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(support.PY_SRC), str(support.STUBS)])})
+    assert p.returncode == 2 and "UNAVAILABLE" in p.stderr, p.stderr
+
+
+def test_check_states_command(daemon: support.Daemon, client: Client, info: SceneInfo, tmp_path: Path) -> None:
+    states = info.sample(300, np.random.default_rng(13))
+    f = tmp_path / "states.npy"
+    np.save(f, states)
+    expect = client.check_states(states)
+    p = run_cli(daemon, "check-states", str(f), "--json")
+    assert p.returncode == (0 if expect.all() else 1), p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["free_mask"] == expect.tolist() and doc["free"] == int(expect.sum())
+    assert set(doc["contacts"]) == {str(i) for i in np.flatnonzero(~expect)}
+    p = run_cli(daemon, "check-states", str(f))
+    assert f"{int(expect.sum())} free" in p.stdout

@@ -1,0 +1,208 @@
+// proximity-scene: answers CLEAR and LINK in process (no gRPC) on proximityd's built-in default scene
+// (the KUKA KR5 workcell) and prints JSON. It exists so that tests can compare the daemon's answers with
+// the core's on the same states and motions.
+//
+//   proximity-scene info
+//   proximity-scene states FILE                  # one configuration (dof values) per line
+//   proximity-scene motions FILE [--mode certified|discrete] [--resolution R]
+//                                                # q0 then q1 (2 * dof values) per line
+//
+// Input files: numbers separated by commas and/or whitespace, one row per line; empty lines, lines
+// starting with '#', and a header line of joint names are skipped. Exit 0 on success, 2 on an error
+// (message on stderr).
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "proximity/core/scene.h"
+#include "server/default_scene.h"
+
+namespace {
+
+namespace pc = proximity::core;
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A double as JSON: shortest round-trip form, null for non-finite values.
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string JsonContact(const pc::StateContact& c, const pc::Scene& scene) {
+  return "{\"self\": " + std::string(c.self ? "true" : "false") + ", \"robot\": " + JsonString(c.Name(scene)) +
+         ", \"other\": " + JsonString(c.OtherName(scene)) + "}";
+}
+
+// Reads rows of `width` numbers. Errors name the file and line.
+pc::Result<std::vector<std::vector<double>>> ReadRows(const std::string& path, size_t width) {
+  std::ifstream in(path);
+  if (!in) return pc::NotFound("cannot open '" + path + "'");
+  std::vector<std::vector<double>> rows;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    for (char& c : line) {
+      if (c == ',' || c == ';') c = ' ';
+    }
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (std::isalpha(static_cast<unsigned char>(line[first])) || line[first] == '_') {
+      if (rows.empty()) continue;  // A header of joint names.
+      return pc::ParseError(path + ":" + std::to_string(line_no) + ": not a number: '" + line + "'");
+    }
+    std::istringstream ss(line);
+    std::vector<double> row;
+    std::string tok;
+    while (ss >> tok) {
+      char* end = nullptr;
+      const double v = std::strtod(tok.c_str(), &end);
+      if (end == tok.c_str() || *end != '\0') {
+        return pc::ParseError(path + ":" + std::to_string(line_no) + ": not a number: '" + tok + "'");
+      }
+      row.push_back(v);
+    }
+    if (row.size() != width) {
+      return pc::InvalidArgument(path + ":" + std::to_string(line_no) + ": " + std::to_string(row.size()) +
+                                 " values, expected " + std::to_string(width));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "proximity-scene: error: " << message << "\n";
+  return 2;
+}
+
+void PrintInfo(const pc::Scene& scene) {
+  const pc::RobotModel& robot = scene.robot();
+  std::cout << "{\"robot\": " << JsonString(robot.name()) << ", \"dof\": " << scene.dof() << ",\n \"joint_names\": [";
+  for (size_t i = 0; i < robot.active_joint_names().size(); ++i) {
+    std::cout << (i ? ", " : "") << JsonString(robot.active_joint_names()[i]);
+  }
+  std::cout << "],\n \"lower\": [";
+  for (size_t i = 0; i < robot.lower_limits().size(); ++i) {
+    std::cout << (i ? ", " : "") << JsonNumber(robot.lower_limits()[i]);
+  }
+  std::cout << "],\n \"upper\": [";
+  for (size_t i = 0; i < robot.upper_limits().size(); ++i) {
+    std::cout << (i ? ", " : "") << JsonNumber(robot.upper_limits()[i]);
+  }
+  std::cout << "],\n \"links\": [";
+  for (size_t i = 0; i < robot.links().size(); ++i) {
+    std::cout << (i ? ", " : "") << JsonString(robot.links()[i].name);
+  }
+  std::cout << "],\n \"objects\": [";
+  for (size_t i = 0; i < scene.objects().size(); ++i) {
+    std::cout << (i ? ", " : "") << JsonString(scene.objects()[i].id);
+  }
+  std::cout << "]}\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CLEAR and LINK in process on proximityd's built-in default scene, as JSON"};
+  app.require_subcommand(1);
+  std::string urdf = proximity::server::DefaultRobotUrdfPath();
+  app.add_option("--urdf", urdf, "The robot URDF of the default workcell")->capture_default_str();
+
+  auto* info = app.add_subcommand("info", "Robot, joint order and limits, links, objects");
+  auto* states = app.add_subcommand("states", "CLEAR(q) for each row of FILE (dof values per row)");
+  std::string states_file;
+  states->add_option("file", states_file, "Configurations, one per line")->required();
+
+  auto* motions = app.add_subcommand("motions", "LINK(q0, q1) for each row of FILE (q0 then q1 per row)");
+  std::string motions_file, mode = "certified";
+  double resolution = 0.01;
+  motions->add_option("file", motions_file, "Motions, one per line")->required();
+  motions->add_option("--mode", mode, "certified or discrete")
+      ->check(CLI::IsMember({"certified", "discrete"}))
+      ->capture_default_str();
+  motions->add_option("--resolution", resolution, "Discrete mode: joint-space step (rad / m)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto description = proximity::server::DefaultSceneDescription(urdf);
+  if (!description.ok()) return Fail(description.error().message);
+  auto built = pc::Scene::Build(std::move(description).value());
+  if (!built.ok()) return Fail(built.error().message);
+  const pc::Scene& scene = *built.value();
+  const size_t dof = static_cast<size_t>(scene.dof());
+  pc::SceneCache cache;
+
+  if (*info) {
+    PrintInfo(scene);
+    return 0;
+  }
+
+  if (*states) {
+    auto rows = ReadRows(states_file, dof);
+    if (!rows.ok()) return Fail(rows.error().message);
+    std::cout << "{\"dof\": " << dof << ", \"results\": [\n";
+    size_t i = 0;
+    for (const auto& q : rows.value()) {
+      pc::StateResult r;
+      const pc::Status s = scene.CheckState(q, &cache, &r);
+      if (!s.ok()) return Fail("state " + std::to_string(i) + ": " + s.ToString());
+      std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
+                << ", \"within_limits\": " << (r.within_limits ? "true" : "false")
+                << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
+      ++i;
+    }
+    std::cout << "\n]}\n";
+    return 0;
+  }
+
+  pc::MotionRequest request;
+  request.mode = mode == "discrete" ? pc::MotionRequest::Mode::kDiscrete : pc::MotionRequest::Mode::kCertified;
+  request.resolution = resolution;
+  auto rows = ReadRows(motions_file, 2 * dof);
+  if (!rows.ok()) return Fail(rows.error().message);
+  std::cout << "{\"dof\": " << dof << ", \"mode\": " << JsonString(mode) << ", \"results\": [\n";
+  size_t i = 0;
+  for (const auto& row : rows.value()) {
+    const std::span<const double> q0(row.data(), dof), q1(row.data() + dof, dof);
+    pc::MotionResult r;
+    const pc::Status s = scene.CheckMotion(q0, q1, request, &cache, &r);
+    if (!s.ok()) return Fail("motion " + std::to_string(i) + ": " + s.ToString());
+    std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
+              << ", \"t_free\": " << JsonNumber(r.t_free) << ", \"t_collide\": " << JsonNumber(r.t_collide)
+              << ", \"undecided\": " << (r.undecided ? "true" : "false")
+              << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
+    ++i;
+  }
+  std::cout << "\n]}\n";
+  return 0;
+}
