@@ -12,9 +12,18 @@
 namespace proximity::bench {
 int RunEnvRob(const SuiteOptions& options);
 int RunRobot(const SuiteOptions& options);
+#ifdef PROX_BENCH_SERVICE
+int RunService(const SuiteOptions& options);
+#endif
 
 std::map<std::string, SuiteFn>& Suites() {
-  static std::map<std::string, SuiteFn> suites = {{"envrob", &RunEnvRob}, {"robot", &RunRobot}};
+  static std::map<std::string, SuiteFn> suites = {
+      {"envrob", &RunEnvRob},
+      {"robot", &RunRobot},
+#ifdef PROX_BENCH_SERVICE
+      {"service", &RunService},
+#endif
+  };
   return suites;
 }
 }  // namespace proximity::bench

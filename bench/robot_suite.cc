@@ -594,9 +594,9 @@ int RunRobot(const SuiteOptions& options) {
   // in our certified interval (up to FCL's GJK tolerance on primitives).
   {
     const int n = static_cast<int>(start_goal.size());
-    const int reps = options.quick ? 1 : 2;
+    const int distance_reps = options.quick ? 1 : 2;
     std::vector<double> fcl_distance(n);
-    const auto peer_times = TimePerItem(n, reps, [&](int i) {
+    const auto peer_times = TimePerItem(n, distance_reps, [&](int i) {
       const StateItem& s = start_goal[i];
       const Scene& scene = *scenes[s.problem];
       (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
@@ -607,7 +607,7 @@ int RunRobot(const SuiteOptions& options) {
       std::vector<core::SceneDistanceResult> results(n);
       SceneDistanceRequest request;
       request.rel_err = rel;
-      const auto times = TimePerItem(n, reps, [&](int i) {
+      const auto times = TimePerItem(n, distance_reps, [&](int i) {
         const StateItem& s = start_goal[i];
         if (!scenes[s.problem]->ComputeDistance(s.q, request, &cache, &results[i]).ok()) ++failures;
       });
