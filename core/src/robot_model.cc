@@ -327,10 +327,33 @@ double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::spa
 
 double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1,
                                double reach) const {
+  return MotionBoundRelative(k, 0, q0, q1, reach);
+}
+
+LinkIndex RobotModel::CommonAncestor(LinkIndex a, LinkIndex b) const {
+  auto depth = [this](LinkIndex l) {
+    int d = 0;
+    for (; links_[l].parent_joint >= 0; l = joints_[links_[l].parent_joint].parent_link) ++d;
+    return d;
+  };
+  int da = depth(a), db = depth(b);
+  for (; da > db; --da) a = joints_[links_[a].parent_joint].parent_link;
+  for (; db > da; --db) b = joints_[links_[b].parent_joint].parent_link;
+  while (a != b) {
+    a = joints_[links_[a].parent_joint].parent_link;
+    b = joints_[links_[b].parent_joint].parent_link;
+  }
+  return a;
+}
+
+double RobotModel::MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                                       std::span<const double> q1, double reach) const {
   const std::vector<MotionTerm>& terms = motion_terms_[k];
+  // The ancestor's own moving joints are a prefix of k's: they move both frames alike.
+  const auto skip = static_cast<std::ptrdiff_t>(motion_terms_[ancestor].size());
   double bound = 0.0;
   double extent = 0.0;  // sum of max |q_i| over prismatic joints after the current one
-  for (auto it = terms.rbegin(); it != terms.rend(); ++it) {
+  for (auto it = terms.rbegin(); it != terms.rend() - skip; ++it) {
     const double a = q0[it->source], b = q1[it->source];
     const double dq = std::abs(it->multiplier * (b - a));
     if (it->prismatic) {

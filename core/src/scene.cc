@@ -492,8 +492,13 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     }
   }
   for (const auto& [i, j] : self_pairs_) {
-    const double motion = part_motion[i] + part_motion[j];
-    if (motion > 0.0) pairs.push_back({i, j, true, motion, robot_parts_[i].padding + robot_parts_[j].padding});
+    // Relative motion: only the joints below the two links' common ancestor move them apart or together.
+    const RobotPart& a = robot_parts_[i];
+    const RobotPart& b = robot_parts_[j];
+    const int32_t c = robot_->CommonAncestor(a.link, b.link);
+    const double motion = robot_->MotionBoundRelative(a.link, c, q0, q1, a.attached < 0 ? 0.0 : a.reach) +
+                          robot_->MotionBoundRelative(b.link, c, q0, q1, b.attached < 0 ? 0.0 : b.reach);
+    if (motion > 0.0) pairs.push_back({i, j, true, motion, a.padding + b.padding});
   }
   const size_t npairs = pairs.size();
 

@@ -317,8 +317,12 @@ Status Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const dou
     }
   }
   for (const auto& [i, j] : self_pairs_) {
-    pairs.push_back({&robot_parts_[i].geometry, &robot_parts_[j].geometry, i, j, std::max(motion[i] + motion[j], 1e-12),
-                     robot_parts_[i].padding + robot_parts_[j].padding});
+    const RobotPart& a = robot_parts_[i];
+    const RobotPart& b = robot_parts_[j];
+    const int32_t c = robot_->CommonAncestor(a.link, b.link);
+    const double relative = robot_->MotionBoundRelative(a.link, c, q0, q1, a.attached < 0 ? 0.0 : a.reach) +
+                            robot_->MotionBoundRelative(b.link, c, q0, q1, b.attached < 0 ? 0.0 : b.reach);
+    pairs.push_back({&a.geometry, &b.geometry, i, j, std::max(relative, 1e-12), a.padding + b.padding});
   }
 
   std::vector<double> q(q0.size());

@@ -128,7 +128,9 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
                 discrete.resolution, discrete_misses, colliding ? 100.0 * discrete_misses / colliding : 0.0);
     ::testing::Test::RecordProperty(rs.name + "_discrete_misses", discrete_misses);
   }
-  if (per_robot >= 10000) EXPECT_GT(total_discrete_misses, 0) << "discrete checking missed nothing";
+  if (per_robot >= 10000) {
+    EXPECT_GT(total_discrete_misses, 0) << "discrete checking missed nothing";
+  }
 }
 
 }  // namespace

@@ -410,10 +410,57 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
         EXPECT_LE((X[ib][l] * p_L - X[ia][l] * p_L).norm(), sub_bound * (1 + 1e-9) + 1e-12) << m->link(l).name;
         if (bound > 0) worst_ratio = std::max(worst_ratio, length / bound);
       }
+      // Relative to every ancestor's frame: only the joints in between count.
+      for (LinkIndex a = l; a >= 0; a = m->link(a).parent_joint >= 0 ? m->joint(m->link(a).parent_joint).parent_link : -1) {
+        const double relative = m->MotionBoundRelative(l, a, q0, q1);
+        EXPECT_LE(relative, bound * (1 + 1e-12));
+        for (const Vec3& p_L : points[l]) {
+          double length = 0;
+          for (int i = 1; i <= kSteps; ++i) {
+            length += (X[i][a].inverse() * (X[i][l] * p_L) - X[i - 1][a].inverse() * (X[i - 1][l] * p_L)).norm();
+          }
+          EXPECT_LE(length, relative * (1 + 1e-9) + 1e-12) << m->link(l).name << " in " << m->link(a).name;
+        }
+      }
+      // A carried object: any point within `reach` of the link origin.
+      const double reach = 0.3;
+      const double carried = m->MotionBound(l, q0, q1, reach);
+      for (int k = 0; k < 8; ++k) {
+        const Vec3 p_L = reach * Vec3::Random().normalized();
+        double length = 0;
+        for (int i = 1; i <= kSteps; ++i) length += (X[i][l] * p_L - X[i - 1][l] * p_L).norm();
+        EXPECT_LE(length, carried * (1 + 1e-9) + 1e-12) << m->link(l).name << " carrying a point at " << reach;
+      }
     }
   }
   // The bound is not vacuous: some point travels a good fraction of it.
   EXPECT_GT(worst_ratio, 0.3);
+}
+
+TEST(RobotModelTest, CommonAncestorMatchesThePathsToTheRoot) {
+  for (const RobotCase& c : AvailableRobots()) {
+    SCOPED_TRACE(c.label);
+    auto m = LoadOrDie(c);
+    ASSERT_TRUE(m);
+    auto path = [&](LinkIndex l) {
+      std::vector<LinkIndex> p;
+      for (; l >= 0; l = m->link(l).parent_joint >= 0 ? m->joint(m->link(l).parent_joint).parent_link : -1) p.push_back(l);
+      return p;
+    };
+    for (LinkIndex a = 0; a < m->num_links(); ++a) {
+      for (LinkIndex b = 0; b < m->num_links(); ++b) {
+        const auto pa = path(a), pb = path(b);
+        LinkIndex expected = -1;  // the first link on a's path that is also on b's
+        for (LinkIndex x : pa) {
+          if (std::find(pb.begin(), pb.end(), x) != pb.end()) {
+            expected = x;
+            break;
+          }
+        }
+        EXPECT_EQ(m->CommonAncestor(a, b), expected) << m->link(a).name << ", " << m->link(b).name;
+      }
+    }
+  }
 }
 
 TEST(RobotModelTest, MotionBoundCoversSampledPointsOnFixtures) {

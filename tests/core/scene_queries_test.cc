@@ -251,7 +251,9 @@ TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
       ASSERT_TRUE(bare->CheckState(q, &cache, &unpadded).ok());
       const OracleAnswer truth = Oracle(d, q);
       EXPECT_EQ(padded.free, truth.clearance > 0.0) << "case " << c << " clearance " << truth.clearance;
-      if (!unpadded.free) EXPECT_FALSE(padded.free);
+      if (!unpadded.free) {
+        EXPECT_FALSE(padded.free);
+      }
       only_padded += unpadded.free && !padded.free;
     }
     EXPECT_GT(only_padded, 0) << "padding never changed an answer: the test cannot tell padding from none";
@@ -260,8 +262,12 @@ TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
       MotionResult m;
       ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
       const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
-      if (dense >= 0.0) EXPECT_FALSE(m.free) << "edge " << e << ": padded dense check collides at " << dense;
-      if (!m.free && !m.undecided) EXPECT_LE(m.t_free, m.t_collide);
+      if (dense >= 0.0) {
+        EXPECT_FALSE(m.free) << "edge " << e << ": padded dense check collides at " << dense;
+      }
+      if (!m.free && !m.undecided) {
+        EXPECT_LE(m.t_free, m.t_collide);
+      }
     }
   }
 }
@@ -329,7 +335,9 @@ TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
       MotionResult m;
       ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
       const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
-      if (dense >= 0.0) EXPECT_FALSE(m.free) << "edge " << e << ": dense check collides at " << dense;
+      if (dense >= 0.0) {
+        EXPECT_FALSE(m.free) << "edge " << e << ": dense check collides at " << dense;
+      }
     }
   }
 }
@@ -392,7 +400,9 @@ TEST(SceneAttached, CertifiedLinkCatchesTheToolTipSweepingThroughABall) {
       ASSERT_FALSE(r.free);
       ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
       EXPECT_FALSE(m.free) << "attempt " << attempt << ": the tool tip sweeps through the ball at t = 0.5";
-      if (!m.free) EXPECT_NE(m.contact.Describe(*scene).find("tool"), std::string::npos) << m.contact.Describe(*scene);
+      if (!m.free) {
+        EXPECT_NE(m.contact.Describe(*scene).find("tool"), std::string::npos) << m.contact.Describe(*scene);
+      }
       ++checked;
     }
     EXPECT_EQ(checked, 5);
@@ -588,7 +598,9 @@ void ExpectWithinBisectionReference(const ContinuousResult& r, double tol, Clear
   if (r.contact) {
     EXPECT_LE(clearance(r.t_contact), tol * (1 + 1e-9)) << what;
     const double at_tol = FirstCrossing(clearance, tol * (1 + 1e-9), steps);
-    if (at_tol >= 0.0) EXPECT_GE(r.t_contact, at_tol - 1.0 / steps) << what;
+    if (at_tol >= 0.0) {
+      EXPECT_GE(r.t_contact, at_tol - 1.0 / steps) << what;
+    }
     // The certified prefix: no sample before t_contact comes closer than tol / 2.
     for (int k = 0; k < steps && static_cast<double>(k) / steps < r.t_contact; ++k) {
       EXPECT_GE(clearance(static_cast<double>(k) / steps), 0.5 * tol * (1 - 1e-9)) << what << " sample " << k;
@@ -632,7 +644,9 @@ TEST(SceneContinuous, RobotTimeOfFirstContactAgreesWithABisectionReference) {
           EXPECT_TRUE(r.contact);
           EXPECT_LE(r.t_contact, m.t_collide + 1e-12);
         }
-        if (r.contact && r.penetrating) EXPECT_FALSE(m.free);
+        if (r.contact && r.penetrating) {
+          EXPECT_FALSE(m.free);
+        }
       }
     }
     EXPECT_GT(contacts, 0);

@@ -250,6 +250,14 @@ class RobotModel {
   /// the link carries): every revolute lever grows by `reach`, which bounds the distance from the last
   /// joint's axis (through the origin) and adds to the chain's reach for the joints before it.
   double MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1, double reach) const;
+  /// MotionBound(k, q0, q1, reach) measured in the frame of `ancestor` (k itself or a link on k's path
+  /// to the root) instead of the world: only the joints between the two count. The distance between a point of link a and a point of link b shrinks by at most
+  /// MotionBoundRelative(a, c) + MotionBoundRelative(b, c) for their common ancestor c, which is far
+  /// smaller than their world motions when both hang below joints that move them together.
+  double MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
+                             double reach = 0.0) const;
+  /// The deepest link that is an ancestor of both a and b (either of them itself, or the root).
+  LinkIndex CommonAncestor(LinkIndex a, LinkIndex b) const;
   /// The lever radius (m) of joint j for link k, valid for every q within limits: an upper bound on the
   /// distance from joint j's axis to any point of k's geometry. 0 when j does not move k or is prismatic.
   double LeverRadius(LinkIndex k, JointIndex j) const;
