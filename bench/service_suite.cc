@@ -143,7 +143,7 @@ int UnaryCheckState(const SuiteOptions& options, Fixture& f, std::mt19937_64& rn
 }
 
 int ValidatePathsStream(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
-  const int paths = options.quick ? 200 : 1000, waypoints = 10, reps = 3;
+  const int paths = options.quick ? 200 : 1000, waypoints = 10, reps = options.quick ? 3 : 5;
   std::vector<std::vector<double>> flat(static_cast<size_t>(paths));
   v1::ValidatePathsRequest request;
   request.set_scene_id("default");
@@ -162,6 +162,15 @@ int ValidatePathsStream(const SuiteOptions& options, Fixture& f, std::mt19937_64
   Work work;
   int agree = 0;
   for (int rep = 0; rep < reps; ++rep) {
+    std::vector<int> core_segment(static_cast<size_t>(paths));
+    std::vector<core::SceneCache> caches(static_cast<size_t>(pool.slots()));
+    const double t2 = Now();
+    pool.ParallelFor(paths, [&](int64_t p, int slot) {
+      core::PathResult r;
+      (void)f.scene->CheckPath(flat[static_cast<size_t>(p)], {}, &caches[static_cast<size_t>(slot)], &r);
+      core_segment[static_cast<size_t>(p)] = r.segment;
+    });
+    const double t3 = Now();
     std::vector<int> segment(static_cast<size_t>(paths), -2);
     auto context = Context();
     const double t0 = Now();
@@ -179,15 +188,6 @@ int ValidatePathsStream(const SuiteOptions& options, Fixture& f, std::mt19937_64
       std::cerr << "service: ValidatePaths failed: " << status.error_message() << "\n";
       return 1;
     }
-    std::vector<int> core_segment(static_cast<size_t>(paths));
-    std::vector<core::SceneCache> caches(static_cast<size_t>(pool.slots()));
-    const double t2 = Now();
-    pool.ParallelFor(paths, [&](int64_t p, int slot) {
-      core::PathResult r;
-      (void)f.scene->CheckPath(flat[static_cast<size_t>(p)], {}, &caches[static_cast<size_t>(slot)], &r);
-      core_segment[static_cast<size_t>(p)] = r.segment;
-    });
-    const double t3 = Now();
     ours.push_back((t1 - t0) * 1e6 / paths);
     peer.push_back((t3 - t2) * 1e6 / paths);
     agree += segment == core_segment ? 1 : 0;

@@ -60,8 +60,9 @@ class Metrics {
   /// The Prometheus text exposition format (version 0.0.4).
   std::string RenderText() const;
 
-  /// Handled calls of `rpc` with `code` so far (for tests and the bench).
+  /// Handled calls of `rpc` with `code` so far, and started calls (for tests and the bench).
   uint64_t HandledCount(Rpc rpc, grpc::StatusCode code) const;
+  uint64_t StartedCount(Rpc rpc) const { return rpcs_[Index(rpc)].started.load(std::memory_order_relaxed); }
 
  private:
   struct PerRpc {

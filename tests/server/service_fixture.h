@@ -25,14 +25,20 @@ namespace proximity::server::testing {
 namespace v1 = ::proximity::v1;
 using proximity::testing::Cases;
 
+/// Sanitizer builds: gRPC moves large messages very slowly under TSan (a 10 MB request takes minutes to
+/// parse), so the tests that exceed limits use smaller ones there.
+inline constexpr bool kSanitized = proximity::testing::kSanitizedSlowdown != 1;
+inline constexpr int64_t kTestMaxBatchStates = kSanitized ? 50'000 : 200'000;
+inline constexpr int64_t kTestMaxMessageBytes = kSanitized ? 4 << 20 : 16 << 20;
+
 /// Options of the test server: small limits so that exceeding them is cheap.
 inline ServerOptions TestOptions() {
   ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.metrics_listen = "127.0.0.1:0";
   o.threads = 2;
-  o.max_message_bytes = 16 << 20;
-  o.limits.max_batch_states = 200'000;
+  o.max_message_bytes = kTestMaxMessageBytes;
+  o.limits.max_batch_states = kTestMaxBatchStates;
   o.limits.max_path_waypoints = 5'000;
   return o;
 }

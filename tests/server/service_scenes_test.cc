@@ -213,16 +213,16 @@ TEST_F(ServiceErrorTest, BadStatesNameTheJointOrField) {
 
 TEST_F(ServiceErrorTest, LimitsAreResourceExhausted) {
   std::mt19937_64 rng(31);
-  // One configuration over --max-batch-states (200,000 in the test server).
-  std::vector<std::vector<double>> rows(200'001, probe_[0]);
+  // One configuration over --max-batch-states.
+  std::vector<std::vector<double>> rows(kTestMaxBatchStates + 1, probe_[0]);
   v1::CheckStatesRequest batch;
   batch.set_scene_id("default");
   *batch.mutable_states() = Packed(rows);
   v1::CheckStatesResponse response;
   ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::RESOURCE_EXHAUSTED,
               "--max-batch-states");
-  // A message over --max-message-bytes (16 MiB in the test server) is refused by gRPC itself.
-  batch.mutable_states()->set_positions_f64le(std::string(17 << 20, '\0'));
+  // A message over --max-message-bytes is refused by gRPC itself.
+  batch.mutable_states()->set_positions_f64le(std::string(kTestMaxMessageBytes + 8 * 6, '\0'));
   ExpectError(stub_->CheckStates(Context().get(), batch, &response), grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than max");
   // A path over --max-path-waypoints (5,000).
   v1::CheckPathRequest path;
