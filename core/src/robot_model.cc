@@ -485,13 +485,10 @@ Status RobotModel::CheckConfiguration(std::span<const double> q) const {
 
 Status RobotModel::CheckLimits(std::span<const double> q, double tolerance) const {
   if (Status s = CheckConfiguration(q); !s.ok()) return s;
-  for (size_t i = 0; i < q.size(); ++i) {
-    if (q[i] < lower_limits_[i] - tolerance || q[i] > upper_limits_[i] + tolerance) {
-      return InvalidArgument("q[" + std::to_string(i) + "] = " + Number(q[i]) + " for joint '" + active_joint_names_[i] +
-                             "' is outside its limits [" + Number(lower_limits_[i]) + ", " + Number(upper_limits_[i]) + "]");
-    }
-  }
-  return {};
+  const int32_t i = FirstOutsideLimits(q, tolerance);
+  if (i < 0) return {};
+  return InvalidArgument("q[" + std::to_string(i) + "] = " + Number(q[i]) + " for joint '" + active_joint_names_[i] +
+                         "' is outside its limits [" + Number(lower_limits_[i]) + ", " + Number(upper_limits_[i]) + "]");
 }
 
 Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,

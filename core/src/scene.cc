@@ -193,8 +193,8 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     rp.X_LG = X_LG;
     rp.geometry = std::move(geometry);
     rp.local_box = GeometryBox(rp.geometry);
-    // Farthest point of the part from the link origin: its box's corners bound it.
-    rp.reach = (X_LG * rp.local_box.center).norm() + rp.local_box.half_extents.norm();
+    // An attached part's farthest point from the link origin: its box's corners bound it.
+    if (attached >= 0) rp.reach = (X_LG * rp.local_box.center).norm() + rp.local_box.half_extents.norm();
     return rp;
   };
   for (int32_t l = 0; l < static_cast<int32_t>(nl); ++l) {
@@ -230,7 +230,7 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   for (int32_t i = 0; i < static_cast<int32_t>(parts.size()); ++i)
     for (int32_t j = i + 1; j < static_cast<int32_t>(parts.size()); ++j)
       if (parts[i].entity != parts[j].entity && !scene->AllowedEntities(parts[i].entity, parts[j].entity))
-        scene->self_pairs_.emplace_back(i, j);
+        scene->self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
 
   scene->X_WB_ = d.X_WB;
   scene->objects_ = std::move(d.objects);
@@ -313,9 +313,11 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
   return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
 }
 
-bool Scene::CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const Aabb& bounds,
-                         StateResult* out) const {
+bool Scene::CollideWorld(int32_t i, const SceneCache& cache, StateResult* out) const {
   if (broad_.empty()) return false;
+  const RobotPart& rp = robot_parts_[i];
+  const RigidTransform& X_WG = cache.X_WG[i];
+  const Aabb& bounds = cache.part_bounds[i];
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
@@ -334,7 +336,7 @@ bool Scene::CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const 
       ++out->pairs_tested;
       if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats)) {
         out->free = false;
-        out->contact = WorldContact(static_cast<int32_t>(&rp - robot_parts_.data()), wp.object);
+        out->contact = WorldContact(i, wp.object);
         return true;
       }
     }
@@ -358,28 +360,22 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
   return {};
 }
 
-double Scene::PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1) const {
-  const RobotPart& rp = robot_parts_[i];
-  return rp.attached < 0 ? robot_->MotionBound(rp.link, q0, q1) : robot_->MotionBound(rp.link, q0, q1, rp.reach);
-}
-
 Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result) const {
   *result = StateResult();
-  if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s;
-  result->within_limits = robot_->CheckLimits(q).ok();
-  if (Status s = PoseParts(q, cache); !s.ok()) return s;
+  if (Status s = PoseParts(q, cache); !s.ok()) return s;  // rejects a wrong size or NaN
+  result->within_limits = robot_->WithinLimits(q);
   result->free = true;
   const std::vector<RigidTransform>& X_WG = cache->X_WG;
-  for (size_t i = 0; i < robot_parts_.size(); ++i) {
-    if (CollideWorld(robot_parts_[i], X_WG[i], cache->part_bounds[i], result)) return {};
+  for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
+    if (CollideWorld(i, *cache, result)) return {};
   }
-  for (const auto& [i, j] : self_pairs_) {
-    if (!Overlap(cache->part_bounds[i], cache->part_bounds[j])) continue;
+  for (const SelfPair& sp : self_pairs_) {
+    if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
     ++result->pairs_tested;
-    if (PairCollides(robot_parts_[i].geometry, X_WG[i], robot_parts_[j].geometry, X_WG[j],
-                     robot_parts_[i].padding + robot_parts_[j].padding, &result->stats)) {
+    if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b],
+                     robot_parts_[sp.a].padding + robot_parts_[sp.b].padding, &result->stats)) {
       result->free = false;
-      result->contact = SelfContact(i, j);
+      result->contact = SelfContact(sp.a, sp.b);
       return {};
     }
   }
@@ -402,14 +398,19 @@ Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geo
 }
 
 Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                  const RigidTransform& X_WB, double enough, double* lower_bound, QueryStats* stats) {
-  // A relative budget keeps the walks short; only the certified lower bound is used.
+                                  const RigidTransform& X_WB, double enough, double padding, double* lower_bound,
+                                  QueryStats* stats) {
+  // A budget keeps the walks short; only the certified lower bound is used.
   DistanceRequest req;
-  req.rel_err = 0.25;
-  req.max_distance = std::max(0.0, enough);
+  if (padding == 0.0) {
+    req.rel_err = 0.25;
+  } else {
+    req.abs_err = 0.25 * std::max(0.0, enough);
+  }
+  req.max_distance = std::max(0.0, enough) + padding;
   DistanceResult r;
   Status s = GeometryDistance(a, X_WA, b, X_WB, req, &r);
-  *lower_bound = r.intersecting ? 0.0 : r.lower_bound;
+  *lower_bound = r.intersecting ? 0.0 : std::max(0.0, r.lower_bound - padding);
   if (stats != nullptr) *stats += r.stats;
   return s;
 }
@@ -491,14 +492,11 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       }
     }
   }
-  for (const auto& [i, j] : self_pairs_) {
-    // Relative motion: only the joints below the two links' common ancestor move them apart or together.
-    const RobotPart& a = robot_parts_[i];
-    const RobotPart& b = robot_parts_[j];
-    const int32_t c = robot_->CommonAncestor(a.link, b.link);
-    const double motion = robot_->MotionBoundRelative(a.link, c, q0, q1, a.attached < 0 ? 0.0 : a.reach) +
-                          robot_->MotionBoundRelative(b.link, c, q0, q1, b.attached < 0 ? 0.0 : b.reach);
-    if (motion > 0.0) pairs.push_back({i, j, true, motion, a.padding + b.padding});
+  for (const SelfPair& sp : self_pairs_) {
+    const double motion = SelfPairMotion(sp, q0, q1);
+    if (motion > 0.0) {
+      pairs.push_back({sp.a, sp.b, true, motion, robot_parts_[sp.a].padding + robot_parts_[sp.b].padding});
+    }
   }
   const size_t npairs = pairs.size();
 
@@ -554,22 +552,10 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     if (!std::isnan(s.eta_enough[k]) && (s.eta[k] < s.eta_enough[k] || enough <= s.eta_enough[k])) return s.eta[k];
     const PairRef& p = pairs[k];
     double lb = 0.0;
-    if (p.padding == 0.0) {
-      (void)GeometryDistanceLowerBound(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p),
-                                       enough, &lb, &result->stats);
-    } else {
-      // A relative budget on the raw distance says nothing about the padded clearance (a pair just
-      // outside its padding would never certify); an absolute one that shrinks with the segment does.
-      DistanceRequest req;
-      req.abs_err = 0.25 * enough;
-      req.max_distance = enough + p.padding;
-      DistanceResult r;
-      (void)GeometryDistance(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p), req, &r);
-      result->stats += r.stats;
-      lb = r.intersecting ? 0.0 : r.lower_bound;
-    }
+    (void)GeometryDistanceLowerBound(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p),
+                                     enough, p.padding, &lb, &result->stats);
     ++result->distance_queries;
-    s.eta[k] = std::max(cheap_eta(s, k), std::max(0.0, lb - p.padding));
+    s.eta[k] = std::max(cheap_eta(s, k), lb);
     s.eta_enough[k] = enough;
     return s.eta[k];
   };

@@ -68,9 +68,8 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
   *result = SceneDistanceResult();
   DistanceRequest budget{request.rel_err, request.abs_err, request.max_distance};
   if (Status s = ValidateDistanceRequest(budget); !s.ok()) return s;
-  if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s;
-  result->within_limits = robot_->CheckLimits(q).ok();
-  if (Status s = PoseParts(q, cache); !s.ok()) return s;
+  if (Status s = PoseParts(q, cache); !s.ok()) return s;  // rejects a wrong size or NaN
+  result->within_limits = robot_->WithinLimits(q);
 
   struct Candidate {
     int32_t a, b;  // robot part; world part or robot part
@@ -78,22 +77,22 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
     double padding;
     double cheap;  // lower bound on the padded clearance
   };
+  // The cheap bound is the distance between padded boxes: growing a box by the padding along every
+  // axis covers the padding ball, so that distance is at most the padded clearance.
+  const std::vector<Aabb>& boxes = cache->part_bounds;
   std::vector<Candidate> candidates;
   const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
   for (int32_t i = 0; request.world && i < nparts; ++i) {
     const RobotPart& rp = robot_parts_[i];
-    const Aabb box = WorldBounds(rp.local_box, cache->X_WG[i]);
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
       if (AllowedEntityObject(rp.entity, world_parts_[k].object)) continue;
-      candidates.push_back({i, k, false, rp.padding, std::max(0.0, AabbDistance(box, world_parts_[k].bounds) - rp.padding)});
+      candidates.push_back({i, k, false, rp.padding, AabbDistance(boxes[i], world_parts_[k].bounds)});
     }
   }
-  for (const auto& [i, j] : self_pairs_) {
+  for (const SelfPair& sp : self_pairs_) {
     if (!request.self) break;
-    const double pad = robot_parts_[i].padding + robot_parts_[j].padding;
-    const Aabb bi = WorldBounds(robot_parts_[i].local_box, cache->X_WG[i]);
-    const Aabb bj = WorldBounds(robot_parts_[j].local_box, cache->X_WG[j]);
-    candidates.push_back({i, j, true, pad, std::max(0.0, AabbDistance(bi, bj) - pad)});
+    const double pad = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding;
+    candidates.push_back({sp.a, sp.b, true, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
   }
   if (!request.per_pair) {
     std::stable_sort(candidates.begin(), candidates.end(),
@@ -102,6 +101,7 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
 
   const double rel = request.rel_err, abs = request.abs_err;
   auto enough = [&](double upper) { return std::min(upper / (1.0 + rel), upper - abs); };
+  auto budget_met = [&](const PairDistance& pd) { return pd.upper <= pd.lower * (1.0 + rel) || pd.upper - pd.lower <= abs; };
   double lower = std::numeric_limits<double>::infinity();
   double upper = std::numeric_limits<double>::infinity();
   for (const Candidate& c : candidates) {
@@ -113,29 +113,23 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
     const RobotPart& rp = robot_parts_[c.a];
     const Geometry& other = c.self ? robot_parts_[c.b].geometry
                                    : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].geometry;
-    const RigidTransform& X_other = c.self ? cache->X_WG[c.b]
-                                           : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].X_WG;
-    // The budget applies to the padded clearance d - padding; on the raw distance it is tighter by
-    // the factor (d - padding) / d, which is not known in advance: tighten and repeat until it holds.
-    DistanceRequest pr{rel, abs, std::isinf(stop) ? stop : stop + c.padding};
+    const RigidTransform& X_other = c.self ? cache->X_WG[c.b] : WorldPartPose(c.b);
+    DistanceRequest pr{rel, abs, stop + c.padding};
     DistanceResult r;
     PairDistance pd;
-    for (int attempt = 0;; ++attempt) {
+    auto query = [&] {
       r = DistanceResult();
       (void)GeometryDistance(rp.geometry, cache->X_WG[c.a], other, X_other, pr, &r);
       result->stats += r.stats;
       pd.lower = std::max(0.0, r.lower_bound - c.padding);
       pd.upper = std::max(0.0, r.upper_bound - c.padding);
-      const bool met = pd.upper <= pd.lower * (1.0 + rel) || pd.upper - pd.lower <= abs ||
-                       r.beyond_max_distance || r.intersecting;
-      if (met || c.padding == 0.0) break;
-      if (attempt == 3) {
-        pr.rel_err = pr.abs_err = 0.0;
-      } else {
-        pr.rel_err = rel * pd.lower / std::max(r.lower_bound, 1e-300);
-        pr.abs_err = abs;
-      }
-      if (attempt == 4) break;
+    };
+    query();
+    // The budget applies to the padded clearance d - padding, for which a relative budget on the raw
+    // distance d is too loose; when it is missed, the exact distance meets any budget.
+    if (c.padding > 0.0 && !r.beyond_max_distance && !r.intersecting && !budget_met(pd)) {
+      pr.rel_err = pr.abs_err = 0.0;
+      query();
     }
     ++result->pairs_tested;
     pd.pair = c.self ? SelfContact(c.a, c.b) : WorldContact(c.a, world_parts_[c.b].object);
@@ -231,10 +225,11 @@ struct AdvancePair {
 // close more than lambda * dt in dt, so all stay at least tolerance / 2 apart until t + (eta -
 // tolerance / 2) / lambda. A pair whose bound exceeds what it can travel in the remaining time drops
 // out. Contact is declared at the first t where a pair's exact clearance is at most `tolerance`.
-// pose(t, ia, ib, &X_a, &X_b) poses a pair at t; it is a template parameter so the loop makes no
+// `prepare(t)` moves everything to time t, then `prepare.pose(pair, &X_a, &X_b)` gives a pair's poses
+// there; `name(pair)` names a pair for the result. Both are template parameters so the loop makes no
 // indirect calls.
-template <typename PoseFn, typename NameFn>
-void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, PoseFn&& prepare, NameFn&& name,
+template <typename PrepareFn, typename NameFn>
+void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, PrepareFn&& prepare, NameFn&& name,
              ContinuousResult* result) {
   const double tol = request.tolerance;
   double t = 0.0;
@@ -303,8 +298,6 @@ Status Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const dou
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
 
   const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
-  std::vector<double> motion(nparts);
-  for (int32_t i = 0; i < nparts; ++i) motion[i] = PartMotion(i, q0, q1);
   // Pairs that do not move relative to each other keep their clearance from t = 0: they join the
   // advancement with a tiny motion bound so that a pair starting within tolerance is reported at 0.
   std::vector<AdvancePair> pairs;
@@ -313,16 +306,14 @@ Status Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const dou
       if (AllowedEntityObject(robot_parts_[i].entity, world_parts_[k].object)) continue;
       const WorldPart& wp = world_parts_[k];
       pairs.push_back({&robot_parts_[i].geometry, &objects_[wp.object].parts[wp.part].geometry, i, -1 - k,
-                       std::max(motion[i], 1e-12), robot_parts_[i].padding});
+                       std::max(PartMotion(i, q0, q1), 1e-12), robot_parts_[i].padding});
     }
   }
-  for (const auto& [i, j] : self_pairs_) {
-    const RobotPart& a = robot_parts_[i];
-    const RobotPart& b = robot_parts_[j];
-    const int32_t c = robot_->CommonAncestor(a.link, b.link);
-    const double relative = robot_->MotionBoundRelative(a.link, c, q0, q1, a.attached < 0 ? 0.0 : a.reach) +
-                            robot_->MotionBoundRelative(b.link, c, q0, q1, b.attached < 0 ? 0.0 : b.reach);
-    pairs.push_back({&a.geometry, &b.geometry, i, j, std::max(relative, 1e-12), a.padding + b.padding});
+  for (const SelfPair& sp : self_pairs_) {
+    const RobotPart& a = robot_parts_[sp.a];
+    const RobotPart& b = robot_parts_[sp.b];
+    pairs.push_back({&a.geometry, &b.geometry, sp.a, sp.b, std::max(SelfPairMotion(sp, q0, q1), 1e-12),
+                     a.padding + b.padding});
   }
 
   std::vector<double> q(q0.size());

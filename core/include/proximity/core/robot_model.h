@@ -223,6 +223,9 @@ class RobotModel {
   /// InvalidArgument naming the first active joint whose value lies outside [lower - tolerance,
   /// upper + tolerance] (continuous joints have no limits), or a CheckConfiguration error.
   [[nodiscard]] Status CheckLimits(std::span<const double> q, double tolerance = 0.0) const;
+  /// Whether every entry of q lies within its joint's limits widened by `tolerance`; CheckLimits
+  /// without the message, for hot paths. Precondition: q has num_positions() entries.
+  bool WithinLimits(std::span<const double> q, double tolerance = 0.0) const { return FirstOutsideLimits(q, tolerance) < 0; }
 
   /// Poses X_WL of every link (in LinkIndex order) at q with the root at X_WB. Limits are not checked.
   /// Writes into `X_WL`, which must hold num_links() entries; allocates nothing.
@@ -274,6 +277,13 @@ class RobotModel {
   };
 
   RobotModel() = default;
+  // Index of the first entry of q outside its limits widened by `tolerance`, or -1.
+  int32_t FirstOutsideLimits(std::span<const double> q, double tolerance) const {
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (q[i] < lower_limits_[i] - tolerance || q[i] > upper_limits_[i] + tolerance) return static_cast<int32_t>(i);
+    }
+    return -1;
+  }
   // Orders, indexes and validates the tree, applies the SRDF, and precomputes the allowed set and the
   // motion terms. Called once by the loader after links_ and joints_ are filled in document order;
   // mimic_leader[j] is the document index of the joint j mimics, or -1.

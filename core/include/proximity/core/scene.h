@@ -295,7 +295,8 @@ class Scene {
     RigidTransform X_LG;
     Obb local_box;        ///< Bounding box in the geometry frame G.
     double padding = 0.0;
-    double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds.
+    double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds; 0 for
+                          ///< link geometry, which the robot's own bounds already cover.
   };
   // A world part with its world bounding box, for the broad phase.
   struct WorldPart {
@@ -319,8 +320,21 @@ class Scene {
   }
   // Poses and (padded) world bounds of every robot part at q; false with a status on bad q.
   Status PoseParts(std::span<const double> q, SceneCache* cache) const;
-  // Motion bound (m) of robot part i along q0 -> q1.
-  double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1) const;
+  // Two robot parts checked against each other, with the deepest link both hang below: joints above
+  // it move both alike and cannot bring them closer.
+  struct SelfPair {
+    int32_t a, b;
+    int32_t ancestor;
+  };
+  // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
+  double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
+    const RobotPart& rp = robot_parts_[i];
+    return robot_->MotionBoundRelative(rp.link, ancestor, q0, q1, rp.reach);
+  }
+  // Bound (m) on how much the distance between the two parts can shrink along q0 -> q1.
+  double SelfPairMotion(const SelfPair& p, std::span<const double> q0, std::span<const double> q1) const {
+    return PartMotion(p.a, q0, q1, p.ancestor) + PartMotion(p.b, q0, q1, p.ancestor);
+  }
   // Whether two posed geometries collide once inflated by `padding` in total (touching counts).
   static bool PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
                            const RigidTransform& X_b, double padding, QueryStats* stats);
@@ -338,7 +352,7 @@ class Scene {
                              SceneCache* cache, MotionResult* result) const;
   Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, SceneCache* cache,
                               MotionResult* result) const;
-  bool CollideWorld(const RobotPart& rp, const RigidTransform& X_WG, const Aabb& bounds, StateResult* out) const;
+  bool CollideWorld(int32_t part, const SceneCache& cache, StateResult* out) const;
 
   std::shared_ptr<const RobotModel> robot_;
   RigidTransform X_WB_;
@@ -350,7 +364,7 @@ class Scene {
   std::vector<double> link_padding_;  ///< Per link.
   uint64_t version_ = 0;
   std::vector<RobotPart> robot_parts_;
-  std::vector<std::pair<int32_t, int32_t>> self_pairs_;  ///< Robot part pairs to test for self collision.
+  std::vector<SelfPair> self_pairs_;  ///< Robot part pairs to test for self collision.
   std::vector<WorldPart> world_parts_;
   std::vector<BroadNode> broad_;
   size_t num_entities_ = 0;
@@ -367,11 +381,14 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
                                       const RigidTransform& X_WB, const DistanceRequest& request,
                                       DistanceResult* result);
 
-/// Certified lower bound on the distance between two posed geometries (0 when they touch); the query
-/// may stop once it proves the distance is at least `enough`.
+/// Certified lower bound on the clearance between two posed geometries inflated by `padding` (>= 0) in
+/// total: distance minus padding, 0 when they touch; the query may stop once it proves the clearance
+/// is at least `enough`. Without padding the walk keeps a 25% relative budget; with padding it keeps
+/// an absolute one of enough / 4 (a relative budget on the raw distance says nothing about the padded
+/// clearance, so a pair just outside its padding would never be proven clear).
 [[nodiscard]] Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                                const RigidTransform& X_WB, double enough, double* lower_bound,
-                                                QueryStats* stats);
+                                                const RigidTransform& X_WB, double enough, double padding,
+                                                double* lower_bound, QueryStats* stats);
 
 /// Collision between two posed geometries, dispatching to the mesh and shape queries.
 [[nodiscard]] Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
