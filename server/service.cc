@@ -153,15 +153,9 @@ Work StateWork(const core::StateResult& r) {
   return w;
 }
 
-Work MotionWork(const core::MotionResult& r) {
-  Work w;
-  w.states = r.states;
-  w.distance_queries = r.distance_queries;
-  w.Add(r.stats);
-  return w;
-}
-
-Work PathWork(const core::PathResult& r) {
+// The work of a motion or path check (both count states and distance queries).
+template <typename MotionOrPath>
+Work MotionWork(const MotionOrPath& r) {
   Work w;
   w.states = r.states;
   w.distance_queries = r.distance_queries;
@@ -171,51 +165,6 @@ Work PathWork(const core::PathResult& r) {
 
 void CountWork(Metrics* metrics, const Work& w) {
   metrics->AddWork(w.states, w.distance_queries, w.bv_tests, w.triangle_tests);
-}
-
-// Segments per core CheckPath call: cancellation is seen between these pieces of a path. Small, as
-// one discrete segment at a fine resolution can take a second; more than one, so the core still
-// shares the work at the waypoints inside a piece.
-constexpr int64_t kSegmentsPerPiece = 4;
-
-// Checks a path (rows x dof values, scene order) as core CheckPath does, in pieces of
-// kSegmentsPerPiece segments so a cancelled call stops between them. The pieces share their end
-// waypoints, so the first segment that is not free, its result, and the summed counters are those of
-// one CheckPath over the whole path. Sets *stopped when it gave up early.
-core::Status CheckPathInPieces(const core::Scene& scene, std::span<const double> waypoints, int64_t rows,
-                               const core::MotionRequest& request, core::SceneCache* cache, CallCancel* cancel,
-                               core::PathResult* out, bool* stopped) {
-  *out = core::PathResult();
-  *stopped = false;
-  const auto dof = static_cast<size_t>(scene.dof());
-  if (rows <= 1) return scene.CheckPath(waypoints, request, cache, out);
-  for (int64_t first = 0; first < rows - 1; first += kSegmentsPerPiece) {
-    if (cancel->Stopped()) {
-      *stopped = true;
-      return {};
-    }
-    const int64_t last = std::min(first + kSegmentsPerPiece, rows - 1);
-    core::PathResult piece;
-    const auto begin = static_cast<size_t>(first) * dof;
-    const auto count = static_cast<size_t>(last - first + 1) * dof;
-    if (core::Status s = scene.CheckPath(waypoints.subspan(begin, count), request, cache, &piece); !s.ok()) return s;
-    out->states += piece.states;
-    out->distance_queries += piece.distance_queries;
-    out->stats += piece.stats;
-    out->motion = piece.motion;
-    if (!piece.free) {
-      out->free = false;
-      out->segment = static_cast<int32_t>(first) + piece.segment;
-      return {};
-    }
-  }
-  out->free = true;
-  out->segment = -1;
-  return {};
-}
-
-int64_t SegmentsChecked(const core::PathResult& r, int64_t rows) {
-  return r.free ? std::max<int64_t>(rows - 1, 0) : r.segment + 1;
 }
 
 }  // namespace
@@ -409,14 +358,11 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v
   if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) {
     return rec.Finish(ToGrpcStatus(s));
   }
-  const auto budget_ok = [](double v) { return std::isfinite(v) && v >= 0.0; };
-  if (!budget_ok(request->rel_err())) return rec.Finish(Invalid("rel_err must be finite and >= 0"));
-  if (!budget_ok(request->abs_err())) return rec.Finish(Invalid("abs_err must be finite and >= 0"));
-  if (!budget_ok(request->max_distance())) return rec.Finish(Invalid("max_distance must be finite and >= 0"));
+  // The core checks the budget (finite, >= 0) and names the bad field; 0 on the wire means no cap.
   core::SceneDistanceRequest query;
   query.rel_err = request->rel_err();
   query.abs_err = request->abs_err();
-  if (request->max_distance() > 0.0) query.max_distance = request->max_distance();
+  if (request->max_distance() != 0.0) query.max_distance = request->max_distance();
   query.per_pair = request->per_pair();
   query.world = !request->exclude_world();
   query.self = !request->exclude_self();
@@ -487,16 +433,14 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
   thread_local core::SceneCache cache;
   CallCancel cancel(context);
   core::PathResult r;
-  bool stopped = false;
-  if (core::Status s = CheckPathInPieces(scene, waypoints, rows.value().rows(), motion.value(), &cache, &cancel,
-                                         &r, &stopped);
+  if (core::Status s = scene.CheckPath(waypoints, motion.value(), &cache, &r, [&] { return cancel.Stopped(); });
       !s.ok()) {
     return rec.Finish(ToGrpcStatus(s));
   }
-  const Work work = PathWork(r);
-  metrics_->AddQueries(QueryKind::kLink, SegmentsChecked(r, rows.value().rows()));
+  const Work work = MotionWork(r);
+  metrics_->AddQueries(QueryKind::kLink, r.segments_checked);
   CountWork(metrics_, work);
-  if (stopped) return rec.Finish(cancel.status("part of the path"));
+  if (r.stopped) return rec.Finish(cancel.status("part of the path"));
   metrics_->AddQueries(QueryKind::kPath, 1);
   ToWire(scene, r, response->mutable_result());
   work.ToWire(response->mutable_stats());
@@ -551,17 +495,16 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
     slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
     for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
     core::PathResult r;
-    bool stopped = false;
-    if (core::Status s = CheckPathInPieces(scene, slot.waypoints, rows.rows(), motion.value(), &slot.cache, &cancel,
-                                           &r, &stopped);
+    if (core::Status s = scene.CheckPath(slot.waypoints, motion.value(), &slot.cache, &r,
+                                         [&] { return cancel.Stopped(); });
         !s.ok()) {
       error.Set(WithField("paths[" + std::to_string(p) + "]", s.error()));
       return;
     }
-    const Work work = PathWork(r);
+    const Work work = MotionWork(r);
     slot.work += work;
-    segments.fetch_add(SegmentsChecked(r, rows.rows()), std::memory_order_relaxed);
-    if (stopped) return;
+    segments.fetch_add(r.segments_checked, std::memory_order_relaxed);
+    if (r.stopped) return;
     v1::ValidatePathsResponse response;
     response.set_index(static_cast<uint32_t>(p));
     ToWire(scene, r, response.mutable_result());

@@ -149,7 +149,7 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
 }
 
 Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
-                        PathResult* result) const {
+                        PathResult* result, const std::function<bool()>& stop) const {
   *result = PathResult();
   const size_t dof = static_cast<size_t>(robot_->num_positions());
   if (waypoints.empty() || (dof > 0 && waypoints.size() % dof != 0)) {
@@ -177,6 +177,10 @@ Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& 
     return {};
   }
   for (size_t w = 0; w + 1 < n; ++w) {
+    if (stop && stop()) {
+      result->stopped = true;
+      return {};
+    }
     MotionResult m;
     if (Status s = CheckMotion(waypoints.subspan(w * dof, dof), waypoints.subspan((w + 1) * dof, dof), request,
                                cache, &m);
@@ -187,6 +191,7 @@ Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& 
     result->distance_queries += m.distance_queries;
     result->stats += m.stats;
     result->motion = m;
+    ++result->segments_checked;
     if (!m.free) {
       result->segment = static_cast<int32_t>(w);
       return {};

@@ -556,7 +556,19 @@ TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
       }
       EXPECT_EQ(r.segment, expected) << "path " << p;
       EXPECT_EQ(r.free, expected < 0);
+      const int segments = static_cast<int>(waypoints.size() / dof) - 1;
+      EXPECT_EQ(r.segments_checked, expected < 0 ? segments : expected + 1);
+      EXPECT_FALSE(r.stopped);
       invalid += expected >= 0;
+      // A caller's stop, asked before each segment, ends the check after the first.
+      int asked = 0;
+      PathResult stopped;
+      ASSERT_TRUE(scene->CheckPath(waypoints, {}, &cache, &stopped, [&] { return ++asked > 1; }).ok());
+      if (expected != 0) {
+        EXPECT_TRUE(stopped.stopped);
+        EXPECT_FALSE(stopped.free);
+        EXPECT_EQ(stopped.segments_checked, 1);
+      }
     }
     EXPECT_SEEN(invalid);
     PathResult r;

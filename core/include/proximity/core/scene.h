@@ -8,6 +8,7 @@
 /// that touches none of its triangles does not.
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -206,6 +207,8 @@ struct PathResult {
   bool free = false;
   int32_t segment = -1;   ///< First segment (waypoint i -> i+1) that is not free, or -1.
   MotionResult motion;    ///< That segment's answer (t in [0, 1] along it), or the last segment's.
+  int32_t segments_checked = 0;  ///< Segments decided (all of them, up to the first not free).
+  bool stopped = false;   ///< The caller's `stop` ended the check early; `free` is then false.
   int64_t states = 0;             ///< Summed over the segments checked.
   int64_t distance_queries = 0;
   QueryStats stats;
@@ -257,9 +260,11 @@ class Scene {
                                           const ContinuousRequest& request, ContinuousResult* result) const;
 
   /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
-  /// segments are checked in order and the first one that is not free is reported.
+  /// segments are checked in order and the first one that is not free is reported. `stop`, when
+  /// given, is asked before each segment (a cancelled call, an expired deadline) and ends the check
+  /// with result->stopped.
   [[nodiscard]] Status CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
-                                 PathResult* result) const;
+                                 PathResult* result, const std::function<bool()>& stop = {}) const;
 
   /// A new scene with the world changed as `update` says and everything else (robot, attached
   /// objects, allowed pairs, padding) kept; this scene is untouched. version() counts up by one.

@@ -1,7 +1,6 @@
-// Service tests for the RPCs whose core calls were still being written when the service was
-// (Scene::ComputeDistance, TimeOfFirstContact, CheckPath, Update). Each compares the service's answer
-// with the same core call made in process, so they fail with the core's "not implemented yet"
-// (INTERNAL) until the core lands, and pass once it does.
+// Service tests for distance, time of first contact, paths and world updates: each compares the
+// service's answer with the same core call (Scene::ComputeDistance, TimeOfFirstContact, CheckPath,
+// Update) made in process.
 #include <algorithm>
 #include <map>
 
