@@ -24,14 +24,7 @@ struct RobotInScenes {
 
 std::vector<RobotInScenes> ValidationRobots() {
   std::vector<RobotInScenes> out;
-  const std::string shared = testing::SharedDataDir();
-  const std::string mbm_dir = shared + "/robots/mbm_panda";
-  RobotLoadOptions options;
-  options.package_dirs["meshes"] = mbm_dir + "/meshes";
-  options.ros_package_path = "";
-  auto panda = RobotModel::FromUrdfFile(mbm_dir + "/panda.urdf", mbm_dir + "/panda.srdf", options);
-  EXPECT_TRUE(panda.ok()) << panda.error().message;
-  if (panda.ok()) out.push_back({"mbm_panda", panda.value()});
+  if (auto panda = LoadMbmPanda()) out.push_back({"mbm_panda", panda});
   for (const RobotCase& rc : Robots()) {
     if (rc.name == "panda") continue;  // the MBM Panda stands for it
     if (auto r = LoadRobot(rc)) out.push_back({rc.name, r});

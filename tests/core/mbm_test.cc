@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "proximity/core/mbm.h"
 
@@ -916,13 +917,9 @@ TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
   auto problems = LoadMbmProblems((tmp.path() / "problems").string());
   ASSERT_TRUE(problems.ok()) << problems.error().message;
 
-  const std::string robot_dir = testing::SharedDataDir() + "/robots/mbm_panda";
-  RobotLoadOptions options;
-  options.package_dirs["meshes"] = robot_dir + "/meshes";
-  options.ros_package_path = "";
-  auto robot = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", options);
-  ASSERT_TRUE(robot.ok()) << robot.error().message;
-  const auto hand = robot.value()->FindLink("panda_hand");
+  const auto robot = LoadMbmPanda();
+  ASSERT_NE(robot, nullptr);
+  const auto hand = robot->FindLink("panda_hand");
   ASSERT_TRUE(hand.ok());
 
   SceneCache cache;
@@ -930,12 +927,12 @@ TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
   const size_t step = static_cast<size_t>(testing::kSanitizedSlowdown);
   for (size_t k = 0; k < problems.value().size(); k += step) {
     const MbmProblem& p = problems.value()[k];
-    auto description = MbmSceneDescription(p.scene, robot.value());
+    auto description = MbmSceneDescription(p.scene, robot);
     ASSERT_TRUE(description.ok()) << p.name << ": " << description.error().message;
     auto scene = Scene::Build(description.value());
     ASSERT_TRUE(scene.ok()) << p.name << ": " << scene.error().message;
-    const auto start = MbmStartConfiguration(p.request, *robot.value());
-    const auto goal = MbmGoalConfiguration(p.request, *robot.value());
+    const auto start = MbmStartConfiguration(p.request, *robot);
+    const auto goal = MbmGoalConfiguration(p.request, *robot);
     ASSERT_TRUE(start.ok()) << p.name << ": " << start.error().message;
     ASSERT_TRUE(goal.ok()) << p.name << ": " << goal.error().message;
     for (const auto* q : {&start.value(), &goal.value()}) {
@@ -978,23 +975,19 @@ TEST(MbmScene, CertifiedLinkDecidesEdgesNearTheFixedBase) {
   PROX_REQUIRE_DIR(dir, "scenes/mbm/problems/panda");
   auto problems = LoadMbmProblems(dir + "/box_panda");
   ASSERT_TRUE(problems.ok()) << problems.error().message;
-  const std::string robot_dir = testing::SharedDataDir() + "/robots/mbm_panda";
-  RobotLoadOptions options;
-  options.package_dirs["meshes"] = robot_dir + "/meshes";
-  options.ros_package_path = "";
-  auto robot = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", options);
-  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  const auto robot = LoadMbmPanda();
+  ASSERT_NE(robot, nullptr);
   SceneCache cache;
   int edges = 0;
   for (const MbmProblem& p : problems.value()) {
-    auto scene = Scene::Build(MbmSceneDescription(p.scene, robot.value()).value()).value();
-    const auto start = MbmStartConfiguration(p.request, *robot.value()).value();
-    const auto goal = MbmGoalConfiguration(p.request, *robot.value()).value();
+    auto scene = Scene::Build(MbmSceneDescription(p.scene, robot).value()).value();
+    const auto start = MbmStartConfiguration(p.request, *robot).value();
+    const auto goal = MbmGoalConfiguration(p.request, *robot).value();
     // Short edges out of the start and goal along each joint: free or not, never undecided.
     for (const auto* from : {&start, &goal}) {
       for (size_t j = 0; j < from->size(); ++j) {
         auto to = *from;
-        to[j] = std::clamp(to[j] + 0.1, robot.value()->lower_limits()[j], robot.value()->upper_limits()[j]);
+        to[j] = std::clamp(to[j] + 0.1, robot->lower_limits()[j], robot->upper_limits()[j]);
         MotionResult m;
         ASSERT_TRUE(scene->CheckMotion(*from, to, {}, &cache, &m).ok());
         EXPECT_FALSE(m.undecided) << p.name << " joint " << j;

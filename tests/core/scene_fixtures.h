@@ -75,6 +75,25 @@ inline std::vector<WorldObject> RandomWorld(std::mt19937_64& rng, double reach, 
   return objects;
 }
 
+// The robot of `rc` in a seeded random workcell of `count` objects within 0.8 m.
+inline SceneDescription RandomWorldScene(const RobotCase& rc, std::mt19937_64& rng, int count) {
+  SceneDescription d;
+  d.robot = LoadRobot(rc);
+  d.objects = RandomWorld(rng, 0.8, count);
+  return d;
+}
+
+// The Panda the MotionBenchMaker problems were made with (../shared/data/robots/mbm_panda).
+inline std::shared_ptr<const RobotModel> LoadMbmPanda() {
+  const std::string dir = testing::SharedDataDir() + "/robots/mbm_panda";
+  RobotLoadOptions options;
+  options.package_dirs["meshes"] = dir + "/meshes";
+  options.ros_package_path = "";
+  auto robot = RobotModel::FromUrdfFile(dir + "/panda.urdf", dir + "/panda.srdf", options);
+  EXPECT_TRUE(robot.ok()) << robot.error().message;
+  return robot.ok() ? robot.value() : nullptr;
+}
+
 inline std::vector<double> RandomState(std::mt19937_64& rng, const RobotModel& robot) {
   std::vector<double> q(robot.num_positions());
   for (int i = 0; i < robot.num_positions(); ++i) {

@@ -238,10 +238,7 @@ TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
     std::mt19937_64 rng(23);
-    SceneDescription d;
-    d.robot = LoadRobot(rc);
-    d.objects = RandomWorld(rng, 0.8, 10);
-    d = PaddedVariant(d);
+    const SceneDescription d = PaddedVariant(RandomWorldScene(rc, rng, 10));
     const auto scene = Scene::Build(d).value();
     const auto bare = Scene::Build([&] {
                         SceneDescription b = d;
@@ -318,10 +315,7 @@ TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
     std::mt19937_64 rng(29);
-    SceneDescription d;
-    d.robot = LoadRobot(rc);
-    d.objects = RandomWorld(rng, 0.8, 10);
-    d = WithTool(d);
+    const SceneDescription d = WithTool(RandomWorldScene(rc, rng, 10));
     const auto scene = Scene::Build(d).value();
     ASSERT_EQ(scene->attached().size(), 1u);
     SceneCache cache;
@@ -521,9 +515,7 @@ TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
     std::mt19937_64 rng(37);
-    SceneDescription d;
-    d.robot = LoadRobot(rc);
-    d.objects = RandomWorld(rng, 0.8, 10);
+    SceneDescription d = RandomWorldScene(rc, rng, 10);
     const auto scene = Scene::Build(d).value();
     const size_t dof = static_cast<size_t>(scene->dof());
     SceneCache cache;
@@ -634,9 +626,7 @@ TEST(SceneContinuous, RobotTimeOfFirstContactAgreesWithABisectionReference) {
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
     std::mt19937_64 rng(41);
-    SceneDescription d;
-    d.robot = LoadRobot(rc);
-    d.objects = RandomWorld(rng, 0.8, 10);
+    SceneDescription d = RandomWorldScene(rc, rng, 10);
     const auto scene = Scene::Build(d).value();
     SceneCache cache;
     int contacts = 0;
