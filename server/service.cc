@@ -24,7 +24,10 @@ using Clock = std::chrono::steady_clock;
 // took: every RPC, including failures, is counted exactly once.
 class CallRecorder {
  public:
-  CallRecorder(Metrics* metrics, Rpc rpc) : metrics_(metrics), rpc_(rpc), start_(Clock::now()) {
+  /// `scene_id` names the scene the call is about, when it names one (it must outlive the recorder:
+  /// a field of the request).
+  CallRecorder(Metrics* metrics, Rpc rpc, std::string_view scene_id = {})
+      : metrics_(metrics), rpc_(rpc), start_(Clock::now()), scene_id_(scene_id) {
     metrics_->Started(rpc);
   }
   CallRecorder(const CallRecorder&) = delete;
@@ -42,6 +45,12 @@ class CallRecorder {
     if (states_ >= 0) fields["states"] = states_;
     if (!status_.ok()) fields["error"] = status_.error_message();
     LogEvent(level, status_.ok() ? "rpc done" : "rpc failed", fields);
+  }
+
+  /// Counts the call's queries and work in the metrics.
+  void Count(QueryKind kind, int64_t queries, const Work& work) {
+    metrics_->AddQueries(kind, queries);
+    metrics_->AddWork(work.states, work.distance_queries, work.bv_tests, work.triangle_tests);
   }
 
   /// Notes the call's outcome and passes it through: `return rec.Finish(...)`.
@@ -163,10 +172,6 @@ Work MotionWork(const MotionOrPath& r) {
   return w;
 }
 
-void CountWork(Metrics* metrics, const Work& w) {
-  metrics->AddWork(w.states, w.distance_queries, w.bv_tests, w.triangle_tests);
-}
-
 }  // namespace
 
 ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool,
@@ -191,8 +196,7 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext*, const v1::C
 
 grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext*, const v1::GetSceneRequest* request,
                                             v1::GetSceneResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kGetScene);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kGetScene, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   *response->mutable_scene() = entry->info;
@@ -208,8 +212,7 @@ grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext*, const v1::Li
 
 grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::UpdateWorldRequest* request,
                                                v1::UpdateWorldResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kUpdateWorld);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kUpdateWorld, request->scene_id());
   const auto parent = registry_->Find(request->scene_id());
   if (parent == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   auto updated = UpdateScene(*parent, *request);
@@ -223,8 +226,7 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::U
 
 grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext*, const v1::DeleteSceneRequest* request,
                                                v1::DeleteSceneResponse*) {
-  CallRecorder rec(metrics_, Rpc::kDeleteScene);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kDeleteScene, request->scene_id());
   if (!registry_->Erase(request->scene_id())) return rec.Finish(SceneNotFound(request->scene_id()));
   metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
   return rec.Finish(grpc::Status::OK);
@@ -235,8 +237,7 @@ grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext*, const v1::D
 
 grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext*, const v1::CheckStateRequest* request,
                                               v1::CheckStateResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kCheckState);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kCheckState, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -253,16 +254,14 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext*, const v1::Ch
   if (!r.free) ToWire(scene, r.contact, response->mutable_contact());
   const Work work = StateWork(r);
   work.ToWire(response->mutable_stats());
-  metrics_->AddQueries(QueryKind::kClear, 1);
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kClear, 1, work);
   rec.set_states(1);
   return rec.Finish(grpc::Status::OK);
 }
 
 grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, const v1::CheckStatesRequest* request,
                                                v1::CheckStatesResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kCheckStates);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kCheckStates, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -324,8 +323,7 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
     free_count += s.free_count;
     all_contacts.insert(all_contacts.end(), s.contacts.begin(), s.contacts.end());
   }
-  metrics_->AddQueries(QueryKind::kClear, work.states);
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kClear, work.states, work);
   if (cancel.stopped()) {
     response->Clear();
     return rec.Finish(cancel.status(std::to_string(done.load()) + " of " + std::to_string(n) + " states"));
@@ -348,8 +346,7 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
 
 grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v1::ComputeDistanceRequest* request,
                                                    v1::ComputeDistanceResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kComputeDistance);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kComputeDistance, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -380,16 +377,14 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v
   work.distance_queries = r.pairs_tested;
   work.Add(r.stats);
   work.ToWire(response->mutable_stats());
-  metrics_->AddQueries(QueryKind::kDistance, 1);
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kDistance, 1, work);
   rec.set_states(1);
   return rec.Finish(grpc::Status::OK);
 }
 
 grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext*, const v1::CheckMotionRequest* request,
                                                v1::CheckMotionResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kCheckMotion);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kCheckMotion, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -410,16 +405,14 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext*, const v1::C
   ToWire(scene, r, response->mutable_result());
   const Work work = MotionWork(r);
   work.ToWire(response->mutable_stats());
-  metrics_->AddQueries(QueryKind::kLink, 1);
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kLink, 1, work);
   rec.set_states(work.states);
   return rec.Finish(grpc::Status::OK);
 }
 
 grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const v1::CheckPathRequest* request,
                                              v1::CheckPathResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kCheckPath);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kCheckPath, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -438,8 +431,7 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
     return rec.Finish(ToGrpcStatus(s));
   }
   const Work work = MotionWork(r);
-  metrics_->AddQueries(QueryKind::kLink, r.segments_checked);
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kLink, r.segments_checked, work);
   if (r.stopped) return rec.Finish(cancel.status("part of the path"));
   metrics_->AddQueries(QueryKind::kPath, 1);
   ToWire(scene, r, response->mutable_result());
@@ -450,8 +442,7 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
 
 grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, const v1::ValidatePathsRequest* request,
                                                  grpc::ServerWriter<v1::ValidatePathsResponse>* writer) {
-  CallRecorder rec(metrics_, Rpc::kValidatePaths);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kValidatePaths, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -522,8 +513,7 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
   Work work;
   for (const Slot& s : slots) work += s.work;
   metrics_->AddQueries(QueryKind::kLink, segments.load());
-  metrics_->AddQueries(QueryKind::kPath, written.load());
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kPath, written.load(), work);
   if (cancel.stopped()) {
     return rec.Finish(cancel.status(std::to_string(written.load()) + " of " + std::to_string(paths.size()) + " paths"));
   }
@@ -571,8 +561,7 @@ core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body) {
 grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
                                                       const v1::TimeOfFirstContactRequest* request,
                                                       v1::TimeOfFirstContactResponse* response) {
-  CallRecorder rec(metrics_, Rpc::kTimeOfFirstContact);
-  rec.set_scene_id(request->scene_id());
+  CallRecorder rec(metrics_, Rpc::kTimeOfFirstContact, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -636,8 +625,7 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
   work.distance_queries = r.distance_queries;
   work.Add(r.stats);
   work.ToWire(response->mutable_stats());
-  metrics_->AddQueries(QueryKind::kCcd, 1);
-  CountWork(metrics_, work);
+  rec.Count(QueryKind::kCcd, 1, work);
   return rec.Finish(grpc::Status::OK);
 }
 
