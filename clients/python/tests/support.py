@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Deque, Dict, List, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -206,6 +206,16 @@ def metric_samples(text: str) -> Dict[str, List[Any]]:
         for s in family.samples:
             out[s.name].append(s)
     return out
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 20.0, interval: float = 0.05) -> bool:
+    """Polls `condition` until it holds (True) or `timeout` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True
 
 
 def fetch(url: str, timeout: float = 10.0) -> str:
