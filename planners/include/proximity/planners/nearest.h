@@ -1,0 +1,61 @@
+#pragma once
+/// @file
+/// Exact nearest neighbours in a JointSpace (wrapping coordinates included) for growing sets: a forest
+/// of static k-d trees of sizes 2^i (Bentley and Saxe's logarithmic method), so an insertion costs
+/// amortised O(log^2 n) and a query visits O(log n) trees. Each node keeps the bounding box of its
+/// points; the pruning bound is the distance from the query to that box, with a wrapping coordinate's
+/// gap measured around the circle, so answers are exact under the space's metric (no approximation).
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "proximity/planners/joint_space.h"
+
+namespace proximity::planners {
+
+/// Points are added with an id (any int32 the caller chooses, usually a vertex index) and never removed.
+class NearestNeighbors {
+ public:
+  explicit NearestNeighbors(const JointSpace& space);
+
+  void Add(std::span<const double> q, int32_t id);
+  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  void Clear();
+
+  /// The id of the point nearest q; -1 when empty.
+  int32_t Nearest(std::span<const double> q) const;
+  /// Up to k (id, distance) pairs nearest q, nearest first.
+  void KNearest(std::span<const double> q, int32_t k, std::vector<std::pair<int32_t, double>>* out) const;
+  /// Every (id, distance) within `radius` of q, nearest first.
+  void WithinRadius(std::span<const double> q, double radius, std::vector<std::pair<int32_t, double>>* out) const;
+  /// Distances computed by queries so far (work counter).
+  int64_t distance_evaluations() const { return distance_evaluations_; }
+
+ private:
+  struct Node {
+    int32_t begin, end;    // Range of the tree's point order.
+    int32_t left, right;   // Children (node indices), -1 for a leaf.
+  };
+  struct Tree {
+    std::vector<int32_t> order;  // Point indices.
+    std::vector<Node> nodes;
+    std::vector<double> box_lo, box_hi;  // dof per node.
+  };
+  void Build(Tree* tree, std::vector<int32_t> points);
+  int32_t BuildNode(Tree* tree, int32_t begin, int32_t end);
+  double BoxLowerBound2(const Tree& tree, int32_t node, std::span<const double> q) const;
+  double Distance2(std::span<const double> q, int32_t point) const;
+  // Visits candidates of every tree; keeps the best `k` (or all within radius2 when k < 0).
+  void Search(std::span<const double> q, int32_t k, double radius2, std::vector<std::pair<double, int32_t>>* heap) const;
+
+  JointSpace space_;
+  std::vector<double> points_;   // dof per point.
+  std::vector<int32_t> ids_;
+  std::vector<Tree> trees_;      // trees_[i] holds 2^i points or none.
+  std::vector<int32_t> pending_; // Points not yet in a tree (fewer than kLeaf).
+  mutable int64_t distance_evaluations_ = 0;
+};
+
+}  // namespace proximity::planners

@@ -1,0 +1,60 @@
+#pragma once
+/// @file
+/// The two small interfaces planners see the world through (OMPL's StateValidityChecker and
+/// MotionValidator contracts): whether a configuration is valid, and whether the straight joint-space
+/// segment between two configurations is. Implementations are thread-safe: any number of planners and
+/// threads may call one object at once. Planners call these per sample and per edge, never inside a
+/// geometry loop, so the virtual call costs nothing measurable.
+///
+/// Implementations here: over an in-process core::Scene (scene_validity.h) and over a remote proximityd
+/// (clients/cpp). Errors (a remote call that fails, a malformed configuration) come back as Status, and
+/// planners stop with them instead of guessing.
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "proximity/core/result.h"
+
+namespace proximity::planners {
+
+/// Work a validity object did, for planner statistics.
+struct ValidityCounters {
+  int64_t state_checks = 0;   ///< IsValid calls.
+  int64_t motion_checks = 0;  ///< CheckMotion calls.
+  int64_t motion_states = 0;  ///< Configurations whose geometry the motion checks posed.
+};
+
+/// The answer to a motion check.
+struct MotionCheck {
+  bool valid = false;
+  /// Not valid: the segment is known valid on [0, last_valid_t] (certified for a certified validator,
+  /// sampled otherwise); OMPL's lastValid fraction. 1 when valid.
+  double last_valid_t = 0.0;
+  /// The configurations the check posed (work, for statistics).
+  int64_t states = 0;
+};
+
+/// Whether a configuration is valid: collision-free (world and self) and within the joint limits.
+class StateValidityChecker {
+ public:
+  virtual ~StateValidityChecker() = default;
+  /// Sets *valid. Errors for a malformed q (wrong size, NaN) or a failed remote call. Thread-safe.
+  [[nodiscard]] virtual core::Status IsValid(std::span<const double> q, bool* valid) const = 0;
+};
+
+/// Whether the straight joint-space segment q0 -> q1 is valid at every configuration along it.
+class MotionValidator {
+ public:
+  virtual ~MotionValidator() = default;
+  /// Checks q0 -> q1 (q1 is the segment's end as JointSpace::SegmentEnd gives it). Thread-safe.
+  [[nodiscard]] virtual core::Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                 MotionCheck* out) const = 0;
+  /// True when "valid" is certified (never valid when any configuration on the segment collides);
+  /// false for sampled checks, which can miss what lies between samples.
+  virtual bool certified() const = 0;
+  /// A short description for logs and benchmark lines ("certified", "discrete 0.0123 rad").
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace proximity::planners

@@ -1,0 +1,202 @@
+#include "proximity/planners/nearest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+namespace proximity::planners {
+namespace {
+
+constexpr int32_t kLeaf = 8;           // Points per k-d leaf.
+constexpr size_t kPendingMax = 16;     // Points scanned linearly before they join the forest.
+constexpr double kTwoPi = 2.0 * std::numbers::pi;
+
+// Circular distance between two angles in [-pi, pi).
+double CircleGap(double a, double b) {
+  const double d = std::abs(a - b);
+  return std::min(d, kTwoPi - d);
+}
+
+}  // namespace
+
+NearestNeighbors::NearestNeighbors(const JointSpace& space) : space_(space) {}
+
+void NearestNeighbors::Clear() {
+  points_.clear();
+  ids_.clear();
+  trees_.clear();
+  pending_.clear();
+}
+
+void NearestNeighbors::Add(std::span<const double> q, int32_t id) {
+  const int32_t index = static_cast<int32_t>(ids_.size());
+  const size_t first = points_.size();
+  points_.insert(points_.end(), q.begin(), q.end());
+  space_.Normalize(std::span<double>(points_.data() + first, q.size()));
+  ids_.push_back(id);
+  pending_.push_back(index);
+  if (pending_.size() < kPendingMax) return;
+  // Logarithmic method: merge the pending points with every full tree below the first empty slot.
+  std::vector<int32_t> merged = std::move(pending_);
+  pending_.clear();
+  size_t slot = 0;
+  for (; slot < trees_.size() && !trees_[slot].order.empty(); ++slot) {
+    merged.insert(merged.end(), trees_[slot].order.begin(), trees_[slot].order.end());
+    trees_[slot] = Tree{};
+  }
+  if (slot == trees_.size()) trees_.emplace_back();
+  Build(&trees_[slot], std::move(merged));
+}
+
+void NearestNeighbors::Build(Tree* tree, std::vector<int32_t> points) {
+  tree->order = std::move(points);
+  tree->nodes.clear();
+  tree->box_lo.clear();
+  tree->box_hi.clear();
+  tree->nodes.reserve(2 * tree->order.size() / kLeaf + 2);
+  BuildNode(tree, 0, static_cast<int32_t>(tree->order.size()));
+}
+
+int32_t NearestNeighbors::BuildNode(Tree* tree, int32_t begin, int32_t end) {
+  const size_t dof = static_cast<size_t>(space_.dof());
+  const int32_t node = static_cast<int32_t>(tree->nodes.size());
+  tree->nodes.push_back({begin, end, -1, -1});
+  tree->box_lo.resize(tree->box_lo.size() + dof, std::numeric_limits<double>::infinity());
+  tree->box_hi.resize(tree->box_hi.size() + dof, -std::numeric_limits<double>::infinity());
+  double* lo = &tree->box_lo[static_cast<size_t>(node) * dof];
+  double* hi = &tree->box_hi[static_cast<size_t>(node) * dof];
+  for (int32_t k = begin; k < end; ++k) {
+    const double* p = &points_[static_cast<size_t>(tree->order[k]) * dof];
+    for (size_t d = 0; d < dof; ++d) {
+      lo[d] = std::min(lo[d], p[d]);
+      hi[d] = std::max(hi[d], p[d]);
+    }
+  }
+  if (end - begin <= kLeaf) return node;
+  size_t axis = 0;
+  double widest = -1.0;
+  for (size_t d = 0; d < dof; ++d) {
+    if (hi[d] - lo[d] > widest) {
+      widest = hi[d] - lo[d];
+      axis = d;
+    }
+  }
+  const int32_t mid = begin + (end - begin) / 2;
+  std::nth_element(tree->order.begin() + begin, tree->order.begin() + mid, tree->order.begin() + end,
+                   [&](int32_t a, int32_t b) {
+                     return points_[static_cast<size_t>(a) * dof + axis] < points_[static_cast<size_t>(b) * dof + axis];
+                   });
+  const int32_t left = BuildNode(tree, begin, mid);
+  const int32_t right = BuildNode(tree, mid, end);
+  tree->nodes[static_cast<size_t>(node)].left = left;
+  tree->nodes[static_cast<size_t>(node)].right = right;
+  return node;
+}
+
+double NearestNeighbors::Distance2(std::span<const double> q, int32_t point) const {
+  ++distance_evaluations_;
+  const size_t dof = static_cast<size_t>(space_.dof());
+  const double* p = &points_[static_cast<size_t>(point) * dof];
+  double s = 0.0;
+  for (size_t d = 0; d < dof; ++d) {
+    const double g = space_.wraps(static_cast<int32_t>(d)) ? CircleGap(q[d], p[d]) : q[d] - p[d];
+    s += g * g;
+  }
+  return s;
+}
+
+double NearestNeighbors::BoxLowerBound2(const Tree& tree, int32_t node, std::span<const double> q) const {
+  const size_t dof = static_cast<size_t>(space_.dof());
+  const double* lo = &tree.box_lo[static_cast<size_t>(node) * dof];
+  const double* hi = &tree.box_hi[static_cast<size_t>(node) * dof];
+  double s = 0.0;
+  for (size_t d = 0; d < dof; ++d) {
+    double g = 0.0;
+    if (q[d] < lo[d] || q[d] > hi[d]) {
+      // Outside the interval: the nearest point of it is an end (around the circle for wrapping ones).
+      g = space_.wraps(static_cast<int32_t>(d)) ? std::min(CircleGap(q[d], lo[d]), CircleGap(q[d], hi[d]))
+                                                : (q[d] < lo[d] ? lo[d] - q[d] : q[d] - hi[d]);
+    }
+    s += g * g;
+  }
+  return s;
+}
+
+void NearestNeighbors::Search(std::span<const double> q_in, int32_t k, double radius2,
+                              std::vector<std::pair<double, int32_t>>* heap) const {
+  std::vector<double> q(q_in.begin(), q_in.end());
+  space_.Normalize(q);
+  heap->clear();
+  // The current pruning bound: the k-th best so far, or the radius.
+  auto bound = [&]() {
+    if (k < 0) return radius2;
+    return static_cast<int32_t>(heap->size()) < k ? std::numeric_limits<double>::infinity() : heap->front().first;
+  };
+  auto offer = [&](int32_t point) {
+    const double d2 = Distance2(q, point);
+    if (k < 0) {
+      if (d2 <= radius2) heap->push_back({d2, point});
+      return;
+    }
+    if (static_cast<int32_t>(heap->size()) < k) {
+      heap->push_back({d2, point});
+      std::push_heap(heap->begin(), heap->end());
+    } else if (d2 < heap->front().first) {
+      std::pop_heap(heap->begin(), heap->end());
+      heap->back() = {d2, point};
+      std::push_heap(heap->begin(), heap->end());
+    }
+  };
+  for (int32_t p : pending_) offer(p);
+  std::vector<std::pair<double, int32_t>> stack;
+  for (const Tree& tree : trees_) {
+    if (tree.order.empty()) continue;
+    stack.clear();
+    stack.push_back({BoxLowerBound2(tree, 0, q), 0});
+    while (!stack.empty()) {
+      const auto [lb, node] = stack.back();
+      stack.pop_back();
+      if (lb > bound()) continue;
+      const Node& n = tree.nodes[static_cast<size_t>(node)];
+      if (n.left < 0) {
+        for (int32_t i = n.begin; i < n.end; ++i) offer(tree.order[static_cast<size_t>(i)]);
+        continue;
+      }
+      const double l = BoxLowerBound2(tree, n.left, q), r = BoxLowerBound2(tree, n.right, q);
+      // Push the farther child first so the nearer one is searched first.
+      if (l <= r) {
+        stack.push_back({r, n.right});
+        stack.push_back({l, n.left});
+      } else {
+        stack.push_back({l, n.left});
+        stack.push_back({r, n.right});
+      }
+    }
+  }
+  std::sort(heap->begin(), heap->end());
+}
+
+int32_t NearestNeighbors::Nearest(std::span<const double> q) const {
+  std::vector<std::pair<double, int32_t>> heap;
+  Search(q, 1, 0.0, &heap);
+  return heap.empty() ? -1 : ids_[static_cast<size_t>(heap.front().second)];
+}
+
+void NearestNeighbors::KNearest(std::span<const double> q, int32_t k, std::vector<std::pair<int32_t, double>>* out) const {
+  out->clear();
+  if (k <= 0) return;
+  std::vector<std::pair<double, int32_t>> heap;
+  Search(q, k, 0.0, &heap);
+  for (const auto& [d2, p] : heap) out->push_back({ids_[static_cast<size_t>(p)], std::sqrt(d2)});
+}
+
+void NearestNeighbors::WithinRadius(std::span<const double> q, double radius,
+                                    std::vector<std::pair<int32_t, double>>* out) const {
+  out->clear();
+  std::vector<std::pair<double, int32_t>> heap;
+  Search(q, -1, radius * radius, &heap);
+  for (const auto& [d2, p] : heap) out->push_back({ids_[static_cast<size_t>(p)], std::sqrt(d2)});
+}
+
+}  // namespace proximity::planners

@@ -1,0 +1,154 @@
+#include "proximity/planners/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "planner_internal.h"
+
+namespace proximity::planners {
+
+const char* PlannerTypeName(PlannerType type) {
+  switch (type) {
+    case PlannerType::kRrt:
+      return "rrt";
+    case PlannerType::kRrtConnect:
+      return "rrt_connect";
+    case PlannerType::kPrm:
+      return "prm";
+    case PlannerType::kLazyPrm:
+      return "lazy_prm";
+  }
+  return "unknown";
+}
+
+Result<PlannerType> ParsePlannerType(const std::string& name) {
+  std::string key;
+  for (char c : name) {
+    if (c != '_' && c != '-') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (key == "rrt") return PlannerType::kRrt;
+  if (key == "rrtconnect") return PlannerType::kRrtConnect;
+  if (key == "prm") return PlannerType::kPrm;
+  if (key == "lazyprm") return PlannerType::kLazyPrm;
+  return core::InvalidArgument("unknown planner '" + name + "'; planners: rrt, rrt_connect, prm, lazy_prm");
+}
+
+const char* PlanOutcomeName(PlanOutcome outcome) {
+  switch (outcome) {
+    case PlanOutcome::kSolved:
+      return "solved";
+    case PlanOutcome::kTimeout:
+      return "timeout";
+    case PlanOutcome::kIterationLimit:
+      return "iteration_limit";
+    case PlanOutcome::kCancelled:
+      return "cancelled";
+    case PlanOutcome::kInvalidStart:
+      return "invalid_start";
+    case PlanOutcome::kInvalidGoal:
+      return "invalid_goal";
+  }
+  return "unknown";
+}
+
+double PathLength(const JointSpace& space, const std::vector<Configuration>& path) {
+  double length = 0.0;
+  for (size_t i = 1; i < path.size(); ++i) length += space.Distance(path[i - 1], path[i]);
+  return length;
+}
+
+Result<std::unique_ptr<Planner>> MakePlanner(const PlanningContext& context, const PlannerOptions& options) {
+  if (context.state == nullptr || context.motion == nullptr) {
+    return core::InvalidArgument("planner: the state validity checker and the motion validator must be set");
+  }
+  if (!(options.range >= 0.0) || !std::isfinite(options.range)) {
+    return core::InvalidArgument("planner: range must be finite and >= 0 (0 for the default)");
+  }
+  if (!(options.goal_bias >= 0.0 && options.goal_bias <= 1.0)) {
+    return core::InvalidArgument("planner: goal_bias must lie in [0, 1]");
+  }
+  if (options.prm_neighbors < 1) return core::InvalidArgument("planner: prm_neighbors must be >= 1");
+  if (!(options.simplify_time_fraction >= 0.0 && options.simplify_time_fraction <= 1.0)) {
+    return core::InvalidArgument("planner: simplify_time_fraction must lie in [0, 1]");
+  }
+  if (options.simplify_max_rounds < 0) return core::InvalidArgument("planner: simplify_max_rounds must be >= 0");
+  switch (options.type) {
+    case PlannerType::kRrt:
+      return internal::MakeRrt(context, options, false);
+    case PlannerType::kRrtConnect:
+      return internal::MakeRrt(context, options, true);
+    case PlannerType::kPrm:
+      return internal::MakePrm(context, options, false);
+    case PlannerType::kLazyPrm:
+      return internal::MakePrm(context, options, true);
+  }
+  return core::InvalidArgument("planner: unknown planner type");
+}
+
+Result<PlanResult> Plan(const PlanningContext& context, std::span<const double> start, std::span<const double> goal,
+                        const PlannerOptions& options, const Termination& termination) {
+  auto planner = MakePlanner(context, options);
+  if (!planner.ok()) return planner.error();
+  return planner.value()->Solve(start, goal, termination);
+}
+
+namespace internal {
+
+double Clock::Remaining() const {
+  if (termination_.time_limit_s <= 0.0) return std::numeric_limits<double>::infinity();
+  return std::max(0.0, termination_.time_limit_s - Elapsed());
+}
+
+Status CheckEnds(Checker* checker, std::span<const double> start, std::span<const double> goal, PlanOutcome* invalid,
+                 bool* ok) {
+  if (Status s = checker->space().Check(start, "start"); !s.ok()) return s;
+  if (Status s = checker->space().Check(goal, "goal"); !s.ok()) return s;
+  bool valid = false;
+  if (Status s = checker->Valid(start, &valid); !s.ok()) return s;
+  if (!valid) {
+    *invalid = PlanOutcome::kInvalidStart;
+    *ok = false;
+    return Status::Ok();
+  }
+  if (Status s = checker->Valid(goal, &valid); !s.ok()) return s;
+  if (!valid) {
+    *invalid = PlanOutcome::kInvalidGoal;
+    *ok = false;
+    return Status::Ok();
+  }
+  *ok = true;
+  return Status::Ok();
+}
+
+Status Finish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
+              PlanResult* result) {
+  result->stats.plan_time_s = clock->Elapsed();
+  if (!result->solved()) {
+    result->path.clear();
+    return Status::Ok();
+  }
+  result->stats.raw_waypoints = static_cast<int32_t>(result->path.size());
+  result->stats.raw_length = PathLength(context.space, result->path);
+  if (options.simplify && result->path.size() > 2) {
+    // The simplifier gets a share of the time left, and stops when the caller cancels.
+    Termination budget;
+    const double remaining = clock->Remaining();
+    budget.time_limit_s = std::isfinite(remaining) ? std::max(1e-6, remaining * options.simplify_time_fraction) : 0.0;
+    budget.cancel = clock->termination().cancel;
+    budget.stop = clock->termination().stop;
+    const int32_t rounds = options.simplify_max_rounds > 0
+                               ? options.simplify_max_rounds
+                               : std::max<int32_t>(20, 4 * static_cast<int32_t>(result->path.size()));
+    const double t0 = clock->Elapsed();
+    Status status = SimplifyPath(context, &result->path, rng, rounds, budget, &result->stats);
+    result->stats.simplify_time_s = clock->Elapsed() - t0;
+    if (!status.ok()) return status;
+  }
+  result->stats.length = PathLength(context.space, result->path);
+  return Status::Ok();
+}
+
+}  // namespace internal
+}  // namespace proximity::planners

@@ -1,0 +1,93 @@
+#pragma once
+// Shared pieces of the planners: the termination clock and validity calls that count their work.
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proximity/planners/planner.h"
+
+namespace proximity::planners::internal {
+
+// Decides when a Solve call stops; asks the caller's `stop` at most about every millisecond.
+class Clock {
+ public:
+  explicit Clock(const Termination& termination)
+      : termination_(termination), start_(std::chrono::steady_clock::now()) {}
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  // Whether to stop before iteration `iteration`; sets *why.
+  bool Expired(int64_t iteration, PlanOutcome* why) {
+    if (termination_.max_iterations > 0 && iteration >= termination_.max_iterations) {
+      *why = PlanOutcome::kIterationLimit;
+      return true;
+    }
+    if (termination_.cancel != nullptr && termination_.cancel->load(std::memory_order_relaxed)) {
+      *why = PlanOutcome::kCancelled;
+      return true;
+    }
+    const double now = Elapsed();
+    if (termination_.time_limit_s > 0.0 && now >= termination_.time_limit_s) {
+      *why = PlanOutcome::kTimeout;
+      return true;
+    }
+    if (termination_.stop && now - last_stop_check_ >= 1e-3) {
+      last_stop_check_ = now;
+      if (termination_.stop()) {
+        *why = PlanOutcome::kCancelled;
+        return true;
+      }
+    }
+    return false;
+  }
+  // Seconds left of the time limit (infinity when none).
+  double Remaining() const;
+  const Termination& termination() const { return termination_; }
+
+ private:
+  const Termination& termination_;
+  std::chrono::steady_clock::time_point start_;
+  double last_stop_check_ = -1.0;
+};
+
+// Validity calls that add to PlanStats.
+class Checker {
+ public:
+  Checker(const PlanningContext& context, PlanStats* stats) : context_(context), stats_(stats) {
+    end_.resize(static_cast<size_t>(context.space.dof()));
+  }
+  Status Valid(std::span<const double> q, bool* valid) {
+    ++stats_->state_checks;
+    return context_.state->IsValid(q, valid);
+  }
+  // The straight segment a -> b (b's wrapping coordinates taken the short way round).
+  Status Motion(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
+    ++stats_->motion_checks;
+    context_.space.SegmentEnd(a, b, end_);
+    Status status = context_.motion->CheckMotion(a, end_, check);
+    stats_->motion_states += check->states;
+    return status;
+  }
+  const JointSpace& space() const { return context_.space; }
+
+ private:
+  const PlanningContext& context_;
+  PlanStats* stats_;
+  std::vector<double> end_;
+};
+
+// Validates the ends of a query: well formed (errors) and valid (outcomes).
+Status CheckEnds(Checker* checker, std::span<const double> start, std::span<const double> goal, PlanOutcome* invalid,
+                 bool* ok);
+
+// Simplifies when asked, fills the path statistics and the timing.
+Status Finish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
+              PlanResult* result);
+
+// The planners' constructors.
+std::unique_ptr<Planner> MakeRrt(const PlanningContext& context, const PlannerOptions& options, bool connect);
+std::unique_ptr<Planner> MakePrm(const PlanningContext& context, const PlannerOptions& options, bool lazy);
+
+}  // namespace proximity::planners::internal

@@ -1,0 +1,265 @@
+// PRM (Kavraki, Svestka, Latombe, Overmars 1996) and LazyPRM (Bohlin, Kavraki 2000) over the validity
+// interfaces. Both keep their roadmap across Solve calls (multi-query). PRM checks every vertex and
+// edge as it is added; LazyPRM adds them unchecked and checks only those on candidate shortest paths,
+// removing what fails, until a candidate passes.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <queue>
+
+#include "planner_internal.h"
+#include "proximity/planners/nearest.h"
+
+namespace proximity::planners::internal {
+namespace {
+
+enum class Known : uint8_t { kUnknown, kValid, kInvalid };
+
+class PrmPlanner final : public Planner {
+ public:
+  PrmPlanner(const PlanningContext& context, const PlannerOptions& options, bool lazy)
+      : context_(context), options_(options), lazy_(lazy), rng_(options.seed), nn_(context.space) {}
+
+  PlannerType type() const override { return lazy_ ? PlannerType::kLazyPrm : PlannerType::kPrm; }
+
+  void Clear() override {
+    q_.clear();
+    vertex_.clear();
+    adjacency_.clear();
+    edges_.clear();
+    component_.clear();
+    nn_.Clear();
+    rng_.seed(options_.seed);
+  }
+
+  Result<PlanResult> Solve(std::span<const double> start, std::span<const double> goal,
+                           const Termination& termination) override {
+    PlanResult result;
+    Clock clock(termination);
+    Checker checker(context_, &result.stats);
+    bool ends_valid = false;
+    if (Status s = CheckEnds(&checker, start, goal, &result.outcome, &ends_valid); !s.ok()) return s.error();
+    if (!ends_valid) {
+      result.stats.plan_time_s = clock.Elapsed();
+      return result;
+    }
+    MotionCheck direct;
+    if (Status s = checker.Motion(start, goal, &direct); !s.ok()) return s.error();
+    if (direct.valid) {
+      result.outcome = PlanOutcome::kSolved;
+      result.path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
+      return Done(&clock, &result);
+    }
+    range_ = options_.range > 0.0 ? options_.range : 0.2 * context_.space.MaxExtent();
+    const int32_t s = AddVertex(start, Known::kValid);
+    const int32_t g = AddVertex(goal, Known::kValid);
+    if (Status st = Connect(&checker, s); !st.ok()) return st.error();
+    if (Status st = Connect(&checker, g); !st.ok()) return st.error();
+    Configuration sample(static_cast<size_t>(context_.space.dof()));
+    for (int64_t iteration = 0;;) {
+      if (clock.Expired(iteration, &result.outcome)) break;
+      if (Find(s) == Find(g)) {
+        bool found = false;
+        if (Status st = TryPath(&checker, s, g, &result.path, &found); !st.ok()) return st.error();
+        if (found) {
+          // The roadmap's copies of the ends are the caller's values exactly.
+          result.outcome = PlanOutcome::kSolved;
+          break;
+        }
+        RebuildComponents();
+        continue;
+      }
+      ++iteration;
+      ++result.stats.iterations;
+      context_.space.Sample(rng_, sample);
+      Known known = Known::kUnknown;
+      if (!lazy_) {
+        bool valid = false;
+        if (Status st = checker.Valid(sample, &valid); !st.ok()) return st.error();
+        if (!valid) continue;
+        known = Known::kValid;
+      }
+      const int32_t v = AddVertex(sample, known);
+      if (Status st = Connect(&checker, v); !st.ok()) return st.error();
+    }
+    return Done(&clock, &result);
+  }
+
+ private:
+  struct Edge {
+    int32_t a, b;
+    double length;
+    Known known;
+  };
+
+  Result<PlanResult> Done(Clock* clock, PlanResult* result) {
+    result->stats.vertices = static_cast<int64_t>(vertex_.size());
+    result->stats.edges = static_cast<int64_t>(edges_.size());
+    if (Status s = Finish(context_, options_, clock, rng_, result); !s.ok()) return s.error();
+    return std::move(*result);
+  }
+
+  std::span<const double> Q(int32_t v) const {
+    const size_t dof = static_cast<size_t>(context_.space.dof());
+    return {q_.data() + static_cast<size_t>(v) * dof, dof};
+  }
+
+  int32_t AddVertex(std::span<const double> q, Known known) {
+    const int32_t v = static_cast<int32_t>(vertex_.size());
+    q_.insert(q_.end(), q.begin(), q.end());
+    vertex_.push_back(known);
+    adjacency_.emplace_back();
+    component_.push_back(v);
+    return v;
+  }
+
+  // Joins v to its nearest roadmap vertices within range: PRM checks each edge and skips vertices already
+  // in v's component; LazyPRM adds them unchecked. Then v joins the neighbour index.
+  Status Connect(Checker* checker, int32_t v) {
+    nn_.KNearest(Q(v), options_.prm_neighbors, &neighbors_);
+    for (const auto& [u, d] : neighbors_) {
+      if (d > range_ || vertex_[static_cast<size_t>(u)] == Known::kInvalid) continue;
+      Known known = Known::kUnknown;
+      if (!lazy_) {
+        if (Find(u) == Find(v)) continue;
+        MotionCheck motion;
+        if (Status s = checker->Motion(Q(u), Q(v), &motion); !s.ok()) return s;
+        if (!motion.valid) continue;
+        known = Known::kValid;
+      }
+      AddEdge(u, v, d, known);
+    }
+    nn_.Add(Q(v), v);
+    return Status::Ok();
+  }
+
+  void AddEdge(int32_t a, int32_t b, double length, Known known) {
+    const int32_t e = static_cast<int32_t>(edges_.size());
+    edges_.push_back({a, b, length, known});
+    adjacency_[static_cast<size_t>(a)].push_back(e);
+    adjacency_[static_cast<size_t>(b)].push_back(e);
+    Union(a, b);
+  }
+
+  int32_t Find(int32_t v) {
+    while (component_[static_cast<size_t>(v)] != v) {
+      component_[static_cast<size_t>(v)] = component_[static_cast<size_t>(component_[static_cast<size_t>(v)])];
+      v = component_[static_cast<size_t>(v)];
+    }
+    return v;
+  }
+  void Union(int32_t a, int32_t b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) component_[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+  }
+  // After LazyPRM removed vertices or edges: components from the edges still usable.
+  void RebuildComponents() {
+    std::iota(component_.begin(), component_.end(), 0);
+    for (const Edge& e : edges_) {
+      if (Usable(e)) Union(e.a, e.b);
+    }
+  }
+  bool Usable(const Edge& e) const {
+    return e.known != Known::kInvalid && vertex_[static_cast<size_t>(e.a)] != Known::kInvalid &&
+           vertex_[static_cast<size_t>(e.b)] != Known::kInvalid;
+  }
+
+  // A* from s to g over usable edges; LazyPRM then checks the path's unknown vertices and edges and
+  // marks what fails. *found when every part of the path is valid.
+  Status TryPath(Checker* checker, int32_t s, int32_t g, std::vector<Configuration>* path, bool* found) {
+    *found = false;
+    std::vector<int32_t> vertices;
+    if (!ShortestPath(s, g, &vertices)) return Status::Ok();
+    bool ok = true;
+    for (int32_t v : vertices) {
+      Known& known = vertex_[static_cast<size_t>(v)];
+      if (known != Known::kUnknown) continue;
+      bool valid = false;
+      if (Status st = checker->Valid(Q(v), &valid); !st.ok()) return st;
+      known = valid ? Known::kValid : Known::kInvalid;
+      ok = ok && valid;
+    }
+    if (!ok) return Status::Ok();
+    for (size_t i = 1; i < vertices.size(); ++i) {
+      Edge& e = edges_[static_cast<size_t>(EdgeBetween(vertices[i - 1], vertices[i]))];
+      if (e.known != Known::kUnknown) continue;
+      MotionCheck motion;
+      if (Status st = checker->Motion(Q(e.a), Q(e.b), &motion); !st.ok()) return st;
+      e.known = motion.valid ? Known::kValid : Known::kInvalid;
+      if (!motion.valid) return Status::Ok();
+    }
+    path->clear();
+    for (int32_t v : vertices) path->emplace_back(Q(v).begin(), Q(v).end());
+    *found = true;
+    return Status::Ok();
+  }
+
+  int32_t EdgeBetween(int32_t a, int32_t b) const {
+    // The shortest usable edge joining a and b (the one A* took).
+    int32_t best = -1;
+    for (int32_t e : adjacency_[static_cast<size_t>(a)]) {
+      const Edge& edge = edges_[static_cast<size_t>(e)];
+      if ((edge.a == b || edge.b == b) && Usable(edge) &&
+          (best < 0 || edge.length < edges_[static_cast<size_t>(best)].length)) {
+        best = e;
+      }
+    }
+    return best;
+  }
+
+  bool ShortestPath(int32_t s, int32_t g, std::vector<int32_t>* out) const {
+    const size_t n = vertex_.size();
+    std::vector<double> cost(n, std::numeric_limits<double>::infinity());
+    std::vector<int32_t> from(n, -1);
+    using Item = std::pair<double, int32_t>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> open;
+    const auto goal_q = Q(g);
+    cost[static_cast<size_t>(s)] = 0.0;
+    open.push({context_.space.Distance(Q(s), goal_q), s});
+    while (!open.empty()) {
+      const auto [f, v] = open.top();
+      open.pop();
+      if (v == g) break;
+      if (f - context_.space.Distance(Q(v), goal_q) > cost[static_cast<size_t>(v)] + 1e-12) continue;
+      for (int32_t e : adjacency_[static_cast<size_t>(v)]) {
+        const Edge& edge = edges_[static_cast<size_t>(e)];
+        if (!Usable(edge)) continue;
+        const int32_t u = edge.a == v ? edge.b : edge.a;
+        const double c = cost[static_cast<size_t>(v)] + edge.length;
+        if (c < cost[static_cast<size_t>(u)]) {
+          cost[static_cast<size_t>(u)] = c;
+          from[static_cast<size_t>(u)] = v;
+          open.push({c + context_.space.Distance(Q(u), goal_q), u});
+        }
+      }
+    }
+    if (!std::isfinite(cost[static_cast<size_t>(g)])) return false;
+    out->clear();
+    for (int32_t v = g; v >= 0; v = from[static_cast<size_t>(v)]) out->push_back(v);
+    std::reverse(out->begin(), out->end());
+    return true;
+  }
+
+  PlanningContext context_;
+  PlannerOptions options_;
+  bool lazy_;
+  Rng rng_;
+  double range_ = 0.0;
+  std::vector<double> q_;
+  std::vector<Known> vertex_;
+  std::vector<std::vector<int32_t>> adjacency_;
+  std::vector<Edge> edges_;
+  std::vector<int32_t> component_;
+  NearestNeighbors nn_;
+  std::vector<std::pair<int32_t, double>> neighbors_;
+};
+
+}  // namespace
+
+std::unique_ptr<Planner> MakePrm(const PlanningContext& context, const PlannerOptions& options, bool lazy) {
+  return std::make_unique<PrmPlanner>(context, options, lazy);
+}
+
+}  // namespace proximity::planners::internal

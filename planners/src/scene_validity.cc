@@ -1,0 +1,71 @@
+#include "proximity/planners/scene_validity.h"
+
+#include <cstdio>
+
+namespace proximity::planners {
+
+std::unique_ptr<core::SceneCache> SceneCachePool::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      auto cache = std::move(free_.back());
+      free_.pop_back();
+      return cache;
+    }
+  }
+  return std::make_unique<core::SceneCache>();
+}
+
+void SceneCachePool::Release(std::unique_ptr<core::SceneCache> cache) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(std::move(cache));
+}
+
+namespace {
+// A pooled cache for the length of one call.
+class PooledCache {
+ public:
+  explicit PooledCache(SceneCachePool* pool) : pool_(pool), cache_(pool->Acquire()) {}
+  ~PooledCache() { pool_->Release(std::move(cache_)); }
+  PooledCache(const PooledCache&) = delete;
+  PooledCache& operator=(const PooledCache&) = delete;
+  core::SceneCache* get() { return cache_.get(); }
+
+ private:
+  SceneCachePool* pool_;
+  std::unique_ptr<core::SceneCache> cache_;
+};
+}  // namespace
+
+core::Status SceneStateValidity::IsValid(std::span<const double> q, bool* valid) const {
+  checks_.fetch_add(1, std::memory_order_relaxed);
+  PooledCache cache(&pool_);
+  core::StateResult result;
+  core::Status status = scene_->CheckState(q, cache.get(), &result);
+  if (!status.ok()) return status;
+  *valid = result.free && result.within_limits;
+  return core::Status::Ok();
+}
+
+core::Status SceneMotionValidator::CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                               MotionCheck* out) const {
+  checks_.fetch_add(1, std::memory_order_relaxed);
+  PooledCache cache(&pool_);
+  core::MotionResult result;
+  core::Status status = scene_->CheckMotion(q0, q1, request_, cache.get(), &result);
+  if (!status.ok()) return status;
+  states_.fetch_add(result.states, std::memory_order_relaxed);
+  out->valid = result.free;
+  out->last_valid_t = result.free ? 1.0 : result.t_free;
+  out->states = result.states;
+  return core::Status::Ok();
+}
+
+std::string SceneMotionValidator::Describe() const {
+  if (certified()) return "certified";
+  char text[64];
+  std::snprintf(text, sizeof(text), "discrete %.4g", request_.resolution);
+  return text;
+}
+
+}  // namespace proximity::planners

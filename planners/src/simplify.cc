@@ -1,0 +1,71 @@
+// Path simplification that keeps certification: every edge it introduces passes the MotionValidator,
+// and every point it introduces lies on an edge that already passed it.
+#include <algorithm>
+#include <random>
+
+#include "planner_internal.h"
+
+namespace proximity::planners {
+namespace {
+
+// Drops waypoint i+1 whenever waypoints i and i+2 see each other directly.
+Status ReduceVertices(internal::Checker* checker, std::vector<Configuration>* path, internal::Clock* clock,
+                      int64_t* iteration) {
+  PlanOutcome why;
+  for (size_t i = 0; i + 2 < path->size();) {
+    if (clock->Expired((*iteration)++, &why)) return Status::Ok();
+    MotionCheck motion;
+    if (Status s = checker->Motion((*path)[i], (*path)[i + 2], &motion); !s.ok()) return s;
+    if (motion.valid) {
+      path->erase(path->begin() + static_cast<std::ptrdiff_t>(i + 1));
+    } else {
+      ++i;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* path, Rng& rng, int32_t max_rounds,
+                    const Termination& termination, PlanStats* stats) {
+  PlanStats local;
+  PlanStats* counts = stats != nullptr ? stats : &local;
+  internal::Clock clock(termination);
+  internal::Checker checker(context, counts);
+  const JointSpace& space = context.space;
+  int64_t iteration = 0;
+  if (Status s = ReduceVertices(&checker, path, &clock, &iteration); !s.ok()) return s;
+  // Shortcuts between random points on two different segments (partial shortcutting): the new points lie
+  // on validated segments, so only the new edge between them needs a check.
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Configuration a(static_cast<size_t>(space.dof())), b(a.size());
+  PlanOutcome why;
+  for (int32_t round = 0; round < max_rounds && path->size() > 2; ++round) {
+    if (clock.Expired(iteration++, &why)) break;
+    const size_t segments = path->size() - 1;
+    std::uniform_int_distribution<size_t> pick(0, segments - 1);
+    size_t i = pick(rng), j = pick(rng);
+    if (i == j) continue;
+    if (i > j) std::swap(i, j);
+    const double ti = unit(rng), tj = unit(rng);
+    space.Interpolate((*path)[i], (*path)[i + 1], ti, a);
+    space.Interpolate((*path)[j], (*path)[j + 1], tj, b);
+    // The shortcut must be shorter than the stretch of path it replaces.
+    double old_length = space.Distance(a, (*path)[i + 1]) + space.Distance((*path)[j], b);
+    for (size_t k = i + 1; k < j; ++k) old_length += space.Distance((*path)[k], (*path)[k + 1]);
+    if (space.Distance(a, b) >= old_length - 1e-12) continue;
+    MotionCheck motion;
+    if (Status s = checker.Motion(a, b, &motion); !s.ok()) return s;
+    if (!motion.valid) continue;
+    // path[0..i], a, b, path[j+1..]; points equal to a segment end are not repeated.
+    std::vector<Configuration> next(path->begin(), path->begin() + static_cast<std::ptrdiff_t>(i + 1));
+    if (space.Distance(a, next.back()) > 0.0) next.push_back(a);
+    if (space.Distance(b, (*path)[j + 1]) > 0.0) next.push_back(b);
+    next.insert(next.end(), path->begin() + static_cast<std::ptrdiff_t>(j + 1), path->end());
+    *path = std::move(next);
+  }
+  return ReduceVertices(&checker, path, &clock, &iteration);
+}
+
+}  // namespace proximity::planners

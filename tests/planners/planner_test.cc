@@ -1,0 +1,283 @@
+// Planners over in-process scenes. Every returned path is re-checked densely by an oracle that does not
+// use the motion validator: states at most 1e-3 rad apart in every joint, each checked by exact CLEAR.
+#include "proximity/planners/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+
+#include "core/scene_fixtures.h"
+#include "core/test_util.h"
+#include "proximity/core/mbm.h"
+#include "proximity/planners/scene_validity.h"
+
+namespace proximity::planners {
+namespace {
+
+using core::Box;
+using core::RigidTransform;
+using core::Scene;
+using core::SceneCache;
+using core::Vec3;
+
+const PlannerType kAllPlanners[] = {PlannerType::kRrt, PlannerType::kRrtConnect, PlannerType::kPrm,
+                                    PlannerType::kLazyPrm};
+
+core::WorldObject BoxObject(const std::string& id, const Vec3& lo, const Vec3& hi) {
+  core::WorldObject o;
+  o.id = id;
+  core::ObjectPart part;
+  part.geometry.shape = Box{0.5 * (hi - lo)};
+  part.X_WG.p = 0.5 * (hi + lo);
+  o.parts.push_back(part);
+  return o;
+}
+
+// The planar two-link arm (links 1.0 and 0.5 long, shoulder limited to [-3, 3]) must swing from
+// q1 = -2.4 to q1 = +2.4, through q1 = 0 where a block stands beyond the upper link's reach: the
+// elbow has to fold (|q2| > 1.3 at q1 = 0) and stay folded while the upper link sweeps between the
+// block's neighbours above and below (free q2 at |q1| = 0.6: a band about 0.6 rad wide, about a
+// tenth of the elbow's range). `closed` walls the sweep off, so no path exists.
+std::shared_ptr<const Scene> PassageScene(bool closed) {
+  auto robot = core::RobotModel::FromUrdfFile(testing::TestDataDir() + "/robots/planar_2link.urdf", "");
+  EXPECT_TRUE(robot.ok()) << robot.error().message;
+  core::SceneDescription d;
+  d.robot = robot.value();
+  d.objects.push_back(BoxObject("block", Vec3(1.12, -0.3, -0.1), Vec3(1.8, 0.3, 0.3)));
+  d.objects.push_back(BoxObject("above", Vec3(1.0, 0.56, -0.1), Vec3(1.8, 1.0, 0.3)));
+  d.objects.push_back(BoxObject("below", Vec3(1.0, -1.0, -0.1), Vec3(1.8, -0.56, 0.3)));
+  if (closed) d.objects.push_back(BoxObject("plug", Vec3(0.2, -1.0, -0.1), Vec3(1.0, 1.0, 0.3)));
+  auto scene = Scene::Build(d);
+  EXPECT_TRUE(scene.ok()) << scene.error().message;
+  return scene.value();
+}
+
+// The first waypoint index whose segment to the next collides somewhere (dense exact CLEAR), or -1;
+// also fails the test for a waypoint outside the joint limits.
+int DenseInvalidSegment(const Scene& scene, const JointSpace& space, const std::vector<Configuration>& path) {
+  SceneCache cache;
+  std::vector<double> end(static_cast<size_t>(space.dof()));
+  for (size_t i = 0; i < path.size(); ++i) {
+    EXPECT_TRUE(space.Contains(path[i])) << "waypoint " << i << " outside the joint limits";
+    if (i + 1 == path.size()) break;
+    space.SegmentEnd(path[i], path[i + 1], end);
+    if (core::DenseFirstCollision(scene, path[i], end, &cache) >= 0.0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+struct SceneSetup {
+  std::shared_ptr<const Scene> scene;
+  SceneStateValidity state;
+  SceneMotionValidator motion;
+  PlanningContext context;
+  explicit SceneSetup(std::shared_ptr<const Scene> s, core::MotionRequest request = {})
+      : scene(s), state(s), motion(s, request), context{JointSpace::ForRobot(s->robot()), &state, &motion} {}
+};
+
+TEST(Planner, EveryPlannerThreadsTheNarrowPassageWithCertifiedEdges) {
+  SceneSetup setup(PassageScene(false));
+  const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
+  // The straight edge sweeps the unfolded arm through the block.
+  MotionCheck direct;
+  ASSERT_TRUE(setup.motion.CheckMotion(start, goal, &direct).ok());
+  ASSERT_FALSE(direct.valid);
+  for (PlannerType type : kAllPlanners) {
+    SCOPED_TRACE(PlannerTypeName(type));
+    PlannerOptions options;
+    options.type = type;
+    options.seed = 11;
+    Termination termination;
+    termination.time_limit_s = 60.0;
+    auto result = Plan(setup.context, start, goal, options, termination);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    const PlanResult& r = result.value();
+    ASSERT_EQ(r.outcome, PlanOutcome::kSolved) << PlanOutcomeName(r.outcome);
+    ASSERT_GE(r.path.size(), 3u);  // The passage needs a fold: never the straight edge.
+    EXPECT_EQ(r.path.front(), start);
+    EXPECT_EQ(r.path.back(), goal);
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, r.path), -1);
+    // Somewhere on the way the arm passes q1 = 0 with the elbow folded.
+    bool folded_at_block = false;
+    for (size_t i = 0; i + 1 < r.path.size(); ++i) {
+      const auto& a = r.path[i];
+      const auto& b = r.path[i + 1];
+      if ((a[0] <= 0.0) != (b[0] <= 0.0)) {
+        const double t = a[0] / (a[0] - b[0]);
+        folded_at_block = folded_at_block || std::abs(a[1] + t * (b[1] - a[1])) > 1.0;
+      }
+    }
+    EXPECT_TRUE(folded_at_block);
+    EXPECT_LE(r.stats.length, r.stats.raw_length + 1e-9);
+    EXPECT_NEAR(r.stats.length, PathLength(setup.context.space, r.path), 1e-9);
+    EXPECT_GT(r.stats.motion_checks, 0);
+    EXPECT_GT(r.stats.state_checks, 0);
+    std::printf("%s: %.1f ms, %lld iterations, %lld motion checks, %zu waypoints, length %.2f -> %.2f\n",
+                PlannerTypeName(type), 1e3 * (r.stats.plan_time_s + r.stats.simplify_time_s),
+                static_cast<long long>(r.stats.iterations), static_cast<long long>(r.stats.motion_checks),
+                r.path.size(), r.stats.raw_length, r.stats.length);
+  }
+}
+
+TEST(Planner, SameSeedSamePath) {
+  SceneSetup setup(PassageScene(false));
+  const std::vector<double> start{-2.4, 0.3}, goal{2.4, -0.3};
+  for (PlannerType type : kAllPlanners) {
+    SCOPED_TRACE(PlannerTypeName(type));
+    PlannerOptions options;
+    options.type = type;
+    std::vector<std::vector<Configuration>> paths;
+    for (uint64_t seed : {5u, 5u, 6u}) {
+      options.seed = seed;
+      auto r = Plan(setup.context, start, goal, options, Termination{});
+      ASSERT_TRUE(r.ok() && r.value().solved());
+      paths.push_back(r.value().path);
+    }
+    EXPECT_EQ(paths[0], paths[1]);
+    EXPECT_NE(paths[0], paths[2]);  // Another seed explores otherwise.
+  }
+}
+
+TEST(Planner, UnsolvableProblemsEndByTheirTermination) {
+  SceneSetup setup(PassageScene(true));
+  const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
+  for (PlannerType type : kAllPlanners) {
+    SCOPED_TRACE(PlannerTypeName(type));
+    PlannerOptions options;
+    options.type = type;
+    Termination by_count;
+    by_count.max_iterations = 300;
+    auto r = Plan(setup.context, start, goal, options, by_count);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r.value().outcome, PlanOutcome::kIterationLimit);
+    EXPECT_TRUE(r.value().path.empty());
+    EXPECT_EQ(r.value().stats.iterations, 300);
+
+    Termination by_time;
+    by_time.time_limit_s = 0.05;
+    r = Plan(setup.context, start, goal, options, by_time);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.value().outcome, PlanOutcome::kTimeout);
+
+    std::atomic<bool> cancel{true};
+    Termination cancelled;
+    cancelled.cancel = &cancel;
+    r = Plan(setup.context, start, goal, options, cancelled);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.value().outcome, PlanOutcome::kCancelled);
+
+    int asked = 0;
+    Termination stopped;
+    stopped.stop = [&asked] { return ++asked > 2; };
+    r = Plan(setup.context, start, goal, options, stopped);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.value().outcome, PlanOutcome::kCancelled);
+  }
+}
+
+TEST(Planner, InvalidEndsAndBadInput) {
+  SceneSetup setup(PassageScene(false));
+  const std::vector<double> free_q{-2.4, 0.0}, in_block{0.0, 0.0}, nan_q{NAN, 0.0}, short_q{0.1},
+      outside{3.5, 0.0};
+  auto r = Plan(setup.context, in_block, free_q, PlannerOptions{}, Termination{});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value().outcome, PlanOutcome::kInvalidStart);
+  r = Plan(setup.context, free_q, in_block, PlannerOptions{}, Termination{});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value().outcome, PlanOutcome::kInvalidGoal);
+  for (const auto* bad : {&nan_q, &short_q, &outside}) {
+    r = Plan(setup.context, *bad, free_q, PlannerOptions{}, Termination{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("start"), std::string::npos) << r.error().message;
+  }
+  PlannerOptions bad_options;
+  bad_options.goal_bias = 2.0;
+  EXPECT_FALSE(Plan(setup.context, free_q, free_q, bad_options, Termination{}).ok());
+  PlanningContext missing = setup.context;
+  missing.motion = nullptr;
+  EXPECT_FALSE(Plan(missing, free_q, free_q, PlannerOptions{}, Termination{}).ok());
+  EXPECT_EQ(ParsePlannerType("RRTConnect").value(), PlannerType::kRrtConnect);
+  EXPECT_EQ(ParsePlannerType("lazy_prm").value(), PlannerType::kLazyPrm);
+  EXPECT_FALSE(ParsePlannerType("rrt*").ok());
+}
+
+TEST(Planner, PrmKeepsItsRoadmapAcrossQueries) {
+  SceneSetup setup(PassageScene(false));
+  for (PlannerType type : {PlannerType::kPrm, PlannerType::kLazyPrm}) {
+    SCOPED_TRACE(PlannerTypeName(type));
+    PlannerOptions options;
+    options.type = type;
+    auto planner = MakePlanner(setup.context, options);
+    ASSERT_TRUE(planner.ok());
+    auto first = planner.value()->Solve(std::vector<double>{-2.4, 0.0}, std::vector<double>{2.4, 0.0}, Termination{});
+    ASSERT_TRUE(first.ok() && first.value().solved());
+    // A second query across the passage reuses the roadmap: far fewer samples.
+    auto second = planner.value()->Solve(std::vector<double>{-2.2, 0.5}, std::vector<double>{2.2, -0.5}, Termination{});
+    ASSERT_TRUE(second.ok() && second.value().solved());
+    EXPECT_GE(second.value().stats.vertices, first.value().stats.vertices);
+    EXPECT_LT(second.value().stats.iterations, std::max<int64_t>(1, first.value().stats.iterations));
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, second.value().path), -1);
+  }
+}
+
+TEST(Planner, SimplifyKeepsEveryEdgeValid) {
+  SceneSetup setup(PassageScene(false));
+  PlannerOptions options;
+  options.simplify = false;
+  auto raw = Plan(setup.context, std::vector<double>{-2.4, 0.0}, std::vector<double>{2.4, 0.0}, options, Termination{});
+  ASSERT_TRUE(raw.ok() && raw.value().solved());
+  std::vector<Configuration> path = raw.value().path;
+  const double before = PathLength(setup.context.space, path);
+  Rng rng(3);
+  PlanStats stats;
+  ASSERT_TRUE(SimplifyPath(setup.context, &path, rng, 200, Termination{}, &stats).ok());
+  EXPECT_LE(PathLength(setup.context.space, path), before + 1e-12);
+  EXPECT_EQ(path.front(), raw.value().path.front());
+  EXPECT_EQ(path.back(), raw.value().path.back());
+  EXPECT_GT(stats.motion_checks, 0);
+  EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1);
+}
+
+// MotionBenchMaker Panda problems (one per family) with every planner; paths densely re-checked.
+TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
+  const std::string shared = testing::SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data");
+  auto problems = core::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
+  ASSERT_TRUE(problems.ok()) << problems.error().message;
+  auto robot = core::LoadMbmPanda();
+  ASSERT_NE(robot, nullptr);
+  std::string last_family;
+  int solved = 0, tried = 0;
+  for (const core::MbmProblem& p : problems.value()) {
+    if (p.family == last_family) continue;
+    last_family = p.family;
+    auto description = core::MbmSceneDescription(p.scene, robot);
+    ASSERT_TRUE(description.ok()) << description.error().message;
+    auto scene = Scene::Build(description.value());
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    SceneSetup setup(scene.value());
+    const auto start = core::MbmStartConfiguration(p.request, *robot).value();
+    const auto goal = core::MbmGoalConfiguration(p.request, *robot).value();
+    for (PlannerType type : {PlannerType::kRrtConnect, PlannerType::kLazyPrm}) {
+      SCOPED_TRACE(p.name + " " + PlannerTypeName(type));
+      PlannerOptions options;
+      options.type = type;
+      options.seed = static_cast<uint64_t>(p.index);
+      Termination termination;
+      termination.time_limit_s = 20.0;
+      auto r = Plan(setup.context, start, goal, options, termination);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      ++tried;
+      if (!r.value().solved()) continue;
+      ++solved;
+      EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, r.value().path), -1);
+    }
+  }
+  EXPECT_EQ(tried, 14);
+  EXPECT_GE(solved, tried - 1);
+}
+
+}  // namespace
+}  // namespace proximity::planners
