@@ -426,7 +426,48 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
     }
     return CheckMotionDiscrete(q0, q1, request.resolution, cache, result);
   }
-  return CheckMotionCertified(q0, q1, cache, result);
+  if (!(std::isfinite(request.prepass_resolution) && request.prepass_resolution >= 0.0)) {
+    return InvalidArgument("prepass_resolution must be finite and >= 0, got " +
+                           std::to_string(request.prepass_resolution));
+  }
+  if (request.prepass_resolution > 0.0) {
+    if (Status s = SampledPrepass(q0, q1, request.prepass_resolution, cache, result); !s.ok() || result->t_collide >= 0.0) {
+      return s;
+    }
+  }
+  return CheckMotionCertified(q0, q1, request.narrow_collision, cache, result);
+}
+
+// States on the segment at most `resolution` apart, in bisection (van der Corput) order so that a
+// collision anywhere is met early; records the first colliding state found. The ends are left to the
+// certified walk, which checks them first.
+Status Scene::SampledPrepass(std::span<const double> q0, std::span<const double> q1, double resolution,
+                             SceneCache* cache, MotionResult* result) const {
+  double length2 = 0.0;
+  for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
+  const double length = std::sqrt(length2);
+  if (length <= resolution) return {};
+  // Levels of bisection until samples lie at most `resolution` apart: 2^levels segments.
+  const int levels = std::min(20, static_cast<int>(std::ceil(std::log2(length / resolution))));
+  std::vector<double> q(q0.size());
+  for (int level = 1; level <= levels; ++level) {
+    const int64_t n = int64_t{1} << level;
+    for (int64_t k = 1; k < n; k += 2) {
+      const double t = static_cast<double>(k) / static_cast<double>(n);
+      for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
+      StateResult r;
+      if (Status s = CheckState(q, cache, &r); !s.ok()) return s;
+      ++result->states;
+      result->stats += r.stats;
+      if (!r.free) {
+        result->t_collide = t;
+        result->t_free = 0.0;
+        result->contact = r.contact;
+        return {};
+      }
+    }
+  }
+  return {};
 }
 
 Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
@@ -463,8 +504,8 @@ Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const do
 // other anywhere on the segment: the pair is certified there. Pairs that are not are bisected; a
 // midpoint where a pair's bound is 0 and the exact test confirms contact ends the search for a free
 // answer. Segments are walked left to right, so the certified part is always a prefix [0, t_free].
-Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, SceneCache* cache,
-                                   MotionResult* result) const {
+Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
+                                   SceneCache* cache, MotionResult* result) const {
   // The smallest segment (in t) the walk splits before calling the segment undecided, and the width
   // to which it narrows [t_free, t_collide] once a collision is known.
   constexpr double kMinWidth = 1.0 / (1 << 30);
@@ -614,7 +655,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       t_free = tb;  // left to right: everything before ta is certified already
       continue;
     }
-    if (collided && width < kRefineWidth) break;  // [t_free, t_collide] is narrow enough
+    if (collided && (!narrow || width < kRefineWidth)) break;  // [t_free, t_collide] is narrow enough
     if (width < kMinWidth) {
       result->undecided = true;
       result->t_collide = tb;

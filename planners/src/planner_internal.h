@@ -70,6 +70,28 @@ class Checker {
     stats_->motion_states += check->states;
     return status;
   }
+  // The tree-growing check: the quick one when the context has it.
+  Status Quick(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
+    if (context_.quick_motion == nullptr) return Motion(a, b, check);
+    ++stats_->quick_motion_checks;
+    context_.space.SegmentEnd(a, b, end_);
+    Status status = context_.quick_motion->CheckMotion(a, end_, check);
+    stats_->motion_states += check->states;
+    return status;
+  }
+  // The edge a -> b by the quick check, then (when that passes) by the decisive one.
+  Status Decide(std::span<const double> a, std::span<const double> b, bool* valid) {
+    MotionCheck check;
+    if (Status s = Quick(a, b, &check); !s.ok()) return s;
+    if (check.valid && !quick_is_final()) {
+      if (Status s = Motion(a, b, &check); !s.ok()) return s;
+      stats_->certification_failures += !check.valid;
+    }
+    *valid = check.valid;
+    return Status::Ok();
+  }
+  // Whether Quick() answers are final (no separate decisive check).
+  bool quick_is_final() const { return context_.quick_motion == nullptr; }
   const JointSpace& space() const { return context_.space; }
 
  private:

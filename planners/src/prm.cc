@@ -1,7 +1,9 @@
 // PRM (Kavraki, Svestka, Latombe, Overmars 1996) and LazyPRM (Bohlin, Kavraki 2000) over the validity
 // interfaces. Both keep their roadmap across Solve calls (multi-query). PRM checks every vertex and
 // edge as it is added; LazyPRM adds them unchecked and checks only those on candidate shortest paths,
-// removing what fails, until a candidate passes.
+// removing what fails, until a candidate passes. With a quick motion check in the context, PRM's edges
+// and LazyPRM's first look at a candidate's edges use it, and the decisive check runs only on the
+// edges of a candidate path (an edge it rejects leaves the roadmap).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,7 +16,8 @@
 namespace proximity::planners::internal {
 namespace {
 
-enum class Known : uint8_t { kUnknown, kValid, kInvalid };
+// What is known of a vertex or edge: nothing, passed the quick check, passed the decisive check, failed.
+enum class Known : uint8_t { kUnknown, kQuick, kValid, kInvalid };
 
 class PrmPlanner final : public Planner {
  public:
@@ -44,9 +47,9 @@ class PrmPlanner final : public Planner {
       result.stats.plan_time_s = clock.Elapsed();
       return result;
     }
-    MotionCheck direct;
-    if (Status s = checker.Motion(start, goal, &direct); !s.ok()) return s.error();
-    if (direct.valid) {
+    bool direct = false;
+    if (Status s = checker.Decide(start, goal, &direct); !s.ok()) return s.error();
+    if (direct) {
       result.outcome = PlanOutcome::kSolved;
       result.path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
       return Done(&clock, &result);
@@ -61,7 +64,7 @@ class PrmPlanner final : public Planner {
       if (clock.Expired(iteration, &result.outcome)) break;
       if (Find(s) == Find(g)) {
         bool found = false;
-        if (Status st = TryPath(&checker, s, g, &result.path, &found); !st.ok()) return st.error();
+        if (Status st = TryPath(&checker, s, g, &result.path, &found, &result.stats); !st.ok()) return st.error();
         if (found) {
           // The roadmap's copies of the ends are the caller's values exactly.
           result.outcome = PlanOutcome::kSolved;
@@ -124,9 +127,9 @@ class PrmPlanner final : public Planner {
       if (!lazy_) {
         if (Find(u) == Find(v)) continue;
         MotionCheck motion;
-        if (Status s = checker->Motion(Q(u), Q(v), &motion); !s.ok()) return s;
+        if (Status s = checker->Quick(Q(u), Q(v), &motion); !s.ok()) return s;
         if (!motion.valid) continue;
-        known = Known::kValid;
+        known = checker->quick_is_final() ? Known::kValid : Known::kQuick;
       }
       AddEdge(u, v, d, known);
     }
@@ -166,9 +169,11 @@ class PrmPlanner final : public Planner {
            vertex_[static_cast<size_t>(e.b)] != Known::kInvalid;
   }
 
-  // A* from s to g over usable edges; LazyPRM then checks the path's unknown vertices and edges and
-  // marks what fails. *found when every part of the path is valid.
-  Status TryPath(Checker* checker, int32_t s, int32_t g, std::vector<Configuration>* path, bool* found) {
+  // A* from s to g over usable edges, then the path's unknown vertices, its unchecked edges by the
+  // quick check, and its edges not yet decided by the decisive check, marking what fails. *found when
+  // every part of the path is valid.
+  Status TryPath(Checker* checker, int32_t s, int32_t g, std::vector<Configuration>* path, bool* found,
+                 PlanStats* stats) {
     *found = false;
     std::vector<int32_t> vertices;
     if (!ShortestPath(s, g, &vertices)) return Status::Ok();
@@ -182,13 +187,26 @@ class PrmPlanner final : public Planner {
       ok = ok && valid;
     }
     if (!ok) return Status::Ok();
-    for (size_t i = 1; i < vertices.size(); ++i) {
-      Edge& e = edges_[static_cast<size_t>(EdgeBetween(vertices[i - 1], vertices[i]))];
+    std::vector<int32_t> path_edges;
+    for (size_t i = 1; i < vertices.size(); ++i) path_edges.push_back(EdgeBetween(vertices[i - 1], vertices[i]));
+    for (int32_t k : path_edges) {
+      Edge& e = edges_[static_cast<size_t>(k)];
       if (e.known != Known::kUnknown) continue;
+      MotionCheck motion;
+      if (Status st = checker->Quick(Q(e.a), Q(e.b), &motion); !st.ok()) return st;
+      e.known = !motion.valid ? Known::kInvalid : checker->quick_is_final() ? Known::kValid : Known::kQuick;
+      if (!motion.valid) return Status::Ok();
+    }
+    for (int32_t k : path_edges) {
+      Edge& e = edges_[static_cast<size_t>(k)];
+      if (e.known != Known::kQuick) continue;
       MotionCheck motion;
       if (Status st = checker->Motion(Q(e.a), Q(e.b), &motion); !st.ok()) return st;
       e.known = motion.valid ? Known::kValid : Known::kInvalid;
-      if (!motion.valid) return Status::Ok();
+      if (!motion.valid) {
+        ++stats->certification_failures;
+        return Status::Ok();
+      }
     }
     path->clear();
     for (int32_t v : vertices) path->emplace_back(Q(v).begin(), Q(v).end());

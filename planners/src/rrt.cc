@@ -1,4 +1,7 @@
-// RRT (LaValle 1998) and RRT-Connect (Kuffner, LaValle 2000) over the validity interfaces.
+// RRT (LaValle 1998) and RRT-Connect (Kuffner, LaValle 2000) over the validity interfaces. With a quick
+// motion check in the context, tree edges are checked by it and only a candidate path's edges by the
+// decisive validator; an edge that fails there is cut from its tree with everything below it, and
+// the search goes on (lazy collision checking).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -9,30 +12,59 @@
 namespace proximity::planners::internal {
 namespace {
 
-// A tree rooted at a start or goal: configurations row after row, parents, and their neighbour index.
+// A tree rooted at a start or goal: configurations row after row, parents (always of a smaller index),
+// whether the edge to the parent passed the decisive check, and the neighbour index.
 class Tree {
  public:
   explicit Tree(const JointSpace& space) : dof_(static_cast<size_t>(space.dof())), nn_(space) {}
-  int32_t Add(std::span<const double> q, int32_t parent) {
+  int32_t Add(std::span<const double> q, int32_t parent, bool decided) {
     const int32_t id = static_cast<int32_t>(parent_.size());
     q_.insert(q_.end(), q.begin(), q.end());
     parent_.push_back(parent);
+    decided_.push_back(decided);
     nn_.Add(q, id);
     return id;
   }
   std::span<const double> q(int32_t i) const { return {q_.data() + static_cast<size_t>(i) * dof_, dof_}; }
   int32_t parent(int32_t i) const { return parent_[static_cast<size_t>(i)]; }
+  bool decided(int32_t i) const { return decided_[static_cast<size_t>(i)] != 0; }
+  void set_decided(int32_t i) { decided_[static_cast<size_t>(i)] = 1; }
   int32_t size() const { return static_cast<int32_t>(parent_.size()); }
   int32_t Nearest(std::span<const double> q) const { return nn_.Nearest(q); }
-  // Configurations from vertex i up to the root, in that order.
-  void PathToRoot(int32_t i, std::vector<Configuration>* out) const {
-    for (; i >= 0; i = parent(i)) out->emplace_back(q(i).begin(), q(i).end());
+  // Vertices from i up to the root, in that order.
+  void Branch(int32_t i, std::vector<int32_t>* out) const {
+    out->clear();
+    for (; i >= 0; i = parent(i)) out->push_back(i);
+  }
+  // Removes vertex v (not the root) and every vertex below it; rebuilds the neighbour index.
+  void Cut(int32_t v) {
+    std::vector<char> dead(parent_.size(), 0);
+    std::vector<int32_t> index(parent_.size(), -1);
+    dead[static_cast<size_t>(v)] = 1;
+    std::vector<double> q;
+    std::vector<int32_t> parent;
+    std::vector<char> decided;
+    nn_.Clear();
+    for (size_t i = 0; i < parent_.size(); ++i) {
+      if (i > 0 && dead[static_cast<size_t>(parent_[i])]) dead[i] = 1;
+      if (dead[i]) continue;
+      index[i] = static_cast<int32_t>(parent.size());
+      q.insert(q.end(), q_.begin() + static_cast<std::ptrdiff_t>(i * dof_),
+               q_.begin() + static_cast<std::ptrdiff_t>((i + 1) * dof_));
+      parent.push_back(parent_[i] < 0 ? -1 : index[static_cast<size_t>(parent_[i])]);
+      decided.push_back(decided_[i]);
+      nn_.Add(std::span<const double>(q.data() + q.size() - dof_, dof_), index[i]);
+    }
+    q_ = std::move(q);
+    parent_ = std::move(parent);
+    decided_ = std::move(decided);
   }
 
  private:
   size_t dof_;
   std::vector<double> q_;
   std::vector<int32_t> parent_;
+  std::vector<char> decided_;
   NearestNeighbors nn_;
 };
 
@@ -61,9 +93,9 @@ class RrtPlanner final : public Planner {
     const double range = options_.range > 0.0 ? options_.range : 0.2 * space.MaxExtent();
 
     // The straight edge first: when it is free, no tree is needed.
-    MotionCheck direct;
-    if (Status s = checker.Motion(start, goal, &direct); !s.ok()) return s.error();
-    if (direct.valid) {
+    bool direct = false;
+    if (Status s = checker.Decide(start, goal, &direct); !s.ok()) return s.error();
+    if (direct) {
       result.outcome = PlanOutcome::kSolved;
       result.path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
       result.stats.vertices = 2;
@@ -73,8 +105,8 @@ class RrtPlanner final : public Planner {
     }
 
     Tree start_tree(space), goal_tree(space);
-    start_tree.Add(start, -1);
-    goal_tree.Add(goal, -1);
+    start_tree.Add(start, -1, true);
+    goal_tree.Add(goal, -1, true);
     Configuration sample(static_cast<size_t>(space.dof()));
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     Tree* a = &start_tree;
@@ -95,8 +127,13 @@ class RrtPlanner final : public Planner {
       if (!grown.ok()) return grown.error();
       if (!connect_) {
         if (grown.value() == Growth::kReached && toward_goal) {
-          start_tree.PathToRoot(added, &result.path);
-          std::reverse(result.path.begin(), result.path.end());
+          // The goal joined the tree: a candidate path from the root to it.
+          bool certified = false;
+          if (Status s = Certify(&checker, a, added, nullptr, -1, &certified, &result.stats); !s.ok()) return s.error();
+          if (!certified) continue;
+          std::vector<int32_t> branch;
+          a->Branch(added, &branch);
+          for (auto it = branch.rbegin(); it != branch.rend(); ++it) result.path.emplace_back(a->q(*it).begin(), a->q(*it).end());
           result.path.back().assign(goal.begin(), goal.end());
           solved = true;
           break;
@@ -114,16 +151,21 @@ class RrtPlanner final : public Planner {
           g = step.value();
         }
         if (g == Growth::kReached) {
-          // a's branch to `added` and b's branch from `reached` (the same configuration) to its root.
-          std::vector<Configuration> from_a, from_b;
-          a->PathToRoot(added, &from_a);
-          b->PathToRoot(b->parent(reached), &from_b);
-          std::reverse(from_a.begin(), from_a.end());
-          from_a.insert(from_a.end(), from_b.begin(), from_b.end());
-          if (a == &goal_tree) std::reverse(from_a.begin(), from_a.end());
-          result.path = std::move(from_a);
-          solved = true;
-          break;
+          bool certified = false;
+          if (Status s = Certify(&checker, a, added, b, reached, &certified, &result.stats); !s.ok()) return s.error();
+          if (certified) {
+            // a's branch to `added` and b's branch from `reached` (the same configuration) to its root.
+            std::vector<int32_t> branch_a, branch_b;
+            a->Branch(added, &branch_a);
+            b->Branch(b->parent(reached), &branch_b);
+            std::vector<Configuration> path;
+            for (auto it = branch_a.rbegin(); it != branch_a.rend(); ++it) path.emplace_back(a->q(*it).begin(), a->q(*it).end());
+            for (int32_t v : branch_b) path.emplace_back(b->q(v).begin(), b->q(v).end());
+            if (a == &goal_tree) std::reverse(path.begin(), path.end());
+            result.path = std::move(path);
+            solved = true;
+            break;
+          }
         }
       }
       std::swap(a, b);
@@ -136,6 +178,33 @@ class RrtPlanner final : public Planner {
   }
 
  private:
+  // Decides every undecided edge on the branches from `va` (in tree a) and `vb` (in tree b, or none) to
+  // their roots, nearest the roots first. An edge that fails is cut with its subtree; *certified when
+  // none failed.
+  Status Certify(Checker* checker, Tree* a, int32_t va, Tree* b, int32_t vb, bool* certified, PlanStats* stats) {
+    *certified = true;
+    if (checker->quick_is_final()) return Status::Ok();
+    std::vector<int32_t> branch;
+    for (auto [tree, v] : {std::pair<Tree*, int32_t>{a, va}, std::pair<Tree*, int32_t>{b, vb}}) {
+      if (tree == nullptr) continue;
+      tree->Branch(v, &branch);
+      for (auto it = branch.rbegin(); it != branch.rend(); ++it) {
+        const int32_t u = *it;
+        if (tree->parent(u) < 0 || tree->decided(u)) continue;
+        MotionCheck check;
+        if (Status s = checker->Motion(tree->q(tree->parent(u)), tree->q(u), &check); !s.ok()) return s;
+        if (!check.valid) {
+          ++stats->certification_failures;
+          tree->Cut(u);
+          *certified = false;
+          return Status::Ok();
+        }
+        tree->set_decided(u);
+      }
+    }
+    return Status::Ok();
+  }
+
   // Extends `tree` from its vertex nearest `target` by at most `range` toward it.
   Result<Growth> Grow(Checker* checker, Tree* tree, std::span<const double> target, double range, int32_t* added) {
     const JointSpace& space = context_.space;
@@ -148,9 +217,9 @@ class RrtPlanner final : public Planner {
     if (Status s = checker->Valid(q, &valid); !s.ok()) return s.error();
     if (!valid) return Growth::kTrapped;
     MotionCheck motion;
-    if (Status s = checker->Motion(tree->q(near), q, &motion); !s.ok()) return s.error();
+    if (Status s = checker->Quick(tree->q(near), q, &motion); !s.ok()) return s.error();
     if (!motion.valid) return Growth::kTrapped;
-    *added = tree->Add(q, near);
+    *added = tree->Add(q, near, checker->quick_is_final());
     return reach ? Growth::kReached : Growth::kAdvanced;
   }
 

@@ -4,6 +4,14 @@
 
 namespace proximity::planners {
 
+core::MotionRequest PlanningMotionRequest(double prepass_resolution) {
+  core::MotionRequest request;
+  request.mode = core::MotionRequest::Mode::kCertified;
+  request.narrow_collision = false;
+  request.prepass_resolution = prepass_resolution;
+  return request;
+}
+
 std::unique_ptr<core::SceneCache> SceneCachePool::Acquire() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -67,5 +75,21 @@ std::string SceneMotionValidator::Describe() const {
   std::snprintf(text, sizeof(text), "discrete %.4g", request_.resolution);
   return text;
 }
+
+namespace {
+core::MotionRequest Sampled(double resolution) {
+  core::MotionRequest request;
+  request.mode = core::MotionRequest::Mode::kDiscrete;
+  request.resolution = resolution > 0.0 ? resolution : 1.0;
+  return request;
+}
+}  // namespace
+
+ScenePlanning::ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution)
+    : state_(scene),
+      // With a quick check in front, the certified check needs no sampled pre-pass of its own.
+      certified_(scene, PlanningMotionRequest(quick_resolution > 0.0 ? 0.0 : 0.1)),
+      quick_(scene, Sampled(quick_resolution)),
+      context_{JointSpace::ForRobot(scene->robot()), &state_, &certified_, quick_resolution > 0.0 ? &quick_ : nullptr} {}
 
 }  // namespace proximity::planners

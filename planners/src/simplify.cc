@@ -1,5 +1,5 @@
-// Path simplification that keeps certification: every edge it introduces passes the MotionValidator,
-// and every point it introduces lies on an edge that already passed it.
+// Path simplification that keeps certification: every edge it introduces passes the decisive
+// MotionValidator, and every point it introduces lies on an edge that already passed it.
 #include <algorithm>
 #include <random>
 
@@ -8,14 +8,16 @@
 namespace proximity::planners {
 namespace {
 
+using EdgeCheck = Status (internal::Checker::*)(std::span<const double>, std::span<const double>, MotionCheck*);
+
 // Drops waypoint i+1 whenever waypoints i and i+2 see each other directly.
-Status ReduceVertices(internal::Checker* checker, std::vector<Configuration>* path, internal::Clock* clock,
-                      int64_t* iteration) {
+Status ReduceVertices(internal::Checker* checker, EdgeCheck check, std::vector<Configuration>* path,
+                      internal::Clock* clock, int64_t* iteration) {
   PlanOutcome why;
   for (size_t i = 0; i + 2 < path->size();) {
     if (clock->Expired((*iteration)++, &why)) return Status::Ok();
     MotionCheck motion;
-    if (Status s = checker->Motion((*path)[i], (*path)[i + 2], &motion); !s.ok()) return s;
+    if (Status s = (checker->*check)((*path)[i], (*path)[i + 2], &motion); !s.ok()) return s;
     if (motion.valid) {
       path->erase(path->begin() + static_cast<std::ptrdiff_t>(i + 1));
     } else {
@@ -25,24 +27,18 @@ Status ReduceVertices(internal::Checker* checker, std::vector<Configuration>* pa
   return Status::Ok();
 }
 
-}  // namespace
-
-Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* path, Rng& rng, int32_t max_rounds,
-                    const Termination& termination, PlanStats* stats) {
-  PlanStats local;
-  PlanStats* counts = stats != nullptr ? stats : &local;
-  internal::Clock clock(termination);
-  internal::Checker checker(context, counts);
-  const JointSpace& space = context.space;
+// Vertex reduction, random partial shortcuts, vertex reduction, each new edge checked by `check`.
+Status Shorten(internal::Checker* checker, EdgeCheck check, const JointSpace& space, std::vector<Configuration>* path,
+               Rng& rng, int32_t max_rounds, internal::Clock* clock) {
   int64_t iteration = 0;
-  if (Status s = ReduceVertices(&checker, path, &clock, &iteration); !s.ok()) return s;
-  // Shortcuts between random points on two different segments (partial shortcutting): the new points lie
-  // on validated segments, so only the new edge between them needs a check.
+  if (Status s = ReduceVertices(checker, check, path, clock, &iteration); !s.ok()) return s;
+  // Shortcuts between random points on two different segments: the new points lie on validated
+  // segments, so only the new edge between them needs a check.
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   Configuration a(static_cast<size_t>(space.dof())), b(a.size());
   PlanOutcome why;
   for (int32_t round = 0; round < max_rounds && path->size() > 2; ++round) {
-    if (clock.Expired(iteration++, &why)) break;
+    if (clock->Expired(iteration++, &why)) break;
     const size_t segments = path->size() - 1;
     std::uniform_int_distribution<size_t> pick(0, segments - 1);
     size_t i = pick(rng), j = pick(rng);
@@ -56,7 +52,7 @@ Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* 
     for (size_t k = i + 1; k < j; ++k) old_length += space.Distance((*path)[k], (*path)[k + 1]);
     if (space.Distance(a, b) >= old_length - 1e-12) continue;
     MotionCheck motion;
-    if (Status s = checker.Motion(a, b, &motion); !s.ok()) return s;
+    if (Status s = (checker->*check)(a, b, &motion); !s.ok()) return s;
     if (!motion.valid) continue;
     // path[0..i], a, b, path[j+1..]; points equal to a segment end are not repeated.
     std::vector<Configuration> next(path->begin(), path->begin() + static_cast<std::ptrdiff_t>(i + 1));
@@ -65,7 +61,45 @@ Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* 
     next.insert(next.end(), path->begin() + static_cast<std::ptrdiff_t>(j + 1), path->end());
     *path = std::move(next);
   }
-  return ReduceVertices(&checker, path, &clock, &iteration);
+  return ReduceVertices(checker, check, path, clock, &iteration);
+}
+
+}  // namespace
+
+Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* path, Rng& rng, int32_t max_rounds,
+                    const Termination& termination, PlanStats* stats) {
+  PlanStats local;
+  PlanStats* counts = stats != nullptr ? stats : &local;
+  internal::Clock clock(termination);
+  internal::Checker checker(context, counts);
+  if (checker.quick_is_final()) {
+    return Shorten(&checker, &internal::Checker::Motion, context.space, path, rng, max_rounds, &clock);
+  }
+  // With a quick check: shorten a copy by quick checks, then decide only the copy's new edges (edges
+  // it shares with the given path were decided already). Should one fail, shorten again with decisive
+  // checks throughout.
+  std::vector<Configuration> candidate = *path;
+  if (Status s = Shorten(&checker, &internal::Checker::Quick, context.space, &candidate, rng, max_rounds, &clock);
+      !s.ok()) {
+    return s;
+  }
+  auto is_old_edge = [&](const Configuration& a, const Configuration& b) {
+    for (size_t k = 0; k + 1 < path->size(); ++k) {
+      if ((*path)[k] == a && (*path)[k + 1] == b) return true;
+    }
+    return false;
+  };
+  for (size_t k = 0; k + 1 < candidate.size(); ++k) {
+    if (is_old_edge(candidate[k], candidate[k + 1])) continue;
+    MotionCheck motion;
+    if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
+    if (!motion.valid) {
+      ++counts->certification_failures;
+      return Shorten(&checker, &internal::Checker::Motion, context.space, path, rng, max_rounds, &clock);
+    }
+  }
+  *path = std::move(candidate);
+  return Status::Ok();
 }
 
 }  // namespace proximity::planners

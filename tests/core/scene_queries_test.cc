@@ -509,6 +509,52 @@ TEST(SceneUpdate, MakesANewVersionAndLeavesTheOldSceneAlone) {
   EXPECT_EQ(v1->objects().size(), expected.objects.size());
 }
 
+// The planner's variant of certified LINK (a sampled pre-pass, no narrowing of a collision) answers
+// free exactly when the default certified check does, and never claims more than the dense reference
+// allows: its colliding state collides and its free prefix ends before the first collision.
+TEST(SceneLink, PrepassAndUnnarrowedCollisionsKeepTheCertifiedAnswer) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  MotionRequest planning;
+  planning.narrow_collision = false;
+  planning.prepass_resolution = 0.1;
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(41);
+    const auto scene = Scene::Build(RandomWorldScene(rc, rng, 12)).value();
+    SceneCache cache;
+    int colliding = 0, by_prepass = 0;
+    for (int e = 0; e < testing::Cases(150); ++e) {
+      auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      MotionResult exact, fast;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &exact).ok());
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, planning, &cache, &fast).ok());
+      ASSERT_EQ(fast.free, exact.free) << "edge " << e;
+      if (fast.free) continue;
+      ++colliding;
+      by_prepass += fast.distance_queries == 0;
+      const double first = DenseFirstCollision(*scene, q0, q1, &cache);
+      if (!fast.undecided) {
+        StateResult at;
+        ASSERT_TRUE(scene->CheckState(Along(q0, q1, fast.t_collide), &cache, &at).ok());
+        EXPECT_FALSE(at.free) << "edge " << e << " t_collide " << fast.t_collide;
+      }
+      if (first >= 0.0) EXPECT_LE(fast.t_free, first) << "edge " << e;
+      EXPECT_LE(fast.t_free, fast.t_collide);
+    }
+    EXPECT_GT(colliding, 0);
+    EXPECT_GT(by_prepass, 0);  // Some collisions are found by CLEARs alone.
+  }
+  MotionRequest bad = planning;
+  bad.prepass_resolution = -1.0;
+  std::mt19937_64 rng(1);
+  const auto scene = Scene::Build(RandomWorldScene(robots.front(), rng, 3)).value();
+  SceneCache cache;
+  MotionResult r;
+  const auto q = scene->robot().DefaultConfiguration();
+  EXPECT_FALSE(scene->CheckMotion(q, q, bad, &cache, &r).ok());
+}
+
 TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";

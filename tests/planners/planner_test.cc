@@ -68,17 +68,21 @@ int DenseInvalidSegment(const Scene& scene, const JointSpace& space, const std::
   return -1;
 }
 
+// A scene's planning context: lazy (a quick sampled check grows the trees, certified checks decide the
+// candidate paths) unless quick_resolution is 0 (every edge certified as it is added).
 struct SceneSetup {
   std::shared_ptr<const Scene> scene;
-  SceneStateValidity state;
-  SceneMotionValidator motion;
-  PlanningContext context;
-  explicit SceneSetup(std::shared_ptr<const Scene> s, core::MotionRequest request = {})
-      : scene(s), state(s), motion(s, request), context{JointSpace::ForRobot(s->robot()), &state, &motion} {}
+  ScenePlanning planning;
+  const PlanningContext& context;
+  const SceneMotionValidator& motion;
+  explicit SceneSetup(std::shared_ptr<const Scene> s, double quick_resolution = ScenePlanning::kDefaultQuickResolution)
+      : scene(s), planning(s, quick_resolution), context(planning.context()), motion(planning.certified()) {}
 };
 
-TEST(Planner, EveryPlannerThreadsTheNarrowPassageWithCertifiedEdges) {
-  SceneSetup setup(PassageScene(false));
+class PassageTest : public ::testing::TestWithParam<double> {};
+
+TEST_P(PassageTest, EveryPlannerThreadsTheNarrowPassageWithCertifiedEdges) {
+  SceneSetup setup(PassageScene(false), GetParam());
   const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
   // The straight edge sweeps the unfolded arm through the block.
   MotionCheck direct;
@@ -119,6 +123,26 @@ TEST(Planner, EveryPlannerThreadsTheNarrowPassageWithCertifiedEdges) {
                 static_cast<long long>(r.stats.iterations), static_cast<long long>(r.stats.motion_checks),
                 r.path.size(), r.stats.raw_length, r.stats.length);
   }
+}
+
+// Quick checks at the default resolution, none (every edge certified), and so coarse (0.5 rad) that
+// they pass edges through the block: the certified check must catch those on candidate paths.
+INSTANTIATE_TEST_SUITE_P(QuickResolutions, PassageTest, ::testing::Values(0.05, 0.0, 0.5));
+
+TEST(Planner, CoarseQuickChecksAreCaughtByCertification) {
+  SceneSetup setup(PassageScene(false), 0.5);
+  const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
+  int64_t failures = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    PlannerOptions options;
+    options.seed = seed;
+    auto r = Plan(setup.context, start, goal, options, Termination{});
+    ASSERT_TRUE(r.ok() && r.value().solved()) << seed;
+    failures += r.value().stats.certification_failures;
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, r.value().path), -1) << seed;
+  }
+  // The sampled check alone would have returned colliding paths; lazily certified, none is.
+  EXPECT_GT(failures, 0);
 }
 
 TEST(Planner, SameSeedSamePath) {

@@ -73,7 +73,9 @@ const char* PlanOutcomeName(PlanOutcome outcome);
 struct PlanStats {
   int64_t iterations = 0;       ///< Samples drawn.
   int64_t state_checks = 0;     ///< StateValidityChecker calls.
-  int64_t motion_checks = 0;    ///< MotionValidator calls (planning and simplification).
+  int64_t motion_checks = 0;    ///< Decisive MotionValidator calls (planning and simplification).
+  int64_t quick_motion_checks = 0;  ///< Calls of the context's quick_motion validator.
+  int64_t certification_failures = 0;  ///< Candidate-path edges the quick check passed and `motion` rejected.
   int64_t motion_states = 0;    ///< Configurations the motion checks posed.
   int64_t vertices = 0;         ///< Tree or roadmap vertices at the end.
   int64_t edges = 0;            ///< Tree or roadmap edges at the end (LazyPRM: unchecked ones too).
@@ -98,7 +100,13 @@ struct PlanResult {
 struct PlanningContext {
   JointSpace space;
   const StateValidityChecker* state = nullptr;
+  /// Decides every edge of a returned path (and every shortcut the simplifier takes).
   const MotionValidator* motion = nullptr;
+  /// Optional cheaper check (a sampled one) for growing trees and roadmaps: RRT and RRT-Connect then
+  /// check tree edges with it and pass only a candidate path's edges to `motion`, cutting away the
+  /// subtree below an edge `motion` rejects and growing on (lazy collision checking, as in Bohlin and
+  /// Kavraki's LazyPRM). The returned path is as certified as `motion` makes it either way.
+  const MotionValidator* quick_motion = nullptr;
 };
 
 /// A planner. Solve may be called again with other ends: PRM and LazyPRM keep their roadmap (multi

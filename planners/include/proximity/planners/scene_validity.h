@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proximity/core/scene.h"
+#include "proximity/planners/planner.h"
 #include "proximity/planners/validity.h"
 
 namespace proximity::planners {
@@ -41,10 +42,16 @@ class SceneStateValidity final : public StateValidityChecker {
   mutable std::atomic<int64_t> checks_{0};
 };
 
+/// The certified motion check as a planner wants it: a sampled pre-pass at `prepass_resolution` rejects
+/// most colliding segments after a few CLEARs, and a colliding segment is not narrowed further (a
+/// planner needs free or not; OMPL's lastValid fraction is then a certified but not tight prefix).
+core::MotionRequest PlanningMotionRequest(double prepass_resolution = 0.1);
+
 /// Motions checked by Scene::CheckMotion as `request` says (certified by default).
 class SceneMotionValidator final : public MotionValidator {
  public:
-  explicit SceneMotionValidator(std::shared_ptr<const core::Scene> scene, core::MotionRequest request = {})
+  explicit SceneMotionValidator(std::shared_ptr<const core::Scene> scene,
+                                core::MotionRequest request = PlanningMotionRequest())
       : scene_(std::move(scene)), request_(request) {}
   [[nodiscard]] core::Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                          MotionCheck* out) const override;
@@ -61,6 +68,31 @@ class SceneMotionValidator final : public MotionValidator {
   mutable SceneCachePool pool_;
   mutable std::atomic<int64_t> checks_{0};
   mutable std::atomic<int64_t> states_{0};
+};
+
+/// Everything a planner needs on a scene: CLEAR plus limits for states, the certified motion check for
+/// every edge it returns, and a sampled quick check (states at most `quick_resolution` apart) for
+/// growing trees, so only candidate paths pay for certification. quick_resolution 0 leaves the quick
+/// check out: every tree edge is then certified as it is added.
+class ScenePlanning {
+ public:
+  /// The default quick resolution, radians (joint-space norm); about 0.4% of the Panda's extent.
+  static constexpr double kDefaultQuickResolution = 0.05;
+
+  explicit ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution = kDefaultQuickResolution);
+  ScenePlanning(const ScenePlanning&) = delete;
+  ScenePlanning& operator=(const ScenePlanning&) = delete;
+
+  /// The context over this object's validity checks (valid while this object lives).
+  const PlanningContext& context() const { return context_; }
+  const SceneStateValidity& state() const { return state_; }
+  const SceneMotionValidator& certified() const { return certified_; }
+
+ private:
+  SceneStateValidity state_;
+  SceneMotionValidator certified_;
+  SceneMotionValidator quick_;
+  PlanningContext context_;
 };
 
 }  // namespace proximity::planners
