@@ -1,5 +1,6 @@
 #include "server/convert.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "proximity/core/bvh.h"
 #include "proximity/core/convex.h"
 #include "proximity/core/mesh.h"
+#include "proximity/planners/scene_validity.h"
 #include "server/default_scene.h"
 #include "server/errors.h"
 
@@ -473,6 +475,106 @@ Result<core::MotionRequest> ToMotionRequest(v1::MotionMode mode, double resoluti
   if (Status s = CheckNonNegative(resolution, Str(field) + "resolution"); !s.ok()) return s.error();
   if (resolution > 0.0) request.resolution = resolution;
   return request;
+}
+
+Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_time_limit_s,
+                                    std::string_view limit_name) {
+  PlanSettings out;
+  switch (request.planner()) {
+    case v1::PLANNER_UNSPECIFIED:
+    case v1::PLANNER_RRT_CONNECT:
+      out.options.type = planners::PlannerType::kRrtConnect;
+      break;
+    case v1::PLANNER_RRT:
+      out.options.type = planners::PlannerType::kRrt;
+      break;
+    case v1::PLANNER_PRM:
+      out.options.type = planners::PlannerType::kPrm;
+      break;
+    case v1::PLANNER_LAZY_PRM:
+      out.options.type = planners::PlannerType::kLazyPrm;
+      break;
+    default:
+      return core::InvalidArgument("planner: unknown value " + std::to_string(static_cast<int>(request.planner())));
+  }
+  if (Status s = CheckNonNegative(request.time_limit(), "time_limit"); !s.ok()) return s.error();
+  if (request.time_limit() > max_time_limit_s) {
+    return core::InvalidArgument("time_limit: " + Num(request.time_limit()) + " s exceeds the server's " +
+                                 Str(limit_name) + " = " + Num(max_time_limit_s) + " s");
+  }
+  out.time_limit_s =
+      request.time_limit() > 0.0 ? request.time_limit() : std::min(kDefaultPlanTimeLimit, max_time_limit_s);
+  if (Status s = CheckNonNegative(request.range(), "range"); !s.ok()) return s.error();
+  out.options.range = request.range();
+  if (request.max_iterations() < 0) {
+    return core::InvalidArgument("max_iterations must be >= 0 (0: no limit), got " +
+                                 std::to_string(request.max_iterations()));
+  }
+  out.max_iterations = request.max_iterations();
+  out.options.seed = request.seed();
+  out.options.simplify = !request.has_simplify() || request.simplify();
+  auto motion = ToMotionRequest(request.mode(), request.resolution(), "");
+  if (!motion.ok()) return motion.error();
+  // Certified edges as planners want them: the same certificate, with a sampled pre-pass and no
+  // narrowing of colliding segments (a planner needs free or not).
+  out.motion = motion.value().mode == core::MotionRequest::Mode::kCertified ? planners::PlanningMotionRequest()
+                                                                            : motion.value();
+  return out;
+}
+
+v1::Planner ToWire(planners::PlannerType type) {
+  switch (type) {
+    case planners::PlannerType::kRrt: return v1::PLANNER_RRT;
+    case planners::PlannerType::kRrtConnect: return v1::PLANNER_RRT_CONNECT;
+    case planners::PlannerType::kPrm: return v1::PLANNER_PRM;
+    case planners::PlannerType::kLazyPrm: return v1::PLANNER_LAZY_PRM;
+  }
+  return v1::PLANNER_UNSPECIFIED;
+}
+
+v1::PlanOutcome ToWire(planners::PlanOutcome outcome) {
+  switch (outcome) {
+    case planners::PlanOutcome::kSolved: return v1::PLAN_OUTCOME_SOLVED;
+    case planners::PlanOutcome::kTimeout: return v1::PLAN_OUTCOME_TIMEOUT;
+    case planners::PlanOutcome::kIterationLimit: return v1::PLAN_OUTCOME_ITERATION_LIMIT;
+    case planners::PlanOutcome::kCancelled: return v1::PLAN_OUTCOME_CANCELLED;
+    case planners::PlanOutcome::kInvalidStart: return v1::PLAN_OUTCOME_INVALID_START;
+    case planners::PlanOutcome::kInvalidGoal: return v1::PLAN_OUTCOME_INVALID_GOAL;
+  }
+  return v1::PLAN_OUTCOME_UNSPECIFIED;
+}
+
+void ToWire(const planners::PlanStats& stats, v1::PlanStats* out) {
+  out->set_plan_time(stats.plan_time_s);
+  out->set_simplify_time(stats.simplify_time_s);
+  out->set_iterations(stats.iterations);
+  out->set_state_checks(stats.state_checks);
+  out->set_motion_checks(stats.motion_checks);
+  out->set_motion_states(stats.motion_states);
+  out->set_vertices(stats.vertices);
+  out->set_edges(stats.edges);
+  out->set_raw_length(stats.raw_length);
+  out->set_length(stats.length);
+  out->set_raw_waypoints(stats.raw_waypoints);
+  out->set_quick_motion_checks(stats.quick_motion_checks);
+  out->set_certification_failures(stats.certification_failures);
+}
+
+void ToWire(const planners::JointSpace& space, const core::RobotModel& robot,
+            const std::vector<planners::Configuration>& path, v1::Configurations* out) {
+  out->Clear();
+  for (const std::string& name : robot.active_joint_names()) out->add_joint_names(name);
+  const auto dof = static_cast<size_t>(space.dof());
+  std::vector<double> rows(path.size() * dof);
+  for (size_t i = 0; i < path.size(); ++i) {
+    const std::span<double> row(rows.data() + i * dof, dof);
+    if (i == 0 || !space.any_wraps()) {
+      std::copy(path[i].begin(), path[i].end(), row.begin());
+    } else {
+      space.SegmentEnd(std::span<const double>(rows.data() + (i - 1) * dof, dof), path[i], row);
+    }
+  }
+  out->set_positions_f64le(std::string(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(double)));
 }
 
 }  // namespace proximity::server

@@ -14,6 +14,8 @@
 #include "proximity/core/result.h"
 #include "proximity/core/robot_model.h"
 #include "proximity/core/scene.h"
+#include "proximity/planners/joint_space.h"
+#include "proximity/planners/planner.h"
 #include "proximity/v1/proximity.pb.h"
 
 namespace proximity::server {
@@ -126,5 +128,34 @@ struct Work {
 /// The motion request of a wire mode and resolution (0 means 0.01); errors name `field`.
 [[nodiscard]] core::Result<core::MotionRequest> ToMotionRequest(v1::MotionMode mode, double resolution,
                                                                 std::string_view field);
+
+/// Planning time when a PlanRequest gives none (seconds).
+inline constexpr double kDefaultPlanTimeLimit = 5.0;
+
+/// What a PlanRequest asks of the planner besides its start and goal, checked.
+struct PlanSettings {
+  planners::PlannerOptions options;
+  core::MotionRequest motion;
+  double time_limit_s = kDefaultPlanTimeLimit;
+  int64_t max_iterations = 0;  ///< 0: none.
+};
+
+/// The planner, seed, range, simplification, motion check, time and iteration limits of a PlanRequest.
+/// Errors name the field: an unknown planner or mode, a negative or non-finite time limit, range or
+/// resolution, a negative iteration limit, and a time limit above `max_time_limit_s` (the server option
+/// `limit_name`).
+[[nodiscard]] core::Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_time_limit_s,
+                                                        std::string_view limit_name);
+
+/// The wire names of planner types and outcomes.
+v1::Planner ToWire(planners::PlannerType type);
+v1::PlanOutcome ToWire(planners::PlanOutcome outcome);
+void ToWire(const planners::PlanStats& stats, v1::PlanStats* out);
+
+/// A planned path as packed rows in the scene's joint order, joint names set. Wrapping coordinates are
+/// unwrapped row by row (JointSpace::SegmentEnd), so each straight segment between rows is the one the
+/// planner validated and CheckPath checks.
+void ToWire(const planners::JointSpace& space, const core::RobotModel& robot,
+            const std::vector<planners::Configuration>& path, v1::Configurations* out);
 
 }  // namespace proximity::server

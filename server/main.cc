@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-path-waypoints", f.server.limits.max_path_waypoints, "Most waypoints per path")
       ->capture_default_str();
+  app.add_option("--max-plan-seconds", f.server.limits.max_plan_seconds, "Largest Plan time limit, seconds")
+      ->capture_default_str();
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
         {"max-message-bytes", [&](const YAML::Node& n) { f.server.max_message_bytes = n.as<int64_t>(); }},
         {"max-batch-states", [&](const YAML::Node& n) { f.server.limits.max_batch_states = n.as<int64_t>(); }},
         {"max-path-waypoints", [&](const YAML::Node& n) { f.server.limits.max_path_waypoints = n.as<int64_t>(); }},
+        {"max-plan-seconds", [&](const YAML::Node& n) { f.server.limits.max_plan_seconds = n.as<double>(); }},
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
@@ -112,6 +116,10 @@ int main(int argc, char** argv) {
   }
   if (f.server.limits.max_batch_states < 1 || f.server.limits.max_path_waypoints < 1) {
     std::cerr << "proximityd: --max-batch-states and --max-path-waypoints must be >= 1\n";
+    return 2;
+  }
+  if (!(f.server.limits.max_plan_seconds > 0.0) || !std::isfinite(f.server.limits.max_plan_seconds)) {
+    std::cerr << "proximityd: --max-plan-seconds must be a finite number > 0\n";
     return 2;
   }
   ConfigureLogging(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText, level);

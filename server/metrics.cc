@@ -12,7 +12,8 @@ namespace proximity::server {
 namespace {
 
 constexpr const char* kService = "proximity.v1.ProximityService";
-constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link", "path", "ccd"};
+constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link",
+                                                          "path",  "ccd",      "plan"};
 
 std::string Labels(Rpc rpc) {
   return std::string("grpc_service=\"") + kService + "\",grpc_method=\"" + RpcName(rpc) + "\",grpc_type=\"" +
@@ -30,7 +31,8 @@ std::string Le(double bound) {
 const char* RpcName(Rpc rpc) {
   static constexpr const char* kNames[kNumRpcs] = {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
-      "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact"};
+      "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
+      "Plan"};
   return kNames[static_cast<int>(rpc)];
 }
 
@@ -93,7 +95,8 @@ std::string Metrics::RenderText() const {
     out << "grpc_server_handling_seconds_count{" << labels << "} " << count << "\n";
   }
   out << "# HELP proximity_queries_total Proximity queries answered: clear per state, link per segment, path "
-         "per path, distance and ccd per query.\n# TYPE proximity_queries_total counter\n";
+         "per path, distance and ccd per query, plan per Plan call (whose state and motion checks count as clear "
+         "and link).\n# TYPE proximity_queries_total counter\n";
   for (int k = 0; k < kNumQueryKinds; ++k) {
     out << "proximity_queries_total{kind=\"" << kQueryKindNames[k] << "\"} " << queries_[k].load() << "\n";
   }

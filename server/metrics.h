@@ -31,15 +31,16 @@ enum class Rpc : int {
   kCheckPath,
   kValidatePaths,
   kTimeOfFirstContact,
+  kPlan,
 };
-inline constexpr int kNumRpcs = 12;
+inline constexpr int kNumRpcs = 13;
 /// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);
 
-/// What proximity_queries_total counts, per state, segment, path or query.
-enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd };
-inline constexpr int kNumQueryKinds = 5;
+/// What proximity_queries_total counts, per state, segment, path, query or planning call.
+enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd, kPlan };
+inline constexpr int kNumQueryKinds = 6;
 
 class Metrics {
  public:

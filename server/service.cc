@@ -4,13 +4,16 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "proximity/planners/scene_validity.h"
 #include "server/errors.h"
 #include "server/log.h"
 
@@ -43,6 +46,7 @@ class CallRecorder {
                              {"latency_ms", seconds * 1e3}};
     if (!scene_id_.empty()) fields["scene_id"] = scene_id_;
     if (states_ >= 0) fields["states"] = states_;
+    for (auto& [key, value] : extra_.items()) fields[key] = value;
     if (!status_.ok()) fields["error"] = status_.error_message();
     LogEvent(level, status_.ok() ? "rpc done" : "rpc failed", fields);
   }
@@ -60,12 +64,15 @@ class CallRecorder {
   }
   void set_scene_id(std::string_view id) { scene_id_ = id; }
   void set_states(int64_t n) { states_ = n; }
+  /// Adds a field to the call's log line.
+  void set_field(const char* key, nlohmann::json value) { extra_[key] = std::move(value); }
 
  private:
   spdlog::level::level_enum Level() const {
     switch (status_.error_code()) {
       case grpc::StatusCode::OK:
-        return (rpc_ == Rpc::kCreateScene || rpc_ == Rpc::kUpdateWorld || rpc_ == Rpc::kDeleteScene)
+        return (rpc_ == Rpc::kCreateScene || rpc_ == Rpc::kUpdateWorld || rpc_ == Rpc::kDeleteScene ||
+                rpc_ == Rpc::kPlan)
                    ? spdlog::level::info
                    : spdlog::level::debug;
       case grpc::StatusCode::INTERNAL:
@@ -83,6 +90,7 @@ class CallRecorder {
   grpc::Status status_{grpc::StatusCode::UNKNOWN, "handler returned without a status"};
   std::string_view scene_id_;  // points into the request, which outlives the recorder
   int64_t states_ = -1;
+  nlohmann::json extra_ = nlohmann::json::object();
 };
 
 // Whether a call should stop: the client cancelled it or its deadline passed. Cheap enough to ask
@@ -626,6 +634,115 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
   work.Add(r.stats);
   work.ToWire(response->mutable_stats());
   rec.Count(QueryKind::kCcd, 1, work);
+  return rec.Finish(grpc::Status::OK);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Planning
+
+namespace {
+
+// Why `q` is not a valid end of a plan: its first contact, when CLEAR finds one.
+std::string InvalidEnd(const core::Scene& scene, std::span<const double> q, const char* what) {
+  core::SceneCache cache;
+  core::StateResult r;
+  if (!scene.CheckState(q, &cache, &r).ok() || r.free) return std::string(what) + " is not a valid state";
+  return std::string(what) + " collides: " + r.contact.Name(scene) + " x " + r.contact.OtherName(scene) +
+         (r.contact.self ? " (self)" : " (world)");
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+}  // namespace
+
+grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
+                                        v1::PlanResponse* response) {
+  CallRecorder rec(metrics_, Rpc::kPlan, request->scene_id());
+  const auto entry = registry_->Find(request->scene_id());
+  if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
+  const core::Scene& scene = *entry->scene;
+  const core::RobotModel& robot = scene.robot();
+  std::vector<double> start, goal;
+  if (core::Status s = ResolveState(robot, request->start(), "start", &start); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  if (core::Status s = ResolveState(robot, request->goal(), "goal", &goal); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(s));
+  }
+  // Ends outside the joint limits are malformed requests (the planner's space is bounded by them).
+  if (core::Status s = robot.CheckLimits(start); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(WithField("start", s.error())));
+  }
+  if (core::Status s = robot.CheckLimits(goal); !s.ok()) {
+    return rec.Finish(ToGrpcStatus(WithField("goal", s.error())));
+  }
+  auto settings = ToPlanSettings(*request, limits_.max_plan_seconds, "--max-plan-seconds");
+  if (!settings.ok()) return rec.Finish(ToGrpcStatus(settings.error()));
+  const PlanSettings& plan = settings.value();
+
+  // Certified edges are certified lazily: trees grow on quick sampled checks and candidate paths are
+  // certified. Discrete mode samples every edge at the requested resolution, as OMPL does.
+  const bool certified = plan.motion.mode == core::MotionRequest::Mode::kCertified;
+  const planners::ScenePlanning lazy(entry->scene);
+  const planners::SceneMotionValidator discrete(entry->scene, plan.motion);
+  planners::PlanningContext planning = lazy.context();
+  if (!certified) {
+    planning.motion = &discrete;
+    planning.quick_motion = nullptr;
+  }
+  const planners::SceneStateValidity& state_validity = lazy.state();
+  CallCancel cancel(context);
+  planners::Termination termination;
+  termination.time_limit_s = plan.time_limit_s;
+  termination.max_iterations = plan.max_iterations;
+  termination.stop = [&cancel] { return cancel.Stopped(); };
+  auto planned = planners::Plan(planning, start, goal, plan.options, termination);
+
+  // The checks the planner made count as CLEAR and LINK queries, whatever the outcome.
+  Work work;
+  const int64_t link_checks = lazy.certified().checks() + lazy.quick().checks() + discrete.checks();
+  work.states = state_validity.checks() + lazy.certified().states() + lazy.quick().states() + discrete.states();
+  rec.Count(QueryKind::kClear, state_validity.checks(), work);
+  metrics_->AddQueries(QueryKind::kLink, link_checks);
+  rec.set_states(work.states);
+  rec.set_field("planner", planners::PlannerTypeName(plan.options.type));
+  if (!planned.ok()) return rec.Finish(ToGrpcStatus(planned.error()));
+  const planners::PlanResult& r = planned.value();
+  rec.set_field("outcome", planners::PlanOutcomeName(r.outcome));
+  rec.set_field("iterations", r.stats.iterations);
+  if (r.outcome == planners::PlanOutcome::kCancelled) {
+    return rec.Finish(cancel.status(std::to_string(r.stats.iterations) + " planner iterations"));
+  }
+  metrics_->AddQueries(QueryKind::kPlan, 1);
+  response->set_outcome(ToWire(r.outcome));
+  response->set_planner(ToWire(plan.options.type));
+  ToWire(r.stats, response->mutable_stats());
+  ToWire(planning.space, robot, r.path, response->mutable_path());
+  switch (r.outcome) {
+    case planners::PlanOutcome::kSolved:
+      rec.set_field("waypoints", static_cast<int64_t>(r.path.size()));
+      rec.set_field("length", r.stats.length);
+      break;
+    case planners::PlanOutcome::kInvalidStart:
+      response->set_message(InvalidEnd(scene, start, "start"));
+      break;
+    case planners::PlanOutcome::kInvalidGoal:
+      response->set_message(InvalidEnd(scene, goal, "goal"));
+      break;
+    case planners::PlanOutcome::kTimeout:
+      response->set_message("no path within the time limit of " + Seconds(plan.time_limit_s) + " (" +
+                            std::to_string(r.stats.iterations) + " iterations)");
+      break;
+    case planners::PlanOutcome::kIterationLimit:
+      response->set_message("no path within max_iterations = " + std::to_string(plan.max_iterations));
+      break;
+    case planners::PlanOutcome::kCancelled:
+      break;
+  }
   return rec.Finish(grpc::Status::OK);
 }
 

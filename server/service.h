@@ -3,7 +3,7 @@
 /// proximity.v1.ProximityService on the synchronous gRPC API. Handlers look a scene up (a shared_ptr
 /// copy under a shared lock), convert the request, and call the core with no lock held. Batches run on
 /// the worker pool with per-call scene caches and stop between states, segments or paths once the
-/// call is cancelled or past its deadline.
+/// call is cancelled or past its deadline. Plan runs proximity::planners on the scene, inline.
 
 #include <cstdint>
 
@@ -14,10 +14,11 @@
 
 namespace proximity::server {
 
-/// Request limits (RESOURCE_EXHAUSTED beyond them, naming the option).
+/// Request limits (RESOURCE_EXHAUSTED beyond them, naming the option; Plan's time limit: INVALID_ARGUMENT).
 struct ServiceLimits {
   int64_t max_batch_states = 1'000'000;   ///< Configurations per request (CheckStates; ValidatePaths in total).
   int64_t max_path_waypoints = 100'000;   ///< Waypoints per path (CheckPath, each ValidatePaths path).
+  double max_plan_seconds = 60.0;         ///< Largest Plan time_limit (INVALID_ARGUMENT beyond it).
 };
 
 class ProximityServiceImpl final : public v1::ProximityService::Service {
@@ -49,6 +50,10 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
                              grpc::ServerWriter<v1::ValidatePathsResponse>* writer) override;
   grpc::Status TimeOfFirstContact(grpc::ServerContext* context, const v1::TimeOfFirstContactRequest* request,
                                   v1::TimeOfFirstContactResponse* response) override;
+  /// Runs one planner inline on the calling thread over the scene's validity checks; stops at the
+  /// request's time limit, the call's deadline or its cancellation.
+  grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
+                    v1::PlanResponse* response) override;
 
  private:
   SceneRegistry* registry_;

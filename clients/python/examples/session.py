@@ -7,7 +7,8 @@
 
 Steps: scene info; CLEAR on a batch of random states with throughput; a certified motion check that
 collides and one that does not, each beside OMPL-style discrete checking at OMPL's default resolution;
-distance with its certified interval and witness; time of first contact on the colliding motion; a batch
+distance with its certified interval and witness; time of first contact on the colliding motion; a plan
+around that motion's obstacle (RRT-Connect with certified edges), re-validated with CheckPath; a batch
 of random paths validated over the streaming RPC with a progress bar; an excerpt of the metrics page.
 Exits 1 when a step fails.
 """
@@ -190,6 +191,30 @@ def first_contact(c: Client, motion: Motion) -> None:
         raise RuntimeError("time of first contact lies after a colliding state")
 
 
+def planning(c: Client, motion: Motion) -> None:
+    header("Planning around motion A's obstacle (RRT-Connect, certified edges, seed 1)")
+    q0, q1 = motion
+    straight = c.check_motion(q0, q1)
+    print(f"  straight line: {describe(straight)}")
+    t0 = time.perf_counter()
+    r = c.plan(q0, q1, planner="rrt_connect", time_limit=10.0, seed=1)
+    dt = time.perf_counter() - t0
+    s = r.stats
+    if not r.solved:
+        raise RuntimeError(f"planning: {r.outcome}: {r.message}")
+    print(f"  {r.outcome}: {s.plan_time * 1e3:.1f} ms planning + {s.simplify_time * 1e3:.1f} ms simplifying "
+          f"({dt * 1e3:.0f} ms round trip); {s.iterations} iteration{'s' if s.iterations != 1 else ''}, "
+          f"{s.state_checks} state checks, "
+          f"{s.quick_motion_checks} sampled and {s.motion_checks} certified motion checks, {s.vertices} tree vertices")
+    print(f"  path: {s.raw_waypoints} -> {len(r.path)} waypoints, joint-space length {s.raw_length:.3f} -> "
+          f"{s.length:.3f} rad (straight line {np.linalg.norm(q1 - q0):.3f} rad)")
+    check = c.check_path(r.as_path())
+    print(f"  re-validated with CheckPath (certified): {'free' if check.free else 'NOT FREE'}, "
+          f"{len(r.path) - 1} segments, {check.stats.states} states, {check.stats.distance_queries} distance queries")
+    if not check.free:
+        raise RuntimeError(f"the planned path is not free at segment {check.segment}: {describe(check.motion)}")
+
+
 def paths(c: Client, info: SceneInfo, free_states: np.ndarray, rng: np.random.Generator, n: int) -> None:
     header(f"Validating {n} random paths (server-streaming ValidatePaths, certified)")
     batch = []
@@ -249,6 +274,7 @@ def main() -> int:
             motion = motions(c, info, free_states, rng)
             distance(c, info, free_states)
             first_contact(c, motion)
+            planning(c, motion)
             paths(c, info, free_states, rng, args.paths)
             if args.metrics:
                 metrics(args.metrics)

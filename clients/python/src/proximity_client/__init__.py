@@ -6,6 +6,8 @@
         free = c.check_states(info.sample(10_000))            # bool array
         r = c.check_motion(q0, q1)                            # certified LINK
         print(r.free, r.t_free, r.t_collide, r.contact)
+        p = c.plan(q0, q1, time_limit=5.0)                    # RRT-Connect, certified edges
+        print(p.outcome, p.path.shape, p.stats.length)
 
 Errors raise :class:`ProximityError` subclasses carrying ``.code`` (``grpc.StatusCode``) and ``.details``.
 The gRPC stubs are generated at build time; see ``proximity_client._stubs`` for how they are found.
@@ -20,7 +22,7 @@ from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineE
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
 from .results import (ContactResult, DistanceResult, JointLimit, MotionResult, Pair, PairDistance, PathResult,
-                      SceneInfo, StateResult, StatesResult, WorkStats)
+                      PlanResult, PlanStats, SceneInfo, StateResult, StatesResult, WorkStats)
 
 __all__ = [
     "__version__", "geometry", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET", "MAX_MESSAGE_BYTES",
@@ -28,5 +30,5 @@ __all__ = [
     "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
     "UnimplementedError", "InternalError",
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
-    "SceneInfo", "StateResult", "StatesResult", "WorkStats",
+    "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats",
 ]

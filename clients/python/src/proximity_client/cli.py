@@ -3,9 +3,11 @@
     proximity info [--scene ID]
     proximity validate FILE... [--scene ID] [--mode certified|discrete] [--resolution R] [--json]
     proximity check-states FILE [--scene ID] [--json]
+    proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json]
 
-Exit status: 0 when every path (state) is valid (free), 1 when any is not, 2 on a bad file or a failed
-request (the gRPC status and message go to stderr).
+Exit status: 0 when every path (state) is valid (free) or the plan is solved, 1 when any is not (or no
+path was found), 2 on a bad file or argument or a failed request (the gRPC status and message go to
+stderr).
 """
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import __version__
 from .client import DEFAULT_TARGET, Client
 from .errors import ProximityError
 from .pathfiles import PathFileError, PathSpec, read_paths, read_states
-from .results import Pair, PathResult, SceneInfo
+from .results import PLANNERS, Pair, PathResult, PlanResult, SceneInfo
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -144,6 +147,66 @@ def _cmd_check_states(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK if r.free_count == n else EXIT_INVALID
 
 
+def _configuration(text: str) -> Union[List[float], Dict[str, float], str]:
+    """A configuration on the command line: values in the scene's joint order (``0.1,-0.5,...``), values by
+    joint name (``a1=0.1,a2=-0.5,...``), or the name of an SRDF group state."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("empty configuration")
+    try:
+        if any("=" in t for t in items):
+            pairs = [t.split("=", 1) for t in items]
+            if any(len(p) != 2 or not p[0].strip() for p in pairs):
+                raise ValueError("give every value as name=value")
+            return {name.strip(): float(value) for name, value in pairs}
+        return [float(t) for t in items]
+    except ValueError as e:
+        if len(items) == 1 and "=" not in items[0]:
+            return items[0]  # a named state
+        raise argparse.ArgumentTypeError(f"{text!r} is not a configuration ({e})") from None
+
+
+def _plan_json(r: PlanResult) -> Dict[str, Any]:
+    s = r.stats
+    return {
+        "outcome": r.outcome, "solved": r.solved, "planner": r.planner, "message": r.message,
+        "joint_names": r.joint_names, "waypoints": r.path.tolist(),
+        "stats": {"plan_time": s.plan_time, "simplify_time": s.simplify_time, "iterations": s.iterations,
+                  "state_checks": s.state_checks, "motion_checks": s.motion_checks,
+                  "motion_states": s.motion_states, "vertices": s.vertices, "edges": s.edges,
+                  "raw_length": s.raw_length, "length": s.length, "raw_waypoints": s.raw_waypoints},
+    }
+
+
+def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
+    r = client.plan(args.start, args.goal, planner=args.planner, time_limit=args.time_limit, seed=args.seed,
+                    simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
+                    max_iterations=args.max_iterations, scene=args.scene)
+    if args.out is not None and r.solved:
+        # The format `proximity validate` reads; json writes floats so that they read back exactly.
+        Path(args.out).write_text(json.dumps({"joint_names": r.joint_names, "waypoints": r.path.tolist()}) + "\n")
+    if args.json:
+        doc = _plan_json(r)
+        doc["out"] = args.out if args.out is not None and r.solved else None
+        print(json.dumps(doc, indent=2))
+    else:
+        s = r.stats
+        if r.solved:
+            print(f"{r.planner}: solved in {s.plan_time:.3f} s (+{s.simplify_time:.3f} s simplifying), "
+                  f"{s.iterations} iterations, {s.state_checks} state checks, {s.motion_checks} motion checks "
+                  f"({args.mode})")
+            print(f"path: {r.path.shape[0]} waypoints (raw {s.raw_waypoints}), joint-space length {s.length:.4f} "
+                  f"(raw {s.raw_length:.4f})")
+            if args.out is not None:
+                print(f"wrote {args.out}")
+        else:
+            print(f"{r.planner}: {r.outcome.upper()}: {r.message} ({s.iterations} iterations, "
+                  f"{s.plan_time:.3f} s)")
+            if args.out is not None:
+                print(f"no path: {args.out} not written")
+    return EXIT_OK if r.solved else EXIT_INVALID
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``proximity`` command."""
     common = argparse.ArgumentParser(add_help=False)
@@ -172,19 +235,40 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-states", parents=[common], help="CLEAR for every configuration in a file")
     c.add_argument("file", metavar="FILE")
     c.add_argument("--show", type=int, default=20, help="colliding states to list (%(default)s)")
+
+    q_help = ("values in the scene's joint order (0.1,-0.5,...), name=value pairs (a1=0.1,a2=-0.5,...) or an "
+              "SRDF state name; write --start=-0.1,... when the first value is negative")
+    pl = sub.add_parser("plan", parents=[common], help="plan a collision-free path from a start to a goal",
+                        description="Plans a joint-space path with a sampling-based planner on the server (each "
+                                    "edge checked certified by default). Exit 0: solved; 1: no path (time limit, "
+                                    "colliding start or goal); 2: error.")
+    pl.add_argument("--start", type=_configuration, required=True, metavar="Q", help=q_help)
+    pl.add_argument("--goal", type=_configuration, required=True, metavar="Q", help=q_help)
+    pl.add_argument("--planner", choices=list(PLANNERS), default="rrt_connect", help="(%(default)s)")
+    pl.add_argument("--time-limit", type=float, default=5.0, help="seconds of planning (%(default)s)")
+    pl.add_argument("--seed", type=int, default=1, help="random seed; the same seed gives the same path (%(default)s)")
+    pl.add_argument("--range", type=float, default=None, help="longest tree extension, rad/m (server default)")
+    pl.add_argument("--max-iterations", type=int, default=None, help="planner iterations at most (no limit)")
+    pl.add_argument("--no-simplify", action="store_true", help="return the raw path (no shortcutting)")
+    pl.add_argument("--mode", choices=["certified", "discrete"], default="certified",
+                    help="how each edge is checked: certified LINK (default) or discrete sampling")
+    pl.add_argument("--resolution", type=float, default=None,
+                    help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
+    pl.add_argument("--out", default=None, metavar="PATH.json",
+                    help="write the path as JSON ({joint_names, waypoints}, what `validate` reads) when solved")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``proximity`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
-    handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states}
+    handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan}
     try:
         with Client(args.target, timeout=args.timeout) as client:
             if args.scene is not None:
                 client.scene = args.scene
             return handlers[args.command](client, args)
-    except PathFileError as e:
+    except (PathFileError, OSError) as e:
         print(f"proximity: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except ProximityError as e:

@@ -16,8 +16,8 @@ import numpy as np
 from . import geometry
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
-from .results import (ContactResult, DistanceResult, MotionResult, Pair, PathResult, SceneInfo, StateResult,
-                      StatesResult, WorkStats)
+from .results import (PLANNERS, ContactResult, DistanceResult, MotionResult, Pair, PathResult, PlanResult,
+                      SceneInfo, StateResult, StatesResult, WorkStats)
 
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
 #: SRDF group state.
@@ -44,6 +44,16 @@ def _mode(mode: str) -> int:
         return _MODES[mode]
     except KeyError:
         raise ValueError(f"mode must be 'certified' or 'discrete', not {mode!r}") from None
+
+
+def _planner(name: str) -> int:
+    """The wire planner of a name: "rrt", "rrt_connect", "prm", "lazy_prm" (also "RRTConnect", "LazyPRM",
+    "rrtconnect": case, "_" and "-" are ignored)."""
+    key = str(name).lower().replace("_", "").replace("-", "")
+    for k, v in PLANNERS.items():
+        if k.replace("_", "") == key:
+            return v
+    raise ValueError(f"planner must be one of {', '.join(PLANNERS)}, not {name!r}")
 
 
 def joint_positions(q: Configuration) -> "pb.JointPositions":
@@ -550,6 +560,35 @@ class Client:
                                 "ValidatePaths")
             return results  # type: ignore[return-value]
         return self._restoring(sid, run)
+
+    def plan(self, start: Configuration, goal: Configuration, planner: str = "rrt_connect", time_limit: float = 5.0,
+             seed: int = 1, simplify: bool = True, mode: str = "certified", resolution: Optional[float] = None,
+             range: Optional[float] = None, max_iterations: Optional[int] = None, *,  # noqa: A002 - OMPL's name
+             scene: Optional[str] = None, timeout: Optional[float] = None) -> PlanResult:
+        """A collision-free joint-space path from ``start`` to ``goal`` (each a configuration in any form
+        :meth:`check_state` takes), found by a sampling-based planner on the server.
+
+        ``planner``: ``"rrt_connect"`` (default), ``"rrt"``, ``"prm"`` or ``"lazy_prm"``. ``time_limit``:
+        seconds of planning (at most the server's ``--max-plan-seconds``). ``seed``: the same request and seed
+        give the same path. ``simplify``: shortcut the raw path. ``mode`` / ``resolution``: how each edge is
+        checked, ``"certified"`` (default; the path is then certified free) or ``"discrete"``. ``range``:
+        longest tree extension (rad / m; default 0.2 of the space's diagonal). ``max_iterations``: a sample
+        budget.
+
+        Not finding a path is an answer: the result's ``outcome`` says why (``"timeout"``,
+        ``"invalid_start"``, ...) and ``solved`` is False. ``timeout`` (the call's deadline) defaults to the
+        client's, but at least ``time_limit`` + 5 s; a deadline that passes first stops the planner and
+        raises :class:`~proximity_client.errors.DeadlineExceededError`.
+        """
+        sid = self._scene(scene)
+        req = pb.PlanRequest(scene_id=sid, planner=_planner(planner), start=joint_positions(start),
+                             goal=joint_positions(goal), time_limit=float(time_limit), seed=int(seed),
+                             range=float(range or 0.0), simplify=bool(simplify), mode=_mode(mode),
+                             resolution=float(resolution or 0.0), max_iterations=int(max_iterations or 0))
+        if timeout is None:
+            limit = float(time_limit) if math.isfinite(float(time_limit)) else 0.0
+            timeout = max(self.timeout, limit + 5.0)
+        return self._restoring(sid, lambda: PlanResult.from_proto(self._unary("Plan", req, timeout)))
 
     def time_of_first_contact(self, q0: Configuration, q1: Configuration, tolerance: Optional[float] = None, *,
                               scene: Optional[str] = None, timeout: Optional[float] = None) -> ContactResult:

@@ -248,5 +248,97 @@ class ContactResult:
                              PairDistance.from_proto(m.nearest), m.iterations, WorkStats.from_proto(m.stats))
 
 
+#: Wire outcome -> name (planners::PlanOutcomeName).
+PLAN_OUTCOMES = {
+    pb.PLAN_OUTCOME_SOLVED: "solved",
+    pb.PLAN_OUTCOME_TIMEOUT: "timeout",
+    pb.PLAN_OUTCOME_ITERATION_LIMIT: "iteration_limit",
+    pb.PLAN_OUTCOME_CANCELLED: "cancelled",
+    pb.PLAN_OUTCOME_INVALID_START: "invalid_start",
+    pb.PLAN_OUTCOME_INVALID_GOAL: "invalid_goal",
+}
+#: Planner name -> wire planner.
+PLANNERS = {
+    "rrt": pb.PLANNER_RRT,
+    "rrt_connect": pb.PLANNER_RRT_CONNECT,
+    "prm": pb.PLANNER_PRM,
+    "lazy_prm": pb.PLANNER_LAZY_PRM,
+}
+
+
+def decode_rows(m: "pb.Configurations") -> np.ndarray:
+    """The rows of a wire Configurations message (packed or repeated), shape (n, len(joint_names))."""
+    dof = len(m.joint_names)
+    if m.positions_f64le:
+        flat = np.frombuffer(m.positions_f64le, dtype="<f8").astype(np.float64)
+    else:
+        flat = np.array(m.positions, dtype=np.float64)
+    if dof == 0:
+        return flat.reshape(0, 0)
+    if flat.size % dof:
+        raise ValueError(f"{flat.size} values is not a multiple of the {dof} joint names")
+    return flat.reshape(-1, dof)
+
+
+@dataclass(frozen=True)
+class PlanStats:
+    """What a Plan call did."""
+
+    plan_time: float = 0.0      #: seconds until the raw path was found (or the planner stopped)
+    simplify_time: float = 0.0  #: seconds of simplification
+    iterations: int = 0         #: samples drawn
+    state_checks: int = 0       #: CLEAR calls
+    motion_checks: int = 0      #: decisive LINK calls (planning and simplification)
+    motion_states: int = 0      #: configurations the motion checks posed
+    vertices: int = 0           #: tree or roadmap vertices at the end
+    edges: int = 0              #: tree or roadmap edges at the end
+    raw_length: float = 0.0     #: joint-space length (rad / m) before simplification
+    length: float = 0.0         #: joint-space length of the returned path
+    raw_waypoints: int = 0      #: waypoints before simplification
+    quick_motion_checks: int = 0     #: sampled checks that grew the trees (certified mode)
+    certification_failures: int = 0  #: candidate edges the sampled check passed and certification rejected
+
+    @staticmethod
+    def from_proto(m: "pb.PlanStats") -> "PlanStats":
+        return PlanStats(m.plan_time, m.simplify_time, m.iterations, m.state_checks, m.motion_checks,
+                         m.motion_states, m.vertices, m.edges, m.raw_length, m.length, m.raw_waypoints,
+                         m.quick_motion_checks, m.certification_failures)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The answer to a Plan call. Not solving (time out, colliding start or goal) is an outcome, not an error."""
+
+    #: "solved", "timeout", "iteration_limit", "cancelled", "invalid_start" or "invalid_goal"
+    outcome: str
+    #: solved: waypoints (n, dof) in ``joint_names`` order, from exactly the start to exactly the goal, each
+    #: straight segment checked as the request's mode says; otherwise shape (0, dof)
+    path: np.ndarray
+    joint_names: List[str]
+    stats: PlanStats
+    planner: str   #: the planner that ran ("rrt_connect", ...)
+    message: str   #: not solved: why (e.g. "start collides: link_2 x table (world)")
+
+    @property
+    def solved(self) -> bool:
+        return self.outcome == "solved"
+
+    def __bool__(self) -> bool:
+        return self.solved
+
+    def as_path(self) -> Dict[str, object]:
+        """The path as ``{"joint_names": [...], "waypoints": array}``: what check_path, validate_paths and
+        ``proximity validate`` (as JSON) accept."""
+        return {"joint_names": list(self.joint_names), "waypoints": self.path}
+
+    @staticmethod
+    def from_proto(m: "pb.PlanResponse") -> "PlanResult":
+        names = list(m.path.joint_names)
+        path = decode_rows(m.path)
+        planner = next((k for k, v in PLANNERS.items() if v == m.planner), "unspecified")
+        return PlanResult(PLAN_OUTCOMES.get(m.outcome, "unspecified"), path, names, PlanStats.from_proto(m.stats),
+                          planner, m.message)
+
+
 __all__ = ["Pair", "WorkStats", "JointLimit", "SceneInfo", "StateResult", "StatesResult", "PairDistance",
-           "DistanceResult", "MotionResult", "PathResult", "ContactResult"]
+           "DistanceResult", "MotionResult", "PathResult", "ContactResult", "PlanStats", "PlanResult"]

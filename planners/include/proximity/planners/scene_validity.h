@@ -87,6 +87,7 @@ class ScenePlanning {
   const PlanningContext& context() const { return context_; }
   const SceneStateValidity& state() const { return state_; }
   const SceneMotionValidator& certified() const { return certified_; }
+  const SceneMotionValidator& quick() const { return quick_; }
 
  private:
   SceneStateValidity state_;
