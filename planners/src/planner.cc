@@ -127,10 +127,12 @@ Status Finish(const PlanningContext& context, const PlannerOptions& options, Clo
   result->stats.plan_time_s = clock->Elapsed();
   if (!result->solved()) {
     result->path.clear();
+    result->raw_path.clear();
     return Status::Ok();
   }
   result->stats.raw_waypoints = static_cast<int32_t>(result->path.size());
   result->stats.raw_length = PathLength(context.space, result->path);
+  result->raw_path = result->path;
   if (options.simplify && result->path.size() > 2) {
     // The simplifier gets a share of the time left, and stops when the caller cancels.
     Termination budget;

@@ -92,6 +92,8 @@ struct PlanStats {
 struct PlanResult {
   PlanOutcome outcome = PlanOutcome::kTimeout;
   std::vector<Configuration> path;
+  /// The path as the search found it, before simplification (same guarantees; empty unless solved).
+  std::vector<Configuration> raw_path;
   PlanStats stats;
   bool solved() const { return outcome == PlanOutcome::kSolved; }
 };

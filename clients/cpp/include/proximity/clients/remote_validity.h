@@ -1,0 +1,150 @@
+#pragma once
+/// @file
+/// A C++ client of proximityd for planning remotely: the planners' validity interfaces (validity.h)
+/// answered by a proximityd scene over gRPC, so that planners::Plan (or OMPL through the OMPL adapter)
+/// runs unchanged against a remote scene.
+///
+/// RemoteScene holds one channel and one stub (both thread-safe) to a target and a scene id; every call
+/// carries a deadline. RemoteStateValidity and RemoteMotionValidator share one RemoteScene.
+///
+/// Errors: a failed call comes back as a core::Status whose message reads
+///   "proximityd at <target> (<Rpc>, scene '<id>'): <GRPC_CODE>: <the server's message>"
+/// with the code mapped: INVALID_ARGUMENT, OUT_OF_RANGE and FAILED_PRECONDITION -> kInvalidArgument,
+/// NOT_FOUND -> kNotFound, RESOURCE_EXHAUSTED -> kResourceExhausted, everything else (UNAVAILABLE,
+/// DEADLINE_EXCEEDED, CANCELLED, INTERNAL, ...) -> kInternal. No call throws.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proximity/core/result.h"
+#include "proximity/core/scene.h"
+#include "proximity/planners/joint_space.h"
+#include "proximity/planners/validity.h"
+
+namespace proximity::clients {
+
+using core::Result;
+using core::Status;
+
+/// Where and how a RemoteScene calls proximityd.
+struct RemoteOptions {
+  /// A gRPC target: "127.0.0.1:50051", "localhost:50051", "dns:///host:50051", "ipv4:a:p,b:p".
+  std::string target;
+  /// The scene's id, or the alias "default" for the daemon's built-in scene.
+  std::string scene_id = "default";
+  /// Deadline of every call (> 0).
+  std::chrono::milliseconds deadline{10'000};
+  /// CheckStates: most configurations per request; larger batches are sent in several requests.
+  int64_t batch_rows = 50'000;
+  /// Largest message sent or received, bytes (> 0).
+  int32_t max_message_bytes = 64 << 20;
+};
+
+/// A scene as GetScene describes it: what a planner needs to build its joint space.
+struct RemoteSceneInfo {
+  std::string scene_id;  ///< The content id ("default" resolved).
+  uint64_t version = 0;
+  std::string robot_name;
+  std::vector<std::string> joint_names;  ///< The scene's joint order; configurations follow it.
+  std::vector<double> lower, upper;      ///< Per joint (rad or m); -inf / +inf for continuous joints.
+  std::vector<bool> continuous, prismatic;
+};
+
+/// One proximityd scene over gRPC. Immutable after Connect and thread-safe.
+class RemoteScene {
+ public:
+  /// A client of `options.target` (the channel connects on first use: an unreachable target is
+  /// reported by the first call). Errors: empty target or scene id, deadline <= 0, batch_rows < 1,
+  /// max_message_bytes < 1.
+  [[nodiscard]] static Result<std::shared_ptr<const RemoteScene>> Connect(RemoteOptions options);
+  ~RemoteScene();
+  RemoteScene(const RemoteScene&) = delete;
+  RemoteScene& operator=(const RemoteScene&) = delete;
+
+  const RemoteOptions& options() const;
+
+  /// GetScene: the scene's joints, limits and continuous flags.
+  [[nodiscard]] Result<RemoteSceneInfo> Info() const;
+  /// Retries Info() until it succeeds or `timeout` passes (no attempt outlives it); the last error
+  /// otherwise.
+  [[nodiscard]] Status WaitUntilServing(std::chrono::milliseconds timeout) const;
+
+  /// CheckState: *valid = CLEAR(q) and q within the joint limits (q in the scene's joint order).
+  [[nodiscard]] Status CheckState(std::span<const double> q, bool* valid) const;
+  /// CheckStates with packed float64 rows: (*valid)[i] = 1 when states[i] is collision-free and within
+  /// the limits, else 0. All rows must have the same length. Sent in requests of at most
+  /// options().batch_rows rows; an error names the rows of the request that failed.
+  [[nodiscard]] Status CheckStates(std::span<const planners::Configuration> states, std::vector<uint8_t>* valid) const;
+  /// The same for `rows` holding rows.size() / dof configurations of dof values each, row after row.
+  [[nodiscard]] Status CheckStates(std::span<const double> rows, int32_t dof, std::vector<uint8_t>* valid) const;
+  /// CheckMotion of the straight segment q0 -> q1 as `request` says (certified or discrete):
+  /// out->valid = free, out->last_valid_t = t_free (1 when free), out->states = the server's count.
+  /// The wire carries the mode and the discrete resolution only: the server narrows a collision to
+  /// 2^-10 of the segment and runs no sampled pre-pass (request.narrow_collision and
+  /// request.prepass_resolution are not sent), so last_valid_t is the tight certified prefix.
+  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                   const core::MotionRequest& request, planners::MotionCheck* out) const;
+
+  /// RPCs made so far, and how many failed.
+  int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Impl;
+  explicit RemoteScene(std::unique_ptr<Impl> impl);
+  Result<RemoteSceneInfo> InfoWithin(std::chrono::milliseconds deadline) const;
+
+  std::unique_ptr<Impl> impl_;
+  mutable std::atomic<int64_t> calls_{0};
+  mutable std::atomic<int64_t> failures_{0};
+};
+
+/// The joint space of the remote scene (GetScene's limits; continuous joints wrap), so that a planner
+/// can be built without the robot in process.
+[[nodiscard]] Result<planners::JointSpace> RemoteSpace(const RemoteScene& scene);
+
+/// planners::StateValidityChecker answered by RemoteScene::CheckState. Thread-safe.
+class RemoteStateValidity final : public planners::StateValidityChecker {
+ public:
+  /// `scene` must not be null.
+  explicit RemoteStateValidity(std::shared_ptr<const RemoteScene> scene) : scene_(std::move(scene)) {}
+  [[nodiscard]] Status IsValid(std::span<const double> q, bool* valid) const override;
+  /// IsValid calls so far.
+  int64_t checks() const { return checks_.load(std::memory_order_relaxed); }
+  const RemoteScene& scene() const { return *scene_; }
+
+ private:
+  std::shared_ptr<const RemoteScene> scene_;
+  mutable std::atomic<int64_t> checks_{0};
+};
+
+/// planners::MotionValidator answered by RemoteScene::CheckMotion (certified by default). Thread-safe.
+class RemoteMotionValidator final : public planners::MotionValidator {
+ public:
+  /// `scene` must not be null.
+  explicit RemoteMotionValidator(std::shared_ptr<const RemoteScene> scene, core::MotionRequest request = {})
+      : scene_(std::move(scene)), request_(request) {}
+  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                   planners::MotionCheck* out) const override;
+  bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
+  /// "remote certified (127.0.0.1:50051, scene 'default')".
+  std::string Describe() const override;
+  /// CheckMotion calls and configurations the server posed for them so far.
+  int64_t checks() const { return checks_.load(std::memory_order_relaxed); }
+  int64_t states() const { return states_.load(std::memory_order_relaxed); }
+  const RemoteScene& scene() const { return *scene_; }
+
+ private:
+  std::shared_ptr<const RemoteScene> scene_;
+  core::MotionRequest request_;
+  mutable std::atomic<int64_t> checks_{0};
+  mutable std::atomic<int64_t> states_{0};
+};
+
+}  // namespace proximity::clients
