@@ -122,6 +122,19 @@ Status CheckEnds(Checker* checker, std::span<const double> start, std::span<cons
   return Status::Ok();
 }
 
+namespace {
+// The simplifier's share of the time left and its rounds.
+void SimplifyBudget(const PlannerOptions& options, const Clock& clock, size_t waypoints, Termination* budget,
+                    int32_t* rounds) {
+  const double remaining = clock.Remaining();
+  budget->time_limit_s = std::isfinite(remaining) ? std::max(1e-6, remaining * options.simplify_time_fraction) : 0.0;
+  budget->cancel = clock.termination().cancel;
+  budget->stop = clock.termination().stop;
+  *rounds = options.simplify_max_rounds > 0 ? options.simplify_max_rounds
+                                            : std::max<int32_t>(40, 8 * static_cast<int32_t>(waypoints));
+}
+}  // namespace
+
 Status Finish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
               PlanResult* result) {
   result->stats.plan_time_s = clock->Elapsed();
@@ -134,20 +147,36 @@ Status Finish(const PlanningContext& context, const PlannerOptions& options, Clo
   result->stats.raw_length = PathLength(context.space, result->path);
   result->raw_path = result->path;
   if (options.simplify && result->path.size() > 2) {
-    // The simplifier gets a share of the time left, and stops when the caller cancels.
     Termination budget;
-    const double remaining = clock->Remaining();
-    budget.time_limit_s = std::isfinite(remaining) ? std::max(1e-6, remaining * options.simplify_time_fraction) : 0.0;
-    budget.cancel = clock->termination().cancel;
-    budget.stop = clock->termination().stop;
-    const int32_t rounds = options.simplify_max_rounds > 0
-                               ? options.simplify_max_rounds
-                               : std::max<int32_t>(20, 4 * static_cast<int32_t>(result->path.size()));
+    int32_t rounds = 0;
+    SimplifyBudget(options, *clock, result->path.size(), &budget, &rounds);
     const double t0 = clock->Elapsed();
     Status status = SimplifyPath(context, &result->path, rng, rounds, budget, &result->stats);
     result->stats.simplify_time_s = clock->Elapsed() - t0;
     if (!status.ok()) return status;
   }
+  result->stats.length = PathLength(context.space, result->path);
+  return Status::Ok();
+}
+
+Status FastFinish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
+                  const std::vector<Configuration>& candidate, PlanResult* result, bool* done) {
+  *done = false;
+  if (context.quick_motion == nullptr || !options.simplify || candidate.size() <= 2) return Status::Ok();
+  const double t0 = clock->Elapsed();
+  Termination budget;
+  int32_t rounds = 0;
+  SimplifyBudget(options, *clock, candidate.size(), &budget, &rounds);
+  std::vector<Configuration> path = candidate;
+  if (Status s = SimplifyQuick(context, &path, rng, rounds, budget, &result->stats, false, done); !s.ok()) return s;
+  if (!*done) return Status::Ok();
+  result->outcome = PlanOutcome::kSolved;
+  result->stats.plan_time_s = t0;
+  result->stats.simplify_time_s = clock->Elapsed() - t0;
+  result->stats.raw_waypoints = static_cast<int32_t>(candidate.size());
+  result->stats.raw_length = PathLength(context.space, candidate);
+  result->raw_path = candidate;
+  result->path = std::move(path);
   result->stats.length = PathLength(context.space, result->path);
   return Status::Ok();
 }

@@ -104,9 +104,22 @@ class Checker {
 Status CheckEnds(Checker* checker, std::span<const double> start, std::span<const double> goal, PlanOutcome* invalid,
                  bool* ok);
 
-// Simplifies when asked, fills the path statistics and the timing.
+// Simplifies when asked, fills the path statistics and the timing. The path's edges are decided.
 Status Finish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
               PlanResult* result);
+
+// With a quick check: a candidate path whose edges passed only the quick check is shortened by quick
+// checks and every edge of the result is decided; *done (and result filled as Finish fills it, raw_path
+// being the candidate) when all pass. Most candidates end here, paying for certification only on the
+// few edges of the simplified path. Without simplification or on a failure, *done is false and the
+// caller decides the candidate's own edges.
+Status FastFinish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
+                  const std::vector<Configuration>& candidate, PlanResult* result, bool* done);
+
+// Shortens a copy of *path by quick checks and decides its edges (skipping edges *path already has when
+// input_decided); on success replaces *path and sets *certified.
+Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>* path, Rng& rng, int32_t max_rounds,
+                     const Termination& termination, PlanStats* stats, bool input_decided, bool* certified);
 
 // The planners' constructors.
 std::unique_ptr<Planner> MakeRrt(const PlanningContext& context, const PlannerOptions& options, bool connect);

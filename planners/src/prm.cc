@@ -63,8 +63,9 @@ class PrmPlanner final : public Planner {
     for (int64_t iteration = 0;;) {
       if (clock.Expired(iteration, &result.outcome)) break;
       if (Find(s) == Find(g)) {
-        bool found = false;
-        if (Status st = TryPath(&checker, s, g, &result.path, &found, &result.stats); !st.ok()) return st.error();
+        bool found = false, finished = false;
+        if (Status st = TryPath(&checker, s, g, &clock, &result, &found, &finished); !st.ok()) return st.error();
+        if (finished) return Counted(std::move(result));
         if (found) {
           // The roadmap's copies of the ends are the caller's values exactly.
           result.outcome = PlanOutcome::kSolved;
@@ -97,10 +98,13 @@ class PrmPlanner final : public Planner {
   };
 
   Result<PlanResult> Done(Clock* clock, PlanResult* result) {
-    result->stats.vertices = static_cast<int64_t>(vertex_.size());
-    result->stats.edges = static_cast<int64_t>(edges_.size());
     if (Status s = Finish(context_, options_, clock, rng_, result); !s.ok()) return s.error();
-    return std::move(*result);
+    return Counted(std::move(*result));
+  }
+  PlanResult Counted(PlanResult result) const {
+    result.stats.vertices = static_cast<int64_t>(vertex_.size());
+    result.stats.edges = static_cast<int64_t>(edges_.size());
+    return result;
   }
 
   std::span<const double> Q(int32_t v) const {
@@ -172,9 +176,13 @@ class PrmPlanner final : public Planner {
   // A* from s to g over usable edges, then the path's unknown vertices, its unchecked edges by the
   // quick check, and its edges not yet decided by the decisive check, marking what fails. *found when
   // every part of the path is valid.
-  Status TryPath(Checker* checker, int32_t s, int32_t g, std::vector<Configuration>* path, bool* found,
-                 PlanStats* stats) {
+  // With a quick check, a candidate whose edges all passed it goes to FastFinish first: *finished when
+  // that certified its simplification (result filled).
+  Status TryPath(Checker* checker, int32_t s, int32_t g, Clock* clock, PlanResult* result, bool* found,
+                 bool* finished) {
     *found = false;
+    *finished = false;
+    PlanStats* stats = &result->stats;
     std::vector<int32_t> vertices;
     if (!ShortestPath(s, g, &vertices)) return Status::Ok();
     bool ok = true;
@@ -197,6 +205,12 @@ class PrmPlanner final : public Planner {
       e.known = !motion.valid ? Known::kInvalid : checker->quick_is_final() ? Known::kValid : Known::kQuick;
       if (!motion.valid) return Status::Ok();
     }
+    std::vector<Configuration> candidate;
+    for (int32_t v : vertices) candidate.emplace_back(Q(v).begin(), Q(v).end());
+    if (Status st = FastFinish(context_, options_, clock, rng_, candidate, result, finished); !st.ok() || *finished) {
+      *found = *finished;
+      return st;
+    }
     for (int32_t k : path_edges) {
       Edge& e = edges_[static_cast<size_t>(k)];
       if (e.known != Known::kQuick) continue;
@@ -208,8 +222,7 @@ class PrmPlanner final : public Planner {
         return Status::Ok();
       }
     }
-    path->clear();
-    for (int32_t v : vertices) path->emplace_back(Q(v).begin(), Q(v).end());
+    result->path = std::move(candidate);
     *found = true;
     return Status::Ok();
   }

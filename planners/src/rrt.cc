@@ -128,13 +128,15 @@ class RrtPlanner final : public Planner {
       if (!connect_) {
         if (grown.value() == Growth::kReached && toward_goal) {
           // The goal joined the tree: a candidate path from the root to it.
+          std::vector<Configuration> candidate = Candidate(*a, added, nullptr, -1);
+          candidate.back().assign(goal.begin(), goal.end());
+          bool done = false;
+          if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
+          if (done) return Stats(start_tree, goal_tree, std::move(result));
           bool certified = false;
           if (Status s = Certify(&checker, a, added, nullptr, -1, &certified, &result.stats); !s.ok()) return s.error();
           if (!certified) continue;
-          std::vector<int32_t> branch;
-          a->Branch(added, &branch);
-          for (auto it = branch.rbegin(); it != branch.rend(); ++it) result.path.emplace_back(a->q(*it).begin(), a->q(*it).end());
-          result.path.back().assign(goal.begin(), goal.end());
+          result.path = std::move(candidate);
           solved = true;
           break;
         }
@@ -151,18 +153,15 @@ class RrtPlanner final : public Planner {
           g = step.value();
         }
         if (g == Growth::kReached) {
+          std::vector<Configuration> candidate = Candidate(*a, added, b, reached);
+          if (a == &goal_tree) std::reverse(candidate.begin(), candidate.end());
+          bool done = false;
+          if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
+          if (done) return Stats(start_tree, goal_tree, std::move(result));
           bool certified = false;
           if (Status s = Certify(&checker, a, added, b, reached, &certified, &result.stats); !s.ok()) return s.error();
           if (certified) {
-            // a's branch to `added` and b's branch from `reached` (the same configuration) to its root.
-            std::vector<int32_t> branch_a, branch_b;
-            a->Branch(added, &branch_a);
-            b->Branch(b->parent(reached), &branch_b);
-            std::vector<Configuration> path;
-            for (auto it = branch_a.rbegin(); it != branch_a.rend(); ++it) path.emplace_back(a->q(*it).begin(), a->q(*it).end());
-            for (int32_t v : branch_b) path.emplace_back(b->q(v).begin(), b->q(v).end());
-            if (a == &goal_tree) std::reverse(path.begin(), path.end());
-            result.path = std::move(path);
+            result.path = std::move(candidate);
             solved = true;
             break;
           }
@@ -170,14 +169,32 @@ class RrtPlanner final : public Planner {
       }
       std::swap(a, b);
     }
-    result.stats.vertices = start_tree.size() + goal_tree.size();
-    result.stats.edges = result.stats.vertices - 2;
     if (solved) result.outcome = PlanOutcome::kSolved;
     if (Status s = Finish(context_, options_, &clock, rng, &result); !s.ok()) return s.error();
-    return result;
+    return Stats(start_tree, goal_tree, std::move(result));
   }
 
  private:
+  static PlanResult Stats(const Tree& start_tree, const Tree& goal_tree, PlanResult result) {
+    result.stats.vertices = start_tree.size() + goal_tree.size();
+    result.stats.edges = result.stats.vertices - 2;
+    return result;
+  }
+
+  // The path from a's root to `va` and on, when b is given, from b's vertex `vb` (the same configuration
+  // as va) to b's root.
+  static std::vector<Configuration> Candidate(const Tree& a, int32_t va, const Tree* b, int32_t vb) {
+    std::vector<int32_t> branch;
+    std::vector<Configuration> path;
+    a.Branch(va, &branch);
+    for (auto it = branch.rbegin(); it != branch.rend(); ++it) path.emplace_back(a.q(*it).begin(), a.q(*it).end());
+    if (b != nullptr) {
+      b->Branch(b->parent(vb), &branch);
+      for (int32_t v : branch) path.emplace_back(b->q(v).begin(), b->q(v).end());
+    }
+    return path;
+  }
+
   // Decides every undecided edge on the branches from `va` (in tree a) and `vb` (in tree b, or none) to
   // their roots, nearest the roots first. An edge that fails is cut with its subtree; *certified when
   // none failed.

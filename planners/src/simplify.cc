@@ -66,6 +66,39 @@ Status Shorten(internal::Checker* checker, EdgeCheck check, const JointSpace& sp
 
 }  // namespace
 
+namespace internal {
+
+Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>* path, Rng& rng, int32_t max_rounds,
+                     const Termination& termination, PlanStats* stats, bool input_decided, bool* certified) {
+  Clock clock(termination);
+  Checker checker(context, stats);
+  std::vector<Configuration> candidate = *path;
+  if (Status s = Shorten(&checker, &Checker::Quick, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
+    return s;
+  }
+  auto is_old_edge = [&](const Configuration& a, const Configuration& b) {
+    for (size_t k = 0; k + 1 < path->size(); ++k) {
+      if ((*path)[k] == a && (*path)[k + 1] == b) return true;
+    }
+    return false;
+  };
+  *certified = false;
+  for (size_t k = 0; k + 1 < candidate.size(); ++k) {
+    if (input_decided && is_old_edge(candidate[k], candidate[k + 1])) continue;
+    MotionCheck motion;
+    if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
+    if (!motion.valid) {
+      ++stats->certification_failures;
+      return Status::Ok();
+    }
+  }
+  *path = std::move(candidate);
+  *certified = true;
+  return Status::Ok();
+}
+
+}  // namespace internal
+
 Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* path, Rng& rng, int32_t max_rounds,
                     const Termination& termination, PlanStats* stats) {
   PlanStats local;
@@ -78,28 +111,12 @@ Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* 
   // With a quick check: shorten a copy by quick checks, then decide only the copy's new edges (edges
   // it shares with the given path were decided already). Should one fail, shorten again with decisive
   // checks throughout.
-  std::vector<Configuration> candidate = *path;
-  if (Status s = Shorten(&checker, &internal::Checker::Quick, context.space, &candidate, rng, max_rounds, &clock);
-      !s.ok()) {
+  bool certified = false;
+  if (Status s = internal::SimplifyQuick(context, path, rng, max_rounds, termination, counts, true, &certified);
+      !s.ok() || certified) {
     return s;
   }
-  auto is_old_edge = [&](const Configuration& a, const Configuration& b) {
-    for (size_t k = 0; k + 1 < path->size(); ++k) {
-      if ((*path)[k] == a && (*path)[k + 1] == b) return true;
-    }
-    return false;
-  };
-  for (size_t k = 0; k + 1 < candidate.size(); ++k) {
-    if (is_old_edge(candidate[k], candidate[k + 1])) continue;
-    MotionCheck motion;
-    if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
-    if (!motion.valid) {
-      ++counts->certification_failures;
-      return Shorten(&checker, &internal::Checker::Motion, context.space, path, rng, max_rounds, &clock);
-    }
-  }
-  *path = std::move(candidate);
-  return Status::Ok();
+  return Shorten(&checker, &internal::Checker::Motion, context.space, path, rng, max_rounds, &clock);
 }
 
 }  // namespace proximity::planners

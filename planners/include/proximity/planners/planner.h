@@ -92,7 +92,9 @@ struct PlanStats {
 struct PlanResult {
   PlanOutcome outcome = PlanOutcome::kTimeout;
   std::vector<Configuration> path;
-  /// The path as the search found it, before simplification (same guarantees; empty unless solved).
+  /// The path as the search found it, before simplification (empty unless solved). For statistics: with
+  /// a quick check in the context its edges may have passed only that (the returned `path` is what
+  /// the decisive check vouches for).
   std::vector<Configuration> raw_path;
   PlanStats stats;
   bool solved() const { return outcome == PlanOutcome::kSolved; }
@@ -104,10 +106,12 @@ struct PlanningContext {
   const StateValidityChecker* state = nullptr;
   /// Decides every edge of a returned path (and every shortcut the simplifier takes).
   const MotionValidator* motion = nullptr;
-  /// Optional cheaper check (a sampled one) for growing trees and roadmaps: RRT and RRT-Connect then
-  /// check tree edges with it and pass only a candidate path's edges to `motion`, cutting away the
-  /// subtree below an edge `motion` rejects and growing on (lazy collision checking, as in Bohlin and
-  /// Kavraki's LazyPRM). The returned path is as certified as `motion` makes it either way.
+  /// Optional cheaper check (a sampled one) for growing trees and roadmaps: planners then check tree
+  /// and roadmap edges with it, and a candidate path is first shortened by quick checks and its few
+  /// remaining edges decided by `motion`; only when one fails are the candidate's own edges decided,
+  /// an edge `motion` rejects being cut from its tree or roadmap (with the subtree below it) before the
+  /// search goes on (lazy collision checking, as in Bohlin and Kavraki's LazyPRM). The returned path is
+  /// as certified as `motion` makes it either way.
   const MotionValidator* quick_motion = nullptr;
 };
 
