@@ -400,10 +400,12 @@ Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geo
 Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                   const RigidTransform& X_WB, double enough, double padding, double* lower_bound,
                                   QueryStats* stats) {
-  // A budget keeps the walks short; only the certified lower bound is used.
+  // A budget keeps the walks short; only the certified lower bound is used. A loose one (the bound may
+  // be half the distance) costs certified LINK a few more samples but far fewer box and triangle tests:
+  // on MotionBenchMaker path edges 1.0 takes half the time of 0.25.
   DistanceRequest req;
   if (padding == 0.0) {
-    req.rel_err = 0.25;
+    req.rel_err = 1.0;
   } else {
     req.abs_err = 0.25 * std::max(0.0, enough);
   }

@@ -398,9 +398,10 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
 
 /// Certified lower bound on the clearance between two posed geometries inflated by `padding` (>= 0) in
 /// total: distance minus padding, 0 when they touch; the query may stop once it proves the clearance
-/// is at least `enough`. Without padding the walk keeps a 25% relative budget; with padding it keeps
-/// an absolute one of enough / 4 (a relative budget on the raw distance says nothing about the padded
-/// clearance, so a pair just outside its padding would never be proven clear).
+/// is at least `enough`. Without padding the walk keeps a 100% relative budget (the bound is at least
+/// half the distance); with padding it keeps an absolute one of enough / 4 (a relative budget on the
+/// raw distance says nothing about the padded clearance, so a pair just outside its padding would never
+/// be proven clear).
 [[nodiscard]] Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                                 const RigidTransform& X_WB, double enough, double padding,
                                                 double* lower_bound, QueryStats* stats);
