@@ -17,6 +17,8 @@ struct SuiteOptions {
   uint64_t seed = 20261121;
   int leaf_size = 0;   ///< Hierarchy leaf size for our models; 0 keeps the library's default.
   std::string split;   ///< Hierarchy split rule, "median" or "sah"; empty keeps the library's default.
+  double time_limit_s = 0.0;  ///< Planning suites: time limit per problem (s); 0 keeps the suite's default.
+  std::string ompl_log;       ///< Planning suites: folder for OMPL benchmark logs; empty writes none.
 };
 
 /// A suite: runs its cases and prints one JSON object per case on stdout. Returns non-zero on failure.

@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 """Runs `proximity-bench SUITE --quick` and checks its output: every expected case is present with the
 required fields, the answers agree with the peer's, and certified LINK misses no collision the dense
-reference finds (discrete misses are only reported). Times are printed, never asserted.
+reference finds (discrete misses are only reported). For the planning suite (mbm): the run finishes,
+every path we return passes the dense re-check (the peer's failures are only reported), and the OMPL
+benchmark logs follow OMPL's log format. Times are printed, never asserted.
 Exits 77 (skipped) when the suite's data is absent."""
 import json
+import os
 import subprocess
 import sys
+import tempfile
+
+MBM_FAMILIES = ("bookshelf_small", "bookshelf_tall", "bookshelf_thin", "box", "cage", "table_pick",
+                "table_under_pick")
 
 EXPECTED = {
     "envrob": ["collide", "distance_exact", "distance_rel_0.05", "distance_rel_0.20", "distance_rel_0.50",
@@ -16,13 +23,151 @@ EXPECTED = {
                              "table_under_pick")] +
              ["distance_exact", "distance_rel_0.2", "link_certified", "link_discrete", "ccd_edge"],
     "service": ["clear_batch_packed", "check_state_unary", "validate_paths_stream"],
+    "mbm": [f"{side}_{group}" for group in MBM_FAMILIES + ("overall",) for side in ("ours", "peer")] + ["ratios"],
 }
+MBM_REQUIRED = ["suite", "case", "side", "group", "planner", "n", "solved", "success_rate", "time_ms_median",
+                "time_ms_p95", "plan_ms_median", "raw_length_median", "length_median", "state_checks_median",
+                "motion_checks_median", "invalid_raw", "invalid_simplified", "raw_unchecked"]
+
+
+def check_ompl_log(path, failures):
+    """Reads one OMPL benchmark log the way ompl_benchmark_statistics.py does (OMPL 1.5 format) and
+    returns {planner name: [run dicts]}; format errors are appended to failures."""
+    name = os.path.basename(path)
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+        i = 0
+
+        def take():
+            nonlocal i
+            i += 1
+            return lines[i - 1]
+
+        if not take().startswith("OMPL version "):
+            failures.append(f"{name}: no version line")
+        if not take().startswith("Experiment "):
+            failures.append(f"{name}: no experiment line")
+        for _ in range(int(take().split()[0])):  # experiment properties
+            key, _ = take().split(" = ")
+            if key.split()[-1] not in ("INTEGER", "REAL", "BOOLEAN", "STRING"):
+                failures.append(f"{name}: experiment property without a type: {key}")
+        if not take().startswith("Running on "):
+            failures.append(f"{name}: no host line")
+        if not take().startswith("Starting at "):
+            failures.append(f"{name}: no date line")
+        for _ in range(2):  # setup and cpu info
+            if take() != "<<<|":
+                failures.append(f"{name}: a multi-line value does not open with <<<|")
+            while not take().startswith("|>>>"):
+                pass
+        for suffix in ("is the random seed", "seconds per run", "MB per run", "runs per planner",
+                       "seconds spent to collect the data"):
+            line = take()
+            if not line.endswith(suffix):
+                failures.append(f"{name}: expected '... {suffix}', got '{line}'")
+            float(line.split()[0])
+        enums = take()
+        if enums.split()[-2] != "enum":
+            failures.append(f"{name}: no enum count line")
+        for _ in range(int(enums.split()[0])):
+            take()
+        planners = {}
+        for _ in range(int(take().split()[0])):
+            planner = take()
+            for _ in range(int(take().split()[0])):  # common properties
+                take()
+            props = [take() for _ in range(int(take().split()[0]))]
+            for p in props:
+                if p.split()[-1] not in ("INTEGER", "REAL", "BOOLEAN", "ENUM"):
+                    failures.append(f"{name}: {planner}: property without a type: {p}")
+            runs = []
+            for _ in range(int(take().split()[0])):
+                fields = take().split("; ")
+                if fields[-1] != "" or len(fields) - 1 != len(props):
+                    failures.append(f"{name}: {planner}: a run has {len(fields) - 1} fields for "
+                                    f"{len(props)} properties")
+                    continue
+                runs.append({p: (None if v in ("", "nan", "inf") else float(v)) for p, v in zip(props, fields)})
+            if take() != ".":
+                failures.append(f"{name}: {planner}: no closing '.'")
+            planners[planner] = runs
+        return planners
+    except (ValueError, IndexError) as e:
+        failures.append(f"{name}: malformed OMPL log ({e})")
+        return {}
+
+
+def check_mbm(cases, log_dir, failures):
+    for name in EXPECTED["mbm"][:-1]:
+        obj = cases.get(name)
+        if obj is None:
+            continue
+        missing = [k for k in MBM_REQUIRED if k not in obj]
+        if missing:
+            failures.append(f"{name}: missing fields {missing}")
+            continue
+        def num(key, width=9):
+            return f"{obj[key]:{width}.2f}" if obj[key] is not None else f"{'-':>{width}s}"
+
+        print(f"{name:28s} solved {obj['solved']:3d}/{obj['n']:3d}  time median {num('time_ms_median')} ms  "
+              f"p95 {num('time_ms_p95')} ms  length {num('raw_length_median', 6)} -> {num('length_median', 6)}"
+              f"  invalid raw {obj['invalid_raw']:3d} simplified {obj['invalid_simplified']:3d}")
+        if obj["side"] == "ours":
+            # Our returned paths are the simplified ones, certified edge by edge; the raw candidates are
+            # the search's, checked by the quick sampled check only, and reported for the record.
+            if obj["invalid_simplified"] != 0:
+                failures.append(f"{name}: {obj['invalid_simplified']} returned paths of ours fail the dense check")
+            if obj.get("errors", 0) != 0:
+                failures.append(f"{name}: {obj['errors']} planner errors")
+    overall = cases.get("ours_overall", {})
+    if overall.get("solved", 0) == 0:
+        failures.append("ours_overall: no problem solved, so the dense check checked nothing")
+    if overall.get("raw_unchecked", 0) != 0:
+        print(f"note: {overall['raw_unchecked']} of our raw paths could not be re-derived for the dense check")
+    for side in ("ours", "peer"):
+        obj = cases.get(f"{side}_overall", {})
+        if obj.get("collisions_free_by_core"):
+            print(f"note: {side}: {obj['collisions_free_by_core']} colliding states of the dense check are free by "
+                  f"our CLEAR ({obj.get('collisions_confirmed_by_core')} confirmed)")
+    if "ratios" in cases:
+        r = cases["ratios"]
+        print(f"ratios (peer / ours): time median {r.get('time_ratio')}, plan {r.get('plan_time_ratio')}, "
+              f"length {r.get('length_ratio')}")
+    # The OMPL logs: one per family, both planners, one run per problem, solved runs agree with the JSON.
+    solved = {"ours": 0, "peer": 0}
+    for family in MBM_FAMILIES:
+        path = os.path.join(log_dir, f"mbm_panda_{family}.log")
+        if not os.path.exists(path):
+            failures.append(f"missing OMPL log {path}")
+            continue
+        planners = check_ompl_log(path, failures)
+        for side, planner in (("ours", "ours RRTConnect certified"), ("peer", "OMPL RRTConnect + FCL")):
+            runs = planners.get(planner)
+            if runs is None:
+                failures.append(f"{os.path.basename(path)}: no planner '{planner}'")
+                continue
+            if len(runs) != cases.get(f"{side}_{family}", {}).get("n"):
+                failures.append(f"{os.path.basename(path)}: {planner}: {len(runs)} runs")
+            solved[side] += sum(1 for run in runs if run.get("solved BOOLEAN") == 1.0)
+    for side in ("ours", "peer"):
+        if solved[side] != cases.get(f"{side}_overall", {}).get("solved"):
+            failures.append(f"the OMPL logs hold {solved[side]} solved runs for {side}, the JSON "
+                            f"{cases.get(f'{side}_overall', {}).get('solved')}")
 REQUIRED = ["suite", "case", "n", "ours_us", "peer", "peer_us", "ratio", "ours_bv_tests", "ours_triangle_tests"]
 
 
 def main() -> int:
     binary, suite = sys.argv[1], sys.argv[2]
-    proc = subprocess.run([binary, suite, "--quick"], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="proximity-bench-check-") as tmp:
+        return run_and_check(binary, suite, tmp)
+
+
+def run_and_check(binary, suite, tmp):
+    command = [binary, suite, "--quick"]
+    if suite == "mbm":
+        command += ["--ompl-log", tmp]
+    proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         if "needs ../shared/data" in proc.stderr:
             print(proc.stderr.strip())
@@ -33,8 +178,17 @@ def main() -> int:
     for line in proc.stdout.splitlines():
         obj = json.loads(line)
         cases[obj["case"]] = obj
-        print(f"{obj['case']:34s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  ratio {obj['ratio']:.2f}")
+        if suite != "mbm":
+            print(f"{obj['case']:34s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  "
+                  f"ratio {obj['ratio']:.2f}")
     failures = []
+    if suite == "mbm":
+        missing = [name for name in EXPECTED[suite] if name not in cases]
+        failures += [f"missing case {name}" for name in missing]
+        check_mbm(cases, tmp, failures)
+        for f in failures:
+            print("FAIL:", f)
+        return 1 if failures else 0
     for name in EXPECTED[suite]:
         if name not in cases:
             failures.append(f"missing case {name}")

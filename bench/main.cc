@@ -1,5 +1,5 @@
-// proximity-bench SUITE [--quick]: runs one benchmark suite beside its peer and prints one JSON object
-// per case on stdout (machine details go to stderr).
+// proximity-bench SUITE [--quick] [options]: runs one benchmark suite beside its peer and prints one JSON
+// object per case on stdout (machine details go to stderr).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -12,6 +12,9 @@
 namespace proximity::bench {
 int RunEnvRob(const SuiteOptions& options);
 int RunRobot(const SuiteOptions& options);
+#ifdef PROX_BENCH_MBM
+int RunMbm(const SuiteOptions& options);
+#endif
 #ifdef PROX_BENCH_SERVICE
 int RunService(const SuiteOptions& options);
 #endif
@@ -20,6 +23,9 @@ std::map<std::string, SuiteFn>& Suites() {
   static std::map<std::string, SuiteFn> suites = {
       {"envrob", &RunEnvRob},
       {"robot", &RunRobot},
+#ifdef PROX_BENCH_MBM
+      {"mbm", &RunMbm},
+#endif
 #ifdef PROX_BENCH_SERVICE
       {"service", &RunService},
 #endif
@@ -53,6 +59,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.seed, "Seed for poses and motions");
   app.add_option("--leaf-size", options.leaf_size, "Triangles per hierarchy leaf (1-16)");
   app.add_option("--split", options.split, "Hierarchy split rule")->check(CLI::IsMember({"median", "sah"}));
+  app.add_option("--time-limit", options.time_limit_s,
+                 "Planning suites: seconds per problem and planner (default: the suite's)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ompl-log", options.ompl_log,
+                 "Planning suites: folder to write OMPL benchmark logs to (one per problem family)");
   CLI11_PARSE(app, argc, argv);
   auto it = Suites().find(suite);
   if (it == Suites().end()) {

@@ -8,7 +8,7 @@
 // resolution (1% of the joint space's extent), all judged against a dense reference (states at most
 // 1e-3 rad apart in every joint, each checked exactly by our CLEAR).
 //
-// The peer is built the way MoveIt's FCL collision environment builds it: one BVHModel<OBBRSS> per
+// The peer is the MoveIt-style FCL checker of tests/peers/fcl_robot.h: one BVHModel<OBBRSS> per
 // link mesh (built once per robot and shared by every scene), fcl::Box / fcl::Cylinder / fcl::Sphere
 // objects for the world primitives in a DynamicAABBTreeCollisionManager, the link objects' transforms
 // and AABBs updated per state, the links checked against the world manager (collide(object, callback))
@@ -31,7 +31,7 @@
 #include <set>
 
 #include "bench_util.h"
-#include "peers/fcl_peer.h"
+#include "peers/fcl_robot.h"
 #include "proximity/core/mbm.h"
 #include "proximity/core/scene.h"
 
@@ -39,7 +39,6 @@ namespace proximity::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using core::LinkGeometry;
 using core::MbmProblem;
 using core::MotionRequest;
 using core::RigidTransform;
@@ -49,8 +48,8 @@ using core::Scene;
 using core::SceneDistanceRequest;
 using core::SceneCache;
 using core::StateResult;
-using peers::FclMesh;
-using peers::FclPose;
+using peers::FclRobot;
+using peers::FclWorld;
 
 constexpr char kSuite[] = "robot";
 constexpr char kPeer[] = "fcl-0.7 MoveIt-style (OBBRSS links, DynamicAABBTree world + self)";
@@ -75,222 +74,6 @@ class TempDir {
 
  private:
   std::string path_;
-};
-
-// What an FCL object stands for: a robot link or a world object (indices as in the Scene).
-struct FclTag {
-  bool robot = false;
-  int32_t index = -1;
-};
-
-// The broad-phase callbacks' state: the scene whose allowed pairs apply and whether a contact was found.
-struct FclCallbackData {
-  const Scene* scene = nullptr;
-  bool done = false;
-};
-
-// Whether the scene checks the pair of FCL objects: never two world objects, never allowed pairs.
-bool FclPairChecked(const Scene& scene, fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2) {
-  const auto* a = static_cast<const FclTag*>(o1->getUserData());
-  const auto* b = static_cast<const FclTag*>(o2->getUserData());
-  if (a->robot && b->robot) return a->index != b->index && !scene.AllowedLinkLink(a->index, b->index);
-  if (a->robot == b->robot) return false;
-  const FclTag* link = a->robot ? a : b;
-  const FclTag* object = a->robot ? b : a;
-  return !scene.AllowedLinkObject(link->index, object->index);
-}
-
-// MoveIt's collision callback, reduced to what CLEAR needs: skip allowed pairs, run FCL's narrow phase,
-// stop at the first contact.
-bool FclCallback(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, void* cdata) {
-  auto* data = static_cast<FclCallbackData*>(cdata);
-  if (data->done) return true;
-  if (!FclPairChecked(*data->scene, o1, o2)) return false;
-  fcl::CollisionRequestd request;
-  fcl::CollisionResultd result;
-  fcl::collide(o1, o2, request, result);
-  data->done = result.isCollision();
-  return data->done;
-}
-
-// MoveIt's distance callback, reduced likewise: the smallest distance over the checked pairs (0 once
-// a pair touches). The broad phase prunes pairs whose boxes are farther than the best so far.
-struct FclDistanceData {
-  const Scene* scene = nullptr;
-  double min = std::numeric_limits<double>::infinity();
-};
-
-bool FclDistanceCallback(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, void* cdata, double& dist) {
-  auto* data = static_cast<FclDistanceData*>(cdata);
-  if (!FclPairChecked(*data->scene, o1, o2)) return false;
-  fcl::DistanceRequestd request;
-  fcl::DistanceResultd result;
-  fcl::distance(o1, o2, request, result);
-  data->min = std::min(data->min, std::max(0.0, result.min_distance));
-  dist = data->min;
-  return data->min <= 0.0;
-}
-
-std::shared_ptr<fcl::CollisionGeometryd> FclLinkGeometry(const LinkGeometry& g) {
-  switch (g.type) {
-    case core::ShapeType::kMesh:
-      return FclMesh<fcl::OBBRSSd>(g.mesh->mesh());
-    case core::ShapeType::kBox:
-      return std::make_shared<fcl::Boxd>(g.box_size);
-    case core::ShapeType::kCylinder:
-      return std::make_shared<fcl::Cylinderd>(g.radius, g.length);
-    case core::ShapeType::kSphere:
-      return std::make_shared<fcl::Sphered>(g.radius);
-  }
-  return nullptr;
-}
-
-// A world primitive as an FCL shape and its pose (a core::Sphere may sit off its frame's origin).
-std::shared_ptr<fcl::CollisionGeometryd> FclWorldGeometry(const core::ObjectPart& part, fcl::Transform3d* X_WG) {
-  *X_WG = FclPose(part.X_WG);
-  if (const auto* b = std::get_if<core::Box>(&part.geometry.shape)) {
-    return std::make_shared<fcl::Boxd>(2.0 * b->half_extents);
-  }
-  if (const auto* c = std::get_if<core::Cylinder>(&part.geometry.shape)) {
-    return std::make_shared<fcl::Cylinderd>(c->radius, 2.0 * c->half_length);
-  }
-  if (const auto* s = std::get_if<core::Sphere>(&part.geometry.shape)) {
-    X_WG->translation() += X_WG->linear() * s->center;
-    return std::make_shared<fcl::Sphered>(s->radius);
-  }
-  return nullptr;
-}
-
-// The robot side of the peer, built once: a collision object per link geometry (meshes as
-// BVHModel<OBBRSS>) and a broad-phase manager over them for self collision.
-class FclRobot {
- public:
-  explicit FclRobot(const RobotModel& robot) : robot_(robot) {
-    for (int32_t l = 0; l < robot.num_links(); ++l) {
-      for (const LinkGeometry& g : robot.link(l).geometries) {
-        Part part;
-        part.link = l;
-        part.X_LG = g.X_LG;
-        part.tag = std::make_unique<FclTag>(FclTag{true, l});
-        part.object = std::make_unique<fcl::CollisionObjectd>(FclLinkGeometry(g));
-        part.object->setUserData(part.tag.get());
-        parts_.push_back(std::move(part));
-      }
-    }
-    std::vector<fcl::CollisionObjectd*> objects;
-    for (Part& p : parts_) objects.push_back(p.object.get());
-    self_manager_.registerObjects(objects);
-    self_manager_.setup();
-  }
-
-  const RobotModel& robot() const { return robot_; }
-  size_t num_parts() const { return parts_.size(); }
-
-  // Poses the link objects for the link poses X_WL and refreshes their AABBs.
-  void Pose(const std::vector<RigidTransform>& X_WL) {
-    for (Part& p : parts_) {
-      p.object->setTransform(FclPose(X_WL[p.link] * p.X_LG));
-      p.object->computeAABB();
-    }
-  }
-
-  // CLEAR against `world` for the pose last given to Pose(): links against the world manager, then
-  // links against links.
-  bool Free(const Scene& scene, const fcl::DynamicAABBTreeCollisionManagerd& world) {
-    FclCallbackData data;
-    data.scene = &scene;
-    for (Part& p : parts_) {
-      world.collide(p.object.get(), &data, &FclCallback);
-      if (data.done) return false;
-    }
-    self_manager_.update();
-    self_manager_.collide(&data, &FclCallback);
-    return !data.done;
-  }
-
-  // distance(q) for the pose last given to Pose(): links against the world manager, then links
-  // against links, as MoveIt's FCL distance does.
-  double Distance(const Scene& scene, const fcl::DynamicAABBTreeCollisionManagerd& world) {
-    FclDistanceData data;
-    data.scene = &scene;
-    for (Part& p : parts_) {
-      world.distance(p.object.get(), &data, &FclDistanceCallback);
-      if (data.min <= 0.0) return 0.0;
-    }
-    self_manager_.update();
-    self_manager_.distance(&data, &FclDistanceCallback);
-    return data.min;
-  }
-
-  // Every pair FCL finds in contact, without a broad phase, named (for disagreement reports).
-  std::vector<std::string> AllContacts(const Scene& scene, const std::vector<fcl::CollisionObjectd*>& world) const {
-    std::vector<std::string> out;
-    auto hit = [](fcl::CollisionObjectd* a, fcl::CollisionObjectd* b) {
-      fcl::CollisionRequestd request;
-      fcl::CollisionResultd result;
-      fcl::collide(a, b, request, result);
-      return result.isCollision();
-    };
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      const std::string& link = robot_.link(parts_[i].link).name;
-      for (fcl::CollisionObjectd* w : world) {
-        const int32_t o = static_cast<const FclTag*>(w->getUserData())->index;
-        if (hit(parts_[i].object.get(), w)) {
-          out.push_back(link + " x '" + scene.objects()[o].id + "'" +
-                        (scene.AllowedLinkObject(parts_[i].link, o) ? " (allowed)" : ""));
-        }
-      }
-      for (size_t j = i + 1; j < parts_.size(); ++j) {
-        if (parts_[i].link == parts_[j].link) continue;
-        if (hit(parts_[i].object.get(), parts_[j].object.get())) {
-          out.push_back(link + " x " + robot_.link(parts_[j].link).name +
-                        (scene.AllowedLinkLink(parts_[i].link, parts_[j].link) ? " (allowed)" : ""));
-        }
-      }
-    }
-    return out;
-  }
-
- private:
-  struct Part {
-    int32_t link = -1;
-    RigidTransform X_LG;
-    std::unique_ptr<FclTag> tag;
-    std::unique_ptr<fcl::CollisionObjectd> object;
-  };
-  const RobotModel& robot_;
-  std::vector<Part> parts_;
-  fcl::DynamicAABBTreeCollisionManagerd self_manager_;
-};
-
-// The world side of the peer for one scene: an FCL object per primitive in a broad-phase manager.
-struct FclWorld {
-  std::vector<std::unique_ptr<FclTag>> tags;
-  std::vector<std::unique_ptr<fcl::CollisionObjectd>> objects;
-  std::unique_ptr<fcl::DynamicAABBTreeCollisionManagerd> manager;
-
-  explicit FclWorld(const Scene& scene) : manager(std::make_unique<fcl::DynamicAABBTreeCollisionManagerd>()) {
-    std::vector<fcl::CollisionObjectd*> raw;
-    for (int32_t o = 0; o < static_cast<int32_t>(scene.objects().size()); ++o) {
-      for (const core::ObjectPart& part : scene.objects()[o].parts) {
-        fcl::Transform3d X_WG;
-        auto geometry = FclWorldGeometry(part, &X_WG);
-        if (geometry == nullptr) continue;  // Not produced by the MBM reader.
-        tags.push_back(std::make_unique<FclTag>(FclTag{false, o}));
-        objects.push_back(std::make_unique<fcl::CollisionObjectd>(geometry, X_WG));
-        objects.back()->setUserData(tags.back().get());
-        objects.back()->computeAABB();
-        raw.push_back(objects.back().get());
-      }
-    }
-    manager->registerObjects(raw);
-    manager->setup();
-  }
-  std::vector<fcl::CollisionObjectd*> Raw() const {
-    std::vector<fcl::CollisionObjectd*> raw;
-    for (const auto& o : objects) raw.push_back(o.get());
-    return raw;
-  }
 };
 
 // One state to check: its problem and configuration.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a full benchmark suite and records it: bench/results/<machine>/<suite>.jsonl (one JSON object
-# per case) and bench/results/<machine>/machine.txt (what it ran on). Usage: scripts/bench.sh SUITE
+# per case), bench/results/<machine>/machine.txt (what it ran on) and, for mbm, OMPL benchmark logs in
+# bench/results/<machine>/mbm_ompl/. Usage: scripts/bench.sh SUITE
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 suite="${1:?usage: scripts/bench.sh SUITE [extra proximity-bench args]}"
@@ -19,8 +20,12 @@ mkdir -p "$out"
   echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "compiler: $(c++ --version | head -1)"
   echo "fcl: $(dpkg-query -W -f='${Version}' libfcl-dev 2>/dev/null)"
+  echo "ompl: $(dpkg-query -W -f='${Version}' libompl-dev 2>/dev/null)"
   echo "commit: $(git -C "$root" rev-parse --short HEAD)"
   echo "date: $(date -u +%Y-%m-%d)"
 } > "$out/machine.txt"
-"$root/build/bench/proximity-bench" "$suite" "$@" | tee "$out/$suite.jsonl"
+extra=()
+# The planning suite also writes OMPL benchmark logs (one per problem family) for Planner Arena.
+if [ "$suite" = mbm ]; then extra=(--ompl-log "$out/mbm_ompl"); fi
+"$root/build/bench/proximity-bench" "$suite" "${extra[@]}" "$@" | tee "$out/$suite.jsonl"
 echo "written: $out/$suite.jsonl" >&2

@@ -1,0 +1,675 @@
+// Suite mbm: motion planning on the MotionBenchMaker Panda problems (mbm_panda robot, box / cylinder
+// worlds), ours beside OMPL 1.5 with a MoveIt-style FCL 0.7 checker, every returned path re-checked
+// densely by an independent check.
+//
+// Ours: planners::Plan with RRT-Connect over SceneStateValidity (CLEAR plus joint limits) and the
+// certified SceneMotionValidator, simplification on, seeded with the problem's index; the timed call
+// is the whole Plan call (planning and simplification). The raw path is got from a second, untimed
+// call with the same seed and simplification off (the planners are deterministic per seed), and its
+// length must equal the timed call's raw_length.
+//
+// The peer is what MoveIt runs by default: ompl::geometric::RRTConnect on a RealVectorStateSpace
+// bounded by the Panda's joint limits, a state validity checker that checks the bounds and then runs
+// the FCL checker of tests/peers/fcl_robot.h (link poses from our forward kinematics), OMPL's default
+// DiscreteMotionValidator at its default resolution (longest valid segment 1% of the space's extent),
+// the default range (20% of the extent, the same as ours), then PathSimplifier::simplify with the
+// time left, as MoveIt's simplifySolution does. OMPL's random seed is set once per process
+// (ompl::RNG::setSeed), so the peer's answers are reproducible for a given problem set and order.
+//
+// Every returned path (both sides, raw and simplified) goes through peers::DensePathCheck: states at
+// most 1e-3 rad apart in every joint, each checked exactly by the FCL checker, and every waypoint
+// within the joint limits. Ours must never fail it; the peer's failures are reported as found. Each
+// colliding state it finds is also put to our CLEAR, a second opinion from other code (reported).
+//
+// Output: per family and overall, one JSON line per side (success, times, lengths, validity work,
+// dense-check failures), and one line of ratios (peer / ours). With --ompl-log DIR, one OMPL benchmark
+// log per family (the text format ompl_benchmark_statistics.py and Planner Arena read) holding both
+// planners' runs.
+#include <ompl/base/PlannerData.h>
+#include <ompl/base/PlannerTerminationCondition.h>
+#include <ompl/base/ProblemDefinition.h>
+#include <ompl/base/ScopedState.h>
+#include <ompl/base/SpaceInformation.h>
+#include <ompl/base/spaces/RealVectorStateSpace.h>
+#include <ompl/config.h>
+#include <ompl/geometric/PathGeometric.h>
+#include <ompl/geometric/PathSimplifier.h>
+#include <ompl/geometric/planners/rrt/RRTConnect.h>
+#include <ompl/util/Console.h>
+#include <ompl/util/RandomNumbers.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "peers/fcl_robot.h"
+#include "proximity/core/mbm.h"
+#include "proximity/core/scene.h"
+#include "proximity/planners/planner.h"
+#include "proximity/planners/scene_validity.h"
+
+namespace proximity::bench {
+namespace {
+
+namespace fs = std::filesystem;
+namespace ob = ompl::base;
+namespace og = ompl::geometric;
+using core::MbmProblem;
+using core::RigidTransform;
+using core::RobotModel;
+using core::Scene;
+using peers::DensePathCheck;
+using peers::DensePathResult;
+using peers::FclRobot;
+using peers::FclWorld;
+using planners::Configuration;
+
+constexpr char kSuite[] = "mbm";
+constexpr char kOursName[] = "ours RRTConnect certified";
+constexpr char kPeerName[] = "OMPL RRTConnect + FCL";
+constexpr char kOurs[] =
+    "proximity::planners RRT-Connect, SceneStateValidity + certified SceneMotionValidator, simplified";
+constexpr char kPeer[] =
+    "OMPL 1.5 RRTConnect + fcl-0.7 MoveIt-style checker, DiscreteMotionValidator (default resolution), "
+    "PathSimplifier::simplify";
+constexpr double kDenseStep = 1e-3;  // rad, in every joint
+
+// A temporary folder, removed with its contents when this goes out of scope.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "proximity-bench-mbm-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// One side's run on one problem.
+struct Run {
+  bool solved = false;
+  std::string outcome;
+  double time_s = 0.0;      // The whole call: planning and simplification.
+  double plan_s = 0.0;      // Until the raw path.
+  double simplify_s = 0.0;
+  double raw_length = 0.0, length = 0.0;
+  int64_t raw_waypoints = 0, waypoints = 0;
+  int64_t state_checks = 0, motion_checks = 0, motion_states = 0, graph_states = 0;
+  DensePathResult raw_check, check;  // Solved runs only.
+  bool raw_checked = false;          // A raw path was available and checked.
+  // Colliding states the dense check found that our CLEAR confirms, and those it calls free.
+  int64_t confirmed = 0, unconfirmed = 0;
+};
+
+// Joint-space (Euclidean) length of a polyline.
+double Length(const std::vector<Configuration>& path) {
+  double total = 0.0;
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    double l2 = 0.0;
+    for (size_t j = 0; j < path[i].size(); ++j) l2 += (path[i + 1][j] - path[i][j]) * (path[i + 1][j] - path[i][j]);
+    total += std::sqrt(l2);
+  }
+  return total;
+}
+
+std::vector<Configuration> Waypoints(const og::PathGeometric& path, int32_t dof) {
+  std::vector<Configuration> out(path.getStateCount(), Configuration(static_cast<size_t>(dof)));
+  for (size_t i = 0; i < path.getStateCount(); ++i) {
+    const double* v = path.getState(static_cast<unsigned>(i))->as<ob::RealVectorStateSpace::StateType>()->values;
+    std::copy(v, v + dof, out[i].begin());
+  }
+  return out;
+}
+
+std::string Describe(const DensePathResult& r) {
+  std::ostringstream s;
+  if (!r.error.empty()) return "malformed path: " + r.error;
+  if (r.segment >= 0) s << "collides on segment " << r.segment << " at t = " << r.t;
+  if (r.outside_limits >= 0) s << (r.segment >= 0 ? ", " : "") << "waypoint " << r.outside_limits << " outside limits";
+  return s.str();
+}
+
+// The summary of one side over a set of problems.
+JsonLine SideLine(const std::string& side, const std::string& group, const std::vector<const Run*>& runs,
+                  double time_limit_s) {
+  std::vector<double> time_ms, plan_ms, simplify_ms, raw_length, length, raw_wp, wp, states, motions, motion_states;
+  int64_t solved = 0, raw_unchecked = 0, invalid_raw = 0, invalid = 0, collide_raw = 0, collide = 0;
+  int64_t outside = 0, dense_states = 0, confirmed = 0, unconfirmed = 0;
+  for (const Run* r : runs) {
+    time_ms.push_back(1e3 * r->time_s);
+    plan_ms.push_back(1e3 * r->plan_s);
+    states.push_back(static_cast<double>(r->state_checks));
+    motions.push_back(static_cast<double>(r->motion_checks));
+    motion_states.push_back(static_cast<double>(r->motion_states));
+    if (!r->solved) continue;
+    ++solved;
+    simplify_ms.push_back(1e3 * r->simplify_s);
+    raw_length.push_back(r->raw_length);
+    length.push_back(r->length);
+    raw_wp.push_back(static_cast<double>(r->raw_waypoints));
+    wp.push_back(static_cast<double>(r->waypoints));
+    raw_unchecked += !r->raw_checked;
+    invalid_raw += r->raw_checked && !r->raw_check.valid;
+    invalid += !r->check.valid;
+    collide_raw += r->raw_checked && r->raw_check.segment >= 0;
+    collide += r->check.segment >= 0;
+    outside += (r->raw_checked && r->raw_check.outside_limits >= 0) + (r->check.outside_limits >= 0);
+    dense_states += r->raw_check.states + r->check.states;
+    confirmed += r->confirmed;
+    unconfirmed += r->unconfirmed;
+  }
+  const double n = static_cast<double>(std::max<size_t>(1, runs.size()));
+  const double s = static_cast<double>(std::max<int64_t>(1, solved));
+  JsonLine line;
+  line.Add("suite", kSuite).Add("case", side + "_" + group).Add("side", side).Add("group", group);
+  line.Add("planner", side == "ours" ? kOurs : kPeer);
+  line.Add("n", static_cast<int64_t>(runs.size())).Add("solved", solved).Add("success_rate", solved / n);
+  line.Add("time_limit_s", time_limit_s);
+  line.Add("time_ms_median", Median(time_ms)).Add("time_ms_p95", Percentile(time_ms, 0.95));
+  line.Add("time_ms_mean", Mean(time_ms));
+  line.Add("plan_ms_median", Median(plan_ms)).Add("plan_ms_p95", Percentile(plan_ms, 0.95));
+  line.Add("simplify_ms_median", Median(simplify_ms));
+  line.Add("raw_length_median", Median(raw_length)).Add("length_median", Median(length));
+  line.Add("raw_waypoints_median", Median(raw_wp)).Add("waypoints_median", Median(wp));
+  line.Add("state_checks_median", Median(states)).Add("motion_checks_median", Median(motions));
+  if (side == "ours") line.Add("motion_states_median", Median(motion_states));
+  line.Add("invalid_raw", invalid_raw).Add("invalid_simplified", invalid).Add("raw_unchecked", raw_unchecked);
+  line.Add("invalid_raw_rate", static_cast<double>(invalid_raw) / s);
+  line.Add("invalid_simplified_rate", static_cast<double>(invalid) / s);
+  line.Add("colliding_raw", collide_raw).Add("colliding_simplified", collide);
+  line.Add("waypoints_outside_limits", outside);
+  line.Add("dense_step", kDenseStep).Add("dense_states", dense_states);
+  line.Add("collisions_confirmed_by_core", confirmed).Add("collisions_free_by_core", unconfirmed);
+  return line;
+}
+
+// OMPL's benchmark log (ompl::tools::Benchmark::saveResultsToStream, OMPL 1.5) for one experiment: the
+// problems of one family, both planners, one run per problem.
+struct LogPlanner {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> common;  // "name = value" lines.
+  std::vector<std::map<std::string, std::string>> runs;     // "property TYPE" -> value.
+};
+
+std::string Num(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : "inf";
+  std::ostringstream s;
+  s << std::setprecision(17) << v;
+  return s.str();
+}
+
+std::map<std::string, std::string> LogRun(const Run& r, int problem) {
+  std::map<std::string, std::string> p;
+  p["problem INTEGER"] = std::to_string(problem);
+  p["time REAL"] = Num(r.time_s);
+  p["plan time REAL"] = Num(r.plan_s);
+  p["solved BOOLEAN"] = r.solved ? "1" : "0";
+  p["state checks INTEGER"] = std::to_string(r.state_checks);
+  p["motion checks INTEGER"] = std::to_string(r.motion_checks);
+  p["graph states INTEGER"] = std::to_string(r.graph_states);
+  if (r.solved) {
+    p["simplification time REAL"] = Num(r.simplify_s);
+    p["solution length REAL"] = Num(r.raw_length);
+    p["simplified solution length REAL"] = Num(r.length);
+    p["solution segments INTEGER"] = std::to_string(std::max<int64_t>(0, r.raw_waypoints - 1));
+    p["simplified solution segments INTEGER"] = std::to_string(std::max<int64_t>(0, r.waypoints - 1));
+    if (r.raw_checked) p["valid BOOLEAN"] = r.raw_check.valid ? "1" : "0";
+    p["simplified valid BOOLEAN"] = r.check.valid ? "1" : "0";
+  }
+  return p;
+}
+
+bool WriteOmplLog(const std::string& file, const std::string& experiment, const std::string& setup,
+                  const std::string& date, uint64_t seed, double time_limit_s, double total_s,
+                  const std::vector<LogPlanner>& planners, int64_t problems) {
+  std::ofstream out(file);
+  if (!out) return false;
+  char host[256] = "UNKNOWN";
+  (void)gethostname(host, sizeof(host) - 1);
+  std::string cpu = "unknown";
+  {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("model name", 0) == 0) {
+        cpu = line.substr(line.find(':') + 2);
+        break;
+      }
+    }
+  }
+  out << "OMPL version " << OMPL_MAJOR_VERSION << "." << OMPL_MINOR_VERSION << "." << OMPL_PATCH_VERSION << "\n";
+  out << "Experiment " << experiment << "\n";
+  out << "2 experiment properties\n";
+  out << "problems INTEGER = " << problems << "\n";
+  out << "dense check step REAL = " << Num(kDenseStep) << "\n";
+  out << "Running on " << host << "\n";
+  out << "Starting at " << date << "\n";
+  out << "<<<|\n" << setup << "|>>>\n";
+  out << "<<<|\nCPU: " << cpu << "\n|>>>\n";
+  out << seed << " is the random seed\n";
+  out << Num(time_limit_s) << " seconds per run\n";
+  out << "0 MB per run\n";
+  out << problems << " runs per planner\n";
+  out << Num(total_s) << " seconds spent to collect the data\n";
+  out << "0 enum types\n";
+  out << planners.size() << " planners\n";
+  for (const LogPlanner& p : planners) {
+    out << p.name << "\n";
+    out << p.common.size() << " common properties\n";
+    for (const auto& [k, v] : p.common) out << k << " = " << v << "\n";
+    std::map<std::string, bool> seen;
+    for (const auto& run : p.runs) {
+      for (const auto& [k, v] : run) seen[k] = true;
+    }
+    out << seen.size() << " properties for each run\n";
+    for (const auto& [k, v] : seen) out << k << "\n";
+    out << p.runs.size() << " runs\n";
+    for (const auto& run : p.runs) {
+      for (const auto& [k, v] : seen) {
+        auto it = run.find(k);
+        if (it != run.end()) out << it->second;
+        out << "; ";
+      }
+      out << "\n";
+    }
+    out << ".\n";
+  }
+  return static_cast<bool>(out);
+}
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+int RunMbm(const SuiteOptions& options) {
+  const std::string problems_root = options.data_dir + "/scenes/mbm/problems/panda";
+  const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
+  if (!fs::is_directory(problems_root) || !fs::is_regular_file(robot_dir + "/panda.urdf")) {
+    std::cerr << "mbm needs ../shared/data/scenes/mbm/problems/panda and ../shared/data/robots/mbm_panda\n";
+    return 77;
+  }
+  if (options.time_limit_s < 0.0 || !std::isfinite(options.time_limit_s)) {
+    std::cerr << "mbm: --time-limit must be a positive number of seconds (0 keeps the default)\n";
+    return 2;
+  }
+  const double time_limit = options.time_limit_s > 0.0 ? options.time_limit_s : (options.quick ? 2.0 : 10.0);
+
+  // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
+  TempDir tmp;
+  std::string problems_dir = problems_root;
+  if (!options.quick) {
+    const std::string archive = problems_root + "/problems.tar.bz2";
+    if (!fs::is_regular_file(archive)) {
+      std::cerr << "mbm needs ../shared/data/scenes/mbm/problems/panda/problems.tar.bz2 (or run with --quick)\n";
+      return 77;
+    }
+    if (tmp.path().empty()) {
+      std::cerr << "mbm: cannot create a temporary folder\n";
+      return 1;
+    }
+    const std::string command = "tar -xjf '" + archive + "' -C '" + tmp.path() + "'";
+    if (std::system(command.c_str()) != 0) {
+      std::cerr << "mbm: '" << command << "' failed\n";
+      return 1;
+    }
+    problems_dir = tmp.path() + "/problems";
+  }
+  auto loaded = core::LoadMbmProblems(problems_dir);
+  if (!loaded.ok()) {
+    std::cerr << "mbm: " << loaded.error().message << "\n";
+    return 1;
+  }
+  const std::vector<MbmProblem>& problems = loaded.value();
+
+  core::RobotLoadOptions load;
+  load.package_dirs["meshes"] = robot_dir + "/meshes";
+  load.ros_package_path = "";
+  auto robot_or = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", load);
+  if (!robot_or.ok()) {
+    std::cerr << "mbm: " << robot_or.error().message << "\n";
+    return 1;
+  }
+  const std::shared_ptr<const RobotModel> robot = robot_or.value();
+  const int32_t dof = robot->num_positions();
+  const planners::JointSpace space = planners::JointSpace::ForRobot(*robot);
+  FclRobot fcl_robot(*robot);
+
+  // OMPL: seeded once for the process; its informational messages (on stdout) silenced.
+  ompl::msg::setLogLevel(ompl::msg::LOG_WARN);
+  ompl::RNG::setSeed(static_cast<std::uint_fast32_t>(options.seed));
+
+  std::vector<std::string> families;
+  std::vector<int32_t> family_of;
+  for (const MbmProblem& p : problems) {
+    if (families.empty() || families.back() != p.family) families.push_back(p.family);
+    family_of.push_back(static_cast<int32_t>(families.size()) - 1);
+  }
+  std::cerr << "mbm: " << problems.size() << " problems in " << families.size() << " families, " << dof
+            << " joints; time limit " << time_limit << " s per problem and side; joint-space extent "
+            << space.MaxExtent() << " rad\n";
+
+  const size_t n = problems.size();
+  std::vector<Run> ours(n), peer(n);
+  std::vector<RigidTransform> X_WL(static_cast<size_t>(robot->num_links()));
+  std::vector<double> q(static_cast<size_t>(dof));
+  core::SceneCache cache;
+  int errors = 0;
+  double peer_range = 0.0, peer_segment = 0.0;
+  const std::string date = UtcNow();
+  std::vector<double> family_seconds(families.size(), 0.0);
+  const double t_suite = Now();
+
+  for (size_t k = 0; k < n; ++k) {
+    const double t_problem = Now();
+    const MbmProblem& p = problems[k];
+    auto description = core::MbmSceneDescription(p.scene, robot);
+    if (!description.ok()) {
+      std::cerr << "mbm: " << p.name << ": " << description.error().message << "\n";
+      return 1;
+    }
+    auto built = Scene::Build(std::move(description).value());
+    if (!built.ok()) {
+      std::cerr << "mbm: " << p.name << ": " << built.error().message << "\n";
+      return 1;
+    }
+    const std::shared_ptr<const Scene> scene = built.value();
+    const FclWorld world(*scene);
+    const auto start_or = core::MbmStartConfiguration(p.request, *robot);
+    const auto goal_or = core::MbmGoalConfiguration(p.request, *robot);
+    if (!start_or.ok() || !goal_or.ok()) {
+      std::cerr << "mbm: " << p.name << ": " << (!start_or.ok() ? start_or.error().message : goal_or.error().message)
+                << "\n";
+      return 1;
+    }
+    const Configuration& start = start_or.value();
+    const Configuration& goal = goal_or.value();
+
+    // Ours: the timed call (planning and simplification) on lazily certified edges. The raw path is
+    // the search's candidate before simplification (its edges passed the quick sampled check; only the
+    // returned path is certified), re-checked for the record.
+    {
+      Run& r = ours[k];
+      const planners::ScenePlanning planning(scene);
+      planners::PlannerOptions opts;
+      opts.type = planners::PlannerType::kRrtConnect;
+      opts.seed = k;
+      opts.simplify = true;
+      planners::Termination termination;
+      termination.time_limit_s = time_limit;
+      const double t0 = Now();
+      auto result = planners::Plan(planning.context(), start, goal, opts, termination);
+      r.time_s = Now() - t0;
+      if (!result.ok()) {
+        ++errors;
+        r.outcome = "error";
+        std::cerr << "mbm: ERROR ours " << p.name << ": " << result.error().message << "\n";
+      } else {
+        const planners::PlanResult& plan = result.value();
+        r.outcome = planners::PlanOutcomeName(plan.outcome);
+        r.solved = plan.solved();
+        r.plan_s = plan.stats.plan_time_s;
+        r.simplify_s = plan.stats.simplify_time_s;
+        r.state_checks = plan.stats.state_checks;
+        r.motion_checks = plan.stats.motion_checks + plan.stats.quick_motion_checks;
+        r.motion_states = plan.stats.motion_states;
+        r.graph_states = plan.stats.vertices;
+        if (r.solved) {
+          r.length = planners::PathLength(space, plan.path);
+          r.waypoints = static_cast<int64_t>(plan.path.size());
+          r.check = DensePathCheck(fcl_robot, world, *scene, plan.path, kDenseStep);
+          const std::vector<Configuration>& raw_path = plan.raw_path;
+          r.raw_length = planners::PathLength(space, raw_path);
+          r.raw_waypoints = static_cast<int64_t>(raw_path.size());
+          r.raw_check = DensePathCheck(fcl_robot, world, *scene, raw_path, kDenseStep);
+          r.raw_checked = true;
+          for (const auto* c : {&r.raw_check, &r.check}) {
+            if (!c->valid) {
+              std::cerr << "mbm: " << (c == &r.check ? "OURS INVALID PATH " : "note: ours' quick-checked raw candidate ")
+                        << p.name << " (" << (c == &r.raw_check ? "raw" : "returned") << "): " << Describe(*c) << "\n";
+            }
+          }
+        }
+      }
+    }
+
+    // The peer: OMPL's RRTConnect with the FCL checker, then OMPL's simplifier with the time left.
+    {
+      Run& r = peer[k];
+      auto ompl_space = std::make_shared<ob::RealVectorStateSpace>(static_cast<unsigned>(dof));
+      ob::RealVectorBounds bounds(static_cast<unsigned>(dof));
+      for (int32_t j = 0; j < dof; ++j) {
+        bounds.setLow(static_cast<unsigned>(j), robot->lower_limits()[j]);
+        bounds.setHigh(static_cast<unsigned>(j), robot->upper_limits()[j]);
+      }
+      ompl_space->setBounds(bounds);
+      auto si = std::make_shared<ob::SpaceInformation>(ompl_space);
+      const ob::SpaceInformation* si_raw = si.get();
+      int64_t state_checks = 0;
+      si->setStateValidityChecker([&, si_raw](const ob::State* s) {
+        ++state_checks;
+        if (!si_raw->satisfiesBounds(s)) return false;
+        const double* v = s->as<ob::RealVectorStateSpace::StateType>()->values;
+        std::copy(v, v + dof, q.begin());
+        (void)robot->ForwardKinematics(q, std::span<RigidTransform>(X_WL), scene->X_WB());
+        fcl_robot.Pose(X_WL);
+        return fcl_robot.Free(*scene, *world.manager);
+      });
+      si->setup();
+      peer_segment = ompl_space->getLongestValidSegmentLength();
+      auto pdef = std::make_shared<ob::ProblemDefinition>(si);
+      ob::ScopedState<> ompl_start(ompl_space), ompl_goal(ompl_space);
+      for (int32_t j = 0; j < dof; ++j) {
+        ompl_start[static_cast<unsigned>(j)] = start[static_cast<size_t>(j)];
+        ompl_goal[static_cast<unsigned>(j)] = goal[static_cast<size_t>(j)];
+      }
+      pdef->setStartAndGoalStates(ompl_start, ompl_goal);
+      auto planner = std::make_shared<og::RRTConnect>(si);
+      planner->setProblemDefinition(pdef);
+      planner->setup();
+      peer_range = planner->getRange();
+      const auto motion_checks = [&] {
+        const auto& mv = si->getMotionValidator();
+        return static_cast<int64_t>(mv->getValidMotionCount()) + static_cast<int64_t>(mv->getInvalidMotionCount());
+      };
+
+      const double t0 = Now();
+      const ob::PlannerStatus status = planner->solve(ob::timedPlannerTerminationCondition(time_limit));
+      const double t1 = Now();
+      r.plan_s = t1 - t0;
+      r.solved = status == ob::PlannerStatus::EXACT_SOLUTION;
+      r.outcome = status.asString();
+      std::vector<Configuration> raw_path, path;
+      if (r.solved) {
+        og::PathGeometric solution(*pdef->getSolutionPath()->as<og::PathGeometric>());
+        raw_path = Waypoints(solution, dof);
+        og::PathSimplifier simplifier(si, pdef->getGoal());
+        simplifier.simplify(solution, ob::timedPlannerTerminationCondition(std::max(0.0, time_limit - r.plan_s)));
+        const double t2 = Now();
+        r.simplify_s = t2 - t1;
+        path = Waypoints(solution, dof);
+      }
+      r.time_s = Now() - t0;
+      r.state_checks = state_checks;
+      r.motion_checks = motion_checks();
+      {
+        ob::PlannerData data(si);
+        planner->getPlannerData(data);
+        r.graph_states = data.numVertices();
+      }
+      if (r.solved) {
+        r.raw_length = Length(raw_path);
+        r.length = Length(path);
+        r.raw_waypoints = static_cast<int64_t>(raw_path.size());
+        r.waypoints = static_cast<int64_t>(path.size());
+        r.raw_check = DensePathCheck(fcl_robot, world, *scene, raw_path, kDenseStep);
+        r.raw_checked = true;
+        r.check = DensePathCheck(fcl_robot, world, *scene, path, kDenseStep);
+      }
+    }
+    // A second opinion on every colliding state the dense check found: our CLEAR at that state.
+    for (Run* r : {&ours[k], &peer[k]}) {
+      for (const DensePathResult* c : {&r->raw_check, &r->check}) {
+        if (c->q_collide.empty()) continue;
+        core::StateResult state;
+        if (!scene->CheckState(c->q_collide, &cache, &state).ok()) {
+          ++errors;
+          continue;
+        }
+        if (state.free) {
+          ++r->unconfirmed;
+          std::cerr << "mbm: DISAGREE " << p.name << ": the dense check's colliding state is free by our CLEAR\n";
+        } else {
+          ++r->confirmed;
+        }
+      }
+    }
+    family_seconds[family_of[k]] += Now() - t_problem;
+
+    const bool family_done = k + 1 == n || family_of[k + 1] != family_of[k];
+    if (family_done) {
+      const int32_t f = family_of[k];
+      int64_t count = 0, ours_solved = 0, peer_solved = 0, peer_bad = 0, ours_bad = 0;
+      for (size_t i = 0; i <= k; ++i) {
+        if (family_of[i] != f) continue;
+        ++count;
+        ours_solved += ours[i].solved;
+        peer_solved += peer[i].solved;
+        ours_bad += ours[i].solved && ((ours[i].raw_checked && !ours[i].raw_check.valid) || !ours[i].check.valid);
+        peer_bad += peer[i].solved && ((peer[i].raw_checked && !peer[i].raw_check.valid) || !peer[i].check.valid);
+      }
+      std::cerr << "mbm: " << families[f] << ": " << count << " problems in " << family_seconds[f]
+                << " s; solved ours " << ours_solved << ", peer " << peer_solved << "; problems with an invalid "
+                << "path: ours " << ours_bad << ", peer " << peer_bad << "\n";
+    }
+  }
+  const double suite_s = Now() - t_suite;
+
+  // JSON lines: per family and overall, per side; then the ratios.
+  auto group_runs = [&](const std::vector<Run>& runs, int32_t f) {
+    std::vector<const Run*> out;
+    for (size_t k = 0; k < n; ++k) {
+      if (f < 0 || family_of[k] == f) out.push_back(&runs[k]);
+    }
+    return out;
+  };
+  auto side_lines = [&](int32_t f) {
+    const std::string group = f < 0 ? "overall" : families[f];
+    JsonLine o = SideLine("ours", group, group_runs(ours, f), time_limit);
+    o.Add("errors", static_cast<int64_t>(errors));
+    o.Add("quick_resolution", planners::ScenePlanning::kDefaultQuickResolution);
+    o.Add("range", space.MaxExtent() * 0.2);
+    o.Print();
+    JsonLine e = SideLine("peer", group, group_runs(peer, f), time_limit);
+    e.Add("range", peer_range).Add("longest_valid_segment", peer_segment);
+    e.Print();
+  };
+  for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) side_lines(f);
+  side_lines(-1);
+  {
+    auto values = [&](const std::vector<Run>& runs, int32_t f, double Run::*field, bool solved_only, double scale) {
+      std::vector<double> v;
+      for (size_t k = 0; k < n; ++k) {
+        if ((f < 0 || family_of[k] == f) && (!solved_only || runs[k].solved)) v.push_back(scale * runs[k].*field);
+      }
+      return v;
+    };
+    auto ratio = [&](int32_t f, double Run::*field, bool solved_only) {
+      return Median(values(peer, f, field, solved_only, 1.0)) / Median(values(ours, f, field, solved_only, 1.0));
+    };
+    JsonLine line;
+    line.Add("suite", kSuite).Add("case", "ratios").Add("n", static_cast<int64_t>(n));
+    line.Add("ours", kOurs).Add("peer", kPeer).Add("time_limit_s", time_limit);
+    line.Add("ours_time_ms_median", Median(values(ours, -1, &Run::time_s, false, 1e3)));
+    line.Add("peer_time_ms_median", Median(values(peer, -1, &Run::time_s, false, 1e3)));
+    line.Add("time_ratio", ratio(-1, &Run::time_s, false));
+    line.Add("time_p95_ratio",
+             Percentile(values(peer, -1, &Run::time_s, false, 1.0), 0.95) /
+                 Percentile(values(ours, -1, &Run::time_s, false, 1.0), 0.95));
+    line.Add("plan_time_ratio", ratio(-1, &Run::plan_s, false));
+    line.Add("raw_length_ratio", ratio(-1, &Run::raw_length, true));
+    line.Add("length_ratio", ratio(-1, &Run::length, true));
+    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
+      line.Add("time_ratio_" + families[f], ratio(f, &Run::time_s, false));
+    }
+    line.Add("suite_seconds", suite_s);
+    line.Print();
+  }
+
+  // OMPL benchmark logs: one experiment per family, both planners, a run per problem.
+  if (!options.ompl_log.empty()) {
+    std::error_code ec;
+    fs::create_directories(options.ompl_log, ec);
+    std::ostringstream setup;
+    setup << "MotionBenchMaker Panda problems (robot mbm_panda, " << dof << " joints), " << problems.size()
+          << " problems in " << families.size() << " families (" << (options.quick ? "--quick sample" : "all")
+          << ")\n";
+    setup << "ours: " << kOurs << "; range " << space.MaxExtent() * 0.2 << "; seed = problem index\n";
+    setup << "peer: " << kPeer << "; range " << peer_range << ", longest valid segment " << peer_segment
+          << "; ompl::RNG::setSeed(" << options.seed << ") once per process\n";
+    setup << "valid: the path re-checked by peers::DensePathCheck (states at most " << kDenseStep
+          << " rad apart in every joint, exact FCL collision, joint limits)\n";
+    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
+      LogPlanner a{kOursName, {{"range REAL", Num(space.MaxExtent() * 0.2)}, {"certified BOOLEAN", "1"}}, {}};
+      LogPlanner b{kPeerName,
+                   {{"range REAL", Num(peer_range)}, {"longest valid segment REAL", Num(peer_segment)}},
+                   {}};
+      int64_t count = 0;
+      for (size_t k = 0; k < n; ++k) {
+        if (family_of[k] != f) continue;
+        ++count;
+        const int number = std::atoi(problems[k].name.substr(problems[k].name.rfind('/') + 1).c_str());
+        a.runs.push_back(LogRun(ours[k], number));
+        b.runs.push_back(LogRun(peer[k], number));
+      }
+      const std::string file = (fs::path(options.ompl_log) / ("mbm_panda_" + families[f] + ".log")).string();
+      if (!WriteOmplLog(file, "mbm_panda_" + families[f], setup.str(), date, options.seed, time_limit,
+                        family_seconds[f], {a, b}, count)) {
+        std::cerr << "mbm: cannot write " << file << "\n";
+        return 1;
+      }
+    }
+    std::cerr << "mbm: OMPL benchmark logs written to " << options.ompl_log << " (one per family)\n";
+  }
+
+  std::cerr << "mbm: " << n << " problems in " << suite_s << " s\n";
+  // Our returned (simplified) paths are certified; the raw candidates passed only the quick check.
+  int64_t ours_invalid = 0;
+  for (const Run& r : ours) ours_invalid += r.solved && !r.check.valid;
+  if (errors > 0 || ours_invalid > 0) {
+    std::cerr << "mbm: " << errors << " errors, " << ours_invalid
+              << " problems where our path failed the dense check\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace proximity::bench
