@@ -192,16 +192,16 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
     else:
         s = r.stats
         if r.solved:
-            print(f"{r.planner}: solved in {s.plan_time:.3f} s (+{s.simplify_time:.3f} s simplifying), "
-                  f"{s.iterations} iterations, {s.state_checks} state checks, {s.motion_checks} motion checks "
-                  f"({args.mode})")
+            print(f"{r.planner}: solved in {s.plan_time * 1e3:.2f} ms (+{s.simplify_time * 1e3:.2f} ms simplifying), "
+                  f"{s.iterations} iterations, {s.state_checks} state checks, {s.motion_checks} {args.mode} and "
+                  f"{s.quick_motion_checks} sampled motion checks")
             print(f"path: {r.path.shape[0]} waypoints (raw {s.raw_waypoints}), joint-space length {s.length:.4f} "
                   f"(raw {s.raw_length:.4f})")
             if args.out is not None:
                 print(f"wrote {args.out}")
         else:
             print(f"{r.planner}: {r.outcome.upper()}: {r.message} ({s.iterations} iterations, "
-                  f"{s.plan_time:.3f} s)")
+                  f"{s.plan_time * 1e3:.2f} ms)")
             if args.out is not None:
                 print(f"no path: {args.out} not written")
     return EXIT_OK if r.solved else EXIT_INVALID
