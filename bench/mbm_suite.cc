@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "mbm_data.h"
 #include "peers/fcl_robot.h"
 #include "proximity/core/mbm.h"
 #include "proximity/core/scene.h"
@@ -88,24 +89,6 @@ constexpr char kPeer[] =
     "PathSimplifier::simplify";
 constexpr double kDenseStep = 1e-3;  // rad, in every joint
 
-// A temporary folder, removed with its contents when this goes out of scope.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "proximity-bench-mbm-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // One side's run on one problem.
 struct Run {
@@ -311,12 +294,6 @@ std::string UtcNow() {
 }  // namespace
 
 int RunMbm(const SuiteOptions& options) {
-  const std::string problems_root = options.data_dir + "/scenes/mbm/problems/panda";
-  const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
-  if (!fs::is_directory(problems_root) || !fs::is_regular_file(robot_dir + "/panda.urdf")) {
-    std::cerr << "mbm needs ../shared/data/scenes/mbm/problems/panda and ../shared/data/robots/mbm_panda\n";
-    return 77;
-  }
   if (options.time_limit_s < 0.0 || !std::isfinite(options.time_limit_s)) {
     std::cerr << "mbm: --time-limit must be a positive number of seconds (0 keeps the default)\n";
     return 2;
@@ -324,41 +301,10 @@ int RunMbm(const SuiteOptions& options) {
   const double time_limit = options.time_limit_s > 0.0 ? options.time_limit_s : (options.quick ? 2.0 : 10.0);
 
   // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
-  TempDir tmp;
-  std::string problems_dir = problems_root;
-  if (!options.quick) {
-    const std::string archive = problems_root + "/problems.tar.bz2";
-    if (!fs::is_regular_file(archive)) {
-      std::cerr << "mbm needs ../shared/data/scenes/mbm/problems/panda/problems.tar.bz2 (or run with --quick)\n";
-      return 77;
-    }
-    if (tmp.path().empty()) {
-      std::cerr << "mbm: cannot create a temporary folder\n";
-      return 1;
-    }
-    const std::string command = "tar -xjf '" + archive + "' -C '" + tmp.path() + "'";
-    if (std::system(command.c_str()) != 0) {
-      std::cerr << "mbm: '" << command << "' failed\n";
-      return 1;
-    }
-    problems_dir = tmp.path() + "/problems";
-  }
-  auto loaded = core::LoadMbmProblems(problems_dir);
-  if (!loaded.ok()) {
-    std::cerr << "mbm: " << loaded.error().message << "\n";
-    return 1;
-  }
-  const std::vector<MbmProblem>& problems = loaded.value();
-
-  core::RobotLoadOptions load;
-  load.package_dirs["meshes"] = robot_dir + "/meshes";
-  load.ros_package_path = "";
-  auto robot_or = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", load);
-  if (!robot_or.ok()) {
-    std::cerr << "mbm: " << robot_or.error().message << "\n";
-    return 1;
-  }
-  const std::shared_ptr<const RobotModel> robot = robot_or.value();
+  MbmData data;
+  if (int code = LoadMbmData("mbm", options, &data); code != 0) return code;
+  const std::vector<MbmProblem>& problems = data.problems;
+  const std::shared_ptr<const RobotModel> robot = data.robot;
   const int32_t dof = robot->num_positions();
   const planners::JointSpace space = planners::JointSpace::ForRobot(*robot);
   FclRobot fcl_robot(*robot);
@@ -521,9 +467,9 @@ int RunMbm(const SuiteOptions& options) {
       r.state_checks = state_checks;
       r.motion_checks = motion_checks();
       {
-        ob::PlannerData data(si);
-        planner->getPlannerData(data);
-        r.graph_states = data.numVertices();
+        ob::PlannerData graph(si);
+        planner->getPlannerData(graph);
+        r.graph_states = graph.numVertices();
       }
       if (r.solved) {
         r.raw_length = Length(raw_path);

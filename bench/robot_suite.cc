@@ -31,6 +31,7 @@
 #include <set>
 
 #include "bench_util.h"
+#include "mbm_data.h"
 #include "peers/fcl_robot.h"
 #include "proximity/core/mbm.h"
 #include "proximity/core/scene.h"
@@ -56,25 +57,6 @@ constexpr char kPeer[] = "fcl-0.7 MoveIt-style (OBBRSS links, DynamicAABBTree wo
 constexpr char kPeerLink[] =
     "fcl-0.7 MoveIt-style (OBBRSS links, DynamicAABBTree world + self), OMPL DiscreteMotionValidator-style "
     "sampling at 1% of the joint-space extent";
-
-// A temporary folder, removed with its contents when this goes out of scope.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "proximity-bench-robot-XXXXXX").string();
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // One state to check: its problem and configuration.
 struct StateItem {
@@ -143,50 +125,12 @@ struct EdgeRun {
 }  // namespace
 
 int RunRobot(const SuiteOptions& options) {
-  const std::string problems_root = options.data_dir + "/scenes/mbm/problems/panda";
-  const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
-  if (!fs::is_directory(problems_root) || !fs::is_regular_file(robot_dir + "/panda.urdf")) {
-    std::cerr << "robot needs ../shared/data/scenes/mbm/problems/panda and ../shared/data/robots/mbm_panda\n";
-    return 77;
-  }
-
   // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
   const double t_load = Now();
-  TempDir tmp;
-  std::string problems_dir = problems_root;
-  if (!options.quick) {
-    const std::string archive = problems_root + "/problems.tar.bz2";
-    if (!fs::is_regular_file(archive)) {
-      std::cerr << "robot needs ../shared/data/scenes/mbm/problems/panda/problems.tar.bz2 (or run with --quick)\n";
-      return 77;
-    }
-    if (tmp.path().empty()) {
-      std::cerr << "robot: cannot create a temporary folder\n";
-      return 1;
-    }
-    const std::string command = "tar -xjf '" + archive + "' -C '" + tmp.path() + "'";
-    if (std::system(command.c_str()) != 0) {
-      std::cerr << "robot: '" << command << "' failed\n";
-      return 1;
-    }
-    problems_dir = tmp.path() + "/problems";
-  }
-  auto loaded = core::LoadMbmProblems(problems_dir);
-  if (!loaded.ok()) {
-    std::cerr << "robot: " << loaded.error().message << "\n";
-    return 1;
-  }
-  const std::vector<MbmProblem>& problems = loaded.value();
-
-  core::RobotLoadOptions load;
-  load.package_dirs["meshes"] = robot_dir + "/meshes";
-  load.ros_package_path = "";
-  auto robot_or = RobotModel::FromUrdfFile(robot_dir + "/panda.urdf", robot_dir + "/panda.srdf", load);
-  if (!robot_or.ok()) {
-    std::cerr << "robot: " << robot_or.error().message << "\n";
-    return 1;
-  }
-  const std::shared_ptr<const RobotModel> robot = robot_or.value();
+  MbmData data;
+  if (int code = LoadMbmData("robot", options, &data); code != 0) return code;
+  const std::vector<MbmProblem>& problems = data.problems;
+  const std::shared_ptr<const RobotModel> robot = data.robot;
 
   // Scenes (ours and the peer's) and the start and goal states.
   std::vector<std::shared_ptr<const Scene>> scenes;
