@@ -101,24 +101,30 @@ double Clock::Remaining() const {
   return std::max(0.0, termination_.time_limit_s - Elapsed());
 }
 
-Status CheckEnds(Checker* checker, std::span<const double> start, std::span<const double> goal, PlanOutcome* invalid,
-                 bool* ok) {
+Status Begin(const PlanningContext& context, const PlannerOptions& options, Checker* checker, Clock* clock, Rng& rng,
+             std::span<const double> start, std::span<const double> goal, PlanResult* result, bool* done) {
+  *done = true;
   if (Status s = checker->space().Check(start, "start"); !s.ok()) return s;
   if (Status s = checker->space().Check(goal, "goal"); !s.ok()) return s;
-  bool valid = false;
-  if (Status s = checker->Valid(start, &valid); !s.ok()) return s;
-  if (!valid) {
-    *invalid = PlanOutcome::kInvalidStart;
-    *ok = false;
-    return Status::Ok();
+  for (auto [q, outcome] : {std::pair{start, PlanOutcome::kInvalidStart}, std::pair{goal, PlanOutcome::kInvalidGoal}}) {
+    bool valid = false;
+    if (Status s = checker->Valid(q, &valid); !s.ok()) return s;
+    if (!valid) {
+      result->outcome = outcome;
+      result->stats.plan_time_s = clock->Elapsed();
+      return Status::Ok();
+    }
   }
-  if (Status s = checker->Valid(goal, &valid); !s.ok()) return s;
-  if (!valid) {
-    *invalid = PlanOutcome::kInvalidGoal;
-    *ok = false;
-    return Status::Ok();
+  bool direct = false;
+  if (Status s = checker->Decide(start, goal, &direct); !s.ok()) return s;
+  if (direct) {
+    result->outcome = PlanOutcome::kSolved;
+    result->path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
+    result->stats.vertices = 2;
+    result->stats.edges = 1;
+    return Finish(context, options, clock, rng, result);
   }
-  *ok = true;
+  *done = false;
   return Status::Ok();
 }
 

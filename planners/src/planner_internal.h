@@ -100,9 +100,10 @@ class Checker {
   std::vector<double> end_;
 };
 
-// Validates the ends of a query: well formed (errors) and valid (outcomes).
-Status CheckEnds(Checker* checker, std::span<const double> start, std::span<const double> goal, PlanOutcome* invalid,
-                 bool* ok);
+// The start of every Solve: malformed ends are errors; an invalid end ends the call (outcome set); a
+// free straight edge solves it (the path start -> goal, finished). *done in both cases.
+Status Begin(const PlanningContext& context, const PlannerOptions& options, Checker* checker, Clock* clock, Rng& rng,
+             std::span<const double> start, std::span<const double> goal, PlanResult* result, bool* done);
 
 // Simplifies when asked, fills the path statistics and the timing. The path's edges are decided.
 Status Finish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,

@@ -41,19 +41,11 @@ class PrmPlanner final : public Planner {
     PlanResult result;
     Clock clock(termination);
     Checker checker(context_, &result.stats);
-    bool ends_valid = false;
-    if (Status s = CheckEnds(&checker, start, goal, &result.outcome, &ends_valid); !s.ok()) return s.error();
-    if (!ends_valid) {
-      result.stats.plan_time_s = clock.Elapsed();
-      return result;
+    bool done = false;
+    if (Status s = Begin(context_, options_, &checker, &clock, rng_, start, goal, &result, &done); !s.ok()) {
+      return s.error();
     }
-    bool direct = false;
-    if (Status s = checker.Decide(start, goal, &direct); !s.ok()) return s.error();
-    if (direct) {
-      result.outcome = PlanOutcome::kSolved;
-      result.path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
-      return Done(&clock, &result);
-    }
+    if (done) return result;
     range_ = options_.range > 0.0 ? options_.range : 0.2 * context_.space.MaxExtent();
     const int32_t s = AddVertex(start, Known::kValid);
     const int32_t g = AddVertex(goal, Known::kValid);

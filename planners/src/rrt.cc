@@ -82,27 +82,14 @@ class RrtPlanner final : public Planner {
     PlanResult result;
     Clock clock(termination);
     Checker checker(context_, &result.stats);
-    bool ends_valid = false;
-    if (Status s = CheckEnds(&checker, start, goal, &result.outcome, &ends_valid); !s.ok()) return s.error();
-    if (!ends_valid) {
-      result.stats.plan_time_s = clock.Elapsed();
-      return result;
-    }
     Rng rng(options_.seed);
+    bool done = false;
+    if (Status s = Begin(context_, options_, &checker, &clock, rng, start, goal, &result, &done); !s.ok()) {
+      return s.error();
+    }
+    if (done) return result;
     const JointSpace& space = context_.space;
     const double range = options_.range > 0.0 ? options_.range : 0.2 * space.MaxExtent();
-
-    // The straight edge first: when it is free, no tree is needed.
-    bool direct = false;
-    if (Status s = checker.Decide(start, goal, &direct); !s.ok()) return s.error();
-    if (direct) {
-      result.outcome = PlanOutcome::kSolved;
-      result.path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
-      result.stats.vertices = 2;
-      result.stats.edges = 1;
-      if (Status s = Finish(context_, options_, &clock, rng, &result); !s.ok()) return s.error();
-      return result;
-    }
 
     Tree start_tree(space), goal_tree(space);
     start_tree.Add(start, -1, true);
@@ -130,7 +117,6 @@ class RrtPlanner final : public Planner {
           // The goal joined the tree: a candidate path from the root to it.
           std::vector<Configuration> candidate = Candidate(*a, added, nullptr, -1);
           candidate.back().assign(goal.begin(), goal.end());
-          bool done = false;
           if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
           if (done) return Stats(start_tree, goal_tree, std::move(result));
           bool certified = false;
@@ -155,7 +141,6 @@ class RrtPlanner final : public Planner {
         if (g == Growth::kReached) {
           std::vector<Configuration> candidate = Candidate(*a, added, b, reached);
           if (a == &goal_tree) std::reverse(candidate.begin(), candidate.end());
-          bool done = false;
           if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
           if (done) return Stats(start_tree, goal_tree, std::move(result));
           bool certified = false;
