@@ -78,11 +78,14 @@ JsonLine StateCaseLine(const std::string& name, const SideRun& ours, const SideR
   const auto ours_t = Select(ours.times_us, keep), peer_t = Select(peer.times_us, keep);
   Work work;
   double pairs = 0;
-  int64_t agree = 0, ours_colliding = 0, peer_colliding = 0;
+  int64_t agree = 0, ours_colliding = 0, peer_colliding = 0, free_by_bounds = 0;
   std::vector<char> keep_free;
   for (size_t i = 0; i < keep.size(); ++i) {
     if (!keep[i]) continue;
     work.Add(ours.stats[i]);
+    // The conservative stages (broad phase, then each pair's bounding-volume hierarchy) prove a state
+    // free without any exact triangle or GJK test.
+    free_by_bounds += ours.free[i] && ours.stats[i].triangle_tests == 0;
     pairs += static_cast<double>(ours.pairs[i]);
     agree += ours.free[i] == peer.free[i];
     ours_colliding += !ours.free[i];
@@ -96,6 +99,8 @@ JsonLine StateCaseLine(const std::string& name, const SideRun& ours, const SideR
   line.Add("agree", agree);
   line.Add("colliding_ours", static_cast<double>(ours_colliding) / n);
   line.Add("colliding_peer", static_cast<double>(peer_colliding) / n);
+  line.Add("free_proven_by_bounds",
+           static_cast<double>(free_by_bounds) / std::max<double>(1.0, static_cast<double>(n - ours_colliding)));
   std::vector<char> keep_colliding(keep_free.size());
   for (size_t i = 0; i < keep_free.size(); ++i) keep_colliding[i] = !keep_free[i];
   line.Add("ours_free_us", Median(Select(ours_t, keep_free))).Add("peer_free_us", Median(Select(peer_t, keep_free)));
