@@ -13,4 +13,6 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 else
   cmake "$build_dir" "$@" >/dev/null
 fi
-cmake --build "$build_dir" -j"$(nproc)" ${PROX_BUILD_TARGET:+--target "$PROX_BUILD_TARGET"}
+# PROX_BUILD_TARGET: space-separated targets to build instead of all.
+# shellcheck disable=SC2086
+cmake --build "$build_dir" -j"$(nproc)" ${PROX_BUILD_TARGET:+--target $PROX_BUILD_TARGET}

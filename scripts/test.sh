@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: installs dependencies, builds (Release), runs the whole ctest suite, then the sanitizer
-# builds: address + undefined behaviour over every test, thread over the shared-model threading test.
+# builds: address + undefined behaviour over every test, thread over the shared-model and shared-validity
+# threading tests.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
@@ -14,6 +15,7 @@ CMAKE_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DPR
 ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
 
 echo "== thread sanitizer"
-CMAKE_BUILD_TYPE=RelWithDebInfo PROX_BUILD_TARGET=mesh_query_threads_test \
+CMAKE_BUILD_TYPE=RelWithDebInfo PROX_BUILD_TARGET="mesh_query_threads_test planner_test" \
   "$root/scripts/build.sh" "$root/build-tsan" -DPROX_SANITIZE=thread -DPROX_BUILD_BENCH=OFF
-ctest --test-dir "$root/build-tsan" --output-on-failure -R '^mesh_query_threads_test\.'
+ctest --test-dir "$root/build-tsan" --output-on-failure \
+  -R '^(mesh_query_threads_test\.|planner_test\.SceneValidity\.)'

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
@@ -144,6 +145,46 @@ TEST(Planner, CoarseQuickChecksAreCaughtByCertification) {
   }
   // The sampled check alone would have returned colliding paths; lazily certified, none is.
   EXPECT_GT(failures, 0);
+}
+
+// The validity objects are shared by concurrent callers (OMPL's contract): four threads asking the same
+// questions get the answers one thread gets. Run under the thread sanitizer too.
+TEST(SceneValidity, ConcurrentCallersGetTheSingleThreadedAnswers) {
+  SceneSetup setup(PassageScene(false));
+  const JointSpace& space = setup.context.space;
+  Rng rng(17);
+  const int n = testing::Cases(400);
+  std::vector<Configuration> a(n, Configuration(2)), b(n, Configuration(2));
+  for (int i = 0; i < n; ++i) {
+    space.Sample(rng, a[i]);
+    space.Sample(rng, b[i]);
+  }
+  auto answers = [&](std::vector<char>* state, std::vector<char>* motion, std::vector<char>* quick) {
+    for (int i = 0; i < n; ++i) {
+      bool valid = false;
+      MotionCheck m, q;
+      ASSERT_TRUE(setup.context.state->IsValid(a[i], &valid).ok());
+      ASSERT_TRUE(setup.context.motion->CheckMotion(a[i], b[i], &m).ok());
+      ASSERT_TRUE(setup.context.quick_motion->CheckMotion(a[i], b[i], &q).ok());
+      state->push_back(valid);
+      motion->push_back(m.valid);
+      quick->push_back(q.valid);
+    }
+  };
+  std::vector<char> state, motion, quick;
+  answers(&state, &motion, &quick);
+  EXPECT_GT(std::count(state.begin(), state.end(), 1), 0);
+  EXPECT_GT(std::count(motion.begin(), motion.end(), 0), 0);
+  std::vector<std::vector<char>> s(4), m(4), q(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { answers(&s[t], &m[t], &q[t]); });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(s[t], state);
+    EXPECT_EQ(m[t], motion);
+    EXPECT_EQ(q[t], quick);
+  }
+  EXPECT_EQ(setup.planning.state().checks(), 5 * n);
 }
 
 TEST(Planner, SameSeedSamePath) {
