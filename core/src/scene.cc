@@ -426,72 +426,69 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
     if (!(std::isfinite(request.resolution) && request.resolution > 0.0)) {
       return InvalidArgument("resolution must be finite and > 0, got " + std::to_string(request.resolution));
     }
-    return CheckMotionDiscrete(q0, q1, request.resolution, cache, result);
+    return CheckMotionDiscrete(q0, q1, request.resolution, request.coarse_to_fine, cache, result);
   }
   if (!(std::isfinite(request.prepass_resolution) && request.prepass_resolution >= 0.0)) {
     return InvalidArgument("prepass_resolution must be finite and >= 0, got " +
                            std::to_string(request.prepass_resolution));
   }
   if (request.prepass_resolution > 0.0) {
-    if (Status s = SampledPrepass(q0, q1, request.prepass_resolution, cache, result); !s.ok() || result->t_collide >= 0.0) {
+    // The ends are left to the certified walk, which checks them first.
+    if (Status s = SampleSegment(q0, q1, request.prepass_resolution, true, false, cache, result);
+        !s.ok() || result->t_collide >= 0.0) {
       return s;
     }
   }
   return CheckMotionCertified(q0, q1, request.narrow_collision, cache, result);
 }
 
-// States on the segment at most `resolution` apart, in bisection (van der Corput) order so that a
-// collision anywhere is met early; records the first colliding state found. The ends are left to the
-// certified walk, which checks them first.
-Status Scene::SampledPrepass(std::span<const double> q0, std::span<const double> q1, double resolution,
-                             SceneCache* cache, MotionResult* result) const {
-  double length2 = 0.0;
-  for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
-  const double length = std::sqrt(length2);
-  if (length <= resolution) return {};
-  // Levels of bisection until samples lie at most `resolution` apart: 2^levels segments.
-  const int levels = std::min(20, static_cast<int>(std::ceil(std::log2(length / resolution))));
-  std::vector<double> q(q0.size());
-  for (int level = 1; level <= levels; ++level) {
-    const int64_t n = int64_t{1} << level;
-    for (int64_t k = 1; k < n; k += 2) {
-      const double t = static_cast<double>(k) / static_cast<double>(n);
-      for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
-      StateResult r;
-      if (Status s = CheckState(q, cache, &r); !s.ok()) return s;
-      ++result->states;
-      result->stats += r.stats;
-      if (!r.free) {
-        result->t_collide = t;
-        result->t_free = 0.0;
-        result->contact = r.contact;
-        return {};
-      }
-    }
-  }
-  return {};
-}
-
-Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
-                                  SceneCache* cache, MotionResult* result) const {
+// States q0 + (i / n) (q1 - q0), i = 0..n, n = ceil(length / resolution), each checked by CLEAR until one
+// collides (recorded in *result). In order from q0, or coarse to fine: the ends, then the odd multiples
+// of the largest power of two below n, then of half of it, and so on: the same states, each once, so the
+// same answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
+Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
+                            bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const {
   double length2 = 0.0;
   for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(length2) / resolution)));
   std::vector<double> q(q0.size());
-  for (int64_t i = 0; i <= n; ++i) {
+  // Checks state i; true when it collides.
+  auto collides = [&](int64_t i, Status* status) {
     const double t = static_cast<double>(i) / static_cast<double>(n);
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
     StateResult r;
-    if (Status s = CheckState(q, cache, &r); !s.ok()) return s;
+    *status = CheckState(q, cache, &r);
+    if (!status->ok()) return true;
     ++result->states;
     result->stats += r.stats;
-    if (!r.free) {
-      result->t_collide = t;
-      result->t_free = i == 0 ? 0.0 : static_cast<double>(i - 1) / static_cast<double>(n);
-      result->contact = r.contact;
-      return {};
+    if (r.free) return false;
+    result->t_collide = t;
+    result->t_free = coarse_to_fine || i == 0 ? 0.0 : static_cast<double>(i - 1) / static_cast<double>(n);
+    result->contact = r.contact;
+    return true;
+  };
+  Status status;
+  if (!coarse_to_fine) {
+    for (int64_t i = ends ? 0 : 1; i <= (ends ? n : n - 1); ++i) {
+      if (collides(i, &status)) return status;
+    }
+    return status;
+  }
+  if (ends && (collides(0, &status) || collides(n, &status))) return status;
+  int64_t stride = 1;
+  while (stride * 2 < n) stride *= 2;
+  for (; stride >= 1; stride /= 2) {
+    for (int64_t i = stride; i < n; i += 2 * stride) {
+      if (collides(i, &status)) return status;
     }
   }
+  return status;
+}
+
+Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
+                                  bool coarse_to_fine, SceneCache* cache, MotionResult* result) const {
+  if (Status s = SampleSegment(q0, q1, resolution, coarse_to_fine, true, cache, result); !s.ok()) return s;
+  if (result->t_collide >= 0.0) return {};
   result->free = true;
   result->t_free = 1.0;
   return {};

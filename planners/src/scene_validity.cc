@@ -81,6 +81,7 @@ core::MotionRequest Sampled(double resolution) {
   core::MotionRequest request;
   request.mode = core::MotionRequest::Mode::kDiscrete;
   request.resolution = resolution > 0.0 ? resolution : 1.0;
+  request.coarse_to_fine = true;  // Trees grow on free or not; a collision is met sooner this way.
   return request;
 }
 }  // namespace

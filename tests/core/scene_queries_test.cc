@@ -512,24 +512,43 @@ TEST(SceneUpdate, MakesANewVersionAndLeavesTheOldSceneAlone) {
 // The planner's variant of certified LINK (a sampled pre-pass, no narrowing of a collision) answers
 // free exactly when the default certified check does, and never claims more than the dense reference
 // allows: its colliding state collides and its free prefix ends before the first collision.
-TEST(SceneLink, PrepassAndUnnarrowedCollisionsKeepTheCertifiedAnswer) {
+TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
   MotionRequest planning;
   planning.narrow_collision = false;
   planning.prepass_resolution = 0.1;
+  MotionRequest in_order, coarse_to_fine;
+  in_order.mode = coarse_to_fine.mode = MotionRequest::Mode::kDiscrete;
+  in_order.resolution = coarse_to_fine.resolution = 0.03;
+  coarse_to_fine.coarse_to_fine = true;
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
     std::mt19937_64 rng(41);
     const auto scene = Scene::Build(RandomWorldScene(rc, rng, 12)).value();
     SceneCache cache;
     int colliding = 0, by_prepass = 0;
+    int64_t coarse_saved = 0;
     for (int e = 0; e < testing::Cases(150); ++e) {
       auto [q0, q1] = RandomEdge(rng, *scene, &cache);
       MotionResult exact, fast;
       ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &exact).ok());
       ASSERT_TRUE(scene->CheckMotion(q0, q1, planning, &cache, &fast).ok());
       ASSERT_EQ(fast.free, exact.free) << "edge " << e;
+      // Sampled coarse to fine: the same states as in order, so the same answer, in fewer states when
+      // the segment collides, at a state that collides.
+      MotionResult ordered, coarse;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, in_order, &cache, &ordered).ok());
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, coarse_to_fine, &cache, &coarse).ok());
+      ASSERT_EQ(coarse.free, ordered.free) << "edge " << e;
+      if (coarse.free) {
+        EXPECT_EQ(coarse.states, ordered.states);
+      } else {
+        StateResult at;
+        ASSERT_TRUE(scene->CheckState(Along(q0, q1, coarse.t_collide), &cache, &at).ok());
+        EXPECT_FALSE(at.free);
+        coarse_saved += ordered.states - coarse.states;
+      }
       if (fast.free) continue;
       ++colliding;
       by_prepass += fast.distance_queries == 0;
@@ -539,11 +558,14 @@ TEST(SceneLink, PrepassAndUnnarrowedCollisionsKeepTheCertifiedAnswer) {
         ASSERT_TRUE(scene->CheckState(Along(q0, q1, fast.t_collide), &cache, &at).ok());
         EXPECT_FALSE(at.free) << "edge " << e << " t_collide " << fast.t_collide;
       }
-      if (first >= 0.0) EXPECT_LE(fast.t_free, first) << "edge " << e;
+      if (first >= 0.0) {
+        EXPECT_LE(fast.t_free, first) << "edge " << e;
+      }
       EXPECT_LE(fast.t_free, fast.t_collide);
     }
     EXPECT_GT(colliding, 0);
     EXPECT_GT(by_prepass, 0);  // Some collisions are found by CLEARs alone.
+    EXPECT_GT(coarse_saved, 0);  // Coarse to fine meets collisions sooner than in order, overall.
   }
   MotionRequest bad = planning;
   bad.prepass_resolution = -1.0;

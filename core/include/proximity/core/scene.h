@@ -125,12 +125,16 @@ struct MotionRequest {
   };
   Mode mode = Mode::kCertified;
   double resolution = 0.01;
+  /// Discrete mode: visit the same states coarse to fine (the ends, then midpoints, then quarter points,
+  /// ...) instead of in order from q0. The answer is the same and a collision is met after fewer states,
+  /// but a colliding segment then reports t_free = 0 (no sampled prefix is known).
+  bool coarse_to_fine = false;
   /// Certified mode: when the segment collides, narrow [t_free, t_collide] to 1/1024 of the segment.
   /// A caller that only needs free or not (a planner growing a tree) turns this off: the check then
   /// stops at the first colliding state it finds, and t_free is only what was certified by then.
   bool narrow_collision = true;
   /// Certified mode: before certifying, sample states at most this far apart (joint-space norm) with
-  /// CLEAR, in bisection order, and stop at the first that collides (most colliding segments end
+  /// CLEAR, coarse to fine, and stop at the first that collides (most colliding segments end
   /// there, at the cost of a few CLEARs). 0 turns the pre-pass off.
   double prepass_resolution = 0.0;
 };
@@ -362,11 +366,11 @@ class Scene {
   }
   void BuildBroadPhase();
   Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
-                             SceneCache* cache, MotionResult* result) const;
+                             bool coarse_to_fine, SceneCache* cache, MotionResult* result) const;
   Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
                               SceneCache* cache, MotionResult* result) const;
-  Status SampledPrepass(std::span<const double> q0, std::span<const double> q1, double resolution,
-                        SceneCache* cache, MotionResult* result) const;
+  Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
+                       bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const;
   bool CollideWorld(int32_t part, const SceneCache& cache, StateResult* out) const;
 
   std::shared_ptr<const RobotModel> robot_;
