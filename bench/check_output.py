@@ -21,7 +21,8 @@ EXPECTED = {
              [f"{case}_{family}" for case in ("clear_start_goal", "clear_random")
               for family in ("bookshelf_small", "bookshelf_tall", "bookshelf_thin", "box", "cage", "table_pick",
                              "table_under_pick")] +
-             ["distance_exact", "distance_rel_0.2", "link_certified", "link_discrete", "ccd_edge"],
+             ["distance_exact", "distance_rel_0.2", "link_certified", "link_certified_planning", "link_discrete",
+              "ccd_edge"],
     "service": ["clear_batch_packed", "check_state_unary", "validate_paths_stream"],
     "mbm": [f"{side}_{group}" for group in MBM_FAMILIES + ("overall",) for side in ("ours", "peer")] + ["ratios"],
 }
@@ -220,6 +221,11 @@ def run_and_check(binary, suite, tmp):
         print(f"LINK: {obj['n']} edges, {obj.get('colliding_dense')} colliding (dense); misses certified "
               f"{obj.get('misses_certified')}, ours discrete {obj.get('misses_ours_discrete')}, peer discrete "
               f"{obj.get('misses_peer_discrete')}; undecided {obj.get('undecided')}")
+    if "link_certified_planning" in cases:
+        obj = cases["link_certified_planning"]
+        if obj.get("misses_planning") != 0 or obj.get("disagree_with_certified") != 0:
+            failures.append(f"link_certified_planning: {obj.get('misses_planning')} misses, "
+                            f"{obj.get('disagree_with_certified')} answers unlike link_certified's")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

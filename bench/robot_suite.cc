@@ -508,13 +508,22 @@ int RunRobot(const SuiteOptions& options) {
     };
 
     const int link_reps = 3;
-    EdgeRun certified, discrete, peer;
+    EdgeRun certified, planning, discrete, peer;
+    // The certified check as planners ask it: a coarse-to-fine sampled pre-pass (0.1 rad) rejects most
+    // colliding edges, and a collision is not narrowed (t_free is then a certified, loose prefix).
+    MotionRequest planning_request;
+    planning_request.narrow_collision = false;
+    planning_request.prepass_resolution = 0.1;
     MotionRequest discrete_request;
     discrete_request.mode = MotionRequest::Mode::kDiscrete;
     discrete_request.resolution = resolution;
     double t0 = Now();
     run_ours(MotionRequest{}, link_reps, &certified);
     std::cerr << "robot: LINK certified, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
+    t0 = Now();
+    run_ours(planning_request, link_reps, &planning);
+    std::cerr << "robot: LINK certified for planners, " << n << " edges x " << link_reps << " in " << Now() - t0
+              << " s\n";
     t0 = Now();
     run_ours(discrete_request, link_reps, &discrete);
     std::cerr << "robot: LINK ours discrete, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
@@ -526,7 +535,7 @@ int RunRobot(const SuiteOptions& options) {
     // full on stderr (there must be none); so are certified free prefixes that hold a dense collision.
     int64_t colliding = 0, start_goal_edges = 0, start_goal_colliding = 0;
     int64_t miss_certified = 0, miss_discrete = 0, miss_peer = 0, undecided = 0, prefix_violations = 0;
-    int64_t certified_colliding_dense_free = 0, discrete_agree = 0;
+    int64_t certified_colliding_dense_free = 0, discrete_agree = 0, miss_planning = 0, planning_disagree = 0;
     std::vector<char> keep_colliding(n), keep_free(n), keep_start_goal(n), keep_random(n);
     for (int i = 0; i < n; ++i) {
       const EdgeItem& e = edges[i];
@@ -543,6 +552,8 @@ int RunRobot(const SuiteOptions& options) {
       miss_discrete += hit && discrete.free[i];
       miss_peer += hit && peer.free[i];
       certified_colliding_dense_free += !hit && !certified.free[i];
+      miss_planning += hit && planning.free[i];
+      planning_disagree += planning.free[i] != certified.free[i];
       const bool miss = hit && certified.free[i];
       const bool prefix = hit && !certified.free[i] && dense[i] < certified.t_free[i];
       miss_certified += miss;
@@ -597,6 +608,17 @@ int RunRobot(const SuiteOptions& options) {
       const double ratio = Median(peer.times_us) / Median(certified.times_us);
       const double ratio_mean = Mean(peer.times_us) / Mean(certified.times_us);
       line.Add("target_ratio", 1.0).Add("meets_target", ratio >= 1.0).Add("meets_target_mean", ratio_mean >= 1.0);
+      line.Print();
+    }
+    {
+      Work work;
+      for (const auto& st : planning.stats) work.Add(st);
+      JsonLine line = CaseLine(kSuite, "link_certified_planning", planning.times_us, work, kPeerLink, peer.times_us);
+      common(line, planning);
+      line.Add("prepass_resolution", planning_request.prepass_resolution);
+      line.Add("misses_planning", miss_planning).Add("disagree_with_certified", planning_disagree);
+      line.Add("ours_states", mean_of(planning.states));
+      line.Add("ours_distance_queries", mean_of(planning.distance_queries));
       line.Print();
     }
     {
