@@ -50,7 +50,7 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
   auto problems = LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
   ASSERT_TRUE(problems.ok()) << problems.error().message;
   // The sanitizer builds check memory and undefined behaviour on a sample; the Release run does all 10,000.
-  const int per_robot = testing::kSanitizedSlowdown == 1 ? 10000 : 600;
+  const int per_robot = testing::kSanitizedSlowdown == 1 ? 10000 : 300;
   int64_t total_discrete_misses = 0;
   for (const RobotInScenes& rs : ValidationRobots()) {
     SCOPED_TRACE(rs.name);

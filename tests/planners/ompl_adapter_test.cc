@@ -163,7 +163,9 @@ TEST(OmplAdapter, RrtConnectAndPrmSolveTheDefaultSceneWithCertifiedEdges) {
 
     Rng rng(7);
     int edges = 0;
-    for (int query = 0; query < 3; ++query) {
+    // One query under a sanitizer, whose job is memory and threading faults, not repeating cases.
+    const int queries = testing::kSanitizedSlowdown == 1 ? 3 : 1;
+    for (int query = 0; query < queries; ++query) {
       const auto [start, goal] = DetourQuery(*scene, space, rng);
       ASSERT_FALSE(start.empty());
       // The dense reference sees the collision the planner has to avoid: it can fail a path.
@@ -210,11 +212,13 @@ TEST(OmplAdapter, RrtConnectSolvesMotionBenchMakerPandaProblems) {
   ASSERT_NE(robot, nullptr);
   auto problems = core::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
   ASSERT_TRUE(problems.ok()) << problems.error().message;
-  int solved = 0, edges = 0;
+  int solved = 0, edges = 0, family = 0;
+  const int families = testing::Cases(7);  // four under a sanitizer
   std::string last_family;
   for (const core::MbmProblem& p : problems.value()) {
     if (p.family == last_family) continue;  // the first problem of each family
     last_family = p.family;
+    if (++family > families) break;
     SCOPED_TRACE(p.name);
     auto d = core::MbmSceneDescription(p.scene, robot);
     ASSERT_TRUE(d.ok()) << d.error().message;
@@ -223,7 +227,8 @@ TEST(OmplAdapter, RrtConnectSolvesMotionBenchMakerPandaProblems) {
     auto start = core::MbmStartConfiguration(p.request, *robot);
     auto goal = core::MbmGoalConfiguration(p.request, *robot);
     ASSERT_TRUE(start.ok() && goal.ok());
-    auto made = MakeOmplSetup(scene);
+    // The planners' certified request (the tight default one is exercised on the default scene).
+    auto made = MakeOmplSetup(scene, PlanningMotionRequest());
     ASSERT_TRUE(made.ok()) << made.error().message;
     const Solution sol = Solve(made.value(), std::make_shared<og::RRTConnect>(made.value().si), start.value(),
                                goal.value());
@@ -235,7 +240,7 @@ TEST(OmplAdapter, RrtConnectSolvesMotionBenchMakerPandaProblems) {
     ExpectPathFree(*scene, sol.simplified, p.name + " simplified", &edges);
     EXPECT_TRUE(made.value().status().ok()) << made.value().status().ToString();
   }
-  EXPECT_EQ(solved, 7);
+  EXPECT_EQ(solved, families);
   std::printf("[ mbm panda ] %d problems (one per family) solved by OMPL RRTConnect, %d edges re-checked: 0 invalid\n",
               solved, edges);
 }
