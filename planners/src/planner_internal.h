@@ -62,22 +62,16 @@ class Checker {
     ++stats_->state_checks;
     return context_.state->IsValid(q, valid);
   }
-  // The straight segment a -> b (b's wrapping coordinates taken the short way round).
+  // The straight segment a -> b (b's wrapping coordinates taken the short way round), decisively.
   Status Motion(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
     ++stats_->motion_checks;
-    context_.space.SegmentEnd(a, b, end_);
-    Status status = context_.motion->CheckMotion(a, end_, check);
-    stats_->motion_states += check->states;
-    return status;
+    return Segment(*context_.motion, a, b, check);
   }
   // The tree-growing check: the quick one when the context has it.
   Status Quick(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
     if (context_.quick_motion == nullptr) return Motion(a, b, check);
     ++stats_->quick_motion_checks;
-    context_.space.SegmentEnd(a, b, end_);
-    Status status = context_.quick_motion->CheckMotion(a, end_, check);
-    stats_->motion_states += check->states;
-    return status;
+    return Segment(*context_.quick_motion, a, b, check);
   }
   // The edge a -> b by the quick check, then (when that passes) by the decisive one.
   Status Decide(std::span<const double> a, std::span<const double> b, bool* valid) {
@@ -95,6 +89,14 @@ class Checker {
   const JointSpace& space() const { return context_.space; }
 
  private:
+  Status Segment(const MotionValidator& validator, std::span<const double> a, std::span<const double> b,
+                 MotionCheck* check) {
+    context_.space.SegmentEnd(a, b, end_);
+    Status status = validator.CheckMotion(a, end_, check);
+    stats_->motion_states += check->states;
+    return status;
+  }
+
   const PlanningContext& context_;
   PlanStats* stats_;
   std::vector<double> end_;
