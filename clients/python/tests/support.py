@@ -143,6 +143,14 @@ class Daemon:
         self.kill()
 
 
+def run_cli(daemon: Daemon, *args: str) -> subprocess.CompletedProcess:
+    """The `proximity` CLI (python -m proximity_client) against `daemon`, as a user runs it."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(PY_SRC), str(STUBS)])
+    return subprocess.run(["/usr/bin/python3", "-m", "proximity_client", *args, "--target", daemon.target],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
 def run_scene_tool(*args: str) -> Dict[str, Any]:
     """Runs proximity-scene and parses its JSON (fails the test with its stderr on an error)."""
     proc = subprocess.run([str(SCENE_TOOL), *args], capture_output=True, text=True, timeout=600)

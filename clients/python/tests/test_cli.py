@@ -16,13 +16,6 @@ import support
 from proximity_client import Client, SceneInfo
 
 
-def run_cli(daemon: support.Daemon, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(support.PY_SRC), str(support.STUBS)])
-    return subprocess.run(["/usr/bin/python3", "-m", "proximity_client", *args, "--target", daemon.target],
-                          capture_output=True, text=True, env=env, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def free_and_colliding(client: Client, info: SceneInfo) -> "tuple[np.ndarray, np.ndarray]":
     """A certified-free path and a colliding path, found by sampling."""
@@ -41,12 +34,12 @@ def free_and_colliding(client: Client, info: SceneInfo) -> "tuple[np.ndarray, np
 
 
 def test_info(daemon: support.Daemon, info: SceneInfo) -> None:
-    p = run_cli(daemon, "info")
+    p = support.run_cli(daemon, "info")
     assert p.returncode == 0, p.stderr
     assert "SERVING" in p.stdout and info.robot_name in p.stdout
     for name in info.joint_names + info.object_ids:
         assert name in p.stdout
-    j = run_cli(daemon, "info", "--scene", "default", "--json")
+    j = support.run_cli(daemon, "info", "--scene", "default", "--json")
     assert j.returncode == 0, j.stderr
     doc = json.loads(j.stdout)
     assert doc["health"] == "SERVING" and doc["scenes"][0]["joint_names"] == info.joint_names
@@ -70,15 +63,15 @@ def test_validate_exit_codes(daemon: support.Daemon, info: SceneInfo, tmp_path: 
                                 "paths": [{"waypoints": free_path.tolist()}, {"waypoints": colliding.tolist()}]}))
 
     for f in (good_json, good_csv, good_npy):
-        p = run_cli(daemon, "validate", str(f))
+        p = support.run_cli(daemon, "validate", str(f))
         assert p.returncode == 0, (f, p.stdout, p.stderr)
         assert "valid" in p.stdout and "INVALID" not in p.stdout
 
-    p = run_cli(daemon, "validate", str(good_json), str(bad_npy))
+    p = support.run_cli(daemon, "validate", str(good_json), str(bad_npy))
     assert p.returncode == 1, p.stderr
     assert "INVALID" in p.stdout and "segment 0" in p.stdout
 
-    p = run_cli(daemon, "validate", str(many), "--json")
+    p = support.run_cli(daemon, "validate", str(many), "--json")
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
     assert [x["valid"] for x in doc["paths"]] == [True, False]
@@ -87,7 +80,7 @@ def test_validate_exit_codes(daemon: support.Daemon, info: SceneInfo, tmp_path: 
     assert bad["contact"]["robot"] and bad["contact"]["other"]
     assert doc["valid"] == 1 and doc["invalid"] == 1
 
-    p = run_cli(daemon, "validate", str(good_npy), "--mode", "discrete", "--resolution", "0.05", "--json")
+    p = support.run_cli(daemon, "validate", str(good_npy), "--mode", "discrete", "--resolution", "0.05", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["mode"] == "discrete"
 
 
@@ -104,23 +97,23 @@ def test_validate_errors_exit_2(daemon: support.Daemon, info: SceneInfo, tmp_pat
     wrong_ext.write_text("0 0 0")
     cases.append(wrong_ext)
     for f in cases:
-        p = run_cli(daemon, "validate", str(f))
+        p = support.run_cli(daemon, "validate", str(f))
         assert p.returncode == 2, (f, p.stdout, p.stderr)
         assert "error" in p.stderr and f.name in p.stderr
 
     # Well-formed files the server rejects: the gRPC status and message go to stderr.
     wrong_dof = tmp_path / "wrong_dof.npy"
     np.save(wrong_dof, np.zeros((3, info.dof + 1)))
-    p = run_cli(daemon, "validate", str(wrong_dof))
+    p = support.run_cli(daemon, "validate", str(wrong_dof))
     assert p.returncode == 2 and "INVALID_ARGUMENT" in p.stderr, p.stderr
     nan = tmp_path / "nan.json"
     nan.write_text('{"waypoints": [[0,0,0,0,0,0],[0,NaN,0,0,0,0]]}')
-    p = run_cli(daemon, "validate", str(nan))
+    p = support.run_cli(daemon, "validate", str(nan))
     assert p.returncode == 2 and "INVALID_ARGUMENT" in p.stderr, p.stderr
-    p = run_cli(daemon, "validate", str(tmp_path / "x.npy"), "--scene", "no-such-scene")
+    p = support.run_cli(daemon, "validate", str(tmp_path / "x.npy"), "--scene", "no-such-scene")
     assert p.returncode == 2
     np.save(tmp_path / "x.npy", np.zeros((2, info.dof)))
-    p = run_cli(daemon, "validate", str(tmp_path / "x.npy"), "--scene", "no-such-scene")
+    p = support.run_cli(daemon, "validate", str(tmp_path / "x.npy"), "--scene", "no-such-scene")
     assert p.returncode == 2 and "NOT_FOUND" in p.stderr, p.stderr
     p = subprocess.run(["/usr/bin/python3", "-m", "proximity_client", "validate", str(tmp_path / "x.npy"),
                         "--target", f"127.0.0.1:{support.free_port()}", "--timeout", "2"],
@@ -134,10 +127,10 @@ def test_check_states_command(daemon: support.Daemon, client: Client, info: Scen
     f = tmp_path / "states.npy"
     np.save(f, states)
     expect = client.check_states(states)
-    p = run_cli(daemon, "check-states", str(f), "--json")
+    p = support.run_cli(daemon, "check-states", str(f), "--json")
     assert p.returncode == (0 if expect.all() else 1), p.stderr
     doc = json.loads(p.stdout)
     assert doc["free_mask"] == expect.tolist() and doc["free"] == int(expect.sum())
     assert set(doc["contacts"]) == {str(i) for i in np.flatnonzero(~expect)}
-    p = run_cli(daemon, "check-states", str(f))
+    p = support.run_cli(daemon, "check-states", str(f))
     assert f"{int(expect.sum())} free" in p.stdout

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Tuple
@@ -21,13 +19,6 @@ from proximity_client import (Client, DeadlineExceededError, InvalidArgumentErro
 
 PLANAR_URDF = support.REPO / "tests" / "data" / "robots" / "planar_2link.urdf"
 PLANAR_SRDF = support.REPO / "tests" / "data" / "robots" / "planar_2link.srdf"
-
-
-def run_cli(daemon: support.Daemon, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(support.PY_SRC), str(support.STUBS)])
-    return subprocess.run(["/usr/bin/python3", "-m", "proximity_client", *args, "--target", daemon.target],
-                          capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -209,17 +200,17 @@ def test_cli_plan_then_validate(daemon: support.Daemon, info: SceneInfo, tmp_pat
     out = tmp_path / "plan.json"
     q = lambda v: ",".join(repr(float(x)) for x in v)  # noqa: E731
     named = ",".join(f"{n}={float(x)!r}" for n, x in zip(info.joint_names, goal))
-    p = run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={named}", "--seed", "4", "--out", str(out))
+    p = support.run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={named}", "--seed", "4", "--out", str(out))
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "solved" in p.stdout and out.is_file()
     doc = json.loads(out.read_text())
     assert doc["joint_names"] == info.joint_names
     assert doc["waypoints"][0] == start.tolist() and doc["waypoints"][-1] == goal.tolist()
-    v = run_cli(daemon, "validate", str(out))
+    v = support.run_cli(daemon, "validate", str(out))
     assert v.returncode == 0, (v.stdout, v.stderr)
     assert "1 of 1 path(s) valid" in v.stdout
 
-    j = run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={q(goal)}", "--seed", "4", "--json",
+    j = support.run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={q(goal)}", "--seed", "4", "--json",
                 "--planner", "prm", "--time-limit", "10")
     assert j.returncode == 0, j.stderr
     res = json.loads(j.stdout)
@@ -227,11 +218,11 @@ def test_cli_plan_then_validate(daemon: support.Daemon, info: SceneInfo, tmp_pat
     assert res["waypoints"][0] == start.tolist()
 
     bad = tmp_path / "none.json"
-    n = run_cli(daemon, "plan", f"--start={q(colliding_state)}", f"--goal={q(goal)}", "--out", str(bad))
+    n = support.run_cli(daemon, "plan", f"--start={q(colliding_state)}", f"--goal={q(goal)}", "--out", str(bad))
     assert n.returncode == 1, (n.stdout, n.stderr)
     assert "INVALID_START" in n.stdout and not bad.exists()
 
-    e = run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={q(goal)}", "--time-limit", "-1")
+    e = support.run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={q(goal)}", "--time-limit", "-1")
     assert e.returncode == 2 and "INVALID_ARGUMENT" in e.stderr and "time_limit" in e.stderr
-    e = run_cli(daemon, "plan", f"--start={q(start)}", "--goal=a1=,x")
+    e = support.run_cli(daemon, "plan", f"--start={q(start)}", "--goal=a1=,x")
     assert e.returncode == 2 and "--goal" in e.stderr
