@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/test_util.h"
@@ -23,6 +24,17 @@
 namespace proximity::server::testing {
 
 namespace v1 = ::proximity::v1;
+
+/// Waits up to `timeout` for `done` to hold (polling every 5 ms); whether it did.
+template <class F>
+bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
 using proximity::testing::Cases;
 
 /// Sanitizer builds: gRPC moves large messages very slowly under TSan (a 10 MB request takes minutes to

@@ -14,16 +14,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Waits up to `timeout` for `done` to hold.
-template <class F>
-bool Eventually(F done, std::chrono::milliseconds timeout = 10s) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
 
 TEST_F(ServiceTest, HealthAnswersServing) {
   auto health = grpc::health::v1::Health::NewStub(channel_);

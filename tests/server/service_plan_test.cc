@@ -15,15 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-template <class F>
-bool Eventually(F done, std::chrono::milliseconds timeout = 10s) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
 
 /// A Plan request between two configurations in the scene's joint order.
 v1::PlanRequest MakePlan(const std::string& scene, const std::vector<double>& start, const std::vector<double>& goal,
