@@ -515,10 +515,9 @@ Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_t
   out.options.simplify = !request.has_simplify() || request.simplify();
   auto motion = ToMotionRequest(request.mode(), request.resolution(), "");
   if (!motion.ok()) return motion.error();
-  // Certified edges as planners want them: the same certificate, with a sampled pre-pass and no
-  // narrowing of colliding segments (a planner needs free or not).
-  out.motion = motion.value().mode == core::MotionRequest::Mode::kCertified ? planners::PlanningMotionRequest()
-                                                                            : motion.value();
+  // Certified mode is planned lazily on the scene's ScenePlanning (the handler builds it); discrete
+  // mode checks every edge with this request.
+  out.motion = motion.value();
   return out;
 }
 

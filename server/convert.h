@@ -135,7 +135,7 @@ inline constexpr double kDefaultPlanTimeLimit = 5.0;
 /// What a PlanRequest asks of the planner besides its start and goal, checked.
 struct PlanSettings {
   planners::PlannerOptions options;
-  core::MotionRequest motion;
+  core::MotionRequest motion;  ///< Certified (planned lazily) or discrete with its resolution.
   double time_limit_s = kDefaultPlanTimeLimit;
   int64_t max_iterations = 0;  ///< 0: none.
 };
