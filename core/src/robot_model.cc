@@ -59,7 +59,19 @@ inline void ApplyJoint(const Joint& j, double value, const RigidTransform& X_WP,
   switch (j.type) {
     case JointType::kRevolute:
     case JointType::kContinuous: {
-      X_WC->R.noalias() = R_WJ * Eigen::AngleAxisd(value, j.axis_J).toRotationMatrix();
+      // About a coordinate axis (as most URDFs write them) the rotation only mixes two columns of R_WJ.
+      const Vec3& a = j.axis_J;
+      const int k = a.x() != 0.0 ? 0 : (a.y() != 0.0 ? 1 : 2);
+      const double sign = a[k];
+      if ((sign == 1.0 || sign == -1.0) && a[(k + 1) % 3] == 0.0 && a[(k + 2) % 3] == 0.0) {
+        const int u = (k + 1) % 3, v = (k + 2) % 3;  // Rotation by value about e_k maps e_u -> c e_u + s e_v.
+        const double c = std::cos(value), s = sign * std::sin(value);
+        X_WC->R.col(k) = R_WJ.col(k);
+        X_WC->R.col(u) = c * R_WJ.col(u) + s * R_WJ.col(v);
+        X_WC->R.col(v) = c * R_WJ.col(v) - s * R_WJ.col(u);
+      } else {
+        X_WC->R.noalias() = R_WJ * Eigen::AngleAxisd(value, a).toRotationMatrix();
+      }
       X_WC->p = p_WJ;
       break;
     }
