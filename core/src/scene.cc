@@ -248,7 +248,9 @@ void Scene::BuildBroadPhase() {
   for (int32_t o = 0; o < static_cast<int32_t>(objects_.size()); ++o)
     for (int32_t p = 0; p < static_cast<int32_t>(objects_[o].parts.size()); ++p) {
       const ObjectPart& part = objects_[o].parts[p];
-      world_parts_.push_back({o, p, WorldBounds(GeometryBox(part.geometry), part.X_WG)});
+      const Obb box_G = GeometryBox(part.geometry);
+      world_parts_.push_back({o, p, WorldBounds(box_G, part.X_WG),
+                              Obb{part.X_WG.R * box_G.R_MB, part.X_WG * box_G.center, box_G.half_extents}});
     }
   broad_.clear();
   if (world_parts_.empty()) return;
@@ -313,6 +315,14 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
   return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
 }
 
+// Whether two boxes posed in the world overlap (the 15-axis test): the first test of every hierarchy
+// walk, done here without setting a walk up, so that pairs near each other but apart cost one test.
+static bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
+  const Mat3 R_ab = a.R_MB.transpose() * b.R_MB;
+  const Vec3 T = a.R_MB.transpose() * (b.center - a.center);
+  return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
+}
+
 bool Scene::CollideWorld(int32_t i, const SceneCache& cache, StateResult* out) const {
   if (broad_.empty()) return false;
   const RobotPart& rp = robot_parts_[i];
@@ -334,6 +344,8 @@ bool Scene::CollideWorld(int32_t i, const SceneCache& cache, StateResult* out) c
       if (!Overlap(wp.bounds, bounds) || AllowedEntityObject(rp.entity, wp.object)) continue;
       const ObjectPart& part = objects_[wp.object].parts[wp.part];
       ++out->pairs_tested;
+      ++out->stats.bv_tests;
+      if (!WorldBoxesOverlap(cache.part_boxes[i], wp.box)) continue;
       if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats)) {
         out->free = false;
         out->contact = WorldContact(i, wp.object);
@@ -349,13 +361,18 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
   if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
   cache->X_WG.resize(robot_parts_.size());
   cache->part_bounds.resize(robot_parts_.size());
+  cache->part_boxes.resize(robot_parts_.size());
   for (size_t i = 0; i < robot_parts_.size(); ++i) {
     const RobotPart& rp = robot_parts_[i];
-    cache->X_WG[i] = cache->X_WL[rp.link] * rp.X_LG;
+    const RigidTransform& X_WG = cache->X_WG[i] = cache->X_WL[rp.link] * rp.X_LG;
+    Obb& box = cache->part_boxes[i];
+    box.R_MB.noalias() = X_WG.R * rp.local_box.R_MB;
+    box.center = X_WG * rp.local_box.center;
+    box.half_extents = rp.local_box.half_extents.array() + rp.padding;
+    const Vec3 half = box.R_MB.cwiseAbs() * rp.local_box.half_extents + Vec3::Constant(rp.padding);
     Aabb& b = cache->part_bounds[i];
-    b = WorldBounds(rp.local_box, cache->X_WG[i]);
-    b.min.array() -= rp.padding;
-    b.max.array() += rp.padding;
+    b.min = box.center - half;
+    b.max = box.center + half;
   }
   return {};
 }
@@ -372,6 +389,8 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
   for (const SelfPair& sp : self_pairs_) {
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
     ++result->pairs_tested;
+    ++result->stats.bv_tests;
+    if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
     if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b],
                      robot_parts_[sp.a].padding + robot_parts_[sp.b].padding, &result->stats)) {
       result->free = false;

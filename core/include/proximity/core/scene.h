@@ -231,6 +231,7 @@ struct SceneCache {
   std::vector<RigidTransform> X_WL;  ///< Per link.
   std::vector<RigidTransform> X_WG;  ///< Per robot geometry.
   std::vector<Aabb> part_bounds;     ///< Per robot geometry, in the world.
+  std::vector<Obb> part_boxes;       ///< Per robot geometry: its bounding box in the world, grown by its padding.
 };
 
 /// A robot in a world, immutable once built.
@@ -320,6 +321,7 @@ class Scene {
     int32_t object;
     int32_t part;
     Aabb bounds;
+    Obb box;  ///< The part's bounding box in the world (the first box its hierarchy walk tests).
   };
   // Nodes of a binary AABB tree over world parts: leaves hold a range of world_parts_.
   struct BroadNode {
