@@ -469,5 +469,45 @@ TEST(GjkIntersect, CachedAxisAnswersCoherentQueriesInOneSupportPair) {
   EXPECT_LT(support_calls, cold_support_calls);
 }
 
+TEST(GjkSupport, SteepestAscentFromAnyStartFindsTheMaximum) {
+  // GJK's own polytope climb (steepest ascent from a cached vertex, seeds when the start is invalid)
+  // against a scan of every vertex, on hulls of points on an ellipsoid (nearly all of them hull
+  // vertices, so the climbs are long).
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::uniform_real_distribution<double> stretch(0.3, 1.5);
+  int64_t climbs = 0;
+  for (int trial = 0; trial < Cases(40); ++trial) {
+    const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
+    std::vector<Vec3> points(40 + rng() % 1500);
+    for (Vec3& x : points) x = 0.3 * Vec3(g(rng), g(rng), g(rng)).normalized().cwiseProduct(axes);
+    const auto hull = ConvexPolytope::Build(points).value();
+    ASSERT_GT(hull->num_vertices(), ConvexPolytope::kBruteForceMaxVertices);
+    for (int q = 0; q < 200; ++q) {
+      const Vec3 d(g(rng), g(rng), g(rng));
+      int32_t vertex = q % 10 == 0 ? -1 : static_cast<int32_t>(rng() % hull->num_vertices());
+      climbs += vertex >= 0;
+      const Vec3 p = internal::GjkCoreSupport(*hull, d, &vertex);
+      ASSERT_GE(vertex, 0);
+      ASSERT_LT(vertex, hull->num_vertices());
+      EXPECT_EQ(p, hull->vertices()[vertex]);
+      const double best = d.dot(hull->vertices()[hull->SupportVertexBruteForce(d)]);
+      EXPECT_GE(d.dot(p), best - 1e-12 * d.norm()) << "trial " << trial << " query " << q;
+    }
+  }
+  EXPECT_GT(climbs, 0);
+}
+
+TEST(GjkSupport, TurnedFarFlagsTurnsBeyondTheReseedAngle) {
+  const Vec3 x = Vec3::UnitX();
+  const double limit = std::acos(internal::kReseedCosine);
+  for (double angle : {0.0, 0.5 * limit, 0.99 * limit, 1.01 * limit, 1.5, 2.0, M_PI}) {
+    const Vec3 d = 3.0 * Vec3(std::cos(angle), std::sin(angle), 0.0);
+    EXPECT_EQ(internal::TurnedFar(d, x), angle > limit) << "angle " << angle;
+  }
+  EXPECT_FALSE(internal::TurnedFar(x, Vec3::Zero()));
+  EXPECT_FALSE(internal::TurnedFar(Vec3::Zero(), x));
+}
+
 }  // namespace
 }  // namespace proximity::core

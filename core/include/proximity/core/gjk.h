@@ -5,10 +5,11 @@
 ///
 /// Algorithms: Gilbert, Johnson, Keerthi, "A fast procedure for computing the distance between complex
 /// objects in three-dimensional space", IEEE J. Robotics and Automation 1988; the termination bound, the
-/// separating-axis variant (ISA-GJK) and hill-climbing supports follow van den Bergen, "Collision
-/// Detection in Interactive 3D Environments" (2004); the sub-simplex selection uses the Voronoi-region
-/// tests of Ericson, "Real-Time Collision Detection" (2005), with signed-volume barycentrics for the
-/// tetrahedron and an explicit fallback for flat simplices.
+/// separating-axis variant (ISA-GJK) and hill-climbing supports (here by steepest ascent, restarted
+/// from fixed seed vertices after a sharp turn of the search direction) follow van den Bergen,
+/// "Collision Detection in Interactive 3D Environments" (2004); the sub-simplex selection uses the
+/// Voronoi-region tests of Ericson, "Real-Time Collision Detection" (2005), with signed-volume
+/// barycentrics for the tetrahedron and an explicit fallback for flat simplices.
 ///
 /// Both shapes are posed in world W (X_WA, X_WB); the iteration runs in A's frame on the Minkowski
 /// difference of the cores, A - B = {p_A - p_B}, and the margins (sphere and capsule radii) are
@@ -106,14 +107,63 @@ namespace internal {
 /// is inside the tetrahedron. Never NaN for finite input; flat simplices fall back to their faces.
 Vec3 SolveSimplex(GjkSimplex* s);
 
+/// Cosine of the largest turn of the search direction after which a polytope's support search
+/// restarts from its seed vertices (ConvexPolytope's extreme vertices along 14 fixed directions) instead
+/// of climbing from the last support vertex: after a turn of more than about 37 degrees (typical of a
+/// cold query's first iterations) the climb across the hull costs more than the seed scan plus the
+/// short climb from the best seed.
+inline constexpr double kReseedCosine = 0.8;
+
+/// Whether direction d turned from `last` by more than acos(kReseedCosine); false when either is zero.
+inline bool TurnedFar(const Vec3& d, const Vec3& last) {
+  const double dot = d.dot(last);
+  return dot < 0.0 || dot * dot < kReseedCosine * kReseedCosine * d.squaredNorm() * last.squaredNorm();
+}
+
+/// The core support point GJK uses: CoreSupport, except for a polytope with more than
+/// kBruteForceMaxVertices vertices and a valid start vertex in *vertex, which GJK climbs itself by
+/// steepest ascent over the edge graph: every neighbour of the current vertex is evaluated with a
+/// branch-free maximum and the best one taken. That mispredicts far less than moving to the first
+/// improving neighbour and needs fewer moves. Exact up to rounding, as CoreSupport (a local maximum of
+/// a linear function over a convex polytope's edge graph is a global one); *vertex receives the
+/// support vertex.
+template <class Shape>
+inline Vec3 GjkCoreSupport(const Shape& shape, const Vec3& d_S, int32_t* vertex) {
+  return CoreSupport(shape, d_S, vertex);
+}
+inline Vec3 GjkCoreSupport(const ConvexPolytope& p, const Vec3& d_S, int32_t* vertex) {
+  const int32_t n = p.num_vertices();
+  int32_t current = *vertex;
+  if (n <= ConvexPolytope::kBruteForceMaxVertices || current < 0 || current >= n) {
+    *vertex = p.SupportVertex(d_S, current);
+    return p.vertices()[*vertex];
+  }
+  const Vec3* v = p.vertices().data();
+  double value = d_S.dot(v[current]);
+  for (;;) {
+    int32_t best = current;
+    double best_value = value;
+    for (const int32_t k : p.neighbors(current)) {
+      const double x = d_S.dot(v[k]);
+      best = x > best_value ? k : best;
+      best_value = x > best_value ? x : best_value;
+    }
+    if (best == current) break;
+    current = best;
+    value = best_value;
+  }
+  *vertex = current;
+  return v[current];
+}
+
 /// A support pair of the posed Minkowski difference A - B in A's frame for direction d_A.
 template <class ShapeA, class ShapeB>
 inline void MinkowskiSupport(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, const Vec3& d_A,
                              int32_t* start_a, int32_t* start_b, GjkVertex* out) {
-  out->p_A = CoreSupport(a, d_A, start_a);
+  out->p_A = GjkCoreSupport(a, d_A, start_a);
   out->vertex_a = *start_a;
   const Vec3 d_B = -(X_AB.R.transpose() * d_A);
-  out->p_B = CoreSupport(b, d_B, start_b);
+  out->p_B = GjkCoreSupport(b, d_B, start_b);
   out->vertex_b = *start_b;
   out->w = out->p_A - (X_AB.R * out->p_B + X_AB.p);
 }
@@ -179,6 +229,9 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
     v = (cache && cache->v_A.squaredNorm() > 0.0) ? cache->v_A : internal::ColdDirection(X_AB);
   }
 
+  // The direction of the last support pair (the cache's for the first one): after a sharp turn the
+  // polytope climbs restart from their seeds.
+  Vec3 last_v = cache ? cache->v_A : Vec3::Zero();
   double lower = 0.0;  // Largest lower bound on the cores' distance seen.
   bool converged = false;
   bool contact = false;
@@ -192,6 +245,8 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
       }
     }
     ++r.iterations;
+    if (internal::TurnedFar(v, last_v)) start_a = start_b = -1;
+    last_v = v;
     GjkVertex w;
     internal::MinkowskiSupport(a, b, X_AB, -v, &start_a, &start_b, &w);
     ++r.support_calls;
@@ -269,10 +324,13 @@ GjkIntersectResult GjkIntersect(const ShapeA& a, const RigidTransform& X_WA, con
   int32_t start_b = cache ? cache->vertex_b : -1;
   const bool warm = cache && cache->v_A.squaredNorm() > 0.0;
   Vec3 v = warm ? cache->v_A : internal::ColdDirection(X_AB);
+  Vec3 last_v = v;  // Direction of the last support pair, as in GjkDistance.
   bool v_in_set = false;
   bool decided = false;
   while (r.iterations < options.max_iterations) {
     ++r.iterations;
+    if (internal::TurnedFar(v, last_v)) start_a = start_b = -1;
+    last_v = v;
     GjkVertex w;
     internal::MinkowskiSupport(a, b, X_AB, -v, &start_a, &start_b, &w);
     ++r.support_calls;
