@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs `proximity-bench SUITE --quick` and checks its output: every expected case is present with the
 required fields, the answers agree with the peer's, and certified LINK misses no collision the dense
-reference finds (discrete misses are only reported). For the planning suite (mbm): the run finishes,
-every path we return passes the dense re-check (the peer's failures are only reported), and the OMPL
-benchmark logs follow OMPL's log format. Times are printed, never asserted.
+reference finds (discrete misses are only reported). For the convex suite, answers that differ from FCL's
+beyond the tolerance go to an exact referee, which must never reject ours. For the planning suite (mbm):
+the run finishes, every path we return passes the dense re-check (the peer's failures are only reported),
+and the OMPL benchmark logs follow OMPL's log format. Times are printed, never asserted.
 Exits 77 (skipped) when the suite's data is absent."""
 import json
 import os
@@ -26,6 +27,15 @@ EXPECTED = {
     "service": ["clear_batch_packed", "check_state_unary", "validate_paths_stream"],
     "mbm": [f"{side}_{group}" for group in MBM_FAMILIES + ("overall",) for side in ("ours", "peer")] + ["ratios"],
 }
+CONVEX_SIZES = ("v8", "v250", "v940")
+CONVEX_GJK_ROWS = [f"{family}_{size}" for size in CONVEX_SIZES
+                   for family in ("distance_cold", "collide_cold", "distance_warm", "collide_warm")] + \
+                  [f"primitive_{kind}_{pair}" for pair in ("box_box", "capsule_capsule", "sphere_box")
+                   for kind in ("distance", "collide")]
+EXPECTED["convex"] = CONVEX_GJK_ROWS
+CONVEX_REQUIRED = ["family", "peer_indep_us", "ratio_indep", "agree_libccd", "agree_indep", "near_contact_libccd",
+                   "near_contact_indep", "disagree_libccd", "disagree_indep", "libccd_off_exact", "indep_off_exact",
+                   "exact_checks", "ours_off_exact", "ours_iterations", "ours_support_calls"]
 MBM_REQUIRED = ["suite", "case", "side", "group", "planner", "n", "solved", "success_rate", "time_ms_median",
                 "time_ms_p95", "plan_ms_median", "raw_length_median", "length_median", "state_checks_median",
                 "motion_checks_median", "invalid_raw", "invalid_simplified", "raw_unchecked"]
@@ -158,6 +168,67 @@ def check_mbm(cases, log_dir, failures):
 REQUIRED = ["suite", "case", "n", "ours_us", "peer", "peer_us", "ratio", "ours_bv_tests", "ours_triangle_tests"]
 
 
+def check_convex(cases, failures):
+    """The convex suite: our answers (GJK, ISA-GJK, V-Clip) must never be rejected by the exact referee
+    (ours_off_exact; the peer's own errors beyond the tolerance are only reported), GJK must converge, and
+    the signed distance maps must keep their certified bounds. V-Clip and signed-distance rows appear
+    when those headers exist; when one row of a family is there, all must be."""
+    for name in CONVEX_GJK_ROWS + [n for n, o in cases.items() if o.get("family") == "vclip_warm"]:
+        obj = cases.get(name)
+        if obj is None:
+            continue
+        missing = [k for k in CONVEX_REQUIRED if k not in obj and not (k.startswith("ours_") and
+                                                                       obj.get("family") == "vclip_warm")]
+        if missing:
+            failures.append(f"{name}: missing fields {missing}")
+            continue
+        if obj["ours_off_exact"] != 0:
+            failures.append(f"{name}: {obj['ours_off_exact']} of our answers differ from the exact referee "
+                            f"({obj['exact_checks']} checked)")
+        if obj.get("not_converged", 0) != 0:
+            failures.append(f"{name}: GJK did not converge on {obj['not_converged']} queries")
+        n = obj["n"]
+        for peer in ("libccd", "indep"):
+            if obj[f"agree_{peer}"] + obj[f"near_contact_{peer}"] + obj[f"disagree_{peer}"] != n:
+                failures.append(f"{name}: the {peer} tallies do not add up to {n}")
+            # A disagreement beyond the tolerance that the referee does not blame on the peer is ours
+            # (and ours_off_exact counts it); this keeps the two counts consistent.
+            if obj[f"disagree_{peer}"] > obj[f"{peer}_off_exact"] + obj["ours_off_exact"]:
+                failures.append(f"{name}: {obj[f'disagree_{peer}']} disagreements with {peer} beyond the tolerance, "
+                                f"{obj[f'{peer}_off_exact']} of them the peer's error")
+        print(f"  {name:34s} disagree beyond tolerance: libccd {obj['disagree_libccd']}/{n} (peer off exact "
+              f"{obj['libccd_off_exact']}), indep {obj['disagree_indep']}/{n} (peer off exact "
+              f"{obj['indep_off_exact']}); near contact {obj['near_contact_libccd']}/{obj['near_contact_indep']}; "
+              f"ours off exact {obj['ours_off_exact']}")
+    vclip = [f"vclip_warm_{size}" for size in CONVEX_SIZES]
+    if any(name in cases for name in vclip):
+        for name in vclip:
+            if name not in cases:
+                failures.append(f"missing case {name}")
+            elif cases[name].get("fell_back_to_gjk"):
+                print(f"note: {name}: V-Clip fell back to GJK on {cases[name]['fell_back_to_gjk']} queries")
+    sdf = [name for name, obj in cases.items() if str(obj.get("family", "")).startswith("sdf")]
+    if sdf:
+        for name in ("sdf_build_N32", "sdf_contact_N32"):
+            if name not in cases:
+                failures.append(f"missing case {name}")
+    for name in sdf:
+        obj = cases[name]
+        if obj.get("bound_violations", 0) != 0:
+            failures.append(f"{name}: {obj['bound_violations']} contacts deeper than the certified bound allows")
+        if obj.get("errors", 0) != 0 or obj.get("build_errors"):
+            failures.append(f"{name}: errors {obj.get('errors', 0)} {obj.get('build_errors', '')}")
+        if obj.get("family") == "sdf_contact":
+            print(f"  {name:34s} colliding exact {obj['colliding_exact']}, sdf {obj['colliding_sdf']}, missed by the "
+                  f"map {obj['missed_by_sdf']}; exact distance {obj['exact_distance_us']:.2f} us")
+    for size in CONVEX_SIZES:
+        cold, warm = cases.get(f"distance_cold_{size}"), cases.get(f"distance_warm_{size}")
+        if cold and warm:
+            print(f"headline {size}: cold distance {cold['ours_us']:.3f} us, {cold['ratio']:.2f}x FCL libccd "
+                  f"({cold['ratio_indep']:.2f}x indep); warm {warm['ours_us']:.3f} us median per step "
+                  f"({warm['ours_batch_mean_us']:.3f} us mean, whole motions)")
+
+
 def main() -> int:
     binary, suite = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="proximity-bench-check-") as tmp:
@@ -200,6 +271,8 @@ def run_and_check(binary, suite, tmp):
     for name, obj in cases.items():
         if "agree" in obj and obj["agree"] != obj["n"]:
             failures.append(f"{name}: answers agree with the peer on {obj['agree']} of {obj['n']}")
+    if suite == "convex":
+        check_convex(cases, failures)
     if suite == "envrob" and not cases.get("distance_exact", {}).get("max_rel_diff_vs_peer", 1.0) < 1e-9:
         failures.append(f"distance_exact differs from the peer by {cases['distance_exact']['max_rel_diff_vs_peer']}")
     for name, obj in cases.items():

@@ -10,6 +10,7 @@
 #include "bench_util.h"
 
 namespace proximity::bench {
+int RunConvex(const SuiteOptions& options);
 int RunEnvRob(const SuiteOptions& options);
 int RunRobot(const SuiteOptions& options);
 #ifdef PROX_BENCH_MBM
@@ -21,6 +22,7 @@ int RunService(const SuiteOptions& options);
 
 std::map<std::string, SuiteFn>& Suites() {
   static std::map<std::string, SuiteFn> suites = {
+      {"convex", &RunConvex},
       {"envrob", &RunEnvRob},
       {"robot", &RunRobot},
 #ifdef PROX_BENCH_MBM
