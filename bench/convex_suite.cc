@@ -51,14 +51,8 @@
 #include "proximity/core/mesh.h"
 #include "proximity/core/mesh_query.h"
 #include "proximity/core/triangle.h"
-#if __has_include("proximity/core/vclip.h")
 #include "proximity/core/vclip.h"
-#define PROX_BENCH_VCLIP 1
-#endif
-#if __has_include("proximity/core/sdf.h")
 #include "proximity/core/sdf.h"
-#define PROX_BENCH_SDF 1
-#endif
 
 namespace proximity::bench {
 namespace {
@@ -124,9 +118,7 @@ struct Benched {
   Bound bound;
   std::string source;
   int32_t vertices = 0;
-#ifdef PROX_BENCH_VCLIP
   std::shared_ptr<const core::VClipPolyhedron> vclip;  // Hulls only.
-#endif
 };
 
 using HullShape = Benched<std::shared_ptr<const ConvexPolytope>>;
@@ -153,9 +145,7 @@ HullShape MakeHull(std::shared_ptr<const ConvexPolytope> hull, std::string sourc
   h.mesh = core::MeshModel::Build(hull->ToMesh()).value();
   h.vertices = hull->num_vertices();
   h.source = std::move(source);
-#ifdef PROX_BENCH_VCLIP
   if (auto v = core::VClipPolyhedron::Build(*hull); v.ok()) h.vclip = v.value();
-#endif
   h.shape = std::move(hull);
   return h;
 }
@@ -694,7 +684,6 @@ void CollideWarm(const std::string& name, const Benched<A>& a, const Benched<B>&
 // times and distances on the same sequence are DistanceWarm's, and our warm GJK is reported beside.
 void VClipWarm(const std::string& name, const HullShape& a, const HullShape& b,
                const std::vector<std::vector<PosePair>>& motions, int reps, const WarmRun& gjk) {
-#ifdef PROX_BENCH_VCLIP
   if (!a.vclip || !b.vclip) {
     std::cerr << "convex: " << name << ": no V-Clip polyhedron for " << a.source << "\n";
     return;
@@ -749,17 +738,12 @@ void VClipWarm(const std::string& name, const HullShape& a, const HullShape& b,
   line.Add("max_abs_diff_vs_gjk", max_diff_gjk).Add("flag_diff_vs_gjk", flag_diff_gjk);
   verdicts.AddTo(line, true);
   line.Print();
-#else
-  (void)a, (void)b, (void)motions, (void)reps, (void)gjk;
-  std::cerr << "convex: " << name << " skipped: proximity/core/vclip.h is not present\n";
-#endif
 }
 
 // Signed distance maps (sdf.h) of the Panda links: build time and memory per N (beside our exact mesh
 // hierarchy's build), and SdfContacts at near-contact poses of each link against itself beside our
 // exact mesh-mesh Collide (the peer column) and ComputeDistance on the same poses.
 void SdfRows(const SuiteOptions& options, std::mt19937_64& rng) {
-#ifdef PROX_BENCH_SDF
   const std::string dir = options.data_dir + "/robots/panda/moveit_resources_panda_description/meshes/collision";
   struct Link {
     std::string name;
@@ -887,10 +871,6 @@ void SdfRows(const SuiteOptions& options, std::mt19937_64& rng) {
     line.Add("largest_error_bound", deepest_error);
     line.Print();
   }
-#else
-  (void)options, (void)rng;
-  std::cerr << "convex: signed distance rows skipped: proximity/core/sdf.h is not present\n";
-#endif
 }
 
 // Primitive shapes with their FCL twins and, for boxes, the surface mesh for the referee.
