@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a full benchmark suite and records it: bench/results/<machine>/<suite>.jsonl (one JSON object
-# per case), bench/results/<machine>/machine.txt (what it ran on) and, for mbm, OMPL benchmark logs in
-# bench/results/<machine>/mbm_ompl/. Usage: scripts/bench.sh SUITE
+# per case), bench/results/<machine>/machine.txt (what it ran on), <suite>.run.txt (the commit, date
+# and load of this run) and, for mbm, OMPL benchmark logs in bench/results/<machine>/mbm_ompl/.
+# Usage: scripts/bench.sh SUITE
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 suite="${1:?usage: scripts/bench.sh SUITE [extra proximity-bench args]}"
@@ -21,9 +22,12 @@ mkdir -p "$out"
   echo "compiler: $(c++ --version | head -1)"
   echo "fcl: $(dpkg-query -W -f='${Version}' libfcl-dev 2>/dev/null)"
   echo "ompl: $(dpkg-query -W -f='${Version}' libompl-dev 2>/dev/null)"
-  echo "commit: $(git -C "$root" rev-parse --short HEAD)"
-  echo "date: $(date -u +%Y-%m-%d)"
 } > "$out/machine.txt"
+{
+  echo "commit: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- core planners bench || echo ' (with local changes)')"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$out/$suite.run.txt"
 extra=()
 # The planning suite also writes OMPL benchmark logs (one per problem family) for Planner Arena.
 if [ "$suite" = mbm ]; then extra=(--ompl-log "$out/mbm_ompl"); fi
