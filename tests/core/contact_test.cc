@@ -465,17 +465,6 @@ TEST(ContactRegion, ReduceToFourKeepsTheDeepestAndALargeQuad) {
 
 // ---- Random polytopes penetrating ------------------------------------------------------------------------
 
-std::shared_ptr<const ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size) {
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::uniform_real_distribution<double> stretch(0.3, 1.5);
-  const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
-  std::vector<Vec3> p(n);
-  for (Vec3& x : p) x = size * Vec3(g(rng), g(rng), g(rng)).cwiseProduct(axes);
-  auto hull = ConvexPolytope::Build(p);
-  EXPECT_TRUE(hull.ok());
-  return hull.value();
-}
-
 // The interval of the line p + t n (t real) inside a posed polytope, from its face planes.
 std::pair<double, double> LineThrough(const ConvexPolytope& s, const RigidTransform& X_WS, const Vec3& p_W,
                                       const Vec3& n_W) {
@@ -524,8 +513,8 @@ TEST(ContactRegion, PenetratingPolytopesPointsLieOnBothShapes) {
   const ContactOptions options;
   int overlapping = 0, multi = 0;
   for (int i = 0; i < Cases(150); ++i) {
-    const auto a = RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3);
-    const auto b = RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3);
+    const auto a = testing::RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3, 0.3);
+    const auto b = testing::RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3, 0.3);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     if (!GjkDistance(*a, X_WA, *b, X_WB).intersecting) continue;
@@ -615,7 +604,7 @@ TEST(SupportSet, PolytopeSetsContainTheExtremeVerticesNearTheNormal) {
   std::normal_distribution<double> g(0.0, 1.0);
   const ContactOptions o;
   for (int i = 0; i < Cases(100); ++i) {
-    const auto hull = RandomHull(rng, 4 + static_cast<int>(rng() % 80), 0.5);
+    const auto hull = testing::RandomHull(rng, 4 + static_cast<int>(rng() % 80), 0.5, 0.3);
     const Vec3 n = Vec3(g(rng), g(rng), g(rng)).normalized();
     SupportSet s;
     ComputeSupportSet(*hull, n, o, &s);
@@ -707,7 +696,7 @@ ShapeZoo RandomZoo(std::mt19937_64& rng) {
   std::normal_distribution<double> g(0.0, 0.2);
   z.triangle = Triangle{Vec3(g(rng), g(rng), g(rng)), Vec3(g(rng), g(rng), g(rng)), Vec3(g(rng), g(rng), g(rng))};
   if (rng() % 8 == 0) z.triangle.c = z.triangle.b;  // A segment.
-  z.polytope = RandomHull(rng, 4 + static_cast<int>(rng() % 20), 0.2);
+  z.polytope = testing::RandomHull(rng, 4 + static_cast<int>(rng() % 20), 0.2, 0.3);
   return z;
 }
 

@@ -209,35 +209,6 @@ std::pair<double, double> OracleBracket(const OracleShape& A, const RigidTransfo
   return {lo, hi};
 }
 
-std::shared_ptr<const ConvexPolytope> CylinderHull(const Cylinder& c, int n, bool outer) {
-  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
-  std::vector<Vec3> p;
-  for (int i = 0; i < n; ++i) {
-    const double t = 2 * M_PI * i / n;
-    p.emplace_back(r * std::cos(t), r * std::sin(t), c.half_length);
-    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_length);
-  }
-  return ConvexPolytope::Build(p).value();
-}
-std::shared_ptr<const ConvexPolytope> ConeHull(const Cone& c, int n, bool outer) {
-  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
-  std::vector<Vec3> p = {Vec3(0, 0, c.half_height)};
-  for (int i = 0; i < n; ++i) {
-    const double t = 2 * M_PI * i / n;
-    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_height);
-  }
-  return ConvexPolytope::Build(p).value();
-}
-
-std::shared_ptr<const ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size) {
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::uniform_real_distribution<double> stretch(0.5, 1.5);
-  const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
-  std::vector<Vec3> p(n);
-  for (Vec3& x : p) x = size * Vec3(g(rng), g(rng), g(rng)).cwiseProduct(axes);
-  return ConvexPolytope::Build(p).value();
-}
-
 // ---- The shapes, in all three representations ----------------------------------------------------
 
 constexpr int kTessellation = 64;
@@ -254,7 +225,7 @@ struct Zoo {
   static constexpr int kKinds = 6;
   static constexpr const char* kNames[kKinds] = {"sphere", "box", "capsule", "cylinder", "cone", "convex"};
 
-  explicit Zoo(std::mt19937_64& rng) : hull(RandomHull(rng, 24, 0.18)) {
+  explicit Zoo(std::mt19937_64& rng) : hull(testing::RandomHull(rng, 24, 0.18, 0.5)) {
     auto vertices = std::make_shared<std::vector<fcl::Vector3d>>(hull->vertices().begin(), hull->vertices().end());
     auto faces = std::make_shared<std::vector<int>>();
     for (const auto& f : hull->faces()) faces->insert(faces->end(), {3, f[0], f[1], f[2]});
@@ -271,10 +242,11 @@ struct Zoo {
     oracle[1] = {PosedCore::kPolytope, Vec3::Zero(), Vec3::Zero(), box_hull, box_hull, 0.0};
     oracle[2] = {PosedCore::kSegment, Vec3(0, 0, -capsule.half_length), Vec3(0, 0, capsule.half_length), nullptr,
                  nullptr, capsule.radius};
-    oracle[3] = {PosedCore::kPolytope, Vec3::Zero(), Vec3::Zero(), CylinderHull(cylinder, kTessellation, false),
-                 CylinderHull(cylinder, kTessellation, true), 0.0};
-    oracle[4] = {PosedCore::kPolytope, Vec3::Zero(), Vec3::Zero(), ConeHull(cone, kTessellation, false),
-                 ConeHull(cone, kTessellation, true), 0.0};
+    oracle[3] = {PosedCore::kPolytope, Vec3::Zero(), Vec3::Zero(),
+                 testing::TessellatedHull(cylinder, kTessellation, false),
+                 testing::TessellatedHull(cylinder, kTessellation, true), 0.0};
+    oracle[4] = {PosedCore::kPolytope, Vec3::Zero(), Vec3::Zero(), testing::TessellatedHull(cone, kTessellation, false),
+                 testing::TessellatedHull(cone, kTessellation, true), 0.0};
     oracle[5] = {PosedCore::kPolytope, Vec3::Zero(), Vec3::Zero(), hull, hull, 0.0};
   }
 
@@ -297,9 +269,9 @@ TEST(ConvexFclOracle, PrunedFeatureDepthMatchesAllEdgePairs) {
   std::mt19937_64 rng(201);
   int overlapping = 0;
   for (int i = 0; i < Cases(200); ++i) {
-    const auto a = RandomHull(rng, 6 + static_cast<int>(rng() % 20), 0.3);
-    const auto b = i % 4 == 0 ? CylinderHull(Cylinder{0.2, 0.3}, 12, i % 8 == 0)
-                              : RandomHull(rng, 6 + static_cast<int>(rng() % 20), 0.3);
+    const auto a = testing::RandomHull(rng, 6 + static_cast<int>(rng() % 20), 0.3, 0.5);
+    const auto b = i % 4 == 0 ? testing::TessellatedHull(Cylinder{0.2, 0.3}, 12, i % 8 == 0)
+                              : testing::RandomHull(rng, 6 + static_cast<int>(rng() % 20), 0.3, 0.5);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
     const PosedCore A = Pose(*a, X_WA), B = Pose(*b, X_WB);

@@ -119,17 +119,6 @@ double PolytopeDepth(const ConvexPolytope& a, const RigidTransform& X_WA, const 
   return best;
 }
 
-std::shared_ptr<const ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size) {
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::uniform_real_distribution<double> stretch(0.4, 1.5);
-  const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
-  std::vector<Vec3> p(n);
-  for (Vec3& x : p) x = size * Vec3(g(rng), g(rng), g(rng)).cwiseProduct(axes);
-  auto hull = ConvexPolytope::Build(p);
-  EXPECT_TRUE(hull.ok());
-  return hull.value();
-}
-
 // Whether point p_W lies in the shape (within tol), by GJK from a zero-radius sphere.
 template <class S>
 bool Contains(const S& s, const RigidTransform& X_WS, const Vec3& p_W, double tol) {
@@ -412,8 +401,8 @@ TEST(SignedDistance, PolytopePairsMatchBruteForceOverFeatures) {
   double worst = 0.0;
   int64_t iterations = 0;
   for (int i = 0; i < Cases(300); ++i) {
-    const auto a = RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3);
-    const auto b = RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3);
+    const auto a = testing::RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3, 0.4);
+    const auto b = testing::RandomHull(rng, 4 + static_cast<int>(rng() % 30), 0.3, 0.4);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
     SCOPED_TRACE(::testing::Message() << "case " << i);
@@ -607,7 +596,7 @@ TEST(SignedDistance, DeepPenetrationOneShapeInsideTheOther) {
 struct ShapeZoo {
   std::vector<std::shared_ptr<const ConvexPolytope>> hulls;
   explicit ShapeZoo(std::mt19937_64& rng) {
-    for (int n : {4, 12, 60}) hulls.push_back(RandomHull(rng, n, 0.2));
+    for (int n : {4, 12, 60}) hulls.push_back(testing::RandomHull(rng, n, 0.2, 0.4));
   }
   template <class F>
   void Visit(int kind, F&& f) const {
@@ -666,32 +655,12 @@ TEST(SignedDistance, RandomPosesOfEveryPairGiveValidAnswers) {
 
 // Polytopes inscribed in and circumscribing a cylinder or cone: the depth of a pair is monotone under
 // inclusion, so the true depth lies between the inner and the outer polytope's.
-std::shared_ptr<const ConvexPolytope> Tessellate(const Cylinder& c, int n, bool outer) {
-  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
-  std::vector<Vec3> p;
-  for (int i = 0; i < n; ++i) {
-    const double t = 2 * M_PI * i / n;
-    p.emplace_back(r * std::cos(t), r * std::sin(t), c.half_length);
-    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_length);
-  }
-  return ConvexPolytope::Build(p).value();
-}
-std::shared_ptr<const ConvexPolytope> Tessellate(const Cone& c, int n, bool outer) {
-  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
-  std::vector<Vec3> p = {Vec3(0, 0, c.half_height)};
-  for (int i = 0; i < n; ++i) {
-    const double t = 2 * M_PI * i / n;
-    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_height);
-  }
-  return ConvexPolytope::Build(p).value();
-}
-
 template <class Shape>
 void ExpectBetweenTessellations(const Shape& shape, std::mt19937_64& rng, int cases) {
-  const auto inner = Tessellate(shape, 48, false), outer = Tessellate(shape, 48, true);
+  const auto inner = testing::TessellatedHull(shape, 48, false), outer = testing::TessellatedHull(shape, 48, true);
   int penetrating = 0;
   for (int i = 0; i < cases; ++i) {
-    const auto other = RandomHull(rng, 10, 0.15);
+    const auto other = testing::RandomHull(rng, 10, 0.15, 0.4);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     const double lo = PolytopeDepth(*inner, X_WA, *other, X_WB);
@@ -850,7 +819,7 @@ TEST(SignedDistance, IterationCapKeepsAValidBracket) {
   capped.max_iterations = 2;
   int not_converged = 0;
   for (int i = 0; i < Cases(300); ++i) {
-    const auto a = RandomHull(rng, 40, 0.3), b = RandomHull(rng, 40, 0.3);
+    const auto a = testing::RandomHull(rng, 40, 0.3, 0.4), b = testing::RandomHull(rng, 40, 0.3, 0.4);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     const double depth = PolytopeDepth(*a, X_WA, *b, X_WB);
@@ -868,7 +837,7 @@ TEST(SignedDistance, IterationCapKeepsAValidBracket) {
 
 TEST(SignedDistance, WarmStartGivesTheSameAnswers) {
   std::mt19937_64 rng(111);
-  const auto a = RandomHull(rng, 100, 0.3), b = RandomHull(rng, 100, 0.3);
+  const auto a = testing::RandomHull(rng, 100, 0.3, 0.4), b = testing::RandomHull(rng, 100, 0.3, 0.4);
   GjkCache cache;
   int64_t warm_gjk = 0, cold_gjk = 0;
   for (int step = 0; step < 300; ++step) {

@@ -16,17 +16,6 @@ namespace {
 
 using testing::Cases;
 
-std::shared_ptr<const ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size) {
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::uniform_real_distribution<double> stretch(0.3, 1.5);
-  const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
-  std::vector<Vec3> p(n);
-  for (Vec3& x : p) x = size * Vec3(g(rng), g(rng), g(rng)).cwiseProduct(axes);
-  auto hull = ConvexPolytope::Build(p);
-  EXPECT_TRUE(hull.ok());
-  return hull.value();
-}
-
 bool InsideHull(const ConvexPolytope& hull, const RigidTransform& X_WH, const Vec3& p_W, double tol) {
   const Vec3 p_H = X_WH.inverse() * p_W;
   for (const FacePlane& f : hull.face_planes())
@@ -62,7 +51,7 @@ TEST(GjkDistance, PolytopePairsMatchBruteForceTriangleDistance) {
   int separated = 0, overlapping = 0;
   for (int i = 0; i < Cases(400); ++i) {
     const int na = 4 + static_cast<int>(rng() % 60), nb = 4 + static_cast<int>(rng() % 60);
-    const auto a = RandomHull(rng, na, 0.3), b = RandomHull(rng, nb, 0.3);
+    const auto a = testing::RandomHull(rng, na, 0.3, 0.3), b = testing::RandomHull(rng, nb, 0.3, 0.3);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
     const GjkResult r = GjkDistance(*a, X_WA, *b, X_WB);
@@ -176,32 +165,12 @@ TEST(GjkDistance, CapsulePairsMatchSegmentDistance) {
 
 // Polytopes inscribed in and circumscribing a cylinder or cone: the true distance to another convex
 // body lies between the two polytopes' distances.
-std::shared_ptr<const ConvexPolytope> Tessellate(const Cylinder& c, int n, bool outer) {
-  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
-  std::vector<Vec3> p;
-  for (int i = 0; i < n; ++i) {
-    const double t = 2 * M_PI * i / n;
-    p.emplace_back(r * std::cos(t), r * std::sin(t), c.half_length);
-    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_length);
-  }
-  return ConvexPolytope::Build(p).value();
-}
-std::shared_ptr<const ConvexPolytope> Tessellate(const Cone& c, int n, bool outer) {
-  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
-  std::vector<Vec3> p = {Vec3(0, 0, c.half_height)};
-  for (int i = 0; i < n; ++i) {
-    const double t = 2 * M_PI * i / n;
-    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_height);
-  }
-  return ConvexPolytope::Build(p).value();
-}
-
 template <class Shape>
 void ExpectBetweenTessellations(const Shape& shape, std::mt19937_64& rng, int cases) {
-  const auto inner = Tessellate(shape, 256, false), outer = Tessellate(shape, 256, true);
+  const auto inner = testing::TessellatedHull(shape, 256, false), outer = testing::TessellatedHull(shape, 256, true);
   int separated = 0;
   for (int i = 0; i < cases; ++i) {
-    const auto other = RandomHull(rng, 12, 0.2);
+    const auto other = testing::RandomHull(rng, 12, 0.2, 0.3);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
     const RigidTransform X_WB = testing::RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
     const GjkResult r = GjkDistance(shape, X_WA, *other, X_WB);
@@ -354,7 +323,7 @@ TEST(GjkDistance, WarmStartGivesTheSameAnswersWithFewerIterations) {
   std::mt19937_64 rng(17);
   int64_t cold_iterations = 0, warm_iterations = 0;
   for (int trial = 0; trial < Cases(20); ++trial) {
-    const auto a = RandomHull(rng, 200, 0.3), b = RandomHull(rng, 200, 0.3);
+    const auto a = testing::RandomHull(rng, 200, 0.3, 0.3), b = testing::RandomHull(rng, 200, 0.3, 0.3);
     const RigidTransform X_WA = testing::RandomPose(rng, Vec3::Zero(), Vec3::Zero());
     const RigidTransform start = testing::RandomPose(rng, Vec3(1.5, -0.2, -0.2), Vec3(2.0, 0.2, 0.2));
     const Eigen::AngleAxisd turn(0.01, Vec3(rng() % 2, 1, 0.5).normalized());
@@ -401,7 +370,7 @@ TEST(GjkDistance, SmoothShapesConvergeWithinTheCap) {
 struct ShapeZoo {
   std::vector<std::shared_ptr<const ConvexPolytope>> hulls;
   explicit ShapeZoo(std::mt19937_64& rng) {
-    for (int n : {4, 8, 30, 120}) hulls.push_back(RandomHull(rng, n, 0.25));
+    for (int n : {4, 8, 30, 120}) hulls.push_back(testing::RandomHull(rng, n, 0.25, 0.3));
   }
   template <class F>
   void Visit(int kind, F&& f) const {
@@ -444,7 +413,7 @@ TEST(GjkIntersect, AgreesWithGjkDistanceOnRandomPairs) {
 
 TEST(GjkIntersect, CachedAxisAnswersCoherentQueriesInOneSupportPair) {
   std::mt19937_64 rng(20);
-  const auto a = RandomHull(rng, 300, 0.3), b = RandomHull(rng, 300, 0.3);
+  const auto a = testing::RandomHull(rng, 300, 0.3, 0.3), b = testing::RandomHull(rng, 300, 0.3, 0.3);
   GjkCache cache;
   int reused = 0, separated = 0, support_calls = 0, cold_support_calls = 0;
   const RigidTransform X_WA;

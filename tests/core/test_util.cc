@@ -1,6 +1,7 @@
 #include "core/test_util.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <limits>
@@ -135,6 +136,39 @@ double PointMeshDistance(const Vec3& p_W, const TriangleMesh& mesh, const RigidT
   for (const auto& t : mesh.triangles)
     best = std::min(best, (core::ClosestPointOnTriangle(p_W, v[t[0]], v[t[1]], v[t[2]]) - p_W).norm());
   return best;
+}
+
+std::shared_ptr<const core::ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size,
+                                                       double min_stretch) {
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::uniform_real_distribution<double> stretch(min_stretch, 1.5);
+  const Vec3 axes(stretch(rng), stretch(rng), stretch(rng));
+  std::vector<Vec3> p(n);
+  for (Vec3& x : p) x = size * Vec3(g(rng), g(rng), g(rng)).cwiseProduct(axes);
+  auto hull = core::ConvexPolytope::Build(p);
+  EXPECT_TRUE(hull.ok()) << hull.error().message;
+  return hull.value();
+}
+
+std::shared_ptr<const core::ConvexPolytope> TessellatedHull(const core::Cylinder& c, int n, bool outer) {
+  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
+  std::vector<Vec3> p;
+  for (int i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * i / n;
+    p.emplace_back(r * std::cos(t), r * std::sin(t), c.half_length);
+    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_length);
+  }
+  return core::ConvexPolytope::Build(p).value();
+}
+
+std::shared_ptr<const core::ConvexPolytope> TessellatedHull(const core::Cone& c, int n, bool outer) {
+  const double r = outer ? c.radius / std::cos(M_PI / n) : c.radius;
+  std::vector<Vec3> p = {Vec3(0, 0, c.half_height)};
+  for (int i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * i / n;
+    p.emplace_back(r * std::cos(t), r * std::sin(t), -c.half_height);
+  }
+  return core::ConvexPolytope::Build(p).value();
 }
 
 }  // namespace proximity::testing

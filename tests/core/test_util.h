@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "proximity/core/convex.h"
 #include "proximity/core/mesh.h"
 #include "proximity/core/types.h"
 
@@ -68,6 +69,16 @@ double SignedVolume(const TriangleMesh& m);
 /// The surface as a multiset of triangles by position, independent of vertex numbering and of which
 /// vertex starts each triangle.
 std::multiset<std::array<std::array<double, 3>, 3>> Soup(const TriangleMesh& m);
+
+/// The hull of n Gaussian points of standard deviation `size`, stretched along each axis by a factor
+/// drawn uniformly from [min_stretch, 1.5] (the three factors are drawn first).
+std::shared_ptr<const core::ConvexPolytope> RandomHull(std::mt19937_64& rng, int n, double size,
+                                                       double min_stretch);
+/// A regular n-gon prism inscribed in the cylinder, or circumscribing it when `outer`: the true distance
+/// or depth against another convex body lies between the two prisms' values.
+std::shared_ptr<const core::ConvexPolytope> TessellatedHull(const core::Cylinder& c, int n, bool outer);
+/// The same for a cone: an n-gon pyramid with the cone's apex, inscribed or circumscribing.
+std::shared_ptr<const core::ConvexPolytope> TessellatedHull(const core::Cone& c, int n, bool outer);
 
 /// Distance from point p_W to the mesh's surface (brute force).
 double PointMeshDistance(const Vec3& p_W, const TriangleMesh& mesh, const RigidTransform& X_WM);
