@@ -1,13 +1,9 @@
 #include "proximity/core/epa.h"
 
 #include <algorithm>
-#include <functional>
+#include <cmath>
 #include <limits>
 #include <string>
-#ifdef EPA_DEBUG
-#include <cstdio>
-static std::string str(const proximity::core::Vec3& v) { char b[100]; std::snprintf(b, 100, "(%.4f %.4f %.4f)", v.x(), v.y(), v.z()); return b; }
-#endif
 
 #include "proximity/core/mesh_query.h"
 
@@ -148,6 +144,30 @@ Vec3 SimplexClosestPoint(const GjkSimplex& s, std::array<double, 4>* weights) {
       }
     }
   }
+  // The tetrahedron's interior, when it is no sliver: barycentric coordinates from signed volumes.
+  if (s.size == 4 && best > 0.0) {
+    const Vec3& a = s.vertices[0].w;
+    const Vec3& b = s.vertices[1].w;
+    const Vec3& c = s.vertices[2].w;
+    const Vec3& d = s.vertices[3].w;
+    const double vol = (b - a).dot((c - a).cross(d - a));
+    double longest = 0.0, largest_face = 0.0;
+    for (int32_t i = 0; i < 4; ++i) {
+      for (int32_t j = i + 1; j < 4; ++j) longest = std::max(longest, (s.vertices[j].w - s.vertices[i].w).norm());
+      const Vec3& p = s.vertices[(i + 1) % 4].w;
+      largest_face = std::max(largest_face,
+                              (s.vertices[(i + 2) % 4].w - p).cross(s.vertices[(i + 3) % 4].w - p).norm());
+    }
+    // vol / largest_face is the smallest height; against the longest edge, it measures flatness.
+    if (largest_face > 0.0 && std::abs(vol) / largest_face > kSliver * longest) {
+      const double wa = b.dot(c.cross(d)) / vol, wb = -a.dot(c.cross(d)) / vol;
+      const double wc = a.dot(b.cross(d)) / vol, wd = -a.dot(b.cross(c)) / vol;
+      if (wa >= 0.0 && wb >= 0.0 && wc >= 0.0 && wd >= 0.0) {
+        *weights = {wa, wb, wc, wd};
+        best_point = Vec3::Zero();
+      }
+    }
+  }
   return best_point;
 }
 
@@ -163,6 +183,7 @@ void EpaPolytope::Reset(double scale) {
 }
 
 int32_t EpaPolytope::AddVertex(const GjkVertex& w) {
+  scale_ = std::max(scale_, w.w.norm());
   vertices_.push_back(w);
   return static_cast<int32_t>(vertices_.size()) - 1;
 }
@@ -367,25 +388,6 @@ bool EpaPolytope::Expand(int32_t start, int32_t wi) {
     faces_[fj].adj[2] = fi;
     faces_[fj].adj_edge[2] = 1;
   }
-#ifdef EPA_DEBUG
-  {
-    int bad = 0;
-    for (size_t f = 0; f < faces_.size(); ++f) {
-      const Face& F = faces_[f];
-      if (!F.live) continue;
-      double worst = 0; int wv = -1;
-      for (size_t v = 0; v < vertices_.size(); ++v) {
-        const double o = F.n.dot(vertices_[v].w) - F.d;
-        if (o > worst) { worst = o; wv = (int)v; }
-      }
-      if (worst > 1e-11) {
-        ++bad;
-        if (bad < 4) std::printf("  nonconvex: face %zu (new %d, d %.3g) vertex %d beyond by %.3g\n", f, (int)f >= first, F.d, wv, worst);
-      }
-    }
-    std::printf("  expand w=%d: removed %zu horizon %d bad %d\n", wi, removed_.size(), k, bad);
-  }
-#endif
   return true;
 }
 
@@ -428,38 +430,12 @@ double EpaPolytope::LowerBound(bool* inside) const {
 }
 
 std::array<double, 3> EpaPolytope::ClosestWeights(int32_t fi) const {
-  // Closest point of triangle (a, b, c) to the origin by Voronoi regions (Ericson, Real-Time Collision
-  // Detection, 2005, 5.1.5), as barycentric weights.
-  const Face& f = faces_[fi];
-  const Vec3& a = vertices_[f.v[0]].w;
-  const Vec3& b = vertices_[f.v[1]].w;
-  const Vec3& c = vertices_[f.v[2]].w;
-  const Vec3 ab = b - a, ac = c - a;
-  const double d1 = -ab.dot(a), d2 = -ac.dot(a);
-  if (d1 <= 0.0 && d2 <= 0.0) return {1.0, 0.0, 0.0};
-  const double d3 = -ab.dot(b), d4 = -ac.dot(b);
-  if (d3 >= 0.0 && d4 <= d3) return {0.0, 1.0, 0.0};
-  const double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
-    const double t = d1 / (d1 - d3);
-    return {1.0 - t, t, 0.0};
-  }
-  const double d5 = -ab.dot(c), d6 = -ac.dot(c);
-  if (d6 >= 0.0 && d5 <= d6) return {0.0, 0.0, 1.0};
-  const double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
-    const double t = d2 / (d2 - d6);
-    return {1.0 - t, 0.0, t};
-  }
-  const double va = d3 * d6 - d5 * d4;
-  if (va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0) {
-    const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-    return {0.0, 1.0 - t, t};
-  }
-  const double denom = va + vb + vc;
-  if (!(denom > 0.0)) return {1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0};
-  const double wb = vb / denom, wc = vc / denom;
-  return {1.0 - wb - wc, wb, wc};
+  GjkSimplex s;
+  s.size = 3;
+  for (int32_t k = 0; k < 3; ++k) s.vertices[k] = vertices_[faces_[fi].v[k]];
+  std::array<double, 4> w;
+  SimplexClosestPoint(s, &w);
+  return {w[0], w[1], w[2]};
 }
 
 }  // namespace proximity::core::internal

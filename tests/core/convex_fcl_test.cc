@@ -300,6 +300,7 @@ struct Tally {
   int compared = 0, agree = 0, fcl_wrong = 0, sign_flipped = 0, undecided = 0, fcl_no_answer = 0, fcl_abort = 0;
   double worst_fcl_error = 0.0;
   std::string worst_case;
+  std::vector<double> magnitude_errors;  // ||FCL| - |ours|| / |ours| of FCL's wrong answers.
 };
 
 struct FclAnswers {
@@ -434,6 +435,8 @@ TEST(ConvexFcl, SignedDistanceAgreesWithFclOrTheOracleDecides) {
             } else if (!fcl_in) {
               ++t.fcl_wrong;
               if (std::abs(fcl_value[q] + ours.distance) <= tol) ++t.sign_flipped;
+              t.magnitude_errors.push_back(std::abs(std::abs(fcl_value[q]) - std::abs(ours.distance)) /
+                                           std::abs(ours.distance));
               const double err = std::max(lo - fcl_value[q], fcl_value[q] - hi);
               if (err > t.worst_fcl_error) {
                 t.worst_fcl_error = err;
@@ -462,6 +465,11 @@ TEST(ConvexFcl, SignedDistanceAgreesWithFclOrTheOracleDecides) {
           kSolver[s], kQuery[q], t.compared, t.agree, t.fcl_wrong, t.sign_flipped, t.worst_fcl_error, t.fcl_no_answer,
           t.fcl_abort, t.undecided);
       if (!t.worst_case.empty()) std::printf("    worst: %s\n", t.worst_case.c_str());
+      if (!t.magnitude_errors.empty()) {
+        std::vector<double> m = t.magnitude_errors;
+        std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
+        std::printf("    FCL's wrong answers: median relative error of the magnitude %.3g\n", m[m.size() / 2]);
+      }
     }
   }
   if (!abort_pairs.empty()) {

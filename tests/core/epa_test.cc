@@ -372,6 +372,36 @@ TEST(SignedDistance, PointNearAConeSideKeepsItsBracketWhereGjkAloneFails) {
   EXPECT_GT(false_contacts, 0);
 }
 
+TEST(SignedDistance, CrossingCylindersOverlappingByLessThanAMicronAreNotCalledApart) {
+  // Two crossing cylinders whose axes are 2r - eps apart along their common perpendicular overlap:
+  // translating one by eps along it separates them, so the depth is in (0, eps]. GJK alone now and
+  // then stops on rounding and calls such a pair apart, without a separating axis.
+  std::mt19937_64 rng(114);
+  const Cylinder c{0.2, 0.3};
+  std::uniform_real_distribution<double> log_eps(-7, -6);
+  int gjk_apart = 0, tries = 0;
+  while (gjk_apart < 3 && tries < Cases(40000)) {
+    ++tries;
+    const RigidTransform X_WA(testing::RandomRotation(rng), Vec3(0.1, -0.2, 0.3));
+    const Mat3 R_WB = testing::RandomRotation(rng);
+    const Vec3 perp = X_WA.R.col(2).cross(R_WB.col(2)).normalized();
+    const double eps = std::pow(10.0, log_eps(rng));
+    const RigidTransform X_WB(R_WB, X_WA.p + (2 * c.radius - eps) * perp);
+    if (GjkDistance(c, X_WA, c, X_WB).intersecting) continue;
+    ++gjk_apart;
+    SCOPED_TRACE(::testing::Message() << "GJK's false separation, overlap " << eps);
+    const SignedDistanceResult r = Sd(c, X_WA, c, X_WB);
+    EXPECT_TRUE(r.intersecting);
+    EXPECT_LT(r.distance, 0.0);
+    EXPECT_GE(r.distance, -eps - 1e-9);
+    EXPECT_LE(r.lower_bound, 0.0);
+    EXPECT_GE(r.upper_bound, -eps - 1e-12);
+  }
+  std::printf("GJK alone called crossing cylinders overlapping by 1e-7 to 1e-6 apart in %d of %d poses\n", gjk_apart,
+              tries);
+  EXPECT_GT(gjk_apart, 0);
+}
+
 TEST(SignedDistance, CapsulePairsMatchSegmentDistance) {
   std::mt19937_64 rng(103);
   std::uniform_real_distribution<double> radius(0.02, 0.3), half(0.0, 0.6);

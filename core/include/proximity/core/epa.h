@@ -21,14 +21,26 @@
 /// Margins: GJK and EPA run on the shapes' cores (a sphere's centre, a capsule's segment, every other
 /// shape itself) and the margins (radii) are added in closed form, so deep sphere and capsule
 /// penetrations are exact, not polytope approximations: depth = core depth + r_A + r_B along the same
-/// normal.
+/// normal. When the cores are apart and only the margins overlap, depth = margins - core distance; the
+/// normal between the cores is certified with one support pair (the overlap along it may exceed that
+/// depth by the tolerance at most), and where it is not (curved cores nearly touching, where GJK's
+/// direction is far less accurate than its distance), EPA runs on the whole shapes instead.
 ///
-/// Robustness: no exceptions, no NaN for valid input, bounded work (iteration and face caps). A GJK
-/// simplex of fewer than four vertices is blown up to a full-dimensional polytope by support searches
-/// along axes and normals. When the cores' Minkowski difference is flat (coplanar triangles or
-/// rectangles, crossing capsule axes, concentric spheres) the cores have no common interior point: the
-/// core depth is 0 and the normal is perpendicular to the flat set (method kFlat; exact). When rounding
-/// or a cap stops EPA early, `converged` is false and the bracket and normal are still valid.
+/// Robustness: no exceptions, no NaN for valid input, bounded work (iteration and face caps). GJK's
+/// verdict is checked before it is used: "apart" needs a separating axis above the contact tolerance,
+/// "contact" a final simplex that touches the origin (else an axis along the simplex's closest point,
+/// or a fresh GJK run from it, may disprove it), and GJK's distance must be realised by a point of its
+/// simplex. A GJK simplex of fewer than four vertices (or a sliver) is blown up to a full-dimensional
+/// polytope by support searches along axes and normals. The polytope's expansion merges faces that
+/// rounding would fold over and refuses inconsistent expansions. When the cores' Minkowski difference
+/// is flat (coplanar triangles or rectangles, crossing capsule axes, concentric spheres) the cores
+/// have no common interior point: the core depth is 0 and the normal is perpendicular to the flat set
+/// (method kFlat; exact). When a cap, or rounding above the floor kEpaRoundingFloor, stops EPA early,
+/// `converged` is false and the bracket and normal are still valid.
+///
+/// Accuracy (measured in tests/core/epa_test.cc): polytopes and boxes to ~1e-12 relative; spheres,
+/// capsules and their pairs in closed form; curved cylinder and cone surfaces to the tolerance, or to
+/// the rounding floor of ~1e-9 of the coordinates' scale when faces near the answer get too small.
 
 #include <algorithm>
 #include <array>
@@ -68,13 +80,16 @@ struct SignedDistanceOptions {
 enum class SignedDistanceMethod : uint8_t {
   kGjk,     ///< The shapes are apart: GJK's distance between the cores minus the margins.
   kMargin,  ///< The cores are apart but the margins overlap: depth = margins - core distance (exact).
-  kEpa,     ///< The cores overlap: EPA on the cores' Minkowski difference, plus the margins.
+  /// The cores overlap, or their separation is below what GJK could certify: EPA on the cores'
+  /// Minkowski difference, plus the margins (its distance may then be slightly positive). Also kMargin's
+  /// fallback when its normal cannot be certified: EPA on the whole shapes.
+  kEpa,
   kFlat,    ///< The cores touch and their Minkowski difference is flat: core depth 0, plus the margins.
 };
 
 /// The answer of ComputeSignedDistance. Frames: everything in W.
 struct SignedDistanceResult {
-  /// Signed distance (metres): > 0 apart (GJK's distance, an upper bound realised by the witnesses),
+  /// Signed distance (metres): > 0 apart (GJK's distance, realised by the witnesses: an upper bound),
   /// <= 0 overlapping (minus the overlap of the shapes along normal_W: exact along that normal, and a
   /// lower bound on the true signed distance).
   double distance = 0.0;
@@ -93,7 +108,9 @@ struct SignedDistanceResult {
   Vec3 p_WB = Vec3::Zero();
   /// The shapes share a point (distance <= 0, or within GJK's contact tolerance).
   bool intersecting = false;
-  /// False when a cap or rounding stopped GJK or EPA before its tolerance; the bracket stays valid.
+  /// False when a cap or rounding stopped GJK or EPA before its tolerance (a gap within EPA's rounding
+  /// floor, kEpaRoundingFloor times the coordinates' scale, counts as converged), or when GJK's verdict
+  /// could not be certified; the bracket stays valid.
   bool converged = true;
   SignedDistanceMethod method = SignedDistanceMethod::kGjk;
   int32_t gjk_iterations = 0;  ///< GJK loop iterations.
@@ -157,9 +174,9 @@ struct Inflated {
 [[nodiscard]] Status ValidateConvexShape(const ConvexPolytope& s, const char* what);
 
 /// The point of the simplex's hull closest to the origin, with its barycentric weights, computed
-/// robustly: over the vertices, the edges and the interiors of triangles that are not slivers (whose
-/// barycentric coordinates rounding would spoil). A point of the hull, so its norm bounds the distance
-/// from above.
+/// robustly: over the vertices, the edges, and the interiors of triangles and of a tetrahedron that
+/// are not slivers (whose barycentric coordinates rounding would spoil). A point of the hull, so its
+/// norm bounds the distance from above; zero when the origin is inside a well-shaped tetrahedron.
 Vec3 SimplexClosestPoint(const GjkSimplex& s, std::array<double, 4>* weights);
 
 /// The polytope EPA grows inside the cores' Minkowski difference (points w in A's frame): triangles
@@ -172,11 +189,12 @@ class EpaPolytope {
     std::array<int32_t, 3> adj{};       ///< adj[i]: the face across edge (v[i], v[i+1]).
     std::array<int8_t, 3> adj_edge{};   ///< That edge's index in the neighbour.
     Vec3 n = Vec3::UnitZ();             ///< Outward unit normal.
-    double d = 0.0;                     ///< n · v[0]: signed distance of the plane from the origin.
+    double d = 0.0;                     ///< Signed distance of the plane from the origin (n · centroid).
     bool live = true;
   };
 
-  /// `scale`: a length of the coordinates' magnitude (for the thin-face and visibility tolerances).
+  /// `scale`: a length of the coordinates' magnitude (for the visibility and rounding tolerances);
+  /// vertices farther from the origin raise it.
   void Reset(double scale);
   int32_t AddVertex(const GjkVertex& w);
   /// A tetrahedron, in either orientation. False when a face would have a zero normal.
@@ -201,7 +219,7 @@ class EpaPolytope {
   const GjkVertex& vertex(int32_t i) const { return vertices_[i]; }
   int32_t num_faces_created() const { return static_cast<int32_t>(faces_.size()); }
 
-  /// Barycentric weights of the point of face `f` closest to the origin (clamped to the triangle).
+  /// Barycentric weights of the point of face `f` closest to the origin (SimplexClosestPoint).
   std::array<double, 3> ClosestWeights(int32_t f) const;
 
  private:
@@ -268,11 +286,11 @@ inline void OrthonormalBasis(const Vec3& u, Vec3* e1, Vec3* e2) {
 struct EpaOutcome {
   bool flat = false;       ///< The Minkowski difference is flat: n is perpendicular to it.
   bool evaluated = false;  ///< A face was evaluated (n, h, d, c_A, c_B set).
-  bool converged = false;   ///< Tolerance met, or rounding stopped EPA within kEpaRoundingFloor.
+  bool converged = false;  ///< Tolerance met, or rounding stopped EPA within kEpaRoundingFloor.
   Vec3 n = Vec3::UnitZ();  ///< Outward normal of A - B in A's frame.
   double h = 0.0;          ///< Support value of the cores' A - B along n.
   double lower = 0.0;      ///< Lower bound on the cores' depth (closest face distance; 0 unless certified).
-  bool lower_certified = false;  ///< The origin lies inside the polytope (all face distances >= 0).
+  bool lower_certified = false;  ///< The origin is inside the polytope beyond rounding (LowerBound).
   Vec3 c_A = Vec3::Zero();  ///< Witness on A's core (frame A).
   Vec3 c_B = Vec3::Zero();  ///< Witness on B's core (frame A).
   int32_t iterations = 0;
@@ -529,8 +547,9 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
   Vec3 n_A = Vec3::UnitZ();
   // From a GJK run that found the cores apart: its closest point v gives the distance and the normal
   // -v / |v| when u realises it (within rounding); v can lie off a sliver simplex, and then u answers.
+  // GJK can also stop on rounding without a separating axis: apart counts only once an axis proves
+  // it (GJK's lower bound, or the separation along the normal, above the contact tolerance).
   const auto take_apart = [&](const GjkResult& run, const Vec3& v_A) {
-    apart = true;
     const double v_norm = v_A.norm();
     const bool realised = u_norm <= v_norm * (1.0 + 1e-9) + 1e-14 * scale;
     core_distance = realised ? run.distance : u_norm;
@@ -539,11 +558,16 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
     const Vec3& dir = realised ? v_A : u_A;
     const double dir_norm = realised ? v_norm : u_norm;
     if (dir_norm > 0.0) n_A = -dir / dir_norm;
-    if (!realised) {
+    if (!realised || !(core_lower > contact)) {
       GjkVertex w;
       core_lower = std::max(core_lower, std::min(separation(n_A, &w), core_distance));
+    }
+    if (!(core_lower > contact)) return false;
+    apart = true;
+    if (!realised) {
       r.converged = r.converged && core_distance - core_lower <= std::max(contact, 1e-9 * core_distance);
     }
+    return true;
   };
   GjkResult retry;
   if (!g.intersecting) {
@@ -569,11 +593,21 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
       r.gjk_iterations += retry.iterations;
       r.support_calls += retry.support_calls;
       if (!retry.intersecting) {
-        simplex = &retry.simplex;
-        u_A = internal::SimplexClosestPoint(*simplex, &weights);
-        u_norm = u_A.norm();
-        r.converged = retry.converged;
-        take_apart(retry, fresh.v_A);
+        std::array<double, 4> retry_weights;
+        const Vec3 retry_u = internal::SimplexClosestPoint(retry.simplex, &retry_weights);
+        const Vec3 saved_u = u_A;
+        const double saved_norm = u_norm;
+        u_A = retry_u;
+        u_norm = retry_u.norm();
+        if (take_apart(retry, fresh.v_A)) {
+          simplex = &retry.simplex;
+          weights = retry_weights;
+          r.converged = r.converged && retry.converged;
+        } else {
+          u_A = saved_u;
+          u_norm = saved_norm;
+          core_upper = u_norm;
+        }
       }
     }
   }
@@ -590,18 +624,23 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
     r.epa_iterations += e.iterations;
     r.support_calls += e.support_calls;
     r.epa_faces += e.faces;
-    r.intersecting = true;
     r.method = e.flat ? SignedDistanceMethod::kFlat : SignedDistanceMethod::kEpa;
     if (e.flat) {
       r.distance = std::min(upper, u_norm - extra);
       r.upper_bound = std::max(r.distance, upper);
       r.lower_bound = std::min(r.distance, -extra);
     } else {
-      r.converged = r.converged && e.converged;
       r.distance = -(e.h + extra);
       r.lower_bound = r.distance;
       r.upper_bound = std::max(r.distance, e.lower_certified ? std::min(upper, -(e.lower + extra)) : upper);
+      // EPA's answer stands on its own (GJK only gave it a start) once the cores' contact is
+      // established (the origin proven inside EPA's polytope, or GJK's simplex touching it), or once
+      // the bracket is tight anyway (the origin just outside: EPA's support value then certifies the
+      // separation along its normal).
+      r.converged = e.converged && (e.lower_certified || u_norm <= contact ||
+                                    r.upper_bound - r.lower_bound <= internal::EpaTolerance(options, e.h, scale));
     }
+    r.intersecting = r.distance <= options.gjk.abs_tolerance;
     r.normal_W = R_WA * e.n;
     r.p_WA = X_WA * Vec3(e.c_A + shift_a * e.n);
     r.p_WB = X_WA * Vec3(e.c_B - shift_b * e.n);
@@ -672,7 +711,6 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
       // EPA could not start (a polytope too thin to orient): the best axis is still a valid answer.
       r.epa_iterations += e.iterations;
       r.support_calls += e.support_calls;
-      r.intersecting = true;
       r.method = SignedDistanceMethod::kEpa;
       r.converged = false;
       double best = std::numeric_limits<double>::infinity();
@@ -690,6 +728,7 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
       r.distance = -(best + margin);
       r.lower_bound = r.distance;
       r.upper_bound = std::max(r.distance, u_norm - margin);
+      r.intersecting = r.distance <= options.gjk.abs_tolerance;
       r.normal_W = R_WA * n_A;
       r.p_WA = X_WA * Vec3(c_A + margin_a * n_A);
       r.p_WB = X_WA * Vec3(c_B - margin_b * n_A);
