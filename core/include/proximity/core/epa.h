@@ -94,7 +94,8 @@ struct SignedDistanceResult {
   /// lower bound on the true signed distance).
   double distance = 0.0;
   /// Certified bracket on the true signed distance: lower_bound <= distance <= upper_bound, and the
-  /// truth lies in [lower_bound, upper_bound] up to rounding and the GJK contact tolerance. When
+  /// truth lies in [lower_bound, upper_bound] up to rounding (on curved surfaces up to the rounding
+  /// floor, kEpaRoundingFloor times the coordinates' scale) and the GJK contact tolerance. When
   /// penetrating, -upper_bound is EPA's lower bound on the depth (closest face of the polytope grown
   /// inside A - B) and -lower_bound the upper bound (a support value).
   double lower_bound = 0.0;
