@@ -638,4 +638,14 @@ Result<ContactManifold> ComputeContacts(const ShapeA& a, const RigidTransform& X
   return m;
 }
 
+// The instances compiled in contact.cc (see PROX_FOR_EACH_CONVEX_PAIR).
+#define PROX_CONTACT_INSTANCES(PREFIX, A, B)                                                                 \
+  PREFIX template Result<ContactManifold> ComputeContactRegion<A, B>(                                        \
+      const A&, const RigidTransform&, const B&, const RigidTransform&, const Vec3&, double, const ContactOptions&); \
+  PREFIX template Result<ContactManifold> ComputeContacts<A, B>(const A&, const RigidTransform&, const B&,     \
+                                                               const RigidTransform&, const ContactOptions&, GjkCache*);
+#define PROX_CONTACT_EXTERN(A, B) PROX_CONTACT_INSTANCES(extern, A, B)
+PROX_FOR_EACH_CONVEX_PAIR(PROX_CONTACT_EXTERN)
+#undef PROX_CONTACT_EXTERN
+
 }  // namespace proximity::core

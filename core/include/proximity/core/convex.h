@@ -219,4 +219,16 @@ Vec3 Support(const Shape& shape, const Vec3& d_S) {
   return p;
 }
 
+/// Every convex shape type, and every ordered pair of them (X(A, B) for the 7 x 7 pairs). The convex
+/// algorithms (GjkDistance, GjkIntersect, ComputeSignedDistance, ComputeContacts, ComputeContactRegion)
+/// are compiled once for each pair in the core library (gjk.cc, epa.cc, contact.cc); their headers
+/// declare those instances extern so that other translation units call them instead of compiling their
+/// own copies. Other shape types still instantiate the templates where they are used.
+#define PROX_CONVEX_PAIRS_WITH(X, A) \
+  X(A, Sphere) X(A, Box) X(A, Capsule) X(A, Cylinder) X(A, Cone) X(A, Triangle) X(A, ConvexPolytope)
+#define PROX_FOR_EACH_CONVEX_PAIR(X)                                                                      \
+  PROX_CONVEX_PAIRS_WITH(X, Sphere) PROX_CONVEX_PAIRS_WITH(X, Box) PROX_CONVEX_PAIRS_WITH(X, Capsule)    \
+  PROX_CONVEX_PAIRS_WITH(X, Cylinder) PROX_CONVEX_PAIRS_WITH(X, Cone) PROX_CONVEX_PAIRS_WITH(X, Triangle) \
+  PROX_CONVEX_PAIRS_WITH(X, ConvexPolytope)
+
 }  // namespace proximity::core

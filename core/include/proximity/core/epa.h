@@ -742,4 +742,12 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
   return r;
 }
 
+// The instances compiled in epa.cc (see PROX_FOR_EACH_CONVEX_PAIR).
+#define PROX_EPA_INSTANCES(PREFIX, A, B)                                                                    \
+  PREFIX template Result<SignedDistanceResult> ComputeSignedDistance<A, B>(                                 \
+      const A&, const RigidTransform&, const B&, const RigidTransform&, GjkCache*, const SignedDistanceOptions&);
+#define PROX_EPA_EXTERN(A, B) PROX_EPA_INSTANCES(extern, A, B)
+PROX_FOR_EACH_CONVEX_PAIR(PROX_EPA_EXTERN)
+#undef PROX_EPA_EXTERN
+
 }  // namespace proximity::core
