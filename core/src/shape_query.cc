@@ -216,7 +216,11 @@ struct MeshShapeWalk {
     // Only the direction and the shape's hill-climbing start carry over between triangles: the
     // simplex's points lie on the previous triangle.
     cache.simplex.size = 0;
-    const GjkResult g = GjkDistance(tri, RigidTransform(), shape, X_MS, &cache, gjk_options);
+    // A triangle whose lower bound reaches the threshold is pruned whatever its distance: GJK stops
+    // there instead of converging.
+    GjkOptions o = gjk_options;
+    o.lower_bound_target = threshold;
+    const GjkResult g = GjkDistance(tri, RigidTransform(), shape, X_MS, &cache, o);
     if (g.distance < upper) {
       upper = g.distance;
       best_k = k;

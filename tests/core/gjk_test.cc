@@ -387,6 +387,51 @@ struct ShapeZoo {
   static constexpr int kKinds = 10;
 };
 
+// A lower-bound target stops the loop once the certified lower bound reaches it: the bound then
+// lies between the target and the converged distance, the loop ran no longer than the full one, and
+// a target above the distance changes nothing. Triangles against curved shapes (the leaves of a mesh
+// walk), where the full loop is longest.
+template <class Shape>
+void ExpectTargetStopsEarly(const Shape& shape, std::mt19937_64& rng, int cases, int* stopped, int* saved) {
+  std::uniform_real_distribution<double> u(-0.4, 0.4), frac(0.05, 1.3);
+  for (int i = 0; i < cases; ++i) {
+    const Triangle t{Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng), u(rng), u(rng))};
+    const RigidTransform X_WT = testing::RandomPose(rng, Vec3::Constant(-0.6), Vec3::Constant(0.6));
+    const RigidTransform X_WS = testing::RandomPose(rng, Vec3::Constant(-0.6), Vec3::Constant(0.6));
+    const GjkResult full = GjkDistance(t, X_WT, shape, X_WS);
+    if (full.intersecting) continue;
+    GjkOptions o;
+    o.lower_bound_target = frac(rng) * full.distance;
+    const GjkResult r = GjkDistance(t, X_WT, shape, X_WS, nullptr, o);
+    SCOPED_TRACE(::testing::Message() << "case " << i << " distance " << full.distance << " target "
+                                      << o.lower_bound_target);
+    EXPECT_FALSE(r.intersecting);
+    EXPECT_LE(r.iterations, full.iterations);
+    EXPECT_LE(r.lower_bound, full.distance * (1 + 1e-9));
+    EXPECT_GE(r.distance, full.distance * (1 - 1e-9));  // Still an upper bound.
+    if (r.reached_target) {
+      EXPECT_GE(r.lower_bound, o.lower_bound_target);
+      EXPECT_FALSE(r.converged);
+      ++*stopped;
+      *saved += full.iterations - r.iterations;
+    } else {
+      EXPECT_EQ(r.iterations, full.iterations);
+      EXPECT_DOUBLE_EQ(r.distance, full.distance);
+    }
+  }
+}
+
+TEST(GjkDistance, LowerBoundTargetStopsTheLoopOnceReached) {
+  std::mt19937_64 rng(17);
+  int stopped = 0, saved = 0;
+  ExpectTargetStopsEarly(Cylinder{0.3, 0.4}, rng, Cases(400), &stopped, &saved);
+  ExpectTargetStopsEarly(Cone{0.35, 0.3}, rng, Cases(400), &stopped, &saved);
+  ExpectTargetStopsEarly(Box{Vec3(0.2, 0.1, 0.3)}, rng, Cases(400), &stopped, &saved);
+  std::printf("lower-bound target reached in %d queries, %d iterations saved\n", stopped, saved);
+  EXPECT_GT(stopped, Cases(400));
+  EXPECT_GT(saved, stopped);
+}
+
 TEST(GjkIntersect, AgreesWithGjkDistanceOnRandomPairs) {
   std::mt19937_64 rng(19);
   const ShapeZoo zoo(rng);

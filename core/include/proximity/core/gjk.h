@@ -20,6 +20,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "proximity/core/convex.h"
 #include "proximity/core/types.h"
@@ -37,6 +38,12 @@ struct GjkOptions {
   double abs_tolerance = 1e-12;
   /// Iteration cap (at least 1); a capped run reports converged = false with valid (looser) bounds.
   int32_t max_iterations = 128;
+  /// GjkDistance stops as soon as its certified lower bound on the shapes' distance reaches this
+  /// (metres): a caller that only needs to know the shapes are at least this far apart (a hierarchy
+  /// walk pruning a leaf) skips the rest of the loop. The result then reports reached_target, a
+  /// distance that is only an upper bound (not converged) and the lower bound reached. Infinity (the
+  /// default) never stops early.
+  double lower_bound_target = std::numeric_limits<double>::infinity();
 };
 
 /// One simplex vertex: w = p_A - X_AB p_B in A's frame, from the core support points p_A (frame A) and
@@ -80,8 +87,10 @@ struct GjkResult {
   double lower_bound = 0.0;
   /// The shapes share a point, or are closer than abs_tolerance.
   bool intersecting = false;
-  /// False when the iteration cap stopped the loop.
+  /// False when the iteration cap or GjkOptions::lower_bound_target stopped the loop.
   bool converged = true;
+  /// The lower bound reached GjkOptions::lower_bound_target and the loop stopped there.
+  bool reached_target = false;
   /// Closest points p_WA on A and p_WB on B, |p_WA - p_WB| = distance. When intersecting both are one
   /// point common to both shapes (up to rounding); penetration depth and contact normals are EPA's job.
   Vec3 p_WA = Vec3::Zero();
@@ -254,6 +263,10 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
       const double vv = v.squaredNorm();
       const double vw = v.dot(w.w);
       if (vw > 0.0) lower = std::max(lower, vw / std::sqrt(vv));
+      if (lower > margin && lower - margin >= options.lower_bound_target) {
+        r.reached_target = true;
+        break;
+      }
       const double gap = vv - vw;
       if (gap <= eps_rel2 * vv || gap <= eps_abs2 || internal::InSimplex(s, w)) {
         converged = true;
@@ -272,7 +285,7 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
     v = v_new;
     v_in_set = true;
   }
-  if (!converged && v_in_set) {
+  if (!converged && !r.reached_target && v_in_set) {
     const double threshold = internal::ContactThreshold(margin, options.abs_tolerance, s);
     contact = s.size == 4 || v.squaredNorm() <= threshold * threshold;
   }
