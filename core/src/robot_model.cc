@@ -378,6 +378,28 @@ double RobotModel::MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::spa
   return bound;
 }
 
+void RobotModel::MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                              std::span<const double> q1, double reach, std::vector<MotionLever>* out) const {
+  const std::vector<MotionTerm>& terms = motion_terms_[k];
+  const size_t skip = motion_terms_[ancestor].size();
+  const size_t first = out->size();
+  out->resize(first + terms.size() - skip);
+  double extent = 0.0;  // as in MotionBoundRelative
+  for (size_t i = terms.size(); i-- > skip;) {
+    const MotionTerm& t = terms[i];
+    const double a = q0[t.source], b = q1[t.source];
+    MotionLever& l = (*out)[first + i - skip];
+    l.joint = t.joint;
+    l.dq = std::abs(t.multiplier * (b - a));
+    l.prismatic = t.prismatic;
+    if (t.prismatic) {
+      extent += std::max(std::abs(t.multiplier * a + t.offset), std::abs(t.multiplier * b + t.offset));
+    } else {
+      l.lever = t.lever + extent + reach;
+    }
+  }
+}
+
 double RobotModel::LeverRadius(LinkIndex k, JointIndex j) const {
   const std::vector<MotionTerm>& terms = motion_terms_[k];
   double extent = 0.0;

@@ -536,6 +536,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     bool self;
     double lambda;  // motion bound over the whole segment
     double padding; // the pair's total padding: distances count from the padded surfaces
+    int32_t skip;   // self: the common ancestor's moving joints, which move both parts alike
   };
   std::vector<double> part_motion(nparts);
   for (int32_t i = 0; i < nparts; ++i) part_motion[i] = PartMotion(i, q0, q1);
@@ -547,17 +548,40 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     if (motion == 0.0) continue;
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
       if (!AllowedEntityObject(robot_parts_[i].entity, world_parts_[k].object)) {
-        pairs.push_back({i, k, false, motion, robot_parts_[i].padding});
+        pairs.push_back({i, k, false, motion, robot_parts_[i].padding, 0});
       }
     }
   }
   for (const SelfPair& sp : self_pairs_) {
     const double motion = SelfPairMotion(sp, q0, q1);
     if (motion > 0.0) {
-      pairs.push_back({sp.a, sp.b, true, motion, robot_parts_[sp.a].padding + robot_parts_[sp.b].padding});
+      pairs.push_back({sp.a, sp.b, true, motion, robot_parts_[sp.a].padding + robot_parts_[sp.b].padding,
+                       robot_->NumMovingJoints(sp.ancestor)});
     }
   }
   const size_t npairs = pairs.size();
+
+  // Tighter bounds from the poses at the samples. The bound above takes each joint's lever (how far
+  // the part can be from the joint's axis) at its worst over every configuration; at a sample the
+  // distance from the axis to the part's bounding sphere is known, and along [ta, tb] it grows by at
+  // most the part's motion relative to the joint's child link (the axis is fixed there), itself
+  // linear in the width. So over [ta, tb] lever_j <= min(static lever, axis distance at ta + width *
+  // growth_j), and the same from tb.
+  std::vector<RobotModel::MotionLever> levers;
+  std::vector<int32_t> lever_begin(nparts + 1, 0);
+  std::vector<double> lever_growth;
+  for (int32_t i = 0; i < nparts; ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    lever_begin[i] = static_cast<int32_t>(levers.size());
+    if (part_motion[i] > 0.0) robot_->MotionLevers(rp.link, 0, q0, q1, rp.reach, &levers);
+    for (size_t l = lever_growth.size(); l < levers.size(); ++l) {
+      lever_growth.push_back(levers[l].prismatic || levers[l].dq == 0.0
+                                 ? 0.0
+                                 : robot_->MotionBoundRelative(rp.link, robot_->joint(levers[l].joint).child_link,
+                                                               q0, q1, rp.reach));
+    }
+  }
+  lever_begin[nparts] = static_cast<int32_t>(levers.size());
 
   // A configuration on the segment: robot geometry poses and bounds, and per-pair distance bounds
   // (cheap box bounds first, certified distance lower bounds when those do not suffice).
@@ -567,6 +591,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     std::vector<Aabb> bounds;
     std::vector<double> eta;         // best lower bound so far; NaN: not computed
     std::vector<double> eta_enough;  // the `enough` an exact bound was computed with; NaN: cheap only
+    std::vector<double> axis_distance;  // per lever: axis to the part's bounding sphere, plus its radius
   };
   std::vector<Sample> samples;
   std::vector<double> q(q0.size());
@@ -582,11 +607,44 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       smp.X_WG[i] = cache->X_WL[robot_parts_[i].link] * robot_parts_[i].X_LG;
       smp.bounds[i] = WorldBounds(robot_parts_[i].local_box, smp.X_WG[i]);
     }
+    smp.axis_distance.resize(levers.size());
+    for (int32_t i = 0; i < nparts; ++i) {
+      const Obb& box = robot_parts_[i].local_box;
+      const Vec3 c_W = smp.X_WG[i] * box.center;
+      const double r = box.half_extents.norm();
+      for (int32_t l = lever_begin[i]; l < lever_begin[i + 1]; ++l) {
+        if (levers[l].prismatic || levers[l].dq == 0.0) continue;
+        const Joint& j = robot_->joint(levers[l].joint);
+        smp.axis_distance[l] = robot_->JointAxisDistance(levers[l].joint, cache->X_WL[j.parent_link], c_W) + r;
+      }
+    }
     smp.eta.assign(npairs, std::numeric_limits<double>::quiet_NaN());
     smp.eta_enough.assign(npairs, std::numeric_limits<double>::quiet_NaN());
     samples.push_back(std::move(smp));
     ++result->states;
     return {};
+  };
+  // Motion bound of part i over a sub-segment of `width` (in t) next to sample s, in the frame of the
+  // ancestor whose `skip` moving joints are left out.
+  auto part_bound = [&](const Sample& s, int32_t i, int32_t skip, double width) {
+    double sum = 0.0;
+    for (int32_t l = lever_begin[i] + skip; l < lever_begin[i + 1]; ++l) {
+      const RobotModel::MotionLever& lv = levers[l];
+      if (lv.dq == 0.0) continue;
+      sum += lv.dq * (lv.prismatic ? 1.0 : std::min(lv.lever, s.axis_distance[l] + width * lever_growth[l]));
+    }
+    return width * sum;
+  };
+  // Pair k's motion bound over [sa.t, sb.t]: the least of the static bound and those from either end.
+  auto pair_lambda = [&](const Sample& sa, const Sample& sb, size_t k) {
+    const PairRef& p = pairs[k];
+    const double width = sb.t - sa.t;
+    double from_a = part_bound(sa, p.a, p.skip, width), from_b = part_bound(sb, p.a, p.skip, width);
+    if (p.self) {
+      from_a += part_bound(sa, p.b, p.skip, width);
+      from_b += part_bound(sb, p.b, p.skip, width);
+    }
+    return std::min({width * p.lambda, from_a, from_b});
   };
   auto other_geometry = [&](const PairRef& p) -> const Geometry& {
     if (p.self) return robot_parts_[p.b].geometry;
@@ -663,11 +721,13 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     stack.pop_back();
     const double ta = samples[seg.sa].t, tb = samples[seg.sb].t, width = tb - ta;
     std::vector<int32_t> open;
+    std::vector<double> open_lambda;
     for (int32_t k : seg.pairs) {
-      const double lambda = width * pairs[k].lambda;
+      const double lambda = pair_lambda(samples[seg.sa], samples[seg.sb], k);
       if (cheap_eta(samples[seg.sa], k) + cheap_eta(samples[seg.sb], k) > lambda) continue;
       if (exact_eta(samples[seg.sa], k, lambda) + exact_eta(samples[seg.sb], k, lambda) > lambda) continue;
       open.push_back(k);
+      open_lambda.push_back(lambda);
     }
     if (open.empty()) {
       t_free = tb;  // left to right: everything before ta is certified already
@@ -683,8 +743,9 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     if (Status s = make_sample(0.5 * (ta + tb)); !s.ok()) return s;
     const int32_t sm = static_cast<int32_t>(samples.size()) - 1;
     bool hit = false;
-    for (int32_t k : open) {
-      if (exact_eta(samples[sm], k, 0.5 * width * pairs[k].lambda) == 0.0 && contact_at(samples[sm], k)) {
+    for (size_t o = 0; o < open.size(); ++o) {
+      const int32_t k = open[o];
+      if (exact_eta(samples[sm], k, 0.5 * open_lambda[o]) == 0.0 && contact_at(samples[sm], k)) {
         hit = true;
         break;
       }

@@ -387,6 +387,7 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
   std::vector<std::vector<RigidTransform>> X(kSteps + 1, std::vector<RigidTransform>(m->num_links()));
   std::vector<double> q(m->num_positions());
   double worst_ratio = 0;
+  double tight_sum = 0, static_sum = 0;
   for (int s = 0; s < segments; ++s) {
     const std::vector<double> q0 = RandomQ(*m, rng, widen), q1 = RandomQ(*m, rng, widen);
     for (int i = 0; i <= kSteps; ++i) {
@@ -422,6 +423,42 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
           EXPECT_LE(length, relative * (1 + 1e-9) + 1e-12) << m->link(l).name << " in " << m->link(a).name;
         }
       }
+      // The levers add up to the bound, and tightened by the poses at either end of [ia, ib] (the
+      // distance from each joint's axis to a ball around the points, grown by the link's motion
+      // relative to the joint's child link) they still cover every point's path.
+      if (!points[l].empty()) {
+        std::vector<RobotModel::MotionLever> levers;
+        m->MotionLevers(l, 0, qa, qb, 0.0, &levers);
+        ASSERT_EQ(static_cast<int32_t>(levers.size()), m->NumMovingJoints(l));
+        double sum = 0;
+        for (const auto& lv : levers) sum += lv.dq * (lv.prismatic ? 1.0 : lv.lever);
+        EXPECT_NEAR(sum, sub_bound, 1e-12 * (1 + sub_bound));
+        Vec3 c_L = Vec3::Zero();
+        for (const Vec3& p_L : points[l]) c_L += p_L;
+        c_L /= static_cast<double>(points[l].size());
+        double r = 0;
+        for (const Vec3& p_L : points[l]) r = std::max(r, (p_L - c_L).norm());
+        for (int end : {ia, ib}) {
+          double tight = 0;
+          for (const auto& lv : levers) {
+            if (lv.prismatic) {
+              tight += lv.dq;
+              continue;
+            }
+            const Joint& j = m->joint(lv.joint);
+            const double at_end = m->JointAxisDistance(lv.joint, X[end][j.parent_link], X[end][l] * c_L) + r;
+            tight += lv.dq * std::min(lv.lever, at_end + m->MotionBoundRelative(l, j.child_link, qa, qb));
+          }
+          EXPECT_LE(tight, sub_bound * (1 + 1e-12) + 1e-15);
+          tight_sum += tight;
+          static_sum += sub_bound;
+          for (const Vec3& p_L : points[l]) {
+            double length = 0;
+            for (int i = ia + 1; i <= ib; ++i) length += (X[i][l] * p_L - X[i - 1][l] * p_L).norm();
+            EXPECT_LE(length, tight * (1 + 1e-9) + 1e-12) << m->link(l).name << " tightened at step " << end;
+          }
+        }
+      }
       // A carried object: any point within `reach` of the link origin.
       const double reach = 0.3;
       const double carried = m->MotionBound(l, q0, q1, reach);
@@ -435,6 +472,8 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
   }
   // The bound is not vacuous: some point travels a good fraction of it.
   EXPECT_GT(worst_ratio, 0.3);
+  std::printf("%s: levers tightened by the poses at the ends: %.3f of the static bound\n", c.label.c_str(),
+              static_sum > 0 ? tight_sum / static_sum : 1.0);
 }
 
 TEST(RobotModelTest, CommonAncestorMatchesThePathsToTheRoot) {

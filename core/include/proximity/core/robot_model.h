@@ -259,6 +259,31 @@ class RobotModel {
   /// smaller than their world motions when both hang below joints that move them together.
   double MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
                              double reach = 0.0) const;
+  /// One moving joint's share of MotionBoundRelative(k, ancestor, q0, q1, reach): that bound is the sum
+  /// over the levers of dq * lever (revolute: `lever` bounds the distance from the joint's axis to every
+  /// point concerned, for any q on the segment) plus dq (prismatic).
+  struct MotionLever {
+    JointIndex joint = -1;
+    double dq = 0.0;     ///< |change of the joint's value| along the segment (mimics scaled)
+    double lever = 0.0;  ///< revolute: the lever radius; prismatic: 0
+    bool prismatic = false;
+  };
+  /// Appends the levers of MotionBoundRelative(k, ancestor, q0, q1, reach) to *out, root side first;
+  /// their count is NumMovingJoints(k) - NumMovingJoints(ancestor). A caller that knows where the
+  /// geometry is at a point of the segment can tighten the levers (JointAxisDistance).
+  void MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
+                    double reach, std::vector<MotionLever>* out) const;
+  /// Moving (non-fixed) joints on the path from the root to link k.
+  int32_t NumMovingJoints(LinkIndex k) const { return static_cast<int32_t>(motion_terms_[k].size()); }
+  /// Distance (m) from the axis of joint j (the line through its frame's origin along axis_J) to p_W,
+  /// given the world pose of j's parent link.
+  double JointAxisDistance(JointIndex j, const RigidTransform& X_WP, const Vec3& p_W) const {
+    const Joint& joint = joints_[j];
+    const Vec3 o_W = X_WP * joint.X_PJ.p;
+    const Vec3 u_W = X_WP.R * (joint.X_PJ.R * joint.axis_J);
+    const Vec3 d = p_W - o_W;
+    return (d - u_W * u_W.dot(d)).norm();
+  }
   /// The deepest link that is an ancestor of both a and b (either of them itself, or the root).
   LinkIndex CommonAncestor(LinkIndex a, LinkIndex b) const;
   /// The lever radius (m) of joint j for link k, valid for every q within limits: an upper bound on the
