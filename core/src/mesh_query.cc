@@ -361,11 +361,19 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
-  walk.Seed(warm ? cache : nullptr);
   std::vector<NodePairBound> front;
   if (cache != nullptr) walk.front_out = &front;
+  // Roots already max_distance apart settle the query without a triangle test (upper stays infinite:
+  // beyond_max_distance, only the interval holds; the front is the root pair).
+  const double root = std::isfinite(request.max_distance) ? walk.LowerBound(0, 0) : 0.0;
+  const bool settled = root >= request.max_distance;
+  if (settled) {
+    walk.Stop(0, 0, root);
+  } else {
+    walk.Seed(warm ? cache : nullptr);
+  }
   bool from_front = false;
-  if (walk.upper > 0.0) {
+  if (!settled && walk.upper > 0.0) {
     std::vector<DistanceWalk::Entry> start;
     if (warm && !cache->front.empty()) {
       // The carried front pays off when the motion since left most of it pruned; when too many of its
@@ -385,7 +393,8 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
   result->beyond_max_distance = result->lower_bound >= request.max_distance;
   result->p_WA = X_WA * walk.best_pa;
   result->p_WB = X_WA * walk.best_pb;
-  result->triangles = {a.triangle_id(walk.best_ka), b.triangle_id(walk.best_kb)};
+  result->triangles = {walk.best_ka >= 0 ? a.triangle_id(walk.best_ka) : -1,
+                       walk.best_kb >= 0 ? b.triangle_id(walk.best_kb) : -1};
   result->stats = walk.stats;
   if (cache != nullptr) {
     const std::size_t cold_size = from_front ? cache->cold_front_size : front.size();

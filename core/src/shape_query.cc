@@ -259,15 +259,23 @@ struct MeshShapeWalk {
     double bound;
   };
 
+  void stop(double bound) { min_pruned = std::min(min_pruned, bound); }
+
   // Best-first over mesh nodes by OBB lower bound; the nearer child of an expanded node is walked at
   // once when no queued node has a smaller bound. Stops when the smallest bound reaches the threshold,
   // which then certifies the lower bound.
   void Distance() {
+    // A root box already max_distance away settles the query without a triangle test (upper stays
+    // infinite: beyond_max_distance, only the interval holds).
+    const double root = LowerBound(0);
+    if (root >= max_distance) {
+      stop(root);
+      return;
+    }
     Seed();
     if (upper == 0.0) return;
     internal::BoundHeap<Entry> heap;
     heap.Reserve(kStackReserve);
-    auto stop = [&](double bound) { min_pruned = std::min(min_pruned, bound); };
     auto push = [&](const Entry& e) {
       if (e.bound >= threshold) {
         stop(e.bound);
@@ -276,7 +284,7 @@ struct MeshShapeWalk {
       heap.Push(e);
     };
     auto pop = [&]() { return heap.Pop(); };
-    Entry e{0, LowerBound(0)};
+    Entry e{0, root};
     for (;;) {
       if (e.bound >= threshold) {
         stop(e.bound);  // every queued node has a bound at least this large
@@ -427,7 +435,7 @@ Status ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_W
     result->beyond_max_distance = result->lower_bound >= request.max_distance;
     result->p_WA = X_WM * walk.best_pa;
     result->p_WB = X_WM * walk.best_pb;
-    result->triangles = {mesh.triangle_id(walk.best_k), -1};
+    result->triangles = {walk.best_k >= 0 ? mesh.triangle_id(walk.best_k) : -1, -1};
     result->stats = walk.stats;
   });
   return {};

@@ -14,7 +14,9 @@
 /// without testing each one. With a budget, the walk stops early and guarantees
 ///   upper_bound <= lower_bound * (1 + rel_err)   or   upper_bound - lower_bound <= abs_err,
 /// unless it stopped because lower_bound >= max_distance (then beyond_max_distance is true and only the
-/// interval holds). The lower bound is what certification needs; the upper bound and points are real.
+/// interval holds; when the root boxes alone were that far apart no triangle was tested, the upper
+/// bound is +inf and the points and triangles are unset). The lower bound is what certification
+/// needs; the upper bound and points are real.
 
 #include <cstdint>
 #include <limits>
