@@ -592,7 +592,10 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     std::vector<double> eta;         // best lower bound so far; NaN: not computed
     std::vector<double> eta_enough;  // the `enough` an exact bound was computed with; NaN: cheap only
     std::vector<double> axis_distance;  // per lever: axis to the part's bounding sphere, plus its radius
+    std::vector<Vec3> ball_center;      // per robot part: its bounding sphere (radius in part_radius)
   };
+  std::vector<double> part_radius(nparts);
+  for (int32_t i = 0; i < nparts; ++i) part_radius[i] = robot_parts_[i].local_box.half_extents.norm();
   std::vector<Sample> samples;
   std::vector<double> q(q0.size());
   auto make_sample = [&](double t) -> Status {
@@ -608,10 +611,12 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       smp.bounds[i] = WorldBounds(robot_parts_[i].local_box, smp.X_WG[i]);
     }
     smp.axis_distance.resize(levers.size());
+    smp.ball_center.resize(nparts);
     for (int32_t i = 0; i < nparts; ++i) {
       const Obb& box = robot_parts_[i].local_box;
       const Vec3 c_W = smp.X_WG[i] * box.center;
-      const double r = box.half_extents.norm();
+      const double r = part_radius[i];
+      smp.ball_center[i] = c_W;
       for (int32_t l = lever_begin[i]; l < lever_begin[i + 1]; ++l) {
         if (levers[l].prismatic || levers[l].dq == 0.0) continue;
         const Joint& j = robot_->joint(levers[l].joint);
@@ -662,6 +667,15 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       s.eta[k] = std::max(0.0, AabbDistance(s.bounds[p.a], p.self ? s.bounds[p.b] : world_parts_[p.b].bounds) - p.padding);
     }
     return s.eta[k];
+  };
+  // An upper bound on what exact_eta can give: every point of each part lies within its bounding
+  // sphere, so the parts are at most |c_a - c_b| + r_a + r_b apart. A segment whose ends' upper bounds
+  // add up to no more than its motion bound cannot be certified there: it is split without asking.
+  auto eta_upper = [&](const Sample& s, size_t k) {
+    const PairRef& p = pairs[k];
+    const Vec3& c_b = p.self ? s.ball_center[p.b] : world_parts_[p.b].box.center;
+    const double r_b = p.self ? part_radius[p.b] : world_parts_[p.b].box.half_extents.norm();
+    return (s.ball_center[p.a] - c_b).norm() + part_radius[p.a] + r_b - p.padding;
   };
   auto exact_eta = [&](Sample& s, size_t k, double enough) {
     // A stored bound below the `enough` it was computed with is the full bound; otherwise the walk
@@ -715,19 +729,50 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     std::iota(all.pairs.begin(), all.pairs.end(), 0);
     stack.push_back(std::move(all));
   }
+  struct Undecided {
+    double ratio;   // upper bounds over the motion bound: the smaller, the likelier to fail
+    double lambda;
+    int32_t k;
+  };
+  std::vector<Undecided> undecided;
   double t_free = 0.0;
   while (!stack.empty()) {
     Segment seg = std::move(stack.back());
     stack.pop_back();
     const double ta = samples[seg.sa].t, tb = samples[seg.sb].t, width = tb - ta;
+    // Pairs the box bounds certify drop out. Exact bounds are asked only while the segment might still
+    // be certified whole: once some pair is known to fail (its upper bounds already fall short, or its
+    // exact bounds do) the segment is split anyway, and the pairs not yet decided go to the halves
+    // undecided, where their smaller motion bounds make the queries cheaper and more often decisive.
+    // Pairs most likely to fail are asked first.
+    Sample& a = samples[seg.sa];
+    Sample& b = samples[seg.sb];
     std::vector<int32_t> open;
     std::vector<double> open_lambda;
+    undecided.clear();
+    bool split = false;
     for (int32_t k : seg.pairs) {
-      const double lambda = pair_lambda(samples[seg.sa], samples[seg.sb], k);
-      if (cheap_eta(samples[seg.sa], k) + cheap_eta(samples[seg.sb], k) > lambda) continue;
-      if (exact_eta(samples[seg.sa], k, lambda) + exact_eta(samples[seg.sb], k, lambda) > lambda) continue;
-      open.push_back(k);
-      open_lambda.push_back(lambda);
+      const double lambda = pair_lambda(a, b, k);
+      if (cheap_eta(a, k) + cheap_eta(b, k) > lambda) continue;
+      const double upper = eta_upper(a, k) + eta_upper(b, k);
+      if (upper <= lambda) {
+        split = true;
+        open.push_back(k);
+        open_lambda.push_back(lambda);
+      } else {
+        undecided.push_back({upper / lambda, lambda, k});
+      }
+    }
+    if (!split) std::sort(undecided.begin(), undecided.end(), [](const Undecided& x, const Undecided& y) { return x.ratio < y.ratio; });
+    for (const Undecided& u : undecided) {
+      if (!split) {
+        // b's exact bound need only make up what a's leaves.
+        const double eta_a = exact_eta(a, u.k, u.lambda);
+        if (eta_a + cheap_eta(b, u.k) > u.lambda || eta_a + exact_eta(b, u.k, u.lambda - eta_a) > u.lambda) continue;
+        split = true;
+      }
+      open.push_back(u.k);
+      open_lambda.push_back(u.lambda);
     }
     if (open.empty()) {
       t_free = tb;  // left to right: everything before ta is certified already
@@ -745,7 +790,9 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     bool hit = false;
     for (size_t o = 0; o < open.size(); ++o) {
       const int32_t k = open[o];
-      if (exact_eta(samples[sm], k, 0.5 * open_lambda[o]) == 0.0 && contact_at(samples[sm], k)) {
+      // Only pairs whose boxes meet there can touch at the midpoint.
+      if (cheap_eta(samples[sm], k) == 0.0 && exact_eta(samples[sm], k, 0.5 * open_lambda[o]) == 0.0 &&
+          contact_at(samples[sm], k)) {
         hit = true;
         break;
       }
