@@ -640,15 +640,15 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     }
     return width * sum;
   };
+  // World-frame part bounds over the current segment from either end (world pairs share them).
+  std::vector<double> world_bound_a(nparts), world_bound_b(nparts);
   // Pair k's motion bound over [sa.t, sb.t]: the least of the static bound and those from either end.
   auto pair_lambda = [&](const Sample& sa, const Sample& sb, size_t k) {
     const PairRef& p = pairs[k];
     const double width = sb.t - sa.t;
-    double from_a = part_bound(sa, p.a, p.skip, width), from_b = part_bound(sb, p.a, p.skip, width);
-    if (p.self) {
-      from_a += part_bound(sa, p.b, p.skip, width);
-      from_b += part_bound(sb, p.b, p.skip, width);
-    }
+    if (!p.self) return std::min({width * p.lambda, world_bound_a[p.a], world_bound_b[p.a]});
+    const double from_a = part_bound(sa, p.a, p.skip, width) + part_bound(sa, p.b, p.skip, width);
+    const double from_b = part_bound(sb, p.a, p.skip, width) + part_bound(sb, p.b, p.skip, width);
     return std::min({width * p.lambda, from_a, from_b});
   };
   auto other_geometry = [&](const PairRef& p) -> const Geometry& {
@@ -747,6 +747,10 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     // Pairs most likely to fail are asked first.
     Sample& a = samples[seg.sa];
     Sample& b = samples[seg.sb];
+    for (int32_t i = 0; i < nparts; ++i) {
+      world_bound_a[i] = part_bound(a, i, 0, width);
+      world_bound_b[i] = part_bound(b, i, 0, width);
+    }
     std::vector<int32_t> open;
     std::vector<double> open_lambda;
     undecided.clear();
