@@ -137,7 +137,7 @@ void SimplifyBudget(const PlannerOptions& options, const Clock& clock, size_t wa
   budget->cancel = clock.termination().cancel;
   budget->stop = clock.termination().stop;
   *rounds = options.simplify_max_rounds > 0 ? options.simplify_max_rounds
-                                            : std::max<int32_t>(40, 8 * static_cast<int32_t>(waypoints));
+                                            : std::max<int32_t>(20, 4 * static_cast<int32_t>(waypoints));
 }
 }  // namespace
 

@@ -8,6 +8,9 @@
 namespace proximity::planners {
 namespace {
 
+// Quick shortenings tried before giving up on one (SimplifyQuick).
+constexpr int32_t kSimplifyAttempts = 3;
+
 using EdgeCheck = Status (internal::Checker::*)(std::span<const double>, std::span<const double>, MotionCheck*);
 
 // Drops waypoint i+1 whenever waypoints i and i+2 see each other directly.
@@ -72,28 +75,43 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
                      const Termination& termination, PlanStats* stats, bool input_decided, bool* certified) {
   Clock clock(termination);
   Checker checker(context, stats);
-  std::vector<Configuration> candidate = *path;
-  if (Status s = Shorten(&checker, &Checker::Quick, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
-    return s;
+  // Edges decided already: the input's (when it was decided) and those certified by earlier attempts.
+  std::vector<std::pair<Configuration, Configuration>> decided;
+  if (input_decided) {
+    for (size_t k = 0; k + 1 < path->size(); ++k) decided.emplace_back((*path)[k], (*path)[k + 1]);
   }
-  auto is_old_edge = [&](const Configuration& a, const Configuration& b) {
-    for (size_t k = 0; k + 1 < path->size(); ++k) {
-      if ((*path)[k] == a && (*path)[k + 1] == b) return true;
-    }
-    return false;
+  auto is_decided = [&](const Configuration& a, const Configuration& b) {
+    return std::any_of(decided.begin(), decided.end(), [&](const auto& e) { return e.first == a && e.second == b; });
   };
   *certified = false;
-  for (size_t k = 0; k + 1 < candidate.size(); ++k) {
-    if (input_decided && is_old_edge(candidate[k], candidate[k + 1])) continue;
-    MotionCheck motion;
-    if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
-    if (!motion.valid) {
-      ++stats->certification_failures;
+  // A shortcut the quick check passed can still graze an obstacle between its samples. Shortening
+  // again from the input, with other random shortcuts, nearly always gives a path that certifies; a few
+  // attempts are far cheaper than shortening with decisive checks throughout.
+  PlanOutcome why;
+  for (int32_t attempt = 0; attempt < kSimplifyAttempts; ++attempt) {
+    if (attempt > 0 && clock.Expired(0, &why)) return Status::Ok();
+    std::vector<Configuration> candidate = *path;
+    if (Status s = Shorten(&checker, &Checker::Quick, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
+      return s;
+    }
+    bool failed = false;
+    for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
+      if (is_decided(candidate[k], candidate[k + 1])) continue;
+      MotionCheck motion;
+      if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
+      if (!motion.valid) {
+        ++stats->certification_failures;
+        failed = true;
+      } else {
+        decided.emplace_back(candidate[k], candidate[k + 1]);
+      }
+    }
+    if (!failed) {
+      *path = std::move(candidate);
+      *certified = true;
       return Status::Ok();
     }
   }
-  *path = std::move(candidate);
-  *certified = true;
   return Status::Ok();
 }
 
