@@ -80,8 +80,11 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
   if (input_decided) {
     for (size_t k = 0; k + 1 < path->size(); ++k) decided.emplace_back((*path)[k], (*path)[k + 1]);
   }
-  auto is_decided = [&](const Configuration& a, const Configuration& b) {
-    return std::any_of(decided.begin(), decided.end(), [&](const auto& e) { return e.first == a && e.second == b; });
+  // Edges the decisive check rejected in earlier attempts: a candidate holding one fails unchecked.
+  std::vector<std::pair<Configuration, Configuration>> rejected;
+  auto among = [](const std::vector<std::pair<Configuration, Configuration>>& edges, const Configuration& a,
+                  const Configuration& b) {
+    return std::any_of(edges.begin(), edges.end(), [&](const auto& e) { return e.first == a && e.second == b; });
   };
   *certified = false;
   // A shortcut the quick check passed can still graze an obstacle between its samples. Shortening
@@ -96,11 +99,18 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
     }
     bool failed = false;
     for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
-      if (is_decided(candidate[k], candidate[k + 1])) continue;
+      if (among(rejected, candidate[k], candidate[k + 1])) {
+        failed = true;
+        break;
+      }
+    }
+    for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
+      if (among(decided, candidate[k], candidate[k + 1])) continue;
       MotionCheck motion;
       if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
       if (!motion.valid) {
         ++stats->certification_failures;
+        rejected.emplace_back(candidate[k], candidate[k + 1]);
         failed = true;
       } else {
         decided.emplace_back(candidate[k], candidate[k + 1]);

@@ -306,6 +306,47 @@ TEST(Planner, SimplifyKeepsEveryEdgeValid) {
   EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1);
 }
 
+// A quick check that passes every segment: everything it lets through is left to the decisive check.
+class PassEverything final : public MotionValidator {
+ public:
+  core::Status CheckMotion(std::span<const double>, std::span<const double>, MotionCheck* out) const override {
+    out->valid = true;
+    out->last_valid_t = 1.0;
+    out->states = 0;
+    return core::Status::Ok();
+  }
+  bool certified() const override { return false; }
+  std::string Describe() const override { return "pass everything"; }
+};
+
+TEST(Planner, SimplifyRecoversWhenTheQuickShortcutsFailCertification) {
+  // With a quick check that passes everything, quick shortening collapses the path to the straight
+  // start-goal edge through the block: certification rejects it (once: later attempts that produce it
+  // again fail without a check), and the decisive shortening still returns a valid, shorter path.
+  SceneSetup setup(PassageScene(false));
+  PlannerOptions options;
+  options.simplify = false;
+  const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
+  auto raw = Plan(setup.context, start, goal, options, Termination{});
+  ASSERT_TRUE(raw.ok() && raw.value().solved());
+  const PassEverything pass;
+  PlanningContext context = setup.context;
+  context.quick_motion = &pass;
+  MotionCheck direct;
+  ASSERT_TRUE(setup.motion.CheckMotion(start, goal, &direct).ok());
+  ASSERT_FALSE(direct.valid);
+  std::vector<Configuration> path = raw.value().path;
+  const double before = PathLength(setup.context.space, path);
+  Rng rng(5);
+  PlanStats stats;
+  ASSERT_TRUE(SimplifyPath(context, &path, rng, 40, Termination{}, &stats).ok());
+  EXPECT_EQ(stats.certification_failures, 1);
+  EXPECT_LE(PathLength(setup.context.space, path), before + 1e-12);
+  EXPECT_EQ(path.front(), start);
+  EXPECT_EQ(path.back(), goal);
+  EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1);
+}
+
 // MotionBenchMaker Panda problems (one per family; four under a sanitizer) with RRT-Connect and LazyPRM;
 // every path re-checked densely by an independent oracle: FCL 0.7's exact collision on the same meshes
 // and primitives (a MoveIt-style checker) at 1e-3 rad steps in every joint.
