@@ -24,7 +24,7 @@ mkdir -p "$out"
   echo "ompl: $(dpkg-query -W -f='${Version}' libompl-dev 2>/dev/null)"
 } > "$out/machine.txt"
 {
-  echo "commit: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- core planners bench || echo ' (with local changes)')"
+  echo "commit: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- core planners bench ':!bench/results' || echo ' (with local changes)')"
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out/$suite.run.txt"
