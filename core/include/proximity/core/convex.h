@@ -219,11 +219,13 @@ Vec3 Support(const Shape& shape, const Vec3& d_S) {
   return p;
 }
 
-/// Every convex shape type, and every ordered pair of them (X(A, B) for the 7 x 7 pairs). The convex
-/// algorithms (GjkDistance, GjkIntersect, ComputeSignedDistance, ComputeContacts, ComputeContactRegion)
-/// are compiled once for each pair in the core library (gjk.cc, epa.cc, contact.cc); their headers
-/// declare those instances extern so that other translation units call them instead of compiling their
-/// own copies. Other shape types still instantiate the templates where they are used.
+/// Every convex shape type, and every ordered pair of them (X(A, B) for the 7 x 7 pairs). The heavier
+/// convex algorithms (ComputeSignedDistance, ComputeContacts, ComputeContactRegion) are compiled once for
+/// each pair in the core library (epa_instances.cc, contact_instances.cc); their headers declare those
+/// instances extern so that other translation units call them instead of compiling their own copies.
+/// GJK stays inline: it runs inside hierarchy walks and tight loops, where inlining it into the caller
+/// (constant options, no cache) is worth a third of a small query. Other shape types still instantiate
+/// the templates where they are used.
 #define PROX_CONVEX_PAIRS_WITH(X, A) \
   X(A, Sphere) X(A, Box) X(A, Capsule) X(A, Cylinder) X(A, Cone) X(A, Triangle) X(A, ConvexPolytope)
 #define PROX_FOR_EACH_CONVEX_PAIR(X)                                                                      \

@@ -386,14 +386,4 @@ GjkIntersectResult GjkIntersect(const ShapeA& a, const RigidTransform& X_WA, con
   return r;
 }
 
-// The instances compiled in gjk.cc (see PROX_FOR_EACH_CONVEX_PAIR).
-#define PROX_GJK_INSTANCES(PREFIX, A, B)                                                                    \
-  PREFIX template GjkResult GjkDistance<A, B>(const A&, const RigidTransform&, const B&, const RigidTransform&, \
-                                              GjkCache*, const GjkOptions&);                                 \
-  PREFIX template GjkIntersectResult GjkIntersect<A, B>(const A&, const RigidTransform&, const B&,            \
-                                                        const RigidTransform&, GjkCache*, const GjkOptions&);
-#define PROX_GJK_EXTERN(A, B) PROX_GJK_INSTANCES(extern, A, B)
-PROX_FOR_EACH_CONVEX_PAIR(PROX_GJK_EXTERN)
-#undef PROX_GJK_EXTERN
-
 }  // namespace proximity::core
