@@ -767,12 +767,17 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
         undecided.push_back({upper / lambda, lambda, k});
       }
     }
-    if (!split) std::sort(undecided.begin(), undecided.end(), [](const Undecided& x, const Undecided& y) { return x.ratio < y.ratio; });
+    if (!split) {
+      std::sort(undecided.begin(), undecided.end(),
+                [](const Undecided& x, const Undecided& y) { return x.ratio < y.ratio; });
+    }
     for (const Undecided& u : undecided) {
       if (!split) {
         // b's exact bound need only make up what a's leaves.
         const double eta_a = exact_eta(a, u.k, u.lambda);
-        if (eta_a + cheap_eta(b, u.k) > u.lambda || eta_a + exact_eta(b, u.k, u.lambda - eta_a) > u.lambda) continue;
+        if (eta_a + cheap_eta(b, u.k) > u.lambda || eta_a + exact_eta(b, u.k, u.lambda - eta_a) > u.lambda) {
+          continue;
+        }
         split = true;
       }
       open.push_back(u.k);
