@@ -383,7 +383,7 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
                                       [&](const DistanceWalk::Entry& e) { return e.bound < walk.threshold; });
       from_front = 2 * static_cast<std::size_t>(live) <= cache->cold_front_size;
     }
-    if (!from_front) start = {{0, 0, walk.LowerBound(0, 0), false}};
+    if (!from_front) start = {{0, 0, std::isfinite(request.max_distance) ? root : walk.LowerBound(0, 0), false}};
     walk.Run(std::move(start));
   }
 

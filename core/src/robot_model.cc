@@ -358,37 +358,19 @@ LinkIndex RobotModel::CommonAncestor(LinkIndex a, LinkIndex b) const {
   return a;
 }
 
-double RobotModel::MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
-                                       std::span<const double> q1, double reach) const {
-  const std::vector<MotionTerm>& terms = motion_terms_[k];
-  // The ancestor's own moving joints are a prefix of k's: they move both frames alike.
-  const auto skip = static_cast<std::ptrdiff_t>(motion_terms_[ancestor].size());
-  double bound = 0.0;
-  double extent = 0.0;  // sum of max |q_i| over prismatic joints after the current one
-  for (auto it = terms.rbegin(); it != terms.rend() - skip; ++it) {
-    const double a = q0[it->source], b = q1[it->source];
-    const double dq = std::abs(it->multiplier * (b - a));
-    if (it->prismatic) {
-      bound += dq;
-      extent += std::max(std::abs(it->multiplier * a + it->offset), std::abs(it->multiplier * b + it->offset));
-    } else {
-      bound += dq * (it->lever + extent + reach);
-    }
-  }
-  return bound;
-}
-
-void RobotModel::MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
-                              std::span<const double> q1, double reach, std::vector<MotionLever>* out) const {
+// Calls f(i, lever) for the levers of MotionBoundRelative(k, ancestor, q0, q1, reach), tip first; i
+// counts from the first joint after the ancestor. The ancestor's own moving joints are a prefix of k's:
+// they move both frames alike.
+template <class F>
+void RobotModel::VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                                   std::span<const double> q1, double reach, F&& f) const {
   const std::vector<MotionTerm>& terms = motion_terms_[k];
   const size_t skip = motion_terms_[ancestor].size();
-  const size_t first = out->size();
-  out->resize(first + terms.size() - skip);
-  double extent = 0.0;  // as in MotionBoundRelative
+  double extent = 0.0;  // sum of max |q_i| over prismatic joints after the current one
   for (size_t i = terms.size(); i-- > skip;) {
     const MotionTerm& t = terms[i];
     const double a = q0[t.source], b = q1[t.source];
-    MotionLever& l = (*out)[first + i - skip];
+    MotionLever l;
     l.joint = t.joint;
     l.dq = std::abs(t.multiplier * (b - a));
     l.prismatic = t.prismatic;
@@ -397,7 +379,23 @@ void RobotModel::MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const d
     } else {
       l.lever = t.lever + extent + reach;
     }
+    f(i - skip, l);
   }
+}
+
+double RobotModel::MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                                       std::span<const double> q1, double reach) const {
+  double bound = 0.0;
+  VisitMotionLevers(k, ancestor, q0, q1, reach,
+                    [&](size_t, const MotionLever& l) { bound += l.dq * (l.prismatic ? 1.0 : l.lever); });
+  return bound;
+}
+
+void RobotModel::MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                              std::span<const double> q1, double reach, std::vector<MotionLever>* out) const {
+  const size_t first = out->size();
+  out->resize(first + motion_terms_[k].size() - motion_terms_[ancestor].size());
+  VisitMotionLevers(k, ancestor, q0, q1, reach, [&](size_t i, const MotionLever& l) { (*out)[first + i] = l; });
 }
 
 double RobotModel::LeverRadius(LinkIndex k, JointIndex j) const {

@@ -99,10 +99,7 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
     }
     bool failed = false;
     for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
-      if (among(rejected, candidate[k], candidate[k + 1])) {
-        failed = true;
-        break;
-      }
+      failed = among(rejected, candidate[k], candidate[k + 1]);
     }
     for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
       if (among(decided, candidate[k], candidate[k + 1])) continue;

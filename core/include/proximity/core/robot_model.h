@@ -315,6 +315,9 @@ class RobotModel {
   [[nodiscard]] Status Finalize(const std::vector<JointIndex>& mimic_leader);
   Status ApplySrdf();
   void ComputeMotionTerms();
+  template <class F>
+  void VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
+                         double reach, F&& f) const;
   double JointValue(const Joint& joint, std::span<const double> q) const {
     if (joint.active_index >= 0) return q[joint.active_index];
     return joint.mimic_multiplier * q[joint.mimic_active_index] + joint.mimic_offset;
