@@ -83,7 +83,7 @@ core::Result<core::SceneDescription> DefaultSceneDescription(const std::string& 
     const core::Shape shape = o.kind == DefaultObject::Kind::kBox
                                   ? core::Shape(core::Box{0.5 * o.box_size})
                                   : core::Shape(core::Cylinder{o.radius, 0.5 * o.length});
-    core::ObjectPart part{core::Geometry{nullptr, shape}, PoseFromQuaternion(o.p_WO, o.q_WO)};
+    core::ObjectPart part{core::Geometry::Primitive(shape), PoseFromQuaternion(o.p_WO, o.q_WO)};
     obj.parts.push_back(std::move(part));
     d.objects.push_back(std::move(obj));
   }

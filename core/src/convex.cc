@@ -224,4 +224,25 @@ int32_t ConvexPolytope::SupportVertex(const Vec3& d_S, int32_t start, int32_t* s
   return current;
 }
 
+bool IsHullSurface(const TriangleMesh& mesh, const ConvexPolytope& hull, double tolerance) {
+  // Every vertex on the hull's boundary: within `tolerance` of some face plane (Qhull merges nearly
+  // coplanar facets, so a vertex may sit a little off its merged plane).
+  const std::vector<FacePlane>& planes = hull.face_planes();
+  for (const Vec3& p : mesh.vertices) {
+    double depth = std::numeric_limits<double>::infinity();
+    for (const FacePlane& f : planes) depth = std::min(depth, f.offset - f.normal.dot(p));
+    if (depth > tolerance) return false;
+  }
+  // And no triangle cutting through the inside or doubling the surface: the areas agree.
+  double mesh_area = 0.0;
+  for (const auto& t : mesh.triangles) {
+    const Vec3& p0 = mesh.vertices[t[0]];
+    mesh_area += 0.5 * (mesh.vertices[t[1]] - p0).cross(mesh.vertices[t[2]] - p0).norm();
+  }
+  const std::vector<Vec3>& hv = hull.vertices();
+  double hull_area = 0.0;
+  for (const auto& f : hull.faces()) hull_area += 0.5 * (hv[f[1]] - hv[f[0]]).cross(hv[f[2]] - hv[f[0]]).norm();
+  return std::abs(mesh_area - hull_area) <= 1e-4 * hull_area;
+}
+
 }  // namespace proximity::core

@@ -1,10 +1,14 @@
 #include "proximity/core/scene.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
 
+#include "proximity/core/gjk.h"
 #include "proximity/core/mesh_query.h"
 #include "query_internal.h"
 
@@ -82,6 +86,8 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   if (d.robot == nullptr) return InvalidArgument("scene: no robot");
   if (Status s = ValidatePose(d.X_WB, "robot base pose X_WB"); !s.ok()) return s.error();
   auto scene = std::shared_ptr<Scene>(new Scene());
+  static std::atomic<uint64_t> serials{0};
+  scene->serial_ = ++serials;
   scene->robot_ = d.robot;
   const RobotModel& robot = *d.robot;
   // Every name a pair can use: links, world objects and attached objects share one namespace.
@@ -203,6 +209,8 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
       switch (g.type) {
         case ShapeType::kMesh:
           geometry.mesh = g.mesh;
+          geometry.hull = g.hull;
+          geometry.hull_is_surface = g.hull_is_surface;
           break;
         case ShapeType::kBox:
           geometry.shape = Box{0.5 * g.box_size};
@@ -286,8 +294,77 @@ void Scene::BuildBroadPhase() {
   }
 }
 
+namespace {
+
+// Calls f(ca, X_a, cb, X_b) with the convex stand-ins of a and b when one is a mesh with a hull and the
+// other a primitive or a mesh with a hull (the mesh's side always first), and returns true; false when
+// there is no such pair (two primitives are tested exactly anyway).
+template <class F>
+bool WithHulls(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b, F&& f) {
+  const bool hull_a = a.is_mesh() && a.hull != nullptr;
+  const bool hull_b = b.is_mesh() && b.hull != nullptr;
+  if (hull_a && hull_b) {
+    f(*a.hull, X_a, *b.hull, X_b);
+    return true;
+  }
+  if (!(hull_a ? !b.is_mesh() : hull_b && !a.is_mesh())) return false;
+  const ConvexPolytope& hull = hull_a ? *a.hull : *b.hull;
+  const RigidTransform& X_hull = hull_a ? X_a : X_b;
+  const Geometry& other = hull_a ? b : a;
+  const RigidTransform& X_other = hull_a ? X_b : X_a;
+  std::visit(
+      [&](const auto& shape) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(shape)>, std::shared_ptr<const ConvexPolytope>>) {
+          f(hull, X_hull, *shape, X_other);
+        } else {
+          f(hull, X_hull, shape, X_other);
+        }
+      },
+      other.shape);
+  return true;
+}
+
+// Whether the convex stand-ins of a and b (WithHulls) provably keep more than `padding` apart, which
+// proves the geometries do. ISA-GJK stops at the first separating axis; with padding, GJK stops once
+// its certified lower bound passes the padding.
+bool HullsApart(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                double padding, QueryStats* stats, GjkCache* cache) {
+  bool apart = false;
+  const bool tested = WithHulls(a, X_a, b, X_b, [&](const auto& ca, const RigidTransform& X_ca, const auto& cb,
+                                                    const RigidTransform& X_cb) {
+    if (padding <= 0.0) {
+      apart = !GjkIntersect(ca, X_ca, cb, X_cb, cache).intersecting;
+    } else {
+      GjkOptions options;
+      options.lower_bound_target = std::nextafter(padding, std::numeric_limits<double>::infinity());
+      apart = GjkDistance(ca, X_ca, cb, X_cb, cache, options).lower_bound > padding;
+    }
+  });
+  if (tested && stats != nullptr) ++stats->bv_tests;
+  return apart;
+}
+
+// Certified lower bound (m) on the distance between the convex stand-ins of a and b (WithHulls), GJK
+// stopping once it reaches `target`; -1 when there are none.
+double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                      double target, QueryStats* stats, GjkCache* cache) {
+  double lower = -1.0;
+  const bool tested = WithHulls(a, X_a, b, X_b, [&](const auto& ca, const RigidTransform& X_ca, const auto& cb,
+                                                    const RigidTransform& X_cb) {
+    GjkOptions options;
+    options.lower_bound_target = target;
+    options.rel_tolerance = 1e-3;  // only the bound matters, and only up to the target
+    lower = GjkDistance(ca, X_ca, cb, X_cb, cache, options).lower_bound;
+  });
+  if (tested && stats != nullptr) ++stats->bv_tests;
+  return lower;
+}
+
+}  // namespace
+
 bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
-                         double padding, QueryStats* stats) {
+                         double padding, QueryStats* stats, GjkCache* hull_cache) {
+  if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, hull_cache)) return false;
   if (padding <= 0.0) {
     // Poses and shapes of a built scene are valid: the unvalidated entry points.
     CollisionResult r;
@@ -323,11 +400,12 @@ static bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
   return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
 }
 
-bool Scene::CollideWorld(int32_t i, const SceneCache& cache, StateResult* out) const {
+bool Scene::CollideWorld(int32_t i, SceneCache* cache, StateResult* out) const {
   if (broad_.empty()) return false;
   const RobotPart& rp = robot_parts_[i];
-  const RigidTransform& X_WG = cache.X_WG[i];
-  const Aabb& bounds = cache.part_bounds[i];
+  const RigidTransform& X_WG = cache->X_WG[i];
+  const Aabb& bounds = cache->part_bounds[i];
+  GjkCache* hull_caches = HullCaches(cache);
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
@@ -345,8 +423,9 @@ bool Scene::CollideWorld(int32_t i, const SceneCache& cache, StateResult* out) c
       const ObjectPart& part = objects_[wp.object].parts[wp.part];
       ++out->pairs_tested;
       ++out->stats.bv_tests;
-      if (!WorldBoxesOverlap(cache.part_boxes[i], wp.box)) continue;
-      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats)) {
+      if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) continue;
+      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats,
+                       hull_caches != nullptr ? &hull_caches[WorldPairCache(i, k)] : nullptr)) {
         out->free = false;
         out->contact = WorldContact(i, wp.object);
         return true;
@@ -354,6 +433,18 @@ bool Scene::CollideWorld(int32_t i, const SceneCache& cache, StateResult* out) c
     }
   }
   return false;
+}
+
+GjkCache* Scene::HullCaches(SceneCache* cache) const {
+  // At most this many pairs keep a warm start (about 26 MB of caches); larger scenes start GJK cold.
+  constexpr size_t kMaxHullCaches = 1 << 16;
+  const size_t n = SelfPairCache(self_pairs_.size());
+  if (n > kMaxHullCaches) return nullptr;
+  if (cache->hull_scene != serial_ || cache->hull_caches.size() != n) {
+    cache->hull_caches.assign(n, GjkCache());
+    cache->hull_scene = serial_;
+  }
+  return cache->hull_caches.data();
 }
 
 Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
@@ -384,15 +475,18 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
   result->free = true;
   const std::vector<RigidTransform>& X_WG = cache->X_WG;
   for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
-    if (CollideWorld(i, *cache, result)) return {};
+    if (CollideWorld(i, cache, result)) return {};
   }
-  for (const SelfPair& sp : self_pairs_) {
+  GjkCache* hull_caches = HullCaches(cache);
+  for (size_t s = 0; s < self_pairs_.size(); ++s) {
+    const SelfPair& sp = self_pairs_[s];
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
     ++result->pairs_tested;
     ++result->stats.bv_tests;
     if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
     if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b],
-                     robot_parts_[sp.a].padding + robot_parts_[sp.b].padding, &result->stats)) {
+                     robot_parts_[sp.a].padding + robot_parts_[sp.b].padding, &result->stats,
+                     hull_caches != nullptr ? &hull_caches[SelfPairCache(s)] : nullptr)) {
       result->free = false;
       result->contact = SelfContact(sp.a, sp.b);
       return {};
@@ -418,7 +512,7 @@ Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geo
 
 Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                   const RigidTransform& X_WB, double enough, double padding, double* lower_bound,
-                                  QueryStats* stats) {
+                                  QueryStats* stats, GjkCache* hull_cache) {
   // A budget keeps the walks short; only the certified lower bound is used. A loose one (the bound may
   // be half the distance) costs certified LINK a few more samples but far fewer box and triangle tests:
   // on MotionBenchMaker path edges 1.0 takes half the time of 0.25.
@@ -429,9 +523,19 @@ Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
     req.abs_err = 0.25 * std::max(0.0, enough);
   }
   req.max_distance = std::max(0.0, enough) + padding;
+  // The hulls first: a bound that reaches `enough` there holds for the meshes.
+  const double hull = HullLowerBound(a, X_WA, b, X_WB, req.max_distance, stats, hull_cache);
+  // Between convex meshes (or a convex mesh and a primitive) that are apart the hulls' distance is the
+  // meshes': the walk would add nothing. Hulls that meet leave it to the walk (the surfaces may touch,
+  // or one part may lie wholly inside the other apart from its surface).
+  const bool convex = (a.is_mesh() ? a.hull_is_surface : true) && (b.is_mesh() ? b.hull_is_surface : true);
+  if (hull >= req.max_distance || (hull > 0.0 && convex)) {
+    *lower_bound = std::max(0.0, hull - padding);
+    return {};
+  }
   DistanceResult r;
   Status s = GeometryDistance(a, X_WA, b, X_WB, req, &r);
-  *lower_bound = r.intersecting ? 0.0 : std::max(0.0, r.lower_bound - padding);
+  *lower_bound = r.intersecting ? 0.0 : std::max({0.0, r.lower_bound - padding, hull - padding});
   if (stats != nullptr) *stats += r.stats;
   return s;
 }
@@ -537,6 +641,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     double lambda;  // motion bound over the whole segment
     double padding; // the pair's total padding: distances count from the padded surfaces
     int32_t skip;   // self: the common ancestor's moving joints, which move both parts alike
+    size_t cache;   // the pair's hull warm start in the SceneCache
   };
   std::vector<double> part_motion(nparts);
   for (int32_t i = 0; i < nparts; ++i) part_motion[i] = PartMotion(i, q0, q1);
@@ -548,18 +653,21 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     if (motion == 0.0) continue;
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
       if (!AllowedEntityObject(robot_parts_[i].entity, world_parts_[k].object)) {
-        pairs.push_back({i, k, false, motion, robot_parts_[i].padding, 0});
+        pairs.push_back({i, k, false, motion, robot_parts_[i].padding, 0, WorldPairCache(i, k)});
       }
     }
   }
-  for (const SelfPair& sp : self_pairs_) {
+  for (size_t s = 0; s < self_pairs_.size(); ++s) {
+    const SelfPair& sp = self_pairs_[s];
     const double motion = SelfPairMotion(sp, q0, q1);
     if (motion > 0.0) {
       pairs.push_back({sp.a, sp.b, true, motion, robot_parts_[sp.a].padding + robot_parts_[sp.b].padding,
-                       robot_->NumMovingJoints(sp.ancestor)});
+                       robot_->NumMovingJoints(sp.ancestor), SelfPairCache(s)});
     }
   }
   const size_t npairs = pairs.size();
+  GjkCache* hull_caches = HullCaches(cache);
+  auto hull_cache = [&](const PairRef& p) { return hull_caches != nullptr ? &hull_caches[p.cache] : nullptr; };
 
   // Tighter bounds from the poses at the samples. The bound above takes each joint's lever (how far
   // the part can be from the joint's axis) at its worst over every configuration; at a sample the
@@ -684,7 +792,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     const PairRef& p = pairs[k];
     double lb = 0.0;
     (void)GeometryDistanceLowerBound(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p),
-                                     enough, p.padding, &lb, &result->stats);
+                                     enough, p.padding, &lb, &result->stats, hull_cache(p));
     ++result->distance_queries;
     s.eta[k] = std::max(cheap_eta(s, k), lb);
     s.eta_enough[k] = enough;
@@ -693,7 +801,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
   auto contact_at = [&](Sample& s, size_t k) {
     const PairRef& p = pairs[k];
     if (!PairCollides(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p), p.padding,
-                      &result->stats)) {
+                      &result->stats, hull_cache(p))) {
       return false;
     }
     result->contact = p.self ? SelfContact(p.a, p.b) : WorldContact(p.a, world_parts_[p.b].object);

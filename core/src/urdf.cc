@@ -20,6 +20,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// How far (m) a convex mesh's vertices may sit inside its hull's (merged, nearly coplanar) face planes
+// and still count as the hull's surface. Only the tightness of distance bounds depends on it: the
+// hull's distance bounds the mesh's from below whatever the mesh.
+constexpr double kHullSurfaceTolerance = 1e-3;
+
 std::string ReadFile(const std::string& path, bool* ok) {
   std::ifstream in(path, std::ios::binary);
   *ok = static_cast<bool>(in);
@@ -526,6 +531,11 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
           auto mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale);
           if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
           g.mesh = mesh.value();
+          // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.
+          if (auto hull = ConvexPolytope::Build(g.mesh->mesh(), g.mesh_path); hull.ok()) {
+            g.hull = hull.value();
+            g.hull_is_surface = IsHullSurface(g.mesh->mesh(), *g.hull, kHullSurfaceTolerance);
+          }
           break;
         }
         default:

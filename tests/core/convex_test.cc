@@ -183,6 +183,46 @@ TEST(ConvexPolytope, FromMeshUsesItsVertices) {
   ExpectValidHull(*hull.value(), MakeIcosphereMesh(0.5, 2).vertices);
 }
 
+TEST(ConvexPolytope, HullSurfaceIsRecognisedOnlyForConvexMeshes) {
+  const auto surface = [](const TriangleMesh& m) {
+    auto hull = ConvexPolytope::Build(m);
+    EXPECT_TRUE(hull.ok());
+    return hull.ok() && IsHullSurface(m, *hull.value(), 1e-9);
+  };
+  EXPECT_TRUE(surface(MakeIcosphereMesh(0.3, 2)));
+  EXPECT_TRUE(surface(MakeBoxMesh(Vec3(0.2, 0.3, 0.5))));
+  EXPECT_TRUE(surface(MakeCylinderMesh(0.1, 0.4, 24)));
+  // The inner ring of a torus lies deep inside its hull.
+  EXPECT_FALSE(surface(MakeTorusMesh(0.2, 0.05, 24, 12)));
+  // Every vertex on the hull, but one more triangle across the inside: too much area.
+  TriangleMesh chord = MakeBoxMesh(Vec3(0.2, 0.3, 0.5));
+  auto corner = [&](double sx, double sy, double sz) {
+    for (int32_t v = 0; v < static_cast<int32_t>(chord.vertices.size()); ++v) {
+      const Vec3& p = chord.vertices[v];
+      if (p.x() * sx > 0 && p.y() * sy > 0 && p.z() * sz > 0) return v;
+    }
+    ADD_FAILURE() << "no such corner";
+    return 0;
+  };
+  chord.triangles.push_back({corner(-1, -1, -1), corner(1, 1, -1), corner(1, -1, 1)});
+  EXPECT_FALSE(surface(chord));
+  // A dent: the top face's triangles fan to a vertex pushed 5 cm inside.
+  TriangleMesh dent = MakeBoxMesh(Vec3(0.2, 0.3, 0.5));
+  const int32_t n = static_cast<int32_t>(dent.vertices.size());
+  dent.vertices.push_back(Vec3(0.0, 0.0, 0.2));
+  std::vector<std::array<int32_t, 3>> triangles;
+  for (const auto& t : dent.triangles) {
+    if (dent.vertices[t[0]].z() > 0.2 && dent.vertices[t[1]].z() > 0.2 && dent.vertices[t[2]].z() > 0.2) {
+      for (int k = 0; k < 3; ++k) triangles.push_back({t[k], t[(k + 1) % 3], n});
+    } else {
+      triangles.push_back(t);
+    }
+  }
+  dent.triangles = triangles;
+  ASSERT_EQ(dent.triangles.size(), 16u);
+  EXPECT_FALSE(surface(dent));
+}
+
 TEST(ConvexPolytope, HillClimbingSupportMatchesBruteForce) {
   std::mt19937_64 rng(3);
   for (int n : {8, 16, 17, 30, 100, 400, 1000}) {

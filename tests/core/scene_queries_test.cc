@@ -3,6 +3,7 @@
 // scene's internal parts).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "core/scene_fixtures.h"
@@ -212,6 +213,79 @@ TEST(SceneDistance, BracketsTheBruteForceClearanceAndMeetsTheBudget) {
         ExpectBrackets(r, Oracle(d, q, true, false).clearance, "world only");
       }
       EXPECT_SEEN(colliding) << "no colliding state sampled: the zero-clearance branch went untested";
+    }
+  }
+}
+
+// Hull first tests (Geometry::hull): a bound from the hull never exceeds the mesh's distance; a convex
+// mesh's bound comes from its hull alone (no triangle test) and is as tight as the exact distance allows.
+TEST(GeometryHulls, HullBoundsNeverExceedTheMeshDistanceAndSpareConvexMeshesTheWalk) {
+  struct Case {
+    const char* name;
+    TriangleMesh mesh;
+    bool convex;
+  };
+  const std::vector<Case> cases = {{"icosphere", MakeIcosphereMesh(0.15, 2), true},
+                                   {"cylinder", MakeCylinderMesh(0.08, 0.3, 20), true},
+                                   {"torus", MakeTorusMesh(0.2, 0.05, 24, 12), false}};
+  auto with_hull = [](const TriangleMesh& m, Geometry* plain, Geometry* hulled) {
+    plain->mesh = MeshModel::Build(m).value();
+    *hulled = *plain;
+    hulled->hull = ConvexPolytope::Build(m).value();
+    hulled->hull_is_surface = IsHullSurface(m, *hulled->hull, 1e-9);
+  };
+  Geometry ball_plain, ball_hulled;
+  with_hull(MakeIcosphereMesh(0.1, 1), &ball_plain, &ball_hulled);
+  const std::vector<std::pair<Geometry, Geometry>> others = {
+      {Geometry::Primitive(Box{Vec3(0.1, 0.2, 0.05)}), Geometry::Primitive(Box{Vec3(0.1, 0.2, 0.05)})},
+      {Geometry::Primitive(Cylinder{0.08, 0.15}), Geometry::Primitive(Cylinder{0.08, 0.15})},
+      {Geometry::Primitive(Sphere{Vec3::Zero(), 0.1}), Geometry::Primitive(Sphere{Vec3::Zero(), 0.1})},
+      {ball_plain, ball_hulled}};
+  std::mt19937_64 rng(97);
+  const int poses = testing::Cases(400);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Geometry plain, hulled;
+    with_hull(c.mesh, &plain, &hulled);
+    EXPECT_EQ(hulled.hull_is_surface, c.convex);
+    int apart = 0;
+    for (size_t o = 0; o < others.size(); ++o) {
+      SCOPED_TRACE("other " + std::to_string(o));
+      const auto& [other_plain, other_hulled] = others[o];
+      for (int k = 0; k < poses; ++k) {
+        const RigidTransform X_a = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
+        const RigidTransform X_b = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
+        DistanceRequest exact;
+        DistanceResult truth;
+        ASSERT_TRUE(GeometryDistance(plain, X_a, other_plain, X_b, exact, &truth).ok());
+        const double d = truth.intersecting ? 0.0 : truth.upper_bound;
+        // The other part's centre inside the mesh's hull: apart from the surface, it may still lie
+        // wholly inside, where the hulls meet and the walk decides.
+        const Vec3 p_A = X_a.inverse() * X_b.p;
+        const auto& planes = hulled.hull->face_planes();
+        const bool inside = std::all_of(planes.begin(), planes.end(),
+                                        [&](const FacePlane& f) { return f.normal.dot(p_A) <= f.offset; });
+        for (const double padding : {0.0, 0.02}) {
+          for (const double enough : {0.01, 0.05, 1.0}) {
+            double lb = -1.0;
+            QueryStats stats;
+            ASSERT_TRUE(GeometryDistanceLowerBound(hulled, X_a, other_hulled, X_b, enough, padding, &lb, &stats).ok());
+            EXPECT_LE(lb, std::max(0.0, d - padding) + 1e-9) << "pose " << k << " enough " << enough;
+            EXPECT_GE(lb, 0.0);
+            if (c.convex && d > 0.0 && !inside) {
+              // Apart: the hulls alone answered, to the target or to GJK's 1e-3 tolerance.
+              EXPECT_EQ(stats.triangle_tests, 0) << "pose " << k;
+              if (d > padding) {
+                ++apart;
+                EXPECT_GE(lb, std::min(enough, (1.0 - 2e-3) * d - padding) - 1e-9) << k << ": distance " << d << ", enough " << enough;
+              }
+            }
+          }
+        }
+      }
+    }
+    if (c.convex) {
+      EXPECT_GT(apart, poses);
     }
   }
 }

@@ -243,7 +243,7 @@ TEST_F(PendingCoreTest, UpdateWorldMakesNewVersionsAndKeepsTheOld) {
   EXPECT_EQ(added.scene().version(), 1u);
   EXPECT_EQ(added.scene().parent_scene_id(), server_->default_scene_id());
   core::WorldUpdate u1;
-  u1.add.push_back({"wall", {{core::Geometry{nullptr, core::Box{core::Vec3(0.5, 0.025, 0.5)}},
+  u1.add.push_back({"wall", {{core::Geometry::Primitive(core::Box{core::Vec3(0.5, 0.025, 0.5)}),
                               PoseFromQuaternion({0.0, -0.5, 0.5}, Eigen::Quaterniond::Identity())}}});
   auto core_added = core_->Update(u1);
   ASSERT_TRUE(core_added.ok()) << core_added.error().message;
@@ -269,7 +269,7 @@ TEST_F(PendingCoreTest, UpdateWorldMakesNewVersionsAndKeepsTheOld) {
   EXPECT_EQ(moved.scene().version(), 2u);
   core::WorldUpdate u2;
   const DefaultSceneSpec spec = DefaultScene();
-  core::WorldObject table{"table", {{core::Geometry{nullptr, core::Box{0.5 * spec.objects[0].box_size}},
+  core::WorldObject table{"table", {{core::Geometry::Primitive(core::Box{0.5 * spec.objects[0].box_size}),
                                      PoseFromQuaternion({0.45, 0.1, 0.25}, turn)}}};
   u2.replace.push_back(table);
   auto core_moved = core_added.value()->Update(u2);

@@ -340,7 +340,7 @@ TEST_F(ServiceTest, SharedRobotsByPathMatchCore) {
       o->mutable_parts(0)->mutable_shape()->mutable_box()->mutable_size()->set_z(0.25);
       core::WorldObject w;
       w.id = o->id();
-      w.parts.push_back({core::Geometry{nullptr, core::Box{core::Vec3(0.1, 0.15, 0.125)}}, PoseFromQuaternion(p, Eigen::Quaterniond::Identity())});
+      w.parts.push_back({core::Geometry::Primitive(core::Box{core::Vec3(0.1, 0.15, 0.125)}), PoseFromQuaternion(p, Eigen::Quaterniond::Identity())});
       d.objects.push_back(w);
     }
     auto built = core::Scene::Build(d);

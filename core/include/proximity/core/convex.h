@@ -133,6 +133,14 @@ class ConvexPolytope {
   std::array<int32_t, 14> seeds_{};  // Extreme vertices along the axes and cube diagonals.
 };
 
+/// Whether `mesh` is the surface of `hull` (the hull of its vertices): every vertex lies within
+/// `tolerance` (metres) of the hull's boundary, and the triangles' area equals the hull's to a relative
+/// 1e-4 (nearly flat patches may be triangulated differently), so no triangle cuts through the inside.
+/// Then, for anything apart from the hull, the distance to the mesh is the distance to the hull: the
+/// hull answers distance queries for the mesh. (The hull's distance bounds the mesh's from below in any
+/// case: the mesh lies inside it.)
+bool IsHullSurface(const TriangleMesh& mesh, const ConvexPolytope& hull, double tolerance);
+
 // Core support mappings. CoreSupport(shape, d_S, &vertex) returns a support point of the shape's core
 // (the shape itself when its margin is 0) for direction d_S in frame S; `*vertex` is read as the start
 // of a polytope's hill climbing and set to the index of the returned vertex for shapes with finitely

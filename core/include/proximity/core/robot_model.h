@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "proximity/core/bvh.h"
+#include "proximity/core/convex.h"
 #include "proximity/core/result.h"
 #include "proximity/core/types.h"
 
@@ -77,6 +78,10 @@ struct LinkGeometry {
   double radius = 0.0;            ///< kCylinder, kSphere: radius (m), centred at G's origin.
   double length = 0.0;            ///< kCylinder: length along G's z axis, centred at G's origin (m).
   std::shared_ptr<const MeshModel> mesh;  ///< kMesh: vertices in G, scale applied.
+  /// kMesh: the convex hull of the mesh's vertices (frame G), null for a flat mesh. Whatever keeps
+  /// away from the hull keeps away from the mesh: a cheap first test before the hierarchy walk.
+  std::shared_ptr<const ConvexPolytope> hull;
+  bool hull_is_surface = false;   ///< kMesh: the mesh is its hull's surface (IsHullSurface): a convex mesh.
   std::string mesh_path;          ///< kMesh: resolved absolute file path.
   Vec3 mesh_scale = Vec3::Ones(); ///< kMesh: the URDF scale.
   std::string name;               ///< The URDF <collision name>, or "".

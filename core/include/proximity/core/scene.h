@@ -18,6 +18,7 @@
 
 #include "proximity/core/bounding_volume.h"
 #include "proximity/core/bvh.h"
+#include "proximity/core/gjk.h"
 #include "proximity/core/mesh_query.h"
 #include "proximity/core/result.h"
 #include "proximity/core/robot_model.h"
@@ -30,8 +31,20 @@ namespace proximity::core {
 struct Geometry {
   std::shared_ptr<const MeshModel> mesh;  ///< Set for a mesh; null for a primitive.
   Shape shape;                            ///< The primitive when mesh is null.
+  /// A mesh's convex hull (frame G), or null. When set, collision and distance-bound queries test the
+  /// hull first (GJK): what is clear of the hull is clear of the mesh, so a pair whose hulls keep apart
+  /// costs no hierarchy walk. Robot link meshes carry theirs (LinkGeometry::hull).
+  std::shared_ptr<const ConvexPolytope> hull;
+  /// The mesh is its hull's surface (IsHullSurface): for a pair apart, the hull's distance is the mesh's
+  /// and the hierarchy walk is skipped.
+  bool hull_is_surface = false;
 
   bool is_mesh() const { return mesh != nullptr; }
+  static Geometry Primitive(Shape s) {
+    Geometry g;
+    g.shape = std::move(s);
+    return g;
+  }
 };
 
 /// One part of a world object, at its pose in the world.
@@ -232,6 +245,11 @@ struct SceneCache {
   std::vector<RigidTransform> X_WG;  ///< Per robot geometry.
   std::vector<Aabb> part_bounds;     ///< Per robot geometry, in the world.
   std::vector<Obb> part_boxes;       ///< Per robot geometry: its bounding box in the world, grown by its padding.
+  /// GJK warm starts of the hull tests (Geometry::hull), one per pair of a robot geometry with a world
+  /// part or another robot geometry; they belong to the scene whose serial number is hull_scene and are
+  /// reset when the cache is used with another.
+  std::vector<GjkCache> hull_caches;
+  uint64_t hull_scene = 0;
 };
 
 /// A robot in a world, immutable once built.
@@ -355,8 +373,9 @@ class Scene {
     return PartMotion(p.a, q0, q1, p.ancestor) + PartMotion(p.b, q0, q1, p.ancestor);
   }
   // Whether two posed geometries collide once inflated by `padding` in total (touching counts).
+  // `hull_cache`: the pair's warm start for the hull test, or null.
   static bool PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
-                           const RigidTransform& X_b, double padding, QueryStats* stats);
+                           const RigidTransform& X_b, double padding, QueryStats* stats, GjkCache* hull_cache);
   StateContact WorldContact(int32_t part, int32_t object) const {
     return {false, robot_parts_[part].link, -1, object, robot_parts_[part].attached, -1};
   }
@@ -373,10 +392,19 @@ class Scene {
                               SceneCache* cache, MotionResult* result) const;
   Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
                        bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const;
-  bool CollideWorld(int32_t part, const SceneCache& cache, StateResult* out) const;
+  bool CollideWorld(int32_t part, SceneCache* cache, StateResult* out) const;
+  // The hull tests' warm starts in `cache` (sized for this scene, reset if another scene used it), or
+  // null when the scene has too many pairs to keep one each. World pair (i, k) is at i * world parts +
+  // k, self pair s after all world pairs.
+  GjkCache* HullCaches(SceneCache* cache) const;
+  size_t WorldPairCache(int32_t part, int32_t world_part) const {
+    return static_cast<size_t>(part) * world_parts_.size() + static_cast<size_t>(world_part);
+  }
+  size_t SelfPairCache(size_t self_pair) const { return robot_parts_.size() * world_parts_.size() + self_pair; }
 
   std::shared_ptr<const RobotModel> robot_;
   RigidTransform X_WB_;
+  uint64_t serial_ = 0;  // unique among the scenes of this process (SceneCache::hull_scene)
   std::vector<WorldObject> objects_;
   std::vector<AttachedObject> attached_;
   std::vector<std::pair<std::string, std::string>> allowed_pairs_;
@@ -408,9 +436,12 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
 /// half the distance); with padding it keeps an absolute one of enough / 4 (a relative budget on the
 /// raw distance says nothing about the padded clearance, so a pair just outside its padding would never
 /// be proven clear).
+/// When a mesh carries its hull (Geometry::hull) the hulls are tried first, with `hull_cache` (one per
+/// pair, or null) as GJK's warm start.
 [[nodiscard]] Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                                 const RigidTransform& X_WB, double enough, double padding,
-                                                double* lower_bound, QueryStats* stats);
+                                                double* lower_bound, QueryStats* stats,
+                                                GjkCache* hull_cache = nullptr);
 
 /// Collision between two posed geometries, dispatching to the mesh and shape queries.
 [[nodiscard]] Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
