@@ -83,7 +83,7 @@ constexpr char kSuite[] = "mbm";
 constexpr char kOursName[] = "ours RRTConnect certified";
 constexpr char kPeerName[] = "OMPL RRTConnect + FCL";
 constexpr char kOurs[] =
-    "proximity::planners RRT-Connect, ScenePlanning: trees on a 0.05 rad coarse-to-fine sampled check, returned edges certified, simplified";
+    "proximity::planners RRT-Connect, ScenePlanning: trees on a 0.1 rad coarse-to-fine sampled check, returned edges certified, simplified";
 constexpr char kPeer[] =
     "OMPL 1.5 RRTConnect + fcl-0.7 MoveIt-style checker, DiscreteMotionValidator (default resolution), "
     "PathSimplifier::simplify";

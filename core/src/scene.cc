@@ -400,12 +400,11 @@ static bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
   return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
 }
 
-bool Scene::CollideWorld(int32_t i, SceneCache* cache, StateResult* out) const {
+bool Scene::CollideWorld(int32_t i, const SceneCache& cache, GjkCache* hull_caches, StateResult* out) const {
   if (broad_.empty()) return false;
   const RobotPart& rp = robot_parts_[i];
-  const RigidTransform& X_WG = cache->X_WG[i];
-  const Aabb& bounds = cache->part_bounds[i];
-  GjkCache* hull_caches = HullCaches(cache);
+  const RigidTransform& X_WG = cache.X_WG[i];
+  const Aabb& bounds = cache.part_bounds[i];
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
@@ -423,7 +422,7 @@ bool Scene::CollideWorld(int32_t i, SceneCache* cache, StateResult* out) const {
       const ObjectPart& part = objects_[wp.object].parts[wp.part];
       ++out->pairs_tested;
       ++out->stats.bv_tests;
-      if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) continue;
+      if (!WorldBoxesOverlap(cache.part_boxes[i], wp.box)) continue;
       if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats,
                        hull_caches != nullptr ? &hull_caches[WorldPairCache(i, k)] : nullptr)) {
         out->free = false;
@@ -474,10 +473,10 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
   result->within_limits = robot_->WithinLimits(q);
   result->free = true;
   const std::vector<RigidTransform>& X_WG = cache->X_WG;
-  for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
-    if (CollideWorld(i, cache, result)) return {};
-  }
   GjkCache* hull_caches = HullCaches(cache);
+  for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
+    if (CollideWorld(i, *cache, hull_caches, result)) return {};
+  }
   for (size_t s = 0; s < self_pairs_.size(); ++s) {
     const SelfPair& sp = self_pairs_[s];
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;

@@ -392,7 +392,8 @@ class Scene {
                               SceneCache* cache, MotionResult* result) const;
   Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
                        bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const;
-  bool CollideWorld(int32_t part, SceneCache* cache, StateResult* out) const;
+  // `hull_caches`: HullCaches(cache).
+  bool CollideWorld(int32_t part, const SceneCache& cache, GjkCache* hull_caches, StateResult* out) const;
   // The hull tests' warm starts in `cache` (sized for this scene, reset if another scene used it), or
   // null when the scene has too many pairs to keep one each. World pair (i, k) is at i * world parts +
   // k, self pair s after all world pairs.
