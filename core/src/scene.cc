@@ -400,11 +400,11 @@ static bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
   return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
 }
 
-bool Scene::CollideWorld(int32_t i, const SceneCache& cache, GjkCache* hull_caches, StateResult* out) const {
+bool Scene::CollideWorld(int32_t i, SceneCache* cache, StateResult* out) const {
   if (broad_.empty()) return false;
   const RobotPart& rp = robot_parts_[i];
-  const RigidTransform& X_WG = cache.X_WG[i];
-  const Aabb& bounds = cache.part_bounds[i];
+  const RigidTransform& X_WG = cache->X_WG[i];
+  const Aabb& bounds = cache->part_bounds[i];
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
@@ -422,9 +422,9 @@ bool Scene::CollideWorld(int32_t i, const SceneCache& cache, GjkCache* hull_cach
       const ObjectPart& part = objects_[wp.object].parts[wp.part];
       ++out->pairs_tested;
       ++out->stats.bv_tests;
-      if (!WorldBoxesOverlap(cache.part_boxes[i], wp.box)) continue;
+      if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) continue;
       if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats,
-                       hull_caches != nullptr ? &hull_caches[WorldPairCache(i, k)] : nullptr)) {
+                       HullCache(cache, WorldPairCache(i, k)))) {
         out->free = false;
         out->contact = WorldContact(i, wp.object);
         return true;
@@ -434,16 +434,18 @@ bool Scene::CollideWorld(int32_t i, const SceneCache& cache, GjkCache* hull_cach
   return false;
 }
 
-GjkCache* Scene::HullCaches(SceneCache* cache) const {
-  // At most this many pairs keep a warm start (about 26 MB of caches); larger scenes start GJK cold.
+GjkCache* Scene::HullCache(SceneCache* cache, size_t index) const {
+  // At most this many pairs keep a warm start (about 26 MB of them); larger scenes start GJK cold.
   constexpr size_t kMaxHullCaches = 1 << 16;
   const size_t n = SelfPairCache(self_pairs_.size());
   if (n > kMaxHullCaches) return nullptr;
-  if (cache->hull_scene != serial_ || cache->hull_caches.size() != n) {
-    cache->hull_caches.assign(n, GjkCache());
-    cache->hull_scene = serial_;
+  if (cache->hull_caches.size() < n) cache->hull_caches.resize(n);
+  SceneCache::HullWarmStart& entry = cache->hull_caches[index];
+  if (entry.scene != serial_) {
+    entry.gjk = GjkCache();
+    entry.scene = serial_;
   }
-  return cache->hull_caches.data();
+  return &entry.gjk;
 }
 
 Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
@@ -473,9 +475,8 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
   result->within_limits = robot_->WithinLimits(q);
   result->free = true;
   const std::vector<RigidTransform>& X_WG = cache->X_WG;
-  GjkCache* hull_caches = HullCaches(cache);
   for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
-    if (CollideWorld(i, *cache, hull_caches, result)) return {};
+    if (CollideWorld(i, cache, result)) return {};
   }
   for (size_t s = 0; s < self_pairs_.size(); ++s) {
     const SelfPair& sp = self_pairs_[s];
@@ -485,7 +486,7 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
     if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
     if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b],
                      robot_parts_[sp.a].padding + robot_parts_[sp.b].padding, &result->stats,
-                     hull_caches != nullptr ? &hull_caches[SelfPairCache(s)] : nullptr)) {
+                     HullCache(cache, SelfPairCache(s)))) {
       result->free = false;
       result->contact = SelfContact(sp.a, sp.b);
       return {};
@@ -665,8 +666,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     }
   }
   const size_t npairs = pairs.size();
-  GjkCache* hull_caches = HullCaches(cache);
-  auto hull_cache = [&](const PairRef& p) { return hull_caches != nullptr ? &hull_caches[p.cache] : nullptr; };
+  auto hull_cache = [&](const PairRef& p) { return HullCache(cache, p.cache); };
 
   // Tighter bounds from the poses at the samples. The bound above takes each joint's lever (how far
   // the part can be from the joint's axis) at its worst over every configuration; at a sample the

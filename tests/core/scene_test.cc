@@ -137,6 +137,38 @@ TEST(Scene, ClearAgreesWithAnFclPerLinkChecker) {
   }
 }
 
+// A cache keeps per-pair warm starts for the hull tests; one cache used with several scenes in turn
+// (as a pooled cache may be) must answer as a fresh cache per scene does.
+TEST(Scene, OneCacheServingScenesInTurnAnswersAsCachesOfTheirOwn) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  const auto robot = LoadRobot(robots.front());
+  ASSERT_NE(robot, nullptr);
+  std::mt19937_64 rng(43);
+  std::vector<std::shared_ptr<const Scene>> scenes;
+  for (int w = 0; w < 3; ++w) {
+    SceneDescription d;
+    d.robot = robot;
+    d.objects = RandomWorld(rng, 0.8, 10 + 8 * w);
+    auto built = Scene::Build(d);
+    ASSERT_TRUE(built.ok()) << built.error().message;
+    scenes.push_back(built.value());
+  }
+  SceneCache shared;
+  std::vector<SceneCache> own(scenes.size());
+  int hits = 0;
+  for (int k = 0; k < testing::Cases(3000); ++k) {
+    const auto q = RandomState(rng, *robot);
+    const size_t w = static_cast<size_t>(k) % scenes.size();
+    StateResult a, b;
+    ASSERT_TRUE(scenes[w]->CheckState(q, &shared, &a).ok());
+    ASSERT_TRUE(scenes[w]->CheckState(q, &own[w], &b).ok());
+    EXPECT_EQ(a.free, b.free) << "state " << k << " in scene " << w;
+    hits += !a.free;
+  }
+  EXPECT_GT(hits, 0);
+}
+
 TEST(Scene, ContactsNameTheirPartsAndAllowedPairsAreSkipped) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";

@@ -246,10 +246,13 @@ struct SceneCache {
   std::vector<Aabb> part_bounds;     ///< Per robot geometry, in the world.
   std::vector<Obb> part_boxes;       ///< Per robot geometry: its bounding box in the world, grown by its padding.
   /// GJK warm starts of the hull tests (Geometry::hull), one per pair of a robot geometry with a world
-  /// part or another robot geometry; they belong to the scene whose serial number is hull_scene and are
-  /// reset when the cache is used with another.
-  std::vector<GjkCache> hull_caches;
-  uint64_t hull_scene = 0;
+  /// part or another robot geometry, each stamped with the serial number of the scene it belongs to: an
+  /// entry is reset when first used with another scene (moving between scenes costs nothing up front).
+  struct HullWarmStart {
+    uint64_t scene = 0;
+    GjkCache gjk;
+  };
+  std::vector<HullWarmStart> hull_caches;
 };
 
 /// A robot in a world, immutable once built.
@@ -392,12 +395,10 @@ class Scene {
                               SceneCache* cache, MotionResult* result) const;
   Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
                        bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const;
-  // `hull_caches`: HullCaches(cache).
-  bool CollideWorld(int32_t part, const SceneCache& cache, GjkCache* hull_caches, StateResult* out) const;
-  // The hull tests' warm starts in `cache` (sized for this scene, reset if another scene used it), or
-  // null when the scene has too many pairs to keep one each. World pair (i, k) is at i * world parts +
-  // k, self pair s after all world pairs.
-  GjkCache* HullCaches(SceneCache* cache) const;
+  bool CollideWorld(int32_t part, SceneCache* cache, StateResult* out) const;
+  // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
+  // last served another scene; null when the scene has too many pairs to keep one each.
+  GjkCache* HullCache(SceneCache* cache, size_t index) const;
   size_t WorldPairCache(int32_t part, int32_t world_part) const {
     return static_cast<size_t>(part) * world_parts_.size() + static_cast<size_t>(world_part);
   }
