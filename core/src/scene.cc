@@ -549,7 +549,7 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
     if (!(std::isfinite(request.resolution) && request.resolution > 0.0)) {
       return InvalidArgument("resolution must be finite and > 0, got " + std::to_string(request.resolution));
     }
-    return CheckMotionDiscrete(q0, q1, request.resolution, request.coarse_to_fine, cache, result);
+    return CheckMotionDiscrete(q0, q1, request.resolution, request.coarse_to_fine, request.check_ends, cache, result);
   }
   if (!(std::isfinite(request.prepass_resolution) && request.prepass_resolution >= 0.0)) {
     return InvalidArgument("prepass_resolution must be finite and >= 0, got " +
@@ -609,8 +609,9 @@ Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> 
 }
 
 Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
-                                  bool coarse_to_fine, SceneCache* cache, MotionResult* result) const {
-  if (Status s = SampleSegment(q0, q1, resolution, coarse_to_fine, true, cache, result); !s.ok()) return s;
+                                  bool coarse_to_fine, bool check_ends, SceneCache* cache,
+                                  MotionResult* result) const {
+  if (Status s = SampleSegment(q0, q1, resolution, coarse_to_fine, check_ends, cache, result); !s.ok()) return s;
   if (result->t_collide >= 0.0) return {};
   result->free = true;
   result->t_free = 1.0;

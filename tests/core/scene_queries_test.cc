@@ -596,12 +596,14 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
   in_order.mode = coarse_to_fine.mode = MotionRequest::Mode::kDiscrete;
   in_order.resolution = coarse_to_fine.resolution = 0.03;
   coarse_to_fine.coarse_to_fine = true;
+  MotionRequest between = coarse_to_fine;
+  between.check_ends = false;
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
     std::mt19937_64 rng(41);
     const auto scene = Scene::Build(RandomWorldScene(rc, rng, 12)).value();
     SceneCache cache;
-    int colliding = 0, by_prepass = 0;
+    int colliding = 0, by_prepass = 0, free_ends = 0;
     int64_t coarse_saved = 0;
     for (int e = 0; e < testing::Cases(150); ++e) {
       auto [q0, q1] = RandomEdge(rng, *scene, &cache);
@@ -623,6 +625,25 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
         EXPECT_FALSE(at.free);
         coarse_saved += ordered.states - coarse.states;
       }
+      // Without the ends (both free here, or the answer may differ at q1): the states strictly between.
+      StateResult end;
+      ASSERT_TRUE(scene->CheckState(q1, &cache, &end).ok());
+      MotionResult inner;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, between, &cache, &inner).ok());
+      if (end.free) {
+        ++free_ends;
+        ASSERT_EQ(inner.free, coarse.free) << "edge " << e;
+        if (inner.free) {
+          EXPECT_EQ(inner.states, coarse.states - 2) << "edge " << e;
+        }
+      }
+      if (!inner.free) {
+        EXPECT_GT(inner.t_collide, 0.0);
+        EXPECT_LT(inner.t_collide, 1.0);
+        StateResult at;
+        ASSERT_TRUE(scene->CheckState(Along(q0, q1, inner.t_collide), &cache, &at).ok());
+        EXPECT_FALSE(at.free);
+      }
       if (fast.free) continue;
       ++colliding;
       by_prepass += fast.distance_queries == 0;
@@ -640,6 +661,7 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
     EXPECT_GT(colliding, 0);
     EXPECT_GT(by_prepass, 0);  // Some collisions are found by CLEARs alone.
     EXPECT_GT(coarse_saved, 0);  // Coarse to fine meets collisions sooner than in order, overall.
+    EXPECT_GT(free_ends, 0);
   }
   MotionRequest bad = planning;
   bad.prepass_resolution = -1.0;

@@ -142,6 +142,9 @@ struct MotionRequest {
   /// ...) instead of in order from q0. The answer is the same and a collision is met after fewer states,
   /// but a colliding segment then reports t_free = 0 (no sampled prefix is known).
   bool coarse_to_fine = false;
+  /// Discrete mode: false leaves q0 and q1 out, for a caller that has checked both as states already (a
+  /// planner joining two validated vertices): only the states strictly between are checked.
+  bool check_ends = true;
   /// Certified mode: when the segment collides, narrow [t_free, t_collide] to 1/1024 of the segment.
   /// A caller that only needs free or not (a planner growing a tree) turns this off: the check then
   /// stops at the first colliding state it finds, and t_free is only what was certified by then.
@@ -390,7 +393,7 @@ class Scene {
   }
   void BuildBroadPhase();
   Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
-                             bool coarse_to_fine, SceneCache* cache, MotionResult* result) const;
+                             bool coarse_to_fine, bool check_ends, SceneCache* cache, MotionResult* result) const;
   Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
                               SceneCache* cache, MotionResult* result) const;
   Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,

@@ -111,7 +111,8 @@ struct PlanningContext {
   /// remaining edges decided by `motion`; only when one fails are the candidate's own edges decided,
   /// an edge `motion` rejects being cut from its tree or roadmap (with the subtree below it) before the
   /// search goes on (lazy collision checking, as in Bohlin and Kavraki's LazyPRM). The returned path is
-  /// as certified as `motion` makes it either way.
+  /// as certified as `motion` makes it either way. Planners ask it only between configurations they
+  /// have checked as states or that lie on edges it passed, so it may leave the ends out.
   const MotionValidator* quick_motion = nullptr;
 };
 

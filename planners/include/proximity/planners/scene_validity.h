@@ -71,8 +71,9 @@ class SceneMotionValidator final : public MotionValidator {
 };
 
 /// Everything a planner needs on a scene: CLEAR plus limits for states, the certified motion check for
-/// every edge it returns, and a sampled quick check (states at most `quick_resolution` apart) for
-/// growing trees, so only candidate paths pay for certification. quick_resolution 0 leaves the quick
+/// every edge it returns, and a sampled quick check (states at most `quick_resolution` apart, strictly
+/// between the ends, which planners check as states) for growing trees, so only candidate paths pay for
+/// certification. quick_resolution 0 leaves the quick
 /// check out: every tree edge is then certified as it is added.
 class ScenePlanning {
  public:
