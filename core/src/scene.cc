@@ -199,6 +199,9 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     rp.X_LG = X_LG;
     rp.geometry = std::move(geometry);
     rp.local_box = GeometryBox(rp.geometry);
+    rp.R_LB = X_LG.R * rp.local_box.R_MB;
+    rp.p_LBo = X_LG * rp.local_box.center;
+    rp.identity_X_LG = X_LG.R == Mat3::Identity() && X_LG.p == Vec3::Zero();
     // An attached part's farthest point from the link origin: its box's corners bound it.
     if (attached >= 0) rp.reach = (X_LG * rp.local_box.center).norm() + rp.local_box.half_extents.norm();
     return rp;
@@ -456,10 +459,15 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
   cache->part_boxes.resize(robot_parts_.size());
   for (size_t i = 0; i < robot_parts_.size(); ++i) {
     const RobotPart& rp = robot_parts_[i];
-    const RigidTransform& X_WG = cache->X_WG[i] = cache->X_WL[rp.link] * rp.X_LG;
+    const RigidTransform& X_WL = cache->X_WL[rp.link];
+    if (rp.identity_X_LG) {
+      cache->X_WG[i] = X_WL;
+    } else {
+      cache->X_WG[i] = X_WL * rp.X_LG;
+    }
     Obb& box = cache->part_boxes[i];
-    box.R_MB.noalias() = X_WG.R * rp.local_box.R_MB;
-    box.center = X_WG * rp.local_box.center;
+    box.R_MB.noalias() = X_WL.R * rp.R_LB;
+    box.center = X_WL * rp.p_LBo;
     box.half_extents = rp.local_box.half_extents.array() + rp.padding;
     const Vec3 half = box.R_MB.cwiseAbs() * rp.local_box.half_extents + Vec3::Constant(rp.padding);
     Aabb& b = cache->part_bounds[i];

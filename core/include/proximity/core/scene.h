@@ -336,6 +336,9 @@ class Scene {
     Geometry geometry;
     RigidTransform X_LG;
     Obb local_box;        ///< Bounding box in the geometry frame G.
+    Mat3 R_LB;            ///< The box's axes in the link frame (X_LG.R * local_box.R_MB).
+    Vec3 p_LBo;           ///< The box's centre in the link frame.
+    bool identity_X_LG = false;  ///< The geometry sits at the link frame (X_WG is X_WL).
     double padding = 0.0;
     double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds; 0 for
                           ///< link geometry, which the robot's own bounds already cover.
