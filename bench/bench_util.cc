@@ -6,6 +6,8 @@
 #include <numeric>
 #include <sstream>
 
+#include <Eigen/Geometry>
+
 namespace proximity::bench {
 
 double Percentile(std::vector<double> v, double p) {
@@ -21,6 +23,16 @@ double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 
 double Mean(const std::vector<double>& v) {
   return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+core::Mat3 RandomRotation(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double u1 = u(rng), u2 = u(rng), u3 = u(rng);
+  const double a = std::sqrt(1 - u1), b = std::sqrt(u1);
+  return Eigen::Quaterniond(b * std::cos(2 * M_PI * u3), a * std::sin(2 * M_PI * u2), a * std::cos(2 * M_PI * u2),
+                            b * std::sin(2 * M_PI * u3))
+      .normalized()
+      .toRotationMatrix();
 }
 
 namespace {

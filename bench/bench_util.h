@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "proximity/core/types.h"
 
 namespace proximity::bench {
 
@@ -72,6 +75,9 @@ struct Work {
 /// ratios (peer / ours) and our work per query. Callers add their own fields, then Print().
 JsonLine CaseLine(const std::string& suite, const std::string& name, const std::vector<double>& ours,
                   const Work& work, const std::string& peer, const std::vector<double>& peer_times);
+
+/// A rotation drawn uniformly (Shoemake's uniform random unit quaternion).
+core::Mat3 RandomRotation(std::mt19937_64& rng);
 
 /// The entries of `values` where `keep` is non-zero.
 std::vector<double> Select(const std::vector<double>& values, const std::vector<char>& keep);

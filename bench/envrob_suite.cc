@@ -15,16 +15,6 @@ using core::Vec3;
 using peers::FclMesh;
 using peers::FclPose;
 
-core::Mat3 RandomRotation(std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double u1 = u(rng), u2 = u(rng), u3 = u(rng);
-  const double a = std::sqrt(1 - u1), b = std::sqrt(u1);
-  return Eigen::Quaterniond(b * std::cos(2 * M_PI * u3), a * std::sin(2 * M_PI * u2), a * std::cos(2 * M_PI * u2),
-                            b * std::sin(2 * M_PI * u3))
-      .normalized()
-      .toRotationMatrix();
-}
-
 // One of FCL's mesh hierarchies for both models.
 struct FclPair {
   std::string name;
