@@ -203,7 +203,7 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     rp.p_LBo = X_LG * rp.local_box.center;
     rp.identity_X_LG = X_LG.R == Mat3::Identity() && X_LG.p == Vec3::Zero();
     // An attached part's farthest point from the link origin: its box's corners bound it.
-    if (attached >= 0) rp.reach = (X_LG * rp.local_box.center).norm() + rp.local_box.half_extents.norm();
+    if (attached >= 0) rp.reach = rp.p_LBo.norm() + rp.local_box.half_extents.norm();
     return rp;
   };
   for (int32_t l = 0; l < static_cast<int32_t>(nl); ++l) {
@@ -310,7 +310,9 @@ bool WithHulls(const Geometry& a, const RigidTransform& X_a, const Geometry& b, 
     f(*a.hull, X_a, *b.hull, X_b);
     return true;
   }
-  if (!(hull_a ? !b.is_mesh() : hull_b && !a.is_mesh())) return false;
+  // Otherwise one side must be a mesh with a hull and the other a primitive.
+  const bool mesh_and_primitive = (hull_a && !b.is_mesh()) || (hull_b && !a.is_mesh());
+  if (!mesh_and_primitive) return false;
   const ConvexPolytope& hull = hull_a ? *a.hull : *b.hull;
   const RigidTransform& X_hull = hull_a ? X_a : X_b;
   const Geometry& other = hull_a ? b : a;

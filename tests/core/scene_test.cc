@@ -142,23 +142,19 @@ TEST(Scene, ClearAgreesWithAnFclPerLinkChecker) {
 TEST(Scene, OneCacheServingScenesInTurnAnswersAsCachesOfTheirOwn) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
-  const auto robot = LoadRobot(robots.front());
-  ASSERT_NE(robot, nullptr);
   std::mt19937_64 rng(43);
   std::vector<std::shared_ptr<const Scene>> scenes;
   for (int w = 0; w < 3; ++w) {
-    SceneDescription d;
-    d.robot = robot;
-    d.objects = RandomWorld(rng, 0.8, 10 + 8 * w);
-    auto built = Scene::Build(d);
+    auto built = Scene::Build(RandomWorldScene(robots.front(), rng, 10 + 8 * w));
     ASSERT_TRUE(built.ok()) << built.error().message;
     scenes.push_back(built.value());
   }
+  const RobotModel& robot = scenes.front()->robot();
   SceneCache shared;
   std::vector<SceneCache> own(scenes.size());
   int hits = 0;
   for (int k = 0; k < testing::Cases(3000); ++k) {
-    const auto q = RandomState(rng, *robot);
+    const auto q = RandomState(rng, robot);
     const size_t w = static_cast<size_t>(k) % scenes.size();
     StateResult a, b;
     ASSERT_TRUE(scenes[w]->CheckState(q, &shared, &a).ok());
