@@ -405,7 +405,7 @@ static bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
   return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
 }
 
-bool Scene::CollideWorld(int32_t i, SceneCache* cache, StateResult* out) const {
+bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateResult* out) const {
   if (broad_.empty()) return false;
   const RobotPart& rp = robot_parts_[i];
   const RigidTransform& X_WG = cache->X_WG[i];
@@ -428,7 +428,7 @@ bool Scene::CollideWorld(int32_t i, SceneCache* cache, StateResult* out) const {
       ++out->pairs_tested;
       ++out->stats.bv_tests;
       if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) continue;
-      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding, &out->stats,
+      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
                        HullCache(cache, WorldPairCache(i, k)))) {
         out->free = false;
         out->contact = WorldContact(i, wp.object);
@@ -453,7 +453,7 @@ GjkCache* Scene::HullCache(SceneCache* cache, size_t index) const {
   return &entry.gjk;
 }
 
-Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
+Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double margin) const {
   cache->X_WL.resize(robot_->links().size());
   if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
   cache->X_WG.resize(robot_parts_.size());
@@ -470,8 +470,9 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
     Obb& box = cache->part_boxes[i];
     box.R_MB.noalias() = X_WL.R * rp.R_LB;
     box.center = X_WL * rp.p_LBo;
-    box.half_extents = rp.local_box.half_extents.array() + rp.padding;
-    const Vec3 half = box.R_MB.cwiseAbs() * rp.local_box.half_extents + Vec3::Constant(rp.padding);
+    const double grow = rp.padding + margin;
+    box.half_extents = rp.local_box.half_extents.array() + grow;
+    const Vec3 half = box.R_MB.cwiseAbs() * rp.local_box.half_extents + Vec3::Constant(grow);
     Aabb& b = cache->part_bounds[i];
     b.min = box.center - half;
     b.max = box.center + half;
@@ -479,14 +480,23 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache) const {
   return {};
 }
 
-Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result) const {
+Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result, double clearance) const {
+  if (!(std::isfinite(clearance) && clearance >= 0.0)) {
+    *result = StateResult();
+    return InvalidArgument("clearance must be finite and >= 0, got " + std::to_string(clearance));
+  }
+  return CheckStateWith(q, clearance, cache, result);
+}
+
+Status Scene::CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache,
+                             StateResult* result) const {
   *result = StateResult();
-  if (Status s = PoseParts(q, cache); !s.ok()) return s;  // rejects a wrong size or NaN
+  if (Status s = PoseParts(q, cache, clearance); !s.ok()) return s;  // rejects a wrong size or NaN
   result->within_limits = robot_->WithinLimits(q);
   result->free = true;
   const std::vector<RigidTransform>& X_WG = cache->X_WG;
   for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
-    if (CollideWorld(i, cache, result)) return {};
+    if (CollideWorld(i, clearance, cache, result)) return {};
   }
   for (size_t s = 0; s < self_pairs_.size(); ++s) {
     const SelfPair& sp = self_pairs_[s];
@@ -495,7 +505,7 @@ Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResu
     ++result->stats.bv_tests;
     if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
     if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b],
-                     robot_parts_[sp.a].padding + robot_parts_[sp.b].padding, &result->stats,
+                     robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance, &result->stats,
                      HullCache(cache, SelfPairCache(s)))) {
       result->free = false;
       result->contact = SelfContact(sp.a, sp.b);
@@ -555,11 +565,14 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
   *result = MotionResult();
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
+  if (!(std::isfinite(request.clearance) && request.clearance >= 0.0)) {
+    return InvalidArgument("clearance must be finite and >= 0, got " + std::to_string(request.clearance));
+  }
   if (request.mode == MotionRequest::Mode::kDiscrete) {
     if (!(std::isfinite(request.resolution) && request.resolution > 0.0)) {
       return InvalidArgument("resolution must be finite and > 0, got " + std::to_string(request.resolution));
     }
-    return CheckMotionDiscrete(q0, q1, request.resolution, request.coarse_to_fine, request.check_ends, cache, result);
+    return CheckMotionDiscrete(q0, q1, request, cache, result);
   }
   if (!(std::isfinite(request.prepass_resolution) && request.prepass_resolution >= 0.0)) {
     return InvalidArgument("prepass_resolution must be finite and >= 0, got " +
@@ -567,12 +580,12 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
   }
   if (request.prepass_resolution > 0.0) {
     // The ends are left to the certified walk, which checks them first.
-    if (Status s = SampleSegment(q0, q1, request.prepass_resolution, true, false, cache, result);
+    if (Status s = SampleSegment(q0, q1, request.prepass_resolution, true, false, request.clearance, cache, result);
         !s.ok() || result->t_collide >= 0.0) {
       return s;
     }
   }
-  return CheckMotionCertified(q0, q1, request.narrow_collision, cache, result);
+  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, cache, result);
 }
 
 // States q0 + (i / n) (q1 - q0), i = 0..n, n = ceil(length / resolution), each checked by CLEAR until one
@@ -580,7 +593,8 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
 // of the largest power of two below n, then of half of it, and so on: the same states, each once, so the
 // same answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
 Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
-                            bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const {
+                            bool coarse_to_fine, bool ends, double clearance, SceneCache* cache,
+                            MotionResult* result) const {
   double length2 = 0.0;
   for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(length2) / resolution)));
@@ -590,7 +604,7 @@ Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> 
     const double t = static_cast<double>(i) / static_cast<double>(n);
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
     StateResult r;
-    *status = CheckState(q, cache, &r);
+    *status = CheckStateWith(q, clearance, cache, &r);
     if (!status->ok()) return true;
     ++result->states;
     result->stats += r.stats;
@@ -618,10 +632,13 @@ Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> 
   return status;
 }
 
-Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
-                                  bool coarse_to_fine, bool check_ends, SceneCache* cache,
-                                  MotionResult* result) const {
-  if (Status s = SampleSegment(q0, q1, resolution, coarse_to_fine, check_ends, cache, result); !s.ok()) return s;
+Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, const MotionRequest& request,
+                                  SceneCache* cache, MotionResult* result) const {
+  if (Status s = SampleSegment(q0, q1, request.resolution, request.coarse_to_fine, request.check_ends,
+                               request.clearance, cache, result);
+      !s.ok()) {
+    return s;
+  }
   if (result->t_collide >= 0.0) return {};
   result->free = true;
   result->t_free = 1.0;
@@ -638,7 +655,7 @@ Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const do
 // midpoint where a pair's bound is 0 and the exact test confirms contact ends the search for a free
 // answer. Segments are walked left to right, so the certified part is always a prefix [0, t_free].
 Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
-                                   SceneCache* cache, MotionResult* result) const {
+                                   double clearance, SceneCache* cache, MotionResult* result) const {
   // The smallest segment (in t) the walk splits before calling the segment undecided, and the width
   // to which it narrows [t_free, t_collide] once a collision is known.
   constexpr double kMinWidth = 1.0 / (1 << 30);
@@ -650,7 +667,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     int32_t b;     // world part (self == false) or robot part
     bool self;
     double lambda;  // motion bound over the whole segment
-    double padding; // the pair's total padding: distances count from the padded surfaces
+    double padding; // the pair's total padding and the clearance asked for: distances count from there
     int32_t skip;   // self: the common ancestor's moving joints, which move both parts alike
     size_t cache;   // the pair's hull warm start in the SceneCache
   };
@@ -664,7 +681,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     if (motion == 0.0) continue;
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
       if (!AllowedEntityObject(robot_parts_[i].entity, world_parts_[k].object)) {
-        pairs.push_back({i, k, false, motion, robot_parts_[i].padding, 0, WorldPairCache(i, k)});
+        pairs.push_back({i, k, false, motion, robot_parts_[i].padding + clearance, 0, WorldPairCache(i, k)});
       }
     }
   }
@@ -672,7 +689,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     const SelfPair& sp = self_pairs_[s];
     const double motion = SelfPairMotion(sp, q0, q1);
     if (motion > 0.0) {
-      pairs.push_back({sp.a, sp.b, true, motion, robot_parts_[sp.a].padding + robot_parts_[sp.b].padding,
+      pairs.push_back({sp.a, sp.b, true, motion, robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance,
                        robot_->NumMovingJoints(sp.ancestor), SelfPairCache(s)});
     }
   }
@@ -823,7 +840,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
   for (double t : {0.0, 1.0}) {
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
     StateResult r;
-    if (Status s = CheckState(q, cache, &r); !s.ok()) return s;
+    if (Status s = CheckStateWith(q, clearance, cache, &r); !s.ok()) return s;
     result->stats += r.stats;
     if (!r.free) {
       result->t_collide = t;

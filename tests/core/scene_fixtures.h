@@ -105,9 +105,9 @@ inline std::vector<double> RandomState(std::mt19937_64& rng, const RobotModel& r
 }
 
 // The dense reference for LINK: states at most 1e-3 (rad or m) apart in every joint, each checked
-// exactly. Returns the first colliding t, or -1.
+// exactly (with `clearance`, as CheckState takes it). Returns the first colliding t, or -1.
 inline double DenseFirstCollision(const Scene& scene, const std::vector<double>& q0, const std::vector<double>& q1,
-                           SceneCache* cache) {
+                                  SceneCache* cache, double clearance = 0.0) {
   double span = 0.0;
   for (size_t i = 0; i < q0.size(); ++i) span = std::max(span, std::abs(q1[i] - q0[i]));
   const int n = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
@@ -116,7 +116,7 @@ inline double DenseFirstCollision(const Scene& scene, const std::vector<double>&
     const double t = static_cast<double>(k) / n;
     for (size_t i = 0; i < q.size(); ++i) q[i] = q0[i] + t * (q1[i] - q0[i]);
     StateResult r;
-    EXPECT_TRUE(scene.CheckState(q, cache, &r).ok());
+    EXPECT_TRUE(scene.CheckState(q, cache, &r, clearance).ok());
     if (!r.free) return t;
   }
   return -1.0;

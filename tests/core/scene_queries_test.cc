@@ -351,6 +351,110 @@ TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
   }
 }
 
+// CLEAR and LINK with a clearance: a pair closer than the clearance beyond its padding counts as a
+// contact, against the brute-force clearance of every pair; certified LINK never calls a segment free
+// when a dense state breaks the clearance, and the sampled check agrees with CLEAR state by state.
+TEST(SceneClearance, ClearAndLinkCountPairsCloserThanTheClearanceAsContacts) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(29);
+    const SceneDescription d = PaddedVariant(RandomWorldScene(rc, rng, 10));
+    const auto scene = Scene::Build(d).value();
+    SceneCache cache;
+    std::vector<std::vector<double>> states;
+    std::vector<double> truths, positive;
+    for (int c = 0; c < testing::Cases(150); ++c) {
+      states.push_back(RandomState(rng, *d.robot));
+      truths.push_back(Oracle(d, states.back()).clearance);
+      if (truths.back() > 0.0) positive.push_back(truths.back());
+    }
+    ASSERT_GE(positive.size(), 4u) << "too few free states to choose a clearance from";
+    // Half the free states keep it: both answers are common (some robots' links always pass within
+    // a few millimetres of each other, so no fixed value suits every robot).
+    std::nth_element(positive.begin(), positive.begin() + positive.size() / 2, positive.end());
+    const double clearance = positive[positive.size() / 2];
+    SCOPED_TRACE("clearance " + std::to_string(clearance));
+    int only_with_clearance = 0;
+    for (size_t c = 0; c < states.size(); ++c) {
+      const double truth = truths[c];
+      if (std::abs(truth - clearance) < 1e-9) continue;  // on the boundary either answer holds
+      StateResult plain, kept;
+      ASSERT_TRUE(scene->CheckState(states[c], &cache, &plain).ok());
+      ASSERT_TRUE(scene->CheckState(states[c], &cache, &kept, clearance).ok());
+      EXPECT_EQ(kept.free, truth > clearance) << "case " << c << " clearance " << truth;
+      if (!kept.free) {
+        EXPECT_GE(kept.contact.link, 0) << "case " << c << ": a contact names its parts";
+      }
+      only_with_clearance += plain.free && !kept.free;
+    }
+    EXPECT_GT(only_with_clearance, 0) << "the clearance never changed an answer";
+
+    int certified_free = 0, refused = 0;
+    for (int e = 0; e < testing::Cases(25); ++e) {
+      const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      MotionRequest certified;
+      certified.clearance = clearance;
+      MotionResult m, plain;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, certified, &cache, &m).ok());
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &plain).ok());
+      const double dense = DenseFirstCollision(*scene, q0, q1, &cache, clearance);
+      if (dense >= 0.0) {
+        EXPECT_FALSE(m.free) << "edge " << e << ": the dense check breaks the clearance at " << dense;
+      }
+      if (m.free) {
+        ++certified_free;
+        EXPECT_TRUE(plain.free) << "edge " << e << ": free with a clearance but not without";
+      }
+      refused += plain.free && !m.free;
+      MotionRequest sampled;
+      sampled.mode = MotionRequest::Mode::kDiscrete;
+      sampled.resolution = 0.05;
+      sampled.clearance = clearance;
+      MotionResult s;
+      ASSERT_TRUE(scene->CheckMotion(q0, q1, sampled, &cache, &s).ok());
+      // The sampled check's states, one by one.
+      double length = 0.0;
+      for (size_t i = 0; i < q0.size(); ++i) length += (q1[i] - q0[i]) * (q1[i] - q0[i]);
+      const int n = std::max(1, static_cast<int>(std::ceil(std::sqrt(length) / sampled.resolution)));
+      bool all_kept = true;
+      for (int k = 0; k <= n && all_kept; ++k) {
+        StateResult r;
+        ASSERT_TRUE(scene->CheckState(Along(q0, q1, static_cast<double>(k) / n), &cache, &r, clearance).ok());
+        all_kept = r.free;
+      }
+      EXPECT_EQ(s.free, all_kept) << "edge " << e;
+    }
+    EXPECT_SEEN(certified_free) << "no edge kept the clearance: the never-free branch alone was tested";
+    EXPECT_SEEN(refused) << "the clearance never refused a free edge";
+  }
+}
+
+TEST(SceneClearance, BadClearanceIsRejectedByName) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  std::mt19937_64 rng(31);
+  const auto scene = Scene::Build(RandomWorldScene(robots.front(), rng, 3)).value();
+  SceneCache cache;
+  const auto q = scene->robot().DefaultConfiguration();
+  for (const double bad : {-0.01, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    StateResult r;
+    const Status s = scene->CheckState(q, &cache, &r, bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message.find("clearance"), std::string::npos) << s.error().message;
+    for (const auto mode : {MotionRequest::Mode::kCertified, MotionRequest::Mode::kDiscrete}) {
+      MotionRequest request;
+      request.mode = mode;
+      request.clearance = bad;
+      MotionResult m;
+      const Status ms = scene->CheckMotion(q, q, request, &cache, &m);
+      ASSERT_FALSE(ms.ok());
+      EXPECT_NE(ms.error().message.find("clearance"), std::string::npos) << ms.error().message;
+    }
+  }
+}
+
 TEST(ScenePadding, BadPaddingIsRejected) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";

@@ -153,6 +153,10 @@ struct MotionRequest {
   /// CLEAR, coarse to fine, and stop at the first that collides (most colliding segments end
   /// there, at the cost of a few CLEARs). 0 turns the pre-pass off.
   double prepass_resolution = 0.0;
+  /// Both modes: the distance (m) every pair must keep beyond its padding, as for CheckState; closer
+  /// counts as a collision (certified: anywhere on the segment). A planner's shortcuts keep a few
+  /// millimetres so that certifying them is cheap. Must be finite and >= 0.
+  double clearance = 0.0;
 };
 
 /// The answer to LINK(q0, q1).
@@ -271,8 +275,11 @@ class Scene {
   const RigidTransform& X_WB() const { return X_WB_; }
 
   /// CLEAR(q): whether configuration q (one value per active joint, in active order) is free of world
-  /// and self collision, with the first contact found otherwise. Errors for a wrong size or NaN.
-  [[nodiscard]] Status CheckState(std::span<const double> q, SceneCache* cache, StateResult* result) const;
+  /// and self collision, with the first contact found otherwise. With a `clearance` (m) every pair must
+  /// also stay that far apart beyond its padding: closer counts as a contact. Errors for a wrong size or
+  /// NaN, and for a clearance that is negative or not finite.
+  [[nodiscard]] Status CheckState(std::span<const double> q, SceneCache* cache, StateResult* result,
+                                  double clearance = 0.0) const;
 
   /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
   /// `request` says. Errors for wrong sizes, NaN or a bad resolution.
@@ -364,8 +371,11 @@ class Scene {
   bool AllowedEntityObject(int32_t entity, int32_t object) const {
     return entity_object_allowed_[static_cast<size_t>(entity) * objects_.size() + static_cast<size_t>(object)] != 0;
   }
-  // Poses and (padded) world bounds of every robot part at q; false with a status on bad q.
-  Status PoseParts(std::span<const double> q, SceneCache* cache) const;
+  // Poses and world bounds of every robot part at q, the bounds grown by the part's padding and
+  // `margin`; an error status on bad q.
+  Status PoseParts(std::span<const double> q, SceneCache* cache, double margin = 0.0) const;
+  // CheckState on a validated clearance.
+  Status CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache, StateResult* result) const;
   // Two robot parts checked against each other, with the deepest link both hang below: joints above
   // it move both alike and cannot bring them closer.
   struct SelfPair {
@@ -395,13 +405,15 @@ class Scene {
     return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
   }
   void BuildBroadPhase();
-  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, double resolution,
-                             bool coarse_to_fine, bool check_ends, SceneCache* cache, MotionResult* result) const;
-  Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
+  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, const MotionRequest& request,
+                             SceneCache* cache, MotionResult* result) const;
+  Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow, double clearance,
                               SceneCache* cache, MotionResult* result) const;
   Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
-                       bool coarse_to_fine, bool ends, SceneCache* cache, MotionResult* result) const;
-  bool CollideWorld(int32_t part, SceneCache* cache, StateResult* out) const;
+                       bool coarse_to_fine, bool ends, double clearance, SceneCache* cache,
+                       MotionResult* result) const;
+  // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
+  bool CollideWorld(int32_t part, double clearance, SceneCache* cache, StateResult* out) const;
   // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
   // last served another scene; null when the scene has too many pairs to keep one each.
   GjkCache* HullCache(SceneCache* cache, size_t index) const;
