@@ -73,6 +73,12 @@ class Checker {
     ++stats_->quick_motion_checks;
     return Segment(*context_.quick_motion, a, b, check);
   }
+  // A shortcut the simplifier considers: the context's shortcut check, else the quick one.
+  Status Shortcut(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
+    if (context_.shortcut_motion == nullptr) return Quick(a, b, check);
+    ++stats_->quick_motion_checks;
+    return Segment(*context_.shortcut_motion, a, b, check);
+  }
   // The edge a -> b by the quick check, then (when that passes) by the decisive one.
   Status Decide(std::span<const double> a, std::span<const double> b, bool* valid) {
     MotionCheck check;

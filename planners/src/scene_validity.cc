@@ -72,13 +72,18 @@ core::Status SceneMotionValidator::CheckMotion(std::span<const double> q0, std::
 std::string SceneMotionValidator::Describe() const {
   if (certified()) return "certified";
   char text[64];
-  std::snprintf(text, sizeof(text), "discrete %.4g", request_.resolution);
+  if (request_.clearance > 0.0) {
+    std::snprintf(text, sizeof(text), "discrete %.4g, clearance %.4g m", request_.resolution, request_.clearance);
+  } else {
+    std::snprintf(text, sizeof(text), "discrete %.4g", request_.resolution);
+  }
   return text;
 }
 
 namespace {
-core::MotionRequest Sampled(double resolution) {
+core::MotionRequest Sampled(double resolution, double clearance = 0.0) {
   core::MotionRequest request;
+  request.clearance = clearance;
   request.mode = core::MotionRequest::Mode::kDiscrete;
   request.resolution = resolution > 0.0 ? resolution : 1.0;
   request.coarse_to_fine = true;  // Trees grow on free or not; a collision is met sooner this way.
@@ -90,11 +95,14 @@ core::MotionRequest Sampled(double resolution) {
 }
 }  // namespace
 
-ScenePlanning::ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution)
+ScenePlanning::ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution,
+                             double shortcut_clearance)
     : state_(scene),
       // With a quick check in front, the certified check needs no sampled pre-pass of its own.
       certified_(scene, PlanningMotionRequest(quick_resolution > 0.0 ? 0.0 : 0.1)),
       quick_(scene, Sampled(quick_resolution)),
-      context_{JointSpace::ForRobot(scene->robot()), &state_, &certified_, quick_resolution > 0.0 ? &quick_ : nullptr} {}
+      shortcut_(scene, Sampled(quick_resolution, shortcut_clearance)),
+      context_{JointSpace::ForRobot(scene->robot()), &state_, &certified_, quick_resolution > 0.0 ? &quick_ : nullptr,
+               quick_resolution > 0.0 ? &shortcut_ : nullptr} {}
 
 }  // namespace proximity::planners

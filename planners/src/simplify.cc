@@ -94,7 +94,7 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
   for (int32_t attempt = 0; attempt < kSimplifyAttempts; ++attempt) {
     if (attempt > 0 && clock.Expired(0, &why)) return Status::Ok();
     std::vector<Configuration> candidate = *path;
-    if (Status s = Shorten(&checker, &Checker::Quick, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
+    if (Status s = Shorten(&checker, &Checker::Shortcut, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
       return s;
     }
     bool failed = false;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <thread>
 
 #include "core/scene_fixtures.h"
@@ -332,6 +333,7 @@ TEST(Planner, SimplifyRecoversWhenTheQuickShortcutsFailCertification) {
   const PassEverything pass;
   PlanningContext context = setup.context;
   context.quick_motion = &pass;
+  context.shortcut_motion = &pass;
   MotionCheck direct;
   ASSERT_TRUE(setup.motion.CheckMotion(start, goal, &direct).ok());
   ASSERT_FALSE(direct.valid);
@@ -344,6 +346,58 @@ TEST(Planner, SimplifyRecoversWhenTheQuickShortcutsFailCertification) {
   EXPECT_LE(PathLength(setup.context.space, path), before + 1e-12);
   EXPECT_EQ(path.front(), start);
   EXPECT_EQ(path.back(), goal);
+  EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1);
+}
+
+// Counts the calls it passes on.
+class Counting final : public MotionValidator {
+ public:
+  explicit Counting(const MotionValidator* inner) : inner_(inner) {}
+  core::Status CheckMotion(std::span<const double> a, std::span<const double> b, MotionCheck* out) const override {
+    ++calls;
+    return inner_->CheckMotion(a, b, out);
+  }
+  bool certified() const override { return inner_->certified(); }
+  std::string Describe() const override { return inner_->Describe(); }
+  mutable std::atomic<int64_t> calls{0};
+
+ private:
+  const MotionValidator* inner_;
+};
+
+TEST(Planner, ShortcutsAreTriedByTheShortcutCheckThatKeepsAClearance) {
+  SceneSetup setup(PassageScene(false));
+  const SceneMotionValidator& shortcut = setup.planning.shortcut();
+  EXPECT_NE(shortcut.Describe().find("clearance"), std::string::npos) << shortcut.Describe();
+  // The shortcut check is the quick one with a clearance: it never passes what the quick one refuses,
+  // and refuses some segments the quick one passes (those grazing the block or its neighbours).
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> q1(-3.0, 3.0), q2(-2.8, 2.8);
+  int stricter = 0;
+  for (int i = 0; i < 400; ++i) {
+    const std::vector<double> a{q1(rng), q2(rng)}, b{q1(rng), q2(rng)};
+    MotionCheck quick, kept;
+    ASSERT_TRUE(setup.planning.quick().CheckMotion(a, b, &quick).ok());
+    ASSERT_TRUE(shortcut.CheckMotion(a, b, &kept).ok());
+    if (kept.valid) EXPECT_TRUE(quick.valid) << "segment " << i;
+    stricter += quick.valid && !kept.valid;
+  }
+  EXPECT_GT(stricter, 0);
+  // The simplifier asks the shortcut check, never the tree-growing one.
+  PlannerOptions options;
+  options.simplify = false;
+  auto raw = Plan(setup.context, std::vector<double>{-2.4, 0.0}, std::vector<double>{2.4, 0.0}, options, Termination{});
+  ASSERT_TRUE(raw.ok() && raw.value().solved());
+  const Counting quick(&setup.planning.quick()), shortcuts(&shortcut);
+  PlanningContext context = setup.context;
+  context.quick_motion = &quick;
+  context.shortcut_motion = &shortcuts;
+  std::vector<Configuration> path = raw.value().path;
+  Rng simplify_rng(3);
+  PlanStats stats;
+  ASSERT_TRUE(SimplifyPath(context, &path, simplify_rng, 100, Termination{}, &stats).ok());
+  EXPECT_GT(shortcuts.calls.load(), 0);
+  EXPECT_EQ(quick.calls.load(), 0);
   EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1);
 }
 

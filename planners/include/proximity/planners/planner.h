@@ -114,6 +114,8 @@ struct PlanningContext {
   /// as certified as `motion` makes it either way. Planners ask it only between configurations they
   /// have checked as states or that lie on edges it passed, so it may leave the ends out.
   const MotionValidator* quick_motion = nullptr;
+  /// Optional check for the shortcuts the simplifier tries with a quick check (defaults to quick_motion).
+  const MotionValidator* shortcut_motion = nullptr;
 };
 
 /// A planner. Solve may be called again with other ends: PRM and LazyPRM keep their roadmap (multi

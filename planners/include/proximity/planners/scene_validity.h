@@ -73,8 +73,8 @@ class SceneMotionValidator final : public MotionValidator {
 /// Everything a planner needs on a scene: CLEAR plus limits for states, the certified motion check for
 /// every edge it returns, and a sampled quick check (states at most `quick_resolution` apart, strictly
 /// between the ends, which planners check as states) for growing trees, so only candidate paths pay for
-/// certification. quick_resolution 0 leaves the quick
-/// check out: every tree edge is then certified as it is added.
+/// certification, and the same check keeping a small clearance for the simplifier's shortcuts.
+/// quick_resolution 0 leaves the quick checks out: every tree edge is then certified as it is added.
 class ScenePlanning {
  public:
   /// The default quick resolution, radians (joint-space norm); about 0.8% of the Panda's extent. Finer
@@ -82,7 +82,14 @@ class ScenePlanning {
   /// MotionBenchMaker problems 0.05 rad took a fifth longer).
   static constexpr double kDefaultQuickResolution = 0.1;
 
-  explicit ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution = kDefaultQuickResolution);
+  /// The clearance (m) the simplifier's shortcuts keep at their sampled states (the quick check with
+  /// MotionRequest::clearance). A shortcut that grazes an obstacle at a sample is dear to certify (the
+  /// certified walk's steps shrink with the distance) and likelier to fail certification, sending the
+  /// simplifier round again: on the MotionBenchMaker problems 5 mm cut certification time by 45% and the
+  /// median time to a path by a sixth, for paths 2% longer.
+  static constexpr double kDefaultShortcutClearance = 0.005;
+  explicit ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution = kDefaultQuickResolution,
+                         double shortcut_clearance = kDefaultShortcutClearance);
   ScenePlanning(const ScenePlanning&) = delete;
   ScenePlanning& operator=(const ScenePlanning&) = delete;
 
@@ -91,11 +98,14 @@ class ScenePlanning {
   const SceneStateValidity& state() const { return state_; }
   const SceneMotionValidator& certified() const { return certified_; }
   const SceneMotionValidator& quick() const { return quick_; }
+  /// The quick check with the shortcut clearance, for the simplifier's shortcuts.
+  const SceneMotionValidator& shortcut() const { return shortcut_; }
 
  private:
   SceneStateValidity state_;
   SceneMotionValidator certified_;
   SceneMotionValidator quick_;
+  SceneMotionValidator shortcut_;
   PlanningContext context_;
 };
 
