@@ -2,6 +2,7 @@
 // collision set, and motion bounds for certified motion checking.
 
 #include "proximity/core/robot_model.h"
+#include "proximity/core/sincos.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -53,7 +54,9 @@ void CoverGeometry(const LinkGeometry& g, std::vector<Ball>* balls) {
 double DistanceToAxis(const Vec3& p, const Vec3& a) { return (p - a * a.dot(p)).norm(); }
 
 // Joint rotation or translation X_JC(value).
-inline void ApplyJoint(const Joint& j, double value, const RigidTransform& X_WP, RigidTransform* X_WC) {
+// `sin_value` and `cos_value`: the joint value's sine and cosine (used by revolute joints).
+inline void ApplyJoint(const Joint& j, double value, double sin_value, double cos_value, const RigidTransform& X_WP,
+                       RigidTransform* X_WC) {
   const Mat3 R_WJ = X_WP.R * j.X_PJ.R;
   Vec3 p_WJ = X_WP.R * j.X_PJ.p + X_WP.p;
   switch (j.type) {
@@ -65,7 +68,7 @@ inline void ApplyJoint(const Joint& j, double value, const RigidTransform& X_WP,
       const double sign = a[k];
       if ((sign == 1.0 || sign == -1.0) && a[(k + 1) % 3] == 0.0 && a[(k + 2) % 3] == 0.0) {
         const int u = (k + 1) % 3, v = (k + 2) % 3;  // Rotation by value about e_k maps e_u -> c e_u + s e_v.
-        const double c = std::cos(value), s = sign * std::sin(value);
+        const double c = cos_value, s = sign * sin_value;
         X_WC->R.col(k) = R_WJ.col(k);
         X_WC->R.col(u) = c * R_WJ.col(u) + s * R_WJ.col(v);
         X_WC->R.col(v) = c * R_WJ.col(v) - s * R_WJ.col(u);
@@ -531,10 +534,21 @@ Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidT
                            " poses, got " + std::to_string(X_WL.size()));
   }
   X_WL[0] = X_WB;
-  for (size_t j = 0; j < joints_.size(); ++j) {
-    const Joint& joint = joints_[j];
-    const double value = joint.type == JointType::kFixed ? 0.0 : JointValue(joint, q);
-    ApplyJoint(joint, value, X_WL[joint.parent_link], &X_WL[joint.child_link]);
+  // Joint values and their sines and cosines a batch at a time (SinCos does a batch in one vectorized
+  // pass), then the joints in order.
+  constexpr size_t kBatch = 16;
+  double value[kBatch], sin_value[kBatch], cos_value[kBatch];
+  for (size_t begin = 0; begin < joints_.size(); begin += kBatch) {
+    const size_t n = std::min(kBatch, joints_.size() - begin);
+    for (size_t i = 0; i < n; ++i) {
+      const Joint& joint = joints_[begin + i];
+      value[i] = joint.type == JointType::kFixed ? 0.0 : JointValue(joint, q);
+    }
+    SinCos(value, sin_value, cos_value, static_cast<int>(n));
+    for (size_t i = 0; i < n; ++i) {
+      const Joint& joint = joints_[begin + i];
+      ApplyJoint(joint, value[i], sin_value[i], cos_value[i], X_WL[joint.parent_link], &X_WL[joint.child_link]);
+    }
   }
   return {};
 }

@@ -1,4 +1,5 @@
 #include "proximity/core/robot_model.h"
+#include "proximity/core/sincos.h"
 
 #include <urdf_parser/urdf_parser.h>
 
@@ -513,6 +514,45 @@ TEST(RobotModelTest, MotionBoundCoversSampledPointsOnRealRobots) {
   const auto robots = AvailableRobots();
   if (robots.size() <= 2) GTEST_SKIP() << "no shared or dart-doc robots present";
   for (size_t i = 2; i < robots.size(); ++i) CheckMotionBounds(robots[i], 0.0, testing::Cases(30));
+}
+
+// Forward kinematics' sines and cosines against the long-double library: random angles over joint
+// ranges and beyond, the quadrant boundaries (multiples of pi/4, nudged), tiny, signed-zero and huge
+// arguments, in batches of every length up to 19 (the vectorized pass and its remainder).
+TEST(SinCosTest, MatchesTheLongDoubleLibraryToAnUlpOfOne) {
+  std::mt19937_64 rng(7);
+  std::vector<double> x;
+  for (int i = 0; i < 200000; ++i) x.push_back(std::uniform_real_distribution<double>(-40.0, 40.0)(rng));
+  for (int k = -400; k <= 400; ++k) {
+    for (const double e : {0.0, 1e-300, 1e-17, -1e-17, 1e-9, -1e-9, 1e-3}) x.push_back(k * M_PI / 4 + e);
+  }
+  for (const double v : {0.0, -0.0, 1e-310, 99999.9, -99999.9, 1e5, 2e5, -3.5e7, 1e300}) x.push_back(v);
+  std::vector<double> s(x.size()), c(x.size());
+  size_t at = 0;
+  for (int n = 1; at < x.size(); n = n % 19 + 1) {
+    const int m = static_cast<int>(std::min<size_t>(static_cast<size_t>(n), x.size() - at));
+    SinCos(&x[at], &s[at], &c[at], m);
+    at += static_cast<size_t>(m);
+  }
+  double worst = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const long double ls = std::sin(static_cast<long double>(x[i]));
+    const long double lc = std::cos(static_cast<long double>(x[i]));
+    const double es = static_cast<double>(std::fabs(s[i] - ls)), ec = static_cast<double>(std::fabs(c[i] - lc));
+    worst = std::max({worst, es, ec});
+    ASSERT_LE(es, 2.5e-16) << "sin(" << x[i] << ")";
+    ASSERT_LE(ec, 2.5e-16) << "cos(" << x[i] << ")";
+    if (std::abs(x[i]) > kSinCosRange) {
+      EXPECT_EQ(s[i], std::sin(x[i]));
+      EXPECT_EQ(c[i], std::cos(x[i]));
+    }
+  }
+  EXPECT_GT(worst, 0.0) << "every value exact: the comparison is not at long double precision";
+  double zs = 1.0, zc = 0.0;
+  const double negative_zero = -0.0;
+  SinCos(&negative_zero, &zs, &zc, 1);
+  EXPECT_EQ(zs, 0.0);
+  EXPECT_EQ(zc, 1.0);
 }
 
 }  // namespace
