@@ -720,33 +720,64 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
 
   // A configuration on the segment: robot geometry poses and bounds, and per-pair distance bounds
   // (cheap box bounds first, certified distance lower bounds when those do not suffice).
+  // A sample's poses and bounds live in flat buffers shared by all samples (sample s's part i at
+  // s * nparts + i, pair k at s * npairs + k, lever l at s * nlevers + l): no allocation per sample.
+  // A Sample points into them and is valid until the next make_sample.
   struct Sample {
     double t;
-    std::vector<RigidTransform> X_WG;
-    std::vector<Aabb> bounds;
-    std::vector<double> eta;         // best lower bound so far; NaN: not computed
-    std::vector<double> eta_enough;  // the `enough` an exact bound was computed with; NaN: cheap only
-    std::vector<double> axis_distance;  // per lever: axis to the part's bounding sphere, plus its radius
-    std::vector<Vec3> ball_center;      // per robot part: its bounding sphere (radius in part_radius)
+    RigidTransform* X_WG;
+    Aabb* bounds;
+    double* eta;            // best lower bound so far; NaN: not computed
+    double* eta_enough;     // the `enough` an exact bound was computed with; NaN: cheap only
+    double* axis_distance;  // per lever: axis to the part's bounding sphere, plus its radius
+    Vec3* ball_center;      // per robot part: its bounding sphere (radius in part_radius)
   };
   std::vector<double> part_radius(nparts);
   for (int32_t i = 0; i < nparts; ++i) part_radius[i] = robot_parts_[i].local_box.half_extents.norm();
-  std::vector<Sample> samples;
+  const size_t nlevers = levers.size();
+  std::vector<double> sample_t;
+  std::vector<RigidTransform> sample_X_WG;
+  std::vector<Aabb> sample_bounds;
+  std::vector<double> sample_eta, sample_eta_enough, sample_axis;
+  std::vector<Vec3> sample_ball;
+  {
+    constexpr size_t kExpectedSamples = 64;
+    sample_t.reserve(kExpectedSamples);
+    sample_X_WG.reserve(kExpectedSamples * nparts);
+    sample_bounds.reserve(kExpectedSamples * nparts);
+    sample_ball.reserve(kExpectedSamples * nparts);
+    sample_eta.reserve(kExpectedSamples * npairs);
+    sample_eta_enough.reserve(kExpectedSamples * npairs);
+    sample_axis.reserve(kExpectedSamples * nlevers);
+  }
+  auto sample = [&](int32_t s) {
+    const size_t i = static_cast<size_t>(s);
+    return Sample{sample_t[i],
+                  sample_X_WG.data() + i * nparts,
+                  sample_bounds.data() + i * nparts,
+                  sample_eta.data() + i * npairs,
+                  sample_eta_enough.data() + i * npairs,
+                  sample_axis.data() + i * nlevers,
+                  sample_ball.data() + i * nparts};
+  };
+  int32_t nsamples = 0;
   std::vector<double> q(q0.size());
   auto make_sample = [&](double t) -> Status {
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
     cache->X_WL.resize(robot_->links().size());
     if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
-    Sample smp;
-    smp.t = t;
-    smp.X_WG.resize(nparts);
-    smp.bounds.resize(nparts);
+    sample_t.push_back(t);
+    sample_X_WG.resize(sample_X_WG.size() + nparts);
+    sample_bounds.resize(sample_bounds.size() + nparts);
+    sample_ball.resize(sample_ball.size() + nparts);
+    sample_axis.resize(sample_axis.size() + nlevers);
+    sample_eta.resize(sample_eta.size() + npairs, std::numeric_limits<double>::quiet_NaN());
+    sample_eta_enough.resize(sample_eta_enough.size() + npairs, std::numeric_limits<double>::quiet_NaN());
+    const Sample smp = sample(nsamples++);
     for (int32_t i = 0; i < nparts; ++i) {
       smp.X_WG[i] = cache->X_WL[robot_parts_[i].link] * robot_parts_[i].X_LG;
       smp.bounds[i] = WorldBounds(robot_parts_[i].local_box, smp.X_WG[i]);
     }
-    smp.axis_distance.resize(levers.size());
-    smp.ball_center.resize(nparts);
     for (int32_t i = 0; i < nparts; ++i) {
       const Obb& box = robot_parts_[i].local_box;
       const Vec3 c_W = smp.X_WG[i] * box.center;
@@ -758,9 +789,6 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
         smp.axis_distance[l] = robot_->JointAxisDistance(levers[l].joint, cache->X_WL[j.parent_link], c_W) + r;
       }
     }
-    smp.eta.assign(npairs, std::numeric_limits<double>::quiet_NaN());
-    smp.eta_enough.assign(npairs, std::numeric_limits<double>::quiet_NaN());
-    samples.push_back(std::move(smp));
     ++result->states;
     return {};
   };
@@ -796,7 +824,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     const WorldPart& wp = world_parts_[p.b];
     return objects_[wp.object].parts[wp.part].X_WG;
   };
-  auto cheap_eta = [&](Sample& s, size_t k) {
+  auto cheap_eta = [&](const Sample& s, size_t k) {
     if (std::isnan(s.eta[k])) {
       const PairRef& p = pairs[k];
       s.eta[k] = std::max(0.0, AabbDistance(s.bounds[p.a], p.self ? s.bounds[p.b] : world_parts_[p.b].bounds) - p.padding);
@@ -812,7 +840,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     const double r_b = p.self ? part_radius[p.b] : world_parts_[p.b].box.half_extents.norm();
     return (s.ball_center[p.a] - c_b).norm() + part_radius[p.a] + r_b - p.padding;
   };
-  auto exact_eta = [&](Sample& s, size_t k, double enough) {
+  auto exact_eta = [&](const Sample& s, size_t k, double enough) {
     // A stored bound below the `enough` it was computed with is the full bound; otherwise the walk
     // stopped early at that `enough` and a larger one needs a new query.
     if (!std::isnan(s.eta_enough[k]) && (s.eta[k] < s.eta_enough[k] || enough <= s.eta_enough[k])) return s.eta[k];
@@ -825,7 +853,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     s.eta_enough[k] = enough;
     return s.eta[k];
   };
-  auto contact_at = [&](Sample& s, size_t k) {
+  auto contact_at = [&](const Sample& s, size_t k) {
     const PairRef& p = pairs[k];
     if (!PairCollides(robot_parts_[p.a].geometry, s.X_WG[p.a], other_geometry(p), other_pose(s, p), p.padding,
                       &result->stats, hull_cache(p))) {
@@ -853,44 +881,46 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
   if (Status s = make_sample(0.0); !s.ok()) return s;
   if (Status s = make_sample(1.0); !s.ok()) return s;
 
+  // Segments still to decide, each with the pairs open on it: pair_pool[first, first + count) (the two
+  // halves of a split share their parent's open list).
   struct Segment {
     int32_t sa, sb;
-    std::vector<int32_t> pairs;
+    size_t first, count;
   };
+  std::vector<int32_t> pair_pool(npairs);
+  std::iota(pair_pool.begin(), pair_pool.end(), 0);
   std::vector<Segment> stack;
-  {
-    Segment all{0, 1, {}};
-    all.pairs.resize(npairs);
-    std::iota(all.pairs.begin(), all.pairs.end(), 0);
-    stack.push_back(std::move(all));
-  }
+  stack.push_back({0, 1, 0, npairs});
   struct Undecided {
     double ratio;   // upper bounds over the motion bound: the smaller, the likelier to fail
     double lambda;
     int32_t k;
   };
   std::vector<Undecided> undecided;
+  std::vector<int32_t> open;
+  std::vector<double> open_lambda;
   double t_free = 0.0;
   while (!stack.empty()) {
-    Segment seg = std::move(stack.back());
+    const Segment seg = stack.back();
     stack.pop_back();
-    const double ta = samples[seg.sa].t, tb = samples[seg.sb].t, width = tb - ta;
     // Pairs the box bounds certify drop out. Exact bounds are asked only while the segment might still
     // be certified whole: once some pair is known to fail (its upper bounds already fall short, or its
     // exact bounds do) the segment is split anyway, and the pairs not yet decided go to the halves
     // undecided, where their smaller motion bounds make the queries cheaper and more often decisive.
     // Pairs most likely to fail are asked first.
-    Sample& a = samples[seg.sa];
-    Sample& b = samples[seg.sb];
+    const Sample a = sample(seg.sa);
+    const Sample b = sample(seg.sb);
+    const double ta = a.t, tb = b.t, width = tb - ta;
     for (int32_t i = 0; i < nparts; ++i) {
       world_bound_a[i] = part_bound(a, i, 0, width);
       world_bound_b[i] = part_bound(b, i, 0, width);
     }
-    std::vector<int32_t> open;
-    std::vector<double> open_lambda;
+    open.clear();
+    open_lambda.clear();
     undecided.clear();
     bool split = false;
-    for (int32_t k : seg.pairs) {
+    for (size_t n = 0; n < seg.count; ++n) {
+      const int32_t k = pair_pool[seg.first + n];
       const double lambda = pair_lambda(a, b, k);
       if (cheap_eta(a, k) + cheap_eta(b, k) > lambda) continue;
       const double upper = eta_upper(a, k) + eta_upper(b, k);
@@ -929,28 +959,30 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       collided = true;
       break;
     }
-    if (Status s = make_sample(0.5 * (ta + tb)); !s.ok()) return s;
-    const int32_t sm = static_cast<int32_t>(samples.size()) - 1;
+    if (Status s = make_sample(0.5 * (ta + tb)); !s.ok()) return s;  // a and b are stale from here
+    const int32_t sm = nsamples - 1;
+    const Sample mid = sample(sm);
     bool hit = false;
     for (size_t o = 0; o < open.size(); ++o) {
       const int32_t k = open[o];
       // Only pairs whose boxes meet there can touch at the midpoint.
-      if (cheap_eta(samples[sm], k) == 0.0 && exact_eta(samples[sm], k, 0.5 * open_lambda[o]) == 0.0 &&
-          contact_at(samples[sm], k)) {
+      if (cheap_eta(mid, k) == 0.0 && exact_eta(mid, k, 0.5 * open_lambda[o]) == 0.0 && contact_at(mid, k)) {
         hit = true;
         break;
       }
     }
+    const size_t first = pair_pool.size();
+    pair_pool.insert(pair_pool.end(), open.begin(), open.end());
     if (hit) {
       // A collision at the midpoint: what lies to its right no longer matters; narrow down its left.
       collided = true;
-      result->t_collide = samples[sm].t;
+      result->t_collide = mid.t;
       stack.clear();
-      stack.push_back({seg.sa, sm, std::move(open)});
+      stack.push_back({seg.sa, sm, first, open.size()});
       continue;
     }
-    stack.push_back({sm, seg.sb, open});
-    stack.push_back({seg.sa, sm, std::move(open)});
+    stack.push_back({sm, seg.sb, first, open.size()});
+    stack.push_back({seg.sa, sm, first, open.size()});
   }
   result->t_free = t_free;
   result->free = !collided;
