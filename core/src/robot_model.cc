@@ -3,6 +3,7 @@
 
 #include "proximity/core/robot_model.h"
 #include "proximity/core/sincos.h"
+#include "self_clearance.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -92,6 +93,7 @@ inline void ApplyJoint(const Joint& j, double value, double sin_value, double co
 }  // namespace
 
 Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader) {
+  self_clearance_memo_ = std::make_shared<internal::SelfClearanceMemo>();
   const int32_t n = num_links();
   if (num_joints() != n - 1) {
     return InvalidArgument("URDF: " + std::to_string(n) + " links need " + std::to_string(n - 1) + " joints, found " +

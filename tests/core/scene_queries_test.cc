@@ -290,6 +290,76 @@ TEST(GeometryHulls, HullBoundsNeverExceedTheMeshDistanceAndSpareConvexMeshesTheW
   }
 }
 
+// The self-clearance maps (link pairs moved by at most two revolute joints: a wrist's) never claim
+// more distance than the exact one between the link meshes, decide most states, and say nothing off
+// their grid. Random states within limits on every test robot and the MotionBenchMaker Panda; every
+// pair of links is asked, those without a map answer -1.
+TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
+  std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> robots;
+  for (const RobotCase& rc : Robots()) robots.emplace_back(rc.name, LoadRobot(rc));
+  if (!testing::SharedDataDir().empty()) robots.emplace_back("mbm_panda", LoadMbmPanda());
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  int robots_with_maps = 0;
+  for (const auto& [name, robot] : robots) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(robot, nullptr);
+    SceneDescription d;
+    d.robot = robot;
+    const auto scene = Scene::Build(d).value();
+    std::mt19937_64 rng(41);
+    int mapped_pairs = 0;
+    for (int32_t la = 0; la < robot->num_links(); ++la) {
+      for (int32_t lb = la + 1; lb < robot->num_links(); ++lb) {
+        if (robot->link(la).geometries.empty() || robot->link(lb).geometries.empty()) continue;
+        const std::string& a = robot->link(la).name;
+        const std::string& b = robot->link(lb).name;
+        int asked = 0, decided = 0;
+        for (int c = 0; c < testing::Cases(200); ++c) {
+          const auto q = RandomState(rng, *robot);
+          const Result<double> bound = scene->SelfClearanceBound(a, b, q);
+          ASSERT_TRUE(bound.ok()) << bound.error().message;
+          if (bound.value() < 0.0) break;  // no map for this pair
+          ++asked;
+          std::vector<RigidTransform> X_WL;
+          ASSERT_TRUE(robot->ForwardKinematics(q, &X_WL).ok());
+          const LinkGeometry& ga = robot->link(la).geometries[0];
+          const LinkGeometry& gb = robot->link(lb).geometries[0];
+          const double exact =
+              ExactDistance(FromLinkGeometry(ga), X_WL[la] * ga.X_LG, FromLinkGeometry(gb), X_WL[lb] * gb.X_LG);
+          EXPECT_LE(bound.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
+          decided += bound.value() > 0.0;
+          // Off the grid (a mapped joint beyond its limit) the map gives no answer.
+          auto off = q;
+          for (size_t j = 0; j < off.size(); ++j) off[j] = robot->upper_limits()[j] + 0.5;
+          EXPECT_EQ(scene->SelfClearanceBound(a, b, off).value(), -1.0);
+        }
+        if (asked == 0) continue;
+        ++mapped_pairs;
+        std::printf("%s: %s - %s: %d of %d states decided by the map\n", name.c_str(), a.c_str(), b.c_str(), decided,
+                    asked);
+        if (a == "panda_link5" && b == "panda_link7") {
+          EXPECT_GT(decided, asked / 2) << "the wrist's links keep centimetres apart: the map should decide most states";
+        }
+      }
+    }
+    robots_with_maps += mapped_pairs > 0;
+    if (name == "mbm_panda") {
+      EXPECT_GE(mapped_pairs, 2) << "the Panda's wrist pairs (link5 against link7 and the hand) have maps";
+    }
+  }
+  EXPECT_GT(robots_with_maps, 0);
+  SceneDescription d;
+  d.robot = robots.front().second;
+  const auto scene = Scene::Build(d).value();
+  const auto q = d.robot->DefaultConfiguration();
+  const Result<double> unknown = scene->SelfClearanceBound("no_such_link", d.robot->link(1).name, q);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("no_such_link"), std::string::npos) << unknown.error().message;
+  EXPECT_FALSE(scene->SelfClearanceBound(d.robot->link(1).name, d.robot->link(2).name,
+                                         std::vector<double>(q.size() + 1, 0.0))
+                   .ok());
+}
+
 TEST(SceneDistance, BadRequestsAreRejected) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";

@@ -379,7 +379,9 @@ TEST(Planner, ShortcutsAreTriedByTheShortcutCheckThatKeepsAClearance) {
     MotionCheck quick, kept;
     ASSERT_TRUE(setup.planning.quick().CheckMotion(a, b, &quick).ok());
     ASSERT_TRUE(shortcut.CheckMotion(a, b, &kept).ok());
-    if (kept.valid) EXPECT_TRUE(quick.valid) << "segment " << i;
+    if (kept.valid) {
+      EXPECT_TRUE(quick.valid) << "segment " << i;
+    }
     stricter += quick.valid && !kept.valid;
   }
   EXPECT_GT(stricter, 0);

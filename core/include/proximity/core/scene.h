@@ -303,6 +303,14 @@ class Scene {
   [[nodiscard]] Status TimeOfFirstContact(const Geometry& body, const RigidTransform& X0, const RigidTransform& X1,
                                           const ContinuousRequest& request, ContinuousResult* result) const;
 
+  /// A certified lower bound (m) on the distance between the geometries of two robot links (their first
+  /// geometries) at q, from the precomputed self-clearance map of the pair (kept for link pairs that at
+  /// most two revolute joints move relative to each other, such as a wrist's, and that the scene checks);
+  /// -1 when the pair has none or q lies outside those joints' limits. For tests and diagnostics: CLEAR
+  /// uses the maps itself. Errors for unknown link names or a wrong size of q.
+  [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
+                                                  std::span<const double> q) const;
+
   /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
   /// segments are checked in order and the first one that is not free is reported. `stop`, when
   /// given, is asked before each segment (a cancelled call, an expired deadline) and ends the check
@@ -340,6 +348,7 @@ class Scene {
     int32_t link;
     int32_t entity;
     int32_t attached = -1;
+    int32_t geometry_index = -1;  ///< Link geometry: its index in the link's geometries; -1 when attached.
     Geometry geometry;
     RigidTransform X_LG;
     Obb local_box;        ///< Bounding box in the geometry frame G.
@@ -381,7 +390,15 @@ class Scene {
   struct SelfPair {
     int32_t a, b;
     int32_t ancestor;
+    // Link geometry moved relative to each other by at most two revolute joints: the robot model's
+    // self-clearance map of the pair (see self_clearance.h), else null.
+    const internal::SelfClearanceMap* clearance_map = nullptr;
   };
+  static std::unique_ptr<internal::SelfClearanceMap> MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
+                                                                         const RobotPart& b, int32_t ancestor);
+  // A certified lower bound (m) on the distance between the pair's parts at q from its self-clearance
+  // map, filling the cell on first use; -1 when the pair has no map or q lies off its grid.
+  double SelfPairClearance(const SelfPair& pair, std::span<const double> q) const;
   // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
   double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
     const RobotPart& rp = robot_parts_[i];

@@ -1,0 +1,70 @@
+#pragma once
+// Self-clearance maps: certified lower bounds on the distance between two link geometries of a robot
+// whose relative pose depends on at most two revolute joints (the links of a wrist), on a grid over
+// those joints. A cell holds the distance between the geometries' convex stand-ins at its grid point
+// less the most the pair can move relative to each other between that point and any configuration
+// nearer to it than to the others, so it bounds the distance everywhere in the cell. Cells are filled
+// on first use and kept by the robot model for every scene built on it.
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+
+namespace proximity::core::internal {
+
+struct SelfClearanceMap {
+  int32_t dims = 0;                   // 1 or 2 joints
+  std::array<int32_t, 2> active{};    // their entries in q
+  std::array<double, 2> lower{};      // grid point i of dimension d: lower[d] + i * step[d]
+  std::array<double, 2> step{};
+  std::array<int32_t, 2> count{};     // grid points per dimension (>= 2), spanning the joint's limits
+  double loss = 0.0;                  // relative motion bound over half a step in every dimension
+  std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled
+
+  int64_t num_cells() const { return dims == 1 ? count[0] : int64_t{count[0]} * count[1]; }
+  // The cell whose grid point is nearest q, or -1 when a joint value lies off the grid (outside the
+  // joint's limits, or NaN).
+  int64_t Cell(std::span<const double> q) const {
+    int64_t cell = 0;
+    int64_t stride = 1;
+    for (int32_t d = 0; d < dims; ++d) {
+      const double x = (q[static_cast<size_t>(active[d])] - lower[d]) / step[d];
+      if (!(x >= -0.5 && x <= static_cast<double>(count[d]) - 0.5)) return -1;
+      const int64_t i = std::min<int64_t>(count[d] - 1, static_cast<int64_t>(x + 0.5));
+      cell += i * stride;
+      stride *= count[d];
+    }
+    return cell;
+  }
+  // The joint values of cell c's grid point.
+  void GridPoint(int64_t c, double* values) const {
+    for (int32_t d = 0; d < dims; ++d) {
+      values[d] = lower[d] + static_cast<double>(c % count[d]) * step[d];
+      c /= count[d];
+    }
+  }
+};
+
+// The maps of one robot model, by (link a, geometry index in a, link b, geometry index in b). Shared by
+// every scene built on the model; a pair no map suits is remembered as null.
+class SelfClearanceMemo {
+ public:
+  template <class Make>
+  const SelfClearanceMap* Get(const std::array<int32_t, 4>& key, Make&& make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = maps_.find(key);
+    if (it == maps_.end()) it = maps_.emplace(key, make()).first;
+    return it->second.get();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::array<int32_t, 4>, std::unique_ptr<SelfClearanceMap>> maps_;
+};
+
+}  // namespace proximity::core::internal
