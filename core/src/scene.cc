@@ -398,7 +398,9 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
   if (HullLowerBound(a.geometry, RigidTransform(), b.geometry, RigidTransform(), 0.0, nullptr, nullptr) < 0.0) {
     return nullptr;
   }
+  static std::atomic<uint64_t> next_serial{1};
   auto map = std::make_unique<internal::SelfClearanceMap>();
+  map->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   map->dims = static_cast<int32_t>(levers.size());
   std::array<double, 2> radius{};
   for (int32_t d = 0; d < map->dims; ++d) {
@@ -444,16 +446,17 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q)
   // First use: the stand-ins' distance at the grid point (the other joints do not move the pair
   // relative to each other, so their values do not matter), less the loss, rounded down to a float.
   // Scratch per thread; consecutive fills of one map start GJK from the last one's answer (a plan
-  // moves through neighbouring cells).
+  // moves through neighbouring cells). Keyed by the map's serial: a map freed and another made at the
+  // same address must not inherit a simplex on other shapes.
   struct FillScratch {
-    const internal::SelfClearanceMap* map = nullptr;
+    uint64_t map = 0;
     GjkCache gjk;
     std::vector<double> q;
     std::vector<RigidTransform> X_WL;
   };
   thread_local FillScratch scratch;
-  if (scratch.map != map) {
-    scratch.map = map;
+  if (scratch.map != map->serial) {
+    scratch.map = map->serial;
     scratch.gjk = GjkCache();
   }
   double values[2];

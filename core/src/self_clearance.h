@@ -18,6 +18,7 @@
 namespace proximity::core::internal {
 
 struct SelfClearanceMap {
+  uint64_t serial = 0;                // unique over the process (a warm start never outlives its map)
   int32_t dims = 0;                   // 1 or 2 joints
   std::array<int32_t, 2> active{};    // their entries in q
   std::array<double, 2> lower{};      // grid point i of dimension d: lower[d] + i * step[d]
