@@ -383,6 +383,12 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
 constexpr double kSelfClearanceLoss = 0.015;
 constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 18;
 
+// A clearance as CheckState and MotionRequest take it: finite and >= 0.
+Status CheckClearance(double clearance) {
+  if (std::isfinite(clearance) && clearance >= 0.0) return {};
+  return InvalidArgument("clearance must be finite and >= 0, got " + std::to_string(clearance));
+}
+
 }  // namespace
 
 // A self-clearance map for link parts a and b (below their common ancestor `ancestor`), or null when
@@ -395,9 +401,9 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
   robot.MotionLevers(a.link, ancestor, q, q, 0.0, &levers);
   robot.MotionLevers(b.link, ancestor, q, q, 0.0, &levers);
   if (levers.empty() || levers.size() > 2) return nullptr;
-  if (HullLowerBound(a.geometry, RigidTransform(), b.geometry, RigidTransform(), 0.0, nullptr, nullptr) < 0.0) {
-    return nullptr;
-  }
+  const bool stand_ins = WithHulls(a.geometry, RigidTransform(), b.geometry, RigidTransform(),
+                                   [](const auto&, const RigidTransform&, const auto&, const RigidTransform&) {});
+  if (!stand_ins) return nullptr;
   static std::atomic<uint64_t> next_serial{1};
   auto map = std::make_unique<internal::SelfClearanceMap>();
   map->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
@@ -608,9 +614,9 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double mar
 }
 
 Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result, double clearance) const {
-  if (!(std::isfinite(clearance) && clearance >= 0.0)) {
+  if (Status s = CheckClearance(clearance); !s.ok()) {
     *result = StateResult();
-    return InvalidArgument("clearance must be finite and >= 0, got " + std::to_string(clearance));
+    return s;
   }
   return CheckStateWith(q, clearance, cache, result);
 }
@@ -695,9 +701,7 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
   *result = MotionResult();
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
-  if (!(std::isfinite(request.clearance) && request.clearance >= 0.0)) {
-    return InvalidArgument("clearance must be finite and >= 0, got " + std::to_string(request.clearance));
-  }
+  if (Status s = CheckClearance(request.clearance); !s.ok()) return s;
   if (request.mode == MotionRequest::Mode::kDiscrete) {
     if (!(std::isfinite(request.resolution) && request.resolution > 0.0)) {
       return InvalidArgument("resolution must be finite and > 0, got " + std::to_string(request.resolution));
@@ -890,7 +894,6 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
                   sample_axis.data() + i * nlevers,
                   sample_ball.data() + i * nparts};
   };
-  int32_t nsamples = 0;
   std::vector<double> q(q0.size());
   auto make_sample = [&](double t) -> Status {
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
@@ -903,7 +906,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
     sample_axis.resize(sample_axis.size() + nlevers);
     sample_eta.resize(sample_eta.size() + npairs, std::numeric_limits<double>::quiet_NaN());
     sample_eta_enough.resize(sample_eta_enough.size() + npairs, std::numeric_limits<double>::quiet_NaN());
-    const Sample smp = sample(nsamples++);
+    const Sample smp = sample(static_cast<int32_t>(sample_t.size()) - 1);
     for (int32_t i = 0; i < nparts; ++i) {
       smp.X_WG[i] = cache->X_WL[robot_parts_[i].link] * robot_parts_[i].X_LG;
       smp.bounds[i] = WorldBounds(robot_parts_[i].local_box, smp.X_WG[i]);
@@ -1090,7 +1093,7 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
       break;
     }
     if (Status s = make_sample(0.5 * (ta + tb)); !s.ok()) return s;  // a and b are stale from here
-    const int32_t sm = nsamples - 1;
+    const int32_t sm = static_cast<int32_t>(sample_t.size()) - 1;
     const Sample mid = sample(sm);
     bool hit = false;
     for (size_t o = 0; o < open.size(); ++o) {
