@@ -71,6 +71,7 @@ int ClearBatches(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) 
     v1::CheckStatesRequest request;
     request.set_scene_id("default");
     request.mutable_states()->set_positions_f64le(PackRows(states));
+    request.mutable_states()->set_width(static_cast<uint32_t>(states[0].size()));
     v1::CheckStatesResponse response;
     const double t0 = Now();
     const grpc::Status status = f.stub->CheckStates(Context().get(), request, &response);
@@ -155,7 +156,9 @@ int ValidatePathsStream(const SuiteOptions& options, Fixture& f, std::mt19937_64
       rows.push_back(q);
     }
     for (const auto& r : rows) flat[static_cast<size_t>(p)].insert(flat[static_cast<size_t>(p)].end(), r.begin(), r.end());
-    request.add_paths()->set_positions_f64le(PackRows(rows));
+    v1::Configurations* path = request.add_paths();
+    path->set_positions_f64le(PackRows(rows));
+    path->set_width(static_cast<uint32_t>(rows[0].size()));
   }
   server::WorkerPool pool(f.threads);
   std::vector<double> ours, peer;

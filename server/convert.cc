@@ -26,11 +26,7 @@ namespace {
 
 std::string Str(std::string_view s) { return std::string(s); }
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+std::string Num(double v) { return core::FormatNumber(v); }
 
 // A request-content error: what the request names is missing or malformed, so it is a bad argument
 // (NOT_FOUND is kept for unknown scene ids); limits and internal faults keep their codes.
@@ -386,12 +382,37 @@ Result<ConfigurationRows> ConfigurationRows::Make(const core::RobotModel& robot,
     out.values_ = c.positions().data();
   }
   const char* name = packed ? ".positions_f64le" : ".positions";
-  if (out.cols_ == 0 || values % out.cols_ != 0) {
-    return core::InvalidArgument(Str(field) + name + ": " + std::to_string(values) +
-                                 " values is not a multiple of the column count " + std::to_string(out.cols_) +
-                                 " (one value per joint per configuration)");
+  const std::string columns = c.joint_names_size() != 0
+                                  ? std::to_string(out.cols_) + " joint_names"
+                                  : "the " + std::to_string(out.cols_) + " joints of robot '" + robot.name() + "'";
+  if (values > 0 && c.width() == 0) {
+    return core::InvalidArgument(Str(field) + ".width: give the number of values per configuration (" + columns +
+                                 ") with the values, so that an array of the wrong width is refused");
   }
-  out.rows_ = values / out.cols_;
+  if (c.width() != 0 && c.width() != static_cast<uint32_t>(out.cols_)) {
+    return core::InvalidArgument(Str(field) + ".width: " + std::to_string(c.width()) +
+                                 " values per configuration, but the request needs one per joint (" + columns + ")");
+  }
+  if (out.cols_ == 0) {
+    // A robot without joints: configurations carry no values, and `count` says how many there are.
+    if (values != 0) {
+      return core::InvalidArgument(Str(field) + name + ": robot '" + robot.name() + "' has no joints, but " +
+                                   std::to_string(values) + " values were given");
+    }
+    out.rows_ = c.count() == 0 ? 1 : static_cast<int64_t>(c.count());
+  } else {
+    if (values % out.cols_ != 0) {
+      return core::InvalidArgument(Str(field) + name + ": " + std::to_string(values) +
+                                   " values is not a multiple of the column count " + std::to_string(out.cols_) +
+                                   " (one value per joint per configuration)");
+    }
+    out.rows_ = values / out.cols_;
+    if (c.count() != 0 && static_cast<int64_t>(c.count()) != out.rows_) {
+      return core::InvalidArgument(Str(field) + ".count: " + std::to_string(c.count()) + " configurations, but " +
+                                   std::to_string(values) + " values of width " + std::to_string(out.cols_) +
+                                   " make " + std::to_string(out.rows_));
+    }
+  }
   if (out.rows_ > max_rows) {
     return ResourceExhausted(Str(field) + ": " + std::to_string(out.rows_) + " configurations exceed the server's " +
                              Str(limit_name) + " = " + std::to_string(max_rows) + "; split the request");
@@ -574,6 +595,8 @@ void ToWire(const planners::JointSpace& space, const core::RobotModel& robot,
     }
   }
   out->set_positions_f64le(std::string(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(double)));
+  out->set_width(static_cast<uint32_t>(dof));
+  out->set_count(static_cast<uint32_t>(path.size()));
 }
 
 }  // namespace proximity::server

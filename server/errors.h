@@ -35,10 +35,7 @@ inline grpc::Status ToGrpcStatus(const core::Status& status, ErrorScope scope = 
 /// A core error prefixed with the request field it concerns ("state: " + message).
 core::Error WithField(std::string_view field, const core::Error& error);
 
-/// A kResourceExhausted error naming the limit that was exceeded.
-inline core::Error ResourceExhausted(std::string message) {
-  return {core::ErrorCode::kResourceExhausted, std::move(message)};
-}
+using core::ResourceExhausted;
 
 /// The name go-grpc-prometheus gives a code ("OK", "InvalidArgument", ...), for metrics and logs.
 const char* GrpcCodeName(grpc::StatusCode code);

@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-plan-seconds", f.server.limits.max_plan_seconds, "Largest Plan time limit, seconds")
       ->capture_default_str();
+  app.add_option("--max-call-seconds", f.server.limits.max_call_seconds,
+                 "Longest a query call may work whatever the client's deadline, seconds")
+      ->capture_default_str();
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
         {"max-batch-states", [&](const YAML::Node& n) { f.server.limits.max_batch_states = n.as<int64_t>(); }},
         {"max-path-waypoints", [&](const YAML::Node& n) { f.server.limits.max_path_waypoints = n.as<int64_t>(); }},
         {"max-plan-seconds", [&](const YAML::Node& n) { f.server.limits.max_plan_seconds = n.as<double>(); }},
+        {"max-call-seconds", [&](const YAML::Node& n) { f.server.limits.max_call_seconds = n.as<double>(); }},
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
@@ -120,6 +124,10 @@ int main(int argc, char** argv) {
   }
   if (!(f.server.limits.max_plan_seconds > 0.0) || !std::isfinite(f.server.limits.max_plan_seconds)) {
     std::cerr << "proximityd: --max-plan-seconds must be a finite number > 0\n";
+    return 2;
+  }
+  if (!(f.server.limits.max_call_seconds > 0.0) || !std::isfinite(f.server.limits.max_call_seconds)) {
+    std::cerr << "proximityd: --max-call-seconds must be a finite number > 0\n";
     return 2;
   }
   ConfigureLogging(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText, level);

@@ -93,11 +93,20 @@ class CallRecorder {
   nlohmann::json extra_ = nlohmann::json::object();
 };
 
-// Whether a call should stop: the client cancelled it or its deadline passed. Cheap enough to ask
-// between states (a clock read; the context itself at most once a millisecond), and safe from workers.
+// Whether a call should stop: the client cancelled it, its deadline passed, the server's
+// --max-call-seconds ran out, or the server is shutting down (which cancels every call once the drain
+// time is over). Cheap enough to ask between states (a clock read; the context itself at most once a
+// millisecond), and safe from workers. As a callable it is the core queries' Interrupt.
 class CallCancel {
  public:
-  explicit CallCancel(grpc::ServerContext* context) : context_(context), deadline_(context->deadline()) {}
+  CallCancel(grpc::ServerContext* context, double max_seconds)
+      : context_(context),
+        deadline_(std::min(context->deadline(),
+                           std::chrono::system_clock::now() +
+                               std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                   std::chrono::duration<double>(max_seconds)))) {}
+  bool operator()() { return Stopped(); }
+  core::Interrupt interrupt() { return core::Interrupt(*this); }
 
   bool Stopped() {
     if (stopped_.load(std::memory_order_relaxed)) return true;
@@ -295,7 +304,7 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
   };
   std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
   for (Slot& s : slots) s.q.resize(static_cast<size_t>(scene.dof()));
-  CallCancel cancel(context);
+  CallCancel cancel(context, limits_.max_call_seconds);
   FirstError error;
   std::atomic<int64_t> done{0};
   // Chunks small enough to balance the workers, large enough that claiming one costs nothing.
@@ -352,7 +361,8 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v1::ComputeDistanceRequest* request,
+grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
+                                                   const v1::ComputeDistanceRequest* request,
                                                    v1::ComputeDistanceResponse* response) {
   CallRecorder rec(metrics_, Rpc::kComputeDistance, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
@@ -371,8 +381,11 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v
   query.per_pair = request->per_pair();
   query.world = !request->exclude_world();
   query.self = !request->exclude_self();
+  CallCancel cancel(context, limits_.max_call_seconds);
+  query.stop = cancel.interrupt();
   core::SceneDistanceResult r;
   if (core::Status s = scene.ComputeDistance(q, query, &cache, &r); !s.ok()) return rec.Finish(ToGrpcStatus(s));
+  if (r.stopped) return rec.Finish(cancel.status(std::to_string(r.pairs_tested) + " pairs"));
   response->set_lower_bound(r.lower_bound);
   response->set_upper_bound(r.upper_bound);
   response->set_beyond_max_distance(r.beyond_max_distance);
@@ -390,7 +403,7 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext*, const v
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext*, const v1::CheckMotionRequest* request,
+grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, const v1::CheckMotionRequest* request,
                                                v1::CheckMotionResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCheckMotion, request->scene_id());
   const auto entry = registry_->Find(request->scene_id());
@@ -406,9 +419,16 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext*, const v1::C
   }
   auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
   if (!motion.ok()) return rec.Finish(ToGrpcStatus(motion.error()));
+  CallCancel cancel(context, limits_.max_call_seconds);
+  core::MotionRequest query = motion.value();
+  query.stop = cancel.interrupt();
   core::MotionResult r;
-  if (core::Status s = scene.CheckMotion(q0, q1, motion.value(), &cache, &r); !s.ok()) {
+  if (core::Status s = scene.CheckMotion(q0, q1, query, &cache, &r); !s.ok()) {
     return rec.Finish(ToGrpcStatus(s));
+  }
+  if (r.stopped) {
+    rec.Count(QueryKind::kLink, 0, MotionWork(r));
+    return rec.Finish(cancel.status(std::to_string(r.states) + " states of the motion"));
   }
   ToWire(scene, r, response->mutable_result());
   const Work work = MotionWork(r);
@@ -432,10 +452,11 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
   if (!motion.ok()) return rec.Finish(ToGrpcStatus(motion.error()));
   const std::vector<double> waypoints = rows.value().All();
   thread_local core::SceneCache cache;
-  CallCancel cancel(context);
+  CallCancel cancel(context, limits_.max_call_seconds);
+  core::MotionRequest query = motion.value();
+  query.stop = cancel.interrupt();
   core::PathResult r;
-  if (core::Status s = scene.CheckPath(waypoints, motion.value(), &cache, &r, [&] { return cancel.Stopped(); });
-      !s.ok()) {
+  if (core::Status s = scene.CheckPath(waypoints, query, &cache, &r); !s.ok()) {
     return rec.Finish(ToGrpcStatus(s));
   }
   const Work work = MotionWork(r);
@@ -483,7 +504,9 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
     Work work;
   };
   std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
-  CallCancel cancel(context);
+  CallCancel cancel(context, limits_.max_call_seconds);
+  core::MotionRequest query = motion.value();
+  query.stop = cancel.interrupt();
   FirstError error;
   std::mutex write_mutex;
   std::atomic<int64_t> written{0}, segments{0};
@@ -494,9 +517,7 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
     slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
     for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
     core::PathResult r;
-    if (core::Status s = scene.CheckPath(slot.waypoints, motion.value(), &slot.cache, &r,
-                                         [&] { return cancel.Stopped(); });
-        !s.ok()) {
+    if (core::Status s = scene.CheckPath(slot.waypoints, query, &slot.cache, &r); !s.ok()) {
       error.Set(WithField("paths[" + std::to_string(p) + "]", s.error()));
       return;
     }
@@ -566,7 +587,7 @@ core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body) {
 
 }  // namespace
 
-grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
+grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* context,
                                                       const v1::TimeOfFirstContactRequest* request,
                                                       v1::TimeOfFirstContactResponse* response) {
   CallRecorder rec(metrics_, Rpc::kTimeOfFirstContact, request->scene_id());
@@ -578,6 +599,8 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
   }
   core::ContinuousRequest query;
   if (request->tolerance() > 0.0) query.tolerance = request->tolerance();
+  CallCancel cancel(context, limits_.max_call_seconds);
+  query.stop = cancel.interrupt();
   core::ContinuousResult r;
   switch (request->motion_case()) {
     case v1::TimeOfFirstContactRequest::kJointMotion: {
@@ -622,6 +645,7 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext*,
     default:
       return rec.Finish(Invalid("motion: give joint_motion or body_motion"));
   }
+  if (cancel.stopped()) return rec.Finish(cancel.status(std::to_string(r.iterations) + " advancement steps"));
   response->set_contact(r.contact);
   response->set_t_contact(r.t_contact);
   response->set_clearance(r.clearance);
@@ -687,15 +711,28 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
   // Certified edges are certified lazily: trees grow on quick sampled checks and candidate paths are
   // certified. Discrete mode samples every edge at the requested resolution, as OMPL does.
   const bool certified = plan.motion.mode == core::MotionRequest::Mode::kCertified;
-  const planners::ScenePlanning lazy(entry->scene);
-  const planners::SceneMotionValidator discrete(entry->scene, plan.motion);
+  // Every motion check asks the call's stop condition, so a cancelled or expired call ends within one
+  // check's poll interval even inside a long edge.
+  CallCancel cancel(context, limits_.max_call_seconds);
+  const planners::ScenePlanning lazy(entry->scene, planners::ScenePlanning::kDefaultQuickResolution,
+                                     planners::ScenePlanning::kDefaultShortcutClearance, cancel.interrupt());
+  core::MotionRequest discrete_request = plan.motion;
+  discrete_request.stop = cancel.interrupt();
+  const planners::SceneMotionValidator discrete(entry->scene, discrete_request);
   planners::PlanningContext planning = lazy.context();
   if (!certified) {
+    // Edges (and the simplifier's shortcuts) span at most the joint space's extent: refuse up front a
+    // resolution that would sample more than the core's cap on one of them.
+    const double steps = planning.space.MaxExtent() / plan.motion.resolution;
+    if (!(steps <= core::kMaxMotionSteps)) {
+      return rec.Finish(Invalid("resolution " + core::FormatNumber(plan.motion.resolution) + " would sample up to " +
+                                core::FormatNumber(std::ceil(steps)) + " states on an edge; at most " +
+                                core::FormatNumber(core::kMaxMotionSteps) + " are allowed per edge"));
+    }
     planning.motion = &discrete;
     planning.quick_motion = nullptr;
   }
   const planners::SceneStateValidity& state_validity = lazy.state();
-  CallCancel cancel(context);
   planners::Termination termination;
   termination.time_limit_s = plan.time_limit_s;
   termination.max_iterations = plan.max_iterations;
@@ -714,7 +751,7 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
   const planners::PlanResult& r = planned.value();
   rec.set_field("outcome", planners::PlanOutcomeName(r.outcome));
   rec.set_field("iterations", r.stats.iterations);
-  if (r.outcome == planners::PlanOutcome::kCancelled) {
+  if (r.outcome == planners::PlanOutcome::kCancelled || (r.outcome != planners::PlanOutcome::kSolved && cancel.stopped())) {
     return rec.Finish(cancel.status(std::to_string(r.stats.iterations) + " planner iterations"));
   }
   metrics_->AddQueries(QueryKind::kPlan, 1);

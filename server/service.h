@@ -19,6 +19,9 @@ struct ServiceLimits {
   int64_t max_batch_states = 1'000'000;   ///< Configurations per request (CheckStates; ValidatePaths in total).
   int64_t max_path_waypoints = 100'000;   ///< Waypoints per path (CheckPath, each ValidatePaths path).
   double max_plan_seconds = 60.0;         ///< Largest Plan time_limit (INVALID_ARGUMENT beyond it).
+  /// Longest any query call may work, whatever deadline the client set (or none): past it the call
+  /// stops with DEADLINE_EXCEEDED.
+  double max_call_seconds = 300.0;
 };
 
 class ProximityServiceImpl final : public v1::ProximityService::Service {

@@ -1,5 +1,7 @@
 #include "proximity/core/result.h"
 
+#include <charconv>
+
 namespace proximity::core {
 
 const char* ErrorCodeName(ErrorCode code) {
@@ -16,6 +18,12 @@ const char* ErrorCodeName(ErrorCode code) {
       return "internal";
   }
   return "unknown";
+}
+
+std::string FormatNumber(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
 std::string Status::ToString() const {

@@ -15,11 +15,7 @@
 namespace proximity::core {
 namespace {
 
-std::string Number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
+std::string Number(double v) { return FormatNumber(v); }
 
 // A ball (centre in the link frame, radius) in a cover of a geometry: every point of the geometry lies in
 // the convex hull of its balls. Distances to a point or to a line are convex and 1-Lipschitz, so their
@@ -515,6 +511,10 @@ Status RobotModel::CheckConfiguration(std::span<const double> q) const {
     if (!std::isfinite(q[i])) {
       return InvalidArgument("q[" + std::to_string(i) + "] (joint '" + active_joint_names_[i] + "') is " +
                              Number(q[i]));
+    }
+    if (std::abs(q[i]) > kMaxJointValue) {
+      return InvalidArgument("q[" + std::to_string(i) + "] (joint '" + active_joint_names_[i] + "') = " +
+                             Number(q[i]) + " is beyond the accepted range of +-" + Number(kMaxJointValue));
     }
   }
   return {};

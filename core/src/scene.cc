@@ -70,13 +70,97 @@ Result<std::shared_ptr<const Scene>> Scene::Build(SceneDescription d) {
 
 namespace {
 
+// An error unless the box (frame G, posed at X_FG in frame F) lies within kWorldExtent of F's origin on
+// every axis; `what` names it.
+Status CheckWithinExtent(const Obb& box_G, const RigidTransform& X_FG, const std::string& what) {
+  const Aabb b = WorldBounds(box_G, X_FG);
+  const double reach = std::max(b.max.cwiseAbs().maxCoeff(), b.min.cwiseAbs().maxCoeff());
+  if (reach <= kWorldExtent) return {};
+  return InvalidArgument(what + " reaches " + FormatNumber(reach) + " m from the origin, beyond the accepted extent of " +
+                         FormatNumber(kWorldExtent) + " m");
+}
+
+// Every size of a primitive: > 0 (a zero-size solid is almost surely a mistake and has no interior to
+// test), except a capsule's half length, which may be 0 (a sphere).
+Status CheckPositiveSize(const Shape& shape, const std::string& what) {
+  auto positive = [&](double x, const char* field) -> Status {
+    if (x > 0.0) return {};
+    return InvalidArgument(what + ": " + field + " must be > 0, got " + FormatNumber(x));
+  };
+  if (const auto* b = std::get_if<Box>(&shape)) {
+    if (Status s = positive(b->half_extents.minCoeff(), "box half_extents"); !s.ok()) return s;
+  } else if (const auto* sp = std::get_if<Sphere>(&shape)) {
+    return positive(sp->radius, "sphere radius");
+  } else if (const auto* c = std::get_if<Cylinder>(&shape)) {
+    if (Status s = positive(c->radius, "cylinder radius"); !s.ok()) return s;
+    return positive(c->half_length, "cylinder half_length");
+  } else if (const auto* cap = std::get_if<Capsule>(&shape)) {
+    return positive(cap->radius, "capsule radius");
+  } else if (const auto* cone = std::get_if<Cone>(&shape)) {
+    if (Status s = positive(cone->radius, "cone radius"); !s.ok()) return s;
+    return positive(cone->half_height, "cone half_height");
+  }
+  return {};
+}
+
 Status ValidateParts(const std::string& owner, std::span<const Geometry* const> geometries,
                      std::span<const RigidTransform* const> poses) {
   for (size_t p = 0; p < geometries.size(); ++p) {
     const std::string where = owner + " part " + std::to_string(p);
     if (Status s = ValidatePose(*poses[p], (where + " pose").c_str()); !s.ok()) return s.error();
-    if (geometries[p]->is_mesh()) continue;
-    if (Status s = ValidateShape(geometries[p]->shape); !s.ok()) return InvalidArgument(where + ": " + s.error().message);
+    if (!geometries[p]->is_mesh()) {
+      if (Status s = ValidateShape(geometries[p]->shape); !s.ok()) {
+        return InvalidArgument(where + ": " + s.error().message);
+      }
+      if (Status s = CheckPositiveSize(geometries[p]->shape, where); !s.ok()) return s;
+    }
+    if (Status s = CheckWithinExtent(GeometryBox(*geometries[p]), *poses[p], where); !s.ok()) return s;
+  }
+  return {};
+}
+
+// The robot's own geometry and joint origins within the accepted extent (each link's geometry in its
+// link frame, each joint's origin in its parent's), so that no pose forward kinematics computes from
+// accepted joint values can overflow.
+Status ValidateRobotExtent(const RobotModel& robot) {
+  for (const Joint& j : robot.joints()) {
+    if (j.X_PJ.p.cwiseAbs().maxCoeff() > kWorldExtent) {
+      return InvalidArgument("robot '" + robot.name() + "': joint '" + j.name + "' origin lies " +
+                             FormatNumber(j.X_PJ.p.cwiseAbs().maxCoeff()) + " m from its parent link, beyond the "
+                             "accepted extent of " + FormatNumber(kWorldExtent) + " m");
+    }
+    // A mimic joint's value stays within a bounded multiple of accepted joint values.
+    if (j.is_mimic() && !(std::abs(j.mimic_multiplier) <= 1e3 && std::abs(j.mimic_offset) <= kMaxJointValue)) {
+      return InvalidArgument("robot '" + robot.name() + "': mimic joint '" + j.name + "' has multiplier " +
+                             FormatNumber(j.mimic_multiplier) + " and offset " + FormatNumber(j.mimic_offset) +
+                             "; accepted are |multiplier| <= 1000 and |offset| <= " + FormatNumber(kMaxJointValue));
+    }
+  }
+  for (const Link& link : robot.links()) {
+    for (size_t g = 0; g < link.geometries.size(); ++g) {
+      const LinkGeometry& lg = link.geometries[g];
+      Obb box;
+      switch (lg.type) {
+        case ShapeType::kMesh:
+          if (lg.mesh == nullptr) continue;
+          box = lg.mesh->obb(0);
+          break;
+        case ShapeType::kBox:
+          box = ShapeBoundingObb(Box{0.5 * lg.box_size});
+          break;
+        case ShapeType::kCylinder:
+          box = ShapeBoundingObb(Cylinder{lg.radius, 0.5 * lg.length});
+          break;
+        case ShapeType::kSphere:
+          box = ShapeBoundingObb(Sphere{Vec3::Zero(), lg.radius});
+          break;
+      }
+      if (Status s = CheckWithinExtent(box, lg.X_LG, "robot '" + robot.name() + "': link '" + link.name +
+                                                         "' collision geometry " + std::to_string(g));
+          !s.ok()) {
+        return s;
+      }
+    }
   }
   return {};
 }
@@ -86,6 +170,11 @@ Status ValidateParts(const std::string& owner, std::span<const Geometry* const> 
 Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   if (d.robot == nullptr) return InvalidArgument("scene: no robot");
   if (Status s = ValidatePose(d.X_WB, "robot base pose X_WB"); !s.ok()) return s.error();
+  if (d.X_WB.p.cwiseAbs().maxCoeff() > kWorldExtent) {
+    return InvalidArgument("scene: robot base pose X_WB lies beyond the accepted extent of " +
+                           FormatNumber(kWorldExtent) + " m");
+  }
+  if (Status s = ValidateRobotExtent(*d.robot); !s.ok()) return s.error();
   auto scene = std::shared_ptr<Scene>(new Scene());
   static std::atomic<uint64_t> serials{0};
   scene->serial_ = ++serials;
@@ -145,15 +234,17 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     return -1;
   };
 
-  if (!(std::isfinite(d.default_padding) && d.default_padding >= 0.0)) {
-    return InvalidArgument("scene: default padding must be finite and >= 0, got " + std::to_string(d.default_padding));
+  if (!(std::isfinite(d.default_padding) && d.default_padding >= 0.0 && d.default_padding <= kWorldExtent)) {
+    return InvalidArgument("scene: default padding must be finite, >= 0 and <= " + FormatNumber(kWorldExtent) +
+                           " m, got " + FormatNumber(d.default_padding));
   }
   std::vector<double> padding(ne, d.default_padding);
   for (const auto& [name, value] : d.padding) {
     const int32_t e = entity(name);
     if (e < 0) return NotFound("scene: padding names '" + name + "', which is neither a link nor an attached object");
-    if (!(std::isfinite(value) && value >= 0.0)) {
-      return InvalidArgument("scene: padding of '" + name + "' must be finite and >= 0, got " + std::to_string(value));
+    if (!(std::isfinite(value) && value >= 0.0 && value <= kWorldExtent)) {
+      return InvalidArgument("scene: padding of '" + name + "' must be finite, >= 0 and <= " +
+                             FormatNumber(kWorldExtent) + " m, got " + FormatNumber(value));
     }
     padding[e] = value;
   }
@@ -383,11 +474,37 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
 constexpr double kSelfClearanceLoss = 0.015;
 constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 18;
 
-// A clearance as CheckState and MotionRequest take it: finite and >= 0.
+// A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
 Status CheckClearance(double clearance) {
-  if (std::isfinite(clearance) && clearance >= 0.0) return {};
-  return InvalidArgument("clearance must be finite and >= 0, got " + std::to_string(clearance));
+  if (std::isfinite(clearance) && clearance >= 0.0 && clearance <= kWorldExtent) return {};
+  return InvalidArgument("clearance must be finite, >= 0 and <= " + FormatNumber(kWorldExtent) + " m, got " +
+                         FormatNumber(clearance));
 }
+
+// The number of steps a sampled check of a segment of `length` takes at `resolution`: an error naming
+// `field` unless the resolution is finite and > 0 and the steps stay within kMaxMotionSteps. Computed
+// in floating point and compared before any conversion, so no resolution can overflow the count.
+Result<int64_t> MotionSteps(double length, double resolution, const char* field) {
+  if (!(std::isfinite(resolution) && resolution > 0.0)) {
+    return InvalidArgument(std::string(field) + " must be finite and > 0, got " + FormatNumber(resolution));
+  }
+  const double steps = std::ceil(length / resolution);
+  if (!(steps <= kMaxMotionSteps)) {
+    return InvalidArgument(std::string(field) + " " + FormatNumber(resolution) + " would sample " +
+                           FormatNumber(steps) + " states on a segment " + FormatNumber(length) +
+                           " long; at most " + FormatNumber(kMaxMotionSteps) + " are allowed per segment");
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(steps));
+}
+
+double SegmentLength(std::span<const double> q0, std::span<const double> q1) {
+  double length2 = 0.0;
+  for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
+  return std::sqrt(length2);
+}
+
+// How often the motion checks ask a request's `stop`: every this many states (a power of two).
+constexpr int64_t kStopPollStates = 8;
 
 }  // namespace
 
@@ -702,39 +819,44 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
   if (Status s = CheckClearance(request.clearance); !s.ok()) return s;
+  const double length = SegmentLength(q0, q1);
   if (request.mode == MotionRequest::Mode::kDiscrete) {
-    if (!(std::isfinite(request.resolution) && request.resolution > 0.0)) {
-      return InvalidArgument("resolution must be finite and > 0, got " + std::to_string(request.resolution));
-    }
-    return CheckMotionDiscrete(q0, q1, request, cache, result);
+    Result<int64_t> steps = MotionSteps(length, request.resolution, "resolution");
+    if (!steps.ok()) return steps.error();
+    return CheckMotionDiscrete(q0, q1, steps.value(), request, cache, result);
   }
   if (!(std::isfinite(request.prepass_resolution) && request.prepass_resolution >= 0.0)) {
     return InvalidArgument("prepass_resolution must be finite and >= 0, got " +
-                           std::to_string(request.prepass_resolution));
+                           FormatNumber(request.prepass_resolution));
   }
   if (request.prepass_resolution > 0.0) {
+    Result<int64_t> steps = MotionSteps(length, request.prepass_resolution, "prepass_resolution");
+    if (!steps.ok()) return steps.error();
     // The ends are left to the certified walk, which checks them first.
-    if (Status s = SampleSegment(q0, q1, request.prepass_resolution, true, false, request.clearance, cache, result);
-        !s.ok() || result->t_collide >= 0.0) {
+    if (Status s = SampleSegment(q0, q1, steps.value(), true, false, request.clearance, request.stop, cache, result);
+        !s.ok() || result->t_collide >= 0.0 || result->stopped) {
       return s;
     }
   }
-  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, cache, result);
+  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, request.stop, cache, result);
 }
 
-// States q0 + (i / n) (q1 - q0), i = 0..n, n = ceil(length / resolution), each checked by CLEAR until one
+// States q0 + (i / n) (q1 - q0), i = 0..n (n from MotionSteps), each checked by CLEAR until one
 // collides (recorded in *result). In order from q0, or coarse to fine: the ends, then the odd multiples
 // of the largest power of two below n, then of half of it, and so on: the same states, each once, so the
 // same answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
-Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
-                            bool coarse_to_fine, bool ends, double clearance, SceneCache* cache,
-                            MotionResult* result) const {
-  double length2 = 0.0;
-  for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
-  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(length2) / resolution)));
+// `stop` is asked every kStopPollStates states; when it says stop, result->stopped is set.
+Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
+                            bool coarse_to_fine, bool ends, double clearance, const Interrupt& stop,
+                            SceneCache* cache, MotionResult* result) const {
   std::vector<double> q(q0.size());
-  // Checks state i; true when it collides.
+  int64_t visited = 0;
+  // Checks state i; true when it collides (or the check must stop).
   auto collides = [&](int64_t i, Status* status) {
+    if ((++visited & (kStopPollStates - 1)) == 0 && stop()) {
+      result->stopped = true;
+      return true;
+    }
     const double t = static_cast<double>(i) / static_cast<double>(n);
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
     StateResult r;
@@ -766,14 +888,14 @@ Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> 
   return status;
 }
 
-Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, const MotionRequest& request,
-                                  SceneCache* cache, MotionResult* result) const {
-  if (Status s = SampleSegment(q0, q1, request.resolution, request.coarse_to_fine, request.check_ends,
-                               request.clearance, cache, result);
+Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                                  const MotionRequest& request, SceneCache* cache, MotionResult* result) const {
+  if (Status s = SampleSegment(q0, q1, steps, request.coarse_to_fine, request.check_ends, request.clearance,
+                               request.stop, cache, result);
       !s.ok()) {
     return s;
   }
-  if (result->t_collide >= 0.0) return {};
+  if (result->t_collide >= 0.0 || result->stopped) return {};
   result->free = true;
   result->t_free = 1.0;
   return {};
@@ -789,7 +911,8 @@ Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const do
 // midpoint where a pair's bound is 0 and the exact test confirms contact ends the search for a free
 // answer. Segments are walked left to right, so the certified part is always a prefix [0, t_free].
 Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
-                                   double clearance, SceneCache* cache, MotionResult* result) const {
+                                   double clearance, const Interrupt& stop, SceneCache* cache,
+                                   MotionResult* result) const {
   // The smallest segment (in t) the walk splits before calling the segment undecided, and the width
   // to which it narrows [t_free, t_collide] once a collision is known.
   constexpr double kMinWidth = 1.0 / (1 << 30);
@@ -1033,7 +1156,16 @@ Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const d
   std::vector<int32_t> open;
   std::vector<double> open_lambda;
   double t_free = 0.0;
+  int64_t steps = 0;
   while (!stack.empty()) {
+    if ((++steps & (kStopPollStates - 1)) == 0 && stop()) {
+      // Whatever was certified stays certified; nothing else is claimed.
+      result->stopped = true;
+      result->t_free = t_free;
+      result->t_collide = -1.0;
+      result->free = false;
+      return {};
+    }
     const Segment seg = stack.back();
     stack.pop_back();
     // Pairs the box bounds certify drop out. Exact bounds are asked only while the segment might still

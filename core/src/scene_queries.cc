@@ -110,6 +110,13 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
       lower = std::min(lower, c.cheap);
       continue;
     }
+    if (request.stop()) {
+      // Nothing is claimed beyond what was seen: the clearance may be anything up to the best upper bound.
+      result->stopped = true;
+      result->lower_bound = 0.0;
+      result->upper_bound = upper;
+      return {};
+    }
     const RobotPart& rp = robot_parts_[c.a];
     const Geometry& other = c.self ? robot_parts_[c.b].geometry
                                    : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].geometry;
@@ -149,10 +156,11 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
 }
 
 Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
-                        PathResult* result, const std::function<bool()>& stop) const {
+                        PathResult* result) const {
   *result = PathResult();
   const size_t dof = static_cast<size_t>(robot_->num_positions());
-  if (waypoints.empty() || (dof > 0 && waypoints.size() % dof != 0)) {
+  // A robot without joints has one configuration (no values): its path is that one state.
+  if (dof == 0 ? !waypoints.empty() : (waypoints.empty() || waypoints.size() % dof != 0)) {
     return InvalidArgument("path: " + std::to_string(waypoints.size()) + " values is not a whole number (>= 1) of " +
                            std::to_string(dof) + "-joint waypoints");
   }
@@ -177,7 +185,7 @@ Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& 
     return {};
   }
   for (size_t w = 0; w + 1 < n; ++w) {
-    if (stop && stop()) {
+    if (request.stop()) {
       result->stopped = true;
       return {};
     }
@@ -191,6 +199,10 @@ Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& 
     result->distance_queries += m.distance_queries;
     result->stats += m.stats;
     result->motion = m;
+    if (m.stopped) {
+      result->stopped = true;
+      return {};
+    }
     ++result->segments_checked;
     if (!m.free) {
       result->segment = static_cast<int32_t>(w);
@@ -204,9 +216,9 @@ Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& 
 namespace {
 
 Status ValidateContinuousRequest(const ContinuousRequest& request) {
-  if (!(std::isfinite(request.tolerance) && request.tolerance > 0.0)) {
-    return InvalidArgument("continuous check: tolerance must be finite and > 0, got " +
-                           std::to_string(request.tolerance));
+  if (!(std::isfinite(request.tolerance) && request.tolerance > 0.0 && request.tolerance <= kWorldExtent)) {
+    return InvalidArgument("continuous check: tolerance must be finite, > 0 and <= " + FormatNumber(kWorldExtent) +
+                           " m, got " + FormatNumber(request.tolerance));
   }
   if (request.max_iterations < 1) {
     return InvalidArgument("continuous check: max_iterations must be >= 1, got " +
@@ -239,6 +251,10 @@ void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, 
   const double tol = request.tolerance;
   double t = 0.0;
   for (result->iterations = 0; result->iterations < request.max_iterations; ++result->iterations) {
+    if (request.stop()) {
+      result->stopped = true;
+      break;
+    }
     prepare(t);
     double step = std::numeric_limits<double>::infinity();
     bool any = false;
@@ -366,6 +382,17 @@ Status Scene::TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
   if (Status s = ValidatePose(X1, "body goal pose"); !s.ok()) return s;
   if (!body.is_mesh()) {
     if (Status s = ValidateShape(body.shape, "body"); !s.ok()) return s;
+  }
+  {
+    const Obb box = body.is_mesh() ? body.mesh->obb(0) : ShapeBoundingObb(body.shape);
+    for (const RigidTransform* X : {&X0, &X1}) {
+      const Aabb b = WorldBounds(box, *X);
+      if (std::max(b.max.cwiseAbs().maxCoeff(), b.min.cwiseAbs().maxCoeff()) > kWorldExtent) {
+        return InvalidArgument(std::string(X == &X0 ? "body start pose" : "body goal pose") +
+                               ": the body reaches beyond the accepted extent of " + FormatNumber(kWorldExtent) +
+                               " m");
+      }
+    }
   }
   // Translation is linear and rotation turns at a constant rate about one axis (slerp), so a point
   // at distance r from the body origin moves at most |p1 - p0| + theta * r per unit t.

@@ -63,7 +63,9 @@ core::Status SceneMotionValidator::CheckMotion(std::span<const double> q0, std::
   core::Status status = scene_->CheckMotion(q0, q1, request_, cache.get(), &result);
   if (!status.ok()) return status;
   states_.fetch_add(result.states, std::memory_order_relaxed);
-  out->valid = result.free;
+  // A check its request's `stop` ended is not valid (never a guess of free); the planner's own
+  // termination then ends the call.
+  out->valid = result.free && !result.stopped;
   out->last_valid_t = result.free ? 1.0 : result.t_free;
   out->states = result.states;
   return core::Status::Ok();
@@ -81,8 +83,9 @@ std::string SceneMotionValidator::Describe() const {
 }
 
 namespace {
-core::MotionRequest Sampled(double resolution, double clearance = 0.0) {
+core::MotionRequest Sampled(double resolution, core::Interrupt stop, double clearance = 0.0) {
   core::MotionRequest request;
+  request.stop = stop;
   request.clearance = clearance;
   request.mode = core::MotionRequest::Mode::kDiscrete;
   request.resolution = resolution > 0.0 ? resolution : 1.0;
@@ -95,13 +98,18 @@ core::MotionRequest Sampled(double resolution, double clearance = 0.0) {
 }
 }  // namespace
 
+core::MotionRequest WithStop(core::MotionRequest request, core::Interrupt stop) {
+  request.stop = stop;
+  return request;
+}
+
 ScenePlanning::ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution,
-                             double shortcut_clearance)
+                             double shortcut_clearance, core::Interrupt stop)
     : state_(scene),
       // With a quick check in front, the certified check needs no sampled pre-pass of its own.
-      certified_(scene, PlanningMotionRequest(quick_resolution > 0.0 ? 0.0 : 0.1)),
-      quick_(scene, Sampled(quick_resolution)),
-      shortcut_(scene, Sampled(quick_resolution, shortcut_clearance)),
+      certified_(scene, WithStop(PlanningMotionRequest(quick_resolution > 0.0 ? 0.0 : 0.1), stop)),
+      quick_(scene, Sampled(quick_resolution, stop)),
+      shortcut_(scene, Sampled(quick_resolution, stop, shortcut_clearance)),
       context_{JointSpace::ForRobot(scene->robot()), &state_, &certified_, quick_resolution > 0.0 ? &quick_ : nullptr,
                quick_resolution > 0.0 ? &shortcut_ : nullptr} {}
 

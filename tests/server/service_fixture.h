@@ -123,6 +123,7 @@ inline v1::Configurations Repeated(const std::vector<std::vector<double>>& rows)
   v1::Configurations c;
   for (const auto& r : rows)
     for (double v : r) c.add_positions(v);
+  if (!rows.empty()) c.set_width(static_cast<uint32_t>(rows[0].size()));
   return c;
 }
 
@@ -132,6 +133,7 @@ inline v1::Configurations Packed(const std::vector<std::vector<double>>& rows) {
   std::string bytes;
   for (const auto& r : rows) bytes.append(reinterpret_cast<const char*>(r.data()), r.size() * sizeof(double));
   c.set_positions_f64le(std::move(bytes));
+  if (!rows.empty()) c.set_width(static_cast<uint32_t>(rows[0].size()));
   return c;
 }
 

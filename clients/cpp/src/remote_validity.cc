@@ -227,6 +227,8 @@ Status RemoteScene::CheckStates(std::span<const double> rows, int32_t dof, std::
     const int64_t count = std::min<int64_t>(impl_->options.batch_rows, n - first);
     PackRows(rows.subspan(static_cast<size_t>(first * dof), static_cast<size_t>(count * dof)),
              request.mutable_states()->mutable_positions_f64le());
+    request.mutable_states()->set_width(static_cast<uint32_t>(dof));
+    request.mutable_states()->set_count(static_cast<uint32_t>(count));
     response.Clear();
     grpc::ClientContext context;
     impl_->Prepare(&context);

@@ -80,7 +80,8 @@ def configurations(rows: "np.ndarray | Sequence[Sequence[float]]", joint_names: 
         arr = arr.reshape(1, -1)
     if arr.ndim != 2:
         raise ValueError(f"configurations must have shape (n, dof), got {arr.shape}")
-    msg = pb.Configurations(joint_names=list(joint_names or ()))
+    # The shape travels with the values: the server refuses a width that is not the scene's joint count.
+    msg = pb.Configurations(joint_names=list(joint_names or ()), width=arr.shape[1], count=arr.shape[0])
     if encoding == "packed":
         msg.positions_f64le = np.ascontiguousarray(arr).tobytes()
     elif encoding == "repeated":

@@ -67,6 +67,12 @@ class [[nodiscard]] Result {
 inline Error InvalidArgument(std::string message) {
   return {ErrorCode::kInvalidArgument, std::move(message)};
 }
+/// The shortest decimal form of v that reads back as v ("2.9", "1e-19", "inf"), for messages.
+std::string FormatNumber(double v);
+
+inline Error ResourceExhausted(std::string message) {
+  return {ErrorCode::kResourceExhausted, std::move(message)};
+}
 inline Error NotFound(std::string message) { return {ErrorCode::kNotFound, std::move(message)}; }
 inline Error ParseError(std::string message) { return {ErrorCode::kParseError, std::move(message)}; }
 

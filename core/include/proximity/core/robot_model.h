@@ -227,7 +227,8 @@ class RobotModel {
   /// subgroups), ascending. Errors name an unknown group or a subgroup cycle.
   [[nodiscard]] Result<std::vector<int32_t>> GroupActiveIndices(const std::string& group) const;
 
-  /// InvalidArgument unless q has num_positions() finite entries; names the bad index and joint.
+  /// InvalidArgument unless q has num_positions() finite entries within +-kMaxJointValue; names the bad
+  /// index and joint.
   [[nodiscard]] Status CheckConfiguration(std::span<const double> q) const;
   /// InvalidArgument naming the first active joint whose value lies outside [lower - tolerance,
   /// upper + tolerance] (continuous joints have no limits), or a CheckConfiguration error.

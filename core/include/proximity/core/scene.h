@@ -137,6 +137,8 @@ struct MotionRequest {
     kDiscrete,
   };
   Mode mode = Mode::kCertified;
+  /// Discrete mode: the largest joint-space step between samples (> 0, finite); the segment's length
+  /// over it may not exceed kMaxMotionSteps.
   double resolution = 0.01;
   /// Discrete mode: visit the same states coarse to fine (the ends, then midpoints, then quarter points,
   /// ...) instead of in order from q0. The answer is the same and a collision is met after fewer states,
@@ -157,6 +159,9 @@ struct MotionRequest {
   /// counts as a collision (certified: anywhere on the segment). A planner's shortcuts keep a few
   /// millimetres so that certifying them is cheap. Must be finite and >= 0.
   double clearance = 0.0;
+  /// Asked between samples (and, for CheckPath, between segments); when it says stop the check ends
+  /// with MotionResult::stopped (or PathResult::stopped) and answers not free.
+  Interrupt stop;
 };
 
 /// The answer to LINK(q0, q1).
@@ -170,6 +175,8 @@ struct MotionResult {
   /// Certified mode only: the walk reached its smallest segment without deciding (the robot grazes an
   /// obstacle closer than rounding can separate); the answer is then "not free", never a guess of free.
   bool undecided = false;
+  /// The request's `stop` ended the check before it decided: not free, and nothing beyond t_free is known.
+  bool stopped = false;
   int64_t states = 0;             ///< Configurations whose link poses were computed.
   int64_t distance_queries = 0;   ///< Exact distance lower bounds computed.
   QueryStats stats;
@@ -184,6 +191,8 @@ struct SceneDistanceRequest {
   bool world = true;      ///< Include robot-world pairs.
   bool self = true;       ///< Include robot-robot pairs.
   bool per_pair = false;  ///< Also report every checked pair's interval (each to the same budget).
+  /// Asked between pairs; when it says stop the query ends with SceneDistanceResult::stopped.
+  Interrupt stop;
 };
 
 /// One pair's clearance interval, with points on each side (world frame) realising `upper`.
@@ -204,6 +213,8 @@ struct SceneDistanceResult {
   double lower_bound = 0.0;
   double upper_bound = std::numeric_limits<double>::infinity();
   bool beyond_max_distance = false;  ///< lower_bound >= max_distance; only the interval holds.
+  /// The request's `stop` ended the query early: lower_bound is 0 and upper_bound what was seen so far.
+  bool stopped = false;
   bool within_limits = true;
   PairDistance nearest;              ///< The witness pair (nearest.pair.link < 0 when no pair exists).
   std::vector<PairDistance> pairs;   ///< per_pair: every pair not excluded, in scene order.
@@ -217,6 +228,8 @@ struct ContinuousRequest {
   /// stops within `tolerance` of touching.
   double tolerance = 1e-5;
   int32_t max_iterations = 100000;  ///< Advancement steps before giving up (then `undecided`).
+  /// Asked between advancement steps; when it says stop the check ends with ContinuousResult::stopped.
+  Interrupt stop;
 };
 
 /// The answer to a continuous check along a motion parameterised by t in [0, 1].
@@ -228,6 +241,9 @@ struct ContinuousResult {
   double clearance = 0.0;   ///< Clearance upper bound at t_contact when contact (metres).
   bool penetrating = false; ///< The exact state test at t_contact collides (touching counts).
   bool undecided = false;   ///< max_iterations reached; [0, t_contact) is still certified free.
+  /// The request's `stop` ended the check: `undecided` is set too, and only [0, t_contact) is
+  /// certified free.
+  bool stopped = false;
   PairDistance nearest;     ///< The pair that came within tolerance, with points at t_contact.
   int32_t iterations = 0;
   int64_t distance_queries = 0;
@@ -240,7 +256,7 @@ struct PathResult {
   int32_t segment = -1;   ///< First segment (waypoint i -> i+1) that is not free, or -1.
   MotionResult motion;    ///< That segment's answer (t in [0, 1] along it), or the last segment's.
   int32_t segments_checked = 0;  ///< Segments decided (all of them, up to the first not free).
-  bool stopped = false;   ///< The caller's `stop` ended the check early; `free` is then false.
+  bool stopped = false;   ///< The request's `stop` ended the check early; `free` is then false.
   int64_t states = 0;             ///< Summed over the segments checked.
   int64_t distance_queries = 0;
   QueryStats stats;
@@ -265,8 +281,9 @@ struct SceneCache {
 /// A robot in a world, immutable once built.
 class Scene {
  public:
-  /// Validates the description (robot present, unique object ids, valid shapes and finite poses,
-  /// allowed pairs naming existing links and objects) and builds the scene. Errors name the problem.
+  /// Validates the description (robot present, unique object ids, shapes of positive size, finite
+  /// poses, every part and the robot's geometry within kWorldExtent of the origin, allowed pairs naming
+  /// existing links and objects) and builds the scene. Errors name the problem.
   [[nodiscard]] static Result<std::shared_ptr<const Scene>> Build(SceneDescription description);
 
   const RobotModel& robot() const { return *robot_; }
@@ -276,13 +293,15 @@ class Scene {
 
   /// CLEAR(q): whether configuration q (one value per active joint, in active order) is free of world
   /// and self collision, with the first contact found otherwise. With a `clearance` (m) every pair must
-  /// also stay that far apart beyond its padding: closer counts as a contact. Errors for a wrong size or
-  /// NaN, and for a clearance that is negative or not finite.
+  /// also stay that far apart beyond its padding: closer counts as a contact. Errors for a wrong size,
+  /// a value that is not finite or beyond kMaxJointValue, and a clearance that is negative, not finite
+  /// or beyond kWorldExtent.
   [[nodiscard]] Status CheckState(std::span<const double> q, SceneCache* cache, StateResult* result,
                                   double clearance = 0.0) const;
 
   /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
-  /// `request` says. Errors for wrong sizes, NaN or a bad resolution.
+  /// `request` says. Errors for wrong sizes, values that are not finite or beyond kMaxJointValue, and
+  /// a resolution that is not finite and > 0 or would take more than kMaxMotionSteps samples.
   [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                    const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
 
@@ -312,11 +331,11 @@ class Scene {
                                                   std::span<const double> q) const;
 
   /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
-  /// segments are checked in order and the first one that is not free is reported. `stop`, when
-  /// given, is asked before each segment (a cancelled call, an expired deadline) and ends the check
-  /// with result->stopped.
+  /// segments are checked in order and the first one that is not free is reported. request.stop is
+  /// asked before each segment and inside each (a cancelled call, an expired deadline) and ends the
+  /// check with result->stopped.
   [[nodiscard]] Status CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
-                                 PathResult* result, const std::function<bool()>& stop = {}) const;
+                                 PathResult* result) const;
 
   /// A new scene with the world changed as `update` says and everything else (robot, attached
   /// objects, allowed pairs, padding) kept; this scene is untouched. version() counts up by one.
@@ -422,12 +441,12 @@ class Scene {
     return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
   }
   void BuildBroadPhase();
-  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, const MotionRequest& request,
-                             SceneCache* cache, MotionResult* result) const;
+  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                             const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
   Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow, double clearance,
-                              SceneCache* cache, MotionResult* result) const;
-  Status SampleSegment(std::span<const double> q0, std::span<const double> q1, double resolution,
-                       bool coarse_to_fine, bool ends, double clearance, SceneCache* cache,
+                              const Interrupt& stop, SceneCache* cache, MotionResult* result) const;
+  Status SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t steps, bool coarse_to_fine,
+                       bool ends, double clearance, const Interrupt& stop, SceneCache* cache,
                        MotionResult* result) const;
   // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
   bool CollideWorld(int32_t part, double clearance, SceneCache* cache, StateResult* out) const;

@@ -8,8 +8,40 @@
 #include <Eigen/Geometry>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace proximity::core {
+
+/// What the core accepts as input, so that no arithmetic on accepted values overflows or loses the
+/// answer. Every coordinate of the world (object poses and extents, mesh vertices, link geometry, joint
+/// origins, padding) lies within kWorldExtent metres of the origin; every joint value within
+/// kMaxJointValue (radians or metres); a sampled motion check visits at most kMaxMotionSteps states per
+/// segment. Larger values are refused with an error naming the field and the limit, never rounded.
+inline constexpr double kWorldExtent = 1e4;
+inline constexpr double kMaxJointValue = 1e4;
+inline constexpr double kMaxMotionSteps = 1e7;
+
+/// A caller's request to stop a long query early: a cancelled call, an expired deadline. Queries ask it
+/// between states, segments and advancement steps (never inside a hierarchy walk or a GJK loop); a query
+/// it stops reports `stopped` and never answers "free". Holds a plain function pointer and a context,
+/// so copying it is free; the callable it wraps must outlive every query that asks it.
+class Interrupt {
+ public:
+  Interrupt() = default;
+  /// Wraps `f`, a callable returning true once the query should stop (kept by reference).
+  template <class F>
+    requires(std::is_invocable_r_v<bool, F&> && !std::is_same_v<std::remove_cvref_t<F>, Interrupt>)
+  explicit Interrupt(F& f)
+      : poll_([](const void* c) { return static_cast<bool>((*static_cast<F*>(const_cast<void*>(c)))()); }),
+        context_(&f) {}
+  /// Whether the query should stop now.
+  bool operator()() const { return poll_ != nullptr && poll_(context_); }
+  explicit operator bool() const { return poll_ != nullptr; }
+
+ private:
+  bool (*poll_)(const void*) = nullptr;
+  const void* context_ = nullptr;
+};
 
 using Vec3 = Eigen::Vector3d;
 using Mat3 = Eigen::Matrix3d;

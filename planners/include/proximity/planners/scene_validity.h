@@ -88,8 +88,10 @@ class ScenePlanning {
   /// simplifier round again: on the MotionBenchMaker problems 5 mm cut certification time by 40% and the
   /// median time to a path by a fifth, for paths 1.5% longer.
   static constexpr double kDefaultShortcutClearance = 0.005;
+  /// `stop` (a cancelled call, an expired deadline) is asked inside every motion check, which then
+  /// answers not valid; pass the same condition in the planner's Termination so the call ends.
   explicit ScenePlanning(std::shared_ptr<const core::Scene> scene, double quick_resolution = kDefaultQuickResolution,
-                         double shortcut_clearance = kDefaultShortcutClearance);
+                         double shortcut_clearance = kDefaultShortcutClearance, core::Interrupt stop = {});
   ScenePlanning(const ScenePlanning&) = delete;
   ScenePlanning& operator=(const ScenePlanning&) = delete;
 

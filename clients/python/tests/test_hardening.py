@@ -1,0 +1,213 @@
+"""A hostile or careless caller against a real proximityd: every probe here once gave a wrong answer or
+pinned the server, and must now get a clear refusal or a prompt stop, leaving the server as it was.
+
+Covered: tiny discrete resolutions (a colliding motion came back free from CheckMotion, CheckPath,
+ValidatePaths and Plan), huge but finite coordinates and joint values, zero-size solids, wrong-width
+packed arrays (silently reshaped), a robot without movable joints, deadlines and SIGTERM inside a long
+discrete check (the server worked 38 s past a 2 s deadline and blocked the drain).
+"""
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from typing import Dict, List
+
+import grpc
+import numpy as np
+import pytest
+
+import support
+from proximity_client import (Client, DeadlineExceededError, InvalidArgumentError, ProximityError, SceneInfo,
+                              geometry)
+from proximity_client.client import configurations, pb  # the wire helpers, for hand-made requests
+
+
+@pytest.fixture(scope="module")
+def motions(client: Client, info: SceneInfo) -> Dict[str, np.ndarray]:
+    """A colliding and a free motion of the default scene (certified answers), and a short free one."""
+    rng = np.random.default_rng(1511)
+    found: Dict[str, np.ndarray] = {}
+    states = info.sample(400, rng)
+    free = states[client.check_states(states)]
+    for a, b in zip(free[0::2], free[1::2]):
+        r = client.check_motion(a, b)
+        key = "free" if r.free else "colliding"
+        found.setdefault(key, np.stack([a, b]))
+        if len(found) == 2:
+            break
+    assert len(found) == 2, "no free and colliding motions among 200 random ones"
+    q0 = found["free"][0]
+    found["short"] = np.stack([q0, q0 + 1e-3])
+    assert client.check_motion(*found["short"]).free
+    return found
+
+
+@pytest.fixture
+def unchanged(client: Client, info: SceneInfo):
+    """After the test: the server serves and gives the same answers as before."""
+    probe = info.sample(200, np.random.default_rng(77))
+    before = client.check_states(probe)
+    yield
+    assert client.health() == "SERVING"
+    np.testing.assert_array_equal(client.check_states(probe), before)
+
+
+def _refused(fn, *words: str) -> ProximityError:
+    with pytest.raises(InvalidArgumentError) as e:
+        fn()
+    for w in words:
+        assert w in e.value.details, e.value.details
+    return e.value
+
+
+def test_tiny_resolutions_are_refused_never_free(client: Client, motions: Dict[str, np.ndarray],
+                                                unchanged: None) -> None:
+    a, b = motions["colliding"]
+    assert not client.check_motion(a, b, mode="discrete").free
+    for resolution in (1e-12, 1e-19, 1e-100, 5e-324):
+        _refused(lambda: client.check_motion(a, b, mode="discrete", resolution=resolution), "resolution", "1e+07")
+        _refused(lambda: client.check_path(np.stack([a, b]), mode="discrete", resolution=resolution), "resolution")
+        _refused(lambda: client.validate_paths([np.stack([a, b])], mode="discrete", resolution=resolution,
+                                               progress=False), "resolution")
+        _refused(lambda: client.plan(a, b, mode="discrete", resolution=resolution, time_limit=1.0), "resolution")
+
+
+def test_huge_coordinates_and_empty_solids_are_refused(client: Client, info: SceneInfo, unchanged: None) -> None:
+    q = np.zeros(info.dof)
+    q[0] = 1e160
+    _refused(lambda: client.check_state(q), "beyond")
+    _refused(lambda: client.distance(q), "beyond")
+    for part, words in ((geometry.box([0.1, 0.1, 0.1], at=[1e160, 0, 0]), ("extent",)),
+                        (geometry.box([1e308, 1e308, 1e308]), ("extent",)),
+                        (geometry.sphere(0.0, at=[0.5, 0.5, 0.5]), ("must be > 0",)),
+                        (geometry.box([0.2, 0.0, 0.2], at=[0.5, 0.5, 0.5]), ("must be > 0",))):
+        _refused(lambda: client.update_world(add=[geometry.collision_object("probe", [part])]), *words)
+
+
+def test_wrong_width_arrays_are_refused(client: Client, info: SceneInfo, unchanged: None) -> None:
+    dof = info.dof
+    # (dof x (dof + 1)) values: the old server read them as dof + 1 rows of dof and called the path valid.
+    wide = np.zeros((dof, dof + 1))
+    _refused(lambda: client.check_path(wide), "width")
+    _refused(lambda: client.validate_paths([wide], progress=False), "width")
+    _refused(lambda: client.check_states(wide), "width")
+    # The same values without a width: refused, not guessed.
+    stub = client._stub
+    for encoding in ("packed", "repeated"):
+        msg = configurations(wide, encoding=encoding)
+        msg.width = 0
+        msg.count = 0
+        with pytest.raises(grpc.RpcError) as e:
+            stub.CheckPath(pb.CheckPathRequest(scene_id="default", waypoints=msg), timeout=10)
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "width" in e.value.details()
+        # A count that does not match the values.
+        msg = configurations(np.zeros((3, dof)), encoding=encoding)
+        msg.count = 4
+        with pytest.raises(grpc.RpcError) as e:
+            stub.CheckStates(pb.CheckStatesRequest(scene_id="default", states=msg), timeout=10)
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "count" in e.value.details()
+
+
+PEDESTAL = """<?xml version="1.0"?>
+<robot name="pedestal">
+  <link name="base"><collision><geometry><box size="0.4 0.4 0.2"/></geometry></collision></link>
+  <joint name="mount" type="fixed"><parent link="base"/><child link="column"/><origin xyz="0 0 0.6"/></joint>
+  <link name="column"><collision><geometry><cylinder radius="0.1" length="1.0"/></geometry></collision></link>
+</robot>"""
+
+
+def test_a_robot_without_movable_joints_works(client: Client) -> None:
+    for x, expect_free in ((0.5, True), (0.05, False)):
+        crate = geometry.collision_object("crate", [geometry.box([0.2, 0.2, 0.2])], at=[x, 0, 0.6])
+        scene = client.create_scene(urdf=PEDESTAL, objects=[crate]).scene_id
+        try:
+            assert client.get_scene(scene).dof == 0
+            none = np.zeros(0)
+            assert client.check_state(none, scene=scene).free == expect_free
+            assert list(client.check_states(np.zeros((3, 0)), scene=scene)) == [expect_free] * 3
+            assert client.check_path(np.zeros((1, 0)), scene=scene).free == expect_free
+            assert client.check_motion(none, none, scene=scene).free == expect_free
+            d = client.distance(none, scene=scene)
+            assert d.upper == pytest.approx(0.3 if expect_free else 0.0, abs=1e-6)
+        finally:
+            client.delete_scene(scene)
+
+
+def _rpc_lines(daemon: support.Daemon, rpc: str) -> List[dict]:
+    out = []
+    for line in list(daemon.lines):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("rpc") == rpc:
+            out.append(rec)
+    return out
+
+
+def _long_resolution(motion: np.ndarray) -> float:
+    """A resolution that samples just under the server's cap of 1e7 states on `motion` (seconds of work)."""
+    return float(np.linalg.norm(motion[1] - motion[0])) / 0.99e7
+
+
+@pytest.mark.parametrize("call", ["check_motion", "check_path", "validate_paths"])
+def test_deadlines_stop_long_discrete_checks_promptly(daemon: support.Daemon, client: Client,
+                                                      motions: Dict[str, np.ndarray], call: str,
+                                                      unchanged: None) -> None:
+    short = motions["short"]
+    resolution = _long_resolution(short)
+    timeout = 0.4
+    before = len(_rpc_lines(daemon, {"check_motion": "CheckMotion", "check_path": "CheckPath",
+                                     "validate_paths": "ValidatePaths"}[call]))
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        if call == "check_motion":
+            client.check_motion(*short, mode="discrete", resolution=resolution, timeout=timeout)
+        elif call == "check_path":
+            client.check_path(short, mode="discrete", resolution=resolution, timeout=timeout)
+        else:
+            client.validate_paths([short], mode="discrete", resolution=resolution, progress=False, timeout=timeout)
+    assert time.monotonic() - start < timeout + 2.0
+    # The server's own record of the call: it stopped working within a few milliseconds of the
+    # deadline (the log line is written when the handler returns).
+    rpc = {"check_motion": "CheckMotion", "check_path": "CheckPath", "validate_paths": "ValidatePaths"}[call]
+    assert support.eventually(lambda: len(_rpc_lines(daemon, rpc)) > before, timeout=5.0), daemon.stderr_text()
+    rec = _rpc_lines(daemon, rpc)[-1]
+    assert rec["code"] == "DeadlineExceeded", rec
+    assert rec["latency_ms"] < timeout * 1e3 + 100.0, rec
+
+
+def test_sigterm_drains_mid_call() -> None:
+    """A long discrete check in flight does not hold the drain past its grace period."""
+    with support.Daemon("--drain-seconds", "1") as d:
+        with d.client() as c:
+            c.wait_until_serving()
+            info = c.get_scene("default")
+            rng = np.random.default_rng(5)
+            states = info.sample(50, rng)
+            q0 = states[c.check_states(states)][0]
+            short = np.stack([q0, q0 + 1e-3])
+            errors: List[BaseException] = []
+
+            def long_call() -> None:
+                try:
+                    c.check_motion(*short, mode="discrete", resolution=_long_resolution(short), timeout=120)
+                except BaseException as e:  # noqa: BLE001 - recorded for the assertion below
+                    errors.append(e)
+
+            t = threading.Thread(target=long_call)
+            t.start()
+            time.sleep(0.3)
+            start = time.monotonic()
+            rc = d.terminate(timeout=20)
+            elapsed = time.monotonic() - start
+            t.join(timeout=10)
+            assert rc == 0, d.stderr_text()
+            assert elapsed < 1.0 + 3.0, f"drain took {elapsed:.1f} s with a 1 s grace period"
+            assert not t.is_alive()
+            assert errors and isinstance(errors[0], ProximityError), errors
+            assert not math.isnan(elapsed)
