@@ -100,9 +100,11 @@ Result<core::Geometry> InlineMesh(const v1::Mesh& m, std::string_view field) {
   return BuildMesh(std::move(mesh).value(), field);
 }
 
-Result<core::Geometry> MeshFile(const v1::MeshFile& m, std::string_view field, std::vector<std::string>* files) {
+Result<core::Geometry> MeshFile(const v1::MeshFile& m, std::string_view field, FileReads* files) {
   if (m.path().empty()) return core::InvalidArgument(Str(field) + ".path is empty");
+  if (files == nullptr) return core::InvalidArgument(Str(field) + ": server mesh files are not accepted here");
   core::MeshLoadOptions options;
+  options.files = files->access;
   if (m.has_scale()) {
     auto scale = ToVec3(m.scale(), Str(field) + ".scale");
     if (!scale.ok()) return scale.error();
@@ -110,7 +112,7 @@ Result<core::Geometry> MeshFile(const v1::MeshFile& m, std::string_view field, s
   }
   auto mesh = core::LoadMesh(m.path(), options);
   if (!mesh.ok()) return Invalid(field, mesh.error());
-  if (files != nullptr) files->push_back(m.path());
+  files->paths.push_back(m.path());
   return BuildMesh(std::move(mesh).value(), field);
 }
 
@@ -159,7 +161,7 @@ Result<core::Geometry> Primitive(const v1::Shape& shape, std::string_view field)
 }
 
 Result<std::vector<core::AttachedPart>> ToAttachedParts(const google::protobuf::RepeatedPtrField<v1::ObjectPart>& parts,
-                                                        std::string_view field, std::vector<std::string>* files) {
+                                                        std::string_view field, FileReads* files) {
   std::vector<core::AttachedPart> out;
   for (int i = 0; i < parts.size(); ++i) {
     const std::string where = Str(field) + "[" + std::to_string(i) + "]";
@@ -248,7 +250,7 @@ void ToWire(const core::RigidTransform& X, v1::Pose* pose) {
   o->set_w(q.w());
 }
 
-Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field, std::vector<std::string>* files) {
+Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field, FileReads* files) {
   switch (shape.shape_case()) {
     case v1::Shape::kConvexHull: {
       auto points = ToPoints(shape.convex_hull().points(), Str(field) + ".convex_hull.points");
@@ -269,7 +271,7 @@ Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field
 }
 
 Status ToWorldObject(const v1::CollisionObject& object, std::string_view field, core::WorldObject* out,
-                     ObjectFrame* frame, std::vector<std::string>* files) {
+                     ObjectFrame* frame, FileReads* files) {
   if (object.id().empty()) return core::InvalidArgument(Str(field) + ".id is empty");
   auto X_WO = ToRigidTransform(object.pose(), Str(field) + ".pose");
   if (!X_WO.ok()) return X_WO.error();
@@ -290,7 +292,7 @@ Status ToWorldObject(const v1::CollisionObject& object, std::string_view field, 
 }
 
 Result<core::AttachedObject> ToAttachedObject(const v1::AttachedObject& object, std::string_view field,
-                                              std::vector<std::string>* files) {
+                                              FileReads* files) {
   if (object.id().empty()) return core::InvalidArgument(Str(field) + ".id is empty");
   if (object.link().empty()) return core::InvalidArgument(Str(field) + ".link is empty");
   core::AttachedObject out;

@@ -13,6 +13,7 @@
 
 #include "proximity/core/result.h"
 #include "proximity/core/robot_model.h"
+#include "proximity/core/file_access.h"
 #include "proximity/core/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/planner.h"
@@ -31,10 +32,18 @@ inline constexpr double kQuaternionTolerance = 1e-6;
 void ToWire(const core::RigidTransform& X, v1::Pose* pose);
 void ToWire(const core::Vec3& v, v1::Vector3* out);
 
+/// Server files a request may read (the operator's policy: core::FileAccess) and the paths it read,
+/// in order (for the content hash).
+struct FileReads {
+  core::FileAccess access;
+  std::vector<std::string> paths;
+};
+
 /// A wire shape as core geometry. Primitives take full sizes on the wire and half sizes in the core.
-/// Server mesh files read are appended to `files` (for the content hash).
+/// Server mesh files are read under files->access and appended to files->paths; with no `files`, a
+/// mesh file is refused.
 [[nodiscard]] core::Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field,
-                                                      std::vector<std::string>* files);
+                                                      FileReads* files);
 
 /// The frame of a world object and its parts' poses in it: what a MOVE keeps.
 struct ObjectFrame {
@@ -44,12 +53,12 @@ struct ObjectFrame {
 
 /// A wire world object (ADD) as a core object with its parts posed in the world, and its frame.
 [[nodiscard]] core::Status ToWorldObject(const v1::CollisionObject& object, std::string_view field,
-                                         core::WorldObject* out, ObjectFrame* frame, std::vector<std::string>* files);
+                                         core::WorldObject* out, ObjectFrame* frame, FileReads* files);
 
 /// A wire attached object as a core one.
 [[nodiscard]] core::Result<core::AttachedObject> ToAttachedObject(const v1::AttachedObject& object,
                                                                   std::string_view field,
-                                                                  std::vector<std::string>* files);
+                                                                  FileReads* files);
 
 /// One configuration in the scene's joint order: by name (every active joint exactly once, any
 /// order), in scene order, or a named SRDF group state. Writes dof() values to `q` (resized).

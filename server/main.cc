@@ -78,6 +78,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-call-seconds", f.server.limits.max_call_seconds,
                  "Longest a query call may work whatever the client's deadline, seconds")
       ->capture_default_str();
+  app.add_option("--allow-path-root", f.server.allow_path_roots,
+                 "A directory whose files requests may name (urdf_path, package_dirs, mesh_file); repeatable; "
+                 "none by default: requests then upload content");
+  app.add_option("--max-file-bytes", f.server.max_file_bytes, "Largest server file a request may have read")
+      ->capture_default_str();
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
@@ -98,6 +103,15 @@ int main(int argc, char** argv) {
         {"max-path-waypoints", [&](const YAML::Node& n) { f.server.limits.max_path_waypoints = n.as<int64_t>(); }},
         {"max-plan-seconds", [&](const YAML::Node& n) { f.server.limits.max_plan_seconds = n.as<double>(); }},
         {"max-call-seconds", [&](const YAML::Node& n) { f.server.limits.max_call_seconds = n.as<double>(); }},
+        {"allow-path-root", [&](const YAML::Node& n) {
+           f.server.allow_path_roots.clear();
+           if (n.IsSequence()) {
+             for (const auto& r : n) f.server.allow_path_roots.push_back(r.as<std::string>());
+           } else {
+             f.server.allow_path_roots.push_back(n.as<std::string>());
+           }
+         }},
+        {"max-file-bytes", [&](const YAML::Node& n) { f.server.max_file_bytes = n.as<int64_t>(); }},
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},

@@ -36,8 +36,8 @@ void SceneHasher::Add(std::string_view label, const google::protobuf::MessageLit
   Add(label, bytes);
 }
 
-core::Status SceneHasher::AddFile(const std::string& path) {
-  auto bytes = ReadFileBytes(path);
+core::Status SceneHasher::AddFile(const std::string& path, const core::FileAccess& access) {
+  auto bytes = ReadFileBytes(path, access);
   if (!bytes.ok()) return bytes.error();
   Add("file:" + path, bytes.value());
   return {};
@@ -51,12 +51,8 @@ std::string SceneHasher::Id() const {
   return buf;
 }
 
-core::Result<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::NotFound("cannot read file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+core::Result<std::string> ReadFileBytes(const std::string& path, const core::FileAccess& access) {
+  return core::ReadFileUnder(access, path);
 }
 
 }  // namespace proximity::server

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "proximity/core/file_access.h"
 #include "proximity/core/result.h"
 
 namespace google::protobuf {
@@ -30,8 +31,8 @@ class SceneHasher {
   void Add(std::string_view label, std::string_view bytes);
   /// A message in deterministic serialization.
   void Add(std::string_view label, const google::protobuf::MessageLite& message);
-  /// The bytes of a server file; NotFound naming `path` when it cannot be read.
-  [[nodiscard]] core::Status AddFile(const std::string& path);
+  /// The bytes of a server file, read under `access`; NotFound naming `path` when it cannot be read.
+  [[nodiscard]] core::Status AddFile(const std::string& path, const core::FileAccess& access = {});
 
   /// 32 lower-case hex digits.
   std::string Id() const;
@@ -40,7 +41,7 @@ class SceneHasher {
   XXH3_state_t* state_;
 };
 
-/// Reads a whole file; NotFound naming the path when it cannot be opened.
-[[nodiscard]] core::Result<std::string> ReadFileBytes(const std::string& path);
+/// Reads a whole regular file under `access` (core::ReadFileUnder); NotFound naming the path otherwise.
+[[nodiscard]] core::Result<std::string> ReadFileBytes(const std::string& path, const core::FileAccess& access = {});
 
 }  // namespace proximity::server

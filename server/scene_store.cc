@@ -23,8 +23,9 @@ struct RobotText {
   core::RobotLoadOptions options;
 };
 
-Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, SceneHasher* hasher) {
+Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::FileAccess& files, SceneHasher* hasher) {
   RobotText out;
+  out.options.files = files;
   if (robot.urdf().empty() == robot.urdf_path().empty()) {
     return core::InvalidArgument("robot: give the URDF as text (urdf) or a server path (urdf_path), exactly one");
   }
@@ -32,7 +33,7 @@ Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, SceneHasher* has
     return core::InvalidArgument("robot: give the SRDF as text (srdf) or a server path (srdf_path), not both");
   }
   if (!robot.urdf_path().empty()) {
-    auto text = ReadFileBytes(robot.urdf_path());
+    auto text = ReadFileBytes(robot.urdf_path(), files);
     if (!text.ok()) return core::InvalidArgument("robot.urdf_path: " + text.error().message);
     out.urdf = std::move(text).value();
     hasher->Add("file:" + robot.urdf_path(), out.urdf);
@@ -42,7 +43,7 @@ Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, SceneHasher* has
     out.urdf = robot.urdf();
   }
   if (!robot.srdf_path().empty()) {
-    auto text = ReadFileBytes(robot.srdf_path());
+    auto text = ReadFileBytes(robot.srdf_path(), files);
     if (!text.ok()) return core::InvalidArgument("robot.srdf_path: " + text.error().message);
     out.srdf = std::move(text).value();
     hasher->Add("file:" + robot.srdf_path(), out.srdf);
@@ -110,29 +111,32 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
 }
 
 // Folds in the robot's mesh files, in link order, so a changed mesh on disk changes the id.
-Status HashRobotMeshes(const core::RobotModel& robot, SceneHasher* hasher) {
+Status HashRobotMeshes(const core::RobotModel& robot, const core::FileAccess& files, SceneHasher* hasher) {
   for (const core::Link& link : robot.links()) {
     for (const core::LinkGeometry& g : link.geometries) {
       if (g.type != core::ShapeType::kMesh) continue;
-      if (Status s = hasher->AddFile(g.mesh_path); !s.ok()) return core::InvalidArgument("robot: " + s.error().message);
+      if (Status s = hasher->AddFile(g.mesh_path, files); !s.ok()) {
+        return core::InvalidArgument("robot: " + s.error().message);
+      }
     }
   }
   return {};
 }
 
-Status HashFiles(const std::vector<std::string>& files, SceneHasher* hasher) {
-  for (const std::string& f : files) {
-    if (Status s = hasher->AddFile(f); !s.ok()) return core::InvalidArgument(s.error().message);
+Status HashFiles(const FileReads& files, SceneHasher* hasher) {
+  for (const std::string& f : files.paths) {
+    if (Status s = hasher->AddFile(f, files.access); !s.ok()) return core::InvalidArgument(s.error().message);
   }
   return {};
 }
 
 }  // namespace
 
-Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request) {
+Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
+                                                     const core::FileAccess& file_access) {
   SceneHasher hasher;
   hasher.Add("CreateSceneRequest", request);
-  auto text = ReadRobotSource(request.robot(), &hasher);
+  auto text = ReadRobotSource(request.robot(), file_access, &hasher);
   if (!text.ok()) return text.error();
   auto robot = core::RobotModel::FromUrdfString(text.value().urdf, text.value().srdf, text.value().options);
   if (!robot.ok()) return WithField("robot", robot.error());
@@ -144,7 +148,7 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
   if (!X_WB.ok()) return X_WB.error();
   d.X_WB = X_WB.value();
 
-  std::vector<std::string> files;
+  FileReads files{file_access, {}};
   for (int i = 0; i < request.objects_size(); ++i) {
     const v1::CollisionObject& o = request.objects(i);
     const std::string field = "objects[" + std::to_string(i) + "]";
@@ -183,7 +187,7 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
 
   auto scene = core::Scene::Build(std::move(d));
   if (!scene.ok()) return scene.error();
-  if (Status s = HashRobotMeshes(scene.value()->robot(), &hasher); !s.ok()) return s.error();
+  if (Status s = HashRobotMeshes(scene.value()->robot(), file_access, &hasher); !s.ok()) return s.error();
   if (Status s = HashFiles(files, &hasher); !s.ok()) return s.error();
   entry->id = hasher.Id();
   entry->scene = std::move(scene).value();
@@ -191,7 +195,8 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
   return std::shared_ptr<const SceneEntry>(std::move(entry));
 }
 
-Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, const v1::UpdateWorldRequest& request) {
+Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, const v1::UpdateWorldRequest& request,
+                                                      const core::FileAccess& file_access) {
   SceneHasher hasher;
   hasher.Add("parent", parent.id);
   // The parent may be named by its alias; the id above already says which scene it is.
@@ -202,7 +207,7 @@ Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, 
   auto entry = std::make_shared<SceneEntry>();
   entry->frames = parent.frames;
   core::WorldUpdate update;
-  std::vector<std::string> files;
+  FileReads files{file_access, {}};
   std::set<std::string, std::less<>> touched;
   const core::Scene& scene = *parent.scene;
   for (int i = 0; i < request.objects_size(); ++i) {

@@ -32,12 +32,15 @@ struct SceneEntry {
 
 /// Builds the scene a CreateScene request describes and its content id. Errors are core errors about
 /// the request's content (map them with ErrorScope::kSceneContent); they name the field at fault.
-[[nodiscard]] core::Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request);
+/// Server files (urdf_path, srdf_path, meshes, mesh_file parts) are read under `files`.
+[[nodiscard]] core::Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
+                                                                         const core::FileAccess& files = {});
 
 /// Applies an UpdateWorld request (ADD, REMOVE, MOVE) to `parent`: a new entry with a new id (the hash
 /// of the parent's id and the update), version + 1 and parent_scene_id set. `parent` is untouched.
 [[nodiscard]] core::Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent,
-                                                                          const v1::UpdateWorldRequest& request);
+                                                                          const v1::UpdateWorldRequest& request,
+                                                                          const core::FileAccess& files = {});
 
 /// The default workcell as a CreateScene request, so its id is a content hash like any scene's.
 v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec);

@@ -27,8 +27,13 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   const int threads = options.threads > 0 ? options.threads
                                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   s->pool_ = std::make_unique<WorkerPool>(threads);
+  if (options.max_file_bytes < 1) {
+    return core::InvalidArgument("max file bytes must be >= 1, got " + std::to_string(options.max_file_bytes));
+  }
+  auto files = core::FileAccess::Confined(options.allow_path_roots, options.max_file_bytes);
+  if (!files.ok()) return files.error();
   s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(),
-                                                       options.limits);
+                                                       options.limits, files.value());
 
   if (options.default_scene) {
     const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;

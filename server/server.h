@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "proximity/core/result.h"
 #include "server/metrics.h"
@@ -31,6 +32,11 @@ struct ServerOptions {
   ServiceLimits limits;
   bool default_scene = true;                       ///< Load the built-in scene (alias "default").
   std::string default_scene_urdf;                  ///< Its robot; empty means DefaultRobotUrdfPath().
+  /// Directories whose files requests may name (urdf_path, srdf_path, package_dirs, mesh_file);
+  /// none by default, so that no request opens a server file. The operator's own files (the
+  /// default scene) are not limited by them.
+  std::vector<std::string> allow_path_roots;
+  int64_t max_file_bytes = 256ll << 20;            ///< Largest server file a request may have read.
 };
 
 class ProximityServer {

@@ -192,8 +192,8 @@ Work MotionWork(const MotionOrPath& r) {
 }  // namespace
 
 ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool,
-                                           ServiceLimits limits)
-    : registry_(registry), metrics_(metrics), pool_(pool), limits_(limits) {}
+                                           ServiceLimits limits, core::FileAccess files)
+    : registry_(registry), metrics_(metrics), pool_(pool), limits_(limits), files_(std::move(files)) {}
 
 // ------------------------------------------------------------------------------------------------
 // Scenes
@@ -201,7 +201,7 @@ ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* met
 grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext*, const v1::CreateSceneRequest* request,
                                                v1::CreateSceneResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCreateScene);
-  auto built = BuildScene(*request);
+  auto built = BuildScene(*request, files_);
   if (!built.ok()) return rec.Finish(ToGrpcStatus(built.error(), ErrorScope::kSceneContent));
   auto [entry, created] = registry_->Insert(std::move(built).value());
   metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
@@ -232,7 +232,7 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::U
   CallRecorder rec(metrics_, Rpc::kUpdateWorld, request->scene_id());
   const auto parent = registry_->Find(request->scene_id());
   if (parent == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
-  auto updated = UpdateScene(*parent, *request);
+  auto updated = UpdateScene(*parent, *request, files_);
   if (!updated.ok()) return rec.Finish(ToGrpcStatus(updated.error(), ErrorScope::kSceneContent));
   // The same update of the same parent is the same content: the loaded scene is returned as is.
   auto [entry, created] = registry_->Insert(std::move(updated).value());
@@ -559,7 +559,7 @@ struct BodyPart {
   core::RigidTransform X0, X1;  // the part frame at t = 0 and t = 1
 };
 
-core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body) {
+core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body, const core::FileAccess& access) {
   auto X0 = ToRigidTransform(body.start(), "body_motion.start");
   if (!X0.ok()) return X0.error();
   auto X1 = ToRigidTransform(body.goal(), "body_motion.goal");
@@ -569,7 +569,8 @@ core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body) {
   std::vector<BodyPart> parts;
   for (int i = 0; i < body.parts_size(); ++i) {
     const std::string field = "body_motion.parts[" + std::to_string(i) + "]";
-    auto g = ToGeometry(body.parts(i).shape(), field + ".shape", nullptr);
+    FileReads files{access, {}};
+    auto g = ToGeometry(body.parts(i).shape(), field + ".shape", &files);
     if (!g.ok()) return g.error();
     auto X_BP = ToRigidTransform(body.parts(i).pose(), field + ".pose");
     if (!X_BP.ok()) return X_BP.error();
@@ -619,7 +620,7 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
       break;
     }
     case v1::TimeOfFirstContactRequest::kBodyMotion: {
-      auto parts = ToBodyParts(request->body_motion());
+      auto parts = ToBodyParts(request->body_motion(), files_);
       if (!parts.ok()) return rec.Finish(ToGrpcStatus(parts.error()));
       // The body's first contact is its earliest part's (a tie keeps the first part).
       bool first = true;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "proximity/core/file_access.h"
 #include "proximity/v1/proximity.grpc.pb.h"
 #include "server/metrics.h"
 #include "server/scene_store.h"
@@ -27,7 +28,9 @@ struct ServiceLimits {
 class ProximityServiceImpl final : public v1::ProximityService::Service {
  public:
   /// The registry, metrics and pool must outlive the service.
-  ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool, ServiceLimits limits);
+  /// Requests read server files under `files` (confined to the operator's roots in proximityd).
+  ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool, ServiceLimits limits,
+                       core::FileAccess files = {});
 
   grpc::Status CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
                            v1::CreateSceneResponse* response) override;
@@ -63,6 +66,7 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   Metrics* metrics_;
   WorkerPool* pool_;
   ServiceLimits limits_;
+  core::FileAccess files_;
 };
 
 }  // namespace proximity::server

@@ -447,26 +447,28 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
   const std::string label = "mesh file " + path;
   return NoThrow(label, [&]() -> Result<TriangleMesh> {
     if (Status s = ValidateOptions(options, label); !s.ok()) return s.error();
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(status)) return NotFound("mesh file not found: " + path);
-    if (std::filesystem::is_directory(status)) return ParseError(label + " is a directory, not a mesh file");
-    if (!std::filesystem::is_regular_file(status)) return ParseError(label + " is not a regular file");
-    if (!std::ifstream(path, std::ios::binary).good()) return ParseError("cannot open " + label);
-    const auto size = std::filesystem::file_size(path, ec);
-    if (!ec && size == 0) return ParseError(label + " is empty");
+    if (!options.files.confined) {
+      // An unconfined load names the cause; a confined one leaves that to ReadFileUnder's one message.
+      std::error_code ec;
+      const auto status = std::filesystem::status(path, ec);
+      if (!std::filesystem::exists(status)) return NotFound("mesh file not found: " + path);
+      if (std::filesystem::is_directory(status)) return ParseError(label + " is a directory, not a mesh file");
+      if (!std::filesystem::is_regular_file(status)) return ParseError(label + " is not a regular file");
+    }
+    // The bytes are read once, through the file policy (regular files only, non-blocking, size-capped),
+    // and parsed from memory: assimp opens no file of its own (an OBJ's material library is not read).
+    Result<std::string> bytes = ReadFileUnder(options.files, path);
+    if (!bytes.ok()) return options.files.confined ? bytes.error() : ParseError("cannot open " + label);
+    if (bytes.value().empty()) return ParseError(label + " is empty");
 
     std::string extension = Lower(std::filesystem::path(path).extension().string());
     if (!extension.empty()) extension.erase(0, 1);
     Assimp::Importer importer;
-    char head[4] = {};
-    std::ifstream(path, std::ios::binary).read(head, sizeof(head));
-    if (ReadAsPly(importer, extension, std::string_view(head, sizeof(head)))) {
-      std::ifstream in(path, std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+    if (ReadAsPly(importer, extension, bytes.value())) {
+      if (auto bad = CheckPly(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene = importer.ReadFile(path, kPostProcess);
+    const aiScene* scene =
+        importer.ReadFileFromMemory(bytes.value().data(), bytes.value().size(), kPostProcess, extension.c_str());
     return FromScene(scene, importer, extension, options, label, report);
   });
 }

@@ -25,14 +25,6 @@ namespace fs = std::filesystem;
 // hull's distance bounds the mesh's from below whatever the mesh.
 constexpr double kHullSurfaceTolerance = 1e-3;
 
-std::string ReadFile(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool IsRegularFile(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
@@ -110,7 +102,7 @@ class UriResolver {
   Result<std::string> Resolve(const std::string& uri) {
     std::vector<std::string> tried;
     const auto found = [&](const fs::path& p) -> std::optional<std::string> {
-      if (IsRegularFile(p)) return Canonical(p);
+      if (IsRegularFile(p) && options_.files.Allows(p.string())) return Canonical(p);
       tried.push_back(p.string());
       return std::nullopt;
     };
@@ -133,7 +125,8 @@ class UriResolver {
       if (auto it = options_.package_dirs.find(pkg); it != options_.package_dirs.end()) {
         if (auto p = found(fs::path(it->second) / path)) return *p;
       }
-      const std::vector<std::string> roots = SplitRoots(ros_package_path_);
+      std::vector<std::string> roots = SplitRoots(ros_package_path_);
+      std::erase_if(roots, [&](const std::string& r) { return !options_.files.Allows(r); });
       if (!crawled_) {
         packages_ = CrawlPackages(roots);
         crawled_ = true;
@@ -359,12 +352,14 @@ bool Finite(const RigidTransform& X) { return X.R.allFinite() && X.p.allFinite()
 
 }  // namespace
 
-Result<std::shared_ptr<const MeshModel>> MeshCache::Get(const std::string& path, const Vec3& scale) {
+Result<std::shared_ptr<const MeshModel>> MeshCache::Get(const std::string& path, const Vec3& scale,
+                                                        const FileAccess& files) {
   const Key key{path, {scale.x(), scale.y(), scale.z()}};
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = models_.find(key); it != models_.end()) return it->second;
   MeshLoadOptions options;
   options.scale = scale;
+  options.files = files;
   Result<TriangleMesh> mesh = LoadMesh(path, options);
   if (!mesh.ok()) return mesh.error();
   Result<std::shared_ptr<const MeshModel>> model = MeshModel::Build(std::move(mesh).value(), {}, path);
@@ -386,19 +381,23 @@ Result<std::string> ResolveMeshUri(const std::string& uri, const RobotLoadOption
 Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfFile(const std::string& urdf_path,
                                                                    const std::string& srdf_path,
                                                                    const RobotLoadOptions& options) {
-  bool ok = false;
-  const std::string urdf = ReadFile(urdf_path, &ok);
-  if (!ok) return NotFound("cannot read URDF file '" + urdf_path + "'");
+  Result<std::string> urdf = ReadFileUnder(options.files, urdf_path);
+  if (!urdf.ok()) {
+    return options.files.confined ? urdf.error() : NotFound("cannot read URDF file '" + urdf_path + "'");
+  }
   std::string srdf;
   if (!srdf_path.empty()) {
-    srdf = ReadFile(srdf_path, &ok);
-    if (!ok) return NotFound("cannot read SRDF file '" + srdf_path + "'");
+    Result<std::string> text = ReadFileUnder(options.files, srdf_path);
+    if (!text.ok()) {
+      return options.files.confined ? text.error() : NotFound("cannot read SRDF file '" + srdf_path + "'");
+    }
+    srdf = std::move(text).value();
   }
   RobotLoadOptions with_dir = options;
   if (with_dir.urdf_dir.empty()) with_dir.urdf_dir = Canonical(fs::path(urdf_path).parent_path().empty()
                                                                    ? fs::path(".")
                                                                    : fs::path(urdf_path).parent_path());
-  auto model = FromUrdfString(urdf, srdf, with_dir);
+  auto model = FromUrdfString(urdf.value(), srdf, with_dir);
   if (!model.ok()) {
     Error e = model.error();
     e.message = urdf_path + ": " + e.message;
@@ -528,7 +527,7 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
           Result<std::string> path = resolver.Resolve(m.filename);
           if (!path.ok()) return Error{path.error().code, what + ": " + path.error().message};
           g.mesh_path = path.value();
-          auto mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale);
+          auto mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files);
           if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
           g.mesh = mesh.value();
           // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.

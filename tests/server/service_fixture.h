@@ -52,6 +52,11 @@ inline ServerOptions TestOptions() {
   o.max_message_bytes = kTestMaxMessageBytes;
   o.limits.max_batch_states = kTestMaxBatchStates;
   o.limits.max_path_waypoints = 5'000;
+  // The folders the tests name server files in; requests may read nothing else.
+  for (const std::string& dir : {proximity::testing::TestDataDir(), proximity::testing::SharedDataDir(),
+                                 proximity::testing::DartUrdfDir()}) {
+    if (!dir.empty()) o.allow_path_roots.push_back(dir);
+  }
   return o;
 }
 

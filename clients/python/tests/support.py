@@ -32,6 +32,8 @@ STUBS = Path(os.environ.get("PROXIMITY_STUBS_DIR", BUILD / "clients" / "python" 
 PY_SRC = REPO / "clients" / "python" / "src"
 #: The robot of the built-in scene (server/default_scene.cc), used to create scenes of our own.
 KR5_URDF = "/usr/share/doc/dart/data/urdf/KR5/KR5 sixx R650.urdf"
+#: Folders whose files the tests' daemons let requests name (--allow-path-root).
+PATH_ROOTS = [Path("/usr/share/doc/dart/data/urdf"), REPO / "tests" / "data"]
 
 for p in (str(PY_SRC), str(STUBS)):
     if p not in sys.path:
@@ -54,9 +56,13 @@ class Daemon:
     ``start()`` returns once the daemon printed "proximityd listening on" (or fails with its stderr).
     """
 
-    def __init__(self, *extra_args: str, binary: Path = DAEMON, metrics: bool = True) -> None:
+    def __init__(self, *extra_args: str, binary: Path = DAEMON, metrics: bool = True,
+                 path_roots: Optional[Sequence[Path]] = None) -> None:
         self.binary = binary
-        self.extra_args = list(extra_args)
+        # The folders the tests name server files in (urdf_path, srdf_path): requests may read nothing else.
+        roots = PATH_ROOTS if path_roots is None else path_roots
+        self.extra_args = [a for r in roots if Path(r).is_dir() for a in ("--allow-path-root", str(r))]
+        self.extra_args += list(extra_args)
         self.metrics = metrics
         self.port = 0
         self.metrics_port = 0

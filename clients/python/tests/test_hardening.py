@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Dict, List
 
 import grpc
@@ -179,6 +181,58 @@ def test_deadlines_stop_long_discrete_checks_promptly(daemon: support.Daemon, cl
     rec = _rpc_lines(daemon, rpc)[-1]
     assert rec["code"] == "DeadlineExceeded", rec
     assert rec["latency_ms"] < timeout * 1e3 + 100.0, rec
+
+
+PLANAR = support.REPO / "tests" / "data" / "robots" / "planar_2link.urdf"
+
+
+def test_server_files_are_confined_to_the_allowed_roots(tmp_path: Path) -> None:
+    """Requests may name only regular files under --allow-path-root; every refusal reads the same and
+    echoes no file content; a FIFO or a device never blocks or drains a thread."""
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.urdf"
+    secret.write_text("<robot name='SECRET-7f3a'><link name='x'/></robot>")
+    allowed = root / "planar.urdf"
+    allowed.write_text(PLANAR.read_text())
+    (root / "escape.urdf").symlink_to(secret)
+    os.mkfifo(root / "fifo.urdf")
+    (root / "folder.urdf").mkdir()
+    (root / "broken.urdf").write_text("<robot name='SECRET-b2c1'><link name='a'></robot>")
+    stl = root / "tetra.stl"
+    stl.write_bytes((support.REPO / "tests" / "data" / "tetrahedron.stl").read_bytes())
+    with support.Daemon(path_roots=[root]) as d, d.client(timeout=10) as c:
+        c.wait_until_serving()
+        assert c.create_scene(urdf_path=str(allowed)).dof == 2
+        refusals = {}
+        for name, path in (("missing", root / "missing.urdf"), ("outside", secret), ("symlink", root / "escape.urdf"),
+                           ("dotdot", root / ".." / "outside" / "secret.urdf"), ("fifo", root / "fifo.urdf"),
+                           ("directory", root / "folder.urdf"), ("device", Path("/dev/zero")),
+                           ("system", Path("/etc/passwd"))):
+            start = time.monotonic()
+            e = _refused(lambda: c.create_scene(urdf_path=str(path)), "allow-path-root")
+            assert time.monotonic() - start < 5.0, f"{name} took {time.monotonic() - start:.1f} s"
+            assert "SECRET" not in e.details and "root:" not in e.details, (name, e.details)
+            refusals[name] = e.details.replace(str(path), "PATH")
+        # One message whatever the cause: nothing tells a missing file from a forbidden one.
+        assert len(set(refusals.values())) == 1, refusals
+        # An allowed file that does not parse: named, but its content is not echoed.
+        e = _refused(lambda: c.create_scene(urdf_path=str(root / "broken.urdf")))
+        assert "SECRET" not in e.details, e.details
+        # Mesh files and package folders under the same rule.
+        part = geometry.mesh_file(str(stl), at=[0.5, 0.5, 0.5])
+        assert c.create_scene(urdf_path=str(allowed), objects=[geometry.collision_object("t", [part])]).created
+        far = geometry.mesh_file(str(support.REPO / "tests" / "data" / "tetrahedron.stl"))
+        _refused(lambda: c.create_scene(urdf_path=str(allowed), objects=[geometry.collision_object("t", [far])]),
+                 "allow-path-root")
+        assert c.health() == "SERVING"
+    # With no roots, no request opens a server file at all.
+    with support.Daemon(path_roots=[]) as d, d.client(timeout=10) as c:
+        c.wait_until_serving()
+        _refused(lambda: c.create_scene(urdf_path=support.KR5_URDF), "allow-path-root")
+        assert c.create_scene(urdf=PLANAR.read_text()).dof == 2  # content uploads still work
 
 
 def test_sigterm_drains_mid_call() -> None:

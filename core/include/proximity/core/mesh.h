@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "proximity/core/file_access.h"
 #include "proximity/core/result.h"
 #include "proximity/core/types.h"
 
@@ -27,6 +28,8 @@ struct MeshLoadOptions {
   /// Vertices closer than this (after scaling, in mesh units) are welded into one; 0 welds only
   /// coincident vertices. Must be >= 0.
   double weld_tolerance = 0.0;
+  /// Which files LoadMesh may read (confined loads give one message for every failure to read).
+  FileAccess files;
 };
 
 /// What loading changed about the file's contents.

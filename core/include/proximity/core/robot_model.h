@@ -23,6 +23,7 @@
 
 #include "proximity/core/bvh.h"
 #include "proximity/core/convex.h"
+#include "proximity/core/file_access.h"
 #include "proximity/core/result.h"
 #include "proximity/core/types.h"
 
@@ -41,8 +42,10 @@ using JointIndex = int32_t;
 /// Thread-safe; a file is loaded and built once per (path, scale), with default BvhBuildOptions.
 class MeshCache {
  public:
-  /// The built mesh of file `path` scaled per axis by `scale`; loads it on first use. Errors name the file.
-  [[nodiscard]] Result<std::shared_ptr<const MeshModel>> Get(const std::string& path, const Vec3& scale);
+  /// The built mesh of file `path` scaled per axis by `scale`; loads it on first use, reading it under
+  /// `files`. Errors name the file.
+  [[nodiscard]] Result<std::shared_ptr<const MeshModel>> Get(const std::string& path, const Vec3& scale,
+                                                             const FileAccess& files = {});
   /// Number of distinct (path, scale) entries held.
   size_t size() const;
 
@@ -64,6 +67,10 @@ struct RobotLoadOptions {
   std::string urdf_dir;
   /// Cache to share meshes with other models; null uses one private to this load.
   std::shared_ptr<MeshCache> mesh_cache;
+  /// Which files the load may read (the URDF and SRDF files, meshes, package.xml files). Confined,
+  /// mesh URIs that resolve outside the roots count as missing and the package crawl skips roots
+  /// outside them.
+  FileAccess files;
 };
 
 /// Resolves a URDF mesh URI to an absolute path of an existing file: package://pkg/rest (through
