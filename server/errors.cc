@@ -17,8 +17,16 @@ grpc::StatusCode GrpcCode(core::ErrorCode code, ErrorScope scope) {
   return grpc::StatusCode::INTERNAL;
 }
 
+std::string Bounded(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  // Cut on a UTF-8 character boundary.
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size() - cut) + " more bytes)";
+}
+
 grpc::Status ToGrpcStatus(const core::Error& error, ErrorScope scope) {
-  return {GrpcCode(error.code, scope), error.message};
+  return {GrpcCode(error.code, scope), Bounded(error.message, kMaxMessageBytes)};
 }
 
 core::Error WithField(std::string_view field, const core::Error& error) {

@@ -23,10 +23,18 @@ enum class ErrorScope {
   kSceneContent,  ///< Building a scene from a request: anything missing is a bad argument.
 };
 
+/// Longest status message sent (and logged): request strings echoed in messages stay bounded.
+inline constexpr size_t kMaxMessageBytes = 1024;
+/// Longest request string (an id, a name) quoted in a message or a log line.
+inline constexpr size_t kMaxQuotedBytes = 96;
+
+/// `text`, cut to at most `max_bytes` (on a character boundary) with a note of how much was left out.
+std::string Bounded(std::string_view text, size_t max_bytes);
+
 /// The gRPC code of a core error code in `scope`.
 grpc::StatusCode GrpcCode(core::ErrorCode code, ErrorScope scope = ErrorScope::kQuery);
 
-/// The gRPC status of a core error in `scope`; the message is kept as is.
+/// The gRPC status of a core error in `scope`; the message is kept, bounded to kMaxMessageBytes.
 grpc::Status ToGrpcStatus(const core::Error& error, ErrorScope scope = ErrorScope::kQuery);
 inline grpc::Status ToGrpcStatus(const core::Status& status, ErrorScope scope = ErrorScope::kQuery) {
   return status.ok() ? grpc::Status::OK : ToGrpcStatus(status.error(), scope);

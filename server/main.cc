@@ -29,6 +29,7 @@ struct Flags {
   std::string log_format = "json";
   double drain_seconds = 10.0;
   bool no_default_scene = false;
+  int64_t max_memory_mb = 4096;
 };
 
 // A YAML key applies only where the flag was not given on the command line.
@@ -83,6 +84,19 @@ int main(int argc, char** argv) {
                  "none by default: requests then upload content");
   app.add_option("--max-file-bytes", f.server.max_file_bytes, "Largest server file a request may have read")
       ->capture_default_str();
+  app.add_option("--max-scenes", f.server.registry.max_scenes, "Most scenes loaded at once (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--max-memory-mb", f.max_memory_mb,
+                 "Most memory scenes may hold, MiB (least recently used scenes are evicted first; 0: no limit)")
+      ->capture_default_str();
+  app.add_option("--max-versions", f.server.registry.max_versions,
+                 "Most versions of one scene (its UpdateWorld chain) kept at once (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--max-scene-triangles", f.server.limits.max_scene_triangles, "Most triangles in one scene")
+      ->capture_default_str();
+  app.add_option("--max-concurrent-calls", f.server.max_concurrent_calls,
+                 "Calls served at once; more get RESOURCE_EXHAUSTED (0: no limit)")
+      ->capture_default_str();
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
@@ -112,6 +126,11 @@ int main(int argc, char** argv) {
            }
          }},
         {"max-file-bytes", [&](const YAML::Node& n) { f.server.max_file_bytes = n.as<int64_t>(); }},
+        {"max-scenes", [&](const YAML::Node& n) { f.server.registry.max_scenes = n.as<int64_t>(); }},
+        {"max-memory-mb", [&](const YAML::Node& n) { f.max_memory_mb = n.as<int64_t>(); }},
+        {"max-versions", [&](const YAML::Node& n) { f.server.registry.max_versions = n.as<int64_t>(); }},
+        {"max-scene-triangles", [&](const YAML::Node& n) { f.server.limits.max_scene_triangles = n.as<int64_t>(); }},
+        {"max-concurrent-calls", [&](const YAML::Node& n) { f.server.max_concurrent_calls = n.as<int>(); }},
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
@@ -140,6 +159,13 @@ int main(int argc, char** argv) {
     std::cerr << "proximityd: --max-plan-seconds must be a finite number > 0\n";
     return 2;
   }
+  if (f.max_memory_mb < 0 || f.server.registry.max_scenes < 0 || f.server.registry.max_versions < 0 ||
+      f.server.max_concurrent_calls < 0 || f.server.limits.max_scene_triangles < 1) {
+    std::cerr << "proximityd: --max-scenes, --max-memory-mb, --max-versions and --max-concurrent-calls must be >= 0, "
+                 "--max-scene-triangles >= 1\n";
+    return 2;
+  }
+  f.server.registry.max_memory_bytes = f.max_memory_mb << 20;
   if (!(f.server.limits.max_call_seconds > 0.0) || !std::isfinite(f.server.limits.max_call_seconds)) {
     std::cerr << "proximityd: --max-call-seconds must be a finite number > 0\n";
     return 2;

@@ -107,6 +107,24 @@ std::string Metrics::RenderText() const {
   out << "proximity_work_total{counter=\"states\"} " << work_states_.load() << "\n";
   out << "# HELP proximity_scenes_loaded Scenes currently loaded.\n# TYPE proximity_scenes_loaded gauge\n";
   out << "proximity_scenes_loaded " << scenes_loaded_.load() << "\n";
+  out << "# HELP proximity_scene_bytes Bytes held by loaded scenes (each robot model once).\n"
+         "# TYPE proximity_scene_bytes gauge\n";
+  out << "proximity_scene_bytes " << scene_bytes_.load() << "\n";
+  out << "# HELP proximity_scene_evictions_total Scenes evicted (least recently used) to stay within the limits.\n"
+         "# TYPE proximity_scene_evictions_total counter\n";
+  out << "proximity_scene_evictions_total " << evictions_.load() << "\n";
+  out << "# HELP proximity_scene_builds_total Scenes built from requests (content not loaded yet).\n"
+         "# TYPE proximity_scene_builds_total counter\n";
+  out << "proximity_scene_builds_total " << scene_builds_.load() << "\n";
+  out << "# HELP proximity_stream_send_failures_total Streamed responses the client did not take.\n"
+         "# TYPE proximity_stream_send_failures_total counter\n";
+  out << "proximity_stream_send_failures_total " << failed_sends_.load() << "\n";
+  out << "# HELP proximity_oversize_responses_total Responses refused for exceeding --max-message-bytes.\n"
+         "# TYPE proximity_oversize_responses_total counter\n";
+  out << "proximity_oversize_responses_total " << oversize_responses_.load() << "\n";
+  out << "# HELP proximity_log_lines_suppressed_total Failed-call log lines left out by the rate limit.\n"
+         "# TYPE proximity_log_lines_suppressed_total counter\n";
+  out << "proximity_log_lines_suppressed_total " << suppressed_logs_.load() << "\n";
   return out.str();
 }
 

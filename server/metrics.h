@@ -57,6 +57,16 @@ class Metrics {
   }
   void AddWork(int64_t states, int64_t distance_queries, int64_t bv_tests, int64_t triangle_tests);
   void SetScenesLoaded(int64_t n) { scenes_loaded_.store(n, std::memory_order_relaxed); }
+  void SetSceneBytes(int64_t n) { scene_bytes_.store(n, std::memory_order_relaxed); }
+  void AddEvictions(int64_t n) { evictions_.fetch_add(n, std::memory_order_relaxed); }
+  /// A scene built from a request (CreateScene or UpdateWorld content not loaded yet).
+  void AddSceneBuild() { scene_builds_.fetch_add(1, std::memory_order_relaxed); }
+  /// A streamed response the client did not take (Write failed).
+  void AddFailedSend() { failed_sends_.fetch_add(1, std::memory_order_relaxed); }
+  /// A response refused for exceeding --max-message-bytes.
+  void AddOversizeResponse() { oversize_responses_.fetch_add(1, std::memory_order_relaxed); }
+  /// Failed-call log lines left out by the rate limit.
+  void AddSuppressedLogs(int64_t n) { suppressed_logs_.fetch_add(n, std::memory_order_relaxed); }
 
   /// The Prometheus text exposition format (version 0.0.4).
   std::string RenderText() const;
@@ -79,6 +89,12 @@ class Metrics {
   std::array<std::atomic<uint64_t>, kNumQueryKinds> queries_{};
   std::atomic<uint64_t> work_states_{0}, work_distance_{0}, work_bv_{0}, work_triangles_{0};
   std::atomic<int64_t> scenes_loaded_{0};
+  std::atomic<int64_t> scene_bytes_{0};
+  std::atomic<int64_t> evictions_{0};
+  std::atomic<int64_t> scene_builds_{0};
+  std::atomic<int64_t> failed_sends_{0};
+  std::atomic<int64_t> oversize_responses_{0};
+  std::atomic<int64_t> suppressed_logs_{0};
 };
 
 /// Serves GET /metrics over HTTP on its own thread (cpp-httplib).

@@ -1,6 +1,7 @@
 #include "server/scene_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -110,33 +111,78 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
   return info;
 }
 
-// Folds in the robot's mesh files, in link order, so a changed mesh on disk changes the id.
-Status HashRobotMeshes(const core::RobotModel& robot, const core::FileAccess& files, SceneHasher* hasher) {
-  for (const core::Link& link : robot.links()) {
-    for (const core::LinkGeometry& g : link.geometries) {
-      if (g.type != core::ShapeType::kMesh) continue;
-      if (Status s = hasher->AddFile(g.mesh_path, files); !s.ok()) {
-        return core::InvalidArgument("robot: " + s.error().message);
-      }
-    }
+// The server mesh files a request's parts name, in request order.
+void AddMeshFilePaths(const google::protobuf::RepeatedPtrField<v1::ObjectPart>& parts, std::vector<std::string>* out) {
+  for (const v1::ObjectPart& part : parts) {
+    if (part.shape().shape_case() == v1::Shape::kMeshFile) out->push_back(part.shape().mesh_file().path());
+  }
+}
+
+Status HashFiles(const std::vector<std::string>& paths, const core::FileAccess& access, SceneHasher* hasher) {
+  for (const std::string& f : paths) {
+    if (Status s = hasher->AddFile(f, access); !s.ok()) return core::InvalidArgument(s.error().message);
   }
   return {};
 }
 
-Status HashFiles(const FileReads& files, SceneHasher* hasher) {
-  for (const std::string& f : files.paths) {
-    if (Status s = hasher->AddFile(f, files.access); !s.ok()) return core::InvalidArgument(s.error().message);
+// Bytes of a geometry's own arrays (a mesh with its hierarchies, a hull, a polytope); primitives hold none.
+int64_t GeometryBytes(const core::Geometry& g) {
+  int64_t bytes = static_cast<int64_t>(sizeof(core::Geometry));
+  if (g.mesh != nullptr) bytes += g.mesh->MemoryBytes();
+  if (g.hull != nullptr) bytes += g.hull->MemoryBytes();
+  if (const auto* p = std::get_if<std::shared_ptr<const core::ConvexPolytope>>(&g.shape); p != nullptr && *p) {
+    bytes += (*p)->MemoryBytes();
   }
-  return {};
+  return bytes;
+}
+
+// What an entry holds: the robot's meshes and hulls (shared by every scene of the same robot model)
+// apart from the world's and attached objects'.
+void AccountMemory(SceneEntry* entry) {
+  const core::Scene& scene = *entry->scene;
+  entry->robot_bytes = 0;
+  for (const core::Link& link : scene.robot().links()) {
+    for (const core::LinkGeometry& g : link.geometries) {
+      if (g.mesh != nullptr) entry->robot_bytes += g.mesh->MemoryBytes();
+      if (g.hull != nullptr) entry->robot_bytes += g.hull->MemoryBytes();
+    }
+  }
+  entry->world_bytes = static_cast<int64_t>(sizeof(SceneEntry) + sizeof(core::Scene));
+  for (const core::WorldObject& o : scene.objects()) {
+    for (const core::ObjectPart& part : o.parts) entry->world_bytes += GeometryBytes(part.geometry) + 256;
+  }
+  for (const core::AttachedObject& a : scene.attached()) {
+    for (const core::AttachedPart& part : a.parts) entry->world_bytes += GeometryBytes(part.geometry) + 256;
+  }
 }
 
 }  // namespace
 
-Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
-                                                     const core::FileAccess& file_access) {
+Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const core::FileAccess& file_access) {
   SceneHasher hasher;
   hasher.Add("CreateSceneRequest", request);
   auto text = ReadRobotSource(request.robot(), file_access, &hasher);
+  if (!text.ok()) return text.error();
+  // The robot's mesh files, in link order, so a changed mesh on disk changes the id; then the world's.
+  auto meshes = core::RobotModel::CollisionMeshFiles(text.value().urdf, text.value().options);
+  if (!meshes.ok()) return WithField("robot", meshes.error());
+  if (Status s = HashFiles(meshes.value(), file_access, &hasher); !s.ok()) return core::InvalidArgument("robot: " + s.error().message);
+  std::vector<std::string> paths;
+  for (const v1::CollisionObject& o : request.objects()) AddMeshFilePaths(o.parts(), &paths);
+  for (const v1::AttachedObject& a : request.attached_objects()) AddMeshFilePaths(a.parts(), &paths);
+  if (Status s = HashFiles(paths, file_access, &hasher); !s.ok()) return s.error();
+  return hasher.Id();
+}
+
+Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
+                                                     const core::FileAccess& file_access, std::string id) {
+  if (id.empty()) {
+    auto computed = CreateSceneId(request, file_access);
+    if (!computed.ok()) return computed.error();
+    id = std::move(computed).value();
+  }
+  SceneHasher unused;
+  auto text = ReadRobotSource(request.robot(), file_access, &unused);
   if (!text.ok()) return text.error();
   auto robot = core::RobotModel::FromUrdfString(text.value().urdf, text.value().srdf, text.value().options);
   if (!robot.ok()) return WithField("robot", robot.error());
@@ -187,22 +233,37 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
 
   auto scene = core::Scene::Build(std::move(d));
   if (!scene.ok()) return scene.error();
-  if (Status s = HashRobotMeshes(scene.value()->robot(), file_access, &hasher); !s.ok()) return s.error();
-  if (Status s = HashFiles(files, &hasher); !s.ok()) return s.error();
-  entry->id = hasher.Id();
+  entry->id = std::move(id);
+  entry->lineage = entry->id;
   entry->scene = std::move(scene).value();
   entry->info = MakeSceneInfo(*entry->scene, entry->id, 0, "");
+  AccountMemory(entry.get());
   return std::shared_ptr<const SceneEntry>(std::move(entry));
 }
 
-Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, const v1::UpdateWorldRequest& request,
-                                                      const core::FileAccess& file_access) {
+Result<std::string> UpdateSceneId(const SceneEntry& parent, const v1::UpdateWorldRequest& request,
+                                  const core::FileAccess& file_access) {
   SceneHasher hasher;
   hasher.Add("parent", parent.id);
   // The parent may be named by its alias; the id above already says which scene it is.
   v1::UpdateWorldRequest canonical = request;
   canonical.clear_scene_id();
   hasher.Add("UpdateWorldRequest", canonical);
+  std::vector<std::string> paths;
+  for (const v1::CollisionObject& o : request.objects()) {
+    if (o.operation() == v1::CollisionObject::OPERATION_ADD) AddMeshFilePaths(o.parts(), &paths);
+  }
+  if (Status s = HashFiles(paths, file_access, &hasher); !s.ok()) return s.error();
+  return hasher.Id();
+}
+
+Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, const v1::UpdateWorldRequest& request,
+                                                      const core::FileAccess& file_access, std::string id) {
+  if (id.empty()) {
+    auto computed = UpdateSceneId(parent, request, file_access);
+    if (!computed.ok()) return computed.error();
+    id = std::move(computed).value();
+  }
 
   auto entry = std::make_shared<SceneEntry>();
   entry->frames = parent.frames;
@@ -261,10 +322,11 @@ Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, 
   }
   auto updated = scene.Update(update);
   if (!updated.ok()) return updated.error();
-  if (Status s = HashFiles(files, &hasher); !s.ok()) return s.error();
-  entry->id = hasher.Id();
+  entry->id = std::move(id);
+  entry->lineage = parent.lineage;
   entry->scene = std::move(updated).value();
   entry->info = MakeSceneInfo(*entry->scene, entry->id, parent.info.version() + 1, parent.id);
+  AccountMemory(entry.get());
   return std::shared_ptr<const SceneEntry>(std::move(entry));
 }
 
@@ -299,16 +361,104 @@ std::string_view SceneRegistry::Resolve(std::string_view id) const {
   return id == kDefaultAlias ? std::string_view(default_id_) : id;
 }
 
+namespace {
+int64_t Ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+// Bytes held by `entries`, each robot model counted once.
+int64_t Memory(const std::vector<const SceneEntry*>& entries) {
+  int64_t total = 0;
+  std::set<const core::RobotModel*> robots;
+  for (const SceneEntry* e : entries) {
+    total += e->world_bytes;
+    if (robots.insert(&e->scene->robot()).second) total += e->robot_bytes;
+  }
+  return total;
+}
+
+std::string Megabytes(int64_t bytes) { return core::FormatNumber(std::ceil(static_cast<double>(bytes) / (1 << 20))); }
+}  // namespace
+
 std::shared_ptr<const SceneEntry> SceneRegistry::Find(std::string_view id) const {
   std::shared_lock lock(mutex_);
   const auto it = scenes_.find(Resolve(id));
-  return it == scenes_.end() ? nullptr : it->second;
+  if (it == scenes_.end()) return nullptr;
+  it->second->last_used.store(Ticks(), std::memory_order_relaxed);
+  return it->second;
 }
 
-std::pair<std::shared_ptr<const SceneEntry>, bool> SceneRegistry::Insert(std::shared_ptr<const SceneEntry> entry) {
+int64_t SceneRegistry::MemoryLocked() const {
+  std::vector<const SceneEntry*> all;
+  for (const auto& [id, e] : scenes_) all.push_back(e.get());
+  return Memory(all);
+}
+
+int64_t SceneRegistry::memory_bytes() const {
+  std::shared_lock lock(mutex_);
+  return MemoryLocked();
+}
+
+core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> SceneRegistry::Insert(
+    std::shared_ptr<const SceneEntry> entry, int64_t* evicted) {
   std::unique_lock lock(mutex_);
-  const auto [it, inserted] = scenes_.try_emplace(entry->id, entry);
-  return {it->second, inserted};
+  if (const auto it = scenes_.find(entry->id); it != scenes_.end()) {
+    it->second->last_used.store(Ticks(), std::memory_order_relaxed);
+    return std::make_pair(it->second, false);
+  }
+  entry->last_used.store(Ticks(), std::memory_order_relaxed);
+  // Plan the evictions on the side, least recently used first; apply them only if they make room.
+  std::vector<const SceneEntry*> kept;
+  std::vector<const SceneEntry*> candidates;
+  for (const auto& [id, e] : scenes_) {
+    kept.push_back(e.get());
+    if (id != default_id_) candidates.push_back(e.get());
+  }
+  kept.push_back(entry.get());
+  std::sort(candidates.begin(), candidates.end(), [](const SceneEntry* a, const SceneEntry* b) {
+    return a->last_used.load(std::memory_order_relaxed) < b->last_used.load(std::memory_order_relaxed);
+  });
+  std::vector<const SceneEntry*> victims;
+  // Evicts the least recently used candidate that `eligible` accepts; false when there is none.
+  auto evict_one = [&](auto eligible) {
+    for (const SceneEntry* c : candidates) {
+      if (std::find(victims.begin(), victims.end(), c) != victims.end() || !eligible(c)) continue;
+      victims.push_back(c);
+      kept.erase(std::find(kept.begin(), kept.end(), c));
+      return true;
+    }
+    return false;
+  };
+  auto refuse = [&](const std::string& why) -> core::Error { return core::ResourceExhausted(why); };
+  if (limits_.max_versions > 0) {
+    auto versions = [&] {
+      return std::count_if(kept.begin(), kept.end(), [&](const SceneEntry* e) {
+        return e->lineage == entry->lineage && e->id != default_id_;
+      });
+    };
+    while (versions() > limits_.max_versions) {
+      if (!evict_one([&](const SceneEntry* c) { return c->lineage == entry->lineage; })) break;
+    }
+  }
+  if (limits_.max_scenes > 0) {
+    while (static_cast<int64_t>(kept.size()) > limits_.max_scenes) {
+      if (!evict_one([](const SceneEntry*) { return true; })) {
+        return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits_.max_scenes) +
+                      " scenes and none can be evicted; delete a scene or raise the limit");
+      }
+    }
+  }
+  if (limits_.max_memory_bytes > 0) {
+    while (Memory(kept) > limits_.max_memory_bytes) {
+      if (!evict_one([](const SceneEntry*) { return true; })) {
+        return refuse("scene needs about " + Megabytes(Memory({entry.get()})) + " MB, and with the scenes that " +
+                      "cannot be evicted that exceeds the server's --max-memory-mb = " +
+                      Megabytes(limits_.max_memory_bytes));
+      }
+    }
+  }
+  for (const SceneEntry* v : victims) scenes_.erase(v->id);
+  if (evicted != nullptr) *evicted = static_cast<int64_t>(victims.size());
+  const auto [it, inserted] = scenes_.try_emplace(entry->id, std::move(entry));
+  return std::make_pair(it->second, inserted);
 }
 
 bool SceneRegistry::Erase(std::string_view id) {

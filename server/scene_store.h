@@ -4,6 +4,8 @@
 /// content-hash id, and the registry that holds them (id -> entry, shared_mutex). Queries copy an
 /// entry's shared_ptr and compute without any lock held.
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,32 +30,69 @@ struct SceneEntry {
   v1::SceneInfo info;
   /// Per world object: its frame and its parts' poses in it, for MOVE.
   std::map<std::string, ObjectFrame, std::less<>> frames;
+  /// The id of the scene this one was created as (itself, or the root of its UpdateWorld chain): the
+  /// versions of one scene share it.
+  std::string lineage;
+  /// Bytes of the robot's meshes and hulls (shared by every scene of the same robot model), and of
+  /// everything else the entry holds (world and attached geometry, the scene itself).
+  int64_t robot_bytes = 0;
+  int64_t world_bytes = 0;
+  /// When the entry was last looked up (steady clock ticks), for least-recently-used eviction.
+  mutable std::atomic<int64_t> last_used{0};
 };
 
 /// Builds the scene a CreateScene request describes and its content id. Errors are core errors about
 /// the request's content (map them with ErrorScope::kSceneContent); they name the field at fault.
-/// Server files (urdf_path, srdf_path, meshes, mesh_file parts) are read under `files`.
+/// Server files (urdf_path, srdf_path, meshes, mesh_file parts) are read under `files`. `id`: the
+/// request's CreateSceneId when the caller computed it already ("" computes it).
 [[nodiscard]] core::Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
-                                                                         const core::FileAccess& files = {});
+                                                                         const core::FileAccess& files = {},
+                                                                         std::string id = "");
+/// The content id of the scene a CreateScene request describes, without building it: a hash of the
+/// request, the robot's URDF and SRDF text and the bytes of every mesh file the robot and the world
+/// name. Reads the files under `files`; errors as BuildScene's for missing or forbidden files.
+[[nodiscard]] core::Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request,
+                                                      const core::FileAccess& files = {});
+/// The content id of the scene an UpdateWorld request makes of `parent`, without building it.
+[[nodiscard]] core::Result<std::string> UpdateSceneId(const SceneEntry& parent, const v1::UpdateWorldRequest& request,
+                                                      const core::FileAccess& files = {});
 
 /// Applies an UpdateWorld request (ADD, REMOVE, MOVE) to `parent`: a new entry with a new id (the hash
 /// of the parent's id and the update), version + 1 and parent_scene_id set. `parent` is untouched.
 [[nodiscard]] core::Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent,
                                                                           const v1::UpdateWorldRequest& request,
-                                                                          const core::FileAccess& files = {});
+                                                                          const core::FileAccess& files = {},
+                                                                          std::string id = "");
 
 /// The default workcell as a CreateScene request, so its id is a content hash like any scene's.
 v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec);
+
+/// What the registry may hold (0: no limit). Scenes beyond them are evicted least recently used
+/// first; the built-in scene never is.
+struct RegistryLimits {
+  int64_t max_scenes = 0;        ///< Scenes loaded at once.
+  int64_t max_memory_bytes = 0;  ///< Bytes held by scenes (each robot model counted once).
+  int64_t max_versions = 0;      ///< Versions of one scene (its UpdateWorld chain) kept at once.
+};
 
 /// Scenes by id; "default" is an alias for the built-in scene's id.
 class SceneRegistry {
  public:
   static constexpr std::string_view kDefaultAlias = "default";
 
-  /// The entry for `id` (or the alias), or null.
+  SceneRegistry() = default;
+  explicit SceneRegistry(RegistryLimits limits) : limits_(limits) {}
+
+  /// The entry for `id` (or the alias), or null; marks it used.
   std::shared_ptr<const SceneEntry> Find(std::string_view id) const;
   /// Inserts `entry` unless its id is loaded; returns the loaded entry and whether it was inserted.
-  std::pair<std::shared_ptr<const SceneEntry>, bool> Insert(std::shared_ptr<const SceneEntry> entry);
+  /// To stay within the limits it first evicts the least recently used scenes (never the built-in
+  /// one, never `entry`'s parent chain's newest); when that cannot make room, RESOURCE_EXHAUSTED
+  /// naming the limit, and nothing changes. `evicted` (when given) counts the scenes evicted.
+  core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> Insert(std::shared_ptr<const SceneEntry> entry,
+                                                                         int64_t* evicted = nullptr);
+  /// Bytes held by the loaded scenes (each robot model counted once).
+  int64_t memory_bytes() const;
   /// Removes `id` (or the alias's scene); false when it is not loaded.
   bool Erase(std::string_view id);
   /// Every loaded scene, ordered by id.
@@ -63,7 +102,9 @@ class SceneRegistry {
 
  private:
   std::string_view Resolve(std::string_view id) const;  // caller holds mutex_
+  int64_t MemoryLocked() const;                          // caller holds mutex_
 
+  RegistryLimits limits_;
   mutable std::shared_mutex mutex_;
   std::map<std::string, std::shared_ptr<const SceneEntry>, std::less<>> scenes_;
   std::string default_id_;

@@ -4,6 +4,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   (void)kLibraryKept;
   std::unique_ptr<ProximityServer> s(new ProximityServer());
   s->metrics_ = std::make_unique<Metrics>();
-  s->registry_ = std::make_unique<SceneRegistry>();
+  s->registry_ = std::make_unique<SceneRegistry>(options.registry);
   const int threads = options.threads > 0 ? options.threads
                                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   s->pool_ = std::make_unique<WorkerPool>(threads);
@@ -32,8 +33,10 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   }
   auto files = core::FileAccess::Confined(options.allow_path_roots, options.max_file_bytes);
   if (!files.ok()) return files.error();
-  s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(),
-                                                       options.limits, files.value());
+  ServiceLimits limits = options.limits;
+  limits.max_response_bytes = options.max_message_bytes;
+  s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(), limits,
+                                                       files.value());
 
   if (options.default_scene) {
     const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;
@@ -44,8 +47,10 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
     }
     s->default_scene_id_ = entry.value()->id;
     s->registry_->set_default_id(s->default_scene_id_);
-    s->registry_->Insert(std::move(entry).value());
+    auto inserted = s->registry_->Insert(std::move(entry).value());
+    if (!inserted.ok()) return core::InvalidArgument("default scene: " + inserted.error().message);
     s->metrics_->SetScenesLoaded(1);
+    s->metrics_->SetSceneBytes(s->registry_->memory_bytes());
   }
 
   if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
@@ -65,6 +70,11 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   // Clients that keep idle connections alive must not be told "too many pings".
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  if (options.max_concurrent_calls > 0) {
+    grpc::ResourceQuota quota("proximityd");
+    quota.SetMaxThreads(options.max_concurrent_calls);
+    builder.SetResourceQuota(quota);
+  }
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);

@@ -37,6 +37,10 @@ struct ServerOptions {
   /// default scene) are not limited by them.
   std::vector<std::string> allow_path_roots;
   int64_t max_file_bytes = 256ll << 20;            ///< Largest server file a request may have read.
+  /// What the scene registry may hold (least recently used scenes are evicted to stay within it).
+  RegistryLimits registry{256, 4096ll << 20, 64};
+  /// Calls served at once (gRPC's thread quota); more are refused with RESOURCE_EXHAUSTED. 0: no limit.
+  int max_concurrent_calls = 256;
 };
 
 class ProximityServer {

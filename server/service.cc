@@ -23,6 +23,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Failed calls are logged at most kRate lines a second on average (bursts of kBurst): a client sending
+// bad requests in a loop cannot flood the log. Left-out lines are counted in the metrics and the next
+// line logged says how many it stands for.
+class FailureLogLimiter {
+ public:
+  static constexpr double kRate = 20.0;
+  static constexpr double kBurst = 50.0;
+
+  /// Whether a failed call may be logged now; *suppressed receives the lines left out since the last.
+  bool Allow(int64_t* suppressed) {
+    std::lock_guard lock(mutex_);
+    const auto now = Clock::now();
+    tokens_ = std::min(kBurst, tokens_ + kRate * std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    if (tokens_ < 1.0) {
+      ++suppressed_;
+      *suppressed = 0;
+      return false;
+    }
+    tokens_ -= 1.0;
+    *suppressed = suppressed_;
+    suppressed_ = 0;
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  double tokens_ = kBurst;
+  Clock::time_point last_ = Clock::now();
+  int64_t suppressed_ = 0;
+};
+
+FailureLogLimiter& FailureLog() {
+  static FailureLogLimiter limiter;
+  return limiter;
+}
+
 // Records one call in the metrics and the log when it goes out of scope, whatever path the handler
 // took: every RPC, including failures, is counted exactly once.
 class CallRecorder {
@@ -41,13 +78,21 @@ class CallRecorder {
     metrics_->Handled(rpc_, status_.error_code(), seconds);
     const spdlog::level::level_enum level = Level();
     if (!LogEnabled(level)) return;
+    int64_t suppressed = 0;
+    if (!status_.ok()) {
+      if (!FailureLog().Allow(&suppressed)) {
+        metrics_->AddSuppressedLogs(1);
+        return;
+      }
+    }
     nlohmann::json fields = {{"rpc", RpcName(rpc_)},
                              {"code", GrpcCodeName(status_.error_code())},
                              {"latency_ms", seconds * 1e3}};
-    if (!scene_id_.empty()) fields["scene_id"] = scene_id_;
+    if (suppressed > 0) fields["suppressed_before"] = suppressed;
+    if (!scene_id_.empty()) fields["scene_id"] = Bounded(scene_id_, kMaxQuotedBytes);
     if (states_ >= 0) fields["states"] = states_;
     for (auto& [key, value] : extra_.items()) fields[key] = value;
-    if (!status_.ok()) fields["error"] = status_.error_message();
+    if (!status_.ok()) fields["error"] = Bounded(status_.error_message(), kMaxMessageBytes);
     LogEvent(level, status_.ok() ? "rpc done" : "rpc failed", fields);
   }
 
@@ -166,7 +211,8 @@ class FirstError {
 
 grpc::Status SceneNotFound(const std::string& id) {
   if (id.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "scene_id is empty"};
-  return {grpc::StatusCode::NOT_FOUND, "scene '" + id + "' is not loaded on this server (create it with CreateScene)"};
+  return {grpc::StatusCode::NOT_FOUND, "scene '" + Bounded(id, kMaxQuotedBytes) +
+                                           "' is not loaded on this server (create it with CreateScene)"};
 }
 
 grpc::Status Invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
@@ -198,13 +244,70 @@ ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* met
 // ------------------------------------------------------------------------------------------------
 // Scenes
 
+namespace {
+
+// Triangles of the inline meshes in `parts`, counted from the request (nothing is built).
+int64_t InlineTriangles(const google::protobuf::RepeatedPtrField<v1::ObjectPart>& parts) {
+  int64_t n = 0;
+  for (const v1::ObjectPart& p : parts) {
+    if (p.shape().shape_case() == v1::Shape::kMesh) n += p.shape().mesh().triangles_size() / 3;
+  }
+  return n;
+}
+
+grpc::Status TooManyTriangles(int64_t triangles, int64_t limit) {
+  return ToGrpcStatus(ResourceExhausted("scene: " + std::to_string(triangles) + " triangles exceed the server's " +
+                                        "--max-scene-triangles = " + std::to_string(limit)));
+}
+
+}  // namespace
+
+grpc::Status ProximityServiceImpl::Admit(std::shared_ptr<const SceneEntry> built, bool* created,
+                                         std::shared_ptr<const SceneEntry>* out) {
+  if (static_cast<int64_t>(built->info.triangles()) > limits_.max_scene_triangles) {
+    return TooManyTriangles(static_cast<int64_t>(built->info.triangles()), limits_.max_scene_triangles);
+  }
+  int64_t evicted = 0;
+  auto inserted = registry_->Insert(std::move(built), &evicted);
+  if (!inserted.ok()) return ToGrpcStatus(inserted.error());
+  metrics_->AddEvictions(evicted);
+  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  metrics_->SetSceneBytes(registry_->memory_bytes());
+  *out = inserted.value().first;
+  *created = inserted.value().second;
+  return grpc::Status::OK;
+}
+
+grpc::Status ProximityServiceImpl::CheckResponseSize(const google::protobuf::Message& response, const char* advice) {
+  const auto bytes = static_cast<int64_t>(response.ByteSizeLong());
+  if (limits_.max_response_bytes <= 0 || bytes <= limits_.max_response_bytes) return grpc::Status::OK;
+  metrics_->AddOversizeResponse();
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the response would be " + std::to_string(bytes) +
+                                                    " bytes, more than the server's --max-message-bytes = " +
+                                                    std::to_string(limits_.max_response_bytes) + "; " + advice};
+}
+
 grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext*, const v1::CreateSceneRequest* request,
                                                v1::CreateSceneResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCreateScene);
-  auto built = BuildScene(*request, files_);
-  if (!built.ok()) return rec.Finish(ToGrpcStatus(built.error(), ErrorScope::kSceneContent));
-  auto [entry, created] = registry_->Insert(std::move(built).value());
-  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  // Cheap limits first: inline meshes are counted before any file is read or anything built.
+  int64_t inline_triangles = 0;
+  for (const v1::CollisionObject& o : request->objects()) inline_triangles += InlineTriangles(o.parts());
+  for (const v1::AttachedObject& a : request->attached_objects()) inline_triangles += InlineTriangles(a.parts());
+  if (inline_triangles > limits_.max_scene_triangles) {
+    return rec.Finish(TooManyTriangles(inline_triangles, limits_.max_scene_triangles));
+  }
+  // The content id first: a scene already loaded is returned without building it again.
+  auto id = CreateSceneId(*request, files_);
+  if (!id.ok()) return rec.Finish(ToGrpcStatus(id.error(), ErrorScope::kSceneContent));
+  std::shared_ptr<const SceneEntry> entry = registry_->Find(id.value());
+  bool created = false;
+  if (entry == nullptr) {
+    metrics_->AddSceneBuild();
+    auto built = BuildScene(*request, files_, id.value());
+    if (!built.ok()) return rec.Finish(ToGrpcStatus(built.error(), ErrorScope::kSceneContent));
+    if (grpc::Status s = Admit(std::move(built).value(), &created, &entry); !s.ok()) return rec.Finish(s);
+  }
   rec.set_scene_id(entry->id);
   *response->mutable_scene() = entry->info;
   response->set_created(created);
@@ -220,10 +323,21 @@ grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext*, const v1::GetS
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext*, const v1::ListScenesRequest*,
+grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext*, const v1::ListScenesRequest* request,
                                               v1::ListScenesResponse* response) {
   CallRecorder rec(metrics_, Rpc::kListScenes);
-  for (const auto& entry : registry_->List()) *response->add_scenes() = entry->info;
+  if (request->page_size() < 0) return rec.Finish(Invalid("page_size must be >= 0 (0: the server's page size)"));
+  const int32_t page = request->page_size() == 0 ? limits_.max_list_page
+                                                 : std::min(request->page_size(), limits_.max_list_page);
+  // Scenes are listed in id order; the token is the last id of the previous page.
+  for (const auto& entry : registry_->List()) {
+    if (!request->page_token().empty() && entry->id <= request->page_token()) continue;
+    if (response->scenes_size() == page) {
+      response->set_next_page_token(response->scenes(page - 1).scene_id());
+      break;
+    }
+    *response->add_scenes() = entry->info;
+  }
   return rec.Finish(grpc::Status::OK);
 }
 
@@ -232,11 +346,23 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::U
   CallRecorder rec(metrics_, Rpc::kUpdateWorld, request->scene_id());
   const auto parent = registry_->Find(request->scene_id());
   if (parent == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
-  auto updated = UpdateScene(*parent, *request, files_);
-  if (!updated.ok()) return rec.Finish(ToGrpcStatus(updated.error(), ErrorScope::kSceneContent));
-  // The same update of the same parent is the same content: the loaded scene is returned as is.
-  auto [entry, created] = registry_->Insert(std::move(updated).value());
-  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  int64_t inline_triangles = static_cast<int64_t>(parent->info.triangles());
+  for (const v1::CollisionObject& o : request->objects()) inline_triangles += InlineTriangles(o.parts());
+  if (inline_triangles > limits_.max_scene_triangles) {
+    return rec.Finish(TooManyTriangles(inline_triangles, limits_.max_scene_triangles));
+  }
+  // The same update of the same parent is the same content: the loaded scene is returned as is,
+  // without building it again.
+  auto id = UpdateSceneId(*parent, *request, files_);
+  if (!id.ok()) return rec.Finish(ToGrpcStatus(id.error(), ErrorScope::kSceneContent));
+  std::shared_ptr<const SceneEntry> entry = registry_->Find(id.value());
+  if (entry == nullptr) {
+    metrics_->AddSceneBuild();
+    auto updated = UpdateScene(*parent, *request, files_, id.value());
+    if (!updated.ok()) return rec.Finish(ToGrpcStatus(updated.error(), ErrorScope::kSceneContent));
+    bool created = false;
+    if (grpc::Status s = Admit(std::move(updated).value(), &created, &entry); !s.ok()) return rec.Finish(s);
+  }
   *response->mutable_scene() = entry->info;
   return rec.Finish(grpc::Status::OK);
 }
@@ -246,6 +372,7 @@ grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext*, const v1::D
   CallRecorder rec(metrics_, Rpc::kDeleteScene, request->scene_id());
   if (!registry_->Erase(request->scene_id())) return rec.Finish(SceneNotFound(request->scene_id()));
   metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  metrics_->SetSceneBytes(registry_->memory_bytes());
   return rec.Finish(grpc::Status::OK);
 }
 
@@ -358,6 +485,10 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
   }
   response->set_free_count(static_cast<uint32_t>(free_count));
   work.ToWire(response->mutable_stats());
+  if (grpc::Status s = CheckResponseSize(*response, "split the batch or leave out contacts"); !s.ok()) {
+    response->Clear();
+    return rec.Finish(s);
+  }
   return rec.Finish(grpc::Status::OK);
 }
 
@@ -400,6 +531,10 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
   work.ToWire(response->mutable_stats());
   rec.Count(QueryKind::kDistance, 1, work);
   rec.set_states(1);
+  if (grpc::Status s = CheckResponseSize(*response, "leave out per_pair"); !s.ok()) {
+    response->Clear();
+    return rec.Finish(s);
+  }
   return rec.Finish(grpc::Status::OK);
 }
 
@@ -533,6 +668,7 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
     if (cancel.stopped()) return;
     // Write fails once the client is gone: stop the remaining paths.
     if (!writer->Write(response)) {
+      metrics_->AddFailedSend();
       cancel.Stop();
       return;
     }

@@ -23,6 +23,13 @@ struct ServiceLimits {
   /// Longest any query call may work, whatever deadline the client set (or none): past it the call
   /// stops with DEADLINE_EXCEEDED.
   double max_call_seconds = 300.0;
+  /// Triangles in one scene (robot and world meshes); inline meshes are counted before anything is built.
+  int64_t max_scene_triangles = 1'000'000;
+  /// Scenes per ListScenes page when the request asks for none (or more).
+  int32_t max_list_page = 100;
+  /// Largest response message (the server's --max-message-bytes); a larger one is refused with
+  /// RESOURCE_EXHAUSTED instead of failing in the transport after being counted as OK. 0: no check.
+  int64_t max_response_bytes = 0;
 };
 
 class ProximityServiceImpl final : public v1::ProximityService::Service {
@@ -62,6 +69,12 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
                     v1::PlanResponse* response) override;
 
  private:
+  // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
+  // say); *out is the loaded entry, *created whether it is new.
+  grpc::Status Admit(std::shared_ptr<const SceneEntry> built, bool* created, std::shared_ptr<const SceneEntry>* out);
+  // OK, or RESOURCE_EXHAUSTED (counted in the metrics) when `response` exceeds max_response_bytes.
+  grpc::Status CheckResponseSize(const google::protobuf::Message& response, const char* advice);
+
   SceneRegistry* registry_;
   Metrics* metrics_;
   WorkerPool* pool_;

@@ -406,6 +406,28 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfFile(const std::st
   return model;
 }
 
+Result<std::vector<std::string>> RobotModel::CollisionMeshFiles(std::string_view urdf_xml,
+                                                                 const RobotLoadOptions& options) {
+  Result<UrdfOutline> outline = OutlineUrdf(urdf_xml, "URDF");
+  if (!outline.ok()) return outline.error();
+  const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
+  if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
+  UriResolver resolver(options);
+  std::vector<std::string> files;
+  for (const std::string& name : outline.value().links) {
+    const urdf::LinkConstSharedPtr link = parsed->getLink(name);
+    if (!link) continue;
+    for (const urdf::CollisionSharedPtr& c : link->collision_array) {
+      if (!c || !c->geometry || c->geometry->type != urdf::Geometry::MESH) continue;
+      const auto& m = static_cast<const urdf::Mesh&>(*c->geometry);
+      Result<std::string> path = resolver.Resolve(m.filename);
+      if (!path.ok()) return Error{path.error().code, "URDF: link '" + name + "': " + path.error().message};
+      files.push_back(path.value());
+    }
+  }
+  return files;
+}
+
 Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string_view urdf_xml,
                                                                      std::string_view srdf_xml,
                                                                      const RobotLoadOptions& options) {

@@ -289,8 +289,15 @@ class Client:
             self._unary("GetScene", pb.GetSceneRequest(scene_id=sid), timeout).scene))
 
     def list_scenes(self, timeout: Optional[float] = None) -> List[SceneInfo]:
-        """Every scene loaded on the server that answers."""
-        return [SceneInfo.from_proto(s) for s in self._unary("ListScenes", pb.ListScenesRequest(), timeout).scenes]
+        """Every scene loaded on the server that answers (in id order, fetched a page at a time)."""
+        scenes: List[SceneInfo] = []
+        token = ""
+        while True:
+            r = self._unary("ListScenes", pb.ListScenesRequest(page_token=token), timeout)
+            scenes.extend(SceneInfo.from_proto(s) for s in r.scenes)
+            token = r.next_page_token
+            if not token:
+                return scenes
 
     def update_world(self, add: Iterable["pb.CollisionObject"] = (),
                      move: Union[Mapping[str, geometry.PoseLike], Iterable[Tuple[str, geometry.PoseLike]]] = (),

@@ -62,6 +62,14 @@ class MeshModel {
   int32_t num_nodes() const { return static_cast<int32_t>(nodes_.size()); }
   /// Depth of the deepest leaf; the root has depth 0.
   int32_t depth() const { return depth_; }
+  /// Bytes held by this object (its arrays' capacities), for memory accounting.
+  int64_t MemoryBytes() const {
+    return static_cast<int64_t>(sizeof(*this) + mesh_.vertices.capacity() * sizeof(Vec3) +
+                                mesh_.triangles.capacity() * sizeof(mesh_.triangles[0]) +
+                                nodes_.capacity() * sizeof(BvhNode) + spheres_.capacity() * sizeof(Sphere) +
+                                obbs_.capacity() * sizeof(Obb) + leaf_triangles_.capacity() * sizeof(LeafTriangle) +
+                                triangle_ids_.capacity() * sizeof(int32_t));
+  }
 
   const BvhNode& node(int32_t i) const { return nodes_[i]; }
   const Sphere& sphere(int32_t i) const { return spheres_[i]; }

@@ -110,6 +110,13 @@ class ConvexPolytope {
   }
   /// The surface as a closed, outward TriangleMesh in frame S.
   TriangleMesh ToMesh() const;
+  /// Bytes held by this object (its arrays' capacities), for memory accounting.
+  int64_t MemoryBytes() const {
+    return static_cast<int64_t>(sizeof(*this) + vertices_.capacity() * sizeof(Vec3) +
+                                input_indices_.capacity() * sizeof(int32_t) + faces_.capacity() * sizeof(faces_[0]) +
+                                face_planes_.capacity() * sizeof(FacePlane) + edges_.capacity() * sizeof(edges_[0]) +
+                                (adjacency_start_.capacity() + adjacency_.capacity()) * sizeof(int32_t));
+  }
 
   /// Index of a vertex maximising d_S · p_SV: hill climbing over the adjacency from `start`, or a scan
   /// for small polytopes. An out-of-range start (-1 for a cold query) starts from the best of the

@@ -188,6 +188,11 @@ class RobotModel {
   /// error names the element, file or URI at fault.
   [[nodiscard]] static Result<std::shared_ptr<const RobotModel>> FromUrdfString(
       std::string_view urdf_xml, std::string_view srdf_xml = {}, const RobotLoadOptions& options = {});
+  /// The collision mesh files a URDF names, resolved as FromUrdfString resolves them (options' package
+  /// map, ROS_PACKAGE_PATH crawl, file access), in link then collision order, without loading any: what
+  /// a content id must cover before anything is built. Errors as FromUrdfString's for the same URIs.
+  [[nodiscard]] static Result<std::vector<std::string>> CollisionMeshFiles(std::string_view urdf_xml,
+                                                                           const RobotLoadOptions& options = {});
   /// Builds a robot from a URDF file and an optional SRDF file ("" for none). Relative mesh paths
   /// resolve against the URDF's directory unless options.urdf_dir is set.
   [[nodiscard]] static Result<std::shared_ptr<const RobotModel>> FromUrdfFile(
