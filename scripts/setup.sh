@@ -19,6 +19,7 @@ PACKAGES=(
   libfcl-dev libccd-dev
   libompl-dev libboost-serialization-dev libboost-filesystem-dev libboost-system-dev libnanoflann-dev
   dart-doc
+  openssl
 )
 
 missing=()

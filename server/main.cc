@@ -1,6 +1,8 @@
 // proximityd: the Proximity gRPC service. Flags, or a YAML file (--config) with the same keys as the
 // long flags (flags win); structured logs on stderr; SIGTERM / SIGINT drain in-flight calls and exit 0.
 #include <CLI/CLI.hpp>
+
+#include "proximity/core/file_access.h"
 #include <yaml-cpp/yaml.h>
 
 #include <pthread.h>
@@ -30,6 +32,7 @@ struct Flags {
   double drain_seconds = 10.0;
   bool no_default_scene = false;
   int64_t max_memory_mb = 4096;
+  std::string auth_token_file;
 };
 
 // A YAML key applies only where the flag was not given on the command line.
@@ -97,6 +100,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-concurrent-calls", f.server.max_concurrent_calls,
                  "Calls served at once; more get RESOURCE_EXHAUSTED (0: no limit)")
       ->capture_default_str();
+  app.add_option("--tls-cert", f.server.tls_cert_file, "Serve TLS with this certificate chain (PEM)");
+  app.add_option("--tls-key", f.server.tls_key_file, "The TLS private key (PEM)");
+  app.add_option("--tls-client-ca", f.server.tls_client_ca_file,
+                 "Mutual TLS: require client certificates signed by this CA (PEM)");
+  app.add_option("--auth-token-file", f.auth_token_file,
+                 "Require 'authorization: Bearer <token>' on every call, the token read from this file");
+  app.add_flag("--reflection", f.server.reflection, "Serve gRPC server reflection (off by default)");
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
@@ -131,6 +141,11 @@ int main(int argc, char** argv) {
         {"max-versions", [&](const YAML::Node& n) { f.server.registry.max_versions = n.as<int64_t>(); }},
         {"max-scene-triangles", [&](const YAML::Node& n) { f.server.limits.max_scene_triangles = n.as<int64_t>(); }},
         {"max-concurrent-calls", [&](const YAML::Node& n) { f.server.max_concurrent_calls = n.as<int>(); }},
+        {"tls-cert", [&](const YAML::Node& n) { f.server.tls_cert_file = n.as<std::string>(); }},
+        {"tls-key", [&](const YAML::Node& n) { f.server.tls_key_file = n.as<std::string>(); }},
+        {"tls-client-ca", [&](const YAML::Node& n) { f.server.tls_client_ca_file = n.as<std::string>(); }},
+        {"auth-token-file", [&](const YAML::Node& n) { f.auth_token_file = n.as<std::string>(); }},
+        {"reflection", [&](const YAML::Node& n) { f.server.reflection = n.as<bool>(); }},
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
@@ -166,6 +181,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   f.server.registry.max_memory_bytes = f.max_memory_mb << 20;
+  if (!f.auth_token_file.empty()) {
+    auto token = proximity::core::ReadFileUnder({}, f.auth_token_file);
+    if (!token.ok()) {
+      std::cerr << "proximityd: --auth-token-file: " << token.error().message << "\n";
+      return 2;
+    }
+    // The token is the file's first line, without surrounding whitespace.
+    std::string t = token.value().substr(0, token.value().find('\n'));
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(0, 1);
+    if (t.size() < 16) {
+      std::cerr << "proximityd: --auth-token-file: the token must be at least 16 characters\n";
+      return 2;
+    }
+    f.server.auth_token = t;
+  }
   if (!(f.server.limits.max_call_seconds > 0.0) || !std::isfinite(f.server.limits.max_call_seconds)) {
     std::cerr << "proximityd: --max-call-seconds must be a finite number > 0\n";
     return 2;

@@ -1,7 +1,9 @@
 #include "server/server.h"
 
+#include "proximity/core/file_access.h"
+
 #include <grpc/grpc.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <dlfcn.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/resource_quota.h>
@@ -36,7 +38,7 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   ServiceLimits limits = options.limits;
   limits.max_response_bytes = options.max_message_bytes;
   s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(), limits,
-                                                       files.value());
+                                                       files.value(), options.auth_token);
 
   if (options.default_scene) {
     const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;
@@ -58,7 +60,16 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
                                  std::to_string(options.max_message_bytes));
   }
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) {
+    // Loading gRPC's reflection library registers its server plugin (a static initialiser), which
+    // adds the reflection service to every server built in this process from then on.
+    static void* const reflection = dlopen(PROX_GRPC_REFLECTION_SONAME, RTLD_NOW | RTLD_GLOBAL);
+    if (reflection == nullptr) {
+      const char* why = dlerror();
+      return core::InvalidArgument(std::string("--reflection: cannot load ") + PROX_GRPC_REFLECTION_SONAME + ": " +
+                                   (why != nullptr ? why : "unknown error"));
+    }
+  }
   // Linking the health messages into the binary lets reflection resolve grpc.health.v1.Health; the
   // built-in health service alone is listed but "symbol not found".
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
@@ -77,7 +88,26 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   }
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() || !options.tls_client_ca_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return core::InvalidArgument("TLS needs both --tls-cert and --tls-key");
+    }
+    grpc::SslServerCredentialsOptions ssl;
+    auto cert = core::ReadFileUnder({}, options.tls_cert_file);
+    if (!cert.ok()) return core::InvalidArgument("--tls-cert: " + cert.error().message);
+    auto key = core::ReadFileUnder({}, options.tls_key_file);
+    if (!key.ok()) return core::InvalidArgument("--tls-key: " + key.error().message);
+    ssl.pem_key_cert_pairs.push_back({key.value(), cert.value()});
+    if (!options.tls_client_ca_file.empty()) {
+      auto ca = core::ReadFileUnder({}, options.tls_client_ca_file);
+      if (!ca.ok()) return core::InvalidArgument("--tls-client-ca: " + ca.error().message);
+      ssl.pem_root_certs = ca.value();
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(options.listen, credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {

@@ -41,6 +41,15 @@ struct ServerOptions {
   RegistryLimits registry{256, 4096ll << 20, 64};
   /// Calls served at once (gRPC's thread quota); more are refused with RESOURCE_EXHAUSTED. 0: no limit.
   int max_concurrent_calls = 256;
+  /// TLS: the server's certificate chain and private key (PEM files); both empty serves plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// Mutual TLS: clients must present a certificate this CA (PEM file) signed.
+  std::string tls_client_ca_file;
+  /// The bearer token every ProximityService call must carry; empty: none. Health stays open.
+  std::string auth_token;
+  /// Serve gRPC server reflection (off unless asked: it tells any caller every message shape).
+  bool reflection = false;
 };
 
 class ProximityServer {

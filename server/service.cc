@@ -238,8 +238,13 @@ Work MotionWork(const MotionOrPath& r) {
 }  // namespace
 
 ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool,
-                                           ServiceLimits limits, core::FileAccess files)
-    : registry_(registry), metrics_(metrics), pool_(pool), limits_(limits), files_(std::move(files)) {}
+                                           ServiceLimits limits, core::FileAccess files, std::string auth_token)
+    : registry_(registry),
+      metrics_(metrics),
+      pool_(pool),
+      limits_(limits),
+      files_(std::move(files)),
+      auth_token_(std::move(auth_token)) {}
 
 // ------------------------------------------------------------------------------------------------
 // Scenes
@@ -278,6 +283,30 @@ grpc::Status ProximityServiceImpl::Admit(std::shared_ptr<const SceneEntry> built
   return grpc::Status::OK;
 }
 
+namespace {
+// Equal strings, in time that depends on their lengths only (not on where they differ).
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+}  // namespace
+
+grpc::Status ProximityServiceImpl::Authorize(grpc::ServerContext* context) const {
+  if (auth_token_.empty()) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("authorization");
+  const std::string_view given = it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  if (!ConstantTimeEqual(given, "Bearer " + auth_token_)) {
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "this server needs a bearer token: send 'authorization: Bearer <token>' metadata"};
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status ProximityServiceImpl::CheckResponseSize(const google::protobuf::Message& response, const char* advice) {
   const auto bytes = static_cast<int64_t>(response.ByteSizeLong());
   if (limits_.max_response_bytes <= 0 || bytes <= limits_.max_response_bytes) return grpc::Status::OK;
@@ -287,9 +316,10 @@ grpc::Status ProximityServiceImpl::CheckResponseSize(const google::protobuf::Mes
                                                     std::to_string(limits_.max_response_bytes) + "; " + advice};
 }
 
-grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext*, const v1::CreateSceneRequest* request,
+grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
                                                v1::CreateSceneResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCreateScene);
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   // Cheap limits first: inline meshes are counted before any file is read or anything built.
   int64_t inline_triangles = 0;
   for (const v1::CollisionObject& o : request->objects()) inline_triangles += InlineTriangles(o.parts());
@@ -314,18 +344,20 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext*, const v1::C
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext*, const v1::GetSceneRequest* request,
+grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext* context, const v1::GetSceneRequest* request,
                                             v1::GetSceneResponse* response) {
   CallRecorder rec(metrics_, Rpc::kGetScene, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   *response->mutable_scene() = entry->info;
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext*, const v1::ListScenesRequest* request,
+grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext* context, const v1::ListScenesRequest* request,
                                               v1::ListScenesResponse* response) {
   CallRecorder rec(metrics_, Rpc::kListScenes);
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   if (request->page_size() < 0) return rec.Finish(Invalid("page_size must be >= 0 (0: the server's page size)"));
   const int32_t page = request->page_size() == 0 ? limits_.max_list_page
                                                  : std::min(request->page_size(), limits_.max_list_page);
@@ -341,9 +373,10 @@ grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext*, const v1::Li
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::UpdateWorldRequest* request,
+grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, const v1::UpdateWorldRequest* request,
                                                v1::UpdateWorldResponse* response) {
   CallRecorder rec(metrics_, Rpc::kUpdateWorld, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto parent = registry_->Find(request->scene_id());
   if (parent == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   int64_t inline_triangles = static_cast<int64_t>(parent->info.triangles());
@@ -367,9 +400,10 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext*, const v1::U
   return rec.Finish(grpc::Status::OK);
 }
 
-grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext*, const v1::DeleteSceneRequest* request,
+grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext* context, const v1::DeleteSceneRequest* request,
                                                v1::DeleteSceneResponse*) {
   CallRecorder rec(metrics_, Rpc::kDeleteScene, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   if (!registry_->Erase(request->scene_id())) return rec.Finish(SceneNotFound(request->scene_id()));
   metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
   metrics_->SetSceneBytes(registry_->memory_bytes());
@@ -379,9 +413,10 @@ grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext*, const v1::D
 // ------------------------------------------------------------------------------------------------
 // Queries
 
-grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext*, const v1::CheckStateRequest* request,
+grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, const v1::CheckStateRequest* request,
                                               v1::CheckStateResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCheckState, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -406,6 +441,7 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext*, const v1::Ch
 grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, const v1::CheckStatesRequest* request,
                                                v1::CheckStatesResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCheckStates, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -496,6 +532,7 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
                                                    const v1::ComputeDistanceRequest* request,
                                                    v1::ComputeDistanceResponse* response) {
   CallRecorder rec(metrics_, Rpc::kComputeDistance, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -541,6 +578,7 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
 grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, const v1::CheckMotionRequest* request,
                                                v1::CheckMotionResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCheckMotion, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -576,6 +614,7 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, con
 grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const v1::CheckPathRequest* request,
                                              v1::CheckPathResponse* response) {
   CallRecorder rec(metrics_, Rpc::kCheckPath, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -607,6 +646,7 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
 grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, const v1::ValidatePathsRequest* request,
                                                  grpc::ServerWriter<v1::ValidatePathsResponse>* writer) {
   CallRecorder rec(metrics_, Rpc::kValidatePaths, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -728,6 +768,7 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
                                                       const v1::TimeOfFirstContactRequest* request,
                                                       v1::TimeOfFirstContactResponse* response) {
   CallRecorder rec(metrics_, Rpc::kTimeOfFirstContact, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;
@@ -823,6 +864,7 @@ std::string Seconds(double s) {
 grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                                         v1::PlanResponse* response) {
   CallRecorder rec(metrics_, Rpc::kPlan, request->scene_id());
+  if (grpc::Status s = Authorize(context); !s.ok()) return rec.Finish(s);
   const auto entry = registry_->Find(request->scene_id());
   if (entry == nullptr) return rec.Finish(SceneNotFound(request->scene_id()));
   const core::Scene& scene = *entry->scene;

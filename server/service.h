@@ -36,8 +36,10 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
  public:
   /// The registry, metrics and pool must outlive the service.
   /// Requests read server files under `files` (confined to the operator's roots in proximityd).
+  /// `auth_token`, when not empty, is the bearer token every call must carry ("authorization:
+  /// Bearer <token>" metadata; UNAUTHENTICATED otherwise).
   ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool, ServiceLimits limits,
-                       core::FileAccess files = {});
+                       core::FileAccess files = {}, std::string auth_token = {});
 
   grpc::Status CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
                            v1::CreateSceneResponse* response) override;
@@ -72,6 +74,8 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
   // say); *out is the loaded entry, *created whether it is new.
   grpc::Status Admit(std::shared_ptr<const SceneEntry> built, bool* created, std::shared_ptr<const SceneEntry>* out);
+  // OK when the server needs no token or the call carries it (compared in constant time).
+  grpc::Status Authorize(grpc::ServerContext* context) const;
   // OK, or RESOURCE_EXHAUSTED (counted in the metrics) when `response` exceeds max_response_bytes.
   grpc::Status CheckResponseSize(const google::protobuf::Message& response, const char* advice);
 
@@ -80,6 +84,7 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   WorkerPool* pool_;
   ServiceLimits limits_;
   core::FileAccess files_;
+  std::string auth_token_;
 };
 
 }  // namespace proximity::server

@@ -52,6 +52,7 @@ inline ServerOptions TestOptions() {
   o.max_message_bytes = kTestMaxMessageBytes;
   o.limits.max_batch_states = kTestMaxBatchStates;
   o.limits.max_path_waypoints = 5'000;
+  o.reflection = true;  // the operations test lists services through it
   // The folders the tests name server files in; requests may read nothing else.
   for (const std::string& dir : {proximity::testing::TestDataDir(), proximity::testing::SharedDataDir(),
                                  proximity::testing::DartUrdfDir()}) {

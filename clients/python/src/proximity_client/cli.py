@@ -207,6 +207,20 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK if r.solved else EXIT_INVALID
 
 
+def _connection(args: argparse.Namespace) -> Dict[str, Any]:
+    """The Client's TLS and token arguments from the command line."""
+    out: Dict[str, Any] = {}
+    if args.tls_ca:
+        out["tls_ca"] = args.tls_ca
+    if args.tls_cert or args.tls_key:
+        out["tls_cert"], out["tls_key"] = args.tls_cert, args.tls_key
+        out.setdefault("tls_ca", True)
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as f:
+            out["token"] = f.readline().strip()
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``proximity`` command."""
     common = argparse.ArgumentParser(add_help=False)
@@ -215,6 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--timeout", type=float, default=60.0, help="deadline of each call, seconds (%(default)s)")
     common.add_argument("--scene", default=None, help="scene id (default: the built-in scene, 'default')")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
+    common.add_argument("--tls-ca", default=os.environ.get("PROXIMITY_TLS_CA"), metavar="PEM",
+                        help="connect with TLS trusting this CA certificate (default $PROXIMITY_TLS_CA)")
+    common.add_argument("--tls-cert", default=os.environ.get("PROXIMITY_TLS_CERT"), metavar="PEM",
+                        help="mutual TLS: this client's certificate (default $PROXIMITY_TLS_CERT)")
+    common.add_argument("--tls-key", default=os.environ.get("PROXIMITY_TLS_KEY"), metavar="PEM",
+                        help="mutual TLS: this client's private key (default $PROXIMITY_TLS_KEY)")
+    common.add_argument("--token-file", default=os.environ.get("PROXIMITY_TOKEN_FILE"), metavar="FILE",
+                        help="send the bearer token in FILE on every call (default $PROXIMITY_TOKEN_FILE)")
 
     p = argparse.ArgumentParser(prog="proximity", description="Command-line client of the proximityd service.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -264,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan}
     try:
-        with Client(args.target, timeout=args.timeout) as client:
+        with Client(args.target, timeout=args.timeout, **_connection(args)) as client:
             if args.scene is not None:
                 client.scene = args.scene
             return handlers[args.command](client, args)

@@ -1,6 +1,7 @@
 """The gRPC client of proximityd (``proximity.v1.ProximityService``)."""
 from __future__ import annotations
 
+import collections
 import json
 import math
 import sys
@@ -98,6 +99,45 @@ def _path_parts(path: PathLike, joint_names: Optional[Sequence[str]]) -> Tuple[n
     return np.asarray(path, dtype=np.float64), (list(joint_names) if joint_names else None)
 
 
+def _pem(value: Union[str, bytes]) -> bytes:
+    """PEM bytes, or the bytes of the PEM file at the path ``value``."""
+    if isinstance(value, bytes):
+        return value
+    with open(value, "rb") as f:
+        return f.read()
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                   grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` metadata to every call."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _details(self, details: Any) -> Any:
+        metadata = list(details.metadata or ()) + [self._header]
+        return _CallDetails(details.method, details.timeout, metadata, details.credentials,
+                            getattr(details, "wait_for_ready", None), getattr(details, "compression", None))
+
+    def intercept_unary_unary(self, continuation, details, request):  # noqa: ANN001, ANN201
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):  # noqa: ANN001, ANN201
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation, details, requests):  # noqa: ANN001, ANN201
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation, details, requests):  # noqa: ANN001, ANN201
+        return continuation(self._details(details), requests)
+
+
+class _CallDetails(collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials",
+                                                           "wait_for_ready", "compression")),
+                   grpc.ClientCallDetails):
+    pass
+
+
 class PathStream:
     """Results of a ValidatePaths call as they arrive: iterate for ``(index, PathResult)`` pairs.
 
@@ -148,13 +188,20 @@ class Client:
         auto_restore: re-send this client's own scenes to a server that answers NOT_FOUND for them.
         restore_rounds: how many times one call may re-send its scene and retry.
         restore_sends: how many CreateScene re-sends one restore may make (about the replica count).
+        tls_ca: connect with TLS, trusting this CA (a PEM file path or PEM bytes; ``True``: the
+            system's roots).
+        tls_cert, tls_key: mutual TLS: this client's certificate chain and key (PEM file paths or bytes).
+        token: a bearer token sent on every call (``authorization: Bearer <token>``), for a server started
+            with ``--auth-token-file``.
     """
 
     def __init__(self, target: str = DEFAULT_TARGET, timeout: float = 30.0,
                  options: Optional[Sequence[Tuple[str, Any]]] = None, *,
                  max_message_bytes: int = MAX_MESSAGE_BYTES, batch_states: Optional[int] = None,
                  max_in_flight: int = 2, scene: str = DEFAULT_SCENE, round_robin: bool = False,
-                 auto_restore: bool = True, restore_rounds: int = 3, restore_sends: int = 4) -> None:
+                 auto_restore: bool = True, restore_rounds: int = 3, restore_sends: int = 4,
+                 tls_ca: Union[str, bytes, bool, None] = None, tls_cert: Union[str, bytes, None] = None,
+                 tls_key: Union[str, bytes, None] = None, token: Optional[str] = None) -> None:
         opts: List[Tuple[str, Any]] = [
             ("grpc.max_send_message_length", int(max_message_bytes)),
             ("grpc.max_receive_message_length", int(max_message_bytes)),
@@ -171,7 +218,18 @@ class Client:
         self.auto_restore = auto_restore
         self.restore_rounds = max(1, int(restore_rounds))
         self.restore_sends = max(1, int(restore_sends))
-        self._channel = grpc.insecure_channel(target, options=opts)
+        if tls_ca is not None or tls_cert is not None or tls_key is not None:
+            if (tls_cert is None) != (tls_key is None):
+                raise ValueError("mutual TLS needs both tls_cert and tls_key")
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=None if tls_ca in (None, True) else _pem(tls_ca),
+                private_key=None if tls_key is None else _pem(tls_key),
+                certificate_chain=None if tls_cert is None else _pem(tls_cert))
+            self._channel = grpc.secure_channel(target, creds, options=opts)
+        else:
+            self._channel = grpc.insecure_channel(target, options=opts)
+        if token:
+            self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
         self._stub = pb_grpc.ProximityServiceStub(self._channel)
         self._health = health_pb_grpc.HealthStub(self._channel)
         # scene id -> ("create", CreateSceneRequest) or ("update", parent id, UpdateWorldRequest)
