@@ -549,6 +549,17 @@ def server_failures(daemon: support.Daemon) -> Dict[str, Dict[str, float]]:
     return out
 
 
+def _binary(path: Path) -> Dict[str, Any]:
+    """Which daemon ran: its path, modification time and SHA-256 (a build tree may be rebuilt between runs)."""
+    import hashlib
+    try:
+        data = Path(path).read_bytes()
+        built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(Path(path).stat().st_mtime))
+    except OSError:
+        return {"path": str(path)}
+    return {"path": str(path), "modified": built, "sha256": hashlib.sha256(data).hexdigest()}
+
+
 def _machine() -> Dict[str, Any]:
     model = ""
     try:
@@ -576,7 +587,7 @@ def run(seconds: float, clients: int = 8, seed: int = 20261125, out: Optional[Pa
     default of 8 per core)."""
     env = None if malloc_arena_max is None else {"MALLOC_ARENA_MAX": str(int(malloc_arena_max))}
     report: Dict[str, Any] = {"seconds": seconds, "clients": clients, "seed": seed, "machine": _machine(),
-                              "daemon": str(support.DAEMON), "daemon_args": "defaults (worker threads: CPU count)",
+                              "daemon": _binary(support.DAEMON), "daemon_args": "defaults (worker threads: CPU count)",
                               "daemon_env": env or {}}
     interval = sample_interval or max(0.25, min(2.0, seconds / 150.0))
     daemon = support.Daemon(env=env).start()
