@@ -57,8 +57,10 @@ class Daemon:
     """
 
     def __init__(self, *extra_args: str, binary: Path = DAEMON, metrics: bool = True,
-                 path_roots: Optional[Sequence[Path]] = None) -> None:
+                 path_roots: Optional[Sequence[Path]] = None, env: Optional[Dict[str, str]] = None) -> None:
         self.binary = binary
+        # Variables added to the daemon's environment (this process's otherwise).
+        self.env = None if env is None else {**os.environ, **env}
         # The folders the tests name server files in (urdf_path, srdf_path): requests may read nothing else.
         roots = PATH_ROOTS if path_roots is None else path_roots
         self.extra_args = [a for r in roots if Path(r).is_dir() for a in ("--allow-path-root", str(r))]
@@ -98,7 +100,7 @@ class Daemon:
             self.lines.clear()
             self._listening.clear()
             self.proc = subprocess.Popen(args + self.extra_args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.PIPE)
+                                         stderr=subprocess.PIPE, env=self.env)
             self._reader = threading.Thread(target=self._read, daemon=True)
             self._reader.start()
             deadline = time.monotonic() + timeout
