@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -173,9 +175,14 @@ class CallCancel {
   }
   bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
 
-  /// CANCELLED or DEADLINE_EXCEEDED, saying how far the call got.
+  /// When the call must end (the client's deadline or --max-call-seconds, whichever is first).
+  std::chrono::system_clock::time_point deadline() const { return deadline_; }
+
+  /// CANCELLED or DEADLINE_EXCEEDED, saying how far the call got. The client's own deadline timer may
+  /// cancel the call a moment before the server's clock passes the deadline: a cancellation that close
+  /// to it is the deadline's.
   grpc::Status status(const std::string& progress) const {
-    if (std::chrono::system_clock::now() >= deadline_) {
+    if (std::chrono::system_clock::now() + std::chrono::milliseconds(50) >= deadline_) {
       return {grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded after " + progress};
     }
     return {grpc::StatusCode::CANCELLED, "cancelled after " + progress};
@@ -190,6 +197,34 @@ class CallCancel {
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> next_poll_{0};
   std::mutex mutex_;  // one poller of the context at a time
+};
+
+// Ends a streaming call at its deadline even while a Write is blocked on a client that stopped reading:
+// a synchronous Write returns only once flow control lets it, so the handler cannot notice the
+// deadline itself. TryCancel makes the blocked Write return false.
+class StreamWatchdog {
+ public:
+  StreamWatchdog(grpc::ServerContext* context, std::chrono::system_clock::time_point deadline)
+      : thread_([this, context, deadline] {
+          std::unique_lock lock(mutex_);
+          if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) context->TryCancel();
+        }) {}
+  StreamWatchdog(const StreamWatchdog&) = delete;
+  StreamWatchdog& operator=(const StreamWatchdog&) = delete;
+  ~StreamWatchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
 };
 
 // The first error of a parallel batch (any worker may hit one).
@@ -680,6 +715,7 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
   };
   std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
   CallCancel cancel(context, limits_.max_call_seconds);
+  const StreamWatchdog watchdog(context, cancel.deadline());
   core::MotionRequest query = motion.value();
   query.stop = cancel.interrupt();
   FirstError error;

@@ -306,9 +306,6 @@ def test_a_client_that_stops_reading(ref: Reference, leave: str) -> None:
         assert len(results) == 20_000 and all(r.free for r in results)
 
 
-@pytest.mark.xfail(strict=True, reason="a server stream whose client stops reading blocks in Write, where "
-                   "--max-call-seconds is not checked: the handler, a pool worker and the request's memory stay "
-                   "held until the client cancels, disconnects or its own deadline passes")
 def test_a_stalled_stream_without_a_deadline_ends_at_max_call_seconds(ref: Reference) -> None:
     # Long enough that the writer waits on the full windows before the limit passes (it fills them in
     # about a second); a shorter limit stops the stream between two writes, which works today.
