@@ -24,9 +24,10 @@ struct RobotText {
   core::RobotLoadOptions options;
 };
 
-Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::FileAccess& files, SceneHasher* hasher) {
+Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::FileAccess& files) {
   RobotText out;
   out.options.files = files;
+  for (const auto& [uri, bytes] : robot.files()) out.options.uploaded_files[uri] = bytes;
   if (robot.urdf().empty() == robot.urdf_path().empty()) {
     return core::InvalidArgument("robot: give the URDF as text (urdf) or a server path (urdf_path), exactly one");
   }
@@ -37,7 +38,6 @@ Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::File
     auto text = ReadFileBytes(robot.urdf_path(), files);
     if (!text.ok()) return core::InvalidArgument("robot.urdf_path: " + text.error().message);
     out.urdf = std::move(text).value();
-    hasher->Add("file:" + robot.urdf_path(), out.urdf);
     // Relative mesh paths resolve against the URDF's own directory, as when loading the file.
     out.options.urdf_dir = std::filesystem::path(robot.urdf_path()).parent_path().string();
   } else {
@@ -47,7 +47,6 @@ Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::File
     auto text = ReadFileBytes(robot.srdf_path(), files);
     if (!text.ok()) return core::InvalidArgument("robot.srdf_path: " + text.error().message);
     out.srdf = std::move(text).value();
-    hasher->Add("file:" + robot.srdf_path(), out.srdf);
   } else {
     out.srdf = robot.srdf();
   }
@@ -159,14 +158,28 @@ void AccountMemory(SceneEntry* entry) {
 }  // namespace
 
 Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const core::FileAccess& file_access) {
+  // Content, not routes: the request without its robot source, then the robot's URDF and SRDF text and
+  // its mesh bytes in link order (from the server's files or the uploaded bundle alike), so a changed
+  // mesh changes the id and the same files give the same id however they arrive.
   SceneHasher hasher;
-  hasher.Add("CreateSceneRequest", request);
-  auto text = ReadRobotSource(request.robot(), file_access, &hasher);
+  v1::CreateSceneRequest canonical = request;
+  canonical.clear_robot();
+  hasher.Add("CreateSceneRequest", canonical);
+  auto text = ReadRobotSource(request.robot(), file_access);
   if (!text.ok()) return text.error();
-  // The robot's mesh files, in link order, so a changed mesh on disk changes the id; then the world's.
+  hasher.Add("urdf", text.value().urdf);
+  hasher.Add("srdf", text.value().srdf);
   auto meshes = core::RobotModel::CollisionMeshFiles(text.value().urdf, text.value().options);
   if (!meshes.ok()) return WithField("robot", meshes.error());
-  if (Status s = HashFiles(meshes.value(), file_access, &hasher); !s.ok()) return core::InvalidArgument("robot: " + s.error().message);
+  for (const std::string& mesh : meshes.value()) {
+    if (mesh.starts_with(core::kUploadedFilePrefix)) {
+      hasher.Add("mesh", request.robot().files().at(mesh.substr(core::kUploadedFilePrefix.size())));
+      continue;
+    }
+    auto bytes = ReadFileBytes(mesh, file_access);
+    if (!bytes.ok()) return core::InvalidArgument("robot: " + bytes.error().message);
+    hasher.Add("mesh", bytes.value());
+  }
   std::vector<std::string> paths;
   for (const v1::CollisionObject& o : request.objects()) AddMeshFilePaths(o.parts(), &paths);
   for (const v1::AttachedObject& a : request.attached_objects()) AddMeshFilePaths(a.parts(), &paths);
@@ -181,8 +194,7 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
     if (!computed.ok()) return computed.error();
     id = std::move(computed).value();
   }
-  SceneHasher unused;
-  auto text = ReadRobotSource(request.robot(), file_access, &unused);
+  auto text = ReadRobotSource(request.robot(), file_access);
   if (!text.ok()) return text.error();
   auto robot = core::RobotModel::FromUrdfString(text.value().urdf, text.value().srdf, text.value().options);
   if (!robot.ok()) return WithField("robot", robot.error());

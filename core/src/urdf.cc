@@ -100,6 +100,7 @@ class UriResolver {
   }
 
   Result<std::string> Resolve(const std::string& uri) {
+    if (options_.uploaded_files.contains(uri)) return std::string(kUploadedFilePrefix) + uri;
     std::vector<std::string> tried;
     const auto found = [&](const fs::path& p) -> std::optional<std::string> {
       if (IsRegularFile(p) && options_.files.Allows(p.string())) return Canonical(p);
@@ -549,7 +550,19 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
           Result<std::string> path = resolver.Resolve(m.filename);
           if (!path.ok()) return Error{path.error().code, what + ": " + path.error().message};
           g.mesh_path = path.value();
-          auto mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files);
+          Result<std::shared_ptr<const MeshModel>> mesh = Error{};
+          if (g.mesh_path.starts_with(kUploadedFilePrefix)) {
+            // An uploaded file: parsed from its bytes (its extension tells the format).
+            const std::string& bytes = load.uploaded_files.at(m.filename);
+            MeshLoadOptions mesh_options;
+            mesh_options.scale = g.mesh_scale;
+            Result<TriangleMesh> loaded = LoadMeshFromMemory(
+                bytes, fs::path(m.filename).extension().string(), "uploaded file '" + m.filename + "'", mesh_options);
+            mesh = loaded.ok() ? MeshModel::Build(std::move(loaded).value(), {}, m.filename)
+                               : Result<std::shared_ptr<const MeshModel>>(loaded.error());
+          } else {
+            mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files);
+          }
           if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
           g.mesh = mesh.value();
           // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.

@@ -265,3 +265,45 @@ def test_sigterm_drains_mid_call() -> None:
             assert not t.is_alive()
             assert errors and isinstance(errors[0], ProximityError), errors
             assert not math.isnan(elapsed)
+
+
+def test_uploaded_bundles_need_no_server_files_and_give_the_same_id(tmp_path: Path) -> None:
+    """A robot's URDF and meshes uploaded as one bundle load on a server that opens no file, and the
+    same files give the same scene id whatever the route (server paths, text plus bundle)."""
+    from proximity_client.bundle import robot_bundle
+    kr5 = Path(support.KR5_URDF)
+    # The KR5 with package:// URIs, its meshes in a package folder named by package.xml, not by folder.
+    pkg = tmp_path / "some_folder"
+    (pkg / "meshes").mkdir(parents=True)
+    (pkg / "package.xml").write_text("<package><name>kr5_description</name></package>")
+    for stl in (kr5.parent / "meshes").glob("*.STL"):
+        (pkg / "meshes" / stl.name).write_bytes(stl.read_bytes())
+    urdf = tmp_path / "kr5.urdf"
+    urdf.write_text(kr5.read_text().replace('filename="meshes/', 'filename="package://kr5_description/meshes/'))
+    bundle = robot_bundle(urdf, ros_package_path=str(tmp_path))
+    assert len(bundle.files) == 7 and all(k.startswith("package://kr5_description/") for k in bundle.files)
+    box = geometry.collision_object("box", [geometry.box([0.2, 0.2, 0.2])], at=[0.5, 0.3, 0.4])
+    with support.Daemon(path_roots=[kr5.parent, tmp_path]) as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        # The URDF with relative mesh paths: server paths, then text plus bundle.
+        plain = c.create_scene(urdf_path=str(kr5), objects=[box])
+        uploaded = c.create_scene_from_files(str(kr5), objects=[box])
+        assert not uploaded.created and uploaded.scene_id == plain.scene_id
+        # The package:// URDF: server paths through a package map, then text plus bundle.
+        by_path = c.create_scene(urdf_path=str(urdf), package_dirs={"kr5_description": str(pkg)}, objects=[box])
+        by_bundle = c.create_scene_from_files(str(urdf), package_dirs={"kr5_description": str(pkg)}, objects=[box])
+        assert not by_bundle.created and by_bundle.scene_id == by_path.scene_id
+        assert by_path.scene_id != plain.scene_id  # another URDF text
+        # A changed mesh is a different scene.
+        changed = dict(bundle.files)
+        first = sorted(changed)[0]
+        changed[first] = b"x" + changed[first][1:]  # a binary STL's header byte: same triangles, new bytes
+        other = c.create_scene(urdf=bundle.urdf, files=changed, objects=[box])
+        assert other.scene_id != by_path.scene_id
+    with support.Daemon(path_roots=[]) as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        s = c.create_scene_from_files(str(urdf), package_dirs={"kr5_description": str(pkg)}, objects=[box])
+        assert s.scene_id == by_path.scene_id
+        states = c.get_scene(s.scene_id).sample(200, np.random.default_rng(4))
+        answers = c.check_states(states, scene=s.scene_id)
+        assert 0 < answers.sum() < len(answers)

@@ -310,7 +310,7 @@ class Client:
                      attached: Iterable["pb.AttachedObject"] = (),
                      allowed_pairs: Iterable[Tuple[str, str]] = (),
                      padding: Union[float, Mapping[str, float], None] = None, default_padding: float = 0.0,
-                     timeout: Optional[float] = None) -> SceneInfo:
+                     files: Optional[Mapping[str, bytes]] = None, timeout: Optional[float] = None) -> SceneInfo:
         """Loads a scene: a robot (URDF text or a URDF path on the server, optional SRDF), its base pose,
         world objects, attached objects, allowed pairs and padding (metres; a number pads every link, a
         mapping pads the named links or attached objects).
@@ -319,7 +319,8 @@ class Client:
         id is a content hash). Build objects with :mod:`proximity_client.geometry`.
         """
         robot = pb.RobotSource(urdf=urdf or "", urdf_path=urdf_path or "", srdf=srdf or "", srdf_path=srdf_path or "",
-                               package_dirs=dict(package_dirs or {}), use_ros_package_path=use_ros_package_path)
+                               package_dirs=dict(package_dirs or {}), use_ros_package_path=use_ros_package_path,
+                               files=dict(files or {}))
         req = pb.CreateSceneRequest(robot=robot, base_pose=geometry.as_pose(base_pose), objects=list(objects),
                                     attached_objects=list(attached),
                                     allowed_pairs=[pb.AllowedPair(first=a, second=b) for a, b in allowed_pairs],
@@ -330,6 +331,16 @@ class Client:
         elif padding is not None:
             req.default_padding = float(padding)
         return self.create_scene_from_request(req, timeout=timeout)
+
+    def create_scene_from_files(self, urdf_file: str, srdf_file: Optional[str] = None, *,
+                                package_dirs: Optional[Mapping[str, str]] = None, **kwargs: Any) -> SceneInfo:
+        """Loads a scene from a robot's files on this machine: the URDF, the SRDF and every collision
+        mesh the URDF names are read here and uploaded as one bundle (see :mod:`proximity_client.bundle`;
+        ``package_dirs`` maps package names to local folders), so the server opens no file. The other
+        arguments are :meth:`create_scene`'s. The same files give the same scene id as any other route."""
+        from .bundle import robot_bundle
+        b = robot_bundle(urdf_file, srdf_file, package_dirs)
+        return self.create_scene(urdf=b.urdf, srdf=b.srdf or None, files=b.files, **kwargs)
 
     def create_scene_from_request(self, request: "pb.CreateSceneRequest",
                                   timeout: Optional[float] = None) -> SceneInfo:

@@ -67,13 +67,20 @@ struct RobotLoadOptions {
   std::string urdf_dir;
   /// Cache to share meshes with other models; null uses one private to this load.
   std::shared_ptr<MeshCache> mesh_cache;
+  /// Files uploaded with the robot (a content bundle), by the URI or path the URDF names them with
+  /// ("package://pkg/meshes/link.stl", "meshes/link.dae"): a mesh URI found here resolves to
+  /// kUploadedFilePrefix + the URI and is read from these bytes, before any file is looked for.
+  std::map<std::string, std::string> uploaded_files;
   /// Which files the load may read (the URDF and SRDF files, meshes, package.xml files). Confined,
   /// mesh URIs that resolve outside the roots count as missing and the package crawl skips roots
   /// outside them.
   FileAccess files;
 };
 
-/// Resolves a URDF mesh URI to an absolute path of an existing file: package://pkg/rest (through
+/// What ResolveMeshUri puts before the URI of a file found in RobotLoadOptions::uploaded_files.
+inline constexpr std::string_view kUploadedFilePrefix = "uploaded:";
+
+/// Resolves a URDF mesh URI to an absolute path of an existing file (or an uploaded file's name): package://pkg/rest (through
 /// options.package_dirs, then the ROS_PACKAGE_PATH crawl), file://abs, an absolute path, or a path
 /// relative to options.urdf_dir. The error names the URI and every place tried.
 [[nodiscard]] Result<std::string> ResolveMeshUri(const std::string& uri, const RobotLoadOptions& options);
