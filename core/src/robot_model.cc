@@ -469,7 +469,14 @@ Result<std::vector<double>> RobotModel::Configuration(const std::map<std::string
 Result<std::vector<double>> RobotModel::NamedConfiguration(const std::string& state, const std::string& group) const {
   for (const SrdfGroupState& s : srdf_.group_states) {
     if (s.name != state || (!group.empty() && s.group != group)) continue;
-    return Configuration(std::map<std::string, double>(s.values.begin(), s.values.end()));
+    Result<std::vector<double>> q = Configuration(std::map<std::string, double>(s.values.begin(), s.values.end()));
+    if (!q.ok()) return q;
+    // A state outside the limits is loaded (as MoveIt does) but never used as a configuration.
+    if (Status st = CheckLimits(q.value(), 1e-9); !st.ok()) {
+      return InvalidArgument("robot '" + name_ + "' group state '" + state + "' is outside the joint limits: " +
+                             st.error().message);
+    }
+    return q;
   }
   return NotFound("robot '" + name_ + "' has no group state '" + state + "'" +
                   (group.empty() ? std::string() : " in group '" + group + "'"));

@@ -350,5 +350,23 @@ TEST(SceneLimits, ARobotWithoutMovableJointsAnswersEveryQuery) {
   }
 }
 
+// An SRDF state outside the joint limits loads (MoveIt loads it) but is never used as a configuration.
+TEST(SceneLimits, SrdfStatesOutsideTheLimitsAreRefusedWhenUsed) {
+  std::string srdf = testing::ReadFile(Fixture("planar_2link.srdf"));
+  const std::string state = R"(<group_state name="too_far" group="arm">
+    <joint name="shoulder" value="3.5"/>
+    <joint name="elbow" value="0"/>
+  </group_state>
+</robot>)";
+  srdf.replace(srdf.rfind("</robot>"), std::string("</robot>").size(), state);
+  auto robot = RobotModel::FromUrdfString(testing::ReadFile(Fixture("planar_2link.urdf")), srdf);
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  EXPECT_TRUE(robot.value()->NamedConfiguration("home").ok());
+  auto far = robot.value()->NamedConfiguration("too_far");
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.error().message.find("shoulder"), std::string::npos) << far.error().message;
+  EXPECT_NE(far.error().message.find("too_far"), std::string::npos) << far.error().message;
+}
+
 }  // namespace
 }  // namespace proximity::core

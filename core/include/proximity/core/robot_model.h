@@ -239,7 +239,8 @@ class RobotModel {
   /// DefaultConfiguration() value, or are an error naming them when `require_all`. Values must be finite.
   [[nodiscard]] Result<std::vector<double>> Configuration(const std::map<std::string, double>& values,
                                                           bool require_all = false) const;
-  /// The SRDF group state `state` (of `group`, or of any group when ""), completed with defaults.
+  /// The SRDF group state `state` (of `group`, or of any group when ""), completed with defaults. A
+  /// state outside the joint limits loads (as MoveIt loads it) but is an error here, naming the joint.
   [[nodiscard]] Result<std::vector<double>> NamedConfiguration(const std::string& state,
                                                                const std::string& group = "") const;
   /// Active-q positions of the joints an SRDF group moves (chains, joints, links' parent joints,
