@@ -120,6 +120,19 @@ class Daemon:
     def stderr_text(self) -> str:
         return "\n".join(self.lines)
 
+    def log_records(self, **match: Any) -> List[Dict[str, Any]]:
+        """The daemon's JSON log lines so far whose fields equal `match` (e.g. rpc="CheckMotion",
+        msg="rpc failed"); lines that are not JSON objects are skipped."""
+        out = []
+        for line in list(self.lines):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and all(rec.get(k) == v for k, v in match.items()):
+                out.append(rec)
+        return out
+
     def client(self, **kwargs: Any) -> Client:
         kwargs.setdefault("timeout", 60.0)
         return Client(self.target, **kwargs)

@@ -13,7 +13,6 @@ batch; the cases here add concurrency, certified work, the server's logs, a stal
 """
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -37,15 +36,7 @@ SLACK = 2.0
 
 def rpc_lines(daemon: support.Daemon, rpc: str) -> List[Dict[str, Any]]:
     """The daemon's JSON log lines about calls of `rpc` (failed calls are logged at info level)."""
-    out = []
-    for line in list(daemon.lines):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("rpc") == rpc:
-            out.append(rec)
-    return out
+    return daemon.log_records(rpc=rpc)
 
 
 def code_is(rec: Dict[str, Any], *names: str) -> bool:

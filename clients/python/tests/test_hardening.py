@@ -8,7 +8,6 @@ discrete check (the server worked 38 s past a 2 s deadline and blocked the drain
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -140,15 +139,7 @@ def test_a_robot_without_movable_joints_works(client: Client) -> None:
 
 
 def _rpc_lines(daemon: support.Daemon, rpc: str) -> List[dict]:
-    out = []
-    for line in list(daemon.lines):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if rec.get("rpc") == rpc:
-            out.append(rec)
-    return out
+    return daemon.log_records(rpc=rpc)
 
 
 def _long_resolution(motion: np.ndarray) -> float:

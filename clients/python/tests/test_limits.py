@@ -168,15 +168,7 @@ def test_oversize_responses_are_refused_not_counted_ok() -> None:
 
 
 def _failed_lines(d: support.Daemon) -> List[Dict]:
-    out = []
-    for line in list(d.lines):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if rec.get("msg") == "rpc failed":
-            out.append(rec)
-    return out
+    return d.log_records(msg="rpc failed")
 
 
 def test_abuse_is_logged_at_a_bounded_rate_with_bounded_strings() -> None:
