@@ -193,3 +193,34 @@ def test_abuse_is_logged_at_a_bounded_rate_with_bounded_strings() -> None:
         with pytest.raises(NotFoundError):
             c.get_scene("no-such-scene")
         assert support.eventually(lambda: any(r.get("suppressed_before", 0) > 0 for r in _failed_lines(d)), timeout=5)
+
+
+def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
+    """--max-concurrent-calls bounds the handler threads: calls beyond it get RESOURCE_EXHAUSTED at
+    once instead of queueing without bound, and the server answers normally afterwards."""
+    import threading
+    from proximity_client import ProximityError
+    with support.Daemon("--max-concurrent-calls", "4") as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        q0 = np.zeros(6)
+        short = np.stack([q0, q0 + 1e-3])
+        resolution = float(np.linalg.norm(short[1] - short[0])) / 0.99e7  # seconds of work per call
+        codes: List[str] = []
+
+        def call() -> None:
+            try:
+                with Client(d.target, timeout=3) as cc:
+                    cc.check_motion(*short, mode="discrete", resolution=resolution)
+                codes.append("OK")
+            except ProximityError as e:
+                codes.append(e.code.name)
+
+        threads = [threading.Thread(target=call) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(codes) == 10
+        assert codes.count("RESOURCE_EXHAUSTED") >= 5, codes
+        assert set(codes) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}, codes
+        assert c.check_state(q0).free is not None and c.health() == "SERVING"
