@@ -77,8 +77,9 @@ Affine RootTransform(const aiScene& scene, const std::string& extension) {
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// PLY structure check. assimp 5.2.5 loops forever on a PLY header without end_header and reads out of bounds
-// on truncated bodies and on face indices out of range, so PLY input is walked once before assimp sees it.
+// PLY structure check. assimp 5.2.5 loops forever on a PLY header without end_header, reads out of bounds
+// on truncated bodies and on face indices out of range, and aborts on a face without indices, so PLY input
+// is walked once before assimp sees it.
 
 struct PlyType {
   std::string_view name, alias;
@@ -174,8 +175,13 @@ PlyValue ReadBinaryValue(std::string_view bytes, size_t pos, const PlyType& type
   return v;
 }
 
+/// A face with no vertex index: assimp 5.2.5's triangulation asserts (aborts the process) on one.
+std::string EmptyIndexList(const PlyElement& e, uint64_t i) {
+  return "PLY " + e.name + " " + std::to_string(i) + " has no vertex indices";
+}
+
 /// Returns why the PLY bytes are unusable, or nullopt when the header is complete and the body holds every
-/// element it declares with face indices in range.
+/// element it declares with face indices in range and none empty.
 std::optional<std::string> CheckPly(std::string_view bytes) {
   LineReader lines(bytes);
   auto first = lines.Next();
@@ -258,6 +264,7 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
             if (w >= words.size()) return truncated(e, i);
             const PlyValue n = ParseAsciiValue(words[w++], *p.count_type);
             if (!n.ok || n.integer < 0) return "bad PLY list length in " + e.name + " " + std::to_string(i);
+            if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
             items = static_cast<uint64_t>(n.integer);
           }
           if (items > words.size() - w) return truncated(e, i);
@@ -286,6 +293,7 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
           const PlyValue n = ReadBinaryValue(bytes, pos, *p.count_type, little_endian);
           pos += p.count_type->size;
           if (n.integer < 0) return "negative PLY list length in " + e.name + " " + std::to_string(i);
+          if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
           items = static_cast<uint64_t>(n.integer);
         }
         if (items > (bytes.size() - pos) / p.type->size) return truncated(e, i);

@@ -459,6 +459,31 @@ TEST(LoadMeshErrors, PlyWithoutEndHeader) {
               ErrorCode::kParseError, "headless", "end_header");
 }
 
+// Found by mesh_fuzz: a binary PLY whose faces have no vertex indices (the body of a 4-vertex file
+// under a header that declares 3, so the fourth vertex's zero bytes are read as empty faces). assimp
+// 5.2.5's triangulation asserted on it and aborted the process.
+TEST(LoadMeshErrors, PlyFaceWithoutIndices) {
+  std::string binary =
+      "ply\nformat binary_big_endian 1.0\ncomment fuzz seed\nelement vertex 3\nproperty float x\n"
+      "property float y\nproperty float z\nelement face 4\nproperty list uchar int vertex_indices\nend_header\n";
+  const unsigned char body[] = {
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+      0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x02, 0x03, 0x00, 0x00,
+      0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03};
+  binary.append(reinterpret_cast<const char*>(body), sizeof body);
+  ExpectError(LoadMeshFromMemory(binary, "ply", "empty faces"), ErrorCode::kParseError, "empty faces",
+              "face 0 has no vertex indices");
+  // The same in ASCII.
+  const std::string ascii = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                            "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
+                            "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n0\n";
+  ExpectError(LoadMeshFromMemory(ascii, "ply", "empty ascii face"), ErrorCode::kParseError, "empty ascii face",
+              "face 1 has no vertex indices");
+}
+
 TEST(LoadMeshErrors, PlyFaceIndexOutOfRange) {
   std::string text = ReadBytes(Fixture("box_2x3x4.ply"));
   const std::string last_face = "4 3 0 4 7";
