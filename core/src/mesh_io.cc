@@ -1,3 +1,5 @@
+#include <assimp/IOStream.hpp>
+#include <assimp/IOSystem.hpp>
 #include <assimp/Importer.hpp>
 #include <assimp/commonMetaData.h>
 #include <assimp/postprocess.h>
@@ -322,6 +324,49 @@ bool ReadAsPly(const Assimp::Importer& importer, const std::string& extension, s
   return (extension.empty() || !importer.IsExtensionSupported("." + extension)) && LooksLikePly(head);
 }
 
+// ----------------------------------------------------------------------------------------------------------
+// What assimp may read besides the bytes it is given: nothing.
+
+/// The file system assimp sees when it follows a reference out of the bytes (an OBJ's mtllib): empty. The
+/// loaders read mesh bytes under FileAccess themselves; without this, assimp's memory reader passes any
+/// other name to the real file system, outside the policy (an mtllib naming a FIFO blocked the load).
+class NoFiles final : public Assimp::IOSystem {
+ public:
+  bool Exists(const char*) const override { return false; }
+  char getOsSeparator() const override { return '/'; }
+  Assimp::IOStream* Open(const char*, const char*) override { return nullptr; }
+  void Close(Assimp::IOStream*) override {}
+};
+
+/// Comments out every line that starts (after blanks) with "mtllib". When an OBJ's material library cannot
+/// be opened, assimp 5.2.5 parses the OBJ bytes themselves as the library, and a texture line there
+/// (map_Kd, map_Ks, ...) ahead of any newmtl writes through a null material: a crash. Materials are never
+/// used. Returns whether a line was changed.
+bool CommentOutMaterialLibraries(std::string* bytes) {
+  bool changed = false;
+  for (size_t at = bytes->find("mtllib"); at != std::string::npos; at = bytes->find("mtllib", at + 6)) {
+    size_t start = at;
+    while (start > 0 && ((*bytes)[start - 1] == ' ' || (*bytes)[start - 1] == '\t')) --start;
+    if (start == 0 || (*bytes)[start - 1] == '\n' || (*bytes)[start - 1] == '\r') {
+      (*bytes)[at] = '#';
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+/// assimp's scene of `bytes` (owned by `importer`), read with NoFiles and without material libraries.
+const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& bytes, const std::string& extension) {
+  importer.SetIOHandler(new NoFiles());
+  std::string edited;
+  const std::string* input = &bytes;
+  if (bytes.find("mtllib") != std::string::npos) {
+    edited = bytes;
+    if (CommentOutMaterialLibraries(&edited)) input = &edited;
+  }
+  return importer.ReadFileFromMemory(input->data(), input->size(), kPostProcess, extension.c_str());
+}
+
 struct Gathered {
   std::vector<Vec3> vertices;
   std::vector<std::array<int32_t, 3>> triangles;
@@ -475,8 +520,7 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
     if (ReadAsPly(importer, extension, bytes.value())) {
       if (auto bad = CheckPly(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene =
-        importer.ReadFileFromMemory(bytes.value().data(), bytes.value().size(), kPostProcess, extension.c_str());
+    const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension);
     return FromScene(scene, importer, extension, options, label, report);
   });
 }
@@ -494,7 +538,7 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     if (ReadAsPly(importer, hint, bytes)) {
       if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene = importer.ReadFileFromMemory(bytes.data(), bytes.size(), kPostProcess, hint.c_str());
+    const aiScene* scene = ReadWithAssimp(importer, bytes, hint);
     return FromScene(scene, importer, hint, options, label, report);
   });
 }

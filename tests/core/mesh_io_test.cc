@@ -1,17 +1,21 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/test_util.h"
@@ -482,6 +486,36 @@ TEST(LoadMeshErrors, PlyFaceWithoutIndices) {
                             "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n0\n";
   ExpectError(LoadMeshFromMemory(ascii, "ply", "empty ascii face"), ErrorCode::kParseError, "empty ascii face",
               "face 1 has no vertex indices");
+}
+
+// Found by mesh_fuzz: an OBJ whose material library cannot be opened, with a texture line ahead of it.
+// assimp 5.2.5 then parses the OBJ bytes themselves as the library and writes through a null material
+// (a segmentation fault). Material libraries are never read now.
+TEST(LoadMeshErrors, ObjTextureLineAndAMissingMaterialLibrary) {
+  ExpectError(LoadMeshFromMemory("map_Ks\nmtllib 5\n", "obj", "fuzz obj"), ErrorCode::kParseError, "fuzz obj");
+  auto r = LoadMeshFromMemory("map_Kd x.png\n  mtllib missing.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "obj",
+                              "textured triangle");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().triangles.size(), 1u);
+}
+
+// assimp follows an OBJ's mtllib to the real file system, whatever FileAccess allows; a FIFO there
+// blocked the load for ever. Loads open no file but the mesh's own.
+TEST(LoadMesh, ObjMaterialLibraryIsNeverOpened) {
+  TempDir dir;
+  const std::string fifo = dir.Write("material.mtl", "");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string obj = "mtllib " + fifo + "\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+  const std::string path = dir.Write("triangle.obj", obj);
+  // On a thread, so that a load that blocks fails the test instead of hanging it.
+  auto done = std::make_shared<std::promise<bool>>();
+  std::future<bool> loaded = done->get_future();
+  std::thread([obj, path, done] {
+    done->set_value(LoadMeshFromMemory(obj, "obj", "in memory").ok() && LoadMesh(path).ok());
+  }).detach();
+  ASSERT_EQ(loaded.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the load opened the FIFO";
+  EXPECT_TRUE(loaded.get());
 }
 
 TEST(LoadMeshErrors, PlyFaceIndexOutOfRange) {
