@@ -355,8 +355,12 @@ bool CommentOutMaterialLibraries(std::string* bytes) {
   return changed;
 }
 
-/// assimp's scene of `bytes` (owned by `importer`), read with NoFiles and without material libraries.
-const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& bytes, const std::string& extension) {
+/// assimp's post-processed scene of `bytes` (owned by `importer`), read with NoFiles and without material
+/// libraries; nullptr with *error set when assimp cannot read the bytes or their faces are unusable.
+/// Post-processing runs only after the raw faces are checked: assimp 5.2.5's triangulation asserts (aborts
+/// the process) on a face without indices, which several of its importers produce from malformed files.
+const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& bytes, const std::string& extension,
+                              std::string* error) {
   importer.SetIOHandler(new NoFiles());
   std::string edited;
   const std::string* input = &bytes;
@@ -364,7 +368,24 @@ const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& byt
     edited = bytes;
     if (CommentOutMaterialLibraries(&edited)) input = &edited;
   }
-  return importer.ReadFileFromMemory(input->data(), input->size(), kPostProcess, extension.c_str());
+  const aiScene* raw = importer.ReadFileFromMemory(input->data(), input->size(), 0, extension.c_str());
+  if (raw == nullptr) {
+    *error = importer.GetErrorString();
+    return nullptr;
+  }
+  for (unsigned m = 0; m < raw->mNumMeshes; ++m) {
+    const aiMesh* mesh = raw->mMeshes[m];
+    if (mesh == nullptr) continue;
+    for (unsigned f = 0; f < mesh->mNumFaces; ++f) {
+      if (mesh->mFaces == nullptr || mesh->mFaces[f].mNumIndices == 0 || mesh->mFaces[f].mIndices == nullptr) {
+        *error = "face " + std::to_string(f) + " of submesh " + std::to_string(m) + " has no vertex indices";
+        return nullptr;
+      }
+    }
+  }
+  const aiScene* scene = importer.ApplyPostProcessing(kPostProcess);
+  if (scene == nullptr) *error = importer.GetErrorString();
+  return scene;
 }
 
 struct Gathered {
@@ -520,7 +541,9 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
     if (ReadAsPly(importer, extension, bytes.value())) {
       if (auto bad = CheckPly(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension);
+    std::string why;
+    const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension, &why);
+    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
     return FromScene(scene, importer, extension, options, label, report);
   });
 }
@@ -538,7 +561,9 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     if (ReadAsPly(importer, hint, bytes)) {
       if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene = ReadWithAssimp(importer, bytes, hint);
+    std::string why;
+    const aiScene* scene = ReadWithAssimp(importer, bytes, hint, &why);
+    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
     return FromScene(scene, importer, hint, options, label, report);
   });
 }
