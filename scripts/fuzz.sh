@@ -7,7 +7,9 @@
 # <file>) and each target's log in build-fuzz/logs/<target>.log.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]
-# Environment: FUZZ_TARGETS="mesh_fuzz urdf_fuzz ..." runs only those; FUZZ_ARGS adds libFuzzer flags.
+# Environment: FUZZ_TARGETS="mesh_fuzz urdf_fuzz ..." runs only those; FUZZ_SEED fixes libFuzzer's random
+# seed (scripts/test.sh sets 1, so that a CI run explores the same inputs each time on a given machine;
+# unset, every run explores anew); FUZZ_ARGS adds libFuzzer flags.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-20}"
@@ -35,8 +37,10 @@ for t in "${targets[@]}"; do
   name="${t%_fuzz}"
   if [ -f "$root/tests/fuzz/dict/$name.dict" ]; then dict=(-dict="$root/tests/fuzz/dict/$name.dict"); fi
   # -timeout: one input taking longer than 10 s is a finding (the service's calls stop within 0.25 s).
+  seed=()
+  if [ -n "${FUZZ_SEED:-}" ]; then seed=(-seed="$FUZZ_SEED"); fi
   # shellcheck disable=SC2086
-  if "$build/tests/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 \
+  if "$build/tests/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 "${seed[@]}" \
        -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" ${FUZZ_ARGS:-} \
        "$work" "$root/tests/fuzz/corpus/$t" >"$build/logs/$t.log" 2>&1; then
     grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|cov: ' \

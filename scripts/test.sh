@@ -27,4 +27,4 @@ ctest --test-dir "$root/build-tsan" --output-on-failure \
   -R '^(mesh_query_threads_test\.|planner_test\.SceneValidity\.)'
 
 echo "== fuzzing (libFuzzer, address + undefined behaviour sanitizers)"
-"$root/scripts/fuzz.sh" "${PROX_FUZZ_SECONDS:-25}"
+FUZZ_SEED="${FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${PROX_FUZZ_SECONDS:-25}"
