@@ -338,19 +338,15 @@ class NoFiles final : public Assimp::IOSystem {
   void Close(Assimp::IOStream*) override {}
 };
 
-/// Comments out every line that starts (after blanks) with "mtllib". When an OBJ's material library cannot
-/// be opened, assimp 5.2.5 parses the OBJ bytes themselves as the library, and a texture line there
-/// (map_Kd, map_Ks, ...) ahead of any newmtl writes through a null material: a crash. Materials are never
-/// used. Returns whether a line was changed.
-bool CommentOutMaterialLibraries(std::string* bytes) {
+/// Turns every "mtllib" into "#tllib". When an OBJ's material library cannot be opened, assimp 5.2.5 parses
+/// the OBJ bytes themselves as the library, and a texture line there (map_Kd, map_Ks, ...) ahead of any
+/// newmtl writes through a null material: a crash. Materials are never used. Every occurrence goes, not
+/// only those at a line start, since assimp also ends lines at bytes such as NUL. Returns whether any did.
+bool DisableMaterialLibraries(std::string* bytes) {
   bool changed = false;
   for (size_t at = bytes->find("mtllib"); at != std::string::npos; at = bytes->find("mtllib", at + 6)) {
-    size_t start = at;
-    while (start > 0 && ((*bytes)[start - 1] == ' ' || (*bytes)[start - 1] == '\t')) --start;
-    if (start == 0 || (*bytes)[start - 1] == '\n' || (*bytes)[start - 1] == '\r') {
-      (*bytes)[at] = '#';
-      changed = true;
-    }
+    (*bytes)[at] = '#';
+    changed = true;
   }
   return changed;
 }
@@ -366,7 +362,7 @@ const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& byt
   const std::string* input = &bytes;
   if (bytes.find("mtllib") != std::string::npos) {
     edited = bytes;
-    if (CommentOutMaterialLibraries(&edited)) input = &edited;
+    if (DisableMaterialLibraries(&edited)) input = &edited;
   }
   const aiScene* raw = importer.ReadFileFromMemory(input->data(), input->size(), 0, extension.c_str());
   if (raw == nullptr) {

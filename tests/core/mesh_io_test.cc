@@ -493,6 +493,9 @@ TEST(LoadMeshErrors, PlyFaceWithoutIndices) {
 // (a segmentation fault). Material libraries are never read now.
 TEST(LoadMeshErrors, ObjTextureLineAndAMissingMaterialLibrary) {
   ExpectError(LoadMeshFromMemory("map_Ks\nmtllib 5\n", "obj", "fuzz obj"), ErrorCode::kParseError, "fuzz obj");
+  // The same after a NUL byte, which assimp takes for a line end (a later input).
+  ExpectError(LoadMeshFromMemory(std::string("norm\x01\0 \0mtllib s", 16), "obj", "fuzz obj 2"), ErrorCode::kParseError,
+              "fuzz obj 2");
   auto r = LoadMeshFromMemory("map_Kd x.png\n  mtllib missing.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "obj",
                               "textured triangle");
   ASSERT_TRUE(r.ok()) << r.error().message;
