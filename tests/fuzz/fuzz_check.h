@@ -9,6 +9,10 @@
 
 #include "proximity/core/result.h"
 
+#if __has_include(<console_bridge/console.h>)
+#include <console_bridge/console.h>
+#endif
+
 #define PROX_FUZZ_CHECK(cond, what)                                                            \
   do {                                                                                         \
     if (!(cond)) {                                                                             \
@@ -28,5 +32,13 @@ inline void CheckError(const core::Error& e) {
 }
 
 inline bool NotNan(double v) { return !std::isnan(v); }
+
+#if __has_include(<console_bridge/console.h>)
+/// urdfdom's reports of malformed URDF (one per rejected input) are silenced once per target.
+inline const bool kQuietUrdfdom = [] {
+  console_bridge::setLogLevel(console_bridge::CONSOLE_BRIDGE_LOG_NONE);
+  return true;
+}();
+#endif
 
 }  // namespace proximity::fuzz
