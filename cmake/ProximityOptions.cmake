@@ -9,11 +9,23 @@ add_library(proximity::flags ALIAS proximity_flags)
 # Eigen's alignment stays at 16 bytes even with AVX enabled, so objects built here share Eigen's ABI with
 # Debian's prebuilt libraries (FCL in the tests and benchmarks).
 target_compile_definitions(proximity_flags INTERFACE EIGEN_MAX_ALIGN_BYTES=16)
-if(PROX_NATIVE AND NOT PROX_SANITIZE)
+if(PROX_NATIVE AND NOT PROX_SANITIZE AND NOT PROX_FUZZ)
   target_compile_options(proximity_flags INTERFACE -march=native)
 endif()
 
-if(PROX_SANITIZE STREQUAL "address")
+# Fuzzing: every target is built for libFuzzer's coverage feedback (fuzzer-no-link; the fuzz targets
+# themselves link the fuzzer's main) with the address and undefined-behaviour sanitizers.
+if(PROX_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "PROX_FUZZ needs clang with libFuzzer (e.g. CXX=clang++-16), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  if(PROX_SANITIZE AND NOT PROX_SANITIZE STREQUAL "address")
+    message(FATAL_ERROR "PROX_FUZZ builds with the address sanitizer; PROX_SANITIZE='${PROX_SANITIZE}' conflicts")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
+if(PROX_SANITIZE STREQUAL "address" OR PROX_FUZZ)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 elseif(PROX_SANITIZE STREQUAL "thread")
@@ -29,7 +41,7 @@ endif()
 # stack of one function. Every other check, and use-after-scope everywhere else, stays on.
 # Call from the directory that adds the sources (source properties are per directory).
 function(prox_template_heavy_sources)
-  if(PROX_SANITIZE STREQUAL "address")
+  if(PROX_SANITIZE STREQUAL "address" OR PROX_FUZZ)
     set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS -fno-sanitize-address-use-after-scope)
   endif()
 endfunction()

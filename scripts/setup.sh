@@ -8,6 +8,8 @@ set -euo pipefail
 # extracts the MotionBenchMaker archive in tests. gRPC, Protobuf, spdlog, cpp-httplib: proximityd.
 # python3-grpcio and friends: the Python client, its tests and the main job (Debian's /usr/bin/python3).
 # OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
+# clang-16, its runtime libraries (libFuzzer, sanitizers) and llvm-16 (llvm-symbolizer for readable
+# reports): the fuzz targets (scripts/fuzz.sh).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
@@ -20,6 +22,7 @@ PACKAGES=(
   libompl-dev libboost-serialization-dev libboost-filesystem-dev libboost-system-dev libnanoflann-dev
   dart-doc
   openssl
+  clang-16 libclang-rt-16-dev llvm-16
 )
 
 missing=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: installs dependencies, builds (Release), runs the whole ctest suite, then the sanitizer
 # builds: address + undefined behaviour over every test, thread over the shared-model and shared-validity
-# threading tests.
+# threading tests; then a short fuzzing run of every fuzz target (scripts/fuzz.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
@@ -27,3 +27,6 @@ CMAKE_BUILD_TYPE=RelWithDebInfo PROX_BUILD_TARGET="mesh_query_threads_test plann
   "$root/scripts/build.sh" "$root/build-tsan" -DPROX_SANITIZE=thread "${sanitizer_flags[@]}"
 ctest --test-dir "$root/build-tsan" --output-on-failure \
   -R '^(mesh_query_threads_test\.|planner_test\.SceneValidity\.)'
+
+echo "== fuzzing (libFuzzer, address + undefined behaviour sanitizers)"
+FUZZ_SEED="${FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${PROX_FUZZ_SECONDS:-25}"

@@ -1,3 +1,5 @@
+#include <assimp/IOStream.hpp>
+#include <assimp/IOSystem.hpp>
 #include <assimp/Importer.hpp>
 #include <assimp/commonMetaData.h>
 #include <assimp/postprocess.h>
@@ -77,8 +79,9 @@ Affine RootTransform(const aiScene& scene, const std::string& extension) {
 }
 
 // ----------------------------------------------------------------------------------------------------------
-// PLY structure check. assimp 5.2.5 loops forever on a PLY header without end_header and reads out of bounds
-// on truncated bodies and on face indices out of range, so PLY input is walked once before assimp sees it.
+// PLY structure check. assimp 5.2.5 loops forever on a PLY header without end_header, reads out of bounds
+// on truncated bodies and on face indices out of range, and aborts on a face without indices, so PLY input
+// is walked once before assimp sees it.
 
 struct PlyType {
   std::string_view name, alias;
@@ -174,8 +177,13 @@ PlyValue ReadBinaryValue(std::string_view bytes, size_t pos, const PlyType& type
   return v;
 }
 
+/// A face with no vertex index: assimp 5.2.5's triangulation asserts (aborts the process) on one.
+std::string EmptyIndexList(const PlyElement& e, uint64_t i) {
+  return "PLY " + e.name + " " + std::to_string(i) + " has no vertex indices";
+}
+
 /// Returns why the PLY bytes are unusable, or nullopt when the header is complete and the body holds every
-/// element it declares with face indices in range.
+/// element it declares with face indices in range and none empty.
 std::optional<std::string> CheckPly(std::string_view bytes) {
   LineReader lines(bytes);
   auto first = lines.Next();
@@ -258,6 +266,7 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
             if (w >= words.size()) return truncated(e, i);
             const PlyValue n = ParseAsciiValue(words[w++], *p.count_type);
             if (!n.ok || n.integer < 0) return "bad PLY list length in " + e.name + " " + std::to_string(i);
+            if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
             items = static_cast<uint64_t>(n.integer);
           }
           if (items > words.size() - w) return truncated(e, i);
@@ -286,6 +295,7 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
           const PlyValue n = ReadBinaryValue(bytes, pos, *p.count_type, little_endian);
           pos += p.count_type->size;
           if (n.integer < 0) return "negative PLY list length in " + e.name + " " + std::to_string(i);
+          if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
           items = static_cast<uint64_t>(n.integer);
         }
         if (items > (bytes.size() - pos) / p.type->size) return truncated(e, i);
@@ -312,6 +322,66 @@ bool LooksLikePly(std::string_view bytes) {
 bool ReadAsPly(const Assimp::Importer& importer, const std::string& extension, std::string_view head) {
   if (extension == "ply") return true;
   return (extension.empty() || !importer.IsExtensionSupported("." + extension)) && LooksLikePly(head);
+}
+
+// ----------------------------------------------------------------------------------------------------------
+// What assimp may read besides the bytes it is given: nothing.
+
+/// The file system assimp sees when it follows a reference out of the bytes (an OBJ's mtllib): empty. The
+/// loaders read mesh bytes under FileAccess themselves; without this, assimp's memory reader passes any
+/// other name to the real file system, outside the policy (an mtllib naming a FIFO blocked the load).
+class NoFiles final : public Assimp::IOSystem {
+ public:
+  bool Exists(const char*) const override { return false; }
+  char getOsSeparator() const override { return '/'; }
+  Assimp::IOStream* Open(const char*, const char*) override { return nullptr; }
+  void Close(Assimp::IOStream*) override {}
+};
+
+/// Turns every "mtllib" into "#tllib". When an OBJ's material library cannot be opened, assimp 5.2.5 parses
+/// the OBJ bytes themselves as the library, and a texture line there (map_Kd, map_Ks, ...) ahead of any
+/// newmtl writes through a null material: a crash. Materials are never used. Every occurrence goes, not
+/// only those at a line start, since assimp also ends lines at bytes such as NUL. Returns whether any did.
+bool DisableMaterialLibraries(std::string* bytes) {
+  bool changed = false;
+  for (size_t at = bytes->find("mtllib"); at != std::string::npos; at = bytes->find("mtllib", at + 6)) {
+    (*bytes)[at] = '#';
+    changed = true;
+  }
+  return changed;
+}
+
+/// assimp's post-processed scene of `bytes` (owned by `importer`), read with NoFiles and without material
+/// libraries; nullptr with *error set when assimp cannot read the bytes or their faces are unusable.
+/// Post-processing runs only after the raw faces are checked: assimp 5.2.5's triangulation asserts (aborts
+/// the process) on a face without indices, which several of its importers produce from malformed files.
+const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& bytes, const std::string& extension,
+                              std::string* error) {
+  importer.SetIOHandler(new NoFiles());
+  std::string edited;
+  const std::string* input = &bytes;
+  if (bytes.find("mtllib") != std::string::npos) {
+    edited = bytes;
+    if (DisableMaterialLibraries(&edited)) input = &edited;
+  }
+  const aiScene* raw = importer.ReadFileFromMemory(input->data(), input->size(), 0, extension.c_str());
+  if (raw == nullptr) {
+    *error = importer.GetErrorString();
+    return nullptr;
+  }
+  for (unsigned m = 0; m < raw->mNumMeshes; ++m) {
+    const aiMesh* mesh = raw->mMeshes[m];
+    if (mesh == nullptr) continue;
+    for (unsigned f = 0; f < mesh->mNumFaces; ++f) {
+      if (mesh->mFaces == nullptr || mesh->mFaces[f].mNumIndices == 0 || mesh->mFaces[f].mIndices == nullptr) {
+        *error = "face " + std::to_string(f) + " of submesh " + std::to_string(m) + " has no vertex indices";
+        return nullptr;
+      }
+    }
+  }
+  const aiScene* scene = importer.ApplyPostProcessing(kPostProcess);
+  if (scene == nullptr) *error = importer.GetErrorString();
+  return scene;
 }
 
 struct Gathered {
@@ -467,8 +537,9 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
     if (ReadAsPly(importer, extension, bytes.value())) {
       if (auto bad = CheckPly(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene =
-        importer.ReadFileFromMemory(bytes.value().data(), bytes.value().size(), kPostProcess, extension.c_str());
+    std::string why;
+    const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension, &why);
+    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
     return FromScene(scene, importer, extension, options, label, report);
   });
 }
@@ -486,7 +557,9 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     if (ReadAsPly(importer, hint, bytes)) {
       if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
     }
-    const aiScene* scene = importer.ReadFileFromMemory(bytes.data(), bytes.size(), kPostProcess, hint.c_str());
+    std::string why;
+    const aiScene* scene = ReadWithAssimp(importer, bytes, hint, &why);
+    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
     return FromScene(scene, importer, hint, options, label, report);
   });
 }

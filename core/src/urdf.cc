@@ -437,6 +437,14 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
   if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
 
+  // The outline comes from tinyxml2 and `parsed` from urdfdom's TinyXML, which read some names
+  // differently (character references, entities, white space): a name one of them lacks is refused,
+  // never looked up as if both agreed.
+  const auto read_differently = [](const std::string& what) {
+    return ParseError("URDF: urdfdom reads " + what +
+                      " differently from the XML outline (an entity, character reference or white space in a "
+                      "name?)");
+  };
   std::shared_ptr<RobotModel> model(new RobotModel());
   model->name_ = parsed->getName();
   std::map<std::string, LinkIndex> link_index;
@@ -453,11 +461,16 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   std::vector<JointIndex> mimic_leader;
   for (const std::string& name : outline.value().joints) {
     const urdf::JointConstSharedPtr uj = parsed->getJoint(name);
-    if (!uj) return Error{ErrorCode::kInternal, "URDF: urdfdom lost joint '" + name + "'"};
+    if (!uj) return read_differently("joint '" + name + "'");
+    const auto parent = link_index.find(uj->parent_link_name);
+    const auto child = link_index.find(uj->child_link_name);
+    if (parent == link_index.end() || child == link_index.end()) {
+      return read_differently("the links of joint '" + name + "'");
+    }
     Joint j;
     j.name = name;
-    j.parent_link = link_index.at(uj->parent_link_name);
-    j.child_link = link_index.at(uj->child_link_name);
+    j.parent_link = parent->second;
+    j.child_link = child->second;
     j.X_PJ = ToTransform(uj->parent_to_joint_origin_transform);
     if (!Finite(j.X_PJ)) return InvalidArgument("URDF: joint '" + name + "' has a non-finite <origin>");
     switch (uj->type) {
@@ -490,7 +503,9 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
     if (uj->limits) j.velocity_limit = uj->limits->velocity;
     JointIndex leader = -1;
     if (uj->mimic && j.type != JointType::kFixed) {
-      leader = joint_index.at(uj->mimic->joint_name);
+      const auto mimicked = joint_index.find(uj->mimic->joint_name);
+      if (mimicked == joint_index.end()) return read_differently("the joint that joint '" + name + "' mimics");
+      leader = mimicked->second;
       j.mimic_multiplier = uj->mimic->multiplier;
       j.mimic_offset = uj->mimic->offset;
       if (!std::isfinite(j.mimic_multiplier) || !std::isfinite(j.mimic_offset)) {
@@ -507,7 +522,7 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   UriResolver resolver(load);
   for (Link& link : model->links_) {
     const urdf::LinkConstSharedPtr ul = parsed->getLink(link.name);
-    if (!ul) return Error{ErrorCode::kInternal, "URDF: urdfdom lost link '" + link.name + "'"};
+    if (!ul) return read_differently("link '" + link.name + "'");
     for (size_t c = 0; c < ul->collision_array.size(); ++c) {
       const urdf::CollisionSharedPtr& col = ul->collision_array[c];
       const std::string what = "URDF: collision " + std::to_string(c) + " of link '" + link.name + "'";

@@ -8,6 +8,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/test_util.h"
@@ -899,6 +901,171 @@ TEST(SignedDistance, WorkCountersAddUp) {
   EXPECT_EQ(s.method, SignedDistanceMethod::kGjk);
   EXPECT_EQ(s.epa_iterations, 0);
   EXPECT_EQ(s.epa_faces, 0);
+}
+
+// ---- Inputs that broke other signed-distance implementations -------------------------------------
+// FCL #493 and #495 (EPA called on boxes in kissing contact that GJK and EPA classify differently),
+// libccd #25 (stacked cubes: NaN direction, wrong depth), Drake #18704 (a small sphere against a
+// convex hull; boxes stacked like a wall), and the classes behind them. Every answer is a number, its
+// bracket holds the closed form, and the normal is the closed form's.
+
+Mat3 Rows(double a, double b, double c, double d, double e, double f, double g, double h, double i) {
+  Mat3 R;
+  R << a, b, c, d, e, f, g, h, i;
+  return R;
+}
+
+void ExpectFinite(const SignedDistanceResult& r) {
+  EXPECT_TRUE(std::isfinite(r.distance) && std::isfinite(r.lower_bound) && std::isfinite(r.upper_bound));
+  EXPECT_TRUE(r.normal_W.allFinite() && r.p_WA.allFinite() && r.p_WB.allFinite());
+  EXPECT_NEAR(r.normal_W.norm(), 1.0, 1e-12);
+}
+
+// Two boxes sharing the rotation R: the signed distance by separating axes and the axis (a column of
+// R, pointing from box 1 to box 2) that realises it.
+void ExpectSameRotationBoxes(const Mat3& R, const Vec3& p1, double h1, const Vec3& p2, double h2,
+                             const std::string& what) {
+  const Vec3 d = R.transpose() * (p2 - p1);
+  const Vec3 gap = d.cwiseAbs() - Vec3::Constant(h1 + h2);
+  int axis;
+  gap.maxCoeff(&axis);
+  const double truth = gap.maxCoeff() > 0.0 ? gap.cwiseMax(0.0).norm() : gap.maxCoeff();
+  const RigidTransform X1(R, p1), X2(R, p2);
+  const SignedDistanceResult r = Sd(Box{Vec3::Constant(h1)}, X1, Box{Vec3::Constant(h2)}, X2);
+  SCOPED_TRACE(what + ": closed form " + std::to_string(truth));
+  ExpectFinite(r);
+  EXPECT_NEAR(r.distance, truth, 1e-12);
+  EXPECT_LE(r.lower_bound, truth + 1e-12);
+  EXPECT_GE(r.upper_bound, truth - 1e-12);
+  if (truth < 1e-9 && (gap.array() > -1e-9).count() == 1) {
+    // One axis decides (face contact): the normal is that axis.
+    EXPECT_NEAR(r.normal_W.dot(R.col(axis) * (d[axis] > 0 ? 1.0 : -1.0)), 1.0, 1e-9);
+  }
+  if (truth < -1e-12) EXPECT_TRUE(r.intersecting);
+  if (truth > 1e-12) EXPECT_FALSE(r.intersecting);
+}
+
+TEST(SignedDistance, FclKissingBoxesGiveOneAnswerAcrossZero) {
+  const Mat3 R493 = Rows(0.96193976625564348026, 0.15401279915737359216, 0.22572537250328919556,
+                         -0.19134171618254486313, 0.96936494951283913579, 0.15401279915737359216,
+                         -0.19509032201612822033, -0.19134171618254486313, 0.96193976625564348026);
+  const Vec3 p1(2.0770063995786869349, 0.48468247475641951239, 1.1543291419087275962), p2(2, 0, 1.25);
+  const Mat3 R495 = Rows(0.94096063217417758029, 0.29296840037289501035, 0.16959541586174811667,
+                         -0.23569836841299879326, 0.92661523595848427348, -0.29296840037289506586,
+                         -0.2429801799032638987, 0.23569836841299884878, 0.94096063217417758029);
+  const Vec3 q1(0.073242100093223821977, 0.2316538089896212349, 1.3089245921032497399), q2(0, 0, 1.25);
+  ExpectSameRotationBoxes(R493, p1, 0.25, p2, 0.25, "fcl 493");
+  ExpectSameRotationBoxes(R495, q1, 0.125, q2, 0.125, "fcl 495");
+  // The same pairs moved along their contact normal from 1e-6 into each other to 1e-6 apart: the
+  // signed distance follows the shift continuously through zero.
+  for (double shift : {-1e-6, -1e-9, -1e-12, 0.0, 1e-12, 1e-9, 1e-6}) {
+    for (const auto& [R, a, b, h] : {std::tuple{R493, p1, p2, 0.25}, std::tuple{R495, q1, q2, 0.125}}) {
+      const Vec3 d = R.transpose() * (b - a);
+      int axis;
+      d.cwiseAbs().maxCoeff(&axis);
+      const Vec3 n = R.col(axis) * (d[axis] > 0 ? 1.0 : -1.0);
+      ExpectSameRotationBoxes(R, a, h, b + shift * n, h, "shift " + std::to_string(shift));
+    }
+  }
+}
+
+TEST(SignedDistance, LibccdStackedCubesAndDrakeWallOfBoxes) {
+  // libccd #25: cubes of side 2 at z = 0 and z = 1.9 overlap by 0.1 along z.
+  const SignedDistanceResult r = Sd(Box{Vec3::Ones()}, At(Vec3::Zero()), Box{Vec3::Ones()}, At(Vec3(0, 0, 1.9)));
+  ExpectFinite(r);
+  EXPECT_TRUE(r.intersecting);
+  EXPECT_NEAR(r.distance, -0.1, 1e-12);
+  EXPECT_NEAR(r.normal_W.z(), 1.0, 1e-12);
+  EXPECT_TRUE(r.converged);
+  // Drake #18704 (second report): 0.3 m cubes stacked like a wall under a slight rotation, touching,
+  // a picometre apart or into each other, and a micrometre either way.
+  const Mat3 R = Eigen::Quaterniond(Rows(0.99983216350830295127, 0.017302258779861117571, 0.0060230104948389619895,
+                                         -0.017255387167394182352, 0.99982108658241231058, -0.0077489637286347464937,
+                                         -0.0061560074731557591632, 0.007643733791746519686, 0.9999518372930324972))
+                     .normalized()
+                     .toRotationMatrix();
+  const Vec3 p(0.85626818476862631702, -0.77764714060125894601, 0.070907056388150049853);
+  for (int axis = 0; axis < 3; ++axis) {
+    for (double gap : {-1e-6, -1e-12, 0.0, 1e-12, 1e-6}) {
+      ExpectSameRotationBoxes(R, p, 0.15, p + (0.3 + gap) * R.col(axis) + 0.05 * R.col((axis + 1) % 3), 0.15,
+                              "wall axis " + std::to_string(axis) + " gap " + std::to_string(gap));
+    }
+  }
+}
+
+TEST(SignedDistance, DrakeSmallSphereAgainstASixteenVertexHull) {
+  // Drake #18704: a 12 mm sphere against a 16-vertex convex hull, here an octagonal prism, with the
+  // report's sphere pose as the common frame. The sphere sits on a side face, on the top face, on a
+  // vertical edge, each touching, a nanometre apart and a nanometre in.
+  const double rho = 0.05, h = 0.03, r = 0.012;
+  std::vector<Vec3> points;
+  for (int k = 0; k < 8; ++k) {
+    const double a = (k + 0.5) * M_PI / 4;
+    for (double z : {-h, h}) points.emplace_back(rho * std::cos(a), rho * std::sin(a), z);
+  }
+  const auto prism = ConvexPolytope::Build(points).value();
+  ASSERT_EQ(prism->num_vertices(), 16);
+  const Mat3 R = Eigen::Quaterniond(Rows(-0.40370167831914760548, -0.019479333109567995019, -0.9146832842595900015,
+                                         -0.4289595844695910376, 0.88710005183204809764, 0.17043231187557600359,
+                                         0.80809568110093199511, 0.46116597188125679763, -0.36647962639802561524))
+                     .normalized()
+                     .toRotationMatrix();
+  const RigidTransform X_WF(R, Vec3(0.74747104350671045303, 0.025509175267072643767, 0.045779118115638992026));
+  const double apothem = rho * std::cos(M_PI / 8);
+  // (contact point on the prism, outward unit direction of the approach) in the prism's frame F.
+  const Vec3 edge = Vec3(rho * std::cos(M_PI / 8), rho * std::sin(M_PI / 8), 0.0);
+  const std::vector<std::pair<Vec3, Vec3>> contacts = {
+      {Vec3(apothem, 0.0, 0.01), Vec3::UnitX()}, {Vec3(0.01, -0.01, h), Vec3::UnitZ()}, {edge, edge.normalized()}};
+  for (const auto& [on, out] : contacts) {
+    for (double gap : {0.0, 1e-9, -1e-9}) {
+      const Vec3 centre_F = on + (r + gap) * out;
+      const SignedDistanceResult s = Sd(Sphere{Vec3::Zero(), r}, X_WF * At(centre_F), *prism, X_WF);
+      SCOPED_TRACE(::testing::Message() << "contact at " << on.transpose() << " gap " << gap);
+      ExpectFinite(s);
+      EXPECT_NEAR(s.distance, gap, 1e-12);
+      EXPECT_LE(s.lower_bound, gap + 1e-12);
+      EXPECT_GE(s.upper_bound, gap - 1e-12);
+      if (gap < 0) EXPECT_TRUE(s.intersecting);
+      if (gap > 0) EXPECT_FALSE(s.intersecting);
+      if (gap != 0.0 && out != edge.normalized()) {  // on an edge the normal cone is a whole wedge
+        EXPECT_NEAR(s.normal_W.dot(-(R * out)), 1.0, 1e-6);
+      }
+    }
+  }
+}
+
+TEST(SignedDistance, NearDegenerateClassesAgainstClosedForms) {
+  // A sphere exactly touching a face: distance 0, normal along the face normal.
+  const Box box{Vec3::Ones()};
+  SignedDistanceResult r = Sd(box, At(Vec3::Zero()), Sphere{Vec3::Zero(), 0.5}, At(Vec3(0.3, -0.2, 1.5)));
+  ExpectFinite(r);
+  EXPECT_TRUE(r.intersecting);
+  EXPECT_NEAR(r.distance, 0.0, 1e-15);
+  EXPECT_NEAR(r.normal_W.z(), 1.0, 1e-12);
+  // Capsules nearly parallel (1e-9 rad apart), overlapping by 0.05 and touching.
+  const Capsule c{0.1, 1.0};
+  const Mat3 tilt = Eigen::AngleAxisd(1e-9, Vec3::UnitX()).toRotationMatrix();
+  for (const auto& [offset, truth] : {std::pair{0.15, -0.05}, std::pair{0.2, 0.0}, std::pair{0.3, 0.1}}) {
+    r = Sd(c, At(Vec3::Zero()), c, RigidTransform(tilt, Vec3(offset, 0, 0.25)));
+    SCOPED_TRACE(::testing::Message() << "offset " << offset);
+    ExpectFinite(r);
+    EXPECT_NEAR(r.distance, truth, 1e-12);
+    EXPECT_NEAR(r.normal_W.x(), 1.0, 1e-9);
+  }
+  // Huge against tiny: a 10 um cube 1 um into, on, and 1 um above a 10 km slab.
+  const Box slab{Vec3(5000, 5000, 1)};
+  for (double gap : {-1e-6, 0.0, 1e-6}) {
+    r = Sd(slab, At(Vec3::Zero()), Box{Vec3::Constant(5e-6)}, At(Vec3(-2500, 4000, 1 + 5e-6 + gap)));
+    SCOPED_TRACE(::testing::Message() << "gap " << gap);
+    ExpectFinite(r);
+    EXPECT_NEAR(r.distance, gap, 1e-11);
+    EXPECT_NEAR(r.normal_W.z(), 1.0, 1e-9);
+  }
+  // Coplanar faces: boxes side by side with flush tops, overlapping by 1e-9 along x.
+  r = Sd(box, At(Vec3::Zero()), Box{Vec3(0.5, 1, 1)}, At(Vec3(1.5 - 1e-9, 0.5, 0)));
+  ExpectFinite(r);
+  EXPECT_NEAR(r.distance, -1e-9, 1e-15);
+  EXPECT_NEAR(r.normal_W.x(), 1.0, 1e-9);
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/test_util.h"
@@ -521,6 +524,158 @@ TEST(GjkSupport, TurnedFarFlagsTurnsBeyondTheReseedAngle) {
   }
   EXPECT_FALSE(internal::TurnedFar(x, Vec3::Zero()));
   EXPECT_FALSE(internal::TurnedFar(Vec3::Zero(), x));
+}
+
+// ---- Inputs that broke other GJK implementations -------------------------------------------------
+// Poses reported against FCL (#493, #495), libccd (#25), Coal (#604) and Drake (#18704), and the
+// near-degenerate classes behind them: boxes in kissing contact under a shared rotation, stacked and
+// coplanar faces, huge against tiny shapes, nearly parallel capsules, a sphere exactly on a face.
+// Each answer is compared with a closed form (or a brute-force triangle oracle) and must be a number.
+
+Mat3 Rows(double a, double b, double c, double d, double e, double f, double g, double h, double i) {
+  Mat3 R;
+  R << a, b, c, d, e, f, g, h, i;
+  return R;
+}
+
+// Signed distance of two boxes sharing the orientation R, by separating axes along R's columns (exact
+// for that pair: their Minkowski difference is a box).
+double SameRotationBoxesSignedDistance(const Mat3& R, const Vec3& p1, const Vec3& h1, const Vec3& p2, const Vec3& h2) {
+  const Vec3 gap = (R.transpose() * (p2 - p1)).cwiseAbs() - (h1 + h2);
+  return gap.maxCoeff() > 0.0 ? gap.cwiseMax(0.0).norm() : gap.maxCoeff();
+}
+
+// GJK against the closed form: the distance when apart (to `tol`), contact when the boxes overlap or
+// touch within the contact tolerance, and no NaN either way.
+void ExpectBoxPair(const Mat3& R, const Vec3& p1, const Vec3& h1, const Vec3& p2, const Vec3& h2, double tol,
+                   const std::string& what) {
+  const double truth = SameRotationBoxesSignedDistance(R, p1, h1, p2, h2);
+  const GjkResult r = GjkDistance(Box{h1}, RigidTransform(R, p1), Box{h2}, RigidTransform(R, p2));
+  SCOPED_TRACE(what + ": closed form " + std::to_string(truth));
+  ExpectWitnessesConsistent(r);
+  EXPECT_TRUE(r.converged);
+  EXPECT_NEAR(r.distance, std::max(truth, 0.0), tol);
+  if (truth > tol) EXPECT_FALSE(r.intersecting);
+  if (truth < -tol) EXPECT_TRUE(r.intersecting);
+  if (std::abs(truth) > tol) {
+    EXPECT_EQ(GjkIntersect(Box{h1}, RigidTransform(R, p1), Box{h2}, RigidTransform(R, p2)).intersecting,
+              r.intersecting);
+  }
+}
+
+TEST(GjkDistance, FclKissingBoxesUnderASharedRotation) {
+  // FCL #493: 0.5 m cubes, one rotation, kissing contact that rounding turns into a sub-epsilon gap.
+  const Mat3 R493 = Rows(0.96193976625564348026, 0.15401279915737359216, 0.22572537250328919556,
+                         -0.19134171618254486313, 0.96936494951283913579, 0.15401279915737359216,
+                         -0.19509032201612822033, -0.19134171618254486313, 0.96193976625564348026);
+  const Vec3 p1(2.0770063995786869349, 0.48468247475641951239, 1.1543291419087275962), p2(2, 0, 1.25);
+  ExpectBoxPair(R493, p1, Vec3::Constant(0.25), p2, Vec3::Constant(0.25), 1e-12, "fcl 493");
+  // FCL #495: the same kind of pair with 0.25 m cubes, explicitly an epsilon apart.
+  const Mat3 R495 = Rows(0.94096063217417758029, 0.29296840037289501035, 0.16959541586174811667,
+                         -0.23569836841299879326, 0.92661523595848427348, -0.29296840037289506586,
+                         -0.2429801799032638987, 0.23569836841299884878, 0.94096063217417758029);
+  const Vec3 q1(0.073242100093223821977, 0.2316538089896212349, 1.3089245921032497399), q2(0, 0, 1.25);
+  ExpectBoxPair(R495, q1, Vec3::Constant(0.125), q2, Vec3::Constant(0.125), 1e-12, "fcl 495");
+  // Around both: moved along the contact normal by -1e-9 .. 1e-9 (penetrating, touching, apart).
+  for (double shift : {-1e-9, -1e-12, 0.0, 1e-12, 1e-9}) {
+    for (const auto& [R, a, b, h] : {std::tuple{R493, p1, p2, 0.25}, std::tuple{R495, q1, q2, 0.125}}) {
+      const Vec3 d = R.transpose() * (b - a);
+      int axis;
+      d.cwiseAbs().maxCoeff(&axis);
+      const Vec3 n = R.col(axis) * (d[axis] > 0 ? 1.0 : -1.0);
+      ExpectBoxPair(R, a, Vec3::Constant(h), b + shift * n, Vec3::Constant(h), 1e-12,
+                    "shift " + std::to_string(shift));
+    }
+  }
+}
+
+TEST(GjkDistance, LibccdStackedCubesPenetrating) {
+  // libccd #25: cubes of side 2 at the origin and at z = 1.9 (its GJK returned a NaN direction).
+  const Box cube{Vec3::Ones()};
+  const GjkResult r = GjkDistance(cube, RigidTransform(), cube, RigidTransform(Mat3::Identity(), Vec3(0, 0, 1.9)));
+  EXPECT_TRUE(r.intersecting);
+  EXPECT_EQ(r.distance, 0.0);
+  ExpectWitnessesConsistent(r);
+  // Stacked like a wall (Drake #18704's second report): 0.3 m cubes side by side under a rotation.
+  const Mat3 R = Eigen::Quaterniond(Rows(0.99983216350830295127, 0.017302258779861117571, 0.0060230104948389619895,
+                                         -0.017255387167394182352, 0.99982108658241231058, -0.0077489637286347464937,
+                                         -0.0061560074731557591632, 0.007643733791746519686, 0.9999518372930324972))
+                     .normalized()
+                     .toRotationMatrix();
+  const Vec3 p(0.85626818476862631702, -0.77764714060125894601, 0.070907056388150049853);
+  for (int axis = 0; axis < 3; ++axis) {
+    for (double gap : {-1e-6, -1e-12, 0.0, 1e-12, 1e-6}) {
+      ExpectBoxPair(R, p, Vec3::Constant(0.15), p + (0.3 + gap) * R.col(axis), Vec3::Constant(0.15), 1e-12,
+                    "wall axis " + std::to_string(axis) + " gap " + std::to_string(gap));
+    }
+  }
+}
+
+TEST(GjkDistance, CoalNearlyTouchingRotatedBoxesMatchTheTriangleOracle) {
+  // Coal #604: two nearly axis-aligned boxes a few millimetres apart (its loose tolerance gave a wrong
+  // distance). The rotations are the report's, normalised; the oracle is the brute-force triangle distance.
+  const auto rot = [](const Mat3& R) { return Eigen::Quaterniond(R).normalized().toRotationMatrix(); };
+  const RigidTransform X1(rot(Rows(0.9999195703, 0.01021849413, 0.007512347878, -0.01021878248, 0.9999477869,
+                                   -3.329855922e-17, -0.007511955635, -7.676704888e-05, 0.9999717819)),
+                          Vec3(1.503354966, -0.8531707835, 0.7700092418));
+  const RigidTransform X2(rot(Rows(0.9998670967, -0.01297708324, 0.009868343982, 0.01297771517, 0.9999157859,
+                                   5.255670031e-17, -0.009867512928, 0.0001280685574, 0.9999513067)),
+                          Vec3(1.48838308, -1.102020834, 0.4497073799));
+  const Box b1{0.5 * Vec3(0.363, 0.277, 0.363)}, b2{0.5 * Vec3(0.363, 0.363, 0.277)};
+  const double truth = testing::BruteForceDistance(MakeBoxMesh(2 * b1.half_extents), X1, MakeBoxMesh(2 * b2.half_extents), X2);
+  for (double rel : {1e-5, 1e-3}) {  // the default tolerance, and a loose one as in the report
+    GjkOptions options;
+    options.rel_tolerance = rel;
+    const GjkResult r = GjkDistance(b1, X1, b2, X2, nullptr, options);
+    SCOPED_TRACE(::testing::Message() << "rel_tolerance " << rel << " oracle " << truth);
+    ExpectWitnessesConsistent(r);
+    EXPECT_FALSE(r.intersecting);
+    EXPECT_LE(r.lower_bound, truth + 1e-12);
+    EXPECT_GE(r.distance, truth - 1e-12);
+    EXPECT_LE(r.distance, truth * (1 + rel * rel) + 1e-12);
+  }
+}
+
+TEST(GjkDistance, NearDegenerateClassesAgainstClosedForms) {
+  const RigidTransform I;
+  const auto at = [](const Vec3& p) { return RigidTransform(Mat3::Identity(), p); };
+  // A sphere exactly on a face, a nanometre above it, a nanometre into it.
+  const Box box{Vec3::Ones()};
+  for (double gap : {0.0, 1e-9, -1e-9}) {
+    const GjkResult r = GjkDistance(Sphere{Vec3::Zero(), 0.5}, at(Vec3(0.3, -0.2, 1.5 + gap)), box, I);
+    ExpectWitnessesConsistent(r);
+    EXPECT_NEAR(r.distance, std::max(gap, 0.0), 1e-15) << gap;
+    EXPECT_EQ(r.intersecting, gap <= 0.0) << gap;
+  }
+  // Coplanar faces: two boxes side by side with flush tops, touching and a nanometre apart.
+  for (double gap : {0.0, 1e-9}) {
+    const GjkResult r = GjkDistance(box, I, Box{Vec3(0.5, 1, 1)}, at(Vec3(1.5 + gap, 0.5, 0)));
+    ExpectWitnessesConsistent(r);
+    EXPECT_NEAR(r.distance, gap, 1e-15);
+    EXPECT_EQ(r.intersecting, gap == 0.0);
+  }
+  // Huge against tiny: a 10 km slab and a 0.1 mm sphere a micrometre above it, a 10 um box on it.
+  const Box slab{Vec3(5000, 5000, 1)};
+  for (double gap : {1e-6, 0.0}) {
+    const GjkResult r = GjkDistance(slab, I, Sphere{Vec3::Zero(), 1e-4}, at(Vec3(4321.5, -1234.25, 1 + 1e-4 + gap)));
+    ExpectWitnessesConsistent(r);
+    EXPECT_NEAR(r.distance, gap, 1e-11) << gap;
+    if (gap > 0) EXPECT_FALSE(r.intersecting);
+  }
+  {
+    const GjkResult r = GjkDistance(Box{Vec3::Constant(5e-6)}, at(Vec3(-2500, 4000, 1 + 5e-6 + 2e-6)), slab, I);
+    ExpectWitnessesConsistent(r);
+    EXPECT_NEAR(r.distance, 2e-6, 1e-11);
+  }
+  // Capsules nearly parallel (tilted by 1e-9 rad): apart, touching, overlapping.
+  const Capsule c{0.1, 1.0};
+  const Mat3 tilt = Eigen::AngleAxisd(1e-9, Vec3::UnitX()).toRotationMatrix();
+  for (const auto& [offset, truth] : {std::pair{0.3, 0.1}, std::pair{0.2, 0.0}, std::pair{0.15, 0.0}}) {
+    const GjkResult r = GjkDistance(c, I, c, RigidTransform(tilt, Vec3(offset, 0, 0.25)));
+    ExpectWitnessesConsistent(r);
+    EXPECT_NEAR(r.distance, truth, 1e-12) << offset;
+    EXPECT_EQ(r.intersecting, truth == 0.0) << offset;
+  }
 }
 
 }  // namespace

@@ -1,17 +1,21 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/test_util.h"
@@ -457,6 +461,81 @@ TEST(LoadMeshErrors, TruncatedPly) {
 TEST(LoadMeshErrors, PlyWithoutEndHeader) {
   ExpectError(LoadMeshFromMemory("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\n", "ply", "headless"),
               ErrorCode::kParseError, "headless", "end_header");
+}
+
+// Found by mesh_fuzz: a binary PLY whose faces have no vertex indices (the body of a 4-vertex file
+// under a header that declares 3, so the fourth vertex's zero bytes are read as empty faces). assimp
+// 5.2.5's triangulation asserted on it and aborted the process.
+TEST(LoadMeshErrors, PlyFaceWithoutIndices) {
+  std::string binary =
+      "ply\nformat binary_big_endian 1.0\ncomment fuzz seed\nelement vertex 3\nproperty float x\n"
+      "property float y\nproperty float z\nelement face 4\nproperty list uchar int vertex_indices\nend_header\n";
+  const unsigned char body[] = {
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+      0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x02, 0x03, 0x00, 0x00,
+      0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03};
+  binary.append(reinterpret_cast<const char*>(body), sizeof body);
+  ExpectError(LoadMeshFromMemory(binary, "ply", "empty faces"), ErrorCode::kParseError, "empty faces",
+              "face 0 has no vertex indices");
+  // The same in ASCII.
+  const std::string ascii = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                            "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
+                            "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n0\n";
+  ExpectError(LoadMeshFromMemory(ascii, "ply", "empty ascii face"), ErrorCode::kParseError, "empty ascii face",
+              "face 1 has no vertex indices");
+}
+
+// Found by mesh_fuzz: an OBJ whose material library cannot be opened, with a texture line ahead of it.
+// assimp 5.2.5 then parses the OBJ bytes themselves as the library and writes through a null material
+// (a segmentation fault). Material libraries are never read now.
+TEST(LoadMeshErrors, ObjTextureLineAndAMissingMaterialLibrary) {
+  ExpectError(LoadMeshFromMemory("map_Ks\nmtllib 5\n", "obj", "fuzz obj"), ErrorCode::kParseError, "fuzz obj");
+  // The same after a NUL byte, which assimp takes for a line end (a later input).
+  ExpectError(LoadMeshFromMemory(std::string("norm\x01\0 \0mtllib s", 16), "obj", "fuzz obj 2"), ErrorCode::kParseError,
+              "fuzz obj 2");
+  auto r = LoadMeshFromMemory("map_Kd x.png\n  mtllib missing.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", "obj",
+                              "textured triangle");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().triangles.size(), 1u);
+}
+
+// assimp follows an OBJ's mtllib to the real file system, whatever FileAccess allows; a FIFO there
+// blocked the load for ever. Loads open no file but the mesh's own.
+TEST(LoadMesh, ObjMaterialLibraryIsNeverOpened) {
+  TempDir dir;
+  const std::string fifo = dir.Write("material.mtl", "");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string obj = "mtllib " + fifo + "\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+  const std::string path = dir.Write("triangle.obj", obj);
+  // On a thread, so that a load that blocks fails the test instead of hanging it.
+  auto done = std::make_shared<std::promise<bool>>();
+  std::future<bool> loaded = done->get_future();
+  std::thread([obj, path, done] {
+    done->set_value(LoadMeshFromMemory(obj, "obj", "in memory").ok() && LoadMesh(path).ok());
+  }).detach();
+  ASSERT_EQ(loaded.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the load opened the FIFO";
+  EXPECT_TRUE(loaded.get());
+}
+
+// Found by mesh_fuzz: a binary PLY with a blank line after end_header. assimp reads its body from another
+// offset than the PLY check does, gets faces without indices from it, and its triangulation aborted the
+// process. Faces are checked on assimp's own reading now, before its post-processing runs.
+TEST(LoadMeshErrors, PlyBodyAssimpReadsAsEmptyFaces) {
+  std::string bytes = "ply\nformat binary_big_endian 1.0\ncomment fuzz seed\nelement vertex 4\nproperty float x\nproperty float y\nproperty float z\nelement face 4\nproperty list uchar int vertex_indices\nend_header\n";
+  const unsigned char body[] = {
+      0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0x80, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+      0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x02, 0x03, 0x00, 0x00,
+      0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03};
+  bytes.append(reinterpret_cast<const char*>(body), sizeof body);
+  ExpectError(LoadMeshFromMemory(bytes, "ply", "blank line ply"), ErrorCode::kParseError, "blank line ply",
+              "has no vertex indices");
 }
 
 TEST(LoadMeshErrors, PlyFaceIndexOutOfRange) {

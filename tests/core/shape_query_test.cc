@@ -557,5 +557,83 @@ TEST(ShapeQuery, PrimitivePairsMatchClosedForms) {
   EXPECT_GT(separated, n / 5);
 }
 
+// Inputs that broke other libraries' GJK (FCL #493, #495, libccd #25, Coal #604, Drake #18704) through
+// the primitive queries the scenes use: collision agrees with the distance, the interval holds the closed
+// form or the brute-force triangle oracle, and nothing is NaN.
+TEST(ShapeQuery, OtherLibrariesFailurePosesGiveTheRightAnswer) {
+  const auto rows = [](std::initializer_list<double> v) {
+    Mat3 R;
+    auto it = v.begin();
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) R(i, j) = *it++;
+    return Eigen::Quaterniond(R).normalized().toRotationMatrix();
+  };
+  struct Case {
+    std::string name;
+    Shape a, b;
+    RigidTransform X_WA, X_WB;
+    double truth;  // NaN: take the brute-force triangle distance of two boxes
+  };
+  const double oracle = std::numeric_limits<double>::quiet_NaN();
+  const Mat3 R493 = rows({0.96193976625564348026, 0.15401279915737359216, 0.22572537250328919556,
+                          -0.19134171618254486313, 0.96936494951283913579, 0.15401279915737359216,
+                          -0.19509032201612822033, -0.19134171618254486313, 0.96193976625564348026});
+  const Mat3 R495 = rows({0.94096063217417758029, 0.29296840037289501035, 0.16959541586174811667,
+                          -0.23569836841299879326, 0.92661523595848427348, -0.29296840037289506586,
+                          -0.2429801799032638987, 0.23569836841299884878, 0.94096063217417758029});
+  const Mat3 R604a = rows({0.9999195703, 0.01021849413, 0.007512347878, -0.01021878248, 0.9999477869,
+                           -3.329855922e-17, -0.007511955635, -7.676704888e-05, 0.9999717819});
+  const Mat3 R604b = rows({0.9998670967, -0.01297708324, 0.009868343982, 0.01297771517, 0.9999157859,
+                           5.255670031e-17, -0.009867512928, 0.0001280685574, 0.9999513067});
+  const auto at = [](const Vec3& p) { return RigidTransform(Mat3::Identity(), p); };
+  // Same-rotation box pairs moved a micrometre apart along their contact axis, so the closed form is
+  // the gap: |R^T (p2 - p1)| along that axis minus the half sizes, plus 1e-6.
+  const auto apart = [](const Mat3& R, const Vec3& p1, const Vec3& p2, double h) {
+    const Vec3 d = R.transpose() * (p2 - p1);
+    int axis;
+    d.cwiseAbs().maxCoeff(&axis);
+    const double shift = 2 * h + 1e-6 - std::abs(d[axis]);
+    return p2 + shift * R.col(axis) * (d[axis] > 0 ? 1.0 : -1.0);
+  };
+  const Vec3 p493(2.0770063995786869349, 0.48468247475641951239, 1.1543291419087275962);
+  const Vec3 p495(0.073242100093223821977, 0.2316538089896212349, 1.3089245921032497399);
+  const std::vector<Case> cases = {
+      {"fcl 493 micrometre apart", Box{Vec3::Constant(0.25)}, Box{Vec3::Constant(0.25)}, RigidTransform(R493, p493),
+       RigidTransform(R493, apart(R493, p493, Vec3(2, 0, 1.25), 0.25)), 1e-6},
+      {"fcl 495 micrometre apart", Box{Vec3::Constant(0.125)}, Box{Vec3::Constant(0.125)}, RigidTransform(R495, p495),
+       RigidTransform(R495, apart(R495, p495, Vec3(0, 0, 1.25), 0.125)), 1e-6},
+      {"libccd 25 stacked cubes", Box{Vec3::Ones()}, Box{Vec3::Ones()}, at(Vec3::Zero()), at(Vec3(0, 0, 1.9)), 0.0},
+      {"coal 604 rotated boxes", Box{0.5 * Vec3(0.363, 0.277, 0.363)}, Box{0.5 * Vec3(0.363, 0.363, 0.277)},
+       RigidTransform(R604a, Vec3(1.503354966, -0.8531707835, 0.7700092418)),
+       RigidTransform(R604b, Vec3(1.48838308, -1.102020834, 0.4497073799)), oracle},
+      {"sphere on a face", Box{Vec3::Ones()}, Sphere{Vec3::Zero(), 0.5}, at(Vec3::Zero()), at(Vec3(0.3, -0.2, 1.5)), 0.0},
+      {"sphere a nanometre off a face", Box{Vec3::Ones()}, Sphere{Vec3::Zero(), 0.5}, at(Vec3::Zero()),
+       at(Vec3(0.3, -0.2, 1.5 + 1e-9)), 1e-9},
+      {"capsules nearly parallel", Capsule{0.1, 1.0}, Capsule{0.1, 1.0}, at(Vec3::Zero()),
+       RigidTransform(Eigen::AngleAxisd(1e-9, Vec3::UnitX()).toRotationMatrix(), Vec3(0.3, 0, 0.25)), 0.1},
+      {"tiny box on a huge slab", Box{Vec3(5000, 5000, 1)}, Box{Vec3::Constant(5e-6)}, at(Vec3::Zero()),
+       at(Vec3(-2500, 4000, 1 + 5e-6 + 2e-6)), 2e-6},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    double truth = c.truth;
+    if (std::isnan(truth)) {
+      const Box& a = std::get<Box>(c.a);
+      const Box& b = std::get<Box>(c.b);
+      truth = testing::BruteForceDistance(MakeBoxMesh(2 * a.half_extents), c.X_WA, MakeBoxMesh(2 * b.half_extents), c.X_WB);
+    }
+    DistanceResult d;
+    CollisionResult col;
+    ASSERT_TRUE(ComputeShapeDistance(c.a, c.X_WA, c.b, c.X_WB, {}, &d).ok());
+    ASSERT_TRUE(CollideShapes(c.a, c.X_WA, c.b, c.X_WB, {}, &col).ok());
+    EXPECT_TRUE(std::isfinite(d.lower_bound) && std::isfinite(d.upper_bound));
+    EXPECT_TRUE(d.p_WA.allFinite() && d.p_WB.allFinite());
+    EXPECT_LE(d.lower_bound, truth + 1e-12);
+    EXPECT_NEAR(d.upper_bound, truth, 1e-11);
+    EXPECT_EQ(col.colliding, truth == 0.0);
+    EXPECT_EQ(d.intersecting, col.colliding);
+  }
+}
+
 }  // namespace
 }  // namespace proximity::core

@@ -354,6 +354,30 @@ TEST(UrdfTest, BrokenFixturesNameTheElement) {
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
 }
 
+// Found by urdf_fuzz: names that tinyxml2 (the outline) and urdfdom's TinyXML read differently, here
+// a bare '&'. A link named so made the load throw std::out_of_range (through every caller, up to the
+// server's CreateScene); a joint named so was reported as an internal error.
+TEST(UrdfTest, NamesTheXmlReadersDisagreeOnAreRefused) {
+  RobotLoadOptions options;
+  options.ros_package_path = "";
+  const std::string link = R"(<robot name="r"><link name="a&b"/><link name="c"/>
+      <joint name="j" type="fixed"><parent link="a&b"/><child link="c"/></joint></robot>)";
+  const std::string joint = R"(<robot name="r"><link name="a"/><link name="c"/>
+      <joint name="j&k" type="fixed"><parent link="a"/><child link="c"/></joint></robot>)";
+  for (const std::string& urdf : {link, joint}) {
+    Result<std::shared_ptr<const RobotModel>> r = RobotModel::FromUrdfString(urdf, "", options);
+    ASSERT_FALSE(r.ok()) << urdf;
+    EXPECT_EQ(r.error().code, ErrorCode::kParseError) << r.error().message;
+    EXPECT_NE(r.error().message.find("reads"), std::string::npos) << r.error().message;
+  }
+  // Character references both readers decode alike still load.
+  auto decoded = RobotModel::FromUrdfString(R"(<robot name="r"><link name="a&#65;"/><link name="c"/>
+      <joint name="j&amp;k" type="continuous"><parent link="a&#65;"/><child link="c"/></joint></robot>)", "", options);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().message;
+  EXPECT_TRUE(decoded.value()->FindLink("aA").ok());
+  EXPECT_TRUE(decoded.value()->FindJoint("j&k").ok());
+}
+
 TEST(UrdfTest, BadInlineUrdfsNameTheElement) {
   const auto load = [](const std::string& body) {
     RobotLoadOptions options;

@@ -233,6 +233,15 @@ TEST_F(ServiceErrorTest, LimitsAreResourceExhausted) {
               "--max-path-waypoints");
 }
 
+// Found by urdf_fuzz: a URDF link name that the two XML readers of the loader read differently made
+// the load throw, which terminated proximityd from inside CreateScene. It is a bad argument.
+TEST_F(ServiceErrorTest, UrdfNamesTheXmlReadersDisagreeOnAreInvalidArgument) {
+  v1::CreateSceneRequest r = PlanarRequest();
+  r.mutable_robot()->set_urdf(R"(<robot name="r"><link name="a&b"/><link name="c"/>
+      <joint name="j" type="continuous"><parent link="a&b"/><child link="c"/></joint></robot>)");
+  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "urdfdom reads");
+}
+
 TEST_F(ServiceErrorTest, BadScenesNameTheField) {
   v1::CreateSceneRequest r = PlanarRequest();
   r.mutable_objects(0)->mutable_pose()->mutable_orientation()->set_w(0.9);
