@@ -116,7 +116,7 @@ struct Harness {
     PROX_FUZZ_CHECK(built.ok(), built.ok() ? "" : built.error().message);
     base = std::move(built).value();
     registry.set_default_id(base->id);
-    registry.Insert(base);
+    PROX_FUZZ_CHECK(registry.Insert(base).ok(), "the base scene fits the registry");
 
     grpc::ServerBuilder builder;
     builder.RegisterService(service.get());
@@ -130,7 +130,7 @@ struct Harness {
     for (const auto& entry : registry.List()) {
       if (entry->id != base->id) registry.Erase(entry->id);
     }
-    registry.Insert(base);
+    PROX_FUZZ_CHECK(registry.Insert(base).ok(), "the base scene fits the registry");
   }
 };
 
