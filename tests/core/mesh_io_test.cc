@@ -538,6 +538,24 @@ TEST(LoadMeshErrors, PlyBodyAssimpReadsAsEmptyFaces) {
               "has no vertex indices");
 }
 
+// Found by mesh_fuzz: one byte (0xb6) inserted into an index list of tests/data/boxes_z_up.dae made
+// assimp 5.2.5 allocate 4.8 GB; other stray characters there made it allocate 3 GB or dereference null.
+// Index lists hold unsigned integers only.
+TEST(LoadMeshErrors, ColladaIndexListWithAStrayByte) {
+  std::string text = ReadBytes(Fixture("boxes_z_up.dae"));
+  const std::string list = "4 5 6 4 6 7";
+  const auto at = text.find(list);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 8, "\xb6");
+  ExpectError(LoadMeshFromMemory(text, "dae", "stray byte"), ErrorCode::kParseError, "stray byte", "<p> list");
+  ExpectError(LoadMeshFromMemory(text, "", "no hint"), ErrorCode::kParseError, "no hint", "<p> list");
+  std::string vcount = "<COLLADA><library_geometries><geometry><mesh><polylist count=\"1\"><vcount>3x</vcount>"
+                       "<p>0 1 2</p></polylist></mesh></geometry></library_geometries></COLLADA>";
+  ExpectError(LoadMeshFromMemory(vcount, "dae", "vcount"), ErrorCode::kParseError, "vcount", "<vcount> list");
+  // The fixture itself still loads.
+  EXPECT_TRUE(LoadMeshFromMemory(ReadBytes(Fixture("boxes_z_up.dae")), "dae", "fixture").ok());
+}
+
 TEST(LoadMeshErrors, PlyFaceIndexOutOfRange) {
   std::string text = ReadBytes(Fixture("box_2x3x4.ply"));
   const std::string last_face = "4 3 0 4 7";
