@@ -7,7 +7,8 @@
 # <file>) and each target's log in build-fuzz/logs/<target>.log.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]
-# Environment: FUZZ_TARGETS="mesh_fuzz urdf_fuzz ..." runs only those; FUZZ_SEED fixes libFuzzer's random
+# Environment: FUZZ_RUNS=N stops each target after N inputs (deterministic with FUZZ_SEED);
+# FUZZ_TARGETS="mesh_fuzz urdf_fuzz ..." runs only those; FUZZ_SEED fixes libFuzzer's random
 # seed (scripts/test.sh sets 1, so that a CI run explores the same inputs each time on a given machine;
 # unset, every run explores anew); FUZZ_ARGS adds libFuzzer flags.
 set -euo pipefail
@@ -39,6 +40,9 @@ for t in "${targets[@]}"; do
   # -timeout: one input taking longer than 10 s is a finding (the service's calls stop within 0.25 s).
   seed=()
   if [ -n "${FUZZ_SEED:-}" ]; then seed=(-seed="$FUZZ_SEED"); fi
+  # FUZZ_RUNS: a fixed number of inputs per target (the seconds stay a cap). With FUZZ_SEED it makes the
+  # run explore the same inputs on any machine, however fast: CI gates on what was run here.
+  if [ -n "${FUZZ_RUNS:-}" ]; then seed+=(-runs="$FUZZ_RUNS"); fi
   # shellcheck disable=SC2086
   if "$build/tests/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 "${seed[@]}" \
        -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" ${FUZZ_ARGS:-} \

@@ -29,4 +29,5 @@ ctest --test-dir "$root/build-tsan" --output-on-failure \
   -R '^(mesh_query_threads_test\.|planner_test\.SceneValidity\.)'
 
 echo "== fuzzing (libFuzzer, address + undefined behaviour sanitizers)"
-FUZZ_SEED="${FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${PROX_FUZZ_SECONDS:-25}"
+# A fixed seed and number of inputs: the same inputs on every run and machine, at most 60 s a target.
+FUZZ_SEED="${FUZZ_SEED:-1}" FUZZ_RUNS="${FUZZ_RUNS:-3000}" "$root/scripts/fuzz.sh" "${PROX_FUZZ_SECONDS:-60}"
