@@ -374,7 +374,8 @@ std::string_view SceneRegistry::Resolve(std::string_view id) const {
 }
 
 namespace {
-int64_t Ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+// Steady-clock time in units of about a microsecond: fine enough to order lookups a round trip apart.
+int64_t Ticks() { return std::chrono::steady_clock::now().time_since_epoch().count() >> 10; }
 
 // Bytes held by `entries`, each robot model counted once.
 int64_t Memory(const std::vector<const SceneEntry*>& entries) {
@@ -394,7 +395,11 @@ std::shared_ptr<const SceneEntry> SceneRegistry::Find(std::string_view id) const
   std::shared_lock lock(mutex_);
   const auto it = scenes_.find(Resolve(id));
   if (it == scenes_.end()) return nullptr;
-  it->second->last_used.store(Ticks(), std::memory_order_relaxed);
+  // Written only when the tick moved: concurrent queries on one scene do not all write its cache line.
+  const int64_t now = Ticks();
+  if (it->second->last_used.load(std::memory_order_relaxed) != now) {
+    it->second->last_used.store(now, std::memory_order_relaxed);
+  }
   return it->second;
 }
 
