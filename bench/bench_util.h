@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/types.h"
+#include "proximity/core/base/types.h"
 
 namespace proximity::bench {
 

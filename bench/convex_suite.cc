@@ -46,13 +46,13 @@
 
 #include "bench_util.h"
 #include "peers/fcl_peer.h"
-#include "proximity/core/convex.h"
-#include "proximity/core/gjk.h"
-#include "proximity/core/mesh.h"
-#include "proximity/core/mesh_query.h"
-#include "proximity/core/triangle.h"
-#include "proximity/core/vclip.h"
-#include "proximity/core/sdf.h"
+#include "proximity/core/narrowphase/convex.h"
+#include "proximity/core/narrowphase/gjk.h"
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/narrowphase/triangle.h"
+#include "proximity/core/contact/vclip.h"
+#include "proximity/core/contact/sdf.h"
 
 namespace proximity::bench {
 namespace {

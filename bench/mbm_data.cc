@@ -45,7 +45,7 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
     }
     problems_dir = data->tmp.path() + "/problems";
   }
-  auto loaded = core::LoadMbmProblems(problems_dir);
+  auto loaded = mbm::LoadMbmProblems(problems_dir);
   if (!loaded.ok()) {
     std::cerr << suite << ": " << loaded.error().message << "\n";
     return 1;

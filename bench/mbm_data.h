@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "proximity/core/mbm.h"
-#include "proximity/core/robot_model.h"
+#include "proximity/mbm/mbm.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::bench {
 
@@ -29,7 +29,7 @@ class TempDir {
 /// `tmp`) and the mbm_panda robot.
 struct MbmData {
   TempDir tmp;
-  std::vector<core::MbmProblem> problems;
+  std::vector<mbm::MbmProblem> problems;
   std::shared_ptr<const core::RobotModel> robot;
 };
 

@@ -10,7 +10,7 @@
 //
 // The peer is what MoveIt runs by default: ompl::geometric::RRTConnect on a RealVectorStateSpace
 // bounded by the Panda's joint limits, a state validity checker that checks the bounds and then runs
-// the FCL checker of tests/peers/fcl_robot.h (link poses from our forward kinematics), OMPL's default
+// the FCL checker of bench/peers/fcl_robot.h (link poses from our forward kinematics), OMPL's default
 // DiscreteMotionValidator at its default resolution (longest valid segment 1% of the space's extent),
 // the default range (20% of the extent, the same as ours), then PathSimplifier::simplify with the
 // time left, as MoveIt's simplifySolution does. OMPL's random seed is set once per process
@@ -58,8 +58,8 @@
 #include "bench_util.h"
 #include "mbm_data.h"
 #include "peers/fcl_robot.h"
-#include "proximity/core/mbm.h"
-#include "proximity/core/scene.h"
+#include "proximity/mbm/mbm.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
 
@@ -69,7 +69,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace ob = ompl::base;
 namespace og = ompl::geometric;
-using core::MbmProblem;
+using mbm::MbmProblem;
 using core::RigidTransform;
 using core::RobotModel;
 using core::Scene;
@@ -303,7 +303,7 @@ int RunMbm(const SuiteOptions& options) {
   // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
   MbmData data;
   if (int code = LoadMbmData("mbm", options, &data); code != 0) return code;
-  const std::vector<MbmProblem>& problems = data.problems;
+  const std::vector<mbm::MbmProblem>& problems = data.problems;
   const std::shared_ptr<const RobotModel> robot = data.robot;
   const int32_t dof = robot->num_positions();
   const planners::JointSpace space = planners::JointSpace::ForRobot(*robot);
@@ -315,7 +315,7 @@ int RunMbm(const SuiteOptions& options) {
 
   std::vector<std::string> families;
   std::vector<int32_t> family_of;
-  for (const MbmProblem& p : problems) {
+  for (const mbm::MbmProblem& p : problems) {
     if (families.empty() || families.back() != p.family) families.push_back(p.family);
     family_of.push_back(static_cast<int32_t>(families.size()) - 1);
   }
@@ -336,8 +336,8 @@ int RunMbm(const SuiteOptions& options) {
 
   for (size_t k = 0; k < n; ++k) {
     const double t_problem = Now();
-    const MbmProblem& p = problems[k];
-    auto description = core::MbmSceneDescription(p.scene, robot);
+    const mbm::MbmProblem& p = problems[k];
+    auto description = mbm::MbmSceneDescription(p.scene, robot);
     if (!description.ok()) {
       std::cerr << "mbm: " << p.name << ": " << description.error().message << "\n";
       return 1;
@@ -349,8 +349,8 @@ int RunMbm(const SuiteOptions& options) {
     }
     const std::shared_ptr<const Scene> scene = built.value();
     const FclWorld world(*scene);
-    const auto start_or = core::MbmStartConfiguration(p.request, *robot);
-    const auto goal_or = core::MbmGoalConfiguration(p.request, *robot);
+    const auto start_or = mbm::MbmStartConfiguration(p.request, *robot);
+    const auto goal_or = mbm::MbmGoalConfiguration(p.request, *robot);
     if (!start_or.ok() || !goal_or.ok()) {
       std::cerr << "mbm: " << p.name << ": " << (!start_or.ok() ? start_or.error().message : goal_or.error().message)
                 << "\n";

@@ -8,7 +8,7 @@
 // resolution (1% of the joint space's extent), all judged against a dense reference (states at most
 // 1e-3 rad apart in every joint, each checked exactly by our CLEAR).
 //
-// The peer is the MoveIt-style FCL checker of tests/peers/fcl_robot.h: one BVHModel<OBBRSS> per
+// The peer is the MoveIt-style FCL checker of bench/peers/fcl_robot.h: one BVHModel<OBBRSS> per
 // link mesh (built once per robot and shared by every scene), fcl::Box / fcl::Cylinder / fcl::Sphere
 // objects for the world primitives in a DynamicAABBTreeCollisionManager, the link objects' transforms
 // and AABBs updated per state, the links checked against the world manager (collide(object, callback))
@@ -33,14 +33,14 @@
 #include "bench_util.h"
 #include "mbm_data.h"
 #include "peers/fcl_robot.h"
-#include "proximity/core/mbm.h"
-#include "proximity/core/scene.h"
+#include "proximity/mbm/mbm.h"
+#include "proximity/core/scene/scene.h"
 
 namespace proximity::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using core::MbmProblem;
+using mbm::MbmProblem;
 using core::MotionRequest;
 using core::RigidTransform;
 using core::RobotModel;
@@ -134,7 +134,7 @@ int RunRobot(const SuiteOptions& options) {
   const double t_load = Now();
   MbmData data;
   if (int code = LoadMbmData("robot", options, &data); code != 0) return code;
-  const std::vector<MbmProblem>& problems = data.problems;
+  const std::vector<mbm::MbmProblem>& problems = data.problems;
   const std::shared_ptr<const RobotModel> robot = data.robot;
 
   // Scenes (ours and the peer's) and the start and goal states.
@@ -147,8 +147,8 @@ int RunRobot(const SuiteOptions& options) {
   worlds.reserve(problems.size());
   size_t primitives = 0;
   for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
-    const MbmProblem& p = problems[k];
-    auto description = core::MbmSceneDescription(p.scene, robot);
+    const mbm::MbmProblem& p = problems[k];
+    auto description = mbm::MbmSceneDescription(p.scene, robot);
     if (!description.ok()) {
       std::cerr << "robot: " << p.name << ": " << description.error().message << "\n";
       return 1;
@@ -161,8 +161,8 @@ int RunRobot(const SuiteOptions& options) {
     scenes.push_back(scene.value());
     worlds.emplace_back(*scenes.back());
     primitives += worlds.back().objects.size();
-    const auto start = core::MbmStartConfiguration(p.request, *robot);
-    const auto goal = core::MbmGoalConfiguration(p.request, *robot);
+    const auto start = mbm::MbmStartConfiguration(p.request, *robot);
+    const auto goal = mbm::MbmGoalConfiguration(p.request, *robot);
     if (!start.ok() || !goal.ok()) {
       std::cerr << "robot: " << p.name << ": " << (!start.ok() ? start.error().message : goal.error().message) << "\n";
       return 1;

@@ -8,9 +8,13 @@ add_library(proximity_flags INTERFACE)
 add_library(proximity::flags ALIAS proximity_flags)
 # Eigen's alignment stays at 16 bytes even with AVX enabled, so objects built here share Eigen's ABI with
 # Debian's prebuilt libraries (FCL in the tests and benchmarks).
+# These definitions are part of the ABI: consumers of an installed package get them through proximity::core.
 target_compile_definitions(proximity_flags INTERFACE EIGEN_MAX_ALIGN_BYTES=16)
+# -march=native is for this build's own targets only (directory scope, never exported): an installed
+# package's consumers choose their own. PROX_NATIVE is off by default (a portable build, what
+# `cmake --install` should ship); scripts/build.sh turns it on for the benchmarks and tests here.
 if(PROX_NATIVE AND NOT PROX_SANITIZE AND NOT PROX_FUZZ)
-  target_compile_options(proximity_flags INTERFACE -march=native)
+  add_compile_options(-march=native)
 endif()
 
 # Fuzzing: every target is built for libFuzzer's coverage feedback (fuzzer-no-link; the fuzz targets

@@ -9,7 +9,9 @@ shift || true
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" "$@" >/dev/null
+  # Built here to run here: -march=native (PROX_NATIVE) unless the environment says PROX_NATIVE=OFF.
+  cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
+    -DPROX_NATIVE="${PROX_NATIVE:-ON}" "$@" >/dev/null
 else
   cmake "$build_dir" "$@" >/dev/null
 fi

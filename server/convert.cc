@@ -5,9 +5,9 @@
 #include <cmath>
 #include <utility>
 
-#include "proximity/core/bvh.h"
-#include "proximity/core/convex.h"
-#include "proximity/core/mesh.h"
+#include "proximity/core/bvh/bvh.h"
+#include "proximity/core/narrowphase/convex.h"
+#include "proximity/core/mesh/mesh.h"
 #include "proximity/planners/scene_validity.h"
 #include "server/default_scene.h"
 #include "server/errors.h"

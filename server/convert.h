@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "proximity/core/result.h"
-#include "proximity/core/robot_model.h"
-#include "proximity/core/file_access.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/robot/robot_model.h"
+#include "proximity/core/base/file_access.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/planner.h"
 #include "proximity/v1/proximity.pb.h"

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/result.h"
-#include "proximity/core/scene.h"
-#include "proximity/core/types.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/scene/scene.h"
+#include "proximity/core/base/types.h"
 
 namespace proximity::server {
 

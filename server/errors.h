@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "proximity/core/result.h"
+#include "proximity/core/base/result.h"
 
 namespace proximity::server {
 

@@ -2,7 +2,7 @@
 // long flags (flags win); structured logs on stderr; SIGTERM / SIGINT drain in-flight calls and exit 0.
 #include <CLI/CLI.hpp>
 
-#include "proximity/core/file_access.h"
+#include "proximity/core/base/file_access.h"
 #include <yaml-cpp/yaml.h>
 
 #include <pthread.h>

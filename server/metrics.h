@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "proximity/core/result.h"
+#include "proximity/core/base/result.h"
 
 namespace proximity::server {
 

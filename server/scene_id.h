@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "proximity/core/file_access.h"
-#include "proximity/core/result.h"
+#include "proximity/core/base/file_access.h"
+#include "proximity/core/base/result.h"
 
 namespace google::protobuf {
 class MessageLite;

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "proximity/core/result.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/v1/proximity.pb.h"
 #include "server/convert.h"
 #include "server/default_scene.h"

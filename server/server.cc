@@ -1,6 +1,6 @@
 #include "server/server.h"
 
-#include "proximity/core/file_access.h"
+#include "proximity/core/base/file_access.h"
 
 #include <grpc/grpc.h>
 #include <dlfcn.h>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/result.h"
+#include "proximity/core/base/result.h"
 #include "server/metrics.h"
 #include "server/scene_store.h"
 #include "server/service.h"

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "proximity/core/file_access.h"
+#include "proximity/core/base/file_access.h"
 #include "proximity/v1/proximity.grpc.pb.h"
 #include "server/metrics.h"
 #include "server/scene_store.h"

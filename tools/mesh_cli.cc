@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "proximity/core/mesh_query.h"
+#include "proximity/core/bvh/mesh_query.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/scene.h"
+#include "proximity/core/scene/scene.h"
 #include "server/default_scene.h"
 
 namespace {

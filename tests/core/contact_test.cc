@@ -1,4 +1,4 @@
-#include "proximity/core/contact.h"
+#include "proximity/core/contact/contact.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/mbm.h"
-#include "proximity/core/scene.h"
+#include "proximity/mbm/mbm.h"
+#include "proximity/core/scene/scene.h"
 
 namespace proximity::core {
 namespace {
@@ -47,7 +47,7 @@ double OmplResolution(const RobotModel& robot) {
 TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
   const std::string shared = testing::SharedDataDir();
   PROX_REQUIRE_DIR(shared.empty() ? "" : shared + "/scenes/mbm/problems/panda", "scenes/mbm/problems/panda");
-  auto problems = LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
+  auto problems = mbm::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
   ASSERT_TRUE(problems.ok()) << problems.error().message;
   // The sanitizer builds check memory and undefined behaviour on a sample; the Release run does all 10,000.
   const int per_robot = testing::kSanitizedSlowdown == 1 ? 10000 : 300;
@@ -56,14 +56,14 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
     SCOPED_TRACE(rs.name);
     const RobotModel& robot = *rs.robot;
     std::vector<std::shared_ptr<const Scene>> scenes;
-    for (const MbmProblem& p : problems.value()) {
-      MbmScene world = p.scene;
+    for (const mbm::MbmProblem& p : problems.value()) {
+      mbm::MbmScene world = p.scene;
       if (rs.name != "mbm_panda") {  // the scenes' allowed pairs name Panda links
         world.acm_names.clear();
         world.acm_values.clear();
         world.allowed_pairs.clear();
       }
-      auto d = MbmSceneDescription(world, rs.robot);
+      auto d = mbm::MbmSceneDescription(world, rs.robot);
       ASSERT_TRUE(d.ok()) << p.name << ": " << d.error().message;
       scenes.push_back(Scene::Build(d.value()).value());
     }

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/mesh.h"
+#include "proximity/core/mesh/mesh.h"
 
 
 namespace proximity::core {

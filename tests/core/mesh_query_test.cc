@@ -1,4 +1,4 @@
-#include "proximity/core/mesh_query.h"
+#include "proximity/core/bvh/mesh_query.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/test_util.h"
-#include "proximity/core/triangle.h"
+#include "proximity/core/narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

@@ -1,4 +1,4 @@
-#include "proximity/core/mesh.h"
+#include "proximity/core/mesh/mesh.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proximity/core/result.h"
+#include "proximity/core/base/result.h"
 
 #include <gtest/gtest.h>
 

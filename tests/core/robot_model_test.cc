@@ -1,5 +1,5 @@
-#include "proximity/core/robot_model.h"
-#include "proximity/core/sincos.h"
+#include "proximity/core/robot/robot_model.h"
+#include "robot/sincos.h"
 
 #include <urdf_parser/urdf_parser.h>
 

@@ -13,8 +13,8 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/robot_model.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/scene.h"
 
 namespace proximity::core {
 namespace {

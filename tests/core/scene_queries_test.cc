@@ -8,7 +8,7 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/scene/scene.h"
 
 namespace proximity::core {
 namespace {

@@ -1,4 +1,4 @@
-#include "proximity/core/scene.h"
+#include "proximity/core/scene/scene.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proximity/core/sdf.h"
+#include "proximity/core/contact/sdf.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/triangle.h"
+#include "proximity/core/narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

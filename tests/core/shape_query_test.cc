@@ -1,4 +1,4 @@
-#include "proximity/core/shape_query.h"
+#include "proximity/core/bvh/shape_query.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/gjk.h"
-#include "proximity/core/triangle.h"
+#include "proximity/core/narrowphase/gjk.h"
+#include "proximity/core/narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

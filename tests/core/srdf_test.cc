@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/test_util.h"
-#include "proximity/core/robot_model.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::core {
 namespace {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "proximity/core/triangle.h"
+#include "proximity/core/narrowphase/triangle.h"
 
 // assimp 5.2.5 leaks the partly built mesh when an ASCII STL ends inside a facet (a broken file the
 // tests load on purpose). The leak is inside assimp, so leak-checking builds ignore leaks from it.

@@ -10,9 +10,9 @@
 #include <set>
 #include <string>
 
-#include "proximity/core/convex.h"
-#include "proximity/core/mesh.h"
-#include "proximity/core/types.h"
+#include "proximity/core/narrowphase/convex.h"
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/base/types.h"
 
 namespace proximity::testing {
 

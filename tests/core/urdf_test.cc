@@ -9,7 +9,7 @@
 #include <set>
 
 #include "core/test_util.h"
-#include "proximity/core/robot_model.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::core {
 namespace {

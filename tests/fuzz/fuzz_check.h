@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "proximity/core/result.h"
+#include "proximity/core/base/result.h"
 
 #if __has_include(<console_bridge/console.h>)
 #include <console_bridge/console.h>

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "proximity/core/mbm.h"
-#include "proximity/core/scene.h"
+#include "proximity/mbm/mbm.h"
+#include "proximity/core/scene/scene.h"
 
 namespace {
 
@@ -42,21 +42,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const core::RobotModel& robot = *Robot();
 
-  auto scene = core::LoadMbmSceneFromString(text, "fuzz_scene.yaml");
+  auto scene = mbm::LoadMbmSceneFromString(text, "fuzz_scene.yaml");
   if (!scene.ok()) {
     fuzz::CheckError(scene.error());
   } else {
-    const core::MbmScene& s = scene.value();
+    const mbm::MbmScene& s = scene.value();
     PROX_FUZZ_CHECK(s.acm_values.size() == s.acm_names.size(), "the ACM is square");
     for (const auto& row : s.acm_values) PROX_FUZZ_CHECK(row.size() == s.acm_names.size(), "the ACM is square");
-    for (const core::MbmCollisionObject& o : s.objects) {
+    for (const mbm::MbmCollisionObject& o : s.objects) {
       PROX_FUZZ_CHECK(!o.primitives.empty(), "an object has primitives");
-      for (const core::MbmPrimitive& p : o.primitives) {
+      for (const mbm::MbmPrimitive& p : o.primitives) {
         PROX_FUZZ_CHECK(p.X_RP.R.allFinite() && p.X_RP.p.allFinite(), "primitive poses are finite");
         for (double d : p.dimensions) PROX_FUZZ_CHECK(d > 0.0 && std::isfinite(d), "dimensions are positive");
       }
     }
-    auto description = core::MbmSceneDescription(s, Robot());
+    auto description = mbm::MbmSceneDescription(s, Robot());
     if (!description.ok()) {
       fuzz::CheckError(description.error());
     } else {
@@ -72,15 +72,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  auto request = core::LoadMbmRequestFromString(text, "fuzz_request.yaml");
+  auto request = mbm::LoadMbmRequestFromString(text, "fuzz_request.yaml");
   if (!request.ok()) {
     fuzz::CheckError(request.error());
   } else {
-    const core::MbmRequest& r = request.value();
+    const mbm::MbmRequest& r = request.value();
     PROX_FUZZ_CHECK(r.start_joint_names.size() == r.start_joint_positions.size(), "start names and values pair");
     PROX_FUZZ_CHECK(!r.goals.empty(), "a request has a goal");
-    CheckConfiguration(core::MbmStartConfiguration(r, robot));
-    for (size_t g = 0; g < r.goals.size(); ++g) CheckConfiguration(core::MbmGoalConfiguration(r, robot, g));
+    CheckConfiguration(mbm::MbmStartConfiguration(r, robot));
+    for (size_t g = 0; g < r.goals.size(); ++g) CheckConfiguration(mbm::MbmGoalConfiguration(r, robot, g));
   }
   return 0;
 }

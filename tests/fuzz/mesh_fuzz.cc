@@ -7,9 +7,9 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "proximity/core/bvh.h"
-#include "proximity/core/mesh.h"
-#include "proximity/core/mesh_query.h"
+#include "proximity/core/bvh/bvh.h"
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/bvh/mesh_query.h"
 
 namespace {
 

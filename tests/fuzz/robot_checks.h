@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "proximity/core/robot_model.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::fuzz {
 

@@ -26,7 +26,7 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/mbm.h"
+#include "proximity/mbm/mbm.h"
 #include "proximity/planners/ompl_adapter.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
@@ -210,22 +210,22 @@ TEST(OmplAdapter, RrtConnectSolvesMotionBenchMakerPandaProblems) {
   PROX_REQUIRE_DIR(shared.empty() ? "" : shared + "/scenes/mbm/problems/panda", "scenes/mbm/problems/panda");
   auto robot = core::LoadMbmPanda();
   ASSERT_NE(robot, nullptr);
-  auto problems = core::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
+  auto problems = mbm::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
   ASSERT_TRUE(problems.ok()) << problems.error().message;
   int solved = 0, edges = 0, family = 0;
   const int families = testing::Cases(7);  // four under a sanitizer
   std::string last_family;
-  for (const core::MbmProblem& p : problems.value()) {
+  for (const mbm::MbmProblem& p : problems.value()) {
     if (p.family == last_family) continue;  // the first problem of each family
     last_family = p.family;
     if (++family > families) break;
     SCOPED_TRACE(p.name);
-    auto d = core::MbmSceneDescription(p.scene, robot);
+    auto d = mbm::MbmSceneDescription(p.scene, robot);
     ASSERT_TRUE(d.ok()) << d.error().message;
     auto scene = BuildScene(std::move(d).value());
     ASSERT_NE(scene, nullptr);
-    auto start = core::MbmStartConfiguration(p.request, *robot);
-    auto goal = core::MbmGoalConfiguration(p.request, *robot);
+    auto start = mbm::MbmStartConfiguration(p.request, *robot);
+    auto goal = mbm::MbmGoalConfiguration(p.request, *robot);
     ASSERT_TRUE(start.ok() && goal.ok());
     // The planners' certified request (the tight default one is exercised on the default scene).
     auto made = MakeOmplSetup(scene, PlanningMotionRequest());

@@ -13,7 +13,7 @@
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "peers/fcl_robot.h"
-#include "proximity/core/mbm.h"
+#include "proximity/mbm/mbm.h"
 #include "proximity/planners/scene_validity.h"
 
 namespace proximity::planners {
@@ -409,7 +409,7 @@ TEST(Planner, ShortcutsAreTriedByTheShortcutCheckThatKeepsAClearance) {
 TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
   const std::string shared = testing::SharedDataDir();
   PROX_REQUIRE_DIR(shared, "../shared/data");
-  auto problems = core::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
+  auto problems = mbm::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
   ASSERT_TRUE(problems.ok()) << problems.error().message;
   auto robot = core::LoadMbmPanda();
   ASSERT_NE(robot, nullptr);
@@ -417,18 +417,18 @@ TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
   const int families = testing::Cases(7);
   std::string last_family;
   int solved = 0, tried = 0, family = 0;
-  for (const core::MbmProblem& p : problems.value()) {
+  for (const mbm::MbmProblem& p : problems.value()) {
     if (p.family == last_family) continue;
     last_family = p.family;
     if (++family > families) break;
-    auto description = core::MbmSceneDescription(p.scene, robot);
+    auto description = mbm::MbmSceneDescription(p.scene, robot);
     ASSERT_TRUE(description.ok()) << description.error().message;
     auto scene = Scene::Build(description.value());
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     SceneSetup setup(scene.value());
     const peers::FclWorld fcl_world(*setup.scene);
-    const auto start = core::MbmStartConfiguration(p.request, *robot).value();
-    const auto goal = core::MbmGoalConfiguration(p.request, *robot).value();
+    const auto start = mbm::MbmStartConfiguration(p.request, *robot).value();
+    const auto goal = mbm::MbmGoalConfiguration(p.request, *robot).value();
     for (PlannerType type : {PlannerType::kRrtConnect, PlannerType::kLazyPrm}) {
       SCOPED_TRACE(p.name + " " + PlannerTypeName(type));
       PlannerOptions options;

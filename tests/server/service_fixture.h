@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/v1/proximity.grpc.pb.h"
 #include "server/default_scene.h"
 #include "server/log.h"

@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "proximity/core/result.h"
-#include "proximity/core/robot_model.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::planners {
 

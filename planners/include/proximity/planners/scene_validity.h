@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "proximity/core/scene.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/validity.h"
 

@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-#include "proximity/core/result.h"
+#include "proximity/core/base/result.h"
 
 namespace proximity::planners {
 

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "proximity/core/result.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/validity.h"
 

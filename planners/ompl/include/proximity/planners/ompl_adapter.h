@@ -31,8 +31,8 @@
 #include <ompl/base/StateValidityChecker.h>
 #include <ompl/geometric/PathGeometric.h>
 
-#include "proximity/core/result.h"
-#include "proximity/core/scene.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/validity.h"
 

@@ -1,0 +1,373 @@
+#pragma once
+/// @file
+/// Robots: a kinematic tree with collision geometry, built once from URDF (plus an optional SRDF) into
+/// an immutable RobotModel that any number of threads can share. Forward kinematics writes link poses
+/// into caller buffers; motion bounds drive certified motion checks (Schwarzer, Saha, Latombe 2005).
+///
+/// Frames: W world, B the model's root link (placed at X_WB, identity by default), L a link frame,
+/// J a joint frame (the URDF joint origin; the child link frame coincides with it at q = 0),
+/// G a collision geometry frame. Units: metres and radians.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "proximity/core/bvh/bvh.h"
+#include "proximity/core/narrowphase/convex.h"
+#include "proximity/core/base/file_access.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/base/types.h"
+
+namespace proximity::core {
+namespace internal {
+class SelfClearanceMemo;
+struct SelfClearanceMap;
+}  // namespace internal
+
+/// Index of a link in RobotModel::links(); the root is 0 and parents come before children.
+using LinkIndex = int32_t;
+/// Index of a joint in RobotModel::joints(); joint i has child link i + 1.
+using JointIndex = int32_t;
+
+/// Built meshes shared across links and models, keyed by resolved absolute path and scale.
+/// Thread-safe; a file is loaded and built once per (path, scale), with default BvhBuildOptions.
+class MeshCache {
+ public:
+  /// The built mesh of file `path` scaled per axis by `scale`; loads it on first use, reading it under
+  /// `files`. Errors name the file.
+  [[nodiscard]] Result<std::shared_ptr<const MeshModel>> Get(const std::string& path, const Vec3& scale,
+                                                             const FileAccess& files = {});
+  /// Number of distinct (path, scale) entries held.
+  size_t size() const;
+
+ private:
+  using Key = std::pair<std::string, std::array<double, 3>>;
+  mutable std::mutex mutex_;
+  std::map<Key, std::shared_ptr<const MeshModel>> models_;
+};
+
+/// How a robot is loaded.
+struct RobotLoadOptions {
+  /// package name -> directory, searched first for package://name/rest URIs.
+  std::map<std::string, std::string> package_dirs;
+  /// Colon-separated roots crawled for package.xml files whose <name> matches (ROS 1 style). nullopt
+  /// reads the ROS_PACKAGE_PATH environment variable; "" disables the crawl.
+  std::optional<std::string> ros_package_path;
+  /// Directory that relative mesh paths resolve against. Loading from a file sets it to the URDF's
+  /// directory when empty.
+  std::string urdf_dir;
+  /// Cache to share meshes with other models; null uses one private to this load.
+  std::shared_ptr<MeshCache> mesh_cache;
+  /// Files uploaded with the robot (a content bundle), by the URI or path the URDF names them with
+  /// ("package://pkg/meshes/link.stl", "meshes/link.dae"): a mesh URI found here resolves to
+  /// kUploadedFilePrefix + the URI and is read from these bytes, before any file is looked for.
+  std::map<std::string, std::string> uploaded_files;
+  /// Which files the load may read (the URDF and SRDF files, meshes, package.xml files). Confined,
+  /// mesh URIs that resolve outside the roots count as missing and the package crawl skips roots
+  /// outside them.
+  FileAccess files;
+};
+
+/// What ResolveMeshUri puts before the URI of a file found in RobotLoadOptions::uploaded_files.
+inline constexpr std::string_view kUploadedFilePrefix = "uploaded:";
+
+/// Resolves a URDF mesh URI to an absolute path of an existing file (or an uploaded file's name): package://pkg/rest (through
+/// options.package_dirs, then the ROS_PACKAGE_PATH crawl), file://abs, an absolute path, or a path
+/// relative to options.urdf_dir. The error names the URI and every place tried.
+[[nodiscard]] Result<std::string> ResolveMeshUri(const std::string& uri, const RobotLoadOptions& options);
+
+/// Kind of a collision geometry; primitives keep their parameters (they are not tessellated).
+enum class ShapeType { kMesh, kBox, kCylinder, kSphere };
+
+/// One collision element of a link, posed in the link frame.
+struct LinkGeometry {
+  ShapeType type = ShapeType::kBox;
+  RigidTransform X_LG;            ///< Geometry frame G in link frame L (the URDF <collision><origin>).
+  Vec3 box_size = Vec3::Zero();   ///< kBox: full edge lengths along G's axes, centred at G's origin (m).
+  double radius = 0.0;            ///< kCylinder, kSphere: radius (m), centred at G's origin.
+  double length = 0.0;            ///< kCylinder: length along G's z axis, centred at G's origin (m).
+  std::shared_ptr<const MeshModel> mesh;  ///< kMesh: vertices in G, scale applied.
+  /// kMesh: the convex hull of the mesh's vertices (frame G), null for a flat mesh. Whatever keeps
+  /// away from the hull keeps away from the mesh: a cheap first test before the hierarchy walk.
+  std::shared_ptr<const ConvexPolytope> hull;
+  bool hull_is_surface = false;   ///< kMesh: the mesh is its hull's surface (IsHullSurface): a convex mesh.
+  std::string mesh_path;          ///< kMesh: resolved absolute file path.
+  Vec3 mesh_scale = Vec3::Ones(); ///< kMesh: the URDF scale.
+  std::string name;               ///< The URDF <collision name>, or "".
+};
+
+/// A rigid body of the robot.
+struct Link {
+  std::string name;
+  JointIndex parent_joint = -1;            ///< -1 for the root.
+  std::vector<JointIndex> child_joints;
+  std::vector<LinkGeometry> geometries;    ///< Collision geometry only; <visual> is ignored.
+};
+
+/// Joint kinds. Floating and planar URDF joints are rejected at load.
+enum class JointType { kRevolute, kContinuous, kPrismatic, kFixed };
+
+/// A joint connecting parent link P to child link C: X_PC(q) = X_PJ * motion(axis, value).
+struct Joint {
+  std::string name;
+  JointType type = JointType::kFixed;
+  LinkIndex parent_link = -1;
+  LinkIndex child_link = -1;
+  RigidTransform X_PJ;           ///< Joint frame J in the parent link frame (URDF <origin>).
+  Vec3 axis_J = Vec3::UnitZ();   ///< Unit axis in J (rotation axis through J's origin, or slide direction).
+  double lower = 0.0;            ///< Position limits (rad or m); -inf/+inf for continuous joints.
+  double upper = 0.0;
+  double velocity_limit = 0.0;   ///< URDF <limit velocity> (rad/s or m/s), 0 when absent.
+  /// Position in the configuration vector q, or -1 for fixed and mimic joints.
+  int32_t active_index = -1;
+  /// Mimic joints: value = mimic_multiplier * q[mimic_active_index] + mimic_offset. Chains of mimics are
+  /// resolved to the active joint at their end. -1 when not a mimic.
+  int32_t mimic_active_index = -1;
+  double mimic_multiplier = 1.0;
+  double mimic_offset = 0.0;
+
+  bool is_mimic() const { return mimic_active_index >= 0; }
+  bool is_active() const { return active_index >= 0; }
+};
+
+/// SRDF <group>: the members as written; RobotModel::GroupActiveJoints resolves them.
+struct SrdfGroup {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> chains;  ///< (base_link, tip_link).
+  std::vector<std::string> joints;
+  std::vector<std::string> links;
+  std::vector<std::string> subgroups;
+};
+
+/// SRDF <group_state>: named joint values (rad or m) for a group.
+struct SrdfGroupState {
+  std::string name;
+  std::string group;
+  std::vector<std::pair<std::string, double>> values;
+};
+
+/// SRDF <disable_collisions>: a link pair never checked, with the reason given ("Adjacent", "Never", ...).
+struct SrdfDisabledCollision {
+  std::string link1;
+  std::string link2;
+  std::string reason;
+};
+
+/// SRDF <virtual_joint>: how the robot's root attaches to an outside frame (noted, not modelled).
+struct SrdfVirtualJoint {
+  std::string name;
+  std::string type;
+  std::string parent_frame;
+  std::string child_link;
+};
+
+/// The parts of a MoveIt SRDF that matter for proximity queries.
+struct Srdf {
+  std::string robot_name;
+  std::vector<SrdfGroup> groups;
+  std::vector<SrdfGroupState> group_states;
+  std::vector<SrdfDisabledCollision> disabled_collisions;
+  std::vector<SrdfVirtualJoint> virtual_joints;
+  std::vector<std::string> passive_joints;
+};
+
+/// Parses SRDF text (structure only; names are checked against a URDF by RobotModel). `name` is used
+/// in messages. Errors: malformed XML (with line), missing required attributes, non-finite values.
+[[nodiscard]] Result<Srdf> ParseSrdf(std::string_view xml, const std::string& name = "srdf");
+
+/// A robot built once from URDF (+ SRDF): links in topological order, joints, collision geometry,
+/// allowed-collision set, and motion-bound coefficients. Immutable; every method is const and thread-safe.
+///
+/// The configuration q has one value per active joint (revolute, continuous, prismatic; not fixed, not
+/// mimic) in active order: depth-first from the root, children in URDF document order.
+class RobotModel {
+ public:
+  /// Builds a robot from URDF text and optional SRDF text ("" for none). Nothing is half-loaded: the
+  /// error names the element, file or URI at fault.
+  [[nodiscard]] static Result<std::shared_ptr<const RobotModel>> FromUrdfString(
+      std::string_view urdf_xml, std::string_view srdf_xml = {}, const RobotLoadOptions& options = {});
+  /// The collision mesh files a URDF names, resolved as FromUrdfString resolves them (options' package
+  /// map, ROS_PACKAGE_PATH crawl, file access), in link then collision order, without loading any: what
+  /// a content id must cover before anything is built. Errors as FromUrdfString's for the same URIs.
+  [[nodiscard]] static Result<std::vector<std::string>> CollisionMeshFiles(std::string_view urdf_xml,
+                                                                           const RobotLoadOptions& options = {});
+  /// Builds a robot from a URDF file and an optional SRDF file ("" for none). Relative mesh paths
+  /// resolve against the URDF's directory unless options.urdf_dir is set.
+  [[nodiscard]] static Result<std::shared_ptr<const RobotModel>> FromUrdfFile(
+      const std::string& urdf_path, const std::string& srdf_path = "", const RobotLoadOptions& options = {});
+
+  /// The URDF <robot name>.
+  const std::string& name() const { return name_; }
+  const std::vector<Link>& links() const { return links_; }
+  const std::vector<Joint>& joints() const { return joints_; }
+  const Link& link(LinkIndex i) const { return links_[i]; }
+  const Joint& joint(JointIndex i) const { return joints_[i]; }
+  int32_t num_links() const { return static_cast<int32_t>(links_.size()); }
+  int32_t num_joints() const { return static_cast<int32_t>(joints_.size()); }
+  /// Size of q.
+  int32_t num_positions() const { return static_cast<int32_t>(active_joints_.size()); }
+  /// Joint index of each entry of q.
+  const std::vector<JointIndex>& active_joints() const { return active_joints_; }
+  /// Names of the entries of q, in order.
+  const std::vector<std::string>& active_joint_names() const { return active_joint_names_; }
+  /// Lower and upper position limits per entry of q (rad or m; +/-inf for continuous joints).
+  const std::vector<double>& lower_limits() const { return lower_limits_; }
+  const std::vector<double>& upper_limits() const { return upper_limits_; }
+  /// The SRDF as parsed (empty when none was given).
+  const Srdf& srdf() const { return srdf_; }
+
+  /// Link index by name; NotFound naming it.
+  [[nodiscard]] Result<LinkIndex> FindLink(std::string_view name) const;
+  /// Joint index by name; NotFound naming it.
+  [[nodiscard]] Result<JointIndex> FindJoint(std::string_view name) const;
+  /// Position of an active joint in q; NotFound for unknown names, InvalidArgument for fixed or mimic joints.
+  [[nodiscard]] Result<int32_t> ActiveIndex(std::string_view joint_name) const;
+
+  /// The default configuration: per active joint 0 if within its limits, otherwise the middle of them.
+  std::vector<double> DefaultConfiguration() const;
+  /// Maps {joint name -> value} onto q. Unknown names are errors naming them. Values given for fixed or
+  /// mimic joints are ignored (the model determines them). Active joints not named keep their
+  /// DefaultConfiguration() value, or are an error naming them when `require_all`. Values must be finite.
+  [[nodiscard]] Result<std::vector<double>> Configuration(const std::map<std::string, double>& values,
+                                                          bool require_all = false) const;
+  /// The SRDF group state `state` (of `group`, or of any group when ""), completed with defaults. A
+  /// state outside the joint limits loads (as MoveIt loads it) but is an error here, naming the joint.
+  [[nodiscard]] Result<std::vector<double>> NamedConfiguration(const std::string& state,
+                                                               const std::string& group = "") const;
+  /// Active-q positions of the joints an SRDF group moves (chains, joints, links' parent joints,
+  /// subgroups), ascending. Errors name an unknown group or a subgroup cycle.
+  [[nodiscard]] Result<std::vector<int32_t>> GroupActiveIndices(const std::string& group) const;
+
+  /// InvalidArgument unless q has num_positions() finite entries within +-kMaxJointValue; names the bad
+  /// index and joint.
+  [[nodiscard]] Status CheckConfiguration(std::span<const double> q) const;
+  /// InvalidArgument naming the first active joint whose value lies outside [lower - tolerance,
+  /// upper + tolerance] (continuous joints have no limits), or a CheckConfiguration error.
+  [[nodiscard]] Status CheckLimits(std::span<const double> q, double tolerance = 0.0) const;
+  /// Whether every entry of q lies within its joint's limits widened by `tolerance`; CheckLimits
+  /// without the message, for hot paths. Precondition: q has num_positions() entries.
+  bool WithinLimits(std::span<const double> q, double tolerance = 0.0) const { return FirstOutsideLimits(q, tolerance) < 0; }
+
+  /// Poses X_WL of every link (in LinkIndex order) at q with the root at X_WB. Limits are not checked.
+  /// Writes into `X_WL`, which must hold num_links() entries; allocates nothing.
+  [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
+                                         const RigidTransform& X_WB = RigidTransform::Identity()) const;
+  /// As above, resizing `X_WL` to num_links().
+  [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::vector<RigidTransform>* X_WL,
+                                         const RigidTransform& X_WB = RigidTransform::Identity()) const;
+
+  /// Whether the pair (a, b) is excluded from collision checking by default: SRDF disabled pairs, links
+  /// joined by a joint (parent and child), links rigidly connected through fixed joints, and a == b.
+  /// Symmetric. Precondition: valid indices.
+  bool AllowedCollision(LinkIndex a, LinkIndex b) const {
+    return allowed_[static_cast<size_t>(a) * links_.size() + static_cast<size_t>(b)] != 0;
+  }
+  /// By name; NotFound naming an unknown link.
+  [[nodiscard]] Result<bool> AllowedCollision(std::string_view a, std::string_view b) const;
+
+  /// Upper bound (m) on the path length of every point of link k's collision geometry along the straight
+  /// joint-space segment q0 -> q1 (any finite q0, q1; limits not required). Sum over the joints j moving k
+  /// of |dq_j| * lever_kj (revolute, continuous) or |dq_j| (prismatic), mimics scaled by |multiplier|.
+  /// Preconditions: valid k; q0, q1 of size num_positions(). Allocates nothing.
+  double MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1) const;
+  /// As above for any point within `reach` (m) of link k's origin instead of k's geometry (an object
+  /// the link carries): every revolute lever grows by `reach`, which bounds the distance from the last
+  /// joint's axis (through the origin) and adds to the chain's reach for the joints before it.
+  double MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1, double reach) const;
+  /// MotionBound(k, q0, q1, reach) measured in the frame of `ancestor` (k itself or a link on k's path
+  /// to the root) instead of the world: only the joints between the two count. The distance between a point of link a and a point of link b shrinks by at most
+  /// MotionBoundRelative(a, c) + MotionBoundRelative(b, c) for their common ancestor c, which is far
+  /// smaller than their world motions when both hang below joints that move them together.
+  double MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
+                             double reach = 0.0) const;
+  /// One moving joint's share of MotionBoundRelative(k, ancestor, q0, q1, reach): that bound is the sum
+  /// over the levers of dq * lever (revolute: `lever` bounds the distance from the joint's axis to every
+  /// point concerned, for any q on the segment) plus dq (prismatic).
+  struct MotionLever {
+    JointIndex joint = -1;
+    double dq = 0.0;     ///< |change of the joint's value| along the segment (mimics scaled)
+    double lever = 0.0;  ///< revolute: the lever radius; prismatic: 0
+    bool prismatic = false;
+  };
+  /// Appends the levers of MotionBoundRelative(k, ancestor, q0, q1, reach) to *out, root side first;
+  /// their count is NumMovingJoints(k) - NumMovingJoints(ancestor). A caller that knows where the
+  /// geometry is at a point of the segment can tighten the levers (JointAxisDistance).
+  void MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
+                    double reach, std::vector<MotionLever>* out) const;
+  /// Moving (non-fixed) joints on the path from the root to link k.
+  int32_t NumMovingJoints(LinkIndex k) const { return static_cast<int32_t>(motion_terms_[k].size()); }
+  /// Distance (m) from the axis of joint j (the line through its frame's origin along axis_J) to p_W,
+  /// given the world pose of j's parent link.
+  double JointAxisDistance(JointIndex j, const RigidTransform& X_WP, const Vec3& p_W) const {
+    const Joint& joint = joints_[j];
+    const Vec3 o_W = X_WP * joint.X_PJ.p;
+    const Vec3 u_W = X_WP.R * (joint.X_PJ.R * joint.axis_J);
+    const Vec3 d = p_W - o_W;
+    return (d - u_W * u_W.dot(d)).norm();
+  }
+  /// The deepest link that is an ancestor of both a and b (either of them itself, or the root).
+  LinkIndex CommonAncestor(LinkIndex a, LinkIndex b) const;
+  /// The lever radius (m) of joint j for link k, valid for every q within limits: an upper bound on the
+  /// distance from joint j's axis to any point of k's geometry. 0 when j does not move k or is prismatic.
+  double LeverRadius(LinkIndex k, JointIndex j) const;
+  /// Per-pair tables shared by every scene built on this model (see Scene), filled as queries need them.
+  internal::SelfClearanceMemo& self_clearance_memo() const { return *self_clearance_memo_; }
+
+ private:
+  // One moving joint on the path from the root to a link, for MotionBound.
+  struct MotionTerm {
+    JointIndex joint = -1;
+    int32_t source = -1;       // entry of q driving the joint
+    double multiplier = 1.0;   // joint value = multiplier * q[source] + offset
+    double offset = 0.0;
+    bool prismatic = false;
+    double lever = 0.0;        // revolute: constant part of the lever radius
+  };
+
+  RobotModel() = default;
+  // Index of the first entry of q outside its limits widened by `tolerance`, or -1.
+  int32_t FirstOutsideLimits(std::span<const double> q, double tolerance) const {
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (q[i] < lower_limits_[i] - tolerance || q[i] > upper_limits_[i] + tolerance) return static_cast<int32_t>(i);
+    }
+    return -1;
+  }
+  // Orders, indexes and validates the tree, applies the SRDF, and precomputes the allowed set and the
+  // motion terms. Called once by the loader after links_ and joints_ are filled in document order;
+  // mimic_leader[j] is the document index of the joint j mimics, or -1.
+  [[nodiscard]] Status Finalize(const std::vector<JointIndex>& mimic_leader);
+  Status ApplySrdf();
+  void ComputeMotionTerms();
+  template <class F>
+  void VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
+                         double reach, F&& f) const;
+  double JointValue(const Joint& joint, std::span<const double> q) const {
+    if (joint.active_index >= 0) return q[joint.active_index];
+    return joint.mimic_multiplier * q[joint.mimic_active_index] + joint.mimic_offset;
+  }
+
+  std::string name_;
+  std::vector<Link> links_;
+  std::vector<Joint> joints_;
+  std::vector<JointIndex> active_joints_;
+  std::vector<std::string> active_joint_names_;
+  std::vector<double> lower_limits_;
+  std::vector<double> upper_limits_;
+  std::unordered_map<std::string, LinkIndex> link_by_name_;
+  std::unordered_map<std::string, JointIndex> joint_by_name_;
+  Srdf srdf_;
+  std::vector<uint8_t> allowed_;                  // num_links x num_links, row-major
+  std::vector<std::vector<MotionTerm>> motion_terms_;  // per link, root to tip
+  std::shared_ptr<internal::SelfClearanceMemo> self_clearance_memo_;  // made by Finalize
+};
+
+}  // namespace proximity::core

@@ -1,0 +1,506 @@
+#pragma once
+/// @file
+/// A scene: a robot and a world of objects, built once into an immutable object that answers CLEAR(q)
+/// (is configuration q free of world and self collision?) from any number of threads.
+///
+/// Geometry semantics: meshes are surfaces and primitives are solids, as in mesh_query.h and
+/// shape_query.h. A link mesh touching or inside a world box collides; a box wholly inside a link mesh
+/// that touches none of its triangles does not.
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proximity/core/narrowphase/bounding_volume.h"
+#include "proximity/core/bvh/bvh.h"
+#include "proximity/core/narrowphase/gjk.h"
+#include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/base/result.h"
+#include "proximity/core/robot/robot_model.h"
+#include "proximity/core/bvh/shape_query.h"
+#include "proximity/core/base/types.h"
+
+namespace proximity::core {
+
+/// A piece of geometry: a built triangle mesh (surface) or a convex primitive (solid).
+struct Geometry {
+  std::shared_ptr<const MeshModel> mesh;  ///< Set for a mesh; null for a primitive.
+  Shape shape;                            ///< The primitive when mesh is null.
+  /// A mesh's convex hull (frame G), or null. When set, collision and distance-bound queries test the
+  /// hull first (GJK): what is clear of the hull is clear of the mesh, so a pair whose hulls keep apart
+  /// costs no hierarchy walk. Robot link meshes carry theirs (LinkGeometry::hull).
+  std::shared_ptr<const ConvexPolytope> hull;
+  /// The mesh is its hull's surface (IsHullSurface): for a pair apart, the hull's distance is the mesh's
+  /// and the hierarchy walk is skipped.
+  bool hull_is_surface = false;
+
+  bool is_mesh() const { return mesh != nullptr; }
+  static Geometry Primitive(Shape s) {
+    Geometry g;
+    g.shape = std::move(s);
+    return g;
+  }
+};
+
+/// One part of a world object, at its pose in the world.
+struct ObjectPart {
+  Geometry geometry;
+  RigidTransform X_WG;
+};
+
+/// A world object: an id (unique in the scene) and its parts.
+struct WorldObject {
+  std::string id;
+  std::vector<ObjectPart> parts;
+};
+
+/// A part of an attached object, posed in the frame of the link that carries it.
+struct AttachedPart {
+  Geometry geometry;
+  RigidTransform X_LG;
+};
+
+/// An object carried by a robot link (a tool, a grasped part): it moves with the link and is checked
+/// against the world and the other links like a part of the robot.
+struct AttachedObject {
+  std::string id;    ///< Unique among world objects, attached objects and link names.
+  std::string link;  ///< The carrying link.
+  std::vector<AttachedPart> parts;
+  /// Links the object may touch (a gripper's fingers): never checked against it. The carrying link is
+  /// always among them.
+  std::vector<std::string> touch_links;
+};
+
+/// What a scene is built from.
+struct SceneDescription {
+  std::shared_ptr<const RobotModel> robot;
+  RigidTransform X_WB;  ///< The robot's root link in the world.
+  std::vector<WorldObject> objects;
+  std::vector<AttachedObject> attached;
+  /// Pairs that are never checked, by name: two link names, a link name and an object id, or an
+  /// attached object id and either, in any order. Added to the robot's own allowed-collision set (SRDF,
+  /// adjacent links).
+  std::vector<std::pair<std::string, std::string>> allowed_pairs;
+  /// Padding (metres, >= 0) that inflates every link and attached object: a link collides with a world
+  /// object when their distance is below its padding, and with another link when below the sum of both
+  /// paddings. `padding` overrides the default for the links or attached objects it names.
+  double default_padding = 0.0;
+  std::vector<std::pair<std::string, double>> padding;
+};
+
+/// A change to a scene's world; Scene::Update applies it to make a new scene (a new version).
+struct WorldUpdate {
+  std::vector<WorldObject> add;      ///< New objects; their ids must be new.
+  std::vector<WorldObject> replace;  ///< Existing ids with new parts or poses (a move).
+  std::vector<std::string> remove;   ///< Existing ids; allowed pairs naming them are dropped.
+};
+
+/// A pair of scene geometries: the first contact CLEAR found, or the pair a distance names.
+struct StateContact {
+  bool self = false;          ///< Robot against robot (true) or robot against a world object (false).
+  int32_t link = -1;          ///< LinkIndex of the robot link (the carrying link for an attached object).
+  int32_t other_link = -1;    ///< self: the other LinkIndex.
+  int32_t object = -1;        ///< world: index into the scene's objects.
+  int32_t attached = -1;      ///< The robot side is this attached object (index into attached()), or -1.
+  int32_t other_attached = -1;  ///< self: the other side is this attached object, or -1.
+  std::string Describe(const class Scene& scene) const;  ///< "panda_hand x object 'Cube3'".
+  /// The robot side's name: the link, or the attached object's id.
+  std::string Name(const class Scene& scene) const;
+  /// The other side's name: the other link or attached object (self), or the world object's id.
+  std::string OtherName(const class Scene& scene) const;
+};
+
+/// The answer to CLEAR(q).
+struct StateResult {
+  bool free = false;
+  /// q lies within the joint limits (continuous joints have none). CLEAR checks geometry only; a
+  /// configuration outside the limits is flagged here, never clamped.
+  bool within_limits = true;
+  StateContact contact;        ///< Valid when !free.
+  int64_t pairs_tested = 0;    ///< Geometry pairs that reached an exact test.
+  QueryStats stats;
+};
+
+/// How CheckMotion decides a straight joint-space segment.
+struct MotionRequest {
+  enum class Mode {
+    /// Certified (Schwarzer, Saha, Latombe): never answers free when any configuration on the segment
+    /// collides; cost grows with closeness to obstacles, not with length.
+    kCertified,
+    /// Sampled like OMPL's DiscreteMotionValidator: states at most `resolution` apart (joint-space
+    /// Euclidean norm, radians or metres), in order from q0; misses what lies between samples.
+    kDiscrete,
+  };
+  Mode mode = Mode::kCertified;
+  /// Discrete mode: the largest joint-space step between samples (> 0, finite); the segment's length
+  /// over it may not exceed kMaxMotionSteps.
+  double resolution = 0.01;
+  /// Discrete mode: visit the same states coarse to fine (the ends, then midpoints, then quarter points,
+  /// ...) instead of in order from q0. The answer is the same and a collision is met after fewer states,
+  /// but a colliding segment then reports t_free = 0 (no sampled prefix is known).
+  bool coarse_to_fine = false;
+  /// Discrete mode: false leaves q0 and q1 out, for a caller that has checked both as states already (a
+  /// planner joining two validated vertices): only the states strictly between are checked.
+  bool check_ends = true;
+  /// Certified mode: when the segment collides, narrow [t_free, t_collide] to 1/1024 of the segment.
+  /// A caller that only needs free or not (a planner growing a tree) turns this off: the check then
+  /// stops at the first colliding state it finds, and t_free is only what was certified by then.
+  bool narrow_collision = true;
+  /// Certified mode: before certifying, sample states at most this far apart (joint-space norm) with
+  /// CLEAR, coarse to fine, and stop at the first that collides (most colliding segments end
+  /// there, at the cost of a few CLEARs). 0 turns the pre-pass off.
+  double prepass_resolution = 0.0;
+  /// Both modes: the distance (m) every pair must keep beyond its padding, as for CheckState; closer
+  /// counts as a collision (certified: anywhere on the segment). A planner's shortcuts keep a few
+  /// millimetres so that certifying them is cheap. Must be finite and >= 0.
+  double clearance = 0.0;
+  /// Asked between samples (and, for CheckPath, between segments); when it says stop the check ends
+  /// with MotionResult::stopped (or PathResult::stopped) and answers not free.
+  Interrupt stop;
+};
+
+/// The answer to LINK(q0, q1).
+struct MotionResult {
+  bool free = false;
+  /// Not free: [0, t_free] is known free (certified, or sampled in discrete mode) and the state at
+  /// t_collide (in [0, 1] along q0 -> q1) collides, with `contact` there.
+  double t_free = 0.0;
+  double t_collide = -1.0;
+  StateContact contact;
+  /// Certified mode only: the walk reached its smallest segment without deciding (the robot grazes an
+  /// obstacle closer than rounding can separate); the answer is then "not free", never a guess of free.
+  bool undecided = false;
+  /// The request's `stop` ended the check before it decided: not free, and nothing beyond t_free is known.
+  bool stopped = false;
+  int64_t states = 0;             ///< Configurations whose link poses were computed.
+  int64_t distance_queries = 0;   ///< Exact distance lower bounds computed.
+  QueryStats stats;
+};
+
+/// Options for Scene::ComputeDistance. Budgets as in mesh_query.h's DistanceRequest.
+struct SceneDistanceRequest {
+  double rel_err = 0.0;  ///< Relative error budget on the clearance.
+  double abs_err = 0.0;  ///< Absolute error budget, metres.
+  /// The query may stop once it proves the clearance is at least this (metres).
+  double max_distance = std::numeric_limits<double>::infinity();
+  bool world = true;      ///< Include robot-world pairs.
+  bool self = true;       ///< Include robot-robot pairs.
+  bool per_pair = false;  ///< Also report every checked pair's interval (each to the same budget).
+  /// Asked between pairs; when it says stop the query ends with SceneDistanceResult::stopped.
+  Interrupt stop;
+};
+
+/// One pair's clearance interval, with points on each side (world frame) realising `upper`.
+struct PairDistance {
+  StateContact pair;
+  double lower = 0.0;
+  double upper = std::numeric_limits<double>::infinity();
+  Vec3 p_W_robot = Vec3::Zero();
+  Vec3 p_W_other = Vec3::Zero();
+};
+
+/// The answer to distance(q): the minimum clearance over the checked pairs as a certified interval
+/// lower_bound <= clearance <= upper_bound, meeting the request's budget as mesh distances do. Clearance
+/// is the distance between padded geometries (distance minus the pair's padding, never below 0); 0
+/// means the state collides. The witness pair and points realise upper_bound (points lie on the
+/// unpadded surfaces).
+struct SceneDistanceResult {
+  double lower_bound = 0.0;
+  double upper_bound = std::numeric_limits<double>::infinity();
+  bool beyond_max_distance = false;  ///< lower_bound >= max_distance; only the interval holds.
+  /// The request's `stop` ended the query early: lower_bound is 0 and upper_bound what was seen so far.
+  bool stopped = false;
+  bool within_limits = true;
+  PairDistance nearest;              ///< The witness pair (nearest.pair.link < 0 when no pair exists).
+  std::vector<PairDistance> pairs;   ///< per_pair: every pair not excluded, in scene order.
+  int64_t pairs_tested = 0;          ///< Pairs that reached an exact query.
+  QueryStats stats;
+};
+
+/// Options for the continuous checks (time of first contact).
+struct ContinuousRequest {
+  /// Contact is declared where the clearance falls to this (metres, > 0): conservative advancement
+  /// stops within `tolerance` of touching.
+  double tolerance = 1e-5;
+  int32_t max_iterations = 100000;  ///< Advancement steps before giving up (then `undecided`).
+  /// Asked between advancement steps; when it says stop the check ends with ContinuousResult::stopped.
+  Interrupt stop;
+};
+
+/// The answer to a continuous check along a motion parameterised by t in [0, 1].
+struct ContinuousResult {
+  /// The motion comes within `tolerance` of contact. [0, t_contact) is certified free of contact; at
+  /// t_contact the clearance is at most the tolerance (upper bound `clearance`).
+  bool contact = false;
+  double t_contact = 1.0;
+  double clearance = 0.0;   ///< Clearance upper bound at t_contact when contact (metres).
+  bool penetrating = false; ///< The exact state test at t_contact collides (touching counts).
+  bool undecided = false;   ///< max_iterations reached; [0, t_contact) is still certified free.
+  /// The request's `stop` ended the check: `undecided` is set too, and only [0, t_contact) is
+  /// certified free.
+  bool stopped = false;
+  PairDistance nearest;     ///< The pair that came within tolerance, with points at t_contact.
+  int32_t iterations = 0;
+  int64_t distance_queries = 0;
+  QueryStats stats;
+};
+
+/// The answer to a path check: waypoints joined by straight joint-space segments.
+struct PathResult {
+  bool free = false;
+  int32_t segment = -1;   ///< First segment (waypoint i -> i+1) that is not free, or -1.
+  MotionResult motion;    ///< That segment's answer (t in [0, 1] along it), or the last segment's.
+  int32_t segments_checked = 0;  ///< Segments decided (all of them, up to the first not free).
+  bool stopped = false;   ///< The request's `stop` ended the check early; `free` is then false.
+  int64_t states = 0;             ///< Summed over the segments checked.
+  int64_t distance_queries = 0;
+  QueryStats stats;
+};
+
+/// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread.
+struct SceneCache {
+  std::vector<RigidTransform> X_WL;  ///< Per link.
+  std::vector<RigidTransform> X_WG;  ///< Per robot geometry.
+  std::vector<Aabb> part_bounds;     ///< Per robot geometry, in the world.
+  std::vector<Obb> part_boxes;       ///< Per robot geometry: its bounding box in the world, grown by its padding.
+  /// GJK warm starts of the hull tests (Geometry::hull), one per pair of a robot geometry with a world
+  /// part or another robot geometry, each stamped with the serial number of the scene it belongs to: an
+  /// entry is reset when first used with another scene (moving between scenes costs nothing up front).
+  struct HullWarmStart {
+    uint64_t scene = 0;
+    GjkCache gjk;
+  };
+  std::vector<HullWarmStart> hull_caches;
+};
+
+/// A robot in a world, immutable once built.
+class Scene {
+ public:
+  /// Validates the description (robot present, unique object ids, shapes of positive size, finite
+  /// poses, every part and the robot's geometry within kWorldExtent of the origin, allowed pairs naming
+  /// existing links and objects) and builds the scene. Errors name the problem.
+  [[nodiscard]] static Result<std::shared_ptr<const Scene>> Build(SceneDescription description);
+
+  const RobotModel& robot() const { return *robot_; }
+  const std::shared_ptr<const RobotModel>& robot_ptr() const { return robot_; }
+  const std::vector<WorldObject>& objects() const { return objects_; }
+  const RigidTransform& X_WB() const { return X_WB_; }
+
+  /// CLEAR(q): whether configuration q (one value per active joint, in active order) is free of world
+  /// and self collision, with the first contact found otherwise. With a `clearance` (m) every pair must
+  /// also stay that far apart beyond its padding: closer counts as a contact. Errors for a wrong size,
+  /// a value that is not finite or beyond kMaxJointValue, and a clearance that is negative, not finite
+  /// or beyond kWorldExtent.
+  [[nodiscard]] Status CheckState(std::span<const double> q, SceneCache* cache, StateResult* result,
+                                  double clearance = 0.0) const;
+
+  /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
+  /// `request` says. Errors for wrong sizes, values that are not finite or beyond kMaxJointValue, and
+  /// a resolution that is not finite and > 0 or would take more than kMaxMotionSteps samples.
+  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                   const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
+
+  /// distance(q): the minimum clearance between the robot and the world and between robot parts, as a
+  /// certified interval with its witness pair (see SceneDistanceResult). Errors as CheckState, and for
+  /// a bad budget.
+  [[nodiscard]] Status ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
+                                       SceneCache* cache, SceneDistanceResult* result) const;
+
+  /// Time of first contact along the straight joint-space segment q0 -> q1 by conservative
+  /// advancement on certified distance lower bounds and the robot's motion bounds.
+  [[nodiscard]] Status TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
+                                          const ContinuousRequest& request, SceneCache* cache,
+                                          ContinuousResult* result) const;
+
+  /// Time of first contact of a free-flying rigid body (`body`, pose X0 at t = 0 to X1 at t = 1,
+  /// translation linear and rotation by slerp) against the world objects; the robot is ignored.
+  [[nodiscard]] Status TimeOfFirstContact(const Geometry& body, const RigidTransform& X0, const RigidTransform& X1,
+                                          const ContinuousRequest& request, ContinuousResult* result) const;
+
+  /// A certified lower bound (m) on the distance between the geometries of two robot links (their first
+  /// geometries) at q, from the precomputed self-clearance map of the pair (kept for link pairs that at
+  /// most two revolute joints move relative to each other, such as a wrist's, and that the scene checks);
+  /// -1 when the pair has none or q lies outside those joints' limits. For tests and diagnostics: CLEAR
+  /// uses the maps itself. Errors for unknown link names or a wrong size of q.
+  [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
+                                                  std::span<const double> q) const;
+
+  /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
+  /// segments are checked in order and the first one that is not free is reported. request.stop is
+  /// asked before each segment and inside each (a cancelled call, an expired deadline) and ends the
+  /// check with result->stopped.
+  [[nodiscard]] Status CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
+                                 PathResult* result) const;
+
+  /// A new scene with the world changed as `update` says and everything else (robot, attached
+  /// objects, allowed pairs, padding) kept; this scene is untouched. version() counts up by one.
+  [[nodiscard]] Result<std::shared_ptr<const Scene>> Update(const WorldUpdate& update) const;
+
+  const std::vector<AttachedObject>& attached() const { return attached_; }
+  /// Everything the scene was built from, to rebuild or modify it.
+  SceneDescription Description() const;
+  /// 0 for a built scene; +1 per Update.
+  uint64_t version() const { return version_; }
+  /// The padding of a link (metres).
+  double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
+  int32_t dof() const { return robot_->num_positions(); }
+
+  /// Whether the pair (link, object) is excluded from checking.
+  bool AllowedLinkObject(int32_t link, int32_t object) const {
+    return entity_object_allowed_[static_cast<size_t>(link) * objects_.size() + static_cast<size_t>(object)] != 0;
+  }
+  /// Whether the link pair is excluded from checking (the robot's set plus the scene's pairs).
+  bool AllowedLinkLink(int32_t a, int32_t b) const { return AllowedEntities(a, b); }
+
+ private:
+  Scene() = default;
+
+  // A robot geometry: link, the geometry and its pose in the link frame, and its bound in its frame.
+  // Links and attached objects are the scene's "entities" for the allowed-collision matrix: entity
+  // = link index, or num_links + attached index.
+  struct RobotPart {
+    int32_t link;
+    int32_t entity;
+    int32_t attached = -1;
+    int32_t geometry_index = -1;  ///< Link geometry: its index in the link's geometries; -1 when attached.
+    Geometry geometry;
+    RigidTransform X_LG;
+    Obb local_box;        ///< Bounding box in the geometry frame G.
+    Mat3 R_LB;            ///< The box's axes in the link frame (X_LG.R * local_box.R_MB).
+    Vec3 p_LBo;           ///< The box's centre in the link frame.
+    bool identity_X_LG = false;  ///< The geometry sits at the link frame (X_WG is X_WL).
+    double padding = 0.0;
+    double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds; 0 for
+                          ///< link geometry, which the robot's own bounds already cover.
+  };
+  // A world part with its world bounding box, for the broad phase.
+  struct WorldPart {
+    int32_t object;
+    int32_t part;
+    Aabb bounds;
+    Obb box;  ///< The part's bounding box in the world (the first box its hierarchy walk tests).
+  };
+  // Nodes of a binary AABB tree over world parts: leaves hold a range of world_parts_.
+  struct BroadNode {
+    Aabb bounds;
+    int32_t first = 0;  ///< Leaf: first world part. Internal: left child (right = first + 1).
+    int32_t count = 0;  ///< Leaf: number of parts; internal: 0.
+  };
+
+  [[nodiscard]] static Result<std::shared_ptr<Scene>> Make(SceneDescription description);
+  bool AllowedEntities(int32_t a, int32_t b) const {
+    return entity_allowed_[static_cast<size_t>(a) * num_entities_ + static_cast<size_t>(b)] != 0;
+  }
+  bool AllowedEntityObject(int32_t entity, int32_t object) const {
+    return entity_object_allowed_[static_cast<size_t>(entity) * objects_.size() + static_cast<size_t>(object)] != 0;
+  }
+  // Poses and world bounds of every robot part at q, the bounds grown by the part's padding and
+  // `margin`; an error status on bad q.
+  Status PoseParts(std::span<const double> q, SceneCache* cache, double margin = 0.0) const;
+  // CheckState on a validated clearance.
+  Status CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache, StateResult* result) const;
+  // Two robot parts checked against each other, with the deepest link both hang below: joints above
+  // it move both alike and cannot bring them closer.
+  struct SelfPair {
+    int32_t a, b;
+    int32_t ancestor;
+    // Link geometry moved relative to each other by at most two revolute joints: the robot model's
+    // self-clearance map of the pair (see self_clearance.h), else null.
+    const internal::SelfClearanceMap* clearance_map = nullptr;
+  };
+  static std::unique_ptr<internal::SelfClearanceMap> MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
+                                                                         const RobotPart& b, int32_t ancestor);
+  // A certified lower bound (m) on the distance between the pair's parts at q from its self-clearance
+  // map, filling the cell on first use; -1 when the pair has no map or q lies off its grid.
+  double SelfPairClearance(const SelfPair& pair, std::span<const double> q) const;
+  // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
+  double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
+    const RobotPart& rp = robot_parts_[i];
+    return robot_->MotionBoundRelative(rp.link, ancestor, q0, q1, rp.reach);
+  }
+  // Bound (m) on how much the distance between the two parts can shrink along q0 -> q1.
+  double SelfPairMotion(const SelfPair& p, std::span<const double> q0, std::span<const double> q1) const {
+    return PartMotion(p.a, q0, q1, p.ancestor) + PartMotion(p.b, q0, q1, p.ancestor);
+  }
+  // Whether two posed geometries collide once inflated by `padding` in total (touching counts).
+  // `hull_cache`: the pair's warm start for the hull test, or null.
+  static bool PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                           const RigidTransform& X_b, double padding, QueryStats* stats, GjkCache* hull_cache);
+  StateContact WorldContact(int32_t part, int32_t object) const {
+    return {false, robot_parts_[part].link, -1, object, robot_parts_[part].attached, -1};
+  }
+  StateContact SelfContact(int32_t i, int32_t j) const {
+    return {true, robot_parts_[i].link, robot_parts_[j].link, -1, robot_parts_[i].attached, robot_parts_[j].attached};
+  }
+  const RigidTransform& WorldPartPose(int32_t k) const {
+    return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
+  }
+  void BuildBroadPhase();
+  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                             const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
+  Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow, double clearance,
+                              const Interrupt& stop, SceneCache* cache, MotionResult* result) const;
+  Status SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t steps, bool coarse_to_fine,
+                       bool ends, double clearance, const Interrupt& stop, SceneCache* cache,
+                       MotionResult* result) const;
+  // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
+  bool CollideWorld(int32_t part, double clearance, SceneCache* cache, StateResult* out) const;
+  // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
+  // last served another scene; null when the scene has too many pairs to keep one each.
+  GjkCache* HullCache(SceneCache* cache, size_t index) const;
+  size_t WorldPairCache(int32_t part, int32_t world_part) const {
+    return static_cast<size_t>(part) * world_parts_.size() + static_cast<size_t>(world_part);
+  }
+  size_t SelfPairCache(size_t self_pair) const { return robot_parts_.size() * world_parts_.size() + self_pair; }
+
+  std::shared_ptr<const RobotModel> robot_;
+  RigidTransform X_WB_;
+  uint64_t serial_ = 0;  // unique among the scenes of this process (SceneCache::hull_scene)
+  std::vector<WorldObject> objects_;
+  std::vector<AttachedObject> attached_;
+  std::vector<std::pair<std::string, std::string>> allowed_pairs_;
+  double default_padding_ = 0.0;
+  std::vector<std::pair<std::string, double>> padding_;
+  std::vector<double> link_padding_;  ///< Per link.
+  uint64_t version_ = 0;
+  std::vector<RobotPart> robot_parts_;
+  std::vector<SelfPair> self_pairs_;  ///< Robot part pairs to test for self collision.
+  std::vector<WorldPart> world_parts_;
+  std::vector<BroadNode> broad_;
+  size_t num_entities_ = 0;
+  std::vector<uint8_t> entity_object_allowed_;  ///< num_entities x objects
+  std::vector<uint8_t> entity_allowed_;         ///< num_entities x num_entities
+};
+
+/// World bounds of a box (OBB in frame G posed at X_WG).
+Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
+
+/// Distance between two posed geometries as a certified interval (mesh_query.h semantics), dispatching
+/// to the mesh and shape queries; p_WA lies on a and p_WB on b.
+[[nodiscard]] Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                      const RigidTransform& X_WB, const DistanceRequest& request,
+                                      DistanceResult* result);
+
+/// Certified lower bound on the clearance between two posed geometries inflated by `padding` (>= 0) in
+/// total: distance minus padding, 0 when they touch; the query may stop once it proves the clearance
+/// is at least `enough`. Without padding the walk keeps a 100% relative budget (the bound is at least
+/// half the distance); with padding it keeps an absolute one of enough / 4 (a relative budget on the
+/// raw distance says nothing about the padded clearance, so a pair just outside its padding would never
+/// be proven clear).
+/// When a mesh carries its hull (Geometry::hull) the hulls are tried first, with `hull_cache` (one per
+/// pair, or null) as GJK's warm start.
+[[nodiscard]] Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                                const RigidTransform& X_WB, double enough, double padding,
+                                                double* lower_bound, QueryStats* stats,
+                                                GjkCache* hull_cache = nullptr);
+
+/// Collision between two posed geometries, dispatching to the mesh and shape queries.
+[[nodiscard]] Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                     const RigidTransform& X_WB, bool* colliding, QueryStats* stats);
+
+}  // namespace proximity::core

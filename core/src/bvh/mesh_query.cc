@@ -1,0 +1,420 @@
+#include "proximity/core/bvh/mesh_query.h"
+
+#include "bvh/query_internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "bvh/bound_heap.h"
+#include "proximity/core/narrowphase/triangle.h"
+
+namespace proximity::core {
+namespace {
+
+constexpr int kStackReserve = 128;
+
+// "Exact" answers are intervals of relative width at most this: pairs whose bound is within rounding
+// of the upper bound (faces at exactly the closest distance, common on boxes and CAD meshes) are
+// settled without testing each of them.
+constexpr double kExactRelativeWidth = 1e-12;
+
+// Both models' hierarchies walked in A's frame: B's volumes and triangles are mapped by X_AB.
+struct PairWalk {
+  const MeshModel& A;
+  const MeshModel& B;
+  RigidTransform X_AB;
+  QueryStats stats;
+
+  // Splits the node with the larger box (sum of half extents), so both trees descend at a matched
+  // scale; the boxes are in cache already for the test that follows.
+  bool DescendA(int32_t na, int32_t nb) const {
+    const BvhNode& a = A.nodes()[na];
+    const BvhNode& b = B.nodes()[nb];
+    if (b.is_leaf()) return true;
+    if (a.is_leaf()) return false;
+    return A.obbs()[na].half_extents.sum() >= B.obbs()[nb].half_extents.sum();
+  }
+
+  void TriangleInA(int32_t kb, Vec3* v) const {
+    const LeafTriangle& t = B.leaf_triangles()[kb];
+    for (int i = 0; i < 3; ++i) v[i] = X_AB * t.v[i];
+  }
+};
+
+struct CollideWalk : PairWalk {
+  // OBBs only: on meshes with large flat triangles a sphere test rejects too little to pay for itself
+  // (measured on envrob).
+  bool Overlap(int32_t na, int32_t nb) {
+    const Obb& oa = A.obbs()[na];
+    const Obb& ob = B.obbs()[nb];
+    ++stats.bv_tests;
+    return ObbsOverlap(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB));
+  }
+
+  // Returns true when the walk should stop (first contact found, or the contact list is full).
+  bool Run(const CollisionRequest& request, CollisionResult* result) {
+    struct Entry {
+      int32_t a, b;
+    };
+    std::vector<Entry> stack;
+    stack.reserve(kStackReserve);
+    if (Overlap(0, 0)) stack.push_back({0, 0});
+    while (!stack.empty()) {
+      const Entry e = stack.back();
+      stack.pop_back();
+      const BvhNode& na = A.nodes()[e.a];
+      const BvhNode& nb = B.nodes()[e.b];
+      if (na.is_leaf() && nb.is_leaf()) {
+        for (int32_t kb = nb.first; kb < nb.first + nb.count; ++kb) {
+          Vec3 vb[3];
+          TriangleInA(kb, vb);
+          for (int32_t ka = na.first; ka < na.first + na.count; ++ka) {
+            const LeafTriangle& ta = A.leaf_triangles()[ka];
+            ++stats.triangle_tests;
+            if (!TrianglesIntersect(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2])) continue;
+            result->colliding = true;
+            result->contacts.push_back({A.triangle_id(ka), B.triangle_id(kb)});
+            if (!request.all_contacts) return true;
+            if (static_cast<int32_t>(result->contacts.size()) >= request.max_contacts) {
+              result->truncated = true;
+              return true;
+            }
+          }
+        }
+        continue;
+      }
+      if (DescendA(e.a, e.b)) {
+        for (int32_t c = na.first + 1; c >= na.first; --c)
+          if (Overlap(c, e.b)) stack.push_back({c, e.b});
+      } else {
+        for (int32_t c = nb.first + 1; c >= nb.first; --c)
+          if (Overlap(e.a, c)) stack.push_back({e.a, c});
+      }
+    }
+    return false;
+  }
+};
+
+struct DistanceWalk : PairWalk {
+  double rel_err;
+  double abs_err;
+  double max_distance;
+  double stop_below = 0.0;
+
+  double upper = std::numeric_limits<double>::infinity();
+  double threshold = std::numeric_limits<double>::infinity();  // prune node pairs whose bound reaches it
+  double min_pruned = std::numeric_limits<double>::infinity();  // smallest bound among pruned pairs
+  int32_t best_ka = -1, best_kb = -1;
+  Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in A's frame
+  std::vector<NodePairBound>* front_out = nullptr;          // where the walk stopped, for a cache
+
+  // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
+  // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
+  void UpdateThreshold() {
+    threshold = upper < stop_below
+                    ? -std::numeric_limits<double>::infinity()
+                    : std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
+  }
+
+  // OBB gap only: sphere bounds are far looser around large flat triangles, and the edge-cross axes
+  // save more triangle tests than they cost (both measured on envrob).
+  double LowerBound(int32_t na, int32_t nb) {
+    const Obb& oa = A.obbs()[na];
+    const Obb& ob = B.obbs()[nb];
+    ++stats.bv_tests;
+    return ObbDistanceLowerBound(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB), threshold);
+  }
+
+  double TestTriangles(int32_t ka, int32_t kb, const Vec3* vb) {
+    const LeafTriangle& ta = A.leaf_triangles()[ka];
+    Vec3 pa, pb;
+    ++stats.triangle_tests;
+    const double d = TriangleDistance(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2], &pa, &pb);
+    if (d < upper) {
+      upper = d;
+      best_ka = ka;
+      best_kb = kb;
+      best_pa = pa;
+      best_pb = pb;
+      UpdateThreshold();
+    }
+    return d;
+  }
+
+  // Exact distance between two leaves' triangles (also updates the upper bound).
+  double TestLeaves(int32_t na, int32_t nb) {
+    const BvhNode& a = A.nodes()[na];
+    const BvhNode& b = B.nodes()[nb];
+    double d = std::numeric_limits<double>::infinity();
+    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
+      Vec3 vb[3];
+      TriangleInA(kb, vb);
+      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) d = std::min(d, TestTriangles(ka, kb, vb));
+    }
+    return d;
+  }
+
+  // A first upper bound: the cached pair, or a greedy descent to the leaf pair whose spheres are
+  // closest at each step (signed sphere gaps keep ranking children where box bounds are all 0).
+  // Costs one triangle test and about 2 * depth sphere tests.
+  void Seed(const DistanceCache* cache) {
+    if (cache != nullptr && cache->leaf_a >= 0 && cache->leaf_b >= 0) {
+      Vec3 vb[3];
+      TriangleInA(cache->leaf_b, vb);
+      TestTriangles(cache->leaf_a, cache->leaf_b, vb);
+      return;
+    }
+    int32_t na = 0, nb = 0;
+    auto gap = [&](int32_t x, int32_t y) {
+      ++stats.bv_tests;
+      const Sphere& sa = A.spheres()[x];
+      const Sphere& sb = B.spheres()[y];
+      return (sa.center - X_AB * sb.center).norm() - sa.radius - sb.radius;
+    };
+    while (!(A.nodes()[na].is_leaf() && B.nodes()[nb].is_leaf())) {
+      if (DescendA(na, nb)) {
+        const int32_t c = A.nodes()[na].first;
+        na = gap(c, nb) <= gap(c + 1, nb) ? c : c + 1;
+      } else {
+        const int32_t c = B.nodes()[nb].first;
+        nb = gap(na, c) <= gap(na, c + 1) ? c : c + 1;
+      }
+    }
+    Vec3 vb[3];
+    const BvhNode& leaf_b = B.nodes()[nb];
+    TriangleInA(leaf_b.first, vb);
+    TestTriangles(A.nodes()[na].first, leaf_b.first, vb);
+  }
+
+  // A pair the walk stops at: its bound joins the certified lower bound and the front.
+  void Stop(int32_t a, int32_t b, double bound) {
+    min_pruned = std::min(min_pruned, bound);
+    if (front_out != nullptr) front_out->push_back({a, b, bound});
+  }
+
+  struct Entry {
+    int32_t a, b;
+    double bound;
+    bool stale;  // bound carried over from an earlier pose, lowered by the motion since
+  };
+
+  // Best-first: node pairs leave a min-heap in order of their lower bounds, so the walk expands only
+  // pairs whose bound is below the final distance (within the budget), and stops as soon as the
+  // smallest remaining bound reaches the threshold; that bound is then the certified lower bound.
+  // `start` must cover every triangle pair (the root pair, or a cached front).
+  void Run(std::vector<Entry> start) {
+    internal::BoundHeap<Entry> heap;
+    auto push = [&](const Entry& e) {
+      if (e.bound >= threshold) {
+        Stop(e.a, e.b, e.bound);
+        return;
+      }
+      heap.Push(e);
+    };
+    {
+      std::vector<Entry> live;
+      live.reserve(start.size());
+      for (const Entry& e : start) {
+        if (e.bound >= threshold) Stop(e.a, e.b, e.bound); else live.push_back(e);
+      }
+      heap.Assign(std::move(live));
+    }
+    auto pop = [&]() { return heap.Pop(); };
+    if (heap.empty()) return;
+    // The nearer child of an expanded pair is walked at once, without a trip through the heap, when
+    // no queued pair has a smaller bound; best-first order is kept and most heap traffic is saved.
+    Entry e = pop();
+    for (;;) {
+      if (e.bound >= threshold) {
+        Stop(e.a, e.b, e.bound);  // every queued pair has a bound at least this large
+        break;
+      }
+      const BvhNode& na = A.nodes()[e.a];
+      const BvhNode& nb = B.nodes()[e.b];
+      const bool leaves = na.is_leaf() && nb.is_leaf();
+      if (e.stale && !leaves) {
+        // Refresh a carried-over bound with a box test; walk on only if it is still the smallest. (A
+        // leaf pair goes straight to its exact triangle distance, the tightest bound there is.)
+        e = {e.a, e.b, std::max(e.bound, LowerBound(e.a, e.b)), false};
+        if (e.bound >= threshold) {
+          Stop(e.a, e.b, e.bound);
+        } else if (!heap.empty() && heap.top().bound < e.bound) {
+          push(e);
+        } else {
+          continue;
+        }
+        if (heap.empty()) break;
+        e = pop();
+        continue;
+      }
+      if (leaves) {
+        Stop(e.a, e.b, TestLeaves(e.a, e.b));
+        if (upper == 0.0 || heap.empty()) break;
+        e = pop();
+        continue;
+      }
+      Entry c0, c1;
+      if (DescendA(e.a, e.b)) {
+        c0 = {na.first, e.b, LowerBound(na.first, e.b), false};
+        c1 = {na.first + 1, e.b, LowerBound(na.first + 1, e.b), false};
+      } else {
+        c0 = {e.a, nb.first, LowerBound(e.a, nb.first), false};
+        c1 = {e.a, nb.first + 1, LowerBound(e.a, nb.first + 1), false};
+      }
+      if (c1.bound < c0.bound) std::swap(c0, c1);
+      push(c1);
+      if (heap.empty() || c0.bound <= heap.top().bound) {
+        e = c0;
+        continue;
+      }
+      push(c0);
+      e = pop();
+    }
+    // Pairs still queued were never reached; they keep their bounds in the front.
+    for (const Entry& r : heap.entries()) Stop(r.a, r.b, r.bound);
+  }
+
+  // The cached front at the current pose: each bound lowered by how far any point of B's node can
+  // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere).
+  std::vector<Entry> CarriedFront(const DistanceCache& cache) const {
+    std::vector<Entry> out;
+    out.reserve(cache.front.size());
+    int32_t last_b = -1;
+    double motion = 0.0;
+    for (const NodePairBound& f : cache.front) {
+      if (f.node_b != last_b) {
+        motion = SphereMotionBound(cache.X_AB, X_AB, B.spheres()[f.node_b]);
+        last_b = f.node_b;
+      }
+      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true});
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Status ValidateDistanceRequest(const DistanceRequest& r) {
+  if (!(std::isfinite(r.rel_err) && r.rel_err >= 0.0)) {
+    return InvalidArgument("rel_err must be finite and >= 0, got " + std::to_string(r.rel_err));
+  }
+  if (!(std::isfinite(r.abs_err) && r.abs_err >= 0.0)) {
+    return InvalidArgument("abs_err must be finite and >= 0, got " + std::to_string(r.abs_err));
+  }
+  if (!(std::isfinite(r.stop_below) && r.stop_below >= 0.0)) {
+    return InvalidArgument("stop_below must be finite and >= 0, got " + std::to_string(r.stop_below));
+  }
+  if (!(r.max_distance >= 0.0)) {
+    return InvalidArgument("max_distance must be >= 0 (or +inf), got " + std::to_string(r.max_distance));
+  }
+  return {};
+}
+
+Status ValidateCollisionRequest(const CollisionRequest& r) {
+  if (r.all_contacts && r.max_contacts < 1) {
+    return InvalidArgument("max_contacts must be >= 1, got " + std::to_string(r.max_contacts));
+  }
+  return {};
+}
+
+Status ValidatePose(const RigidTransform& X, const char* what) {
+  if (!X.R.allFinite() || !X.p.allFinite()) {
+    return InvalidArgument(std::string(what) + " has a non-finite entry");
+  }
+  const double orth = (X.R.transpose() * X.R - Mat3::Identity()).cwiseAbs().maxCoeff();
+  if (orth > 1e-6 || X.R.determinant() < 0.0) {
+    return InvalidArgument(std::string(what) + " rotation is not orthonormal and right-handed (|R^T R - I| = " +
+                           std::to_string(orth) + ")");
+  }
+  return {};
+}
+
+Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b, const RigidTransform& X_WB,
+               const CollisionRequest& request, CollisionResult* result) {
+  *result = CollisionResult();
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
+  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
+  internal::CollideTrusted(a, X_WA, b, X_WB, request, result);
+  return {};
+}
+
+void internal::CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                              const RigidTransform& X_WB, const CollisionRequest& request, CollisionResult* result) {
+  CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
+  walk.Run(request, result);
+  result->stats = walk.stats;
+}
+
+Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                       const RigidTransform& X_WB, const DistanceRequest& request, DistanceCache* cache,
+                       DistanceResult* result) {
+  *result = DistanceResult();
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
+  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s;
+
+  DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
+                    request.max_distance};
+  walk.stop_below = request.stop_below;
+  walk.UpdateThreshold();
+  const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
+                    cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
+  std::vector<NodePairBound> front;
+  if (cache != nullptr) walk.front_out = &front;
+  // Roots already max_distance apart settle the query without a triangle test (upper stays infinite:
+  // beyond_max_distance, only the interval holds; the front is the root pair).
+  const double root = std::isfinite(request.max_distance) ? walk.LowerBound(0, 0) : 0.0;
+  const bool settled = root >= request.max_distance;
+  if (settled) {
+    walk.Stop(0, 0, root);
+  } else {
+    walk.Seed(warm ? cache : nullptr);
+  }
+  bool from_front = false;
+  if (!settled && walk.upper > 0.0) {
+    std::vector<DistanceWalk::Entry> start;
+    if (warm && !cache->front.empty()) {
+      // The carried front pays off when the motion since left most of it pruned; when too many of its
+      // (deep) pairs would need testing again, a walk from the roots is cheaper.
+      start = walk.CarriedFront(*cache);
+      const auto live = std::count_if(start.begin(), start.end(),
+                                      [&](const DistanceWalk::Entry& e) { return e.bound < walk.threshold; });
+      from_front = 2 * static_cast<std::size_t>(live) <= cache->cold_front_size;
+    }
+    if (!from_front) start = {{0, 0, std::isfinite(request.max_distance) ? root : walk.LowerBound(0, 0), false}};
+    walk.Run(std::move(start));
+  }
+
+  result->upper_bound = walk.upper;
+  result->lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
+  result->intersecting = walk.upper == 0.0;
+  result->beyond_max_distance = result->lower_bound >= request.max_distance;
+  result->p_WA = X_WA * walk.best_pa;
+  result->p_WB = X_WA * walk.best_pb;
+  result->triangles = {walk.best_ka >= 0 ? a.triangle_id(walk.best_ka) : -1,
+                       walk.best_kb >= 0 ? b.triangle_id(walk.best_kb) : -1};
+  result->stats = walk.stats;
+  if (cache != nullptr) {
+    const std::size_t cold_size = from_front ? cache->cold_front_size : front.size();
+    cache->model_a = &a;
+    cache->model_b = &b;
+    cache->leaf_a = walk.best_ka;
+    cache->leaf_b = walk.best_kb;
+    cache->X_AB = walk.X_AB;
+    cache->cold_front_size = cold_size;
+    // A front only deepens along a motion; once it has grown well past a walk from the roots, the
+    // next query starts from the roots again. No front is kept when the seed alone proved contact.
+    if (walk.upper == 0.0 && front.empty()) {
+      cache->front.clear();
+    } else if (front.size() > 4 * cold_size + 256) {
+      cache->front.clear();
+    } else {
+      cache->front.swap(front);
+    }
+  }
+  return {};
+}
+
+}  // namespace proximity::core

@@ -1,0 +1,21 @@
+#pragma once
+// Entry points of the collision queries without input validation, for callers whose poses and shapes
+// are valid by construction (a built scene: validated world poses, link poses from forward
+// kinematics). Validation costs more than a bounding-volume test, and CLEAR makes a dozen of these
+// calls per state. The public functions validate and then call these.
+
+#include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/bvh/shape_query.h"
+
+namespace proximity::core::internal {
+
+/// First-contact mesh-mesh collision; `result` must be cleared.
+void CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b, const RigidTransform& X_WB,
+                    const CollisionRequest& request, CollisionResult* result);
+/// Mesh-shape collision; `result` must be cleared.
+void CollideMeshShapeTrusted(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
+                             const RigidTransform& X_WS, const CollisionRequest& request, CollisionResult* result);
+/// Whether two shapes share a point (ISA-GJK).
+bool ShapesIntersectTrusted(const Shape& a, const RigidTransform& X_WA, const Shape& b, const RigidTransform& X_WB);
+
+}  // namespace proximity::core::internal

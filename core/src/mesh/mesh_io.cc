@@ -1,0 +1,608 @@
+#include <assimp/IOStream.hpp>
+#include <assimp/IOSystem.hpp>
+#include <assimp/Importer.hpp>
+#include <assimp/commonMetaData.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proximity/core/mesh/mesh.h"
+
+namespace proximity::core {
+namespace {
+
+// Degenerate triangles are left in on purpose (no aiProcess_FindDegenerates, which turns them into lines):
+// MakeTriangleMesh removes and counts them.
+constexpr unsigned kPostProcess = aiProcess_Triangulate | aiProcess_JoinIdenticalVertices | aiProcess_SortByPType;
+
+/// An affine map p -> A p + t.
+struct Affine {
+  Mat3 A = Mat3::Identity();
+  Vec3 t = Vec3::Zero();
+
+  Affine operator*(const Affine& o) const { return {A * o.A, A * o.t + t}; }
+  Vec3 operator*(const Vec3& p) const { return A * p + t; }
+};
+
+Affine ToAffine(const aiMatrix4x4& m) {
+  Affine x;
+  x.A << m.a1, m.a2, m.a3, m.b1, m.b2, m.b3, m.c1, m.c2, m.c3;
+  x.t << m.a4, m.b4, m.c4;
+  return x;
+}
+
+std::string FormatVec(const Vec3& v) {
+  std::ostringstream os;
+  os << "(" << v.x() << ", " << v.y() << ", " << v.z() << ")";
+  return os.str();
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+/// Whether assimp read the scene with its COLLADA importer; the extension decides if the scene does not say.
+bool IsCollada(const aiScene& scene, const std::string& extension) {
+  aiString format;
+  if (scene.mMetaData != nullptr && scene.mMetaData->Get(AI_METADATA_SOURCE_FORMAT, format)) {
+    return Lower(format.C_Str()).find("collada") != std::string::npos;
+  }
+  return extension == "dae" || extension == "zae";
+}
+
+/// The transform the scene's root node should apply. For COLLADA, assimp's root node carries the declared
+/// unit (<unit meter>) times a rotation from the file's up axis into +Y; the rotation is dropped so the
+/// geometry keeps its own axes, and the unit scale is kept.
+Affine RootTransform(const aiScene& scene, const std::string& extension) {
+  const Affine root = ToAffine(scene.mRootNode->mTransformation);
+  if (!IsCollada(scene, extension)) return root;
+  Affine unit;
+  unit.A = Mat3::Identity() * root.A.col(0).norm();
+  return unit;
+}
+
+// ----------------------------------------------------------------------------------------------------------
+// PLY structure check. assimp 5.2.5 loops forever on a PLY header without end_header, reads out of bounds
+// on truncated bodies and on face indices out of range, and aborts on a face without indices, so PLY input
+// is walked once before assimp sees it.
+
+struct PlyType {
+  std::string_view name, alias;
+  int size;
+  bool is_float;
+  bool is_signed;
+};
+constexpr PlyType kPlyTypes[] = {
+    {"char", "int8", 1, false, true},   {"uchar", "uint8", 1, false, false}, {"short", "int16", 2, false, true},
+    {"ushort", "uint16", 2, false, false}, {"int", "int32", 4, false, true}, {"uint", "uint32", 4, false, false},
+    {"float", "float32", 4, true, true},  {"double", "float64", 8, true, true}};
+
+const PlyType* FindPlyType(std::string_view name) {
+  for (const PlyType& t : kPlyTypes) {
+    if (name == t.name || name == t.alias) return &t;
+  }
+  return nullptr;
+}
+
+struct PlyProperty {
+  const PlyType* count_type = nullptr;  ///< Non-null for a list.
+  const PlyType* type = nullptr;
+  bool is_index_list = false;
+};
+
+struct PlyElement {
+  std::string name;
+  uint64_t count = 0;
+  std::vector<PlyProperty> properties;
+};
+
+std::vector<std::string_view> SplitWords(std::string_view line) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    const size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+/// Reads lines one at a time; the last line need not end with a newline.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view bytes) : bytes_(bytes) {}
+  std::optional<std::string_view> Next() {
+    if (pos_ >= bytes_.size()) return std::nullopt;
+    size_t end = bytes_.find('\n', pos_);
+    if (end == std::string_view::npos) end = bytes_.size();
+    std::string_view line = bytes_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return line;
+  }
+  size_t position() const { return std::min(pos_, bytes_.size()); }
+
+ private:
+  std::string_view bytes_;
+  size_t pos_ = 0;
+};
+
+/// A value read from the body; `integer` is set for integral types.
+struct PlyValue {
+  bool ok = false;
+  int64_t integer = 0;
+};
+
+PlyValue ParseAsciiValue(std::string_view word, const PlyType& type) {
+  PlyValue v;
+  if (type.is_float) {
+    double d;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), d);
+    v.ok = ec == std::errc() && end == word.data() + word.size();
+    return v;
+  }
+  const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v.integer);
+  v.ok = ec == std::errc() && end == word.data() + word.size();
+  return v;
+}
+
+PlyValue ReadBinaryValue(std::string_view bytes, size_t pos, const PlyType& type, bool little_endian) {
+  PlyValue v;
+  v.ok = true;
+  if (type.is_float) return v;
+  uint64_t u = 0;
+  for (int b = 0; b < type.size; ++b) {
+    const int shift = 8 * (little_endian ? b : type.size - 1 - b);
+    u |= uint64_t{static_cast<unsigned char>(bytes[pos + b])} << shift;
+  }
+  if (type.is_signed && (u >> (8 * type.size - 1)) != 0) u |= ~uint64_t{0} << (8 * type.size);
+  v.integer = static_cast<int64_t>(u);
+  return v;
+}
+
+/// A face with no vertex index: assimp 5.2.5's triangulation asserts (aborts the process) on one.
+std::string EmptyIndexList(const PlyElement& e, uint64_t i) {
+  return "PLY " + e.name + " " + std::to_string(i) + " has no vertex indices";
+}
+
+/// Returns why the PLY bytes are unusable, or nullopt when the header is complete and the body holds every
+/// element it declares with face indices in range and none empty.
+std::optional<std::string> CheckPly(std::string_view bytes) {
+  LineReader lines(bytes);
+  auto first = lines.Next();
+  if (!first || SplitWords(*first) != std::vector<std::string_view>{"ply"}) return "PLY data does not start with 'ply'";
+  std::string format;
+  std::vector<PlyElement> elements;
+  bool ended = false;
+  while (auto line = lines.Next()) {
+    const auto words = SplitWords(*line);
+    if (words.empty() || words[0] == "comment" || words[0] == "obj_info") continue;
+    if (words[0] == "end_header") {
+      ended = true;
+      break;
+    }
+    if (words[0] == "format" && words.size() == 3) {
+      format = words[1];
+    } else if (words[0] == "element" && words.size() == 3) {
+      PlyElement e;
+      e.name = words[1];
+      const auto [end, ec] = std::from_chars(words[2].data(), words[2].data() + words[2].size(), e.count);
+      if (ec != std::errc() || end != words[2].data() + words[2].size()) {
+        return "PLY element '" + e.name + "' has a bad count '" + std::string(words[2]) + "'";
+      }
+      elements.push_back(std::move(e));
+    } else if (words[0] == "property" && !elements.empty() && words.size() >= 3) {
+      PlyProperty p;
+      const bool is_list = words[1] == "list";
+      if (is_list ? words.size() != 5 : words.size() != 3) return "bad PLY property line '" + std::string(*line) + "'";
+      p.type = FindPlyType(words[is_list ? 3 : 1]);
+      if (is_list) p.count_type = FindPlyType(words[2]);
+      if (p.type == nullptr || (is_list && (p.count_type == nullptr || p.count_type->is_float))) {
+        return "bad PLY property type in '" + std::string(*line) + "'";
+      }
+      const std::string_view name = words.back();
+      p.is_index_list = is_list && (name == "vertex_indices" || name == "vertex_index");
+      if (p.is_index_list && p.type->is_float) return "PLY vertex index list of a floating-point type";
+      elements.back().properties.push_back(p);
+    } else {
+      return "unexpected PLY header line '" + std::string(*line) + "'";
+    }
+  }
+  if (!ended) return std::string("PLY header has no end_header line");
+  if (format != "ascii" && format != "binary_little_endian" && format != "binary_big_endian") {
+    return "PLY format '" + format + "' is not ascii, binary_little_endian or binary_big_endian";
+  }
+
+  int64_t num_vertices = 0;
+  for (const PlyElement& e : elements) {
+    if (e.name == "vertex") {
+      num_vertices = static_cast<int64_t>(std::min<uint64_t>(e.count, std::numeric_limits<int32_t>::max()));
+      break;
+    }
+  }
+  auto check_index = [&](const PlyElement& e, const PlyValue& v) -> std::optional<std::string> {
+    const int64_t lowest = e.name == "tristrips" ? -1 : 0;
+    if (v.integer < lowest || v.integer >= num_vertices) {
+      return "PLY " + e.name + " index " + std::to_string(v.integer) + " is out of range [0, " +
+             std::to_string(num_vertices) + ")";
+    }
+    return std::nullopt;
+  };
+  auto truncated = [](const PlyElement& e, uint64_t i) {
+    return "PLY data ends inside " + e.name + " " + std::to_string(i) + " of " + std::to_string(e.count);
+  };
+
+  if (format == "ascii") {
+    for (const PlyElement& e : elements) {
+      if (e.properties.empty()) continue;
+      for (uint64_t i = 0; i < e.count; ++i) {
+        std::vector<std::string_view> words;
+        while (words.empty()) {
+          auto line = lines.Next();
+          if (!line) return truncated(e, i);
+          words = SplitWords(*line);
+        }
+        size_t w = 0;
+        for (const PlyProperty& p : e.properties) {
+          uint64_t items = 1;
+          if (p.count_type != nullptr) {
+            if (w >= words.size()) return truncated(e, i);
+            const PlyValue n = ParseAsciiValue(words[w++], *p.count_type);
+            if (!n.ok || n.integer < 0) return "bad PLY list length in " + e.name + " " + std::to_string(i);
+            if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
+            items = static_cast<uint64_t>(n.integer);
+          }
+          if (items > words.size() - w) return truncated(e, i);
+          for (uint64_t k = 0; k < items; ++k) {
+            const PlyValue v = ParseAsciiValue(words[w++], *p.type);
+            if (!v.ok) return "bad PLY number in " + e.name + " " + std::to_string(i);
+            if (p.is_index_list) {
+              if (auto bad = check_index(e, v)) return bad;
+            }
+          }
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  const bool little_endian = format == "binary_little_endian";
+  size_t pos = lines.position();
+  for (const PlyElement& e : elements) {
+    if (e.properties.empty()) continue;
+    for (uint64_t i = 0; i < e.count; ++i) {
+      for (const PlyProperty& p : e.properties) {
+        uint64_t items = 1;
+        if (p.count_type != nullptr) {
+          if (bytes.size() - pos < static_cast<size_t>(p.count_type->size)) return truncated(e, i);
+          const PlyValue n = ReadBinaryValue(bytes, pos, *p.count_type, little_endian);
+          pos += p.count_type->size;
+          if (n.integer < 0) return "negative PLY list length in " + e.name + " " + std::to_string(i);
+          if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
+          items = static_cast<uint64_t>(n.integer);
+        }
+        if (items > (bytes.size() - pos) / p.type->size) return truncated(e, i);
+        if (p.is_index_list) {
+          for (uint64_t k = 0; k < items; ++k) {
+            if (auto bad = check_index(e, ReadBinaryValue(bytes, pos + k * p.type->size, *p.type, little_endian))) {
+              return bad;
+            }
+          }
+        }
+        pos += items * p.type->size;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool LooksLikePly(std::string_view bytes) {
+  return bytes.size() >= 4 && bytes.substr(0, 3) == "ply" && std::isspace(static_cast<unsigned char>(bytes[3]));
+}
+
+/// Whether assimp would read these bytes with its PLY importer: by extension, or by content when no importer
+/// claims the extension.
+bool ReadAsPly(const Assimp::Importer& importer, const std::string& extension, std::string_view head) {
+  if (extension == "ply") return true;
+  return (extension.empty() || !importer.IsExtensionSupported("." + extension)) && LooksLikePly(head);
+}
+
+// ----------------------------------------------------------------------------------------------------------
+// COLLADA index lists. assimp 5.2.5 turns a stray character in a <p> or <vcount> list (one byte changed in
+// tests/data/boxes_z_up.dae) into allocations of gigabytes, and dereferences null on some of them; those
+// lists hold unsigned integers only, so anything else is refused before assimp sees the document.
+
+bool LooksLikeCollada(const std::string& extension, std::string_view bytes) {
+  if (extension == "dae") return true;
+  const std::string_view head = bytes.substr(0, 4096);
+  return Lower(std::string(head)).find("<collada") != std::string::npos;
+}
+
+/// Why a <p> or <vcount> list of the document holds something other than digits and white space, or nullopt.
+std::optional<std::string> CheckColladaIndexLists(std::string_view bytes) {
+  for (const std::string_view tag : {std::string_view("<p"), std::string_view("<vcount")}) {
+    for (size_t at = bytes.find(tag); at != std::string_view::npos; at = bytes.find(tag, at + 1)) {
+      const size_t after = at + tag.size();
+      if (after >= bytes.size()) break;
+      const char c = bytes[after];
+      if (c != '>' && !std::isspace(static_cast<unsigned char>(c))) continue;  // <param>, <polylist>, ...
+      const size_t open_end = bytes.find('>', after);
+      if (open_end == std::string_view::npos) break;
+      if (bytes[open_end - 1] == '/') continue;  // an empty element
+      const size_t close = bytes.find('<', open_end + 1);
+      const std::string_view list = bytes.substr(open_end + 1, (close == std::string_view::npos ? bytes.size() : close) - open_end - 1);
+      for (const char v : list) {
+        if (!std::isdigit(static_cast<unsigned char>(v)) && !std::isspace(static_cast<unsigned char>(v))) {
+          return "COLLADA <" + std::string(tag.substr(1)) + "> list at byte " + std::to_string(open_end + 1) +
+                 " holds something other than unsigned integers";
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// ----------------------------------------------------------------------------------------------------------
+// What assimp may read besides the bytes it is given: nothing.
+
+/// The file system assimp sees when it follows a reference out of the bytes (an OBJ's mtllib): empty. The
+/// loaders read mesh bytes under FileAccess themselves; without this, assimp's memory reader passes any
+/// other name to the real file system, outside the policy (an mtllib naming a FIFO blocked the load).
+class NoFiles final : public Assimp::IOSystem {
+ public:
+  bool Exists(const char*) const override { return false; }
+  char getOsSeparator() const override { return '/'; }
+  Assimp::IOStream* Open(const char*, const char*) override { return nullptr; }
+  void Close(Assimp::IOStream*) override {}
+};
+
+/// Turns every "mtllib" into "#tllib". When an OBJ's material library cannot be opened, assimp 5.2.5 parses
+/// the OBJ bytes themselves as the library, and a texture line there (map_Kd, map_Ks, ...) ahead of any
+/// newmtl writes through a null material: a crash. Materials are never used. Every occurrence goes, not
+/// only those at a line start, since assimp also ends lines at bytes such as NUL. Returns whether any did.
+bool DisableMaterialLibraries(std::string* bytes) {
+  bool changed = false;
+  for (size_t at = bytes->find("mtllib"); at != std::string::npos; at = bytes->find("mtllib", at + 6)) {
+    (*bytes)[at] = '#';
+    changed = true;
+  }
+  return changed;
+}
+
+/// assimp's post-processed scene of `bytes` (owned by `importer`), read with NoFiles and without material
+/// libraries; nullptr with *error set when assimp cannot read the bytes or their faces are unusable.
+/// Post-processing runs only after the raw faces are checked: assimp 5.2.5's triangulation asserts (aborts
+/// the process) on a face without indices, which several of its importers produce from malformed files.
+const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& bytes, const std::string& extension,
+                              std::string* error) {
+  importer.SetIOHandler(new NoFiles());
+  std::string edited;
+  const std::string* input = &bytes;
+  if (bytes.find("mtllib") != std::string::npos) {
+    edited = bytes;
+    if (DisableMaterialLibraries(&edited)) input = &edited;
+  }
+  const aiScene* raw = importer.ReadFileFromMemory(input->data(), input->size(), 0, extension.c_str());
+  if (raw == nullptr) {
+    *error = importer.GetErrorString();
+    return nullptr;
+  }
+  for (unsigned m = 0; m < raw->mNumMeshes; ++m) {
+    const aiMesh* mesh = raw->mMeshes[m];
+    if (mesh == nullptr) continue;
+    for (unsigned f = 0; f < mesh->mNumFaces; ++f) {
+      if (mesh->mFaces == nullptr || mesh->mFaces[f].mNumIndices == 0 || mesh->mFaces[f].mIndices == nullptr) {
+        *error = "face " + std::to_string(f) + " of submesh " + std::to_string(m) + " has no vertex indices";
+        return nullptr;
+      }
+    }
+  }
+  const aiScene* scene = importer.ApplyPostProcessing(kPostProcess);
+  if (scene == nullptr) *error = importer.GetErrorString();
+  return scene;
+}
+
+struct Gathered {
+  std::vector<Vec3> vertices;
+  std::vector<std::array<int32_t, 3>> triangles;
+  int32_t submeshes = 0;
+  int32_t skipped_non_triangles = 0;
+};
+
+/// Appends the triangles of every mesh instance in the node tree, with the node transform chain and then the
+/// per-axis scale applied to its vertices. Mirroring transforms get their triangles' winding reversed so that
+/// the triangles stay counter-clockwise seen from outside.
+Result<Gathered> GatherTriangles(const aiScene& scene, const Affine& X_root, const Vec3& scale,
+                                 const std::string& label) {
+  Gathered out;
+  std::vector<std::pair<const aiNode*, Affine>> stack = {{scene.mRootNode, X_root}};
+  const bool scale_mirrors = (scale.array() < 0.0).count() % 2 == 1;
+  while (!stack.empty()) {
+    const auto [node, X_MN] = stack.back();
+    stack.pop_back();
+    for (unsigned c = 0; c < node->mNumChildren; ++c) {
+      if (node->mChildren[c] != nullptr) {
+        stack.emplace_back(node->mChildren[c], X_MN * ToAffine(node->mChildren[c]->mTransformation));
+      }
+    }
+    const bool mirrored = (X_MN.A.determinant() < 0) != scale_mirrors;
+    for (unsigned k = 0; k < node->mNumMeshes; ++k) {
+      const unsigned mesh_index = node->mMeshes[k];
+      if (mesh_index >= scene.mNumMeshes || scene.mMeshes[mesh_index] == nullptr) {
+        return ParseError(label + ": node '" + node->mName.C_Str() + "' refers to missing submesh " +
+                          std::to_string(mesh_index));
+      }
+      const aiMesh& mesh = *scene.mMeshes[mesh_index];
+      const size_t base = out.vertices.size();
+      const size_t triangles_before = out.triangles.size();
+      for (unsigned f = 0; f < mesh.mNumFaces; ++f) {
+        const aiFace& face = mesh.mFaces[f];
+        if (face.mNumIndices != 3) {
+          ++out.skipped_non_triangles;
+          continue;
+        }
+        std::array<int32_t, 3> t;
+        for (int i = 0; i < 3; ++i) {
+          if (face.mIndices[i] >= mesh.mNumVertices) {
+            return ParseError(label + ": face " + std::to_string(f) + " of submesh " + std::to_string(mesh_index) +
+                              " has vertex index " + std::to_string(face.mIndices[i]) + " out of range");
+          }
+          t[i] = static_cast<int32_t>(base + face.mIndices[i]);
+        }
+        if (mirrored) std::swap(t[1], t[2]);
+        out.triangles.push_back(t);
+      }
+      if (out.triangles.size() == triangles_before) continue;
+      if (base + mesh.mNumVertices > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+        return Error{ErrorCode::kResourceExhausted, label + ": too many vertices for 32-bit indices"};
+      }
+      ++out.submeshes;
+      for (unsigned v = 0; v < mesh.mNumVertices; ++v) {
+        const aiVector3D& p = mesh.mVertices[v];
+        const Vec3 p_N(p.x, p.y, p.z);
+        const Vec3 p_M = scale.cwiseProduct(X_MN * p_N);
+        if (!p_M.allFinite()) {
+          const std::string which = "vertex " + std::to_string(v) + " of submesh " + std::to_string(mesh_index);
+          if (!p_N.allFinite()) {
+            return ParseError(label + ": " + which + " has a non-finite coordinate " + FormatVec(p_N));
+          }
+          return ParseError(label + ": " + which + " " + FormatVec(p_N) +
+                            " is not finite after the node transforms and scale: " + FormatVec(p_M));
+        }
+        out.vertices.push_back(p_M);
+      }
+    }
+  }
+  return out;
+}
+
+Status ValidateOptions(const MeshLoadOptions& options, const std::string& label) {
+  if (!options.scale.allFinite() || (options.scale.array() == 0.0).any()) {
+    return InvalidArgument(label + ": scale components must be finite and non-zero, got " + FormatVec(options.scale));
+  }
+  if (!std::isfinite(options.weld_tolerance) || options.weld_tolerance < 0.0) {
+    std::ostringstream os;
+    os << label << ": weld tolerance must be finite and >= 0, got " << options.weld_tolerance;
+    return InvalidArgument(os.str());
+  }
+  return Status::Ok();
+}
+
+/// Turns an imported scene into one cleaned TriangleMesh.
+Result<TriangleMesh> FromScene(const aiScene* scene, const Assimp::Importer& importer, const std::string& extension,
+                               const MeshLoadOptions& options, const std::string& label, MeshLoadReport* report) {
+  if (scene == nullptr) return ParseError("cannot parse " + label + ": " + importer.GetErrorString());
+  if (scene->mRootNode == nullptr) return ParseError(label + " has no triangles (the file holds no scene)");
+  auto gathered = GatherTriangles(*scene, RootTransform(*scene, extension), options.scale, label);
+  if (!gathered.ok()) return gathered.error();
+  Gathered& g = gathered.value();
+  if (g.triangles.empty()) {
+    std::string message = label + " has no triangles";
+    if (g.skipped_non_triangles > 0) {
+      message += " (only " + std::to_string(g.skipped_non_triangles) + " point or line elements)";
+    }
+    return ParseError(message);
+  }
+  MeshLoadReport cleaning;
+  auto mesh = MakeTriangleMesh(std::move(g.vertices), std::move(g.triangles), options.weld_tolerance, &cleaning);
+  if (!mesh.ok()) return ParseError(label + ": " + mesh.error().message);
+  if (report != nullptr) {
+    report->submeshes = g.submeshes;
+    report->skipped_non_triangles = g.skipped_non_triangles;
+    report->removed_degenerate = cleaning.removed_degenerate;
+    report->welded_vertices = cleaning.welded_vertices;
+  }
+  return mesh;
+}
+
+/// Runs `load`, turning anything thrown into an Error.
+template <class Load>
+Result<TriangleMesh> NoThrow(const std::string& label, Load&& load) {
+  try {
+    return load();
+  } catch (const std::bad_alloc&) {
+    return Error{ErrorCode::kResourceExhausted, "out of memory while loading " + label};
+  } catch (const std::exception& e) {
+    return ParseError("cannot parse " + label + ": " + e.what());
+  } catch (...) {
+    return ParseError("cannot parse " + label + ": unknown exception");
+  }
+}
+
+}  // namespace
+
+Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& options, MeshLoadReport* report) {
+  const std::string label = "mesh file " + path;
+  return NoThrow(label, [&]() -> Result<TriangleMesh> {
+    if (Status s = ValidateOptions(options, label); !s.ok()) return s.error();
+    if (!options.files.confined) {
+      // An unconfined load names the cause; a confined one leaves that to ReadFileUnder's one message.
+      std::error_code ec;
+      const auto status = std::filesystem::status(path, ec);
+      if (!std::filesystem::exists(status)) return NotFound("mesh file not found: " + path);
+      if (std::filesystem::is_directory(status)) return ParseError(label + " is a directory, not a mesh file");
+      if (!std::filesystem::is_regular_file(status)) return ParseError(label + " is not a regular file");
+    }
+    // The bytes are read once, through the file policy (regular files only, non-blocking, size-capped),
+    // and parsed from memory: assimp opens no file of its own (an OBJ's material library is not read).
+    Result<std::string> bytes = ReadFileUnder(options.files, path);
+    if (!bytes.ok()) return options.files.confined ? bytes.error() : ParseError("cannot open " + label);
+    if (bytes.value().empty()) return ParseError(label + " is empty");
+
+    std::string extension = Lower(std::filesystem::path(path).extension().string());
+    if (!extension.empty()) extension.erase(0, 1);
+    Assimp::Importer importer;
+    if (ReadAsPly(importer, extension, bytes.value())) {
+      if (auto bad = CheckPly(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
+    }
+    if (LooksLikeCollada(extension, bytes.value())) {
+      if (auto bad = CheckColladaIndexLists(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
+    }
+    std::string why;
+    const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension, &why);
+    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
+    return FromScene(scene, importer, extension, options, label, report);
+  });
+}
+
+Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::string& format_hint,
+                                        const std::string& name, const MeshLoadOptions& options,
+                                        MeshLoadReport* report) {
+  const std::string label = "mesh " + name;
+  return NoThrow(label, [&]() -> Result<TriangleMesh> {
+    if (Status s = ValidateOptions(options, label); !s.ok()) return s.error();
+    if (bytes.empty()) return ParseError(label + " is empty");
+    std::string hint = Lower(format_hint);
+    if (!hint.empty() && hint.front() == '.') hint.erase(0, 1);
+    Assimp::Importer importer;
+    if (ReadAsPly(importer, hint, bytes)) {
+      if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+    }
+    if (LooksLikeCollada(hint, bytes)) {
+      if (auto bad = CheckColladaIndexLists(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+    }
+    std::string why;
+    const aiScene* scene = ReadWithAssimp(importer, bytes, hint, &why);
+    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
+    return FromScene(scene, importer, hint, options, label, report);
+  });
+}
+
+}  // namespace proximity::core

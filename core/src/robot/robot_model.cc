@@ -1,0 +1,579 @@
+// RobotModel: tree ordering and validation, SRDF semantics, forward kinematics, the default allowed
+// collision set, and motion bounds for certified motion checking.
+
+#include "proximity/core/robot/robot_model.h"
+#include "robot/sincos.h"
+#include "robot/self_clearance.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+namespace proximity::core {
+namespace {
+
+std::string Number(double v) { return FormatNumber(v); }
+
+// A ball (centre in the link frame, radius) in a cover of a geometry: every point of the geometry lies in
+// the convex hull of its balls. Distances to a point or to a line are convex and 1-Lipschitz, so their
+// maximum over the geometry is at most the maximum over balls of (distance of the centre + radius).
+struct Ball {
+  Vec3 c;
+  double r;
+};
+
+void CoverGeometry(const LinkGeometry& g, std::vector<Ball>* balls) {
+  switch (g.type) {
+    case ShapeType::kMesh:
+      for (const Vec3& v : g.mesh->mesh().vertices) balls->push_back({g.X_LG * v, 0.0});
+      break;
+    case ShapeType::kBox:
+      for (int i = 0; i < 8; ++i) {
+        const Vec3 corner(i & 1 ? 0.5 : -0.5, i & 2 ? 0.5 : -0.5, i & 4 ? 0.5 : -0.5);
+        balls->push_back({g.X_LG * Vec3(corner.cwiseProduct(g.box_size)), 0.0});
+      }
+      break;
+    case ShapeType::kSphere:
+      balls->push_back({g.X_LG.p, g.radius});
+      break;
+    case ShapeType::kCylinder:
+      // The capsule over the two cap centres contains the cylinder.
+      balls->push_back({g.X_LG * Vec3(0, 0, 0.5 * g.length), g.radius});
+      balls->push_back({g.X_LG * Vec3(0, 0, -0.5 * g.length), g.radius});
+      break;
+  }
+}
+
+// Distance from p to the line through the origin along unit vector a.
+double DistanceToAxis(const Vec3& p, const Vec3& a) { return (p - a * a.dot(p)).norm(); }
+
+// Joint rotation or translation X_JC(value).
+// `sin_value` and `cos_value`: the joint value's sine and cosine (used by revolute joints).
+inline void ApplyJoint(const Joint& j, double value, double sin_value, double cos_value, const RigidTransform& X_WP,
+                       RigidTransform* X_WC) {
+  const Mat3 R_WJ = X_WP.R * j.X_PJ.R;
+  Vec3 p_WJ = X_WP.R * j.X_PJ.p + X_WP.p;
+  switch (j.type) {
+    case JointType::kRevolute:
+    case JointType::kContinuous: {
+      // About a coordinate axis (as most URDFs write them) the rotation only mixes two columns of R_WJ.
+      const Vec3& a = j.axis_J;
+      const int k = a.x() != 0.0 ? 0 : (a.y() != 0.0 ? 1 : 2);
+      const double sign = a[k];
+      if ((sign == 1.0 || sign == -1.0) && a[(k + 1) % 3] == 0.0 && a[(k + 2) % 3] == 0.0) {
+        const int u = (k + 1) % 3, v = (k + 2) % 3;  // Rotation by value about e_k maps e_u -> c e_u + s e_v.
+        const double c = cos_value, s = sign * sin_value;
+        X_WC->R.col(k) = R_WJ.col(k);
+        X_WC->R.col(u) = c * R_WJ.col(u) + s * R_WJ.col(v);
+        X_WC->R.col(v) = c * R_WJ.col(v) - s * R_WJ.col(u);
+      } else {
+        X_WC->R.noalias() = R_WJ * Eigen::AngleAxisd(value, a).toRotationMatrix();
+      }
+      X_WC->p = p_WJ;
+      break;
+    }
+    case JointType::kPrismatic:
+      X_WC->R = R_WJ;
+      X_WC->p = p_WJ + R_WJ * (j.axis_J * value);
+      break;
+    case JointType::kFixed:
+      X_WC->R = R_WJ;
+      X_WC->p = p_WJ;
+      break;
+  }
+}
+
+}  // namespace
+
+Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader) {
+  self_clearance_memo_ = std::make_shared<internal::SelfClearanceMemo>();
+  const int32_t n = num_links();
+  if (num_joints() != n - 1) {
+    return InvalidArgument("URDF: " + std::to_string(n) + " links need " + std::to_string(n - 1) + " joints, found " +
+                           std::to_string(num_joints()));
+  }
+  // Children in document order; the outline pass guaranteed one root and one parent per link.
+  std::vector<std::vector<JointIndex>> child_joints(n);
+  std::vector<JointIndex> parent_joint(n, -1);
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    child_joints[joints_[j].parent_link].push_back(j);
+    parent_joint[joints_[j].child_link] = j;
+  }
+  LinkIndex root = -1;
+  for (LinkIndex l = 0; l < n; ++l) {
+    if (parent_joint[l] < 0) root = l;
+  }
+  // Depth-first order: the new index of each old link and joint.
+  std::vector<LinkIndex> new_link(n, -1);
+  std::vector<JointIndex> new_joint(num_joints(), -1);
+  std::vector<LinkIndex> order;
+  std::vector<LinkIndex> stack = {root};
+  while (!stack.empty()) {
+    const LinkIndex l = stack.back();
+    stack.pop_back();
+    if (new_link[l] >= 0) return InvalidArgument("URDF: link '" + links_[l].name + "' is reached twice (cycle)");
+    new_link[l] = static_cast<LinkIndex>(order.size());
+    if (parent_joint[l] >= 0) new_joint[parent_joint[l]] = new_link[l] - 1;
+    order.push_back(l);
+    for (auto it = child_joints[l].rbegin(); it != child_joints[l].rend(); ++it) stack.push_back(joints_[*it].child_link);
+  }
+  if (static_cast<int32_t>(order.size()) != n) {
+    return InvalidArgument("URDF: some links are not connected to root link '" + links_[root].name + "'");
+  }
+  std::vector<Link> links(n);
+  std::vector<Joint> joints(num_joints());
+  std::vector<JointIndex> leader(num_joints(), -1);
+  for (LinkIndex l = 0; l < n; ++l) links[new_link[l]] = std::move(links_[l]);
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    Joint& jn = joints[new_joint[j]];
+    jn = std::move(joints_[j]);
+    jn.parent_link = new_link[jn.parent_link];
+    jn.child_link = new_link[jn.child_link];
+    leader[new_joint[j]] = mimic_leader[j] >= 0 ? new_joint[mimic_leader[j]] : -1;
+  }
+  links_ = std::move(links);
+  joints_ = std::move(joints);
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    links_[joints_[j].parent_link].child_joints.push_back(j);
+    links_[joints_[j].child_link].parent_joint = j;
+  }
+  for (LinkIndex l = 0; l < n; ++l) {
+    if (!link_by_name_.emplace(links_[l].name, l).second) {
+      return InvalidArgument("URDF: duplicate link name '" + links_[l].name + "'");
+    }
+  }
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    if (!joint_by_name_.emplace(joints_[j].name, j).second) {
+      return InvalidArgument("URDF: duplicate joint name '" + joints_[j].name + "'");
+    }
+  }
+
+  // Active joints in depth-first order, then mimics resolved to the active joint at the end of their chain.
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    Joint& joint = joints_[j];
+    if (joint.type == JointType::kFixed || leader[j] >= 0) continue;
+    joint.active_index = num_positions();
+    active_joints_.push_back(j);
+    active_joint_names_.push_back(joint.name);
+    lower_limits_.push_back(joint.lower);
+    upper_limits_.push_back(joint.upper);
+  }
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    if (leader[j] < 0) continue;
+    double multiplier = joints_[j].mimic_multiplier, offset = joints_[j].mimic_offset;
+    JointIndex at = leader[j];
+    for (int steps = 0; leader[at] >= 0; ++steps) {
+      if (steps > num_joints()) return InvalidArgument("URDF: mimic joints form a cycle through joint '" + joints_[j].name + "'");
+      offset += multiplier * joints_[at].mimic_offset;
+      multiplier *= joints_[at].mimic_multiplier;
+      at = leader[at];
+    }
+    if (joints_[at].type == JointType::kFixed) {
+      return InvalidArgument("URDF: joint '" + joints_[j].name + "' mimics fixed joint '" + joints_[at].name + "'");
+    }
+    joints_[j].mimic_active_index = joints_[at].active_index;
+    joints_[j].mimic_multiplier = multiplier;
+    joints_[j].mimic_offset = offset;
+  }
+
+  if (Status s = ApplySrdf(); !s.ok()) return s;
+  ComputeMotionTerms();
+  return {};
+}
+
+Status RobotModel::ApplySrdf() {
+  const size_t n = links_.size();
+  allowed_.assign(n * n, 0);
+  const auto allow = [this, n](LinkIndex a, LinkIndex b) {
+    allowed_[static_cast<size_t>(a) * n + b] = 1;
+    allowed_[static_cast<size_t>(b) * n + a] = 1;
+  };
+  for (LinkIndex l = 0; l < num_links(); ++l) allow(l, l);
+  // Links rigidly connected through fixed joints only: union-find over fixed joints.
+  std::vector<LinkIndex> rigid(n);
+  std::iota(rigid.begin(), rigid.end(), 0);
+  const auto find = [&rigid](LinkIndex l) {
+    while (rigid[l] != l) l = rigid[l] = rigid[rigid[l]];
+    return l;
+  };
+  for (const Joint& j : joints_) {
+    allow(j.parent_link, j.child_link);
+    if (j.type == JointType::kFixed) rigid[find(j.child_link)] = find(j.parent_link);
+  }
+  for (LinkIndex a = 0; a < num_links(); ++a) {
+    for (LinkIndex b = a + 1; b < num_links(); ++b) {
+      if (find(a) == find(b)) allow(a, b);
+    }
+  }
+
+  const auto link = [this](const std::string& name, const std::string& where) -> Result<LinkIndex> {
+    auto it = link_by_name_.find(name);
+    if (it == link_by_name_.end()) return InvalidArgument("SRDF: " + where + " names link '" + name + "', which the URDF does not define");
+    return it->second;
+  };
+  const auto joint = [this](const std::string& name, const std::string& where) -> Status {
+    if (!joint_by_name_.contains(name)) {
+      return InvalidArgument("SRDF: " + where + " names joint '" + name + "', which the URDF does not define");
+    }
+    return {};
+  };
+  std::set<std::string> groups;
+  for (const SrdfGroup& g : srdf_.groups) {
+    if (!groups.insert(g.name).second) return InvalidArgument("SRDF: duplicate group '" + g.name + "'");
+  }
+  for (const SrdfGroup& g : srdf_.groups) {
+    const std::string where = "group '" + g.name + "'";
+    for (const auto& [base, tip] : g.chains) {
+      Result<LinkIndex> b = link(base, where + " chain");
+      if (!b.ok()) return b.error();
+      Result<LinkIndex> t = link(tip, where + " chain");
+      if (!t.ok()) return t.error();
+      LinkIndex at = t.value();
+      while (at != b.value() && at != 0) at = joints_[links_[at].parent_joint].parent_link;
+      if (at != b.value()) {
+        return InvalidArgument("SRDF: " + where + " chain tip '" + tip + "' does not descend from base '" + base + "'");
+      }
+    }
+    for (const std::string& j : g.joints) {
+      if (Status s = joint(j, where); !s.ok()) return s;
+    }
+    for (const std::string& l : g.links) {
+      if (Result<LinkIndex> r = link(l, where); !r.ok()) return r.error();
+    }
+    for (const std::string& s : g.subgroups) {
+      if (!groups.contains(s)) return InvalidArgument("SRDF: " + where + " names group '" + s + "', which is not defined");
+    }
+  }
+  for (const SrdfGroupState& s : srdf_.group_states) {
+    const std::string where = "group_state '" + s.name + "'";
+    if (!groups.contains(s.group)) {
+      return InvalidArgument("SRDF: " + where + " names group '" + s.group + "', which is not defined");
+    }
+    for (const auto& [j, v] : s.values) {
+      if (Status st = joint(j, where); !st.ok()) return st;
+    }
+  }
+  for (const SrdfDisabledCollision& d : srdf_.disabled_collisions) {
+    const std::string where = "disable_collisions (" + d.link1 + ", " + d.link2 + ")";
+    Result<LinkIndex> a = link(d.link1, where);
+    if (!a.ok()) return a.error();
+    Result<LinkIndex> b = link(d.link2, where);
+    if (!b.ok()) return b.error();
+    allow(a.value(), b.value());
+  }
+  for (const SrdfVirtualJoint& v : srdf_.virtual_joints) {
+    if (Result<LinkIndex> r = link(v.child_link, "virtual_joint '" + v.name + "'"); !r.ok()) return r.error();
+  }
+  for (const std::string& p : srdf_.passive_joints) {
+    if (Status s = joint(p, "passive_joint"); !s.ok()) return s;
+  }
+  return {};
+}
+
+// Motion bound (Schwarzer, Saha, Latombe 2005, section on distance and path-length bounds).
+//
+// Let p be a point fixed in link k and q(t) = q0 + t (q1 - q0). Differentiating p's world position,
+//   |dp/dt| <= sum over revolute j on the root-to-k path of |dq_j/dt| * dist(p, axis_j(t))
+//            + sum over prismatic j on the path of |dq_j/dt|,
+// because joint j alone moves p on a circle around its axis (or along its unit axis). dq_j/dt is the
+// constant q1_j - q0_j (times the multiplier for a mimic), so the path length of p is at most
+// sum_j |dq_j| * sup_t dist(p, axis_j(t)) + sum_prismatic |dq_j|.
+//
+// The lever sup_t dist(p, axis_j) must hold whatever the joints between j and k do. Write o_i for the
+// origin of joint i's frame, C_i for its child link, and i' for the next joint on the path. Then
+//   dist(p, axis_j) <= dist(o_j', axis_j) + |p - o_j'|        (o_j' is fixed in C_j, as is axis_j)
+//   |p - o_i|       <= |p - origin(C_i)| + |q_i| [i prismatic]
+//   |p - origin(C_i)| <= |o_i' in C_i| + |p - o_i'|            (a constant offset in C_i)
+// down to |p - origin(C_k)| <= max over k's geometry. When C_j is k itself the lever is the exact
+// maximum of dist(p, axis_j) over k's geometry cover. Each lever is therefore a constant plus the sum of
+// |q_i| over the prismatic joints i after j on the path; along the segment |q_i(t)| is largest at an
+// end, so the bound holds for any q0, q1, inside limits or not.
+void RobotModel::ComputeMotionTerms() {
+  motion_terms_.assign(links_.size(), {});
+  std::vector<Ball> balls;
+  for (LinkIndex k = 0; k < num_links(); ++k) {
+    balls.clear();
+    for (const LinkGeometry& g : links_[k].geometries) CoverGeometry(g, &balls);
+    double reach = 0.0;  // max |p - origin(C_k)|
+    for (const Ball& b : balls) reach = std::max(reach, b.c.norm() + b.r);
+
+    std::vector<JointIndex> path;
+    for (LinkIndex at = k; at != 0; at = joints_[links_[at].parent_joint].parent_link) {
+      path.push_back(links_[at].parent_joint);
+    }
+    std::reverse(path.begin(), path.end());
+
+    std::vector<MotionTerm>& terms = motion_terms_[k];
+    double next_from_origin = 0.0;  // constant part of max |p - o_i'| for the next joint i' on the path
+    for (int32_t idx = static_cast<int32_t>(path.size()) - 1; idx >= 0; --idx) {
+      const Joint& j = joints_[path[idx]];
+      const bool last = idx + 1 == static_cast<int32_t>(path.size());
+      const Vec3 o_next = last ? Vec3::Zero() : joints_[path[idx + 1]].X_PJ.p;
+      // Constant part of max |p - origin(C_j)|; for a prismatic j, max |p - o_j| adds |q_j| at query time.
+      const double from_child_origin = last ? reach : o_next.norm() + next_from_origin;
+      if (j.type != JointType::kFixed) {
+        MotionTerm t;
+        t.joint = path[idx];
+        t.source = j.is_active() ? j.active_index : j.mimic_active_index;
+        t.multiplier = j.is_active() ? 1.0 : j.mimic_multiplier;
+        t.offset = j.is_active() ? 0.0 : j.mimic_offset;
+        t.prismatic = j.type == JointType::kPrismatic;
+        if (!t.prismatic && last) {
+          for (const Ball& b : balls) t.lever = std::max(t.lever, DistanceToAxis(b.c, j.axis_J) + b.r);
+        } else if (!t.prismatic) {
+          t.lever = DistanceToAxis(o_next, j.axis_J) + next_from_origin;
+        }
+        terms.push_back(t);
+      }
+      next_from_origin = from_child_origin;
+    }
+    std::reverse(terms.begin(), terms.end());
+  }
+}
+
+double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1) const {
+  return MotionBound(k, q0, q1, 0.0);
+}
+
+double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1,
+                               double reach) const {
+  return MotionBoundRelative(k, 0, q0, q1, reach);
+}
+
+LinkIndex RobotModel::CommonAncestor(LinkIndex a, LinkIndex b) const {
+  auto depth = [this](LinkIndex l) {
+    int d = 0;
+    for (; links_[l].parent_joint >= 0; l = joints_[links_[l].parent_joint].parent_link) ++d;
+    return d;
+  };
+  int da = depth(a), db = depth(b);
+  for (; da > db; --da) a = joints_[links_[a].parent_joint].parent_link;
+  for (; db > da; --db) b = joints_[links_[b].parent_joint].parent_link;
+  while (a != b) {
+    a = joints_[links_[a].parent_joint].parent_link;
+    b = joints_[links_[b].parent_joint].parent_link;
+  }
+  return a;
+}
+
+// Calls f(i, lever) for the levers of MotionBoundRelative(k, ancestor, q0, q1, reach), tip first; i
+// counts from the first joint after the ancestor. The ancestor's own moving joints are a prefix of k's:
+// they move both frames alike.
+template <class F>
+void RobotModel::VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                                   std::span<const double> q1, double reach, F&& f) const {
+  const std::vector<MotionTerm>& terms = motion_terms_[k];
+  const size_t skip = motion_terms_[ancestor].size();
+  double extent = 0.0;  // sum of max |q_i| over prismatic joints after the current one
+  for (size_t i = terms.size(); i-- > skip;) {
+    const MotionTerm& t = terms[i];
+    const double a = q0[t.source], b = q1[t.source];
+    MotionLever l;
+    l.joint = t.joint;
+    l.dq = std::abs(t.multiplier * (b - a));
+    l.prismatic = t.prismatic;
+    if (t.prismatic) {
+      extent += std::max(std::abs(t.multiplier * a + t.offset), std::abs(t.multiplier * b + t.offset));
+    } else {
+      l.lever = t.lever + extent + reach;
+    }
+    f(i - skip, l);
+  }
+}
+
+double RobotModel::MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                                       std::span<const double> q1, double reach) const {
+  double bound = 0.0;
+  VisitMotionLevers(k, ancestor, q0, q1, reach,
+                    [&](size_t, const MotionLever& l) { bound += l.dq * (l.prismatic ? 1.0 : l.lever); });
+  return bound;
+}
+
+void RobotModel::MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                              std::span<const double> q1, double reach, std::vector<MotionLever>* out) const {
+  const size_t first = out->size();
+  out->resize(first + motion_terms_[k].size() - motion_terms_[ancestor].size());
+  VisitMotionLevers(k, ancestor, q0, q1, reach, [&](size_t i, const MotionLever& l) { (*out)[first + i] = l; });
+}
+
+double RobotModel::LeverRadius(LinkIndex k, JointIndex j) const {
+  const std::vector<MotionTerm>& terms = motion_terms_[k];
+  double extent = 0.0;
+  for (auto it = terms.rbegin(); it != terms.rend(); ++it) {
+    if (it->prismatic) {
+      const double lo = it->multiplier * lower_limits_[it->source] + it->offset;
+      const double hi = it->multiplier * upper_limits_[it->source] + it->offset;
+      extent += std::max(std::abs(lo), std::abs(hi));
+    } else if (it->joint == j) {
+      return it->lever + extent;
+    }
+  }
+  return 0.0;
+}
+
+Result<LinkIndex> RobotModel::FindLink(std::string_view name) const {
+  auto it = link_by_name_.find(std::string(name));
+  if (it == link_by_name_.end()) return NotFound("robot '" + name_ + "' has no link '" + std::string(name) + "'");
+  return it->second;
+}
+
+Result<JointIndex> RobotModel::FindJoint(std::string_view name) const {
+  auto it = joint_by_name_.find(std::string(name));
+  if (it == joint_by_name_.end()) return NotFound("robot '" + name_ + "' has no joint '" + std::string(name) + "'");
+  return it->second;
+}
+
+Result<int32_t> RobotModel::ActiveIndex(std::string_view joint_name) const {
+  Result<JointIndex> j = FindJoint(joint_name);
+  if (!j.ok()) return j.error();
+  const Joint& joint = joints_[j.value()];
+  if (!joint.is_active()) {
+    return InvalidArgument("joint '" + joint.name + "' is " + (joint.is_mimic() ? "a mimic joint" : "fixed") +
+                           " and has no entry in the configuration");
+  }
+  return joint.active_index;
+}
+
+std::vector<double> RobotModel::DefaultConfiguration() const {
+  std::vector<double> q(active_joints_.size(), 0.0);
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (lower_limits_[i] > 0.0 || upper_limits_[i] < 0.0) q[i] = 0.5 * (lower_limits_[i] + upper_limits_[i]);
+  }
+  return q;
+}
+
+Result<std::vector<double>> RobotModel::Configuration(const std::map<std::string, double>& values,
+                                                      bool require_all) const {
+  std::vector<double> q = DefaultConfiguration();
+  std::vector<bool> given(q.size(), false);
+  for (const auto& [name, value] : values) {
+    Result<JointIndex> j = FindJoint(name);
+    if (!j.ok()) return j.error();
+    if (!std::isfinite(value)) return InvalidArgument("joint '" + name + "' has non-finite value " + Number(value));
+    const Joint& joint = joints_[j.value()];
+    if (!joint.is_active()) continue;
+    q[joint.active_index] = value;
+    given[joint.active_index] = true;
+  }
+  if (require_all) {
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (!given[i]) return InvalidArgument("no value given for joint '" + active_joint_names_[i] + "'");
+    }
+  }
+  return q;
+}
+
+Result<std::vector<double>> RobotModel::NamedConfiguration(const std::string& state, const std::string& group) const {
+  for (const SrdfGroupState& s : srdf_.group_states) {
+    if (s.name != state || (!group.empty() && s.group != group)) continue;
+    Result<std::vector<double>> q = Configuration(std::map<std::string, double>(s.values.begin(), s.values.end()));
+    if (!q.ok()) return q;
+    // A state outside the limits is loaded (as MoveIt does) but never used as a configuration.
+    if (Status st = CheckLimits(q.value(), 1e-9); !st.ok()) {
+      return InvalidArgument("robot '" + name_ + "' group state '" + state + "' is outside the joint limits: " +
+                             st.error().message);
+    }
+    return q;
+  }
+  return NotFound("robot '" + name_ + "' has no group state '" + state + "'" +
+                  (group.empty() ? std::string() : " in group '" + group + "'"));
+}
+
+Result<std::vector<int32_t>> RobotModel::GroupActiveIndices(const std::string& group) const {
+  std::set<int32_t> active;
+  std::set<std::string> visiting;
+  std::vector<std::string> stack = {group};
+  while (!stack.empty()) {
+    const std::string name = stack.back();
+    stack.pop_back();
+    if (!visiting.insert(name).second) continue;
+    auto g = std::find_if(srdf_.groups.begin(), srdf_.groups.end(), [&](const SrdfGroup& x) { return x.name == name; });
+    if (g == srdf_.groups.end()) return NotFound("robot '" + name_ + "' has no group '" + name + "'");
+    const auto add = [&](JointIndex j) {
+      if (j >= 0 && joints_[j].is_active()) active.insert(joints_[j].active_index);
+    };
+    for (const auto& [base, tip] : g->chains) {
+      const LinkIndex b = link_by_name_.at(base);
+      for (LinkIndex at = link_by_name_.at(tip); at != b; at = joints_[links_[at].parent_joint].parent_link) {
+        add(links_[at].parent_joint);
+      }
+      add(links_[b].parent_joint);
+    }
+    for (const std::string& j : g->joints) add(joint_by_name_.at(j));
+    for (const std::string& l : g->links) add(links_[link_by_name_.at(l)].parent_joint);
+    for (const std::string& s : g->subgroups) stack.push_back(s);
+  }
+  return std::vector<int32_t>(active.begin(), active.end());
+}
+
+Status RobotModel::CheckConfiguration(std::span<const double> q) const {
+  if (q.size() != active_joints_.size()) {
+    return InvalidArgument("robot '" + name_ + "' needs " + std::to_string(active_joints_.size()) +
+                           " joint values, got " + std::to_string(q.size()));
+  }
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (!std::isfinite(q[i])) {
+      return InvalidArgument("q[" + std::to_string(i) + "] (joint '" + active_joint_names_[i] + "') is " +
+                             Number(q[i]));
+    }
+    if (std::abs(q[i]) > kMaxJointValue) {
+      return InvalidArgument("q[" + std::to_string(i) + "] (joint '" + active_joint_names_[i] + "') = " +
+                             Number(q[i]) + " is beyond the accepted range of +-" + Number(kMaxJointValue));
+    }
+  }
+  return {};
+}
+
+Status RobotModel::CheckLimits(std::span<const double> q, double tolerance) const {
+  if (Status s = CheckConfiguration(q); !s.ok()) return s;
+  const int32_t i = FirstOutsideLimits(q, tolerance);
+  if (i < 0) return {};
+  return InvalidArgument("q[" + std::to_string(i) + "] = " + Number(q[i]) + " for joint '" + active_joint_names_[i] +
+                         "' is outside its limits [" + Number(lower_limits_[i]) + ", " + Number(upper_limits_[i]) + "]");
+}
+
+Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
+                                     const RigidTransform& X_WB) const {
+  if (Status s = CheckConfiguration(q); !s.ok()) return s;
+  if (X_WL.size() != links_.size()) {
+    return InvalidArgument("forward kinematics needs a buffer of " + std::to_string(links_.size()) +
+                           " poses, got " + std::to_string(X_WL.size()));
+  }
+  X_WL[0] = X_WB;
+  // Joint values and their sines and cosines a batch at a time (SinCos does a batch in one vectorized
+  // pass), then the joints in order.
+  constexpr size_t kBatch = 16;
+  double value[kBatch], sin_value[kBatch], cos_value[kBatch];
+  for (size_t begin = 0; begin < joints_.size(); begin += kBatch) {
+    const size_t n = std::min(kBatch, joints_.size() - begin);
+    for (size_t i = 0; i < n; ++i) {
+      const Joint& joint = joints_[begin + i];
+      value[i] = joint.type == JointType::kFixed ? 0.0 : JointValue(joint, q);
+    }
+    SinCos(value, sin_value, cos_value, static_cast<int>(n));
+    for (size_t i = 0; i < n; ++i) {
+      const Joint& joint = joints_[begin + i];
+      ApplyJoint(joint, value[i], sin_value[i], cos_value[i], X_WL[joint.parent_link], &X_WL[joint.child_link]);
+    }
+  }
+  return {};
+}
+
+Status RobotModel::ForwardKinematics(std::span<const double> q, std::vector<RigidTransform>* X_WL,
+                                     const RigidTransform& X_WB) const {
+  X_WL->resize(links_.size());
+  return ForwardKinematics(q, std::span<RigidTransform>(*X_WL), X_WB);
+}
+
+Result<bool> RobotModel::AllowedCollision(std::string_view a, std::string_view b) const {
+  Result<LinkIndex> ia = FindLink(a);
+  if (!ia.ok()) return ia.error();
+  Result<LinkIndex> ib = FindLink(b);
+  if (!ib.ok()) return ib.error();
+  return AllowedCollision(ia.value(), ib.value());
+}
+
+}  // namespace proximity::core

@@ -1,0 +1,606 @@
+// URDF loading: a tinyxml2 pass checks structure and names every bad element (urdfdom only logs its
+// reasons), urdfdom parses the contents, mesh URIs resolve through the package map and ROS_PACKAGE_PATH,
+// and meshes come from a shared MeshCache.
+
+#include <tinyxml2.h>
+#include <urdf_parser/urdf_parser.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/robot/robot_model.h"
+
+namespace proximity::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How far (m) a convex mesh's vertices may sit inside its hull's (merged, nearly coplanar) face planes
+// and still count as the hull's surface. Only the tightness of distance bounds depends on it: the
+// hull's distance bounds the mesh's from below whatever the mesh.
+constexpr double kHullSurfaceTolerance = 1e-3;
+
+bool IsRegularFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+std::string Canonical(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? fs::absolute(p).lexically_normal().string() : c.string();
+}
+
+// The <name> of a package.xml, or "" when it has none.
+std::string PackageXmlName(const fs::path& package_xml) {
+  tinyxml2::XMLDocument doc;
+  if (doc.LoadFile(package_xml.string().c_str()) != tinyxml2::XML_SUCCESS) return "";
+  const tinyxml2::XMLElement* root = doc.FirstChildElement("package");
+  if (root == nullptr) return "";
+  const tinyxml2::XMLElement* name = root->FirstChildElement("name");
+  if (name == nullptr || name->GetText() == nullptr) return "";
+  std::string s = name->GetText();
+  const auto b = s.find_first_not_of(" \t\r\n");
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> SplitRoots(const std::string& paths) {
+  std::vector<std::string> roots;
+  std::stringstream ss(paths);
+  std::string item;
+  while (std::getline(ss, item, ':')) {
+    if (!item.empty()) roots.push_back(item);
+  }
+  return roots;
+}
+
+// Crawls ROS_PACKAGE_PATH roots the way rospkg does: a folder holding package.xml is a package named by
+// its <name> (the folder name may differ); the crawl does not descend into packages, hidden folders or
+// folders marked CATKIN_IGNORE. The first root that holds a package wins.
+std::map<std::string, std::string> CrawlPackages(const std::vector<std::string>& roots) {
+  std::map<std::string, std::string> found;
+  for (const std::string& root : roots) {
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) continue;
+    const auto visit = [&found](const fs::path& dir) {
+      const fs::path xml = dir / "package.xml";
+      if (!IsRegularFile(xml)) return false;
+      const std::string name = PackageXmlName(xml);
+      if (!name.empty()) found.emplace(name, Canonical(dir));
+      return true;
+    };
+    if (visit(root)) continue;
+    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_directory(ec)) continue;
+      const std::string leaf = it->path().filename().string();
+      if ((!leaf.empty() && leaf[0] == '.') || IsRegularFile(it->path() / "CATKIN_IGNORE") || visit(it->path())) {
+        it.disable_recursion_pending();
+      }
+    }
+  }
+  return found;
+}
+
+// Resolves URIs for one load, crawling ROS_PACKAGE_PATH at most once.
+class UriResolver {
+ public:
+  explicit UriResolver(const RobotLoadOptions& options) : options_(options) {
+    if (options.ros_package_path.has_value()) {
+      ros_package_path_ = *options.ros_package_path;
+    } else if (const char* env = std::getenv("ROS_PACKAGE_PATH"); env != nullptr) {
+      ros_package_path_ = env;
+    }
+  }
+
+  Result<std::string> Resolve(const std::string& uri) {
+    if (options_.uploaded_files.contains(uri)) return std::string(kUploadedFilePrefix) + uri;
+    std::vector<std::string> tried;
+    const auto found = [&](const fs::path& p) -> std::optional<std::string> {
+      if (IsRegularFile(p) && options_.files.Allows(p.string())) return Canonical(p);
+      tried.push_back(p.string());
+      return std::nullopt;
+    };
+    const auto fail = [&](const std::string& extra) -> Error {
+      std::string msg = "cannot resolve mesh URI '" + uri + "'";
+      if (!tried.empty()) {
+        msg += "; tried:";
+        for (const std::string& t : tried) msg += " '" + t + "'";
+      }
+      return NotFound(msg + extra);
+    };
+    constexpr std::string_view kPackage = "package://";
+    constexpr std::string_view kFile = "file://";
+    if (uri.starts_with(kPackage)) {
+      const std::string rest = uri.substr(kPackage.size());
+      const auto slash = rest.find('/');
+      if (slash == std::string::npos || slash == 0) return InvalidArgument("mesh URI '" + uri + "' has no package/path");
+      const std::string pkg = rest.substr(0, slash);
+      const std::string path = rest.substr(slash + 1);
+      if (auto it = options_.package_dirs.find(pkg); it != options_.package_dirs.end()) {
+        if (auto p = found(fs::path(it->second) / path)) return *p;
+      }
+      std::vector<std::string> roots = SplitRoots(ros_package_path_);
+      std::erase_if(roots, [&](const std::string& r) { return !options_.files.Allows(r); });
+      if (!crawled_) {
+        packages_ = CrawlPackages(roots);
+        crawled_ = true;
+      }
+      if (auto it = packages_.find(pkg); it != packages_.end()) {
+        if (auto p = found(fs::path(it->second) / path)) return *p;
+      }
+      std::string extra;
+      if (!options_.package_dirs.contains(pkg)) extra += "; package '" + pkg + "' is not in the package map";
+      if (!packages_.contains(pkg)) {
+        extra += roots.empty() ? "; ROS_PACKAGE_PATH is empty"
+                               : "; no package.xml with <name>" + pkg + "</name> under ROS_PACKAGE_PATH '" +
+                                     ros_package_path_ + "'";
+      }
+      return fail(extra);
+    }
+    std::string path = uri;
+    if (uri.starts_with(kFile)) path = uri.substr(kFile.size());
+    if (path.empty()) return InvalidArgument("mesh URI is empty");
+    fs::path p(path);
+    if (p.is_absolute()) {
+      if (auto r = found(p)) return *r;
+      return fail("");
+    }
+    if (!options_.urdf_dir.empty()) {
+      if (auto r = found(fs::path(options_.urdf_dir) / p)) return *r;
+      return fail("");
+    }
+    if (auto r = found(fs::absolute(p))) return *r;
+    return fail(" (no URDF directory was given for relative paths)");
+  }
+
+ private:
+  const RobotLoadOptions& options_;
+  std::string ros_package_path_;
+  bool crawled_ = false;
+  std::map<std::string, std::string> packages_;
+};
+
+// What the structural pass learned about the document.
+struct UrdfOutline {
+  std::string robot_name;
+  std::vector<std::string> links;   // document order
+  std::vector<std::string> joints;  // document order
+};
+
+std::string Where(const tinyxml2::XMLElement* e) { return " (line " + std::to_string(e->GetLineNum()) + ")"; }
+
+// Attributes whose values are numbers; each whitespace-separated token must be finite.
+bool IsNumericAttribute(std::string_view element, std::string_view attribute) {
+  static const std::set<std::pair<std::string_view, std::string_view>> kNumeric = {
+      {"origin", "xyz"},     {"origin", "rpy"},       {"axis", "xyz"},        {"limit", "lower"},
+      {"limit", "upper"},    {"limit", "velocity"},   {"limit", "effort"},    {"mimic", "multiplier"},
+      {"mimic", "offset"},   {"box", "size"},         {"cylinder", "radius"}, {"cylinder", "length"},
+      {"sphere", "radius"},  {"mesh", "scale"}};
+  return kNumeric.contains({element, attribute});
+}
+
+// Names the enclosing <link>/<joint> of an element, for messages.
+std::string Owner(const tinyxml2::XMLElement* e) {
+  for (const tinyxml2::XMLNode* n = e; n != nullptr; n = n->Parent()) {
+    const tinyxml2::XMLElement* el = n->ToElement();
+    if (el == nullptr) continue;
+    const std::string tag = el->Name();
+    if ((tag == "link" || tag == "joint") && el->Attribute("name") != nullptr) {
+      return tag + " '" + el->Attribute("name") + "'";
+    }
+  }
+  return "robot";
+}
+
+Status CheckFiniteAttributes(const tinyxml2::XMLElement* e) {
+  for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a != nullptr; a = a->Next()) {
+    if (!IsNumericAttribute(e->Name(), a->Name())) continue;
+    std::stringstream ss(a->Value());
+    std::string token;
+    while (ss >> token) {
+      char* end = nullptr;
+      const double v = std::strtod(token.c_str(), &end);
+      if (end == token.c_str() || *end != '\0') {
+        return ParseError("<" + std::string(e->Name()) + " " + a->Name() + "=\"" + a->Value() + "\"> of " + Owner(e) +
+                          Where(e) + " is not a number");
+      }
+      if (!std::isfinite(v)) {
+        return InvalidArgument("<" + std::string(e->Name()) + " " + a->Name() + "=\"" + a->Value() + "\"> of " +
+                               Owner(e) + Where(e) + " is not finite");
+      }
+    }
+  }
+  for (const tinyxml2::XMLElement* c = e->FirstChildElement(); c != nullptr; c = c->NextSiblingElement()) {
+    if (Status s = CheckFiniteAttributes(c); !s.ok()) return s;
+  }
+  return {};
+}
+
+// Checks what urdfdom would only log: well-formed XML, unique names, existing parents and children,
+// one tree, limits where required, finite numbers. Returns the names in document order.
+Result<UrdfOutline> OutlineUrdf(std::string_view xml, const std::string& source) {
+  tinyxml2::XMLDocument doc;
+  if (doc.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
+    return ParseError(source + ": malformed XML at line " + std::to_string(doc.ErrorLineNum()) + ": " +
+                      doc.ErrorStr());
+  }
+  const tinyxml2::XMLElement* robot = doc.FirstChildElement("robot");
+  if (robot == nullptr) return ParseError(source + ": no <robot> element");
+  UrdfOutline out;
+  out.robot_name = robot->Attribute("name") ? robot->Attribute("name") : "";
+  std::set<std::string> links;
+  std::map<std::string, std::string> parent_of;  // child link -> joint
+  struct J {
+    std::string name, type, parent, child;
+    const tinyxml2::XMLElement* e;
+  };
+  std::vector<J> joints;
+  std::set<std::string> joint_names;
+  for (const tinyxml2::XMLElement* e = robot->FirstChildElement(); e != nullptr; e = e->NextSiblingElement()) {
+    const std::string tag = e->Name();
+    if (tag != "link" && tag != "joint") continue;
+    const char* name = e->Attribute("name");
+    if (name == nullptr || *name == '\0') return ParseError(source + ": <" + tag + ">" + Where(e) + " has no name");
+    if (Status s = CheckFiniteAttributes(e); !s.ok()) return Error{s.error().code, source + ": " + s.error().message};
+    if (tag == "link") {
+      if (!links.insert(name).second) return InvalidArgument(source + ": duplicate link name '" + std::string(name) + "'" + Where(e));
+      out.links.push_back(name);
+      continue;
+    }
+    if (!joint_names.insert(name).second) {
+      return InvalidArgument(source + ": duplicate joint name '" + std::string(name) + "'" + Where(e));
+    }
+    J j{name, e->Attribute("type") ? e->Attribute("type") : "", "", "", e};
+    const tinyxml2::XMLElement* parent = e->FirstChildElement("parent");
+    const tinyxml2::XMLElement* child = e->FirstChildElement("child");
+    if (parent == nullptr || parent->Attribute("link") == nullptr) {
+      return InvalidArgument(source + ": joint '" + j.name + "'" + Where(e) + " has no <parent link>");
+    }
+    if (child == nullptr || child->Attribute("link") == nullptr) {
+      return InvalidArgument(source + ": joint '" + j.name + "'" + Where(e) + " has no <child link>");
+    }
+    j.parent = parent->Attribute("link");
+    j.child = child->Attribute("link");
+    static const std::set<std::string> kTypes = {"revolute", "continuous", "prismatic", "fixed"};
+    if (!kTypes.contains(j.type)) {
+      return InvalidArgument(source + ": joint '" + j.name + "'" + Where(e) + " has unsupported type '" + j.type +
+                             "' (revolute, continuous, prismatic and fixed are supported)");
+    }
+    if (j.type == "revolute" || j.type == "prismatic") {
+      const tinyxml2::XMLElement* limit = e->FirstChildElement("limit");
+      if (limit == nullptr || limit->Attribute("lower") == nullptr || limit->Attribute("upper") == nullptr) {
+        return InvalidArgument(source + ": " + j.type + " joint '" + j.name + "'" + Where(e) +
+                               " has no <limit lower upper>");
+      }
+    }
+    joints.push_back(j);
+    out.joints.push_back(j.name);
+  }
+  if (out.links.empty()) return InvalidArgument(source + ": the robot has no links");
+  for (const J& j : joints) {
+    if (!links.contains(j.parent)) {
+      return InvalidArgument(source + ": joint '" + j.name + "'" + Where(j.e) + " names parent link '" + j.parent +
+                             "', which is not defined");
+    }
+    if (!links.contains(j.child)) {
+      return InvalidArgument(source + ": joint '" + j.name + "'" + Where(j.e) + " names child link '" + j.child +
+                             "', which is not defined");
+    }
+    if (j.parent == j.child) {
+      return InvalidArgument(source + ": joint '" + j.name + "'" + Where(j.e) + " connects link '" + j.child +
+                             "' to itself");
+    }
+    if (auto [it, fresh] = parent_of.emplace(j.child, j.name); !fresh) {
+      return InvalidArgument(source + ": link '" + j.child + "' is the child of two joints, '" + it->second +
+                             "' and '" + j.name + "'");
+    }
+    if (const tinyxml2::XMLElement* mimic = j.e->FirstChildElement("mimic"); mimic != nullptr) {
+      const char* leader = mimic->Attribute("joint");
+      if (leader == nullptr || !joint_names.contains(leader)) {
+        return InvalidArgument(source + ": joint '" + j.name + "' mimics joint '" + (leader ? leader : "") +
+                               "', which is not defined");
+      }
+    }
+  }
+  // One tree: exactly one link without a parent, and every link reachable from it.
+  std::vector<std::string> roots;
+  for (const std::string& l : out.links) {
+    if (!parent_of.contains(l)) roots.push_back(l);
+  }
+  if (roots.empty()) return InvalidArgument(source + ": the joints form a cycle: every link has a parent joint");
+  if (roots.size() > 1) {
+    std::string names;
+    for (const std::string& r : roots) names += (names.empty() ? "'" : ", '") + r + "'";
+    return InvalidArgument(source + ": the robot has several root links (" + names +
+                           "); every link but one must be the child of a joint");
+  }
+  std::map<std::string, std::vector<std::string>> children;
+  for (const J& j : joints) children[j.parent].push_back(j.child);
+  std::set<std::string> reached = {roots[0]};
+  std::vector<std::string> stack = {roots[0]};
+  while (!stack.empty()) {
+    const std::string l = stack.back();
+    stack.pop_back();
+    for (const std::string& c : children[l]) {
+      if (reached.insert(c).second) stack.push_back(c);
+    }
+  }
+  if (reached.size() != links.size()) {
+    std::string names;
+    for (const std::string& l : out.links) {
+      if (!reached.contains(l)) names += (names.empty() ? "'" : ", '") + l + "'";
+    }
+    return InvalidArgument(source + ": links " + names + " form a cycle not connected to root link '" + roots[0] + "'");
+  }
+  return out;
+}
+
+RigidTransform ToTransform(const urdf::Pose& pose) {
+  double x, y, z, w;
+  pose.rotation.getQuaternion(x, y, z, w);
+  Eigen::Quaterniond q(w, x, y, z);
+  return {q.normalized().toRotationMatrix(), Vec3(pose.position.x, pose.position.y, pose.position.z)};
+}
+
+bool Finite(const RigidTransform& X) { return X.R.allFinite() && X.p.allFinite(); }
+
+}  // namespace
+
+Result<std::shared_ptr<const MeshModel>> MeshCache::Get(const std::string& path, const Vec3& scale,
+                                                        const FileAccess& files) {
+  const Key key{path, {scale.x(), scale.y(), scale.z()}};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = models_.find(key); it != models_.end()) return it->second;
+  MeshLoadOptions options;
+  options.scale = scale;
+  options.files = files;
+  Result<TriangleMesh> mesh = LoadMesh(path, options);
+  if (!mesh.ok()) return mesh.error();
+  Result<std::shared_ptr<const MeshModel>> model = MeshModel::Build(std::move(mesh).value(), {}, path);
+  if (!model.ok()) return model.error();
+  models_.emplace(key, model.value());
+  return model;
+}
+
+size_t MeshCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return models_.size();
+}
+
+Result<std::string> ResolveMeshUri(const std::string& uri, const RobotLoadOptions& options) {
+  UriResolver resolver(options);
+  return resolver.Resolve(uri);
+}
+
+Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfFile(const std::string& urdf_path,
+                                                                   const std::string& srdf_path,
+                                                                   const RobotLoadOptions& options) {
+  Result<std::string> urdf = ReadFileUnder(options.files, urdf_path);
+  if (!urdf.ok()) {
+    return options.files.confined ? urdf.error() : NotFound("cannot read URDF file '" + urdf_path + "'");
+  }
+  std::string srdf;
+  if (!srdf_path.empty()) {
+    Result<std::string> text = ReadFileUnder(options.files, srdf_path);
+    if (!text.ok()) {
+      return options.files.confined ? text.error() : NotFound("cannot read SRDF file '" + srdf_path + "'");
+    }
+    srdf = std::move(text).value();
+  }
+  RobotLoadOptions with_dir = options;
+  if (with_dir.urdf_dir.empty()) with_dir.urdf_dir = Canonical(fs::path(urdf_path).parent_path().empty()
+                                                                   ? fs::path(".")
+                                                                   : fs::path(urdf_path).parent_path());
+  auto model = FromUrdfString(urdf.value(), srdf, with_dir);
+  if (!model.ok()) {
+    Error e = model.error();
+    e.message = urdf_path + ": " + e.message;
+    return e;
+  }
+  return model;
+}
+
+Result<std::vector<std::string>> RobotModel::CollisionMeshFiles(std::string_view urdf_xml,
+                                                                 const RobotLoadOptions& options) {
+  Result<UrdfOutline> outline = OutlineUrdf(urdf_xml, "URDF");
+  if (!outline.ok()) return outline.error();
+  const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
+  if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
+  UriResolver resolver(options);
+  std::vector<std::string> files;
+  for (const std::string& name : outline.value().links) {
+    const urdf::LinkConstSharedPtr link = parsed->getLink(name);
+    if (!link) continue;
+    for (const urdf::CollisionSharedPtr& c : link->collision_array) {
+      if (!c || !c->geometry || c->geometry->type != urdf::Geometry::MESH) continue;
+      const auto& m = static_cast<const urdf::Mesh&>(*c->geometry);
+      Result<std::string> path = resolver.Resolve(m.filename);
+      if (!path.ok()) return Error{path.error().code, "URDF: link '" + name + "': " + path.error().message};
+      files.push_back(path.value());
+    }
+  }
+  return files;
+}
+
+Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string_view urdf_xml,
+                                                                     std::string_view srdf_xml,
+                                                                     const RobotLoadOptions& options) {
+  Result<UrdfOutline> outline = OutlineUrdf(urdf_xml, "URDF");
+  if (!outline.ok()) return outline.error();
+  const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
+  if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
+
+  // The outline comes from tinyxml2 and `parsed` from urdfdom's TinyXML, which read some names
+  // differently (character references, entities, white space): a name one of them lacks is refused,
+  // never looked up as if both agreed.
+  const auto read_differently = [](const std::string& what) {
+    return ParseError("URDF: urdfdom reads " + what +
+                      " differently from the XML outline (an entity, character reference or white space in a "
+                      "name?)");
+  };
+  std::shared_ptr<RobotModel> model(new RobotModel());
+  model->name_ = parsed->getName();
+  std::map<std::string, LinkIndex> link_index;
+  for (const std::string& name : outline.value().links) {
+    link_index[name] = static_cast<LinkIndex>(model->links_.size());
+    model->links_.push_back(Link{name, -1, {}, {}});
+  }
+  std::map<std::string, JointIndex> joint_index;
+  for (const std::string& name : outline.value().joints) {
+    joint_index[name] = static_cast<JointIndex>(joint_index.size());
+  }
+
+  // Joints, in document order.
+  std::vector<JointIndex> mimic_leader;
+  for (const std::string& name : outline.value().joints) {
+    const urdf::JointConstSharedPtr uj = parsed->getJoint(name);
+    if (!uj) return read_differently("joint '" + name + "'");
+    const auto parent = link_index.find(uj->parent_link_name);
+    const auto child = link_index.find(uj->child_link_name);
+    if (parent == link_index.end() || child == link_index.end()) {
+      return read_differently("the links of joint '" + name + "'");
+    }
+    Joint j;
+    j.name = name;
+    j.parent_link = parent->second;
+    j.child_link = child->second;
+    j.X_PJ = ToTransform(uj->parent_to_joint_origin_transform);
+    if (!Finite(j.X_PJ)) return InvalidArgument("URDF: joint '" + name + "' has a non-finite <origin>");
+    switch (uj->type) {
+      case urdf::Joint::REVOLUTE: j.type = JointType::kRevolute; break;
+      case urdf::Joint::CONTINUOUS: j.type = JointType::kContinuous; break;
+      case urdf::Joint::PRISMATIC: j.type = JointType::kPrismatic; break;
+      case urdf::Joint::FIXED: j.type = JointType::kFixed; break;
+      default: return InvalidArgument("URDF: joint '" + name + "' has an unsupported type");
+    }
+    if (j.type != JointType::kFixed) {
+      const Vec3 axis(uj->axis.x, uj->axis.y, uj->axis.z);
+      if (!axis.allFinite() || axis.norm() < 1e-12) {
+        return InvalidArgument("URDF: joint '" + name + "' has a zero or non-finite <axis>");
+      }
+      j.axis_J = axis.normalized();
+    }
+    if (j.type == JointType::kRevolute || j.type == JointType::kPrismatic) {
+      if (!uj->limits) return InvalidArgument("URDF: joint '" + name + "' has no <limit>");
+      j.lower = uj->limits->lower;
+      j.upper = uj->limits->upper;
+      if (!(j.lower <= j.upper)) {
+        std::ostringstream msg;
+        msg << "URDF: joint '" << name << "' has lower limit " << j.lower << " above upper limit " << j.upper;
+        return InvalidArgument(msg.str());
+      }
+    } else if (j.type == JointType::kContinuous) {
+      j.lower = -std::numeric_limits<double>::infinity();
+      j.upper = std::numeric_limits<double>::infinity();
+    }
+    if (uj->limits) j.velocity_limit = uj->limits->velocity;
+    JointIndex leader = -1;
+    if (uj->mimic && j.type != JointType::kFixed) {
+      const auto mimicked = joint_index.find(uj->mimic->joint_name);
+      if (mimicked == joint_index.end()) return read_differently("the joint that joint '" + name + "' mimics");
+      leader = mimicked->second;
+      j.mimic_multiplier = uj->mimic->multiplier;
+      j.mimic_offset = uj->mimic->offset;
+      if (!std::isfinite(j.mimic_multiplier) || !std::isfinite(j.mimic_offset)) {
+        return InvalidArgument("URDF: joint '" + name + "' has a non-finite <mimic>");
+      }
+    }
+    mimic_leader.push_back(leader);
+    model->joints_.push_back(std::move(j));
+  }
+
+  // Collision geometry; <visual> is never read.
+  RobotLoadOptions load = options;
+  if (!load.mesh_cache) load.mesh_cache = std::make_shared<MeshCache>();
+  UriResolver resolver(load);
+  for (Link& link : model->links_) {
+    const urdf::LinkConstSharedPtr ul = parsed->getLink(link.name);
+    if (!ul) return read_differently("link '" + link.name + "'");
+    for (size_t c = 0; c < ul->collision_array.size(); ++c) {
+      const urdf::CollisionSharedPtr& col = ul->collision_array[c];
+      const std::string what = "URDF: collision " + std::to_string(c) + " of link '" + link.name + "'";
+      if (!col || !col->geometry) return InvalidArgument(what + " has no geometry");
+      LinkGeometry g;
+      g.name = col->name;
+      g.X_LG = ToTransform(col->origin);
+      if (!Finite(g.X_LG)) return InvalidArgument(what + " has a non-finite <origin>");
+      const urdf::Geometry& geom = *col->geometry;
+      switch (geom.type) {
+        case urdf::Geometry::BOX: {
+          const auto& d = static_cast<const urdf::Box&>(geom).dim;
+          g.type = ShapeType::kBox;
+          g.box_size = Vec3(d.x, d.y, d.z);
+          if (!g.box_size.allFinite() || (g.box_size.array() < 0).any()) {
+            return InvalidArgument(what + " has a negative or non-finite <box size>");
+          }
+          break;
+        }
+        case urdf::Geometry::SPHERE:
+          g.type = ShapeType::kSphere;
+          g.radius = static_cast<const urdf::Sphere&>(geom).radius;
+          if (!std::isfinite(g.radius) || g.radius < 0) return InvalidArgument(what + " has a bad <sphere radius>");
+          break;
+        case urdf::Geometry::CYLINDER:
+          g.type = ShapeType::kCylinder;
+          g.radius = static_cast<const urdf::Cylinder&>(geom).radius;
+          g.length = static_cast<const urdf::Cylinder&>(geom).length;
+          if (!std::isfinite(g.radius) || g.radius < 0 || !std::isfinite(g.length) || g.length < 0) {
+            return InvalidArgument(what + " has a bad <cylinder radius length>");
+          }
+          break;
+        case urdf::Geometry::MESH: {
+          const auto& m = static_cast<const urdf::Mesh&>(geom);
+          g.type = ShapeType::kMesh;
+          g.mesh_scale = Vec3(m.scale.x, m.scale.y, m.scale.z);
+          if (!g.mesh_scale.allFinite() || (g.mesh_scale.array() == 0).any()) {
+            return InvalidArgument(what + " has a zero or non-finite <mesh scale>");
+          }
+          Result<std::string> path = resolver.Resolve(m.filename);
+          if (!path.ok()) return Error{path.error().code, what + ": " + path.error().message};
+          g.mesh_path = path.value();
+          Result<std::shared_ptr<const MeshModel>> mesh = Error{};
+          if (g.mesh_path.starts_with(kUploadedFilePrefix)) {
+            // An uploaded file: parsed from its bytes (its extension tells the format).
+            const std::string& bytes = load.uploaded_files.at(m.filename);
+            MeshLoadOptions mesh_options;
+            mesh_options.scale = g.mesh_scale;
+            Result<TriangleMesh> loaded = LoadMeshFromMemory(
+                bytes, fs::path(m.filename).extension().string(), "uploaded file '" + m.filename + "'", mesh_options);
+            mesh = loaded.ok() ? MeshModel::Build(std::move(loaded).value(), {}, m.filename)
+                               : Result<std::shared_ptr<const MeshModel>>(loaded.error());
+          } else {
+            mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files);
+          }
+          if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
+          g.mesh = mesh.value();
+          // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.
+          if (auto hull = ConvexPolytope::Build(g.mesh->mesh(), g.mesh_path); hull.ok()) {
+            g.hull = hull.value();
+            g.hull_is_surface = IsHullSurface(g.mesh->mesh(), *g.hull, kHullSurfaceTolerance);
+          }
+          break;
+        }
+        default:
+          return InvalidArgument(what + " has an unknown geometry type");
+      }
+      link.geometries.push_back(std::move(g));
+    }
+  }
+
+  if (!srdf_xml.empty()) {
+    Result<Srdf> srdf = ParseSrdf(srdf_xml, "SRDF");
+    if (!srdf.ok()) return srdf.error();
+    model->srdf_ = std::move(srdf).value();
+  }
+  if (Status s = model->Finalize(mimic_leader); !s.ok()) return s.error();
+  return std::shared_ptr<const RobotModel>(std::move(model));
+}
+
+}  // namespace proximity::core
