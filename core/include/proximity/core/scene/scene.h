@@ -278,6 +278,10 @@ struct SceneCache {
   std::vector<HullWarmStart> hull_caches;
 };
 
+namespace internal {
+class CertifiedMotion;
+}  // namespace internal
+
 /// A robot in a world, immutable once built.
 class Scene {
  public:
@@ -358,6 +362,8 @@ class Scene {
   bool AllowedLinkLink(int32_t a, int32_t b) const { return AllowedEntities(a, b); }
 
  private:
+  friend class internal::CertifiedMotion;  // certified LINK's walker (src/scene/motion_certified.cc)
+
   Scene() = default;
 
   // A robot geometry: link, the geometry and its pose in the link frame, and its bound in its frame.

@@ -1,0 +1,82 @@
+#pragma once
+/// @file
+/// What the scene's source files share and nobody outside them sees: the convex stand-ins of a
+/// geometry pair, request checks, step counts and the constants of the motion checks.
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <variant>
+
+#include "proximity/core/base/result.h"
+#include "proximity/core/narrowphase/gjk.h"
+#include "proximity/core/scene/scene.h"
+
+namespace proximity::core::internal {
+
+inline bool Overlap(const Aabb& a, const Aabb& b) {
+  return (a.min.array() <= b.max.array()).all() && (b.min.array() <= a.max.array()).all();
+}
+
+inline Obb GeometryBox(const Geometry& g) { return g.is_mesh() ? g.mesh->obb(0) : ShapeBoundingObb(g.shape); }
+
+// Calls f(ca, X_a, cb, X_b) with the convex stand-ins of a and b when one is a mesh with a hull and the
+// other a primitive or a mesh with a hull (the mesh's side always first), and returns true; false when
+// there is no such pair (two primitives are tested exactly anyway).
+template <class F>
+bool WithHulls(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b, F&& f) {
+  const bool hull_a = a.is_mesh() && a.hull != nullptr;
+  const bool hull_b = b.is_mesh() && b.hull != nullptr;
+  if (hull_a && hull_b) {
+    f(*a.hull, X_a, *b.hull, X_b);
+    return true;
+  }
+  // Otherwise one side must be a mesh with a hull and the other a primitive.
+  const bool mesh_and_primitive = (hull_a && !b.is_mesh()) || (hull_b && !a.is_mesh());
+  if (!mesh_and_primitive) return false;
+  const ConvexPolytope& hull = hull_a ? *a.hull : *b.hull;
+  const RigidTransform& X_hull = hull_a ? X_a : X_b;
+  const Geometry& other = hull_a ? b : a;
+  const RigidTransform& X_other = hull_a ? X_b : X_a;
+  std::visit(
+      [&](const auto& shape) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(shape)>, std::shared_ptr<const ConvexPolytope>>) {
+          f(hull, X_hull, *shape, X_other);
+        } else {
+          f(hull, X_hull, shape, X_other);
+        }
+      },
+      other.shape);
+  return true;
+}
+
+// Certified lower bound (m) on the distance between the convex stand-ins of a and b (WithHulls), GJK
+// stopping once it reaches `target`; -1 when there are none. (distance.cc)
+double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                      double target, QueryStats* stats, GjkCache* cache);
+
+// The distance (m) the self-clearance maps give up per cell (their grid is made fine enough that the
+// pair moves at most this much relative to each other within a cell), and their size limit. A wrist's
+// links keep a few centimetres apart; on the MotionBenchMaker problems 1.5 cm still decides 99.6% of
+// the look-ups while a plan fills a seventh of the cells 4 mm would need.
+constexpr double kSelfClearanceLoss = 0.015;
+constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 18;
+
+// A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
+// (state_check.cc)
+Status CheckClearance(double clearance);
+
+// The number of steps a sampled check of a segment of `length` takes at `resolution`: an error naming
+// `field` unless the resolution is finite and > 0 and the steps stay within kMaxMotionSteps.
+// (motion_check.cc)
+Result<int64_t> MotionSteps(double length, double resolution, const char* field);
+
+// The Euclidean length of the joint-space segment q0 -> q1. (motion_check.cc)
+double SegmentLength(std::span<const double> q0, std::span<const double> q1);
+
+// How often the motion checks ask a request's `stop`: every this many states (a power of two).
+constexpr int64_t kStopPollStates = 8;
+
+}  // namespace proximity::core::internal

@@ -1,0 +1,294 @@
+/// @file
+/// CLEAR(q): posing the robot's parts, the broad phase, the exact pair tests behind hull and box
+/// early-outs, and the lazily filled self-clearance maps.
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "proximity/core/scene/scene.h"
+#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/query_internal.h"
+#include "robot/self_clearance.h"
+#include "scene/scene_internal.h"
+
+namespace proximity::core {
+
+using namespace internal;  // scene_internal.h
+
+Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG) {
+  const Mat3 R = X_WG.R * box_G.R_MB;
+  const Vec3 c = X_WG * box_G.center;
+  const Vec3 half = R.cwiseAbs() * box_G.half_extents;
+  Aabb out;
+  out.min = c - half;
+  out.max = c + half;
+  return out;
+}
+
+Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b, const RigidTransform& X_WB,
+                       bool* colliding, QueryStats* stats) {
+  CollisionResult r;
+  Status s;
+  if (a.is_mesh() && b.is_mesh()) {
+    s = Collide(*a.mesh, X_WA, *b.mesh, X_WB, {}, &r);
+  } else if (a.is_mesh()) {
+    s = CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {}, &r);
+  } else if (b.is_mesh()) {
+    s = CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {}, &r);
+  } else {
+    s = CollideShapes(a.shape, X_WA, b.shape, X_WB, {}, &r);
+  }
+  *colliding = r.colliding;
+  if (stats != nullptr) *stats += r.stats;
+  return s;
+}
+
+namespace internal {
+
+// A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
+Status CheckClearance(double clearance) {
+  if (std::isfinite(clearance) && clearance >= 0.0 && clearance <= kWorldExtent) return {};
+  return InvalidArgument("clearance must be finite, >= 0 and <= " + FormatNumber(kWorldExtent) + " m, got " +
+                         FormatNumber(clearance));
+}
+
+}  // namespace internal
+
+namespace {
+
+// Whether the convex stand-ins of a and b (WithHulls) provably keep more than `padding` apart, which
+// proves the geometries do. ISA-GJK stops at the first separating axis; with padding, GJK stops once
+// its certified lower bound passes the padding.
+bool HullsApart(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                double padding, QueryStats* stats, GjkCache* cache) {
+  bool apart = false;
+  const bool tested = WithHulls(a, X_a, b, X_b, [&](const auto& ca, const RigidTransform& X_ca, const auto& cb,
+                                                    const RigidTransform& X_cb) {
+    if (padding <= 0.0) {
+      apart = !GjkIntersect(ca, X_ca, cb, X_cb, cache).intersecting;
+    } else {
+      GjkOptions options;
+      options.lower_bound_target = std::nextafter(padding, std::numeric_limits<double>::infinity());
+      apart = GjkDistance(ca, X_ca, cb, X_cb, cache, options).lower_bound > padding;
+    }
+  });
+  if (tested && stats != nullptr) ++stats->bv_tests;
+  return apart;
+}
+
+// Whether two boxes posed in the world overlap (the 15-axis test): the first test of every hierarchy
+// walk, done here without setting a walk up, so that pairs near each other but apart cost one test.
+bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
+  const Mat3 R_ab = a.R_MB.transpose() * b.R_MB;
+  const Vec3 T = a.R_MB.transpose() * (b.center - a.center);
+  return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
+}
+
+}  // namespace
+
+double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q) const {
+  const internal::SelfClearanceMap* map = pair.clearance_map;
+  if (map == nullptr) return -1.0;
+  const int64_t cell = map->Cell(q);
+  if (cell < 0) return -1.0;
+  const float stored = map->cells[cell].load(std::memory_order_relaxed);
+  if (!std::isnan(stored)) return stored;
+  // First use: the stand-ins' distance at the grid point (the other joints do not move the pair
+  // relative to each other, so their values do not matter), less the loss, rounded down to a float.
+  // Scratch per thread; consecutive fills of one map start GJK from the last one's answer (a plan
+  // moves through neighbouring cells). Keyed by the map's serial: a map freed and another made at the
+  // same address must not inherit a simplex on other shapes.
+  struct FillScratch {
+    uint64_t map = 0;
+    GjkCache gjk;
+    std::vector<double> q;
+    std::vector<RigidTransform> X_WL;
+  };
+  thread_local FillScratch scratch;
+  if (scratch.map != map->serial) {
+    scratch.map = map->serial;
+    scratch.gjk = GjkCache();
+  }
+  double values[2];
+  map->GridPoint(cell, values);
+  scratch.q = robot_->DefaultConfiguration();
+  for (int32_t d = 0; d < map->dims; ++d) scratch.q[static_cast<size_t>(map->active[d])] = values[d];
+  if (!robot_->ForwardKinematics(scratch.q, &scratch.X_WL, RigidTransform()).ok()) return -1.0;
+  const RobotPart& a = robot_parts_[pair.a];
+  const RobotPart& b = robot_parts_[pair.b];
+  const double lower =
+      HullLowerBound(a.geometry, scratch.X_WL[a.link] * a.X_LG, b.geometry, scratch.X_WL[b.link] * b.X_LG,
+                     std::numeric_limits<double>::infinity(), nullptr, &scratch.gjk);
+  const double bound = std::max(0.0, lower - map->loss);
+  float value = static_cast<float>(bound);
+  if (static_cast<double>(value) > bound) value = std::nextafter(value, 0.0f);
+  map->cells[cell].store(value, std::memory_order_relaxed);
+  return value;
+}
+
+Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_view link_b,
+                                         std::span<const double> q) const {
+  if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s.error();
+  const Result<LinkIndex> a = robot_->FindLink(link_a);
+  if (!a.ok()) return a.error();
+  const Result<LinkIndex> b = robot_->FindLink(link_b);
+  if (!b.ok()) return b.error();
+  for (const SelfPair& sp : self_pairs_) {
+    const RobotPart& pa = robot_parts_[sp.a];
+    const RobotPart& pb = robot_parts_[sp.b];
+    if (pa.geometry_index != 0 || pb.geometry_index != 0) continue;
+    if ((pa.link == a.value() && pb.link == b.value()) || (pa.link == b.value() && pb.link == a.value())) {
+      return SelfPairClearance(sp, q);
+    }
+  }
+  return -1.0;
+}
+
+bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                         double padding, QueryStats* stats, GjkCache* hull_cache) {
+  if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, hull_cache)) return false;
+  if (padding <= 0.0) {
+    // Poses and shapes of a built scene are valid: the unvalidated entry points.
+    CollisionResult r;
+    if (a.is_mesh() && b.is_mesh()) {
+      internal::CollideTrusted(*a.mesh, X_a, *b.mesh, X_b, {}, &r);
+    } else if (a.is_mesh()) {
+      internal::CollideMeshShapeTrusted(*a.mesh, X_a, b.shape, X_b, {}, &r);
+    } else if (b.is_mesh()) {
+      internal::CollideMeshShapeTrusted(*b.mesh, X_b, a.shape, X_a, {}, &r);
+    } else {
+      r.colliding = internal::ShapesIntersectTrusted(a.shape, X_a, b.shape, X_b);
+      r.stats.triangle_tests = 1;
+    }
+    if (stats != nullptr) *stats += r.stats;
+    return r.colliding;
+  }
+  // Padded: an exact distance walk that stops as soon as it proves the distance is at least the
+  // padding, or finds points closer than it. Its interval is exact to 1e-12 relative otherwise.
+  DistanceRequest request;
+  request.max_distance = padding;
+  request.stop_below = padding;
+  DistanceResult r;
+  (void)GeometryDistance(a, X_a, b, X_b, request, &r);
+  if (stats != nullptr) *stats += r.stats;
+  return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
+}
+
+bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateResult* out) const {
+  if (broad_.empty()) return false;
+  const RobotPart& rp = robot_parts_[i];
+  const RigidTransform& X_WG = cache->X_WG[i];
+  const Aabb& bounds = cache->part_bounds[i];
+  int32_t stack[64];
+  int32_t top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const BroadNode& n = broad_[stack[--top]];
+    if (!Overlap(n.bounds, bounds)) continue;
+    if (n.count == 0) {
+      stack[top++] = n.first;
+      stack[top++] = n.first + 1;
+      continue;
+    }
+    for (int32_t k = n.first; k < n.first + n.count; ++k) {
+      const WorldPart& wp = world_parts_[k];
+      if (!Overlap(wp.bounds, bounds) || AllowedEntityObject(rp.entity, wp.object)) continue;
+      const ObjectPart& part = objects_[wp.object].parts[wp.part];
+      ++out->pairs_tested;
+      ++out->stats.bv_tests;
+      if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) continue;
+      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
+                       HullCache(cache, WorldPairCache(i, k)))) {
+        out->free = false;
+        out->contact = WorldContact(i, wp.object);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+GjkCache* Scene::HullCache(SceneCache* cache, size_t index) const {
+  // At most this many pairs keep a warm start (about 26 MB of them); larger scenes start GJK cold.
+  constexpr size_t kMaxHullCaches = 1 << 16;
+  const size_t n = SelfPairCache(self_pairs_.size());
+  if (n > kMaxHullCaches) return nullptr;
+  if (cache->hull_caches.size() < n) cache->hull_caches.resize(n);
+  SceneCache::HullWarmStart& entry = cache->hull_caches[index];
+  if (entry.scene != serial_) {
+    entry.gjk = GjkCache();
+    entry.scene = serial_;
+  }
+  return &entry.gjk;
+}
+
+Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double margin) const {
+  cache->X_WL.resize(robot_->links().size());
+  if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
+  cache->X_WG.resize(robot_parts_.size());
+  cache->part_bounds.resize(robot_parts_.size());
+  cache->part_boxes.resize(robot_parts_.size());
+  for (size_t i = 0; i < robot_parts_.size(); ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    const RigidTransform& X_WL = cache->X_WL[rp.link];
+    if (rp.identity_X_LG) {
+      cache->X_WG[i] = X_WL;
+    } else {
+      cache->X_WG[i] = X_WL * rp.X_LG;
+    }
+    Obb& box = cache->part_boxes[i];
+    box.R_MB.noalias() = X_WL.R * rp.R_LB;
+    box.center = X_WL * rp.p_LBo;
+    const double grow = rp.padding + margin;
+    box.half_extents = rp.local_box.half_extents.array() + grow;
+    const Vec3 half = box.R_MB.cwiseAbs() * rp.local_box.half_extents + Vec3::Constant(grow);
+    Aabb& b = cache->part_bounds[i];
+    b.min = box.center - half;
+    b.max = box.center + half;
+  }
+  return {};
+}
+
+Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result, double clearance) const {
+  if (Status s = CheckClearance(clearance); !s.ok()) {
+    *result = StateResult();
+    return s;
+  }
+  return CheckStateWith(q, clearance, cache, result);
+}
+
+Status Scene::CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache,
+                             StateResult* result) const {
+  *result = StateResult();
+  if (Status s = PoseParts(q, cache, clearance); !s.ok()) return s;  // rejects a wrong size or NaN
+  result->within_limits = robot_->WithinLimits(q);
+  result->free = true;
+  const std::vector<RigidTransform>& X_WG = cache->X_WG;
+  for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
+    if (CollideWorld(i, clearance, cache, result)) return {};
+  }
+  for (size_t s = 0; s < self_pairs_.size(); ++s) {
+    const SelfPair& sp = self_pairs_[s];
+    const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance;
+    // A wrist's links: the precomputed map decides most states with one look-up.
+    if (sp.clearance_map != nullptr && SelfPairClearance(sp, q) > padding) continue;
+    if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
+    ++result->pairs_tested;
+    ++result->stats.bv_tests;
+    if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
+    if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b], padding,
+                     &result->stats,
+                     HullCache(cache, SelfPairCache(s)))) {
+      result->free = false;
+      result->contact = SelfContact(sp.a, sp.b);
+      return {};
+    }
+  }
+  return {};
+}
+
+}  // namespace proximity::core
