@@ -1,4 +1,6 @@
 #include "proximity/core/contact/contact.h"
+// Also checks helpers of the contact module (src/contact/contact_impl.h).
+#include "contact/contact_impl.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proximity/core/contact/contact.h"
+#include "contact/contact_impl.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The contact.h algorithms compiled once for every pair of convex shape types (PROX_FOR_EACH_CONVEX_PAIR);
 // the header declares these instances extern.
-#include "proximity/core/contact/contact.h"
+#include "contact/contact_impl.h"
 
 namespace proximity::core {
 

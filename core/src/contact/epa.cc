@@ -1,4 +1,4 @@
-#include "proximity/core/contact/epa.h"
+#include "contact/epa_impl.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The epa.h algorithms compiled once for every pair of convex shape types (PROX_FOR_EACH_CONVEX_PAIR);
 // the header declares these instances extern.
-#include "proximity/core/contact/epa.h"
+#include "contact/epa_impl.h"
 
 namespace proximity::core {
 
