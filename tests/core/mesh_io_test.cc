@@ -556,6 +556,28 @@ TEST(LoadMeshErrors, ColladaIndexListWithAStrayByte) {
   EXPECT_TRUE(LoadMeshFromMemory(ReadBytes(Fixture("boxes_z_up.dae")), "dae", "fixture").ok());
 }
 
+// Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 5): a primitive with a count and no inputs made
+// assimp dereference a null pointer (a crash of the process that loads it).
+TEST(LoadMeshErrors, ColladaPrimitiveWithoutVertexInput) {
+  const std::string crash = "<COLLADA><library_geometries><geometry><mesh><polylist count=\"1\"></polylist></mesh>"
+                            "</geometry></library_geometries></COLLADA>";
+  ExpectError(LoadMeshFromMemory(crash, "dae", "no inputs"), ErrorCode::kParseError, "no inputs", "<polylist>");
+  ExpectError(LoadMeshFromMemory(crash, "", "no hint"), ErrorCode::kParseError, "no hint", "VERTEX");
+  // Self-closing, and with inputs other than VERTEX, in every primitive kind.
+  for (const std::string kind : {"triangles", "polylist", "polygons", "trifans", "tristrips", "lines", "linestrips"}) {
+    const std::string closed = "<COLLADA><library_geometries><geometry><mesh><" + kind +
+                               " count=\"2\"/></mesh></geometry></library_geometries></COLLADA>";
+    ExpectError(LoadMeshFromMemory(closed, "dae", kind), ErrorCode::kParseError, kind, "<" + kind + ">");
+    const std::string normal_only = "<COLLADA><library_geometries><geometry><mesh><" + kind +
+                                    " count=\"1\"><input semantic=\"NORMAL\" source=\"#n\" offset=\"0\"/>"
+                                    "<p>0 1 2</p></" + kind + "></mesh></geometry></library_geometries></COLLADA>";
+    ExpectError(LoadMeshFromMemory(normal_only, "dae", kind), ErrorCode::kParseError, kind, "VERTEX");
+  }
+  // A file whose primitives have their VERTEX input still loads, from memory and from a file.
+  EXPECT_TRUE(LoadMeshFromMemory(ReadBytes(Fixture("boxes_z_up.dae")), "dae", "fixture").ok());
+  EXPECT_TRUE(LoadMesh(Fixture("boxes_z_up.dae")).ok());
+}
+
 TEST(LoadMeshErrors, PlyFaceIndexOutOfRange) {
   std::string text = ReadBytes(Fixture("box_2x3x4.ply"));
   const std::string last_face = "4 3 0 4 7";

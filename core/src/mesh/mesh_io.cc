@@ -359,6 +359,43 @@ std::optional<std::string> CheckColladaIndexLists(std::string_view bytes) {
   return std::nullopt;
 }
 
+/// Every COLLADA mesh primitive (<triangles>, <polylist>, <polygons>, <trifans>, <tristrips>, <lines>,
+/// <linestrips>) must have an <input> with semantic VERTEX, as the COLLADA schema requires: assimp 5.2.5
+/// dereferences that input without looking (a <polylist count="1"> with no input was a null dereference
+/// inside assimp). A primitive without one has no geometry anyway. The scan is textual, like the index-list
+/// check: an element's content runs to its closing tag (or the end of the bytes).
+std::optional<std::string> CheckColladaPrimitiveInputs(std::string_view bytes) {
+  static constexpr std::string_view kPrimitives[] = {"triangles", "polylist",  "polygons",  "trifans",
+                                                     "tristrips", "lines",     "linestrips"};
+  for (const std::string_view name : kPrimitives) {
+    const std::string open = "<" + std::string(name);
+    const std::string close = "</" + std::string(name);
+    for (size_t at = bytes.find(open); at != std::string_view::npos; at = bytes.find(open, at + 1)) {
+      const size_t after = at + open.size();
+      if (after >= bytes.size()) break;
+      const char c = bytes[after];
+      if (c != '>' && c != '/' && !std::isspace(static_cast<unsigned char>(c))) continue;  // <linestrips> for <lines>
+      const size_t open_end = bytes.find('>', after);
+      const bool empty = open_end == std::string_view::npos || bytes[open_end - 1] == '/';
+      size_t end = empty ? open_end : bytes.find(close, open_end);
+      if (end == std::string_view::npos) end = bytes.size();
+      const std::string_view content = empty ? std::string_view() : bytes.substr(open_end + 1, end - open_end - 1);
+      bool vertex_input = false;
+      for (size_t in = content.find("<input"); in != std::string_view::npos && !vertex_input;
+           in = content.find("<input", in + 1)) {
+        const size_t in_end = content.find('>', in);
+        const std::string_view tag = content.substr(in, in_end == std::string_view::npos ? std::string_view::npos : in_end - in);
+        vertex_input = tag.find("VERTEX") != std::string_view::npos;
+      }
+      if (!vertex_input) {
+        return "COLLADA <" + std::string(name) + "> at byte " + std::to_string(at) +
+               " has no <input semantic=\"VERTEX\">";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // ----------------------------------------------------------------------------------------------------------
 // What assimp may read besides the bytes it is given: nothing.
 
@@ -574,6 +611,9 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
     }
     if (LooksLikeCollada(extension, bytes.value())) {
       if (auto bad = CheckColladaIndexLists(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
+      if (auto bad = CheckColladaPrimitiveInputs(bytes.value())) {
+        return ParseError("cannot parse " + label + ": " + *bad);
+      }
     }
     std::string why;
     const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension, &why);
@@ -597,6 +637,7 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     }
     if (LooksLikeCollada(hint, bytes)) {
       if (auto bad = CheckColladaIndexLists(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+      if (auto bad = CheckColladaPrimitiveInputs(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
     }
     std::string why;
     const aiScene* scene = ReadWithAssimp(importer, bytes, hint, &why);
