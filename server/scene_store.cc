@@ -73,6 +73,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
   info.set_version(version);
   info.set_parent_scene_id(parent);
   info.set_robot_name(robot.name());
+  for (const std::string& warning : scene.warnings()) info.add_warnings(warning);
   int64_t triangles = 0;
   for (int32_t i = 0; i < robot.num_positions(); ++i) {
     const core::Joint& joint = robot.joint(robot.active_joints()[static_cast<size_t>(i)]);

@@ -135,6 +135,29 @@ class ServiceErrorTest : public ServiceTest {
   Snapshot before_;
 };
 
+// Allowed pairs naming neither a link nor an object are accepted (as MoveIt accepts them) and reported
+// in the scene's warnings, by CreateScene and GetScene alike; pairs naming objects apply to them.
+TEST_F(ServiceTest, AllowedPairsNamingUnknownThingsAreAcceptedWithAWarning) {
+  v1::CreateSceneRequest r = PlanarRequest();
+  auto* pair = r.add_allowed_pairs();
+  pair->set_first("upper");
+  pair->set_second("no_such_link");
+  v1::CreateSceneResponse created;
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), r, &created).ok());
+  ASSERT_EQ(created.scene().warnings_size(), 1);
+  EXPECT_NE(created.scene().warnings(0).find("'no_such_link'"), std::string::npos) << created.scene().warnings(0);
+  v1::GetSceneRequest get;
+  get.set_scene_id(created.scene().scene_id());
+  v1::GetSceneResponse got;
+  ASSERT_TRUE(stub_->GetScene(Context().get(), get, &got).ok());
+  ASSERT_EQ(got.scene().warnings_size(), 1);
+  EXPECT_EQ(got.scene().warnings(0), created.scene().warnings(0));
+
+  v1::CreateSceneResponse plain;
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), PlanarRequest(), &plain).ok());
+  EXPECT_EQ(plain.scene().warnings_size(), 0);
+}
+
 TEST_F(ServiceErrorTest, UnknownSceneIsNotFound) {
   ExpectError(CheckState(Positions(probe_[0]), "0123456789abcdef0123456789abcdef"), grpc::StatusCode::NOT_FOUND,
               "0123456789abcdef0123456789abcdef");
@@ -294,11 +317,6 @@ TEST_F(ServiceErrorTest, BadScenesNameTheField) {
   r.set_default_padding(-0.01);
   ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "default_padding");
 
-  r = PlanarRequest();
-  auto* pair = r.add_allowed_pairs();
-  pair->set_first("upper");
-  pair->set_second("no_such_link");
-  ExpectError(CreateScene(r), grpc::StatusCode::INVALID_ARGUMENT, "no_such_link");
 
   r = PlanarRequest();
   r.mutable_objects(0)->set_operation(v1::CollisionObject::OPERATION_REMOVE);

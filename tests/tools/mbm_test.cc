@@ -736,6 +736,63 @@ world:
   EXPECT_TRUE(s.value().allowed_pairs.empty());
 }
 
+// MoveIt's rule for the allowed-collision matrix: entries naming the scene's objects apply to them, and
+// a name that is neither a link nor an object (matrices often list objects of other scenes) is accepted
+// and ignored, with one warning naming it.
+TEST(MbmTest, CollisionMatrixEntriesNamingObjectsApplyAndUnknownNamesWarn) {
+  auto robot = RobotModel::FromUrdfFile(testing::TestDataDir() + "/robots/planar_2link.urdf");
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  // A block around the middle of the upper link (which lies along x at z = 0.1 when q = 0).
+  const std::string world = R"(robot_model_name: planar_2link
+world:
+  collision_objects:
+    - id: block
+      primitives:
+        - {type: box, dimensions: [0.2, 0.3, 0.3]}
+      primitive_poses:
+        - {position: [0.5, 0, 0.1], orientation: [0, 0, 0, 1]}
+)";
+  const std::string acm = R"(allowed_collision_matrix:
+  entry_names: [upper, block, ghost, phantom]
+  entry_values:
+    - [false, true, true, false]
+    - [true, false, false, false]
+    - [true, false, false, true]
+    - [false, false, true, false]
+)";
+  const std::vector<double> q = {0.0, 0.0};
+  SceneCache cache;
+  StateResult r;
+
+  auto without = LoadMbmSceneFromString(world, "without.yaml");
+  ASSERT_TRUE(without.ok()) << without.error().message;
+  auto d0 = MbmSceneDescription(without.value(), robot.value());
+  ASSERT_TRUE(d0.ok()) << d0.error().message;
+  auto s0 = Scene::Build(d0.value());
+  ASSERT_TRUE(s0.ok()) << s0.error().message;
+  ASSERT_TRUE(s0.value()->CheckState(q, &cache, &r).ok());
+  EXPECT_FALSE(r.free) << "the block collides with the upper link";
+  EXPECT_TRUE(s0.value()->warnings().empty());
+
+  auto with = LoadMbmSceneFromString(world + acm, "with.yaml");
+  ASSERT_TRUE(with.ok()) << with.error().message;
+  auto d1 = MbmSceneDescription(with.value(), robot.value());
+  ASSERT_TRUE(d1.ok()) << d1.error().message;
+  auto s1 = Scene::Build(d1.value());
+  ASSERT_TRUE(s1.ok()) << s1.error().message;
+  ASSERT_TRUE(s1.value()->CheckState(q, &cache, &r).ok());
+  EXPECT_TRUE(r.free) << "the matrix allows (upper, block): " << r.contact.Describe(*s1.value());
+  ASSERT_EQ(s1.value()->warnings().size(), 1u) << "one warning for all unknown names";
+  const std::string& w = s1.value()->warnings()[0];
+  EXPECT_NE(w.find("'ghost'"), std::string::npos) << w;
+  EXPECT_NE(w.find("'phantom'"), std::string::npos) << w;
+  EXPECT_EQ(w.find("'block'"), std::string::npos) << w;
+  // The lower link is still checked against the block: rotated onto it, it collides.
+  const std::vector<double> folded = {0.0, M_PI};
+  ASSERT_TRUE(s1.value()->CheckState(folded, &cache, &r).ok());
+  EXPECT_FALSE(r.free) << "the matrix allows only (upper, block)";
+}
+
 TEST(MbmTest, MissingFilesAndFolders) {
   auto s = LoadMbmScene("/nonexistent/scene0001.yaml");
   ASSERT_FALSE(s.ok());

@@ -583,15 +583,9 @@ Result<SceneDescription> MbmSceneDescription(const MbmScene& scene, std::shared_
     }
     d.objects.push_back(std::move(o));
   }
-  for (const auto& [a, b] : scene.allowed_pairs) {
-    for (const std::string* name : {&a, &b}) {
-      if (!d.robot->FindLink(*name).ok()) {
-        return NotFound(scene.source + ": allowed_collision_matrix entry '" + *name + "' is not a link of robot '" +
-                        d.robot->name() + "'");
-      }
-    }
-    d.allowed_pairs.emplace_back(a, b);
-  }
+  // Entries naming links or the scene's objects apply to them; any other name is accepted as MoveIt
+  // accepts it, and the built scene warns about it (Scene::warnings).
+  d.allowed_pairs = scene.allowed_pairs;
   return d;
 }
 

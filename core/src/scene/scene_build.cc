@@ -244,6 +244,7 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     for (const std::string& t : d.attached[a].touch_links) allow(nl + a, static_cast<size_t>(entity(t)));
   }
   scene->entity_object_allowed_.assign(ne * no, 0);
+  std::set<std::string> unknown_names;  // sorted: the warning reads the same every time
   for (const auto& [first, second] : d.allowed_pairs) {
     const int32_t ea = entity(first), eb = entity(second);
     const auto oa = object_by_id.find(first), ob = object_by_id.find(second);
@@ -256,10 +257,18 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     } else if (oa != object_by_id.end() && ob != object_by_id.end()) {
       // Two world objects: never checked against each other anyway.
     } else {
-      const std::string& unknown = (ea < 0 && oa == object_by_id.end()) ? first : second;
-      return NotFound("scene: allowed pair ('" + first + "', '" + second + "') names '" + unknown +
-                      "', which is neither a robot link, an attached object nor a world object");
+      // A name that is nothing here (MoveIt's matrices often list objects of other scenes): the entry
+      // allows nothing that exists, so it is kept and ignored, with one warning for all such names.
+      for (const std::string* name : {&first, &second}) {
+        if (entity(*name) < 0 && !object_by_id.contains(*name)) unknown_names.insert(*name);
+      }
     }
+  }
+  if (!unknown_names.empty()) {
+    std::string list;
+    for (const std::string& name : unknown_names) list += (list.empty() ? "'" : ", '") + name + "'";
+    scene->warnings_.push_back("allowed pairs name " + list +
+                               ", neither robot links, attached objects nor world objects: those entries are ignored");
   }
 
   auto make_part = [](int32_t link, int32_t entity_index, int32_t attached, Geometry geometry,

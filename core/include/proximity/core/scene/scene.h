@@ -286,8 +286,9 @@ class CertifiedMotion;
 class Scene {
  public:
   /// Validates the description (robot present, unique object ids, shapes of positive size, finite
-  /// poses, every part and the robot's geometry within kWorldExtent of the origin, allowed pairs naming
-  /// existing links and objects) and builds the scene. Errors name the problem.
+  /// poses, every part and the robot's geometry within kWorldExtent of the origin) and builds the scene.
+  /// Errors name the problem. Allowed pairs naming unknown things are accepted and ignored, with a
+  /// warning (warnings()).
   [[nodiscard]] static Result<std::shared_ptr<const Scene>> Build(SceneDescription description);
 
   const RobotModel& robot() const { return *robot_; }
@@ -350,6 +351,10 @@ class Scene {
   SceneDescription Description() const;
   /// 0 for a built scene; +1 per Update.
   uint64_t version() const { return version_; }
+  /// What Build accepted but the user should hear about, one sentence each: allowed pairs naming
+  /// something that is neither a link, an attached object nor a world object (accepted and ignored, as
+  /// MoveIt does). Empty for most scenes.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   /// The padding of a link (metres).
   double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
   int32_t dof() const { return robot_->num_positions(); }
@@ -470,6 +475,7 @@ class Scene {
   std::vector<WorldObject> objects_;
   std::vector<AttachedObject> attached_;
   std::vector<std::pair<std::string, std::string>> allowed_pairs_;
+  std::vector<std::string> warnings_;
   double default_padding_ = 0.0;
   std::vector<std::pair<std::string, double>> padding_;
   std::vector<double> link_padding_;  ///< Per link.

@@ -141,8 +141,9 @@ core::Result<std::vector<std::string>> ListMbmFamilyDirs(const std::string& root
 core::Result<std::vector<MbmProblem>> LoadMbmProblems(const std::string& dir_or_family_dir);
 
 /// The scene an MBM problem describes for `robot`: every primitive as a Box, Cylinder or Sphere in the
-/// robot's root frame (the scene's world frame), and the ACM's allowed pairs. Errors name an ACM
-/// entry that is not a link of `robot`.
+/// robot's root frame (the scene's world frame), and the ACM's allowed pairs: entries naming links or
+/// the scene's objects apply to them, others are kept and ignored by the built scene with a warning
+/// (Scene::warnings), as MoveIt accepts them.
 [[nodiscard]] core::Result<core::SceneDescription> MbmSceneDescription(const MbmScene& scene,
                                                            std::shared_ptr<const core::RobotModel> robot);
 /// The request's start state in `robot`'s active joint order; values of joints that are fixed or mimic
