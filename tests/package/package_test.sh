@@ -57,7 +57,11 @@ while IFS= read -r private; do
   if [ -n "$(find "$prefix/include" -name "$name")" ]; then fail "private header $name was installed"; fi
 done < <(find "$src/core/src" -name '*.h')
 [ "$(ls "$prefix/include")" = "proximity" ] || fail "include/ holds more than proximity/: $(ls "$prefix/include")"
-ok "no private header installed"
+# Every project include of an installed header is installed too.
+while IFS= read -r included; do
+  [ -f "$prefix/include/$included" ] || fail "an installed header includes \"$included\", which is not installed"
+done < <(grep -rh '^#include "' "$prefix/include" | sed 's/^#include "\([^"]*\)".*/\1/' | sort -u)
+ok "no private header installed, every included header installed"
 
 # The exported targets carry neither this build's options (warnings, -march=native, sanitizers) nor a
 # path into the source or build tree.
