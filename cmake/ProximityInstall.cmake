@@ -97,8 +97,15 @@ foreach(program proximityd proximity-mesh proximity-scene proximity-bench)
     list(APPEND prox_programs ${program})
   endif()
 endforeach()
+# Shared libraries: the installed programs find them in ../lib, and each library finds the ones it
+# links beside itself (a consumer's RUNPATH does not reach a library's own dependencies).
 if(NOT PROX_PACKAGE_STATIC)
   set_target_properties(${prox_programs} PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  foreach(library proximity_core proximity_contact proximity_mbm proximity_planners proximity_planners_ompl)
+    if(TARGET ${library})
+      set_target_properties(${library} PROPERTIES INSTALL_RPATH "$ORIGIN")
+    endif()
+  endforeach()
 endif()
 install(TARGETS ${prox_programs} RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
