@@ -6,6 +6,9 @@ target_compile_options(proximity_warnings INTERFACE -Wall -Wextra -Wpedantic -Ws
 
 add_library(proximity_flags INTERFACE)
 add_library(proximity::flags ALIAS proximity_flags)
+set_target_properties(proximity_flags PROPERTIES EXPORT_NAME flags)
+# The public headers are C++20 (std::span and more): consumers compile them as such.
+target_compile_features(proximity_flags INTERFACE cxx_std_20)
 # Eigen's alignment stays at 16 bytes even with AVX enabled, so objects built here share Eigen's ABI with
 # Debian's prebuilt libraries (FCL in the tests and benchmarks).
 # These definitions are part of the ABI: consumers of an installed package get them through proximity::core.

@@ -1,0 +1,140 @@
+// A program outside the project, built against an installed proximity package (find_package): the
+// planar two-link arm of tests/data/robots among three blocks, CLEAR on known configurations, a plan
+// through the narrow passage re-checked densely by CLEAR, a signed distance map (proximity::contact) and a
+// MotionBenchMaker request (proximity::mbm). Exits 1 on any wrong answer.
+//
+// Usage: package_consumer <planar_2link.urdf>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proximity/core/contact/sdf.h"
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/scene.h"
+#include "proximity/mbm/mbm.h"
+#include "proximity/planners/planner.h"
+#include "proximity/planners/scene_validity.h"
+
+#if EIGEN_MAX_ALIGN_BYTES != 16
+#error "proximity::core must give its consumers EIGEN_MAX_ALIGN_BYTES=16 (proximity::flags)"
+#endif
+
+namespace {
+
+using proximity::core::Vec3;
+
+int failures = 0;
+
+void Expect(bool ok, const std::string& what) {
+  std::printf("%s: %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  if (!ok) ++failures;
+}
+
+proximity::core::WorldObject BoxObject(const std::string& id, const Vec3& lo, const Vec3& hi) {
+  proximity::core::WorldObject o;
+  o.id = id;
+  proximity::core::ObjectPart part;
+  part.geometry.shape = proximity::core::Box{0.5 * (hi - lo)};
+  part.X_WG.p = 0.5 * (hi + lo);
+  o.parts.push_back(part);
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace core = proximity::core;
+  namespace planners = proximity::planners;
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <planar_2link.urdf>\n", argv[0]);
+    return 2;
+  }
+
+  // The arm (links 1.0 and 0.5 long in the plane z = 0.1) and a block beyond the upper link's reach at
+  // q1 = 0, with neighbours above and below: passing q1 = 0 takes a folded elbow.
+  auto robot = core::RobotModel::FromUrdfFile(argv[1]);
+  if (!robot.ok()) {
+    std::fprintf(stderr, "FAIL: %s\n", robot.error().message.c_str());
+    return 1;
+  }
+  core::SceneDescription d;
+  d.robot = robot.value();
+  d.objects.push_back(BoxObject("block", Vec3(1.12, -0.3, -0.1), Vec3(1.8, 0.3, 0.3)));
+  d.objects.push_back(BoxObject("above", Vec3(1.0, 0.56, -0.1), Vec3(1.8, 1.0, 0.3)));
+  d.objects.push_back(BoxObject("below", Vec3(1.0, -1.0, -0.1), Vec3(1.8, -0.56, 0.3)));
+  auto built = core::Scene::Build(d);
+  if (!built.ok()) {
+    std::fprintf(stderr, "FAIL: %s\n", built.error().message.c_str());
+    return 1;
+  }
+  const std::shared_ptr<const core::Scene> scene = built.value();
+  Expect(scene->robot().num_positions() == 2, "the arm has 2 joints");
+
+  // CLEAR.
+  core::SceneCache cache;
+  core::StateResult state;
+  const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0}, stretched{0.0, 0.0}, folded{0.0, 2.0};
+  Expect(scene->CheckState(start, &cache, &state).ok() && state.free, "CLEAR(-2.4, 0) is free");
+  Expect(scene->CheckState(folded, &cache, &state).ok() && state.free, "CLEAR(0, 2) (folded) is free");
+  const bool checked = scene->CheckState(stretched, &cache, &state).ok();
+  Expect(checked && !state.free && !state.contact.self && state.contact.OtherName(*scene) == "block",
+         "CLEAR(0, 0) hits the block" + (checked && !state.free ? ": " + state.contact.Describe(*scene) : ""));
+
+  // LINK: the straight swing sweeps the stretched arm through the block.
+  core::MotionResult motion;
+  Expect(scene->CheckMotion(start, goal, core::MotionRequest{}, &cache, &motion).ok() && !motion.free,
+         "LINK((-2.4, 0), (2.4, 0)) collides");
+
+  // A plan (RRT-Connect, certified edges), then every edge re-checked by CLEAR at 1e-3 rad steps.
+  planners::ScenePlanning planning(scene);
+  planners::PlannerOptions options;
+  options.seed = 7;
+  planners::Termination termination;
+  termination.time_limit_s = 30.0;
+  auto plan = planners::Plan(planning.context(), start, goal, options, termination);
+  const bool solved = plan.ok() && plan.value().solved();
+  Expect(solved, std::string("RRT-Connect: ") +
+                     (plan.ok() ? planners::PlanOutcomeName(plan.value().outcome) : plan.error().message.c_str()));
+  if (solved) {
+    const std::vector<planners::Configuration>& path = plan.value().path;
+    Expect(path.front() == start && path.back() == goal, "the path runs from the start to the goal");
+    Expect(path.size() >= 3, "the path folds the elbow (" + std::to_string(path.size()) + " waypoints)");
+    int64_t states = 0;
+    bool dense_free = true;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      const double dq = std::max(std::abs(path[i + 1][0] - path[i][0]), std::abs(path[i + 1][1] - path[i][1]));
+      const int steps = std::max(1, static_cast<int>(std::ceil(dq / 1e-3)));
+      for (int k = 0; k <= steps; ++k) {
+        const double t = static_cast<double>(k) / steps;
+        const std::vector<double> q{path[i][0] + t * (path[i + 1][0] - path[i][0]),
+                                    path[i][1] + t * (path[i + 1][1] - path[i][1])};
+        dense_free = dense_free && scene->CheckState(q, &cache, &state).ok() && state.free;
+        ++states;
+      }
+    }
+    Expect(dense_free, "every edge is free at " + std::to_string(states) + " states 1e-3 rad apart");
+    std::printf("plan: %lld iterations, %zu waypoints, length %.3f rad\n",
+                static_cast<long long>(plan.value().stats.iterations), path.size(), plan.value().stats.length);
+  }
+
+  // proximity::contact: the signed distance map of a unit cube.
+  auto sdf = core::SignedDistanceMap::Build(core::MakeBoxMesh(Vec3(1.0, 1.0, 1.0)), 16);
+  Expect(sdf.ok() && std::abs(sdf.value()->Value(Vec3(0.0, 0.0, 0.0)) + 0.5) < 0.05 &&
+             std::abs(sdf.value()->Value(Vec3(0.55, 0.0, 0.0)) - 0.05) < 0.03,
+         "signed distance map of a unit cube: -0.5 at the centre, 0.05 outside a face");
+
+  // proximity::mbm: a MotionBenchMaker request.
+  auto request = proximity::mbm::LoadMbmRequestFromString(
+      "group_name: arm\nstart_state:\n  joint_state:\n    name: [shoulder, elbow]\n    position: [-2.4, 0]\n"
+      "goal_constraints:\n  - joint_constraints:\n      - {joint_name: shoulder, position: 2.4}\n"
+      "      - {joint_name: elbow, position: 0}\n");
+  Expect(request.ok() && request.value().start_joint_positions == start,
+         "MotionBenchMaker request" + (request.ok() ? std::string() : ": " + request.error().message));
+
+  std::printf("%s\n", failures == 0 ? "package consumer: all checks passed" : "package consumer: FAILED");
+  return failures == 0 ? 0 : 1;
+}
