@@ -116,25 +116,20 @@ class CallRecorder {
 
  private:
   spdlog::level::level_enum Level() const {
-    switch (status_.error_code()) {
-      case grpc::StatusCode::OK:
-        return (rpc_ == Rpc::kCreateScene || rpc_ == Rpc::kUpdateWorld || rpc_ == Rpc::kDeleteScene ||
-                rpc_ == Rpc::kPlan)
-                   ? spdlog::level::info
-                   : spdlog::level::debug;
-      case grpc::StatusCode::INTERNAL:
-      case grpc::StatusCode::UNKNOWN:
-        return spdlog::level::err;
-      default:
-        return spdlog::level::info;
+    if (status_.ok()) {
+      return (rpc_ == Rpc::kCreateScene || rpc_ == Rpc::kUpdateWorld || rpc_ == Rpc::kDeleteScene ||
+              rpc_ == Rpc::kPlan)
+                 ? spdlog::level::info
+                 : spdlog::level::debug;
     }
+    return IsServerFault(status_.error_code()) ? spdlog::level::err : spdlog::level::info;
   }
 
   Metrics* metrics_;
   Rpc rpc_;
   Clock::time_point start_;
   // UNKNOWN until Finish: a handler that leaves without Finish is a bug and shows up as such.
-  grpc::Status status_{grpc::StatusCode::UNKNOWN, "handler returned without a status"};
+  grpc::Status status_ = NoStatus();
   std::string_view scene_id_;  // points into the request, which outlives the recorder
   int64_t states_ = -1;
   nlohmann::json extra_ = nlohmann::json::object();
@@ -182,10 +177,7 @@ class CallCancel {
   /// cancel the call a moment before the server's clock passes the deadline: a cancellation that close
   /// to it is the deadline's.
   grpc::Status status(const std::string& progress) const {
-    if (std::chrono::system_clock::now() + std::chrono::milliseconds(50) >= deadline_) {
-      return {grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded after " + progress};
-    }
-    return {grpc::StatusCode::CANCELLED, "cancelled after " + progress};
+    return CallStopped(std::chrono::system_clock::now() + std::chrono::milliseconds(50) >= deadline_, progress);
   }
 
  private:
@@ -244,13 +236,7 @@ class FirstError {
   std::atomic<bool> failed_{false};
 };
 
-grpc::Status SceneNotFound(const std::string& id) {
-  if (id.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "scene_id is empty"};
-  return {grpc::StatusCode::NOT_FOUND, "scene '" + Bounded(id, kMaxQuotedBytes) +
-                                           "' is not loaded on this server (create it with CreateScene)"};
-}
-
-grpc::Status Invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
+grpc::Status Invalid(std::string message) { return ToGrpcStatus(core::InvalidArgument(std::move(message))); }
 
 Work StateWork(const core::StateResult& r) {
   Work w;
@@ -336,8 +322,7 @@ grpc::Status ProximityServiceImpl::Authorize(grpc::ServerContext* context) const
   const auto it = metadata.find("authorization");
   const std::string_view given = it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
   if (!ConstantTimeEqual(given, "Bearer " + auth_token_)) {
-    return {grpc::StatusCode::UNAUTHENTICATED,
-            "this server needs a bearer token: send 'authorization: Bearer <token>' metadata"};
+    return Unauthenticated();
   }
   return grpc::Status::OK;
 }
@@ -346,9 +331,7 @@ grpc::Status ProximityServiceImpl::CheckResponseSize(const google::protobuf::Mes
   const auto bytes = static_cast<int64_t>(response.ByteSizeLong());
   if (limits_.max_response_bytes <= 0 || bytes <= limits_.max_response_bytes) return grpc::Status::OK;
   metrics_->AddOversizeResponse();
-  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the response would be " + std::to_string(bytes) +
-                                                    " bytes, more than the server's --max-message-bytes = " +
-                                                    std::to_string(limits_.max_response_bytes) + "; " + advice};
+  return ResponseTooLarge(bytes, limits_.max_response_bytes, advice);
 }
 
 grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
