@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "proximity/planners/scene_validity.h"
+#include "server/batch.h"
 #include "server/errors.h"
 #include "server/log.h"
 
@@ -217,23 +218,6 @@ class StreamWatchdog {
   std::condition_variable done_cv_;
   bool done_ = false;
   std::thread thread_;  // last: starts once the members it uses exist
-};
-
-// The first error of a parallel batch (any worker may hit one).
-class FirstError {
- public:
-  void Set(const core::Error& e) {
-    std::lock_guard lock(mutex_);
-    if (!error_) error_ = e;
-    failed_.store(true, std::memory_order_relaxed);
-  }
-  bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  const core::Error& error() const { return *error_; }
-
- private:
-  std::mutex mutex_;
-  std::optional<core::Error> error_;
-  std::atomic<bool> failed_{false};
 };
 
 grpc::Status Invalid(std::string message) { return ToGrpcStatus(core::InvalidArgument(std::move(message))); }
@@ -486,53 +470,38 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
   std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
   for (Slot& s : slots) s.q.resize(static_cast<size_t>(scene.dof()));
   CallCancel cancel(context, limits_.max_call_seconds);
-  FirstError error;
-  std::atomic<int64_t> done{0};
-  // Chunks small enough to balance the workers, large enough that claiming one costs nothing.
-  const int64_t chunk = std::clamp<int64_t>(n / (8 * pool_->slots()), 16, 1024);
-  const int64_t chunks = (n + chunk - 1) / chunk;
   const bool contacts = request->include_contacts();
-  pool_->ParallelFor(chunks, [&](int64_t c, int slot_index) {
+  const BatchOutcome outcome = RunChunked(*pool_, n, cancel, [&](int64_t i, int slot_index) -> core::Status {
     Slot& slot = slots[static_cast<size_t>(slot_index)];
-    const int64_t end = std::min(n, (c + 1) * chunk);
-    int64_t i = c * chunk;
-    for (; i < end; ++i) {
-      if (error.failed() || cancel.Stopped()) break;
-      states.Row(i, slot.q.data());
-      core::StateResult r;
-      if (core::Status s = scene.CheckState(slot.q, &slot.cache, &r); !s.ok()) {
-        error.Set(WithField("states: configuration " + std::to_string(i), s.error()));
-        break;
-      }
-      free[i] = r.free;
-      within[i] = r.within_limits;
-      slot.free_count += r.free ? 1 : 0;
-      slot.work += StateWork(r);
-      if (contacts && !r.free) slot.contacts.emplace_back(i, r.contact);
+    states.Row(i, slot.q.data());
+    core::StateResult r;
+    if (core::Status s = scene.CheckState(slot.q, &slot.cache, &r); !s.ok()) {
+      return WithField("states: configuration " + std::to_string(i), s.error());
     }
-    done.fetch_add(i - c * chunk, std::memory_order_relaxed);
+    free[i] = r.free;
+    within[i] = r.within_limits;
+    slot.free_count += r.free ? 1 : 0;
+    slot.work += StateWork(r);
+    if (contacts && !r.free) slot.contacts.emplace_back(i, r.contact);
+    return {};
   });
 
   Work work;
   int64_t free_count = 0;
-  std::vector<std::pair<int64_t, core::StateContact>> all_contacts;
-  for (Slot& s : slots) {
+  for (const Slot& s : slots) {
     work += s.work;
     free_count += s.free_count;
-    all_contacts.insert(all_contacts.end(), s.contacts.begin(), s.contacts.end());
   }
   rec.Count(QueryKind::kClear, work.states, work);
-  if (cancel.stopped()) {
+  if (outcome.stopped) {
     response->Clear();
-    return rec.Finish(cancel.status(std::to_string(done.load()) + " of " + std::to_string(n) + " states"));
+    return rec.Finish(cancel.status(std::to_string(outcome.done) + " of " + std::to_string(n) + " states"));
   }
-  if (error.failed()) {
+  if (outcome.error) {
     response->Clear();
-    return rec.Finish(ToGrpcStatus(error.error()));
+    return rec.Finish(ToGrpcStatus(*outcome.error));
   }
-  std::sort(all_contacts.begin(), all_contacts.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [index, contact] : all_contacts) {
+  for (const auto& [index, contact] : InIndexOrder(slots, [](const Slot& s) -> const auto& { return s.contacts; })) {
     v1::StateContact* out = response->add_contacts();
     out->set_index(static_cast<uint32_t>(index));
     ToWire(scene, contact, out->mutable_contact());
@@ -695,53 +664,52 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
     core::SceneCache cache;
     std::vector<double> waypoints;
     Work work;
+    int64_t segments = 0;
   };
   std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
   CallCancel cancel(context, limits_.max_call_seconds);
   const StreamWatchdog watchdog(context, cancel.deadline());
   core::MotionRequest query = motion.value();
   query.stop = cancel.interrupt();
-  FirstError error;
-  std::mutex write_mutex;
-  std::atomic<int64_t> written{0}, segments{0};
-  pool_->ParallelFor(static_cast<int64_t>(paths.size()), [&](int64_t p, int slot_index) {
-    Slot& slot = slots[static_cast<size_t>(slot_index)];
-    if (error.failed() || cancel.Stopped()) return;
-    const ConfigurationRows& rows = paths[static_cast<size_t>(p)];
-    slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
-    for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
-    core::PathResult r;
-    if (core::Status s = scene.CheckPath(slot.waypoints, query, &slot.cache, &r); !s.ok()) {
-      error.Set(WithField("paths[" + std::to_string(p) + "]", s.error()));
-      return;
-    }
-    const Work work = MotionWork(r);
-    slot.work += work;
-    segments.fetch_add(r.segments_checked, std::memory_order_relaxed);
-    if (r.stopped) return;
-    v1::ValidatePathsResponse response;
-    response.set_index(static_cast<uint32_t>(p));
-    ToWire(scene, r, response.mutable_result());
-    work.ToWire(response.mutable_stats());
-    std::lock_guard lock(write_mutex);
-    if (cancel.stopped()) return;
-    // Write fails once the client is gone: stop the remaining paths.
-    if (!writer->Write(response)) {
-      metrics_->AddFailedSend();
-      cancel.Stop();
-      return;
-    }
-    written.fetch_add(1, std::memory_order_relaxed);
-  });
+  const BatchOutcome outcome = StreamResults<v1::ValidatePathsResponse>(
+      *pool_, static_cast<int64_t>(paths.size()), cancel,
+      [&](int64_t p, int slot_index, v1::ValidatePathsResponse* out) -> core::Result<bool> {
+        Slot& slot = slots[static_cast<size_t>(slot_index)];
+        const ConfigurationRows& rows = paths[static_cast<size_t>(p)];
+        slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
+        for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
+        core::PathResult r;
+        if (core::Status s = scene.CheckPath(slot.waypoints, query, &slot.cache, &r); !s.ok()) {
+          return WithField("paths[" + std::to_string(p) + "]", s.error());
+        }
+        const Work work = MotionWork(r);
+        slot.work += work;
+        slot.segments += r.segments_checked;
+        if (r.stopped) return false;
+        out->set_index(static_cast<uint32_t>(p));
+        ToWire(scene, r, out->mutable_result());
+        work.ToWire(out->mutable_stats());
+        return true;
+      },
+      [&](const v1::ValidatePathsResponse& out) {
+        // Write fails once the client is gone: the remaining paths are not checked.
+        if (writer->Write(out)) return true;
+        metrics_->AddFailedSend();
+        return false;
+      });
 
   Work work;
-  for (const Slot& s : slots) work += s.work;
-  metrics_->AddQueries(QueryKind::kLink, segments.load());
-  rec.Count(QueryKind::kPath, written.load(), work);
-  if (cancel.stopped()) {
-    return rec.Finish(cancel.status(std::to_string(written.load()) + " of " + std::to_string(paths.size()) + " paths"));
+  int64_t segments = 0;
+  for (const Slot& s : slots) {
+    work += s.work;
+    segments += s.segments;
   }
-  if (error.failed()) return rec.Finish(ToGrpcStatus(error.error()));
+  metrics_->AddQueries(QueryKind::kLink, segments);
+  rec.Count(QueryKind::kPath, outcome.done, work);
+  if (outcome.stopped) {
+    return rec.Finish(cancel.status(std::to_string(outcome.done) + " of " + std::to_string(paths.size()) + " paths"));
+  }
+  if (outcome.error) return rec.Finish(ToGrpcStatus(*outcome.error));
   return rec.Finish(grpc::Status::OK);
 }
 
