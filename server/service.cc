@@ -1,7 +1,5 @@
 #include "server/service.h"
 
-#include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <span>
@@ -17,25 +15,10 @@ namespace proximity::server {
 
 namespace {
 
-grpc::Status Invalid(std::string message) { return ToGrpcStatus(core::InvalidArgument(std::move(message))); }
-
-Work StateWork(const core::StateResult& r) {
-  Work w;
-  w.states = 1;
-  w.pairs_tested = r.pairs_tested;
-  w.Add(r.stats);
-  return w;
-}
-
-// The work of a motion or path check (both count states and distance queries).
-template <typename MotionOrPath>
-Work MotionWork(const MotionOrPath& r) {
-  Work w;
-  w.states = r.states;
-  w.distance_queries = r.distance_queries;
-  w.Add(r.stats);
-  return w;
-}
+constexpr std::string_view kBatchStatesOption = "--max-batch-states";
+constexpr std::string_view kPathWaypointsOption = "--max-path-waypoints";
+constexpr std::string_view kSceneTrianglesOption = "--max-scene-triangles";
+constexpr std::string_view kPlanSecondsOption = "--max-plan-seconds";
 
 }  // namespace
 
@@ -51,28 +34,11 @@ ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* met
 // ------------------------------------------------------------------------------------------------
 // Scenes
 
-namespace {
-
-// Triangles of the inline meshes in `parts`, counted from the request (nothing is built).
-int64_t InlineTriangles(const google::protobuf::RepeatedPtrField<v1::ObjectPart>& parts) {
-  int64_t n = 0;
-  for (const v1::ObjectPart& p : parts) {
-    if (p.shape().shape_case() == v1::Shape::kMesh) n += p.shape().mesh().triangles_size() / 3;
-  }
-  return n;
-}
-
-grpc::Status TooManyTriangles(int64_t triangles, int64_t limit) {
-  return ToGrpcStatus(ResourceExhausted("scene: " + std::to_string(triangles) + " triangles exceed the server's " +
-                                        "--max-scene-triangles = " + std::to_string(limit)));
-}
-
-}  // namespace
-
 grpc::Status ProximityServiceImpl::Admit(std::shared_ptr<const SceneEntry> built, bool* created,
                                          std::shared_ptr<const SceneEntry>* out) {
-  if (static_cast<int64_t>(built->info.triangles()) > limits_.max_scene_triangles) {
-    return TooManyTriangles(static_cast<int64_t>(built->info.triangles()), limits_.max_scene_triangles);
+  const auto triangles = static_cast<int64_t>(built->info.triangles());
+  if (core::Status s = CheckSceneTriangles(triangles, limits_.max_scene_triangles, kSceneTrianglesOption); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   int64_t evicted = 0;
   auto inserted = registry_->Insert(std::move(built), &evicted);
@@ -85,26 +51,35 @@ grpc::Status ProximityServiceImpl::Admit(std::shared_ptr<const SceneEntry> built
   return grpc::Status::OK;
 }
 
+template <class Build>
+grpc::Status ProximityServiceImpl::FindOrBuild(const std::string& id, Build&& build, bool* created,
+                                               std::shared_ptr<const SceneEntry>* out) {
+  *out = registry_->Find(id);
+  if (*out != nullptr) return grpc::Status::OK;
+  metrics_->AddSceneBuild();
+  auto built = build();
+  if (!built.ok()) return ToGrpcStatus(built.error(), ErrorScope::kSceneContent);
+  return Admit(std::move(built).value(), created, out);
+}
+
 grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
                                                v1::CreateSceneResponse* response) {
   return opening_.Serve(context, Rpc::kCreateScene, {}, [&](CallScope& call) -> grpc::Status {
     // Cheap limits first: inline meshes are counted before any file is read or anything built.
-    int64_t inline_triangles = 0;
-    for (const v1::CollisionObject& o : request->objects()) inline_triangles += InlineTriangles(o.parts());
-    for (const v1::AttachedObject& a : request->attached_objects()) inline_triangles += InlineTriangles(a.parts());
-    if (inline_triangles > limits_.max_scene_triangles) {
-      return TooManyTriangles(inline_triangles, limits_.max_scene_triangles);
+    if (core::Status s = CheckSceneTriangles(InlineTriangles(*request), limits_.max_scene_triangles,
+                                             kSceneTrianglesOption);
+        !s.ok()) {
+      return ToGrpcStatus(s);
     }
     // The content id first: a scene already loaded is returned without building it again.
     auto id = CreateSceneId(*request, files_);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
-    std::shared_ptr<const SceneEntry> entry = registry_->Find(id.value());
     bool created = false;
-    if (entry == nullptr) {
-      metrics_->AddSceneBuild();
-      auto built = BuildScene(*request, files_, id.value());
-      if (!built.ok()) return ToGrpcStatus(built.error(), ErrorScope::kSceneContent);
-      if (grpc::Status s = Admit(std::move(built).value(), &created, &entry); !s.ok()) return s;
+    std::shared_ptr<const SceneEntry> entry;
+    if (grpc::Status s = FindOrBuild(id.value(), [&] { return BuildScene(*request, files_, id.value()); }, &created,
+                                     &entry);
+        !s.ok()) {
+      return s;
     }
     call.set_entry(entry);
     *response->mutable_scene() = entry->info;
@@ -115,7 +90,7 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
 
 grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext* context, const v1::GetSceneRequest* request,
                                             v1::GetSceneResponse* response) {
-  return opening_.ServeScene(context, Rpc::kGetScene, request->scene_id(), [&](CallScope& call) -> grpc::Status {
+  return opening_.ServeScene(context, Rpc::kGetScene, request->scene_id(), [&](CallScope& call) {
     *response->mutable_scene() = call.entry().info;
     return grpc::Status::OK;
   });
@@ -124,14 +99,13 @@ grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext* context, const 
 grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext* context, const v1::ListScenesRequest* request,
                                               v1::ListScenesResponse* response) {
   return opening_.Serve(context, Rpc::kListScenes, {}, [&](CallScope&) -> grpc::Status {
-    if (request->page_size() < 0) return Invalid("page_size must be >= 0 (0: the server's page size)");
-    const int32_t page = request->page_size() == 0 ? limits_.max_list_page
-                                                   : std::min(request->page_size(), limits_.max_list_page);
+    auto page = ToPageSize(request->page_size(), limits_.max_list_page);
+    if (!page.ok()) return ToGrpcStatus(page.error());
     // Scenes are listed in id order; the token is the last id of the previous page.
     for (const auto& entry : registry_->List()) {
       if (!request->page_token().empty() && entry->id <= request->page_token()) continue;
-      if (response->scenes_size() == page) {
-        response->set_next_page_token(response->scenes(page - 1).scene_id());
+      if (response->scenes_size() == page.value()) {
+        response->set_next_page_token(response->scenes(page.value() - 1).scene_id());
         break;
       }
       *response->add_scenes() = entry->info;
@@ -144,22 +118,21 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
                                                v1::UpdateWorldResponse* response) {
   return opening_.ServeScene(context, Rpc::kUpdateWorld, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const SceneEntry& parent = call.entry();
-    int64_t inline_triangles = static_cast<int64_t>(parent.info.triangles());
-    for (const v1::CollisionObject& o : request->objects()) inline_triangles += InlineTriangles(o.parts());
-    if (inline_triangles > limits_.max_scene_triangles) {
-      return TooManyTriangles(inline_triangles, limits_.max_scene_triangles);
+    if (core::Status s = CheckSceneTriangles(static_cast<int64_t>(parent.info.triangles()) + InlineTriangles(*request),
+                                             limits_.max_scene_triangles, kSceneTrianglesOption);
+        !s.ok()) {
+      return ToGrpcStatus(s);
     }
     // The same update of the same parent is the same content: the loaded scene is returned as is,
     // without building it again.
     auto id = UpdateSceneId(parent, *request, files_);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
-    std::shared_ptr<const SceneEntry> entry = registry_->Find(id.value());
-    if (entry == nullptr) {
-      metrics_->AddSceneBuild();
-      auto updated = UpdateScene(parent, *request, files_, id.value());
-      if (!updated.ok()) return ToGrpcStatus(updated.error(), ErrorScope::kSceneContent);
-      bool created = false;
-      if (grpc::Status s = Admit(std::move(updated).value(), &created, &entry); !s.ok()) return s;
+    bool created = false;
+    std::shared_ptr<const SceneEntry> entry;
+    if (grpc::Status s = FindOrBuild(id.value(), [&] { return UpdateScene(parent, *request, files_, id.value()); },
+                                     &created, &entry);
+        !s.ok()) {
+      return s;
     }
     *response->mutable_scene() = entry->info;
     return grpc::Status::OK;
@@ -186,14 +159,10 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, cons
     // Per-thread scratch: a warm unary CheckState allocates nothing beyond its response.
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
     core::StateResult r;
     if (core::Status s = scene.CheckState(q, &cache, &r); !s.ok()) return ToGrpcStatus(s);
-    response->set_free(r.free);
-    response->set_within_limits(r.within_limits);
-    if (!r.free) ToWire(scene, r.contact, response->mutable_contact());
+    ToWire(scene, r, response);
     const Work work = StateWork(r);
     work.ToWire(response->mutable_stats());
     call.record().Count(QueryKind::kClear, 1, work);
@@ -202,12 +171,33 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, cons
   });
 }
 
+namespace {
+
+// One worker's scratch and tallies in a CheckStates call: no sharing between workers inside the loop.
+struct StatesSlot {
+  core::SceneCache cache;
+  std::vector<double> q;
+  Work work;
+  int64_t free_count = 0;
+  std::vector<std::pair<int64_t, core::StateContact>> contacts;
+};
+
+// One worker's scratch and tallies in a ValidatePaths call (its cache lasts the whole stream).
+struct PathsSlot {
+  core::SceneCache cache;
+  std::vector<double> waypoints;
+  Work work;
+  int64_t segments = 0;
+};
+
+}  // namespace
+
 grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, const v1::CheckStatesRequest* request,
                                                v1::CheckStatesResponse* response) {
   return opening_.ServeScene(context, Rpc::kCheckStates, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
     auto rows = ConfigurationRows::Make(scene.robot(), request->states(), "states", limits_.max_batch_states,
-                                        "--max-batch-states");
+                                        kBatchStatesOption);
     if (!rows.ok()) return ToGrpcStatus(rows.error());
     const ConfigurationRows& states = rows.value();
     const int64_t n = states.rows();
@@ -217,21 +207,11 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
     response->mutable_within_limits()->Resize(static_cast<int>(n), false);
     bool* free = response->mutable_free()->mutable_data();
     bool* within = response->mutable_within_limits()->mutable_data();
-
-    // Per-call, per-slot scratch and tallies: no sharing between workers inside the loop.
-    struct Slot {
-      core::SceneCache cache;
-      std::vector<double> q;
-      Work work;
-      int64_t free_count = 0;
-      std::vector<std::pair<int64_t, core::StateContact>> contacts;
-    };
-    std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
-    for (Slot& s : slots) s.q.resize(static_cast<size_t>(scene.dof()));
-    CallCancel& cancel = call.cancel();
+    std::vector<StatesSlot> slots(static_cast<size_t>(pool_->slots()));
+    for (StatesSlot& s : slots) s.q.resize(static_cast<size_t>(scene.dof()));
     const bool contacts = request->include_contacts();
-    const BatchOutcome outcome = RunChunked(*pool_, n, cancel, [&](int64_t i, int slot_index) -> core::Status {
-      Slot& slot = slots[static_cast<size_t>(slot_index)];
+    const BatchOutcome outcome = RunChunked(*pool_, n, call.cancel(), [&](int64_t i, int slot_index) -> core::Status {
+      StatesSlot& slot = slots[static_cast<size_t>(slot_index)];
       states.Row(i, slot.q.data());
       core::StateResult r;
       if (core::Status s = scene.CheckState(slot.q, &slot.cache, &r); !s.ok()) {
@@ -247,20 +227,20 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
 
     Work work;
     int64_t free_count = 0;
-    for (const Slot& s : slots) {
+    for (const StatesSlot& s : slots) {
       work += s.work;
       free_count += s.free_count;
     }
     call.record().Count(QueryKind::kClear, work.states, work);
-    if (outcome.stopped) {
+    if (outcome.stopped || outcome.error) {
       response->Clear();
-      return cancel.status(std::to_string(outcome.done) + " of " + std::to_string(n) + " states");
-    }
-    if (outcome.error) {
-      response->Clear();
+      if (outcome.stopped) {
+        return call.cancel().status(std::to_string(outcome.done) + " of " + std::to_string(n) + " states");
+      }
       return ToGrpcStatus(*outcome.error);
     }
-    for (const auto& [index, contact] : InIndexOrder(slots, [](const Slot& s) -> const auto& { return s.contacts; })) {
+    const auto contacts_in_order = InIndexOrder(slots, [](const StatesSlot& s) -> const auto& { return s.contacts; });
+    for (const auto& [index, contact] : contacts_in_order) {
       v1::StateContact* out = response->add_contacts();
       out->set_index(static_cast<uint32_t>(index));
       ToWire(scene, contact, out->mutable_contact());
@@ -278,33 +258,14 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
     const core::Scene& scene = call.scene();
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    // The core checks the budget (finite, >= 0) and names the bad field; 0 on the wire means no cap.
-    core::SceneDistanceRequest query;
-    query.rel_err = request->rel_err();
-    query.abs_err = request->abs_err();
-    if (request->max_distance() != 0.0) query.max_distance = request->max_distance();
-    query.per_pair = request->per_pair();
-    query.world = !request->exclude_world();
-    query.self = !request->exclude_self();
-    CallCancel& cancel = call.cancel();
-    query.stop = cancel.interrupt();
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    core::SceneDistanceRequest query = ToDistanceRequest(*request);
+    query.stop = call.interrupt();
     core::SceneDistanceResult r;
     if (core::Status s = scene.ComputeDistance(q, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
-    if (r.stopped) return cancel.status(std::to_string(r.pairs_tested) + " pairs");
-    response->set_lower_bound(r.lower_bound);
-    response->set_upper_bound(r.upper_bound);
-    response->set_beyond_max_distance(r.beyond_max_distance);
-    response->set_within_limits(r.within_limits);
-    if (r.nearest.pair.link >= 0) ToWire(scene, r.nearest, response->mutable_nearest());
-    for (const core::PairDistance& p : r.pairs) ToWire(scene, p, response->add_pairs());
-    Work work;
-    work.states = 1;
-    work.pairs_tested = r.pairs_tested;
-    work.distance_queries = r.pairs_tested;
-    work.Add(r.stats);
+    if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
+    ToWire(scene, r, response);
+    const Work work = DistanceWork(r);
     work.ToWire(response->mutable_stats());
     call.record().Count(QueryKind::kDistance, 1, work);
     call.record().set_states(1);
@@ -318,27 +279,20 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, con
     const core::Scene& scene = call.scene();
     thread_local std::vector<double> q0, q1;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->start(), "start", &q0); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    if (core::Status s = ResolveState(scene.robot(), request->goal(), "goal", &q1); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
+    if (core::Status s = ResolveState(scene.robot(), request->start(), "start", &q0); !s.ok()) return ToGrpcStatus(s);
+    if (core::Status s = ResolveState(scene.robot(), request->goal(), "goal", &q1); !s.ok()) return ToGrpcStatus(s);
     auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
     if (!motion.ok()) return ToGrpcStatus(motion.error());
-    CallCancel& cancel = call.cancel();
     core::MotionRequest query = motion.value();
-    query.stop = cancel.interrupt();
+    query.stop = call.interrupt();
     core::MotionResult r;
-    if (core::Status s = scene.CheckMotion(q0, q1, query, &cache, &r); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
+    if (core::Status s = scene.CheckMotion(q0, q1, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
+    const Work work = MotionWork(r);
     if (r.stopped) {
-      call.record().Count(QueryKind::kLink, 0, MotionWork(r));
-      return cancel.status(std::to_string(r.states) + " states of the motion");
+      call.record().Count(QueryKind::kLink, 0, work);
+      return call.cancel().status(std::to_string(r.states) + " states of the motion");
     }
     ToWire(scene, r, response->mutable_result());
-    const Work work = MotionWork(r);
     work.ToWire(response->mutable_stats());
     call.record().Count(QueryKind::kLink, 1, work);
     call.record().set_states(work.states);
@@ -350,25 +304,21 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
                                              v1::CheckPathResponse* response) {
   return opening_.ServeScene(context, Rpc::kCheckPath, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    auto rows = ConfigurationRows::Make(scene.robot(), request->waypoints(), "waypoints", limits_.max_path_waypoints,
-                                        "--max-path-waypoints");
+    auto rows = ToPath(scene.robot(), request->waypoints(), "waypoints", limits_.max_path_waypoints,
+                       kPathWaypointsOption);
     if (!rows.ok()) return ToGrpcStatus(rows.error());
-    if (rows.value().rows() < 1) return Invalid("waypoints: a path needs at least one configuration");
     auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
     if (!motion.ok()) return ToGrpcStatus(motion.error());
     const std::vector<double> waypoints = rows.value().All();
     thread_local core::SceneCache cache;
-    CallCancel& cancel = call.cancel();
     core::MotionRequest query = motion.value();
-    query.stop = cancel.interrupt();
+    query.stop = call.interrupt();
     core::PathResult r;
-    if (core::Status s = scene.CheckPath(waypoints, query, &cache, &r); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
+    if (core::Status s = scene.CheckPath(waypoints, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
     const Work work = MotionWork(r);
     call.record().Count(QueryKind::kLink, r.segments_checked, work);
-    if (r.stopped) return cancel.status("part of the path");
-    metrics_->AddQueries(QueryKind::kPath, 1);
+    if (r.stopped) return call.cancel().status("part of the path");
+    call.metrics().AddQueries(QueryKind::kPath, 1);
     ToWire(scene, r, response->mutable_result());
     work.ToWire(response->mutable_stats());
     call.record().set_states(work.states);
@@ -383,41 +333,20 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
     auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
     if (!motion.ok()) return ToGrpcStatus(motion.error());
     // Every path is checked before the first result goes out: a bad request streams nothing.
-    std::vector<ConfigurationRows> paths;
-    paths.reserve(static_cast<size_t>(request->paths_size()));
-    int64_t total = 0;
-    for (int i = 0; i < request->paths_size(); ++i) {
-      const std::string field = "paths[" + std::to_string(i) + "]";
-      auto rows = ConfigurationRows::Make(scene.robot(), request->paths(i), field, limits_.max_path_waypoints,
-                                          "--max-path-waypoints");
-      if (!rows.ok()) return ToGrpcStatus(rows.error());
-      if (rows.value().rows() < 1) return Invalid(field + ": a path needs at least one configuration");
-      total += rows.value().rows();
-      if (total > limits_.max_batch_states) {
-        return ToGrpcStatus(ResourceExhausted(
-            "paths: more than " + std::to_string(limits_.max_batch_states) +
-            " waypoints in total exceed the server's --max-batch-states; split the request"));
-      }
-      paths.push_back(std::move(rows).value());
-    }
-    call.record().set_states(total);
+    auto decoded = ToPaths(scene.robot(), request->paths(), limits_.max_path_waypoints, kPathWaypointsOption,
+                           limits_.max_batch_states, kBatchStatesOption);
+    if (!decoded.ok()) return ToGrpcStatus(decoded.error());
+    const std::vector<ConfigurationRows>& paths = decoded.value().paths;
+    call.record().set_states(decoded.value().waypoints);
 
-    // The stream's workers keep their caches for the whole stream.
-    struct Slot {
-      core::SceneCache cache;
-      std::vector<double> waypoints;
-      Work work;
-      int64_t segments = 0;
-    };
-    std::vector<Slot> slots(static_cast<size_t>(pool_->slots()));
-    CallCancel& cancel = call.cancel();
+    std::vector<PathsSlot> slots(static_cast<size_t>(pool_->slots()));
     call.WatchStream();
     core::MotionRequest query = motion.value();
-    query.stop = cancel.interrupt();
+    query.stop = call.interrupt();
     const BatchOutcome outcome = StreamResults<v1::ValidatePathsResponse>(
-        *pool_, static_cast<int64_t>(paths.size()), cancel,
+        *pool_, static_cast<int64_t>(paths.size()), call.cancel(),
         [&](int64_t p, int slot_index, v1::ValidatePathsResponse* out) -> core::Result<bool> {
-          Slot& slot = slots[static_cast<size_t>(slot_index)];
+          PathsSlot& slot = slots[static_cast<size_t>(slot_index)];
           const ConfigurationRows& rows = paths[static_cast<size_t>(p)];
           slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
           for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
@@ -437,20 +366,20 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
         [&](const v1::ValidatePathsResponse& out) {
           // Write fails once the client is gone: the remaining paths are not checked.
           if (writer->Write(out)) return true;
-          metrics_->AddFailedSend();
+          call.metrics().AddFailedSend();
           return false;
         });
 
     Work work;
     int64_t segments = 0;
-    for (const Slot& s : slots) {
+    for (const PathsSlot& s : slots) {
       work += s.work;
       segments += s.segments;
     }
-    metrics_->AddQueries(QueryKind::kLink, segments);
+    call.metrics().AddQueries(QueryKind::kLink, segments);
     call.record().Count(QueryKind::kPath, outcome.done, work);
     if (outcome.stopped) {
-      return cancel.status(std::to_string(outcome.done) + " of " + std::to_string(paths.size()) + " paths");
+      return call.cancel().status(std::to_string(outcome.done) + " of " + std::to_string(paths.size()) + " paths");
     }
     if (outcome.error) return ToGrpcStatus(*outcome.error);
     return grpc::Status::OK;
@@ -459,38 +388,27 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
 
 namespace {
 
-// One part of a free-flying body, posed so that the core's body motion (linear translation, slerp
-// rotation of the given frame) moves it exactly as the body moves it.
-struct BodyPart {
-  core::Geometry geometry;
-  core::RigidTransform X0, X1;  // the part frame at t = 0 and t = 1
-};
-
-core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body, const core::FileAccess& access) {
-  auto X0 = ToRigidTransform(body.start(), "body_motion.start");
-  if (!X0.ok()) return X0.error();
-  auto X1 = ToRigidTransform(body.goal(), "body_motion.goal");
-  if (!X1.ok()) return X1.error();
-  if (body.parts_size() == 0) return core::InvalidArgument("body_motion.parts: the body has no parts");
-  const bool rotates = X0.value().R != X1.value().R;
-  std::vector<BodyPart> parts;
-  for (int i = 0; i < body.parts_size(); ++i) {
-    const std::string field = "body_motion.parts[" + std::to_string(i) + "]";
-    FileReads files{access, {}};
-    auto g = ToGeometry(body.parts(i).shape(), field + ".shape", &files);
-    if (!g.ok()) return g.error();
-    auto X_BP = ToRigidTransform(body.parts(i).pose(), field + ".pose");
-    if (!X_BP.ok()) return X_BP.error();
-    // Slerp commutes with a fixed rotation on the right, and a fixed offset is exact under pure
-    // translation; an offset part of a rotating body would sweep a curve the core's motion is not.
-    if (rotates && !X_BP.value().p.isZero()) {
-      return core::InvalidArgument(field + ".pose: a part offset from the body origin cannot be checked while the "
-                                   "body rotates; give it as a mesh or convex_hull in the body frame, or put the "
-                                   "body frame at the part");
-    }
-    parts.push_back({std::move(g).value(), X0.value() * X_BP.value(), X1.value() * X_BP.value()});
+// The time of first contact of a free-flying body: its earliest part's (a tie keeps the first part),
+// with the work of all its parts.
+core::Status BodyFirstContact(const core::Scene& scene, const std::vector<BodyPart>& parts,
+                              const core::ContinuousRequest& query, core::ContinuousResult* r) {
+  bool first = true;
+  int32_t iterations = 0;
+  int64_t distance_queries = 0;
+  core::QueryStats stats;
+  for (const BodyPart& part : parts) {
+    core::ContinuousResult pr;
+    if (core::Status s = scene.TimeOfFirstContact(part.geometry, part.X0, part.X1, query, &pr); !s.ok()) return s;
+    iterations += pr.iterations;
+    distance_queries += pr.distance_queries;
+    stats += pr.stats;
+    if (first || pr.t_contact < r->t_contact) *r = pr;
+    first = false;
   }
-  return parts;
+  r->iterations = iterations;
+  r->distance_queries = distance_queries;
+  r->stats = stats;
+  return {};
 }
 
 }  // namespace
@@ -501,13 +419,10 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
   return opening_.ServeScene(context, Rpc::kTimeOfFirstContact, request->scene_id(),
                              [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    if (!std::isfinite(request->tolerance()) || request->tolerance() < 0.0) {
-      return Invalid("tolerance must be finite and >= 0 (0 means 1e-5)");
-    }
-    core::ContinuousRequest query;
-    if (request->tolerance() > 0.0) query.tolerance = request->tolerance();
-    CallCancel& cancel = call.cancel();
-    query.stop = cancel.interrupt();
+    auto continuous = ToContinuousRequest(request->tolerance());
+    if (!continuous.ok()) return ToGrpcStatus(continuous.error());
+    core::ContinuousRequest query = continuous.value();
+    query.stop = call.interrupt();
     core::ContinuousResult r;
     switch (request->motion_case()) {
       case v1::TimeOfFirstContactRequest::kJointMotion: {
@@ -520,49 +435,21 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
         if (core::Status s = ResolveState(scene.robot(), m.goal(), "joint_motion.goal", &q1); !s.ok()) {
           return ToGrpcStatus(s);
         }
-        if (core::Status s = scene.TimeOfFirstContact(q0, q1, query, &cache, &r); !s.ok()) {
-          return ToGrpcStatus(s);
-        }
+        if (core::Status s = scene.TimeOfFirstContact(q0, q1, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
         break;
       }
       case v1::TimeOfFirstContactRequest::kBodyMotion: {
         auto parts = ToBodyParts(request->body_motion(), files_);
         if (!parts.ok()) return ToGrpcStatus(parts.error());
-        // The body's first contact is its earliest part's (a tie keeps the first part).
-        bool first = true;
-        int32_t iterations = 0;
-        int64_t distance_queries = 0;
-        core::QueryStats stats;
-        for (const BodyPart& part : parts.value()) {
-          core::ContinuousResult pr;
-          if (core::Status s = scene.TimeOfFirstContact(part.geometry, part.X0, part.X1, query, &pr); !s.ok()) {
-            return ToGrpcStatus(s);
-          }
-          iterations += pr.iterations;
-          distance_queries += pr.distance_queries;
-          stats += pr.stats;
-          if (first || pr.t_contact < r.t_contact) r = pr;
-          first = false;
-        }
-        r.iterations = iterations;
-        r.distance_queries = distance_queries;
-        r.stats = stats;
+        if (core::Status s = BodyFirstContact(scene, parts.value(), query, &r); !s.ok()) return ToGrpcStatus(s);
         break;
       }
       default:
-        return Invalid("motion: give joint_motion or body_motion");
+        return ToGrpcStatus(core::InvalidArgument("motion: give joint_motion or body_motion"));
     }
-    if (cancel.stopped()) return cancel.status(std::to_string(r.iterations) + " advancement steps");
-    response->set_contact(r.contact);
-    response->set_t_contact(r.t_contact);
-    response->set_clearance(r.clearance);
-    response->set_penetrating(r.penetrating);
-    response->set_undecided(r.undecided);
-    if (r.nearest.pair.link >= 0 || r.nearest.pair.object >= 0) ToWire(scene, r.nearest, response->mutable_nearest());
-    response->set_iterations(r.iterations);
-    Work work;
-    work.distance_queries = r.distance_queries;
-    work.Add(r.stats);
+    if (call.cancel().stopped()) return call.cancel().status(std::to_string(r.iterations) + " advancement steps");
+    ToWire(scene, r, response);
+    const Work work = ContactWork(r);
     work.ToWire(response->mutable_stats());
     call.record().Count(QueryKind::kCcd, 1, work);
     return grpc::Status::OK;
@@ -573,6 +460,68 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
 // Planning
 
 namespace {
+
+// The planner of a Plan call over the scene's validity checks. Certified edges are certified lazily:
+// trees grow on quick sampled checks and candidate paths are certified. Discrete mode samples every
+// edge at the requested resolution, as OMPL does. Every motion check asks the call's stop condition,
+// so a cancelled or expired call ends within one check's poll interval even inside a long edge.
+class ScenePlanner {
+ public:
+  ScenePlanner(const std::shared_ptr<const core::Scene>& scene, const core::MotionRequest& motion,
+               core::Interrupt stop)
+      : lazy_(scene, planners::ScenePlanning::kDefaultQuickResolution,
+              planners::ScenePlanning::kDefaultShortcutClearance, stop),
+        discrete_(scene, WithStop(motion, stop)),
+        planning_(lazy_.context()),
+        resolution_(motion.resolution),
+        certified_(motion.mode == core::MotionRequest::Mode::kCertified) {
+    if (!certified_) {
+      planning_.motion = &discrete_;
+      planning_.quick_motion = nullptr;
+    }
+  }
+  ScenePlanner(const ScenePlanner&) = delete;
+  ScenePlanner& operator=(const ScenePlanner&) = delete;
+
+  // Discrete mode: edges (and the simplifier's shortcuts) span at most the joint space's extent, so a
+  // resolution that would sample more than the core's cap on one of them is refused up front.
+  core::Status CheckResolution() const {
+    if (certified_) return {};
+    const double steps = planning_.space.MaxExtent() / resolution_;
+    if (steps <= core::kMaxMotionSteps) return {};
+    return core::InvalidArgument("resolution " + core::FormatNumber(resolution_) + " would sample up to " +
+                                 core::FormatNumber(std::ceil(steps)) + " states on an edge; at most " +
+                                 core::FormatNumber(core::kMaxMotionSteps) + " are allowed per edge");
+  }
+
+  core::Result<planners::PlanResult> Plan(std::span<const double> start, std::span<const double> goal,
+                                          const planners::PlannerOptions& options,
+                                          const planners::Termination& termination) const {
+    return planners::Plan(planning_, start, goal, options, termination);
+  }
+
+  // The checks the planner made: states (CLEAR queries), motions (LINK queries), and their work.
+  int64_t state_checks() const { return lazy_.state().checks(); }
+  int64_t motion_checks() const { return lazy_.certified().checks() + lazy_.quick().checks() + discrete_.checks(); }
+  Work work() const {
+    Work w;
+    w.states = lazy_.state().checks() + lazy_.certified().states() + lazy_.quick().states() + discrete_.states();
+    return w;
+  }
+  const planners::JointSpace& space() const { return planning_.space; }
+
+ private:
+  static core::MotionRequest WithStop(core::MotionRequest motion, core::Interrupt stop) {
+    motion.stop = stop;
+    return motion;
+  }
+
+  const planners::ScenePlanning lazy_;
+  const planners::SceneMotionValidator discrete_;
+  planners::PlanningContext planning_;
+  double resolution_;
+  bool certified_;
+};
 
 // Why `q` is not a valid end of a plan: its first contact, when CLEAR finds one.
 std::string InvalidEnd(const core::Scene& scene, std::span<const double> q, const char* what) {
@@ -589,68 +538,50 @@ std::string Seconds(double s) {
   return buf;
 }
 
+// Why a plan found no path, for the response's message ("" when it did).
+std::string PlanMessage(const core::Scene& scene, const planners::PlanResult& r, std::span<const double> start,
+                        std::span<const double> goal, const PlanSettings& plan) {
+  switch (r.outcome) {
+    case planners::PlanOutcome::kInvalidStart:
+      return InvalidEnd(scene, start, "start");
+    case planners::PlanOutcome::kInvalidGoal:
+      return InvalidEnd(scene, goal, "goal");
+    case planners::PlanOutcome::kTimeout:
+      return "no path within the time limit of " + Seconds(plan.time_limit_s) + " (" +
+             std::to_string(r.stats.iterations) + " iterations)";
+    case planners::PlanOutcome::kIterationLimit:
+      return "no path within max_iterations = " + std::to_string(plan.max_iterations);
+    case planners::PlanOutcome::kSolved:
+    case planners::PlanOutcome::kCancelled:
+      break;
+  }
+  return {};
+}
+
 }  // namespace
 
 grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                                         v1::PlanResponse* response) {
   return opening_.ServeScene(context, Rpc::kPlan, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    const core::RobotModel& robot = scene.robot();
     std::vector<double> start, goal;
-    if (core::Status s = ResolveState(robot, request->start(), "start", &start); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    if (core::Status s = ResolveState(robot, request->goal(), "goal", &goal); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    // Ends outside the joint limits are malformed requests (the planner's space is bounded by them).
-    if (core::Status s = robot.CheckLimits(start); !s.ok()) {
-      return ToGrpcStatus(WithField("start", s.error()));
-    }
-    if (core::Status s = robot.CheckLimits(goal); !s.ok()) {
-      return ToGrpcStatus(WithField("goal", s.error()));
-    }
-    auto settings = ToPlanSettings(*request, limits_.max_plan_seconds, "--max-plan-seconds");
+    if (core::Status s = ToPlanEnds(scene.robot(), *request, &start, &goal); !s.ok()) return ToGrpcStatus(s);
+    auto settings = ToPlanSettings(*request, limits_.max_plan_seconds, kPlanSecondsOption);
     if (!settings.ok()) return ToGrpcStatus(settings.error());
     const PlanSettings& plan = settings.value();
-
-    // Certified edges are certified lazily: trees grow on quick sampled checks and candidate paths are
-    // certified. Discrete mode samples every edge at the requested resolution, as OMPL does.
-    const bool certified = plan.motion.mode == core::MotionRequest::Mode::kCertified;
-    // Every motion check asks the call's stop condition, so a cancelled or expired call ends within one
-    // check's poll interval even inside a long edge.
+    const ScenePlanner planner(call.entry().scene, plan.motion, call.interrupt());
+    if (core::Status s = planner.CheckResolution(); !s.ok()) return ToGrpcStatus(s);
     CallCancel& cancel = call.cancel();
-    const planners::ScenePlanning lazy(call.entry().scene, planners::ScenePlanning::kDefaultQuickResolution,
-                                       planners::ScenePlanning::kDefaultShortcutClearance, cancel.interrupt());
-    core::MotionRequest discrete_request = plan.motion;
-    discrete_request.stop = cancel.interrupt();
-    const planners::SceneMotionValidator discrete(call.entry().scene, discrete_request);
-    planners::PlanningContext planning = lazy.context();
-    if (!certified) {
-      // Edges (and the simplifier's shortcuts) span at most the joint space's extent: refuse up front a
-      // resolution that would sample more than the core's cap on one of them.
-      const double steps = planning.space.MaxExtent() / plan.motion.resolution;
-      if (!(steps <= core::kMaxMotionSteps)) {
-        return Invalid("resolution " + core::FormatNumber(plan.motion.resolution) + " would sample up to " +
-                       core::FormatNumber(std::ceil(steps)) + " states on an edge; at most " +
-                       core::FormatNumber(core::kMaxMotionSteps) + " are allowed per edge");
-      }
-      planning.motion = &discrete;
-      planning.quick_motion = nullptr;
-    }
-    const planners::SceneStateValidity& state_validity = lazy.state();
     planners::Termination termination;
     termination.time_limit_s = plan.time_limit_s;
     termination.max_iterations = plan.max_iterations;
     termination.stop = [&cancel] { return cancel.Stopped(); };
-    auto planned = planners::Plan(planning, start, goal, plan.options, termination);
+    auto planned = planner.Plan(start, goal, plan.options, termination);
 
     // The checks the planner made count as CLEAR and LINK queries, whatever the outcome.
-    Work work;
-    const int64_t link_checks = lazy.certified().checks() + lazy.quick().checks() + discrete.checks();
-    work.states = state_validity.checks() + lazy.certified().states() + lazy.quick().states() + discrete.states();
-    call.record().Count(QueryKind::kClear, state_validity.checks(), work);
-    metrics_->AddQueries(QueryKind::kLink, link_checks);
+    const Work work = planner.work();
+    call.record().Count(QueryKind::kClear, planner.state_checks(), work);
+    call.metrics().AddQueries(QueryKind::kLink, planner.motion_checks());
     call.record().set_states(work.states);
     call.record().set_field("planner", planners::PlannerTypeName(plan.options.type));
     if (!planned.ok()) return ToGrpcStatus(planned.error());
@@ -665,27 +596,13 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
     response->set_outcome(ToWire(r.outcome));
     response->set_planner(ToWire(plan.options.type));
     ToWire(r.stats, response->mutable_stats());
-    ToWire(planning.space, robot, r.path, response->mutable_path());
-    switch (r.outcome) {
-      case planners::PlanOutcome::kSolved:
-        call.record().set_field("waypoints", static_cast<int64_t>(r.path.size()));
-        call.record().set_field("length", r.stats.length);
-        break;
-      case planners::PlanOutcome::kInvalidStart:
-        response->set_message(InvalidEnd(scene, start, "start"));
-        break;
-      case planners::PlanOutcome::kInvalidGoal:
-        response->set_message(InvalidEnd(scene, goal, "goal"));
-        break;
-      case planners::PlanOutcome::kTimeout:
-        response->set_message("no path within the time limit of " + Seconds(plan.time_limit_s) + " (" +
-                              std::to_string(r.stats.iterations) + " iterations)");
-        break;
-      case planners::PlanOutcome::kIterationLimit:
-        response->set_message("no path within max_iterations = " + std::to_string(plan.max_iterations));
-        break;
-      case planners::PlanOutcome::kCancelled:
-        break;
+    ToWire(planner.space(), scene.robot(), r.path, response->mutable_path());
+    if (std::string message = PlanMessage(scene, r, start, goal, plan); !message.empty()) {
+      response->set_message(std::move(message));
+    }
+    if (r.outcome == planners::PlanOutcome::kSolved) {
+      call.record().set_field("waypoints", static_cast<int64_t>(r.path.size()));
+      call.record().set_field("length", r.stats.length);
     }
     return grpc::Status::OK;
   });

@@ -60,6 +60,10 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
   // say); *out is the loaded entry, *created whether it is new.
   grpc::Status Admit(std::shared_ptr<const SceneEntry> built, bool* created, std::shared_ptr<const SceneEntry>* out);
+  // The loaded scene `id`, or the one `build()` makes (a core::Result of an entry; its errors are about
+  // the request's content) once admitted.
+  template <class Build>
+  grpc::Status FindOrBuild(const std::string& id, Build&& build, bool* created, std::shared_ptr<const SceneEntry>* out);
 
   SceneRegistry* registry_;
   Metrics* metrics_;
