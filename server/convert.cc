@@ -482,6 +482,178 @@ void Work::ToWire(v1::WorkStats* out) const {
   out->set_triangle_tests(triangle_tests);
 }
 
+Work StateWork(const core::StateResult& r) {
+  Work w;
+  w.states = 1;
+  w.pairs_tested = r.pairs_tested;
+  w.Add(r.stats);
+  return w;
+}
+
+namespace {
+// The work of a motion or path check (both count states and distance queries).
+template <typename MotionOrPath>
+Work MotionOrPathWork(const MotionOrPath& r) {
+  Work w;
+  w.states = r.states;
+  w.distance_queries = r.distance_queries;
+  w.Add(r.stats);
+  return w;
+}
+}  // namespace
+
+Work MotionWork(const core::MotionResult& r) { return MotionOrPathWork(r); }
+Work MotionWork(const core::PathResult& r) { return MotionOrPathWork(r); }
+
+Work DistanceWork(const core::SceneDistanceResult& r) {
+  Work w;
+  w.states = 1;
+  w.pairs_tested = r.pairs_tested;
+  w.distance_queries = r.pairs_tested;
+  w.Add(r.stats);
+  return w;
+}
+
+Work ContactWork(const core::ContinuousResult& r) {
+  Work w;
+  w.distance_queries = r.distance_queries;
+  w.Add(r.stats);
+  return w;
+}
+
+void ToWire(const core::Scene& scene, const core::StateResult& r, v1::CheckStateResponse* out) {
+  out->set_free(r.free);
+  out->set_within_limits(r.within_limits);
+  if (!r.free) ToWire(scene, r.contact, out->mutable_contact());
+}
+
+void ToWire(const core::Scene& scene, const core::SceneDistanceResult& r, v1::ComputeDistanceResponse* out) {
+  out->set_lower_bound(r.lower_bound);
+  out->set_upper_bound(r.upper_bound);
+  out->set_beyond_max_distance(r.beyond_max_distance);
+  out->set_within_limits(r.within_limits);
+  if (r.nearest.pair.link >= 0) ToWire(scene, r.nearest, out->mutable_nearest());
+  for (const core::PairDistance& p : r.pairs) ToWire(scene, p, out->add_pairs());
+}
+
+void ToWire(const core::Scene& scene, const core::ContinuousResult& r, v1::TimeOfFirstContactResponse* out) {
+  out->set_contact(r.contact);
+  out->set_t_contact(r.t_contact);
+  out->set_clearance(r.clearance);
+  out->set_penetrating(r.penetrating);
+  out->set_undecided(r.undecided);
+  if (r.nearest.pair.link >= 0 || r.nearest.pair.object >= 0) ToWire(scene, r.nearest, out->mutable_nearest());
+  out->set_iterations(r.iterations);
+}
+
+namespace {
+int64_t InlineTriangles(const google::protobuf::RepeatedPtrField<v1::ObjectPart>& parts) {
+  int64_t n = 0;
+  for (const v1::ObjectPart& p : parts) {
+    if (p.shape().shape_case() == v1::Shape::kMesh) n += p.shape().mesh().triangles_size() / 3;
+  }
+  return n;
+}
+}  // namespace
+
+int64_t InlineTriangles(const v1::CreateSceneRequest& request) {
+  int64_t n = 0;
+  for (const v1::CollisionObject& o : request.objects()) n += InlineTriangles(o.parts());
+  for (const v1::AttachedObject& a : request.attached_objects()) n += InlineTriangles(a.parts());
+  return n;
+}
+
+int64_t InlineTriangles(const v1::UpdateWorldRequest& request) {
+  int64_t n = 0;
+  for (const v1::CollisionObject& o : request.objects()) n += InlineTriangles(o.parts());
+  return n;
+}
+
+Status CheckSceneTriangles(int64_t triangles, int64_t limit, std::string_view limit_name) {
+  if (triangles <= limit) return {};
+  return core::ResourceExhausted("scene: " + std::to_string(triangles) + " triangles exceed the server's " +
+                                 Str(limit_name) + " = " + std::to_string(limit));
+}
+
+Result<int32_t> ToPageSize(int32_t page_size, int32_t max_page) {
+  if (page_size < 0) return core::InvalidArgument("page_size must be >= 0 (0: the server's page size)");
+  return page_size == 0 ? max_page : std::min(page_size, max_page);
+}
+
+Result<ConfigurationRows> ToPath(const core::RobotModel& robot, const v1::Configurations& path,
+                                 std::string_view field, int64_t max_waypoints, std::string_view limit_name) {
+  auto rows = ConfigurationRows::Make(robot, path, field, max_waypoints, limit_name);
+  if (!rows.ok()) return rows.error();
+  if (rows.value().rows() < 1) return core::InvalidArgument(Str(field) + ": a path needs at least one configuration");
+  return rows;
+}
+
+Result<Paths> ToPaths(const core::RobotModel& robot,
+                      const google::protobuf::RepeatedPtrField<v1::Configurations>& paths, int64_t max_waypoints,
+                      std::string_view limit_name, int64_t max_total, std::string_view total_limit_name) {
+  Paths out;
+  out.paths.reserve(static_cast<size_t>(paths.size()));
+  for (int i = 0; i < paths.size(); ++i) {
+    auto rows = ToPath(robot, paths.Get(i), "paths[" + std::to_string(i) + "]", max_waypoints, limit_name);
+    if (!rows.ok()) return rows.error();
+    out.waypoints += rows.value().rows();
+    if (out.waypoints > max_total) {
+      return core::ResourceExhausted("paths: more than " + std::to_string(max_total) +
+                                     " waypoints in total exceed the server's " + Str(total_limit_name) +
+                                     "; split the request");
+    }
+    out.paths.push_back(std::move(rows).value());
+  }
+  return out;
+}
+
+core::SceneDistanceRequest ToDistanceRequest(const v1::ComputeDistanceRequest& request) {
+  core::SceneDistanceRequest query;
+  query.rel_err = request.rel_err();
+  query.abs_err = request.abs_err();
+  if (request.max_distance() != 0.0) query.max_distance = request.max_distance();
+  query.per_pair = request.per_pair();
+  query.world = !request.exclude_world();
+  query.self = !request.exclude_self();
+  return query;
+}
+
+Result<core::ContinuousRequest> ToContinuousRequest(double tolerance) {
+  if (!std::isfinite(tolerance) || tolerance < 0.0) {
+    return core::InvalidArgument("tolerance must be finite and >= 0 (0 means 1e-5)");
+  }
+  core::ContinuousRequest query;
+  if (tolerance > 0.0) query.tolerance = tolerance;
+  return query;
+}
+
+Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body, const core::FileAccess& access) {
+  auto X0 = ToRigidTransform(body.start(), "body_motion.start");
+  if (!X0.ok()) return X0.error();
+  auto X1 = ToRigidTransform(body.goal(), "body_motion.goal");
+  if (!X1.ok()) return X1.error();
+  if (body.parts_size() == 0) return core::InvalidArgument("body_motion.parts: the body has no parts");
+  const bool rotates = X0.value().R != X1.value().R;
+  std::vector<BodyPart> parts;
+  for (int i = 0; i < body.parts_size(); ++i) {
+    const std::string field = "body_motion.parts[" + std::to_string(i) + "]";
+    FileReads files{access, {}};
+    auto g = ToGeometry(body.parts(i).shape(), field + ".shape", &files);
+    if (!g.ok()) return g.error();
+    auto X_BP = ToRigidTransform(body.parts(i).pose(), field + ".pose");
+    if (!X_BP.ok()) return X_BP.error();
+    // Slerp commutes with a fixed rotation on the right, and a fixed offset is exact under pure
+    // translation; an offset part of a rotating body would sweep a curve the core's motion is not.
+    if (rotates && !X_BP.value().p.isZero()) {
+      return core::InvalidArgument(field + ".pose: a part offset from the body origin cannot be checked while the "
+                                   "body rotates; give it as a mesh or convex_hull in the body frame, or put the "
+                                   "body frame at the part");
+    }
+    parts.push_back({std::move(g).value(), X0.value() * X_BP.value(), X1.value() * X_BP.value()});
+  }
+  return parts;
+}
+
 Result<core::MotionRequest> ToMotionRequest(v1::MotionMode mode, double resolution, std::string_view field) {
   core::MotionRequest request;
   switch (mode) {
@@ -542,6 +714,15 @@ Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_t
   // mode checks every edge with this request.
   out.motion = motion.value();
   return out;
+}
+
+Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request, std::vector<double>* start,
+                  std::vector<double>* goal) {
+  if (Status s = ResolveState(robot, request.start(), "start", start); !s.ok()) return s;
+  if (Status s = ResolveState(robot, request.goal(), "goal", goal); !s.ok()) return s;
+  if (Status s = robot.CheckLimits(*start); !s.ok()) return WithField("start", s.error());
+  if (Status s = robot.CheckLimits(*goal); !s.ok()) return WithField("goal", s.error());
+  return {};
 }
 
 v1::Planner ToWire(planners::PlannerType type) {

@@ -134,6 +134,63 @@ struct Work {
   void ToWire(v1::WorkStats* out) const;
 };
 
+/// The work of a state check, a motion or path check, a distance query and a time of first contact.
+Work StateWork(const core::StateResult& r);
+Work MotionWork(const core::MotionResult& r);
+Work MotionWork(const core::PathResult& r);
+Work DistanceWork(const core::SceneDistanceResult& r);
+Work ContactWork(const core::ContinuousResult& r);
+
+/// Answers on the wire (their work stats apart).
+void ToWire(const core::Scene& scene, const core::StateResult& r, v1::CheckStateResponse* out);
+void ToWire(const core::Scene& scene, const core::SceneDistanceResult& r, v1::ComputeDistanceResponse* out);
+void ToWire(const core::Scene& scene, const core::ContinuousResult& r, v1::TimeOfFirstContactResponse* out);
+
+/// Triangles of the inline meshes a request adds (objects and attached objects), counted from the
+/// request: nothing is read or built.
+int64_t InlineTriangles(const v1::CreateSceneRequest& request);
+int64_t InlineTriangles(const v1::UpdateWorldRequest& request);
+/// RESOURCE_EXHAUSTED naming the server option `limit_name` when a scene's `triangles` exceed `limit`.
+[[nodiscard]] core::Status CheckSceneTriangles(int64_t triangles, int64_t limit, std::string_view limit_name);
+
+/// A ListScenes page size: 0, or more than `max_page`, is `max_page`; a negative size is refused.
+[[nodiscard]] core::Result<int32_t> ToPageSize(int32_t page_size, int32_t max_page);
+
+/// One path: its rows (ConfigurationRows::Make, at most `max_waypoints`, the option `limit_name`), at
+/// least one.
+[[nodiscard]] core::Result<ConfigurationRows> ToPath(const core::RobotModel& robot, const v1::Configurations& path,
+                                                     std::string_view field, int64_t max_waypoints,
+                                                     std::string_view limit_name);
+
+/// Paths ("paths[i]", each as ToPath) and their waypoints in all.
+struct Paths {
+  std::vector<ConfigurationRows> paths;
+  int64_t waypoints = 0;
+};
+/// Every path is checked, and at most `max_total` waypoints in all (the option `total_limit_name`).
+[[nodiscard]] core::Result<Paths> ToPaths(const core::RobotModel& robot,
+                                          const google::protobuf::RepeatedPtrField<v1::Configurations>& paths,
+                                          int64_t max_waypoints, std::string_view limit_name, int64_t max_total,
+                                          std::string_view total_limit_name);
+
+/// The distance query of a ComputeDistance request. The core checks the budget (finite, >= 0) and
+/// names the bad field; 0 max_distance on the wire means no cap.
+core::SceneDistanceRequest ToDistanceRequest(const v1::ComputeDistanceRequest& request);
+
+/// The continuous-check options of a tolerance (0 means 1e-5; negative or not finite is refused).
+[[nodiscard]] core::Result<core::ContinuousRequest> ToContinuousRequest(double tolerance);
+
+/// One part of a free-flying body, posed so that the core's body motion (linear translation, slerp
+/// rotation of the given frame) moves it exactly as the body moves it.
+struct BodyPart {
+  core::Geometry geometry;
+  core::RigidTransform X0, X1;  ///< The part frame at t = 0 and t = 1.
+};
+/// The parts of a wire body motion. A part offset from the body origin is refused while the body
+/// rotates (it would sweep a curve the core's motion is not). Server mesh files are read under `access`.
+[[nodiscard]] core::Result<std::vector<BodyPart>> ToBodyParts(const v1::BodyMotion& body,
+                                                              const core::FileAccess& access);
+
 /// The motion request of a wire mode and resolution (0 means 0.01); errors name `field`.
 [[nodiscard]] core::Result<core::MotionRequest> ToMotionRequest(v1::MotionMode mode, double resolution,
                                                                 std::string_view field);
@@ -155,6 +212,11 @@ struct PlanSettings {
 /// `limit_name`).
 [[nodiscard]] core::Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_time_limit_s,
                                                         std::string_view limit_name);
+
+/// The start and goal of a PlanRequest in the scene's joint order (ResolveState), each within the
+/// joint limits (the planner's space is bounded by them): errors name "start" or "goal".
+[[nodiscard]] core::Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request,
+                                      std::vector<double>* start, std::vector<double>* goal);
 
 /// The wire names of planner types and outcomes.
 v1::Planner ToWire(planners::PlannerType type);

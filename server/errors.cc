@@ -33,6 +33,39 @@ core::Error WithField(std::string_view field, const core::Error& error) {
   return {error.code, std::string(field) + ": " + error.message};
 }
 
+grpc::Status SceneNotFound(std::string_view id) {
+  if (id.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "scene_id is empty"};
+  return {grpc::StatusCode::NOT_FOUND, "scene '" + Bounded(id, kMaxQuotedBytes) +
+                                           "' is not loaded on this server (create it with CreateScene)"};
+}
+
+grpc::Status Unauthenticated() {
+  return {grpc::StatusCode::UNAUTHENTICATED,
+          "this server needs a bearer token: send 'authorization: Bearer <token>' metadata"};
+}
+
+grpc::Status ResponseTooLarge(int64_t bytes, int64_t limit, std::string_view advice) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the response would be " + std::to_string(bytes) +
+                                                    " bytes, more than the server's --max-message-bytes = " +
+                                                    std::to_string(limit) + "; " + std::string(advice)};
+}
+
+grpc::Status CallStopped(bool deadline_passed, std::string_view progress) {
+  if (deadline_passed) return {grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded after " + std::string(progress)};
+  return {grpc::StatusCode::CANCELLED, "cancelled after " + std::string(progress)};
+}
+
+grpc::Status NoStatus() { return {grpc::StatusCode::UNKNOWN, "handler returned without a status"}; }
+
+size_t GrpcCodeIndex(grpc::StatusCode code) {
+  const auto c = static_cast<size_t>(code);
+  return c < kNumGrpcCodes ? c : static_cast<size_t>(grpc::StatusCode::UNKNOWN);
+}
+
+bool IsServerFault(grpc::StatusCode code) {
+  return code == grpc::StatusCode::INTERNAL || code == grpc::StatusCode::UNKNOWN;
+}
+
 const char* GrpcCodeName(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::OK: return "OK";

@@ -1,6 +1,9 @@
 #pragma once
 /// @file
-/// The one translation point from core errors to gRPC statuses.
+/// The one place gRPC statuses are built: core errors translated to gRPC codes, and the few statuses
+/// the service makes itself (an unknown scene, a missing token, an oversized response, a call stopped
+/// by its client or its deadline). No other server file constructs a grpc::Status or names a code
+/// (grpc::StatusCode::...).
 ///
 /// Codes: kInvalidArgument and kParseError -> INVALID_ARGUMENT, kResourceExhausted ->
 /// RESOURCE_EXHAUSTED, kInternal -> INTERNAL, kNotFound -> NOT_FOUND for queries. NOT_FOUND on the
@@ -10,6 +13,8 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -44,6 +49,38 @@ inline grpc::Status ToGrpcStatus(const core::Status& status, ErrorScope scope = 
 core::Error WithField(std::string_view field, const core::Error& error);
 
 using core::ResourceExhausted;
+
+// ---- Statuses of the service itself -------------------------------------------------------------
+
+/// No scene `id` is loaded: NOT_FOUND naming it (bounded to kMaxQuotedBytes), or INVALID_ARGUMENT
+/// when the request gave no id at all.
+grpc::Status SceneNotFound(std::string_view id);
+
+/// UNAUTHENTICATED: the server needs a bearer token and the call did not carry it.
+grpc::Status Unauthenticated();
+
+/// RESOURCE_EXHAUSTED: a response of `bytes` would exceed the server's --max-message-bytes (`limit`);
+/// `advice` tells the client how to ask for less.
+grpc::Status ResponseTooLarge(int64_t bytes, int64_t limit, std::string_view advice);
+
+/// A call that stopped before its answer: DEADLINE_EXCEEDED when `deadline_passed`, else CANCELLED;
+/// the message says how far it got ("cancelled after 12 of 100 states").
+grpc::Status CallStopped(bool deadline_passed, std::string_view progress);
+
+/// UNKNOWN: what a call reports when its handler left without a status (a bug, shown as such).
+grpc::Status NoStatus();
+
+// ---- Codes --------------------------------------------------------------------------------------
+
+/// The codes gRPC defines (OK = 0 .. UNAUTHENTICATED = 16).
+inline constexpr size_t kNumGrpcCodes = 17;
+
+/// The index of `code` among gRPC's codes, [0, kNumGrpcCodes); a code gRPC does not define counts as
+/// UNKNOWN.
+size_t GrpcCodeIndex(grpc::StatusCode code);
+
+/// Whether `code` reports a fault of the server rather than of the request (INTERNAL, UNKNOWN).
+bool IsServerFault(grpc::StatusCode code);
 
 /// The name go-grpc-prometheus gives a code ("OK", "InvalidArgument", ...), for metrics and logs.
 const char* GrpcCodeName(grpc::StatusCode code);

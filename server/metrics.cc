@@ -9,6 +9,8 @@
 
 namespace proximity::server {
 
+static_assert(static_cast<size_t>(Metrics::kNumCodes) == kNumGrpcCodes, "one handled counter per gRPC code");
+
 namespace {
 
 constexpr const char* kService = "proximity.v1.ProximityService";
@@ -40,8 +42,7 @@ const char* RpcType(Rpc rpc) { return rpc == Rpc::kValidatePaths ? "server_strea
 
 void Metrics::Handled(Rpc rpc, grpc::StatusCode code, double seconds) {
   PerRpc& r = rpcs_[Index(rpc)];
-  const auto c = static_cast<size_t>(code);
-  r.handled[c < kNumCodes ? c : static_cast<size_t>(grpc::StatusCode::UNKNOWN)].fetch_add(1, std::memory_order_relaxed);
+  r.handled[GrpcCodeIndex(code)].fetch_add(1, std::memory_order_relaxed);
   size_t b = 0;
   while (b < kBuckets.size() && seconds > kBuckets[b]) ++b;
   if (b < kBuckets.size()) r.buckets[b].fetch_add(1, std::memory_order_relaxed);
@@ -57,7 +58,7 @@ void Metrics::AddWork(int64_t states, int64_t distance_queries, int64_t bv_tests
 }
 
 uint64_t Metrics::HandledCount(Rpc rpc, grpc::StatusCode code) const {
-  return rpcs_[Index(rpc)].handled[static_cast<size_t>(code)].load(std::memory_order_relaxed);
+  return rpcs_[Index(rpc)].handled[GrpcCodeIndex(code)].load(std::memory_order_relaxed);
 }
 
 std::string Metrics::RenderText() const {

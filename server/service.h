@@ -1,36 +1,22 @@
 #pragma once
 /// @file
-/// proximity.v1.ProximityService on the synchronous gRPC API. Handlers look a scene up (a shared_ptr
-/// copy under a shared lock), convert the request, and call the core with no lock held. Batches run on
-/// the worker pool with per-call scene caches and stop between states, segments or paths once the
-/// call is cancelled or past its deadline. Plan runs proximity::planners on the scene, inline.
+/// proximity.v1.ProximityService on the synchronous gRPC API. Every handler runs inside the shared
+/// opening (call.h: recorded, authorized, its scene looked up as a shared_ptr copy under a shared
+/// lock), then decodes the request (convert.h), calls the core with no lock held, and encodes the
+/// answer; every status comes from errors.h. Batches run on the worker pool (batch.h) with per-call
+/// scene caches and stop between states or paths once the call is cancelled or past its deadline.
+/// Plan runs proximity::planners on the scene, inline.
 
 #include <cstdint>
 
 #include "proximity/core/base/file_access.h"
 #include "proximity/v1/proximity.grpc.pb.h"
+#include "server/call.h"
 #include "server/metrics.h"
 #include "server/scene_store.h"
 #include "server/worker_pool.h"
 
 namespace proximity::server {
-
-/// Request limits (RESOURCE_EXHAUSTED beyond them, naming the option; Plan's time limit: INVALID_ARGUMENT).
-struct ServiceLimits {
-  int64_t max_batch_states = 1'000'000;   ///< Configurations per request (CheckStates; ValidatePaths in total).
-  int64_t max_path_waypoints = 100'000;   ///< Waypoints per path (CheckPath, each ValidatePaths path).
-  double max_plan_seconds = 60.0;         ///< Largest Plan time_limit (INVALID_ARGUMENT beyond it).
-  /// Longest any query call may work, whatever deadline the client set (or none): past it the call
-  /// stops with DEADLINE_EXCEEDED.
-  double max_call_seconds = 300.0;
-  /// Triangles in one scene (robot and world meshes); inline meshes are counted before anything is built.
-  int64_t max_scene_triangles = 1'000'000;
-  /// Scenes per ListScenes page when the request asks for none (or more).
-  int32_t max_list_page = 100;
-  /// Largest response message (the server's --max-message-bytes); a larger one is refused with
-  /// RESOURCE_EXHAUSTED instead of failing in the transport after being counted as OK. 0: no check.
-  int64_t max_response_bytes = 0;
-};
 
 class ProximityServiceImpl final : public v1::ProximityService::Service {
  public:
@@ -74,17 +60,17 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
   // say); *out is the loaded entry, *created whether it is new.
   grpc::Status Admit(std::shared_ptr<const SceneEntry> built, bool* created, std::shared_ptr<const SceneEntry>* out);
-  // OK when the server needs no token or the call carries it (compared in constant time).
-  grpc::Status Authorize(grpc::ServerContext* context) const;
-  // OK, or RESOURCE_EXHAUSTED (counted in the metrics) when `response` exceeds max_response_bytes.
-  grpc::Status CheckResponseSize(const google::protobuf::Message& response, const char* advice);
+  // The loaded scene `id`, or the one `build()` makes (a core::Result of an entry; its errors are about
+  // the request's content) once admitted.
+  template <class Build>
+  grpc::Status FindOrBuild(const std::string& id, Build&& build, bool* created, std::shared_ptr<const SceneEntry>* out);
 
   SceneRegistry* registry_;
   Metrics* metrics_;
   WorkerPool* pool_;
   ServiceLimits limits_;
   core::FileAccess files_;
-  std::string auth_token_;
+  Opening opening_;  // after limits_, which it points to
 };
 
 }  // namespace proximity::server

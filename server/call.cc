@@ -1,0 +1,153 @@
+#include "server/call.h"
+
+#include <algorithm>
+
+#include "server/log.h"
+
+namespace proximity::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Failed calls are logged at most kRate lines a second on average (bursts of kBurst): a client sending
+// bad requests in a loop cannot flood the log. Left-out lines are counted in the metrics and the next
+// line logged says how many it stands for.
+class FailureLogLimiter {
+ public:
+  static constexpr double kRate = 20.0;
+  static constexpr double kBurst = 50.0;
+
+  /// Whether a failed call may be logged now; *suppressed receives the lines left out since the last.
+  bool Allow(int64_t* suppressed) {
+    std::lock_guard lock(mutex_);
+    const auto now = Clock::now();
+    tokens_ = std::min(kBurst, tokens_ + kRate * std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    if (tokens_ < 1.0) {
+      ++suppressed_;
+      *suppressed = 0;
+      return false;
+    }
+    tokens_ -= 1.0;
+    *suppressed = suppressed_;
+    suppressed_ = 0;
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  double tokens_ = kBurst;
+  Clock::time_point last_ = Clock::now();
+  int64_t suppressed_ = 0;
+};
+
+FailureLogLimiter& FailureLog() {
+  static FailureLogLimiter limiter;
+  return limiter;
+}
+
+// Equal strings, in time that depends on their lengths only (not on where they differ).
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// CallRecorder
+
+CallRecorder::CallRecorder(Metrics* metrics, Rpc rpc, std::string_view scene_id)
+    : metrics_(metrics), rpc_(rpc), start_(Clock::now()), scene_id_(scene_id) {
+  metrics_->Started(rpc);
+}
+
+CallRecorder::~CallRecorder() {
+  const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  metrics_->Handled(rpc_, status_.error_code(), seconds);
+  const spdlog::level::level_enum level = Level();
+  if (!LogEnabled(level)) return;
+  int64_t suppressed = 0;
+  if (!status_.ok()) {
+    if (!FailureLog().Allow(&suppressed)) {
+      metrics_->AddSuppressedLogs(1);
+      return;
+    }
+  }
+  nlohmann::json fields = {{"rpc", RpcName(rpc_)},
+                           {"code", GrpcCodeName(status_.error_code())},
+                           {"latency_ms", seconds * 1e3}};
+  if (suppressed > 0) fields["suppressed_before"] = suppressed;
+  if (!scene_id_.empty()) fields["scene_id"] = Bounded(scene_id_, kMaxQuotedBytes);
+  if (states_ >= 0) fields["states"] = states_;
+  for (auto& [key, value] : extra_.items()) fields[key] = value;
+  if (!status_.ok()) fields["error"] = Bounded(status_.error_message(), kMaxMessageBytes);
+  LogEvent(level, status_.ok() ? "rpc done" : "rpc failed", fields);
+}
+
+spdlog::level::level_enum CallRecorder::Level() const {
+  if (status_.ok()) {
+    return (rpc_ == Rpc::kCreateScene || rpc_ == Rpc::kUpdateWorld || rpc_ == Rpc::kDeleteScene ||
+            rpc_ == Rpc::kPlan)
+               ? spdlog::level::info
+               : spdlog::level::debug;
+  }
+  return IsServerFault(status_.error_code()) ? spdlog::level::err : spdlog::level::info;
+}
+
+// ------------------------------------------------------------------------------------------------
+// CallCancel, StreamWatchdog
+
+CallCancel::CallCancel(grpc::ServerContext* context, double max_seconds)
+    : context_(context),
+      deadline_(std::min(context->deadline(),
+                         std::chrono::system_clock::now() +
+                             std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                 std::chrono::duration<double>(max_seconds)))) {}
+
+grpc::Status CallCancel::status(std::string_view progress) const {
+  return CallStopped(std::chrono::system_clock::now() + std::chrono::milliseconds(50) >= deadline_, progress);
+}
+
+StreamWatchdog::StreamWatchdog(grpc::ServerContext* context, std::chrono::system_clock::time_point deadline)
+    : thread_([this, context, deadline] {
+        std::unique_lock lock(mutex_);
+        if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) context->TryCancel();
+      }) {}
+
+StreamWatchdog::~StreamWatchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+  }
+  done_cv_.notify_all();
+  thread_.join();
+}
+
+// ------------------------------------------------------------------------------------------------
+// CallScope, Opening
+
+grpc::Status CallScope::FitResponse(google::protobuf::Message* response, std::string_view advice) {
+  const auto bytes = static_cast<int64_t>(response->ByteSizeLong());
+  if (limits_->max_response_bytes <= 0 || bytes <= limits_->max_response_bytes) return grpc::Status::OK;
+  metrics().AddOversizeResponse();
+  response->Clear();
+  return ResponseTooLarge(bytes, limits_->max_response_bytes, advice);
+}
+
+grpc::Status Opening::Authorize(grpc::ServerContext* context) const {
+  if (auth_token_.empty()) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("authorization");
+  const std::string_view given =
+      it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  if (!ConstantTimeEqual(given, "Bearer " + auth_token_)) return Unauthenticated();
+  return grpc::Status::OK;
+}
+
+}  // namespace proximity::server
