@@ -125,11 +125,13 @@ def _handled(daemon: support.Daemon, method: str) -> dict:
 def test_expired_deadline_on_a_large_batch(daemon: support.Daemon, client: Client, info: SceneInfo,
                                            unchanged: None) -> None:
     states = info.sample(500_000, np.random.default_rng(3))
+    # The counts from before both calls: the first call's 0.05 s may run out before the server sees it
+    # (not counted) or while it works (counted as stopped, possibly after the second call began).
+    before = _handled(daemon, "CheckStates")
     _expect(DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED, client.check_states, states, timeout=0.05)
     # A deadline that passes while the server is working on one big request (seconds of work, 0.3 s of
     # budget): the server itself gives up on it (its metrics count the call as stopped, never as OK),
     # and the next calls answer as before (the `unchanged` fixture).
-    before = _handled(daemon, "CheckStates")
     _expect(DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED, client.check_states, states,
             batch_size=500_000, timeout=0.3)
 
@@ -137,7 +139,9 @@ def test_expired_deadline_on_a_large_batch(daemon: support.Daemon, client: Clien
         now = _handled(daemon, "CheckStates")
         return sum(now.get(c, 0) - before.get(c, 0) for c in ("deadlineexceeded", "canceled"))
 
-    assert support.eventually(lambda: stopped() == 1), "the server did not stop the batch at its deadline"
+    # The big call is stopped (1), and the first one too if it reached the server (2); neither ends OK.
+    assert support.eventually(lambda: stopped() >= 1), "the server did not stop the batch at its deadline"
+    assert stopped() <= 2
     assert _handled(daemon, "CheckStates").get("ok", 0) == before.get("ok", 0)
 
 
