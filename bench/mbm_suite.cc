@@ -51,6 +51,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -91,7 +93,7 @@ constexpr double kDenseStep = 1e-3;  // rad, in every joint
 
 
 // One side's run on one problem.
-struct Run {
+struct PlanRun {
   bool solved = false;
   std::string outcome;
   double time_s = 0.0;      // The whole call: planning and simplification.
@@ -135,12 +137,12 @@ std::string Describe(const DensePathResult& r) {
 }
 
 // The summary of one side over a set of problems.
-JsonLine SideLine(const std::string& side, const std::string& group, const std::vector<const Run*>& runs,
+JsonLine SideLine(const std::string& side, const std::string& group, const std::vector<const PlanRun*>& runs,
                   double time_limit_s) {
   std::vector<double> time_ms, plan_ms, simplify_ms, raw_length, length, raw_wp, wp, states, motions, motion_states;
   int64_t solved = 0, raw_unchecked = 0, invalid_raw = 0, invalid = 0, collide_raw = 0, collide = 0;
   int64_t outside = 0, dense_states = 0, confirmed = 0, unconfirmed = 0;
-  for (const Run* r : runs) {
+  for (const PlanRun* r : runs) {
     time_ms.push_back(1e3 * r->time_s);
     plan_ms.push_back(1e3 * r->plan_s);
     states.push_back(static_cast<double>(r->state_checks));
@@ -203,7 +205,7 @@ std::string Num(double v) {
   return s.str();
 }
 
-std::map<std::string, std::string> LogRun(const Run& r, int problem) {
+std::map<std::string, std::string> LogRun(const PlanRun& r, int problem) {
   std::map<std::string, std::string> p;
   p["problem INTEGER"] = std::to_string(problem);
   p["time REAL"] = Num(r.time_s);
@@ -291,331 +293,449 @@ std::string UtcNow() {
   return buf;
 }
 
-}  // namespace
+// One problem as both sides plan on it: our scene, the peer's world, and the start and goal.
+struct Problem {
+  std::shared_ptr<const Scene> scene;
+  std::optional<FclWorld> world;
+  Configuration start, goal;
+};
 
-int RunMbm(const SuiteOptions& options) {
-  if (options.time_limit_s < 0.0 || !std::isfinite(options.time_limit_s)) {
-    std::cerr << "mbm: --time-limit must be a positive number of seconds (0 keeps the default)\n";
-    return 2;
-  }
-  const double time_limit = options.time_limit_s > 0.0 ? options.time_limit_s : (options.quick ? 2.0 : 10.0);
+// The suite's run: the problems and robot, both sides' runs per problem, and what the output needs
+// beyond them (families, times, the peer's range and segment). Run() plans every problem in order
+// (the order fixes OMPL's random draws, seeded once per process), then prints and writes the
+// results.
+class MbmSuite {
+ public:
+  explicit MbmSuite(const SuiteOptions& options) : options_(options) {}
 
-  // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
-  MbmData data;
-  if (int code = LoadMbmData("mbm", options, &data); code != 0) return code;
-  const std::vector<mbm::MbmProblem>& problems = data.problems;
-  const std::shared_ptr<const RobotModel> robot = data.robot;
-  const int32_t dof = robot->num_positions();
-  const planners::JointSpace space = planners::JointSpace::ForRobot(*robot);
-  FclRobot fcl_robot(*robot);
+  int Run();
+
+ private:
+  const std::vector<MbmProblem>& problems() const { return data_.problems; }
+
+  // Loading: the problems, the robot, OMPL's seed and the families.
+  int Load();
+  int BuildProblem(size_t k, Problem* problem) const;
+
+  // Planning: one problem, both sides, each returned path checked densely.
+  int PlanProblem(size_t k);
+  void PlanOurs(size_t k, const Problem& problem);
+  void CheckOurPaths(size_t k, const Problem& problem, const planners::PlanResult& plan);
+  std::shared_ptr<ob::SpaceInformation> PeerSpaceInformation(const Problem& problem, int64_t* state_checks);
+  void PlanPeer(size_t k, const Problem& problem);
+  void SecondOpinion(size_t k, const Problem& problem);
+  void ReportFamily(size_t k) const;
+
+  // Output: JSON lines, OMPL benchmark logs, the verdict.
+  std::vector<const PlanRun*> GroupRuns(const std::vector<PlanRun>& runs, int32_t f) const;
+  void PrintSideLines(int32_t f) const;
+  std::vector<double> Values(const std::vector<PlanRun>& runs, int32_t f, double PlanRun::*field, bool solved_only,
+                             double scale) const;
+  double Ratio(int32_t f, double PlanRun::*field, bool solved_only) const;
+  void PrintRatios() const;
+  std::string LogSetup() const;
+  int WriteOmplLogs() const;
+  int Finish() const;
+
+  const SuiteOptions& options_;
+  const double time_limit_ = options_.time_limit_s > 0.0 ? options_.time_limit_s : (options_.quick ? 2.0 : 10.0);
+
+  MbmData data_;
+  std::shared_ptr<const RobotModel> robot_;
+  int32_t dof_ = 0;
+  std::optional<planners::JointSpace> space_;
+  std::optional<FclRobot> fcl_robot_;
+  std::vector<std::string> families_;
+  std::vector<int32_t> family_of_;  // Per problem.
+
+  std::vector<PlanRun> ours_, peer_;  // Per problem.
+  std::vector<RigidTransform> X_WL_;
+  std::vector<double> q_;  // The peer's state being checked.
+  core::SceneCache cache_;
+  int errors_ = 0;
+  double peer_range_ = 0.0, peer_segment_ = 0.0;
+  std::string date_;
+  std::vector<double> family_seconds_;
+  double suite_s_ = 0.0;
+};
+
+// Problems: the extracted sample with --quick, all 700 from the archive otherwise.
+int MbmSuite::Load() {
+  if (int code = LoadMbmData("mbm", options_, &data_); code != 0) return code;
+  robot_ = data_.robot;
+  dof_ = robot_->num_positions();
+  space_.emplace(planners::JointSpace::ForRobot(*robot_));
+  fcl_robot_.emplace(*robot_);
 
   // OMPL: seeded once for the process; its informational messages (on stdout) silenced.
   ompl::msg::setLogLevel(ompl::msg::LOG_WARN);
-  ompl::RNG::setSeed(static_cast<std::uint_fast32_t>(options.seed));
+  ompl::RNG::setSeed(static_cast<std::uint_fast32_t>(options_.seed));
 
-  std::vector<std::string> families;
-  std::vector<int32_t> family_of;
-  for (const mbm::MbmProblem& p : problems) {
-    if (families.empty() || families.back() != p.family) families.push_back(p.family);
-    family_of.push_back(static_cast<int32_t>(families.size()) - 1);
+  for (const MbmProblem& p : problems()) {
+    if (families_.empty() || families_.back() != p.family) families_.push_back(p.family);
+    family_of_.push_back(static_cast<int32_t>(families_.size()) - 1);
   }
-  std::cerr << "mbm: " << problems.size() << " problems in " << families.size() << " families, " << dof
-            << " joints; time limit " << time_limit << " s per problem and side; joint-space extent "
-            << space.MaxExtent() << " rad\n";
+  std::cerr << "mbm: " << problems().size() << " problems in " << families_.size() << " families, " << dof_
+            << " joints; time limit " << time_limit_ << " s per problem and side; joint-space extent "
+            << space_->MaxExtent() << " rad\n";
 
-  const size_t n = problems.size();
-  std::vector<Run> ours(n), peer(n);
-  std::vector<RigidTransform> X_WL(static_cast<size_t>(robot->num_links()));
-  std::vector<double> q(static_cast<size_t>(dof));
-  core::SceneCache cache;
-  int errors = 0;
-  double peer_range = 0.0, peer_segment = 0.0;
-  const std::string date = UtcNow();
-  std::vector<double> family_seconds(families.size(), 0.0);
-  const double t_suite = Now();
+  ours_.resize(problems().size());
+  peer_.resize(problems().size());
+  X_WL_.resize(static_cast<size_t>(robot_->num_links()));
+  q_.resize(static_cast<size_t>(dof_));
+  date_ = UtcNow();
+  family_seconds_.assign(families_.size(), 0.0);
+  return 0;
+}
 
-  for (size_t k = 0; k < n; ++k) {
-    const double t_problem = Now();
-    const mbm::MbmProblem& p = problems[k];
-    auto description = mbm::MbmSceneDescription(p.scene, robot);
-    if (!description.ok()) {
-      std::cerr << "mbm: " << p.name << ": " << description.error().message << "\n";
-      return 1;
-    }
-    auto built = Scene::Build(std::move(description).value());
-    if (!built.ok()) {
-      std::cerr << "mbm: " << p.name << ": " << built.error().message << "\n";
-      return 1;
-    }
-    const std::shared_ptr<const Scene> scene = built.value();
-    const FclWorld world(*scene);
-    const auto start_or = mbm::MbmStartConfiguration(p.request, *robot);
-    const auto goal_or = mbm::MbmGoalConfiguration(p.request, *robot);
-    if (!start_or.ok() || !goal_or.ok()) {
-      std::cerr << "mbm: " << p.name << ": " << (!start_or.ok() ? start_or.error().message : goal_or.error().message)
+// Problem k's scene, the peer's world on it, and its start and goal.
+int MbmSuite::BuildProblem(size_t k, Problem* problem) const {
+  const MbmProblem& p = problems()[k];
+  auto description = mbm::MbmSceneDescription(p.scene, robot_);
+  if (!description.ok()) {
+    std::cerr << "mbm: " << p.name << ": " << description.error().message << "\n";
+    return 1;
+  }
+  auto built = Scene::Build(std::move(description).value());
+  if (!built.ok()) {
+    std::cerr << "mbm: " << p.name << ": " << built.error().message << "\n";
+    return 1;
+  }
+  problem->scene = built.value();
+  problem->world.emplace(*problem->scene);
+  const auto start_or = mbm::MbmStartConfiguration(p.request, *robot_);
+  const auto goal_or = mbm::MbmGoalConfiguration(p.request, *robot_);
+  if (!start_or.ok() || !goal_or.ok()) {
+    std::cerr << "mbm: " << p.name << ": " << (!start_or.ok() ? start_or.error().message : goal_or.error().message)
+              << "\n";
+    return 1;
+  }
+  problem->start = start_or.value();
+  problem->goal = goal_or.value();
+  return 0;
+}
+
+int MbmSuite::PlanProblem(size_t k) {
+  const double t_problem = Now();
+  Problem problem;
+  if (int code = BuildProblem(k, &problem); code != 0) return code;
+  PlanOurs(k, problem);
+  PlanPeer(k, problem);
+  SecondOpinion(k, problem);
+  family_seconds_[family_of_[k]] += Now() - t_problem;
+  ReportFamily(k);
+  return 0;
+}
+
+// Ours: the timed call (planning and simplification) on lazily certified edges. The raw path is the
+// search's candidate before simplification (its edges passed the quick sampled check; only the
+// returned path is certified), re-checked for the record.
+void MbmSuite::PlanOurs(size_t k, const Problem& problem) {
+  PlanRun& r = ours_[k];
+  const planners::ScenePlanning planning(problem.scene);
+  planners::PlannerOptions opts;
+  opts.type = planners::PlannerType::kRrtConnect;
+  opts.seed = k;
+  opts.simplify = true;
+  planners::Termination termination;
+  termination.time_limit_s = time_limit_;
+  const double t0 = Now();
+  auto result = planners::Plan(planning.context(), problem.start, problem.goal, opts, termination);
+  r.time_s = Now() - t0;
+  if (!result.ok()) {
+    ++errors_;
+    r.outcome = "error";
+    std::cerr << "mbm: ERROR ours " << problems()[k].name << ": " << result.error().message << "\n";
+    return;
+  }
+  const planners::PlanResult& plan = result.value();
+  r.outcome = planners::PlanOutcomeName(plan.outcome);
+  r.solved = plan.solved();
+  r.plan_s = plan.stats.plan_time_s;
+  r.simplify_s = plan.stats.simplify_time_s;
+  r.state_checks = plan.stats.state_checks;
+  r.motion_checks = plan.stats.motion_checks + plan.stats.quick_motion_checks;
+  r.motion_states = plan.stats.motion_states;
+  r.graph_states = plan.stats.vertices;
+  if (r.solved) CheckOurPaths(k, problem, plan);
+}
+
+// Our returned and raw paths: lengths, waypoints, and the dense check (failures noted on stderr).
+void MbmSuite::CheckOurPaths(size_t k, const Problem& problem, const planners::PlanResult& plan) {
+  PlanRun& r = ours_[k];
+  r.length = planners::PathLength(*space_, plan.path);
+  r.waypoints = static_cast<int64_t>(plan.path.size());
+  r.check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, plan.path, kDenseStep);
+  const std::vector<Configuration>& raw_path = plan.raw_path;
+  r.raw_length = planners::PathLength(*space_, raw_path);
+  r.raw_waypoints = static_cast<int64_t>(raw_path.size());
+  r.raw_check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, raw_path, kDenseStep);
+  r.raw_checked = true;
+  for (const auto* c : {&r.raw_check, &r.check}) {
+    if (!c->valid) {
+      std::cerr << "mbm: " << (c == &r.check ? "OURS INVALID PATH " : "note: ours' quick-checked raw candidate ")
+                << problems()[k].name << " (" << (c == &r.raw_check ? "raw" : "returned") << "): " << Describe(*c)
                 << "\n";
+    }
+  }
+}
+
+// The peer's space: a RealVectorStateSpace bounded by the joint limits, and a validity checker that
+// checks the bounds and then runs the FCL checker (counted in *state_checks). Sets the longest valid
+// segment.
+std::shared_ptr<ob::SpaceInformation> MbmSuite::PeerSpaceInformation(const Problem& problem, int64_t* state_checks) {
+  auto ompl_space = std::make_shared<ob::RealVectorStateSpace>(static_cast<unsigned>(dof_));
+  ob::RealVectorBounds bounds(static_cast<unsigned>(dof_));
+  for (int32_t j = 0; j < dof_; ++j) {
+    bounds.setLow(static_cast<unsigned>(j), robot_->lower_limits()[j]);
+    bounds.setHigh(static_cast<unsigned>(j), robot_->upper_limits()[j]);
+  }
+  ompl_space->setBounds(bounds);
+  auto si = std::make_shared<ob::SpaceInformation>(ompl_space);
+  const ob::SpaceInformation* si_raw = si.get();
+  si->setStateValidityChecker([this, si_raw, state_checks, &problem](const ob::State* s) {
+    ++*state_checks;
+    if (!si_raw->satisfiesBounds(s)) return false;
+    const double* v = s->as<ob::RealVectorStateSpace::StateType>()->values;
+    std::copy(v, v + dof_, q_.begin());
+    (void)robot_->ForwardKinematics(q_, std::span<RigidTransform>(X_WL_), problem.scene->X_WB());
+    fcl_robot_->Pose(X_WL_);
+    return fcl_robot_->Free(*problem.scene, *problem.world->manager);
+  });
+  si->setup();
+  peer_segment_ = ompl_space->getLongestValidSegmentLength();
+  return si;
+}
+
+// The peer: OMPL's RRTConnect with the FCL checker, then OMPL's simplifier with the time left.
+void MbmSuite::PlanPeer(size_t k, const Problem& problem) {
+  PlanRun& r = peer_[k];
+  int64_t state_checks = 0;
+  const std::shared_ptr<ob::SpaceInformation> si = PeerSpaceInformation(problem, &state_checks);
+  const ob::StateSpacePtr& ompl_space = si->getStateSpace();
+  auto pdef = std::make_shared<ob::ProblemDefinition>(si);
+  ob::ScopedState<> ompl_start(ompl_space), ompl_goal(ompl_space);
+  for (int32_t j = 0; j < dof_; ++j) {
+    ompl_start[static_cast<unsigned>(j)] = problem.start[static_cast<size_t>(j)];
+    ompl_goal[static_cast<unsigned>(j)] = problem.goal[static_cast<size_t>(j)];
+  }
+  pdef->setStartAndGoalStates(ompl_start, ompl_goal);
+  auto planner = std::make_shared<og::RRTConnect>(si);
+  planner->setProblemDefinition(pdef);
+  planner->setup();
+  peer_range_ = planner->getRange();
+
+  const double t0 = Now();
+  const ob::PlannerStatus status = planner->solve(ob::timedPlannerTerminationCondition(time_limit_));
+  const double t1 = Now();
+  r.plan_s = t1 - t0;
+  r.solved = status == ob::PlannerStatus::EXACT_SOLUTION;
+  r.outcome = status.asString();
+  std::vector<Configuration> raw_path, path;
+  if (r.solved) {
+    og::PathGeometric solution(*pdef->getSolutionPath()->as<og::PathGeometric>());
+    raw_path = Waypoints(solution, dof_);
+    og::PathSimplifier simplifier(si, pdef->getGoal());
+    simplifier.simplify(solution, ob::timedPlannerTerminationCondition(std::max(0.0, time_limit_ - r.plan_s)));
+    const double t2 = Now();
+    r.simplify_s = t2 - t1;
+    path = Waypoints(solution, dof_);
+  }
+  r.time_s = Now() - t0;
+  r.state_checks = state_checks;
+  const auto& mv = si->getMotionValidator();
+  r.motion_checks = static_cast<int64_t>(mv->getValidMotionCount()) + static_cast<int64_t>(mv->getInvalidMotionCount());
+  {
+    ob::PlannerData graph(si);
+    planner->getPlannerData(graph);
+    r.graph_states = graph.numVertices();
+  }
+  if (r.solved) {
+    r.raw_length = Length(raw_path);
+    r.length = Length(path);
+    r.raw_waypoints = static_cast<int64_t>(raw_path.size());
+    r.waypoints = static_cast<int64_t>(path.size());
+    r.raw_check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, raw_path, kDenseStep);
+    r.raw_checked = true;
+    r.check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, path, kDenseStep);
+  }
+}
+
+// A second opinion on every colliding state the dense check found: our CLEAR at that state.
+void MbmSuite::SecondOpinion(size_t k, const Problem& problem) {
+  for (PlanRun* r : {&ours_[k], &peer_[k]}) {
+    for (const DensePathResult* c : {&r->raw_check, &r->check}) {
+      if (c->q_collide.empty()) continue;
+      core::StateResult state;
+      if (!problem.scene->CheckState(c->q_collide, &cache_, &state).ok()) {
+        ++errors_;
+        continue;
+      }
+      if (state.free) {
+        ++r->unconfirmed;
+        std::cerr << "mbm: DISAGREE " << problems()[k].name
+                  << ": the dense check's colliding state is free by our CLEAR\n";
+      } else {
+        ++r->confirmed;
+      }
+    }
+  }
+}
+
+// After a family's last problem k: its count, time, solved problems and invalid paths on stderr.
+void MbmSuite::ReportFamily(size_t k) const {
+  const bool family_done = k + 1 == problems().size() || family_of_[k + 1] != family_of_[k];
+  if (!family_done) return;
+  const int32_t f = family_of_[k];
+  int64_t count = 0, ours_solved = 0, peer_solved = 0, peer_bad = 0, ours_bad = 0;
+  for (size_t i = 0; i <= k; ++i) {
+    if (family_of_[i] != f) continue;
+    ++count;
+    ours_solved += ours_[i].solved;
+    peer_solved += peer_[i].solved;
+    ours_bad += ours_[i].solved && !ours_[i].check.valid;  // Returned paths; raw candidates are noted above.
+    peer_bad += peer_[i].solved && ((peer_[i].raw_checked && !peer_[i].raw_check.valid) || !peer_[i].check.valid);
+  }
+  std::cerr << "mbm: " << families_[f] << ": " << count << " problems in " << family_seconds_[f]
+            << " s; solved ours " << ours_solved << ", peer " << peer_solved << "; problems with an invalid "
+            << "path: ours " << ours_bad << " (returned), peer " << peer_bad << " (raw or simplified)\n";
+}
+
+// The runs of family f (all with f < 0).
+std::vector<const PlanRun*> MbmSuite::GroupRuns(const std::vector<PlanRun>& runs, int32_t f) const {
+  std::vector<const PlanRun*> out;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (f < 0 || family_of_[k] == f) out.push_back(&runs[k]);
+  }
+  return out;
+}
+
+// Both sides' lines for family f ("overall" with f < 0).
+void MbmSuite::PrintSideLines(int32_t f) const {
+  const std::string group = f < 0 ? "overall" : families_[f];
+  JsonLine o = SideLine("ours", group, GroupRuns(ours_, f), time_limit_);
+  o.Add("errors", static_cast<int64_t>(errors_));
+  o.Add("quick_resolution", planners::ScenePlanning::kDefaultQuickResolution);
+  o.Add("range", space_->MaxExtent() * 0.2);
+  o.Print();
+  JsonLine e = SideLine("peer", group, GroupRuns(peer_, f), time_limit_);
+  e.Add("range", peer_range_).Add("longest_valid_segment", peer_segment_);
+  e.Print();
+}
+
+// `field` times `scale` over family f's runs (all with f < 0), solved ones only if `solved_only`.
+std::vector<double> MbmSuite::Values(const std::vector<PlanRun>& runs, int32_t f, double PlanRun::*field,
+                                     bool solved_only, double scale) const {
+  std::vector<double> v;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if ((f < 0 || family_of_[k] == f) && (!solved_only || runs[k].solved)) v.push_back(scale * runs[k].*field);
+  }
+  return v;
+}
+
+// The peer's median of `field` over ours.
+double MbmSuite::Ratio(int32_t f, double PlanRun::*field, bool solved_only) const {
+  return Median(Values(peer_, f, field, solved_only, 1.0)) / Median(Values(ours_, f, field, solved_only, 1.0));
+}
+
+void MbmSuite::PrintRatios() const {
+  JsonLine line;
+  line.Add("suite", kSuite).Add("case", "ratios").Add("n", static_cast<int64_t>(problems().size()));
+  line.Add("ours", kOurs).Add("peer", kPeer).Add("time_limit_s", time_limit_);
+  line.Add("ours_time_ms_median", Median(Values(ours_, -1, &PlanRun::time_s, false, 1e3)));
+  line.Add("peer_time_ms_median", Median(Values(peer_, -1, &PlanRun::time_s, false, 1e3)));
+  line.Add("time_ratio", Ratio(-1, &PlanRun::time_s, false));
+  line.Add("time_p95_ratio", Percentile(Values(peer_, -1, &PlanRun::time_s, false, 1.0), 0.95) /
+                                 Percentile(Values(ours_, -1, &PlanRun::time_s, false, 1.0), 0.95));
+  line.Add("plan_time_ratio", Ratio(-1, &PlanRun::plan_s, false));
+  line.Add("raw_length_ratio", Ratio(-1, &PlanRun::raw_length, true));
+  line.Add("length_ratio", Ratio(-1, &PlanRun::length, true));
+  for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) {
+    line.Add("time_ratio_" + families_[f], Ratio(f, &PlanRun::time_s, false));
+  }
+  line.Add("suite_seconds", suite_s_);
+  line.Print();
+}
+
+// The setup text of every OMPL benchmark log.
+std::string MbmSuite::LogSetup() const {
+  std::ostringstream setup;
+  setup << "MotionBenchMaker Panda problems (robot mbm_panda, " << dof_ << " joints), " << problems().size()
+        << " problems in " << families_.size() << " families (" << (options_.quick ? "--quick sample" : "all")
+        << ")\n";
+  setup << "ours: " << kOurs << "; range " << space_->MaxExtent() * 0.2 << "; seed = problem index\n";
+  setup << "peer: " << kPeer << "; range " << peer_range_ << ", longest valid segment " << peer_segment_
+        << "; ompl::RNG::setSeed(" << options_.seed << ") once per process\n";
+  setup << "valid: the path re-checked by peers::DensePathCheck (states at most " << kDenseStep
+        << " rad apart in every joint, exact FCL collision, joint limits)\n";
+  return setup.str();
+}
+
+// OMPL benchmark logs (with --ompl-log): one experiment per family, both planners, a run per problem.
+int MbmSuite::WriteOmplLogs() const {
+  if (options_.ompl_log.empty()) return 0;
+  std::error_code ec;
+  fs::create_directories(options_.ompl_log, ec);
+  const std::string setup = LogSetup();
+  for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) {
+    LogPlanner a{kOursName, {{"range REAL", Num(space_->MaxExtent() * 0.2)}, {"certified BOOLEAN", "1"}}, {}};
+    LogPlanner b{kPeerName, {{"range REAL", Num(peer_range_)}, {"longest valid segment REAL", Num(peer_segment_)}}, {}};
+    int64_t count = 0;
+    for (size_t k = 0; k < problems().size(); ++k) {
+      if (family_of_[k] != f) continue;
+      ++count;
+      const int number = std::atoi(problems()[k].name.substr(problems()[k].name.rfind('/') + 1).c_str());
+      a.runs.push_back(LogRun(ours_[k], number));
+      b.runs.push_back(LogRun(peer_[k], number));
+    }
+    const std::string file = (fs::path(options_.ompl_log) / ("mbm_panda_" + families_[f] + ".log")).string();
+    if (!WriteOmplLog(file, "mbm_panda_" + families_[f], setup, date_, options_.seed, time_limit_, family_seconds_[f],
+                      {a, b}, count)) {
+      std::cerr << "mbm: cannot write " << file << "\n";
       return 1;
     }
-    const Configuration& start = start_or.value();
-    const Configuration& goal = goal_or.value();
-
-    // Ours: the timed call (planning and simplification) on lazily certified edges. The raw path is
-    // the search's candidate before simplification (its edges passed the quick sampled check; only the
-    // returned path is certified), re-checked for the record.
-    {
-      Run& r = ours[k];
-      const planners::ScenePlanning planning(scene);
-      planners::PlannerOptions opts;
-      opts.type = planners::PlannerType::kRrtConnect;
-      opts.seed = k;
-      opts.simplify = true;
-      planners::Termination termination;
-      termination.time_limit_s = time_limit;
-      const double t0 = Now();
-      auto result = planners::Plan(planning.context(), start, goal, opts, termination);
-      r.time_s = Now() - t0;
-      if (!result.ok()) {
-        ++errors;
-        r.outcome = "error";
-        std::cerr << "mbm: ERROR ours " << p.name << ": " << result.error().message << "\n";
-      } else {
-        const planners::PlanResult& plan = result.value();
-        r.outcome = planners::PlanOutcomeName(plan.outcome);
-        r.solved = plan.solved();
-        r.plan_s = plan.stats.plan_time_s;
-        r.simplify_s = plan.stats.simplify_time_s;
-        r.state_checks = plan.stats.state_checks;
-        r.motion_checks = plan.stats.motion_checks + plan.stats.quick_motion_checks;
-        r.motion_states = plan.stats.motion_states;
-        r.graph_states = plan.stats.vertices;
-        if (r.solved) {
-          r.length = planners::PathLength(space, plan.path);
-          r.waypoints = static_cast<int64_t>(plan.path.size());
-          r.check = DensePathCheck(fcl_robot, world, *scene, plan.path, kDenseStep);
-          const std::vector<Configuration>& raw_path = plan.raw_path;
-          r.raw_length = planners::PathLength(space, raw_path);
-          r.raw_waypoints = static_cast<int64_t>(raw_path.size());
-          r.raw_check = DensePathCheck(fcl_robot, world, *scene, raw_path, kDenseStep);
-          r.raw_checked = true;
-          for (const auto* c : {&r.raw_check, &r.check}) {
-            if (!c->valid) {
-              std::cerr << "mbm: " << (c == &r.check ? "OURS INVALID PATH " : "note: ours' quick-checked raw candidate ")
-                        << p.name << " (" << (c == &r.raw_check ? "raw" : "returned") << "): " << Describe(*c) << "\n";
-            }
-          }
-        }
-      }
-    }
-
-    // The peer: OMPL's RRTConnect with the FCL checker, then OMPL's simplifier with the time left.
-    {
-      Run& r = peer[k];
-      auto ompl_space = std::make_shared<ob::RealVectorStateSpace>(static_cast<unsigned>(dof));
-      ob::RealVectorBounds bounds(static_cast<unsigned>(dof));
-      for (int32_t j = 0; j < dof; ++j) {
-        bounds.setLow(static_cast<unsigned>(j), robot->lower_limits()[j]);
-        bounds.setHigh(static_cast<unsigned>(j), robot->upper_limits()[j]);
-      }
-      ompl_space->setBounds(bounds);
-      auto si = std::make_shared<ob::SpaceInformation>(ompl_space);
-      const ob::SpaceInformation* si_raw = si.get();
-      int64_t state_checks = 0;
-      si->setStateValidityChecker([&, si_raw](const ob::State* s) {
-        ++state_checks;
-        if (!si_raw->satisfiesBounds(s)) return false;
-        const double* v = s->as<ob::RealVectorStateSpace::StateType>()->values;
-        std::copy(v, v + dof, q.begin());
-        (void)robot->ForwardKinematics(q, std::span<RigidTransform>(X_WL), scene->X_WB());
-        fcl_robot.Pose(X_WL);
-        return fcl_robot.Free(*scene, *world.manager);
-      });
-      si->setup();
-      peer_segment = ompl_space->getLongestValidSegmentLength();
-      auto pdef = std::make_shared<ob::ProblemDefinition>(si);
-      ob::ScopedState<> ompl_start(ompl_space), ompl_goal(ompl_space);
-      for (int32_t j = 0; j < dof; ++j) {
-        ompl_start[static_cast<unsigned>(j)] = start[static_cast<size_t>(j)];
-        ompl_goal[static_cast<unsigned>(j)] = goal[static_cast<size_t>(j)];
-      }
-      pdef->setStartAndGoalStates(ompl_start, ompl_goal);
-      auto planner = std::make_shared<og::RRTConnect>(si);
-      planner->setProblemDefinition(pdef);
-      planner->setup();
-      peer_range = planner->getRange();
-      const auto motion_checks = [&] {
-        const auto& mv = si->getMotionValidator();
-        return static_cast<int64_t>(mv->getValidMotionCount()) + static_cast<int64_t>(mv->getInvalidMotionCount());
-      };
-
-      const double t0 = Now();
-      const ob::PlannerStatus status = planner->solve(ob::timedPlannerTerminationCondition(time_limit));
-      const double t1 = Now();
-      r.plan_s = t1 - t0;
-      r.solved = status == ob::PlannerStatus::EXACT_SOLUTION;
-      r.outcome = status.asString();
-      std::vector<Configuration> raw_path, path;
-      if (r.solved) {
-        og::PathGeometric solution(*pdef->getSolutionPath()->as<og::PathGeometric>());
-        raw_path = Waypoints(solution, dof);
-        og::PathSimplifier simplifier(si, pdef->getGoal());
-        simplifier.simplify(solution, ob::timedPlannerTerminationCondition(std::max(0.0, time_limit - r.plan_s)));
-        const double t2 = Now();
-        r.simplify_s = t2 - t1;
-        path = Waypoints(solution, dof);
-      }
-      r.time_s = Now() - t0;
-      r.state_checks = state_checks;
-      r.motion_checks = motion_checks();
-      {
-        ob::PlannerData graph(si);
-        planner->getPlannerData(graph);
-        r.graph_states = graph.numVertices();
-      }
-      if (r.solved) {
-        r.raw_length = Length(raw_path);
-        r.length = Length(path);
-        r.raw_waypoints = static_cast<int64_t>(raw_path.size());
-        r.waypoints = static_cast<int64_t>(path.size());
-        r.raw_check = DensePathCheck(fcl_robot, world, *scene, raw_path, kDenseStep);
-        r.raw_checked = true;
-        r.check = DensePathCheck(fcl_robot, world, *scene, path, kDenseStep);
-      }
-    }
-    // A second opinion on every colliding state the dense check found: our CLEAR at that state.
-    for (Run* r : {&ours[k], &peer[k]}) {
-      for (const DensePathResult* c : {&r->raw_check, &r->check}) {
-        if (c->q_collide.empty()) continue;
-        core::StateResult state;
-        if (!scene->CheckState(c->q_collide, &cache, &state).ok()) {
-          ++errors;
-          continue;
-        }
-        if (state.free) {
-          ++r->unconfirmed;
-          std::cerr << "mbm: DISAGREE " << p.name << ": the dense check's colliding state is free by our CLEAR\n";
-        } else {
-          ++r->confirmed;
-        }
-      }
-    }
-    family_seconds[family_of[k]] += Now() - t_problem;
-
-    const bool family_done = k + 1 == n || family_of[k + 1] != family_of[k];
-    if (family_done) {
-      const int32_t f = family_of[k];
-      int64_t count = 0, ours_solved = 0, peer_solved = 0, peer_bad = 0, ours_bad = 0;
-      for (size_t i = 0; i <= k; ++i) {
-        if (family_of[i] != f) continue;
-        ++count;
-        ours_solved += ours[i].solved;
-        peer_solved += peer[i].solved;
-        ours_bad += ours[i].solved && !ours[i].check.valid;  // Returned paths; raw candidates are noted above.
-        peer_bad += peer[i].solved && ((peer[i].raw_checked && !peer[i].raw_check.valid) || !peer[i].check.valid);
-      }
-      std::cerr << "mbm: " << families[f] << ": " << count << " problems in " << family_seconds[f]
-                << " s; solved ours " << ours_solved << ", peer " << peer_solved << "; problems with an invalid "
-                << "path: ours " << ours_bad << " (returned), peer " << peer_bad << " (raw or simplified)\n";
-    }
   }
-  const double suite_s = Now() - t_suite;
+  std::cerr << "mbm: OMPL benchmark logs written to " << options_.ompl_log << " (one per family)\n";
+  return 0;
+}
 
-  // JSON lines: per family and overall, per side; then the ratios.
-  auto group_runs = [&](const std::vector<Run>& runs, int32_t f) {
-    std::vector<const Run*> out;
-    for (size_t k = 0; k < n; ++k) {
-      if (f < 0 || family_of[k] == f) out.push_back(&runs[k]);
-    }
-    return out;
-  };
-  auto side_lines = [&](int32_t f) {
-    const std::string group = f < 0 ? "overall" : families[f];
-    JsonLine o = SideLine("ours", group, group_runs(ours, f), time_limit);
-    o.Add("errors", static_cast<int64_t>(errors));
-    o.Add("quick_resolution", planners::ScenePlanning::kDefaultQuickResolution);
-    o.Add("range", space.MaxExtent() * 0.2);
-    o.Print();
-    JsonLine e = SideLine("peer", group, group_runs(peer, f), time_limit);
-    e.Add("range", peer_range).Add("longest_valid_segment", peer_segment);
-    e.Print();
-  };
-  for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) side_lines(f);
-  side_lines(-1);
-  {
-    auto values = [&](const std::vector<Run>& runs, int32_t f, double Run::*field, bool solved_only, double scale) {
-      std::vector<double> v;
-      for (size_t k = 0; k < n; ++k) {
-        if ((f < 0 || family_of[k] == f) && (!solved_only || runs[k].solved)) v.push_back(scale * runs[k].*field);
-      }
-      return v;
-    };
-    auto ratio = [&](int32_t f, double Run::*field, bool solved_only) {
-      return Median(values(peer, f, field, solved_only, 1.0)) / Median(values(ours, f, field, solved_only, 1.0));
-    };
-    JsonLine line;
-    line.Add("suite", kSuite).Add("case", "ratios").Add("n", static_cast<int64_t>(n));
-    line.Add("ours", kOurs).Add("peer", kPeer).Add("time_limit_s", time_limit);
-    line.Add("ours_time_ms_median", Median(values(ours, -1, &Run::time_s, false, 1e3)));
-    line.Add("peer_time_ms_median", Median(values(peer, -1, &Run::time_s, false, 1e3)));
-    line.Add("time_ratio", ratio(-1, &Run::time_s, false));
-    line.Add("time_p95_ratio",
-             Percentile(values(peer, -1, &Run::time_s, false, 1.0), 0.95) /
-                 Percentile(values(ours, -1, &Run::time_s, false, 1.0), 0.95));
-    line.Add("plan_time_ratio", ratio(-1, &Run::plan_s, false));
-    line.Add("raw_length_ratio", ratio(-1, &Run::raw_length, true));
-    line.Add("length_ratio", ratio(-1, &Run::length, true));
-    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
-      line.Add("time_ratio_" + families[f], ratio(f, &Run::time_s, false));
-    }
-    line.Add("suite_seconds", suite_s);
-    line.Print();
-  }
-
-  // OMPL benchmark logs: one experiment per family, both planners, a run per problem.
-  if (!options.ompl_log.empty()) {
-    std::error_code ec;
-    fs::create_directories(options.ompl_log, ec);
-    std::ostringstream setup;
-    setup << "MotionBenchMaker Panda problems (robot mbm_panda, " << dof << " joints), " << problems.size()
-          << " problems in " << families.size() << " families (" << (options.quick ? "--quick sample" : "all")
-          << ")\n";
-    setup << "ours: " << kOurs << "; range " << space.MaxExtent() * 0.2 << "; seed = problem index\n";
-    setup << "peer: " << kPeer << "; range " << peer_range << ", longest valid segment " << peer_segment
-          << "; ompl::RNG::setSeed(" << options.seed << ") once per process\n";
-    setup << "valid: the path re-checked by peers::DensePathCheck (states at most " << kDenseStep
-          << " rad apart in every joint, exact FCL collision, joint limits)\n";
-    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
-      LogPlanner a{kOursName, {{"range REAL", Num(space.MaxExtent() * 0.2)}, {"certified BOOLEAN", "1"}}, {}};
-      LogPlanner b{kPeerName,
-                   {{"range REAL", Num(peer_range)}, {"longest valid segment REAL", Num(peer_segment)}},
-                   {}};
-      int64_t count = 0;
-      for (size_t k = 0; k < n; ++k) {
-        if (family_of[k] != f) continue;
-        ++count;
-        const int number = std::atoi(problems[k].name.substr(problems[k].name.rfind('/') + 1).c_str());
-        a.runs.push_back(LogRun(ours[k], number));
-        b.runs.push_back(LogRun(peer[k], number));
-      }
-      const std::string file = (fs::path(options.ompl_log) / ("mbm_panda_" + families[f] + ".log")).string();
-      if (!WriteOmplLog(file, "mbm_panda_" + families[f], setup.str(), date, options.seed, time_limit,
-                        family_seconds[f], {a, b}, count)) {
-        std::cerr << "mbm: cannot write " << file << "\n";
-        return 1;
-      }
-    }
-    std::cerr << "mbm: OMPL benchmark logs written to " << options.ompl_log << " (one per family)\n";
-  }
-
-  std::cerr << "mbm: " << n << " problems in " << suite_s << " s\n";
-  // Our returned (simplified) paths are certified; the raw candidates passed only the quick check.
+// Our returned (simplified) paths are certified; the raw candidates passed only the quick check.
+int MbmSuite::Finish() const {
+  std::cerr << "mbm: " << problems().size() << " problems in " << suite_s_ << " s\n";
   int64_t ours_invalid = 0;
-  for (const Run& r : ours) ours_invalid += r.solved && !r.check.valid;
-  if (errors > 0 || ours_invalid > 0) {
-    std::cerr << "mbm: " << errors << " errors, " << ours_invalid
+  for (const PlanRun& r : ours_) ours_invalid += r.solved && !r.check.valid;
+  if (errors_ > 0 || ours_invalid > 0) {
+    std::cerr << "mbm: " << errors_ << " errors, " << ours_invalid
               << " problems where our path failed the dense check\n";
     return 1;
   }
   return 0;
+}
+
+int MbmSuite::Run() {
+  if (options_.time_limit_s < 0.0 || !std::isfinite(options_.time_limit_s)) {
+    std::cerr << "mbm: --time-limit must be a positive number of seconds (0 keeps the default)\n";
+    return 2;
+  }
+  if (int code = Load(); code != 0) return code;
+  const double t_suite = Now();
+  for (size_t k = 0; k < problems().size(); ++k) {
+    if (int code = PlanProblem(k); code != 0) return code;
+  }
+  suite_s_ = Now() - t_suite;
+  // JSON lines: per family and overall, per side; then the ratios.
+  for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) PrintSideLines(f);
+  PrintSideLines(-1);
+  PrintRatios();
+  if (int code = WriteOmplLogs(); code != 0) return code;
+  return Finish();
+}
+
+}  // namespace
+
+int RunMbm(const SuiteOptions& options) {
+  MbmSuite suite(options);
+  return suite.Run();
 }
 
 }  // namespace proximity::bench

@@ -27,8 +27,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "bench_util.h"
 #include "mbm_data.h"
@@ -127,543 +131,696 @@ struct EdgeRun {
   std::vector<core::QueryStats> stats;    // Ours only.
 };
 
-}  // namespace
+// What the LINK case counts over its edges, each method judged against the dense reference, and the
+// edges' subsets (colliding or free by the reference, start -> goal or random).
+struct LinkTally {
+  int64_t colliding = 0, start_goal_edges = 0, start_goal_colliding = 0;
+  int64_t miss_certified = 0, miss_discrete = 0, miss_peer = 0, undecided = 0, prefix_violations = 0;
+  int64_t certified_colliding_dense_free = 0, discrete_agree = 0, miss_planning = 0, planning_disagree = 0;
+  std::vector<char> keep_colliding, keep_free, keep_start_goal, keep_random;
+};
 
-int RunRobot(const SuiteOptions& options) {
-  // Problems: the extracted sample with --quick, all 700 from the archive otherwise.
-  const double t_load = Now();
-  MbmData data;
-  if (int code = LoadMbmData("robot", options, &data); code != 0) return code;
-  const std::vector<mbm::MbmProblem>& problems = data.problems;
-  const std::shared_ptr<const RobotModel> robot = data.robot;
+// The certified check as planners ask it: a coarse-to-fine sampled pre-pass at this resolution (rad)
+// rejects most colliding edges, and a collision is not narrowed (t_free is then a certified, loose
+// prefix).
+constexpr double kPrepassResolution = 0.1;
 
-  // Scenes (ours and the peer's) and the start and goal states.
-  std::vector<std::shared_ptr<const Scene>> scenes;
-  std::vector<FclWorld> worlds;
-  std::vector<StateItem> start_goal;
-  std::vector<std::string> families;
-  std::vector<int32_t> family_of;  // Per problem.
-  scenes.reserve(problems.size());
-  worlds.reserve(problems.size());
-  size_t primitives = 0;
-  for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
-    const mbm::MbmProblem& p = problems[k];
-    auto description = mbm::MbmSceneDescription(p.scene, robot);
-    if (!description.ok()) {
-      std::cerr << "robot: " << p.name << ": " << description.error().message << "\n";
-      return 1;
-    }
-    auto scene = Scene::Build(std::move(description).value());
-    if (!scene.ok()) {
-      std::cerr << "robot: " << p.name << ": " << scene.error().message << "\n";
-      return 1;
-    }
-    scenes.push_back(scene.value());
-    worlds.emplace_back(*scenes.back());
-    primitives += worlds.back().objects.size();
-    const auto start = mbm::MbmStartConfiguration(p.request, *robot);
-    const auto goal = mbm::MbmGoalConfiguration(p.request, *robot);
-    if (!start.ok() || !goal.ok()) {
-      std::cerr << "robot: " << p.name << ": " << (!start.ok() ? start.error().message : goal.error().message) << "\n";
-      return 1;
-    }
-    start_goal.push_back({k, start.value()});
-    start_goal.push_back({k, goal.value()});
-    if (families.empty() || families.back() != p.family) families.push_back(p.family);
-    family_of.push_back(static_cast<int32_t>(families.size()) - 1);
-  }
-  FclRobot fcl_robot(*robot);
-  std::cerr << "robot: " << problems.size() << " problems in " << families.size() << " families ("
-            << static_cast<double>(primitives) / std::max<size_t>(1, problems.size()) << " primitives per scene), "
-            << robot->num_links() << " links, " << fcl_robot.num_parts() << " link geometries, "
-            << robot->num_positions() << " joints; loaded and built in " << (Now() - t_load) << " s\n";
+// The suite's run: the problems, both sides' scenes, the states and edges both are checked on, and
+// the cache and failure count every case shares. Run() loads, then runs the cases in order (the order
+// fixes every random draw and every use of the shared cache).
+class RobotSuite {
+ public:
+  explicit RobotSuite(const SuiteOptions& options) : options_(options) {}
 
+  int Run();
+
+ private:
+  static constexpr int kRandomReps = 3;
+  static constexpr int kLinkReps = 3;
+
+  const std::vector<MbmProblem>& problems() const { return data_.problems; }
+  int num_edges() const { return static_cast<int>(edges_.size()); }
+  // The joint limits, infinite ones replaced by -pi / pi.
+  double Lower(int32_t j) const;
+  double Upper(int32_t j) const;
+
+  // Loading: the problems, their scenes (ours and the peer's) and their start and goal states.
+  int Load();
+  int AddProblem(int32_t k);
   // Uniform random states within the joint limits, contiguous per problem.
-  const int per_problem = options.quick ? 200 : 100;
-  std::vector<StateItem> random_states;
-  {
-    std::mt19937_64 rng(options.seed);
-    const auto& lo = robot->lower_limits();
-    const auto& hi = robot->upper_limits();
-    for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
-      for (int s = 0; s < per_problem; ++s) {
-        StateItem item{k, std::vector<double>(robot->num_positions())};
-        for (int32_t j = 0; j < robot->num_positions(); ++j) {
-          const double a = std::isfinite(lo[j]) ? lo[j] : -M_PI, b = std::isfinite(hi[j]) ? hi[j] : M_PI;
-          item.q[j] = std::uniform_real_distribution<double>(a, b)(rng);
-        }
-        random_states.push_back(std::move(item));
+  void MakeRandomStates();
+
+  // CLEAR: both sides over a set of states.
+  void PoseFcl(std::span<const double> q, const Scene& scene);
+  void TimeStates(const std::vector<StateItem>& states, int reps, SideRun* ours, SideRun* peer);
+  void ReportDisagreements(const char* what, const std::vector<StateItem>& states, const SideRun& ours,
+                           const SideRun& peer);
+  std::vector<char> FamilyKeep(const std::vector<StateItem>& states, int32_t family) const;
+  void PrintFamilyLines(const std::string& prefix, const std::vector<StateItem>& states, const SideRun& ours,
+                        const SideRun& peer) const;
+  static void AddTargetFields(JsonLine& line, const SideRun& ours, const SideRun& peer);
+  void ClearStartGoal();
+  void ClearRandom();
+  void PrintRandomProfile(const SideRun& ours, const SideRun& peer);
+
+  // Distance on the start and goal states.
+  void Distance();
+  void DistanceLine(double rel, int reps, const std::vector<double>& fcl_distance,
+                    const std::vector<double>& peer_times);
+
+  // LINK on edges.
+  void Link();
+  void SetLinkResolution();
+  void MakeEdges();
+  double EdgeLength(const EdgeItem& e) const;
+  std::span<const double> Along(const EdgeItem& e, double t);
+  void DenseReference();
+  void RunOursLink(const MotionRequest& request, EdgeRun* out);
+  void RunPeerLink(EdgeRun* out);
+  void TimeLinkMethods();
+  LinkTally CountMisses() const;
+  void ReportCertifiedMiss(int i, bool miss) const;
+  double MeanOverEdges(const std::vector<int64_t>& v) const;
+  JsonLine LinkLine(const std::string& name, const EdgeRun& ours, const LinkTally& tally) const;
+  void PrintLinkLines(const LinkTally& tally) const;
+  void Continuous(const LinkTally& tally);
+
+  int Finish() const;
+
+  const SuiteOptions& options_;
+  const int reps_ = options_.quick ? 3 : 5;
+  const int per_problem_ = options_.quick ? 200 : 100;
+  const int edges_per_problem_ = options_.quick ? 10 : 20;
+
+  MbmData data_;
+  std::shared_ptr<const RobotModel> robot_;
+  int32_t dof_ = 0;
+  std::optional<FclRobot> fcl_robot_;
+  std::vector<std::shared_ptr<const Scene>> scenes_;
+  std::vector<FclWorld> worlds_;
+  std::vector<std::string> families_;
+  std::vector<int32_t> family_of_;  // Per problem.
+  std::vector<StateItem> start_goal_;
+  std::vector<StateItem> random_states_;
+
+  SceneCache cache_;
+  std::vector<RigidTransform> X_WL_;
+  std::vector<double> q_;  // A state along an edge (Along()).
+  int failures_ = 0;
+
+  // LINK: OMPL's discrete resolution, the edges, the dense reference's first colliding t per edge (or
+  // -1), and each method's runs.
+  double extent_ = 0.0, resolution_ = 0.0;
+  std::vector<EdgeItem> edges_;
+  std::vector<double> dense_;
+  int64_t dense_states_ = 0, dense_peer_disagree_ = 0;
+  EdgeRun certified_, planning_, discrete_, link_peer_;
+};
+
+double RobotSuite::Lower(int32_t j) const {
+  const double lo = robot_->lower_limits()[j];
+  return std::isfinite(lo) ? lo : -M_PI;
+}
+
+double RobotSuite::Upper(int32_t j) const {
+  const double hi = robot_->upper_limits()[j];
+  return std::isfinite(hi) ? hi : M_PI;
+}
+
+// Problems: the extracted sample with --quick, all 700 from the archive otherwise.
+int RobotSuite::Load() {
+  const double t_load = Now();
+  if (int code = LoadMbmData("robot", options_, &data_); code != 0) return code;
+  robot_ = data_.robot;
+  dof_ = robot_->num_positions();
+  scenes_.reserve(problems().size());
+  worlds_.reserve(problems().size());
+  for (int32_t k = 0; k < static_cast<int32_t>(problems().size()); ++k) {
+    if (int code = AddProblem(k); code != 0) return code;
+  }
+  size_t primitives = 0;
+  for (const FclWorld& world : worlds_) primitives += world.objects.size();
+  fcl_robot_.emplace(*robot_);
+  X_WL_.resize(robot_->num_links());
+  q_.resize(dof_);
+  std::cerr << "robot: " << problems().size() << " problems in " << families_.size() << " families ("
+            << static_cast<double>(primitives) / std::max<size_t>(1, problems().size()) << " primitives per scene), "
+            << robot_->num_links() << " links, " << fcl_robot_->num_parts() << " link geometries, "
+            << robot_->num_positions() << " joints; loaded and built in " << (Now() - t_load) << " s\n";
+  return 0;
+}
+
+// Problem k's scenes, its start and goal states and its family.
+int RobotSuite::AddProblem(int32_t k) {
+  const MbmProblem& p = problems()[k];
+  auto description = mbm::MbmSceneDescription(p.scene, robot_);
+  if (!description.ok()) {
+    std::cerr << "robot: " << p.name << ": " << description.error().message << "\n";
+    return 1;
+  }
+  auto scene = Scene::Build(std::move(description).value());
+  if (!scene.ok()) {
+    std::cerr << "robot: " << p.name << ": " << scene.error().message << "\n";
+    return 1;
+  }
+  scenes_.push_back(scene.value());
+  worlds_.emplace_back(*scenes_.back());
+  const auto start = mbm::MbmStartConfiguration(p.request, *robot_);
+  const auto goal = mbm::MbmGoalConfiguration(p.request, *robot_);
+  if (!start.ok() || !goal.ok()) {
+    std::cerr << "robot: " << p.name << ": " << (!start.ok() ? start.error().message : goal.error().message) << "\n";
+    return 1;
+  }
+  start_goal_.push_back({k, start.value()});
+  start_goal_.push_back({k, goal.value()});
+  if (families_.empty() || families_.back() != p.family) families_.push_back(p.family);
+  family_of_.push_back(static_cast<int32_t>(families_.size()) - 1);
+  return 0;
+}
+
+void RobotSuite::MakeRandomStates() {
+  std::mt19937_64 rng(options_.seed);
+  for (int32_t k = 0; k < static_cast<int32_t>(problems().size()); ++k) {
+    for (int s = 0; s < per_problem_; ++s) {
+      StateItem item{k, std::vector<double>(dof_)};
+      for (int32_t j = 0; j < dof_; ++j) item.q[j] = std::uniform_real_distribution<double>(Lower(j), Upper(j))(rng);
+      random_states_.push_back(std::move(item));
+    }
+  }
+}
+
+// The peer's link objects posed at q (link poses from our forward kinematics).
+void RobotSuite::PoseFcl(std::span<const double> q, const Scene& scene) {
+  (void)robot_->ForwardKinematics(q, std::span<RigidTransform>(X_WL_), scene.X_WB());
+  fcl_robot_->Pose(X_WL_);
+}
+
+// Times both sides over `states`; answers and our work come from the first repetition.
+void RobotSuite::TimeStates(const std::vector<StateItem>& states, int reps, SideRun* ours, SideRun* peer) {
+  const int n = static_cast<int>(states.size());
+  ours->free.assign(n, 0);
+  ours->stats.assign(n, {});
+  ours->pairs.assign(n, 0);
+  ours->self.assign(n, 0);
+  peer->free.assign(n, 0);
+  bool first = true;
+  ours->times_us = TimePerItem(n, reps, [&](int i) {
+    StateResult r;
+    const StateItem& s = states[i];
+    if (!scenes_[s.problem]->CheckState(s.q, &cache_, &r).ok()) ++failures_;
+    if (first) {
+      ours->free[i] = r.free;
+      ours->stats[i] = r.stats;
+      ours->pairs[i] = r.pairs_tested;
+      ours->self[i] = !r.free && r.contact.self;
+      if (i == n - 1) first = false;
+    }
+  });
+  peer->times_us = TimePerItem(n, reps, [&](int i) {
+    const StateItem& s = states[i];
+    const Scene& scene = *scenes_[s.problem];
+    PoseFcl(s.q, scene);
+    peer->free[i] = fcl_robot_->Free(scene, *worlds_[s.problem].manager);
+  });
+}
+
+// Reports every disagreement on stderr with a brute-force FCL check of every pair (no broad phase).
+void RobotSuite::ReportDisagreements(const char* what, const std::vector<StateItem>& states, const SideRun& ours,
+                                     const SideRun& peer) {
+  int shown = 0;
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (ours.free[i] == peer.free[i]) continue;
+    if (++shown > 20) continue;
+    const StateItem& s = states[i];
+    const Scene& scene = *scenes_[s.problem];
+    StateResult r;
+    (void)scene.CheckState(s.q, &cache_, &r);
+    PoseFcl(s.q, scene);
+    std::cerr << "DISAGREE " << what << " " << problems()[s.problem].name << " state " << i << ": ours "
+              << (r.free ? "free" : r.contact.Describe(scene)) << ", peer " << (peer.free[i] ? "free" : "colliding")
+              << "; q =";
+    for (double v : s.q) std::cerr << " " << v;
+    std::cerr << "; FCL pairwise contacts:";
+    for (const std::string& c : fcl_robot_->AllContacts(scene, worlds_[s.problem].Raw())) std::cerr << " [" << c << "]";
+    std::cerr << "\n";
+  }
+}
+
+std::vector<char> RobotSuite::FamilyKeep(const std::vector<StateItem>& states, int32_t family) const {
+  std::vector<char> keep(states.size());
+  for (size_t i = 0; i < states.size(); ++i) keep[i] = family_of_[states[i].problem] == family;
+  return keep;
+}
+
+// One line per family: `prefix` + the family's name.
+void RobotSuite::PrintFamilyLines(const std::string& prefix, const std::vector<StateItem>& states,
+                                  const SideRun& ours, const SideRun& peer) const {
+  for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) {
+    StateCaseLine(prefix + families_[f], ours, peer, FamilyKeep(states, f)).Print();
+  }
+}
+
+void RobotSuite::AddTargetFields(JsonLine& line, const SideRun& ours, const SideRun& peer) {
+  const double o = Median(ours.times_us), p = Median(peer.times_us);
+  line.Add("target_ratio", 20.0).Add("target_ours_us", 2.0).Add("meets_target", p / o >= 20.0 && o <= 2.0);
+}
+
+// Case 1: every start and goal state (all free by construction of the problems).
+void RobotSuite::ClearStartGoal() {
+  SideRun ours, peer;
+  const double t0 = Now();
+  TimeStates(start_goal_, reps_, &ours, &peer);
+  std::cerr << "robot: " << start_goal_.size() << " start/goal states x " << reps_ << " in " << Now() - t0 << " s\n";
+  ReportDisagreements("start_goal", start_goal_, ours, peer);
+  JsonLine line = StateCaseLine("clear_start_goal", ours, peer, std::vector<char>(start_goal_.size(), 1));
+  AddTargetFields(line, ours, peer);
+  for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) {
+    const auto keep = FamilyKeep(start_goal_, f);
+    line.Add("ours_us_" + families_[f], Median(Select(ours.times_us, keep)));
+    line.Add("peer_us_" + families_[f], Median(Select(peer.times_us, keep)));
+  }
+  line.Print();
+  PrintFamilyLines("clear_start_goal_", start_goal_, ours, peer);
+}
+
+// Case 2: uniform random states within the limits, overall and per family.
+void RobotSuite::ClearRandom() {
+  SideRun ours, peer;
+  const double t0 = Now();
+  TimeStates(random_states_, kRandomReps, &ours, &peer);
+  std::cerr << "robot: " << random_states_.size() << " random states x " << kRandomReps << " in " << Now() - t0
+            << " s\n";
+  ReportDisagreements("random", random_states_, ours, peer);
+  JsonLine line = StateCaseLine("clear_random", ours, peer, std::vector<char>(random_states_.size(), 1));
+  AddTargetFields(line, ours, peer);
+  line.Add("per_family", per_problem_ * static_cast<int64_t>(problems().size() / std::max<size_t>(1, families_.size())));
+  line.Print();
+  PrintFamilyLines("clear_random_", random_states_, ours, peer);
+  PrintRandomProfile(ours, peer);
+}
+
+// Profile hint: forward kinematics alone over the random states, against our whole CLEAR; and both
+// sides' medians on free states, world contacts and self contacts.
+void RobotSuite::PrintRandomProfile(const SideRun& ours, const SideRun& peer) {
+  const auto fk = TimePerItem(static_cast<int>(random_states_.size()), kRandomReps, [&](int i) {
+    (void)robot_->ForwardKinematics(random_states_[i].q, std::span<RigidTransform>(X_WL_), RigidTransform::Identity());
+  });
+  std::cerr << "robot profile: forward kinematics " << Mean(fk) << " us mean of our " << Mean(ours.times_us)
+            << " us mean per random state (" << 100.0 * Mean(fk) / Mean(ours.times_us)
+            << "%); the rest is part poses, bounds, broad phase and narrow phase\n";
+  std::vector<char> world_hit(random_states_.size()), self_hit(random_states_.size());
+  for (size_t i = 0; i < random_states_.size(); ++i) {
+    world_hit[i] = !ours.free[i] && !ours.self[i];
+    self_hit[i] = ours.self[i];
+  }
+  std::cerr << "robot profile: random states, median us ours / peer: free " << Median(Select(ours.times_us, ours.free))
+            << " / " << Median(Select(peer.times_us, ours.free)) << "; world contact ("
+            << Select(ours.times_us, world_hit).size() << ") " << Median(Select(ours.times_us, world_hit)) << " / "
+            << Median(Select(peer.times_us, world_hit)) << "; self contact (" << Select(ours.times_us, self_hit).size()
+            << ") " << Median(Select(ours.times_us, self_hit)) << " / " << Median(Select(peer.times_us, self_hit))
+            << "\n";
+}
+
+// Case 2b: distance(q) on the start and goal states (free states, as a planner or a controller asks
+// about), exact and with a 20% budget, beside FCL's exact per-link distance. FCL's answer must lie
+// in our certified interval (up to FCL's GJK tolerance on primitives).
+void RobotSuite::Distance() {
+  const int n = static_cast<int>(start_goal_.size());
+  const int distance_reps = options_.quick ? 1 : 2;
+  std::vector<double> fcl_distance(n);
+  const auto peer_times = TimePerItem(n, distance_reps, [&](int i) {
+    const StateItem& s = start_goal_[i];
+    const Scene& scene = *scenes_[s.problem];
+    PoseFcl(s.q, scene);
+    fcl_distance[i] = fcl_robot_->Distance(scene, *worlds_[s.problem].manager);
+  });
+  for (double rel : {0.0, 0.2}) DistanceLine(rel, distance_reps, fcl_distance, peer_times);
+}
+
+// Our distance with relative error `rel` on the start and goal states, and its line.
+void RobotSuite::DistanceLine(double rel, int reps, const std::vector<double>& fcl_distance,
+                              const std::vector<double>& peer_times) {
+  const int n = static_cast<int>(start_goal_.size());
+  std::vector<core::SceneDistanceResult> results(n);
+  SceneDistanceRequest request;
+  request.rel_err = rel;
+  const auto times = TimePerItem(n, reps, [&](int i) {
+    const StateItem& s = start_goal_[i];
+    if (!scenes_[s.problem]->ComputeDistance(s.q, request, &cache_, &results[i]).ok()) ++failures_;
+  });
+  Work work;
+  int64_t outside = 0, pairs = 0;
+  double width = 0.0;
+  for (int i = 0; i < n; ++i) {
+    work.Add(results[i].stats);
+    pairs += results[i].pairs_tested;
+    width = std::max(width, results[i].upper_bound / std::max(results[i].lower_bound, 1e-300) - 1.0);
+    const double tol = 1e-6 + 1e-6 * fcl_distance[i];
+    if (fcl_distance[i] < results[i].lower_bound - tol || fcl_distance[i] > results[i].upper_bound + tol) {
+      ++outside;
+      if (outside <= 5) {
+        std::cerr << "DISAGREE distance " << problems()[start_goal_[i].problem].name << " state " << i << ": ours ["
+                  << results[i].lower_bound << ", " << results[i].upper_bound << "], FCL " << fcl_distance[i] << "\n";
       }
     }
   }
+  JsonLine line = CaseLine(kSuite, rel == 0.0 ? "distance_exact" : "distance_rel_0.2", times, work, kPeer, peer_times);
+  line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("max_relative_width", width);
+  line.Add("pairs_tested_mean", static_cast<double>(pairs) / std::max(1, n));
+  line.Print();
+}
 
-  SceneCache cache;
-  std::vector<RigidTransform> X_WL(robot->num_links());
-  int failures = 0;
+// Case 3: LINK on planner-like random edges and every start -> goal edge.
+void RobotSuite::Link() {
+  SetLinkResolution();
+  MakeEdges();
+  DenseReference();
+  TimeLinkMethods();
+  const LinkTally tally = CountMisses();
+  PrintLinkLines(tally);
+  Continuous(tally);
+}
 
-  // Times both sides over `states`; answers and our work come from the first repetition.
-  auto run = [&](const std::vector<StateItem>& states, int reps, SideRun* ours, SideRun* peer) {
-    const int n = static_cast<int>(states.size());
-    ours->free.assign(n, 0);
-    ours->stats.assign(n, {});
-    ours->pairs.assign(n, 0);
-    ours->self.assign(n, 0);
-    peer->free.assign(n, 0);
-    bool first = true;
-    ours->times_us = TimePerItem(n, reps, [&](int i) {
-      StateResult r;
-      const StateItem& s = states[i];
-      if (!scenes[s.problem]->CheckState(s.q, &cache, &r).ok()) ++failures;
-      if (first) {
-        ours->free[i] = r.free;
-        ours->stats[i] = r.stats;
-        ours->pairs[i] = r.pairs_tested;
-        ours->self[i] = !r.free && r.contact.self;
-        if (i == n - 1) first = false;
-      }
-    });
-    peer->times_us = TimePerItem(n, reps, [&](int i) {
-      const StateItem& s = states[i];
-      const Scene& scene = *scenes[s.problem];
-      (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
-      fcl_robot.Pose(X_WL);
-      peer->free[i] = fcl_robot.Free(scene, *worlds[s.problem].manager);
-    });
-  };
+// OMPL's default: longest valid segment = 1% of the space's maximum extent, which for a
+// RealVectorStateSpace is the Euclidean length of (upper - lower).
+void RobotSuite::SetLinkResolution() {
+  double extent2 = 0.0;
+  for (int32_t j = 0; j < dof_; ++j) extent2 += (Upper(j) - Lower(j)) * (Upper(j) - Lower(j));
+  extent_ = std::sqrt(extent2);
+  resolution_ = 0.01 * extent_;
+}
 
-  // Reports every disagreement on stderr with a brute-force FCL check of every pair (no broad phase).
-  auto report_disagreements = [&](const char* what, const std::vector<StateItem>& states, const SideRun& ours,
-                                  const SideRun& peer) {
-    int shown = 0;
-    for (size_t i = 0; i < states.size(); ++i) {
-      if (ours.free[i] == peer.free[i]) continue;
-      if (++shown > 20) continue;
-      const StateItem& s = states[i];
-      const Scene& scene = *scenes[s.problem];
-      StateResult r;
-      (void)scene.CheckState(s.q, &cache, &r);
-      (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
-      fcl_robot.Pose(X_WL);
-      std::cerr << "DISAGREE " << what << " " << problems[s.problem].name << " state " << i << ": ours "
-                << (r.free ? "free" : r.contact.Describe(scene)) << ", peer " << (peer.free[i] ? "free" : "colliding")
-                << "; q =";
-      for (double v : s.q) std::cerr << " " << v;
-      std::cerr << "; FCL pairwise contacts:";
-      for (const std::string& c : fcl_robot.AllContacts(scene, worlds[s.problem].Raw())) std::cerr << " [" << c << "]";
-      std::cerr << "\n";
-    }
-  };
-
-  auto family_keep = [&](const std::vector<StateItem>& states, int32_t family) {
-    std::vector<char> keep(states.size());
-    for (size_t i = 0; i < states.size(); ++i) keep[i] = family_of[states[i].problem] == family;
-    return keep;
-  };
-  auto target_fields = [](JsonLine& line, const SideRun& ours, const SideRun& peer) {
-    const double o = Median(ours.times_us), p = Median(peer.times_us);
-    line.Add("target_ratio", 20.0).Add("target_ours_us", 2.0).Add("meets_target", p / o >= 20.0 && o <= 2.0);
-  };
-
-  const int reps = options.quick ? 3 : 5;
-  // Case 1: every start and goal state (all free by construction of the problems).
-  {
-    SideRun ours, peer;
-    const double t0 = Now();
-    run(start_goal, reps, &ours, &peer);
-    std::cerr << "robot: " << start_goal.size() << " start/goal states x " << reps << " in " << Now() - t0 << " s\n";
-    report_disagreements("start_goal", start_goal, ours, peer);
-    JsonLine line = StateCaseLine("clear_start_goal", ours, peer, std::vector<char>(start_goal.size(), 1));
-    target_fields(line, ours, peer);
-    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
-      const auto keep = family_keep(start_goal, f);
-      line.Add("ours_us_" + families[f], Median(Select(ours.times_us, keep)));
-      line.Add("peer_us_" + families[f], Median(Select(peer.times_us, keep)));
-    }
-    line.Print();
-    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
-      StateCaseLine("clear_start_goal_" + families[f], ours, peer, family_keep(start_goal, f)).Print();
-    }
-  }
-
-  // Case 2: uniform random states within the limits, overall and per family.
-  {
-    SideRun ours, peer;
-    const int random_reps = 3;
-    const double t0 = Now();
-    run(random_states, random_reps, &ours, &peer);
-    std::cerr << "robot: " << random_states.size() << " random states x " << random_reps << " in " << Now() - t0
-              << " s\n";
-    report_disagreements("random", random_states, ours, peer);
-    JsonLine line = StateCaseLine("clear_random", ours, peer, std::vector<char>(random_states.size(), 1));
-    target_fields(line, ours, peer);
-    line.Add("per_family", per_problem * static_cast<int64_t>(problems.size() / std::max<size_t>(1, families.size())));
-    line.Print();
-    for (int32_t f = 0; f < static_cast<int32_t>(families.size()); ++f) {
-      StateCaseLine("clear_random_" + families[f], ours, peer, family_keep(random_states, f)).Print();
-    }
-
-    // Profile hint: forward kinematics alone over the same states, against our whole CLEAR.
-    const auto fk = TimePerItem(static_cast<int>(random_states.size()), random_reps, [&](int i) {
-      (void)robot->ForwardKinematics(random_states[i].q, std::span<RigidTransform>(X_WL), RigidTransform::Identity());
-    });
-    std::cerr << "robot profile: forward kinematics " << Mean(fk) << " us mean of our " << Mean(ours.times_us)
-              << " us mean per random state (" << 100.0 * Mean(fk) / Mean(ours.times_us)
-              << "%); the rest is part poses, bounds, broad phase and narrow phase\n";
-    std::vector<char> world_hit(random_states.size()), self_hit(random_states.size());
-    for (size_t i = 0; i < random_states.size(); ++i) {
-      world_hit[i] = !ours.free[i] && !ours.self[i];
-      self_hit[i] = ours.self[i];
-    }
-    std::cerr << "robot profile: random states, median us ours / peer: free " << Median(Select(ours.times_us, ours.free))
-              << " / " << Median(Select(peer.times_us, ours.free)) << "; world contact ("
-              << Select(ours.times_us, world_hit).size() << ") " << Median(Select(ours.times_us, world_hit)) << " / "
-              << Median(Select(peer.times_us, world_hit)) << "; self contact (" << Select(ours.times_us, self_hit).size()
-              << ") " << Median(Select(ours.times_us, self_hit)) << " / " << Median(Select(peer.times_us, self_hit))
-              << "\n";
-  }
-  // Case 2b: distance(q) on the start and goal states (free states, as a planner or a controller asks
-  // about), exact and with a 20% budget, beside FCL's exact per-link distance. FCL's answer must lie
-  // in our certified interval (up to FCL's GJK tolerance on primitives).
-  {
-    const int n = static_cast<int>(start_goal.size());
-    const int distance_reps = options.quick ? 1 : 2;
-    std::vector<double> fcl_distance(n);
-    const auto peer_times = TimePerItem(n, distance_reps, [&](int i) {
-      const StateItem& s = start_goal[i];
-      const Scene& scene = *scenes[s.problem];
-      (void)robot->ForwardKinematics(s.q, std::span<RigidTransform>(X_WL), scene.X_WB());
-      fcl_robot.Pose(X_WL);
-      fcl_distance[i] = fcl_robot.Distance(scene, *worlds[s.problem].manager);
-    });
-    for (double rel : {0.0, 0.2}) {
-      std::vector<core::SceneDistanceResult> results(n);
-      SceneDistanceRequest request;
-      request.rel_err = rel;
-      const auto times = TimePerItem(n, distance_reps, [&](int i) {
-        const StateItem& s = start_goal[i];
-        if (!scenes[s.problem]->ComputeDistance(s.q, request, &cache, &results[i]).ok()) ++failures;
-      });
-      Work work;
-      int64_t outside = 0, pairs = 0;
-      double width = 0.0;
-      for (int i = 0; i < n; ++i) {
-        work.Add(results[i].stats);
-        pairs += results[i].pairs_tested;
-        width = std::max(width, results[i].upper_bound / std::max(results[i].lower_bound, 1e-300) - 1.0);
-        const double tol = 1e-6 + 1e-6 * fcl_distance[i];
-        if (fcl_distance[i] < results[i].lower_bound - tol || fcl_distance[i] > results[i].upper_bound + tol) {
-          ++outside;
-          if (outside <= 5) {
-            std::cerr << "DISAGREE distance " << problems[start_goal[i].problem].name << " state " << i << ": ours ["
-                      << results[i].lower_bound << ", " << results[i].upper_bound << "], FCL " << fcl_distance[i]
-                      << "\n";
-          }
-        }
-      }
-      JsonLine line = CaseLine(kSuite, rel == 0.0 ? "distance_exact" : "distance_rel_0.2", times, work, kPeer,
-                               peer_times);
-      line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("max_relative_width", width);
-      line.Add("pairs_tested_mean", static_cast<double>(pairs) / std::max(1, n));
-      line.Print();
-    }
-  }
-
-  // Case 3: LINK on planner-like random edges and every start -> goal edge.
-  {
-    const int32_t dof = robot->num_positions();
-    const auto& lo = robot->lower_limits();
-    const auto& hi = robot->upper_limits();
-    auto lower = [&](int32_t j) { return std::isfinite(lo[j]) ? lo[j] : -M_PI; };
-    auto upper = [&](int32_t j) { return std::isfinite(hi[j]) ? hi[j] : M_PI; };
-    // OMPL's default: longest valid segment = 1% of the space's maximum extent, which for a
-    // RealVectorStateSpace is the Euclidean length of (upper - lower).
-    double extent2 = 0.0;
-    for (int32_t j = 0; j < dof; ++j) extent2 += (upper(j) - lower(j)) * (upper(j) - lower(j));
-    const double extent = std::sqrt(extent2);
-    const double resolution = 0.01 * extent;
-
-    // Edges, contiguous per problem: random planner-like edges, then the start -> goal edge.
-    const int edges_per_problem = options.quick ? 10 : 20;
-    std::vector<EdgeItem> edges;
-    {
-      std::mt19937_64 rng(options.seed + 1);
-      StateResult r;
-      for (int32_t k = 0; k < static_cast<int32_t>(problems.size()); ++k) {
-        for (int e = 0; e < edges_per_problem; ++e) {
-          EdgeItem edge{k, std::vector<double>(dof), std::vector<double>(dof), false};
-          do {
-            for (int32_t j = 0; j < dof; ++j) {
-              edge.q0[j] = std::uniform_real_distribution<double>(lower(j), upper(j))(rng);
-            }
-            if (!scenes[k]->CheckState(edge.q0, &cache, &r).ok()) {
-              ++failures;
-              break;
-            }
-          } while (!r.free);
-          std::normal_distribution<double> g;
-          std::vector<double> dir(dof);
-          double norm2 = 0.0;
-          for (double& d : dir) {
-            d = g(rng);
-            norm2 += d * d;
-          }
-          const double scale = std::uniform_real_distribution<double>(0.05, 1.0)(rng) / std::sqrt(norm2);
-          for (int32_t j = 0; j < dof; ++j) edge.q1[j] = std::clamp(edge.q0[j] + scale * dir[j], lower(j), upper(j));
-          edges.push_back(std::move(edge));
-        }
-        edges.push_back({k, start_goal[2 * k].q, start_goal[2 * k + 1].q, true});
-      }
-    }
-    const int n = static_cast<int>(edges.size());
-    auto length = [&](const EdgeItem& e) {
-      double l2 = 0.0;
-      for (int32_t j = 0; j < dof; ++j) l2 += (e.q1[j] - e.q0[j]) * (e.q1[j] - e.q0[j]);
-      return std::sqrt(l2);
-    };
-    std::vector<double> q(dof);
-    auto along = [&](const EdgeItem& e, double t) {
-      for (int32_t j = 0; j < dof; ++j) q[j] = e.q0[j] + t * (e.q1[j] - e.q0[j]);
-      return std::span<const double>(q);
-    };
-
-    // The dense reference: the first colliding t with states at most 1e-3 rad apart in every joint
-    // (endpoints included), or -1. Each colliding state it finds is confirmed by the FCL checker.
-    const double t_dense0 = Now();
-    std::vector<double> dense(n, -1.0);
-    int64_t dense_states = 0, dense_peer_disagree = 0;
-    for (int i = 0; i < n; ++i) {
-      const EdgeItem& e = edges[i];
-      const Scene& scene = *scenes[e.problem];
-      double span = 0.0;
-      for (int32_t j = 0; j < dof; ++j) span = std::max(span, std::abs(e.q1[j] - e.q0[j]));
-      const int steps = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
-      for (int s = 0; s <= steps; ++s) {
-        const double t = static_cast<double>(s) / steps;
-        StateResult r;
-        if (!scene.CheckState(along(e, t), &cache, &r).ok()) ++failures;
-        ++dense_states;
-        if (!r.free) {
-          dense[i] = t;
-          (void)robot->ForwardKinematics(q, std::span<RigidTransform>(X_WL), scene.X_WB());
-          fcl_robot.Pose(X_WL);
-          if (fcl_robot.Free(scene, *worlds[e.problem].manager)) {
-            ++dense_peer_disagree;
-            std::cerr << "DISAGREE link dense reference " << problems[e.problem].name << " edge " << i << " t " << t
-                      << ": ours " << r.contact.Describe(scene) << ", peer free\n";
-          }
+// Edges, contiguous per problem: random planner-like edges (a free start, a random direction, 0.05 to
+// 1 rad long, clamped to the limits), then the start -> goal edge.
+void RobotSuite::MakeEdges() {
+  std::mt19937_64 rng(options_.seed + 1);
+  StateResult r;
+  for (int32_t k = 0; k < static_cast<int32_t>(problems().size()); ++k) {
+    for (int e = 0; e < edges_per_problem_; ++e) {
+      EdgeItem edge{k, std::vector<double>(dof_), std::vector<double>(dof_), false};
+      do {
+        for (int32_t j = 0; j < dof_; ++j) edge.q0[j] = std::uniform_real_distribution<double>(Lower(j), Upper(j))(rng);
+        if (!scenes_[k]->CheckState(edge.q0, &cache_, &r).ok()) {
+          ++failures_;
           break;
         }
+      } while (!r.free);
+      std::normal_distribution<double> g;
+      std::vector<double> dir(dof_);
+      double norm2 = 0.0;
+      for (double& d : dir) {
+        d = g(rng);
+        norm2 += d * d;
       }
+      const double scale = std::uniform_real_distribution<double>(0.05, 1.0)(rng) / std::sqrt(norm2);
+      for (int32_t j = 0; j < dof_; ++j) edge.q1[j] = std::clamp(edge.q0[j] + scale * dir[j], Lower(j), Upper(j));
+      edges_.push_back(std::move(edge));
     }
-    std::cerr << "robot: LINK on " << n << " edges (" << edges_per_problem << " random + start->goal per problem); "
-              << "joint-space extent " << extent << " rad, discrete resolution " << resolution << " rad; dense "
-              << "reference (" << dense_states << " states) in " << Now() - t_dense0 << " s\n";
+    edges_.push_back({k, start_goal_[2 * k].q, start_goal_[2 * k + 1].q, true});
+  }
+}
 
-    // Ours, certified or discrete: times, and answers and work from the first repetition.
-    auto run_ours = [&](const MotionRequest& request, int repetitions, EdgeRun* out) {
-      out->free.assign(n, 0);
-      out->states.assign(n, 0);
-      out->distance_queries.assign(n, 0);
-      out->undecided.assign(n, 0);
-      out->t_free.assign(n, 0.0);
-      out->stats.assign(n, {});
-      bool first = true;
-      out->times_us = TimePerItem(n, repetitions, [&](int i) {
-        const EdgeItem& e = edges[i];
-        core::MotionResult m;
-        if (!scenes[e.problem]->CheckMotion(e.q0, e.q1, request, &cache, &m).ok()) ++failures;
-        if (first) {
-          out->free[i] = m.free;
-          out->states[i] = m.states;
-          out->distance_queries[i] = m.distance_queries;
-          out->undecided[i] = m.undecided;
-          out->t_free[i] = m.t_free;
-          out->stats[i] = m.stats;
-          if (i == n - 1) first = false;
+double RobotSuite::EdgeLength(const EdgeItem& e) const {
+  double l2 = 0.0;
+  for (int32_t j = 0; j < dof_; ++j) l2 += (e.q1[j] - e.q0[j]) * (e.q1[j] - e.q0[j]);
+  return std::sqrt(l2);
+}
+
+// The state at t along e, in q_ (valid until the next call).
+std::span<const double> RobotSuite::Along(const EdgeItem& e, double t) {
+  for (int32_t j = 0; j < dof_; ++j) q_[j] = e.q0[j] + t * (e.q1[j] - e.q0[j]);
+  return std::span<const double>(q_);
+}
+
+// The dense reference: the first colliding t with states at most 1e-3 rad apart in every joint
+// (endpoints included), or -1. Each colliding state it finds is confirmed by the FCL checker.
+void RobotSuite::DenseReference() {
+  const double t_dense0 = Now();
+  const int n = num_edges();
+  dense_.assign(n, -1.0);
+  for (int i = 0; i < n; ++i) {
+    const EdgeItem& e = edges_[i];
+    const Scene& scene = *scenes_[e.problem];
+    double span = 0.0;
+    for (int32_t j = 0; j < dof_; ++j) span = std::max(span, std::abs(e.q1[j] - e.q0[j]));
+    const int steps = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
+    for (int s = 0; s <= steps; ++s) {
+      const double t = static_cast<double>(s) / steps;
+      StateResult r;
+      if (!scene.CheckState(Along(e, t), &cache_, &r).ok()) ++failures_;
+      ++dense_states_;
+      if (!r.free) {
+        dense_[i] = t;
+        PoseFcl(q_, scene);
+        if (fcl_robot_->Free(scene, *worlds_[e.problem].manager)) {
+          ++dense_peer_disagree_;
+          std::cerr << "DISAGREE link dense reference " << problems()[e.problem].name << " edge " << i << " t " << t
+                    << ": ours " << r.contact.Describe(scene) << ", peer free\n";
         }
-      });
-    };
-    // The peer: OMPL DiscreteMotionValidator-style sampling with the FCL checker, the same states as
-    // our discrete mode (ceil(length / resolution) segments), in order from q0, stopping at the first
-    // collision.
-    auto run_peer = [&](int repetitions, EdgeRun* out) {
-      out->free.assign(n, 0);
-      out->states.assign(n, 0);
-      out->times_us = TimePerItem(n, repetitions, [&](int i) {
-        const EdgeItem& e = edges[i];
-        const Scene& scene = *scenes[e.problem];
-        const int64_t segments = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(length(e) / resolution)));
-        bool free = true;
-        int64_t states = 0;
-        for (int64_t s = 0; s <= segments && free; ++s) {
-          (void)robot->ForwardKinematics(along(e, static_cast<double>(s) / static_cast<double>(segments)),
-                                         std::span<RigidTransform>(X_WL), scene.X_WB());
-          fcl_robot.Pose(X_WL);
-          free = fcl_robot.Free(scene, *worlds[e.problem].manager);
-          ++states;
-        }
-        out->free[i] = free;
-        out->states[i] = states;
-      });
-    };
-
-    const int link_reps = 3;
-    EdgeRun certified, planning, discrete, peer;
-    // The certified check as planners ask it: a coarse-to-fine sampled pre-pass (0.1 rad) rejects most
-    // colliding edges, and a collision is not narrowed (t_free is then a certified, loose prefix).
-    MotionRequest planning_request;
-    planning_request.narrow_collision = false;
-    planning_request.prepass_resolution = 0.1;
-    MotionRequest discrete_request;
-    discrete_request.mode = MotionRequest::Mode::kDiscrete;
-    discrete_request.resolution = resolution;
-    double t0 = Now();
-    run_ours(MotionRequest{}, link_reps, &certified);
-    std::cerr << "robot: LINK certified, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
-    t0 = Now();
-    run_ours(planning_request, link_reps, &planning);
-    std::cerr << "robot: LINK certified for planners, " << n << " edges x " << link_reps << " in " << Now() - t0
-              << " s\n";
-    t0 = Now();
-    run_ours(discrete_request, link_reps, &discrete);
-    std::cerr << "robot: LINK ours discrete, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
-    t0 = Now();
-    run_peer(link_reps, &peer);
-    std::cerr << "robot: LINK peer discrete, " << n << " edges x " << link_reps << " in " << Now() - t0 << " s\n";
-
-    // Misses: the method says free, the dense reference collides. Certified misses are reported in
-    // full on stderr (there must be none); so are certified free prefixes that hold a dense collision.
-    int64_t colliding = 0, start_goal_edges = 0, start_goal_colliding = 0;
-    int64_t miss_certified = 0, miss_discrete = 0, miss_peer = 0, undecided = 0, prefix_violations = 0;
-    int64_t certified_colliding_dense_free = 0, discrete_agree = 0, miss_planning = 0, planning_disagree = 0;
-    std::vector<char> keep_colliding(n), keep_free(n), keep_start_goal(n), keep_random(n);
-    for (int i = 0; i < n; ++i) {
-      const EdgeItem& e = edges[i];
-      const bool hit = dense[i] >= 0.0;
-      colliding += hit;
-      keep_colliding[i] = hit;
-      keep_free[i] = !hit;
-      keep_start_goal[i] = e.start_goal;
-      keep_random[i] = !e.start_goal;
-      start_goal_edges += e.start_goal;
-      start_goal_colliding += e.start_goal && hit;
-      undecided += certified.undecided[i];
-      discrete_agree += discrete.free[i] == peer.free[i];
-      miss_discrete += hit && discrete.free[i];
-      miss_peer += hit && peer.free[i];
-      certified_colliding_dense_free += !hit && !certified.free[i];
-      miss_planning += hit && planning.free[i];
-      planning_disagree += planning.free[i] != certified.free[i];
-      const bool miss = hit && certified.free[i];
-      const bool prefix = hit && !certified.free[i] && dense[i] < certified.t_free[i];
-      miss_certified += miss;
-      prefix_violations += prefix;
-      if (miss || prefix) {
-        std::cerr << (miss ? "CERTIFIED MISS " : "CERTIFIED PREFIX VIOLATION ") << problems[e.problem].name
-                  << " edge " << i << (e.start_goal ? " (start->goal)" : "") << ": dense collides at t = " << dense[i]
-                  << ", certified " << (miss ? "free" : "t_free = " + std::to_string(certified.t_free[i]))
-                  << "; q0 =";
-        for (double v : e.q0) std::cerr << " " << v;
-        std::cerr << "; q1 =";
-        for (double v : e.q1) std::cerr << " " << v;
-        std::cerr << "\n";
+        break;
       }
-      if (discrete.free[i] != peer.free[i]) {
-        std::cerr << "DISAGREE link discrete " << problems[e.problem].name << " edge " << i << ": ours "
-                  << (discrete.free[i] ? "free" : "colliding") << ", peer " << (peer.free[i] ? "free" : "colliding")
-                  << "\n";
-      }
-    }
-    auto mean_of = [&](const std::vector<int64_t>& v) {
-      double sum = 0.0;
-      for (int64_t x : v) sum += static_cast<double>(x);
-      return sum / std::max(1, n);
-    };
-    auto common = [&](JsonLine& line, const EdgeRun& ours) {
-      line.Add("edges_per_problem", edges_per_problem).Add("start_goal_edges", start_goal_edges);
-      line.Add("extent", extent).Add("resolution", resolution);
-      line.Add("colliding_dense", colliding).Add("start_goal_colliding_dense", start_goal_colliding);
-      line.Add("misses_certified", miss_certified).Add("misses_ours_discrete", miss_discrete);
-      line.Add("misses_peer_discrete", miss_peer);
-      line.Add("ours_free_us", Median(Select(ours.times_us, keep_free)));
-      line.Add("peer_free_us", Median(Select(peer.times_us, keep_free)));
-      line.Add("ours_colliding_us", Median(Select(ours.times_us, keep_colliding)));
-      line.Add("peer_colliding_us", Median(Select(peer.times_us, keep_colliding)));
-      line.Add("ours_random_us", Median(Select(ours.times_us, keep_random)));
-      line.Add("peer_random_us", Median(Select(peer.times_us, keep_random)));
-      line.Add("ours_start_goal_us", Median(Select(ours.times_us, keep_start_goal)));
-      line.Add("peer_start_goal_us", Median(Select(peer.times_us, keep_start_goal)));
-      line.Add("peer_states", mean_of(peer.states));
-    };
-    {
-      Work work;
-      for (const auto& st : certified.stats) work.Add(st);
-      JsonLine line = CaseLine(kSuite, "link_certified", certified.times_us, work, kPeerLink, peer.times_us);
-      common(line, certified);
-      line.Add("undecided", undecided).Add("certified_prefix_violations", prefix_violations);
-      line.Add("certified_colliding_dense_free", certified_colliding_dense_free);
-      line.Add("ours_states", mean_of(certified.states));
-      line.Add("ours_distance_queries", mean_of(certified.distance_queries));
-      line.Add("dense_peer_disagree", dense_peer_disagree);
-      const double ratio = Median(peer.times_us) / Median(certified.times_us);
-      const double ratio_mean = Mean(peer.times_us) / Mean(certified.times_us);
-      line.Add("target_ratio", 1.0).Add("meets_target", ratio >= 1.0).Add("meets_target_mean", ratio_mean >= 1.0);
-      line.Print();
-    }
-    {
-      Work work;
-      for (const auto& st : planning.stats) work.Add(st);
-      JsonLine line = CaseLine(kSuite, "link_certified_planning", planning.times_us, work, kPeerLink, peer.times_us);
-      common(line, planning);
-      line.Add("prepass_resolution", planning_request.prepass_resolution);
-      line.Add("misses_planning", miss_planning).Add("disagree_with_certified", planning_disagree);
-      line.Add("ours_states", mean_of(planning.states));
-      line.Add("ours_distance_queries", mean_of(planning.distance_queries));
-      line.Print();
-    }
-    {
-      Work work;
-      for (const auto& st : discrete.stats) work.Add(st);
-      JsonLine line = CaseLine(kSuite, "link_discrete", discrete.times_us, work, kPeerLink, peer.times_us);
-      common(line, discrete);
-      line.Add("discrete_agree", discrete_agree);
-      line.Add("ours_states", mean_of(discrete.states));
-      line.Print();
-    }
-    // Continuous: time of first contact on the same edges (tolerance 0.1 mm). Contact exactly where
-    // the certified LINK collides, up to grazes within the tolerance; t* never after its t_collide.
-    {
-      ContinuousRequest request;
-      request.tolerance = 1e-4;
-      std::vector<core::ContinuousResult> results(n);
-      const auto times = TimePerItem(n, 1, [&](int i) {
-        const EdgeItem& e = edges[i];
-        if (!scenes[e.problem]->TimeOfFirstContact(e.q0, e.q1, request, &cache, &results[i]).ok()) ++failures;
-      });
-      Work work;
-      int64_t contacts = 0, certified_colliding_no_contact = 0, undecided_ccd = 0;
-      std::vector<int64_t> iterations(n);
-      for (int i = 0; i < n; ++i) {
-        const core::ContinuousResult& r = results[i];
-        work.Add(r.stats);
-        contacts += r.contact;
-        undecided_ccd += r.undecided;
-        iterations[i] = r.iterations;
-        certified_colliding_no_contact += !certified.free[i] && !certified.undecided[i] && !r.contact;
-      }
-      JsonLine line = CaseLine(kSuite, "ccd_edge", times, work, kPeerLink, peer.times_us);
-      line.Add("tolerance", request.tolerance).Add("contacts", contacts).Add("colliding_dense", colliding);
-      line.Add("certified_colliding_without_contact", certified_colliding_no_contact);
-      line.Add("undecided", undecided_ccd).Add("iterations_mean", mean_of(iterations));
-      line.Print();
     }
   }
+  std::cerr << "robot: LINK on " << n << " edges (" << edges_per_problem_ << " random + start->goal per problem); "
+            << "joint-space extent " << extent_ << " rad, discrete resolution " << resolution_ << " rad; dense "
+            << "reference (" << dense_states_ << " states) in " << Now() - t_dense0 << " s\n";
+}
 
-  if (failures > 0) {
-    std::cerr << "robot: " << failures << " CheckState calls failed\n";
+// Ours, certified or discrete: times, and answers and work from the first repetition.
+void RobotSuite::RunOursLink(const MotionRequest& request, EdgeRun* out) {
+  const int n = num_edges();
+  out->free.assign(n, 0);
+  out->states.assign(n, 0);
+  out->distance_queries.assign(n, 0);
+  out->undecided.assign(n, 0);
+  out->t_free.assign(n, 0.0);
+  out->stats.assign(n, {});
+  bool first = true;
+  out->times_us = TimePerItem(n, kLinkReps, [&](int i) {
+    const EdgeItem& e = edges_[i];
+    core::MotionResult m;
+    if (!scenes_[e.problem]->CheckMotion(e.q0, e.q1, request, &cache_, &m).ok()) ++failures_;
+    if (first) {
+      out->free[i] = m.free;
+      out->states[i] = m.states;
+      out->distance_queries[i] = m.distance_queries;
+      out->undecided[i] = m.undecided;
+      out->t_free[i] = m.t_free;
+      out->stats[i] = m.stats;
+      if (i == n - 1) first = false;
+    }
+  });
+}
+
+// The peer: OMPL DiscreteMotionValidator-style sampling with the FCL checker, the same states as our
+// discrete mode (ceil(length / resolution) segments), in order from q0, stopping at the first
+// collision.
+void RobotSuite::RunPeerLink(EdgeRun* out) {
+  const int n = num_edges();
+  out->free.assign(n, 0);
+  out->states.assign(n, 0);
+  out->times_us = TimePerItem(n, kLinkReps, [&](int i) {
+    const EdgeItem& e = edges_[i];
+    const Scene& scene = *scenes_[e.problem];
+    const int64_t segments = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(EdgeLength(e) / resolution_)));
+    bool free = true;
+    int64_t states = 0;
+    for (int64_t s = 0; s <= segments && free; ++s) {
+      PoseFcl(Along(e, static_cast<double>(s) / static_cast<double>(segments)), scene);
+      free = fcl_robot_->Free(scene, *worlds_[e.problem].manager);
+      ++states;
+    }
+    out->free[i] = free;
+    out->states[i] = states;
+  });
+}
+
+// Ours certified (as asked by default, and as planners ask it), ours discrete, and the peer.
+void RobotSuite::TimeLinkMethods() {
+  const int n = num_edges();
+  MotionRequest planning_request;
+  planning_request.narrow_collision = false;
+  planning_request.prepass_resolution = kPrepassResolution;
+  MotionRequest discrete_request;
+  discrete_request.mode = MotionRequest::Mode::kDiscrete;
+  discrete_request.resolution = resolution_;
+  double t0 = Now();
+  RunOursLink(MotionRequest{}, &certified_);
+  std::cerr << "robot: LINK certified, " << n << " edges x " << kLinkReps << " in " << Now() - t0 << " s\n";
+  t0 = Now();
+  RunOursLink(planning_request, &planning_);
+  std::cerr << "robot: LINK certified for planners, " << n << " edges x " << kLinkReps << " in " << Now() - t0
+            << " s\n";
+  t0 = Now();
+  RunOursLink(discrete_request, &discrete_);
+  std::cerr << "robot: LINK ours discrete, " << n << " edges x " << kLinkReps << " in " << Now() - t0 << " s\n";
+  t0 = Now();
+  RunPeerLink(&link_peer_);
+  std::cerr << "robot: LINK peer discrete, " << n << " edges x " << kLinkReps << " in " << Now() - t0 << " s\n";
+}
+
+// Misses: the method says free, the dense reference collides. Certified misses are reported in full on
+// stderr (there must be none); so are certified free prefixes that hold a dense collision, and every
+// disagreement between our discrete mode and the peer.
+LinkTally RobotSuite::CountMisses() const {
+  const int n = num_edges();
+  LinkTally t;
+  t.keep_colliding.assign(n, 0);
+  t.keep_free.assign(n, 0);
+  t.keep_start_goal.assign(n, 0);
+  t.keep_random.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const EdgeItem& e = edges_[i];
+    const bool hit = dense_[i] >= 0.0;
+    t.colliding += hit;
+    t.keep_colliding[i] = hit;
+    t.keep_free[i] = !hit;
+    t.keep_start_goal[i] = e.start_goal;
+    t.keep_random[i] = !e.start_goal;
+    t.start_goal_edges += e.start_goal;
+    t.start_goal_colliding += e.start_goal && hit;
+    t.undecided += certified_.undecided[i];
+    t.discrete_agree += discrete_.free[i] == link_peer_.free[i];
+    t.miss_discrete += hit && discrete_.free[i];
+    t.miss_peer += hit && link_peer_.free[i];
+    t.certified_colliding_dense_free += !hit && !certified_.free[i];
+    t.miss_planning += hit && planning_.free[i];
+    t.planning_disagree += planning_.free[i] != certified_.free[i];
+    const bool miss = hit && certified_.free[i];
+    const bool prefix = hit && !certified_.free[i] && dense_[i] < certified_.t_free[i];
+    t.miss_certified += miss;
+    t.prefix_violations += prefix;
+    if (miss || prefix) ReportCertifiedMiss(i, miss);
+    if (discrete_.free[i] != link_peer_.free[i]) {
+      std::cerr << "DISAGREE link discrete " << problems()[e.problem].name << " edge " << i << ": ours "
+                << (discrete_.free[i] ? "free" : "colliding") << ", peer " << (link_peer_.free[i] ? "free" : "colliding")
+                << "\n";
+    }
+  }
+  return t;
+}
+
+// Edge i on stderr: a certified miss (`miss`) or a certified free prefix holding a dense collision.
+void RobotSuite::ReportCertifiedMiss(int i, bool miss) const {
+  const EdgeItem& e = edges_[i];
+  std::cerr << (miss ? "CERTIFIED MISS " : "CERTIFIED PREFIX VIOLATION ") << problems()[e.problem].name << " edge "
+            << i << (e.start_goal ? " (start->goal)" : "") << ": dense collides at t = " << dense_[i] << ", certified "
+            << (miss ? "free" : "t_free = " + std::to_string(certified_.t_free[i])) << "; q0 =";
+  for (double v : e.q0) std::cerr << " " << v;
+  std::cerr << "; q1 =";
+  for (double v : e.q1) std::cerr << " " << v;
+  std::cerr << "\n";
+}
+
+double RobotSuite::MeanOverEdges(const std::vector<int64_t>& v) const {
+  double sum = 0.0;
+  for (int64_t x : v) sum += static_cast<double>(x);
+  return sum / std::max(1, num_edges());
+}
+
+// A LINK line of one of our methods beside the peer: the case's common fields, the misses of every
+// method, and both sides' medians per subset of edges.
+JsonLine RobotSuite::LinkLine(const std::string& name, const EdgeRun& ours, const LinkTally& t) const {
+  Work work;
+  for (const auto& st : ours.stats) work.Add(st);
+  JsonLine line = CaseLine(kSuite, name, ours.times_us, work, kPeerLink, link_peer_.times_us);
+  line.Add("edges_per_problem", edges_per_problem_).Add("start_goal_edges", t.start_goal_edges);
+  line.Add("extent", extent_).Add("resolution", resolution_);
+  line.Add("colliding_dense", t.colliding).Add("start_goal_colliding_dense", t.start_goal_colliding);
+  line.Add("misses_certified", t.miss_certified).Add("misses_ours_discrete", t.miss_discrete);
+  line.Add("misses_peer_discrete", t.miss_peer);
+  line.Add("ours_free_us", Median(Select(ours.times_us, t.keep_free)));
+  line.Add("peer_free_us", Median(Select(link_peer_.times_us, t.keep_free)));
+  line.Add("ours_colliding_us", Median(Select(ours.times_us, t.keep_colliding)));
+  line.Add("peer_colliding_us", Median(Select(link_peer_.times_us, t.keep_colliding)));
+  line.Add("ours_random_us", Median(Select(ours.times_us, t.keep_random)));
+  line.Add("peer_random_us", Median(Select(link_peer_.times_us, t.keep_random)));
+  line.Add("ours_start_goal_us", Median(Select(ours.times_us, t.keep_start_goal)));
+  line.Add("peer_start_goal_us", Median(Select(link_peer_.times_us, t.keep_start_goal)));
+  line.Add("peer_states", MeanOverEdges(link_peer_.states));
+  return line;
+}
+
+// The lines of ours certified, certified for planners, and discrete.
+void RobotSuite::PrintLinkLines(const LinkTally& t) const {
+  {
+    JsonLine line = LinkLine("link_certified", certified_, t);
+    line.Add("undecided", t.undecided).Add("certified_prefix_violations", t.prefix_violations);
+    line.Add("certified_colliding_dense_free", t.certified_colliding_dense_free);
+    line.Add("ours_states", MeanOverEdges(certified_.states));
+    line.Add("ours_distance_queries", MeanOverEdges(certified_.distance_queries));
+    line.Add("dense_peer_disagree", dense_peer_disagree_);
+    const double ratio = Median(link_peer_.times_us) / Median(certified_.times_us);
+    const double ratio_mean = Mean(link_peer_.times_us) / Mean(certified_.times_us);
+    line.Add("target_ratio", 1.0).Add("meets_target", ratio >= 1.0).Add("meets_target_mean", ratio_mean >= 1.0);
+    line.Print();
+  }
+  {
+    JsonLine line = LinkLine("link_certified_planning", planning_, t);
+    line.Add("prepass_resolution", kPrepassResolution);
+    line.Add("misses_planning", t.miss_planning).Add("disagree_with_certified", t.planning_disagree);
+    line.Add("ours_states", MeanOverEdges(planning_.states));
+    line.Add("ours_distance_queries", MeanOverEdges(planning_.distance_queries));
+    line.Print();
+  }
+  JsonLine line = LinkLine("link_discrete", discrete_, t);
+  line.Add("discrete_agree", t.discrete_agree);
+  line.Add("ours_states", MeanOverEdges(discrete_.states));
+  line.Print();
+}
+
+// Continuous: time of first contact on the same edges (tolerance 0.1 mm). Contact exactly where the
+// certified LINK collides, up to grazes within the tolerance; t* never after its t_collide.
+void RobotSuite::Continuous(const LinkTally& tally) {
+  const int n = num_edges();
+  ContinuousRequest request;
+  request.tolerance = 1e-4;
+  std::vector<core::ContinuousResult> results(n);
+  const auto times = TimePerItem(n, 1, [&](int i) {
+    const EdgeItem& e = edges_[i];
+    if (!scenes_[e.problem]->TimeOfFirstContact(e.q0, e.q1, request, &cache_, &results[i]).ok()) ++failures_;
+  });
+  Work work;
+  int64_t contacts = 0, certified_colliding_no_contact = 0, undecided_ccd = 0;
+  std::vector<int64_t> iterations(n);
+  for (int i = 0; i < n; ++i) {
+    const core::ContinuousResult& r = results[i];
+    work.Add(r.stats);
+    contacts += r.contact;
+    undecided_ccd += r.undecided;
+    iterations[i] = r.iterations;
+    certified_colliding_no_contact += !certified_.free[i] && !certified_.undecided[i] && !r.contact;
+  }
+  JsonLine line = CaseLine(kSuite, "ccd_edge", times, work, kPeerLink, link_peer_.times_us);
+  line.Add("tolerance", request.tolerance).Add("contacts", contacts).Add("colliding_dense", tally.colliding);
+  line.Add("certified_colliding_without_contact", certified_colliding_no_contact);
+  line.Add("undecided", undecided_ccd).Add("iterations_mean", MeanOverEdges(iterations));
+  line.Print();
+}
+
+int RobotSuite::Finish() const {
+  if (failures_ > 0) {
+    std::cerr << "robot: " << failures_ << " CheckState calls failed\n";
     return 1;
   }
   return 0;
+}
+
+int RobotSuite::Run() {
+  if (int code = Load(); code != 0) return code;
+  MakeRandomStates();
+  ClearStartGoal();
+  ClearRandom();
+  Distance();
+  Link();
+  return Finish();
+}
+
+}  // namespace
+
+int RunRobot(const SuiteOptions& options) {
+  RobotSuite suite(options);
+  return suite.Run();
 }
 
 }  // namespace proximity::bench
