@@ -18,6 +18,7 @@ PACKAGES=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libspdlog-dev libfmt-dev libcpp-httplib-dev nlohmann-json3-dev libxxhash-dev
   python3-grpcio python3-protobuf python3-numpy python3-tqdm python3-pytest python3-prometheus-client
+  python3-pip python3-setuptools
   libfcl-dev libccd-dev
   libompl-dev libboost-serialization-dev libboost-filesystem-dev libboost-system-dev libnanoflann-dev
   dart-doc
