@@ -158,7 +158,22 @@ def test_allowed_pairs_hide_an_object(client: Client, info: SceneInfo, probe: np
     np.testing.assert_array_equal(client.check_states(probe, scene=hidden.scene_id),
                                   client.check_states(probe, scene=plain.scene_id))
     assert not client.check_states(probe, scene=shown.scene_id).any()
+    assert plain.warnings == [] and hidden.warnings == []
     for s in (plain, hidden, shown):
+        client.delete_scene(s.scene_id)
+
+
+def test_allowed_pairs_naming_unknown_things_warn(client: Client, info: SceneInfo, probe: np.ndarray) -> None:
+    """An allowed pair naming neither a link nor an object is accepted (as MoveIt accepts it) and ignored:
+    the answers are those of the scene without it, and the scene's warnings name the unknown name."""
+    plain = client.create_scene(urdf_path=support.KR5_URDF, objects=_workcell(0.6))
+    ghost = client.create_scene(urdf_path=support.KR5_URDF, objects=_workcell(0.6),
+                                allowed_pairs=[(info.link_names[1], "ghost_object")])
+    assert len(ghost.warnings) == 1 and "'ghost_object'" in ghost.warnings[0], ghost.warnings
+    assert client.get_scene(ghost.scene_id).warnings == ghost.warnings
+    np.testing.assert_array_equal(client.check_states(probe, scene=ghost.scene_id),
+                                  client.check_states(probe, scene=plain.scene_id))
+    for s in (plain, ghost):
         client.delete_scene(s.scene_id)
 
 

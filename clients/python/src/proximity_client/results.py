@@ -84,6 +84,8 @@ class SceneInfo:
     attached_object_ids: List[str]
     named_states: Dict[str, List[float]]
     triangles: int
+    #: What the server accepted but wants heard, one sentence each (allowed pairs naming unknown things).
+    warnings: List[str] = field(default_factory=list)
     #: CreateScene only: True when the scene was newly loaded, False when the same content already was.
     created: Optional[bool] = None
 
@@ -119,7 +121,8 @@ class SceneInfo:
             limits=[JointLimit(l.joint_name, l.lower, l.upper, l.continuous, l.prismatic) for l in m.limits],
             link_names=list(m.link_names), object_ids=list(m.object_ids),
             attached_object_ids=list(m.attached_object_ids),
-            named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles)
+            named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles,
+            warnings=list(m.warnings))
 
 
 @dataclass(frozen=True)
