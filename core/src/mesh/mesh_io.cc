@@ -335,26 +335,41 @@ bool LooksLikeCollada(const std::string& extension, std::string_view bytes) {
   return Lower(std::string(head)).find("<collada") != std::string::npos;
 }
 
+/// Calls f(at, content) for every element <name ...> of a COLLADA document, found textually (not the
+/// longer names that start the same, <param> for <p>): `at` is where its tag starts, `content` the offset
+/// just after its opening tag, or npos for an element closed in its tag (<name/>) or a tag never closed.
+/// Returns f's first message, or nullopt.
+template <class F>
+std::optional<std::string> ForEachColladaElement(std::string_view bytes, std::string_view name, F&& f) {
+  const std::string open = "<" + std::string(name);
+  for (size_t at = bytes.find(open); at != std::string_view::npos; at = bytes.find(open, at + 1)) {
+    const size_t after = at + open.size();
+    if (after >= bytes.size()) break;
+    const char c = bytes[after];
+    if (c != '>' && c != '/' && !std::isspace(static_cast<unsigned char>(c))) continue;
+    const size_t open_end = bytes.find('>', after);
+    const bool empty = open_end == std::string_view::npos || bytes[open_end - 1] == '/';
+    if (auto bad = f(at, empty ? std::string_view::npos : open_end + 1)) return bad;
+  }
+  return std::nullopt;
+}
+
 /// Why a <p> or <vcount> list of the document holds something other than digits and white space, or nullopt.
 std::optional<std::string> CheckColladaIndexLists(std::string_view bytes) {
-  for (const std::string_view tag : {std::string_view("<p"), std::string_view("<vcount")}) {
-    for (size_t at = bytes.find(tag); at != std::string_view::npos; at = bytes.find(tag, at + 1)) {
-      const size_t after = at + tag.size();
-      if (after >= bytes.size()) break;
-      const char c = bytes[after];
-      if (c != '>' && !std::isspace(static_cast<unsigned char>(c))) continue;  // <param>, <polylist>, ...
-      const size_t open_end = bytes.find('>', after);
-      if (open_end == std::string_view::npos) break;
-      if (bytes[open_end - 1] == '/') continue;  // an empty element
-      const size_t close = bytes.find('<', open_end + 1);
-      const std::string_view list = bytes.substr(open_end + 1, (close == std::string_view::npos ? bytes.size() : close) - open_end - 1);
+  for (const std::string_view tag : {std::string_view("p"), std::string_view("vcount")}) {
+    auto bad = ForEachColladaElement(bytes, tag, [&](size_t, size_t content) -> std::optional<std::string> {
+      if (content == std::string_view::npos) return std::nullopt;
+      const size_t close = bytes.find('<', content);
+      const std::string_view list = bytes.substr(content, (close == std::string_view::npos ? bytes.size() : close) - content);
       for (const char v : list) {
         if (!std::isdigit(static_cast<unsigned char>(v)) && !std::isspace(static_cast<unsigned char>(v))) {
-          return "COLLADA <" + std::string(tag.substr(1)) + "> list at byte " + std::to_string(open_end + 1) +
+          return "COLLADA <" + std::string(tag) + "> list at byte " + std::to_string(content) +
                  " holds something other than unsigned integers";
         }
       }
-    }
+      return std::nullopt;
+    });
+    if (bad) return bad;
   }
   return std::nullopt;
 }
@@ -362,36 +377,25 @@ std::optional<std::string> CheckColladaIndexLists(std::string_view bytes) {
 /// Every COLLADA mesh primitive (<triangles>, <polylist>, <polygons>, <trifans>, <tristrips>, <lines>,
 /// <linestrips>) must have an <input> with semantic VERTEX, as the COLLADA schema requires: assimp 5.2.5
 /// dereferences that input without looking (a <polylist count="1"> with no input was a null dereference
-/// inside assimp). A primitive without one has no geometry anyway. The scan is textual, like the index-list
-/// check: an element's content runs to its closing tag (or the end of the bytes).
+/// inside assimp). A primitive without one has no geometry anyway. An element's content runs to its
+/// closing tag (or the end of the bytes).
 std::optional<std::string> CheckColladaPrimitiveInputs(std::string_view bytes) {
-  static constexpr std::string_view kPrimitives[] = {"triangles", "polylist",  "polygons",  "trifans",
-                                                     "tristrips", "lines",     "linestrips"};
+  static constexpr std::string_view kPrimitives[] = {"triangles", "polylist", "polygons",  "trifans",
+                                                     "tristrips", "lines",    "linestrips"};
   for (const std::string_view name : kPrimitives) {
-    const std::string open = "<" + std::string(name);
     const std::string close = "</" + std::string(name);
-    for (size_t at = bytes.find(open); at != std::string_view::npos; at = bytes.find(open, at + 1)) {
-      const size_t after = at + open.size();
-      if (after >= bytes.size()) break;
-      const char c = bytes[after];
-      if (c != '>' && c != '/' && !std::isspace(static_cast<unsigned char>(c))) continue;  // <linestrips> for <lines>
-      const size_t open_end = bytes.find('>', after);
-      const bool empty = open_end == std::string_view::npos || bytes[open_end - 1] == '/';
-      size_t end = empty ? open_end : bytes.find(close, open_end);
-      if (end == std::string_view::npos) end = bytes.size();
-      const std::string_view content = empty ? std::string_view() : bytes.substr(open_end + 1, end - open_end - 1);
-      bool vertex_input = false;
-      for (size_t in = content.find("<input"); in != std::string_view::npos && !vertex_input;
-           in = content.find("<input", in + 1)) {
-        const size_t in_end = content.find('>', in);
-        const std::string_view tag = content.substr(in, in_end == std::string_view::npos ? std::string_view::npos : in_end - in);
-        vertex_input = tag.find("VERTEX") != std::string_view::npos;
+    auto bad = ForEachColladaElement(bytes, name, [&](size_t at, size_t content) -> std::optional<std::string> {
+      std::string_view inside;
+      if (content != std::string_view::npos) {
+        const size_t end = std::min(bytes.find(close, content), bytes.size());
+        inside = bytes.substr(content, end - content);
       }
-      if (!vertex_input) {
-        return "COLLADA <" + std::string(name) + "> at byte " + std::to_string(at) +
-               " has no <input semantic=\"VERTEX\">";
+      for (size_t in = inside.find("<input"); in != std::string_view::npos; in = inside.find("<input", in + 1)) {
+        if (inside.substr(in, inside.find('>', in) - in).find("VERTEX") != std::string_view::npos) return std::nullopt;
       }
-    }
+      return "COLLADA <" + std::string(name) + "> at byte " + std::to_string(at) + " has no <input semantic=\"VERTEX\">";
+    });
+    if (bad) return bad;
   }
   return std::nullopt;
 }
