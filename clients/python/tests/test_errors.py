@@ -3,6 +3,7 @@ was: the same scenes loaded and the same answers afterwards."""
 from __future__ import annotations
 
 import math
+import time
 from typing import Iterator
 
 import grpc
@@ -125,7 +126,6 @@ def _handled(daemon: support.Daemon, method: str) -> dict:
 def _settled_handled(daemon: support.Daemon, method: str) -> dict:
     """_handled once the counts stop moving (the same for 0.3 s, within 10 s): calls whose deadline
     passed in an earlier step are counted when their handler returns, possibly after the client gave up."""
-    import time
     last = _handled(daemon, method)
     give_up = time.monotonic() + 10.0
     while time.monotonic() < give_up:

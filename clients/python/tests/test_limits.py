@@ -225,7 +225,6 @@ def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
         assert set(codes) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}, codes
         # The refused and expired calls' handlers end within their deadline check; once their threads are
         # back the server answers normally (a few retries cover the threads' release after the replies).
-        import time
         give_up = time.monotonic() + 10.0
         while True:
             try:
