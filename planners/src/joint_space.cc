@@ -67,7 +67,7 @@ JointSpace JointSpace::ForRobot(const core::RobotModel& robot) {
 void JointSpace::Difference(std::span<const double> a, std::span<const double> b, std::span<double> out) const {
   for (size_t i = 0; i < lower_.size(); ++i) {
     const double d = b[i] - a[i];
-    out[i] = wraps_[i] ? WrapAngle(d) : d;
+    out[i] = wraps_[i] ? core::ShortestTurn(d) : d;
   }
 }
 
@@ -75,7 +75,7 @@ double JointSpace::Distance(std::span<const double> a, std::span<const double> b
   double s = 0.0;
   for (size_t i = 0; i < lower_.size(); ++i) {
     double d = b[i] - a[i];
-    if (wraps_[i]) d = WrapAngle(d);
+    if (wraps_[i]) d = core::ShortestTurn(d);
     s += d * d;
   }
   return std::sqrt(s);
@@ -85,7 +85,7 @@ void JointSpace::Interpolate(std::span<const double> a, std::span<const double> 
                              std::span<double> out) const {
   for (size_t i = 0; i < lower_.size(); ++i) {
     if (wraps_[i]) {
-      out[i] = WrapAngle(a[i] + t * WrapAngle(b[i] - a[i]));
+      out[i] = WrapAngle(a[i] + t * core::ShortestTurn(b[i] - a[i]));
     } else {
       out[i] = a[i] + t * (b[i] - a[i]);
     }
@@ -93,7 +93,7 @@ void JointSpace::Interpolate(std::span<const double> a, std::span<const double> 
 }
 
 void JointSpace::SegmentEnd(std::span<const double> a, std::span<const double> b, std::span<double> out) const {
-  for (size_t i = 0; i < lower_.size(); ++i) out[i] = wraps_[i] ? a[i] + WrapAngle(b[i] - a[i]) : b[i];
+  for (size_t i = 0; i < lower_.size(); ++i) out[i] = wraps_[i] ? a[i] + core::ShortestTurn(b[i] - a[i]) : b[i];
 }
 
 void JointSpace::Sample(Rng& rng, std::span<double> out) const {

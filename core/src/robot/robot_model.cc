@@ -160,6 +160,8 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader) {
     active_joint_names_.push_back(joint.name);
     lower_limits_.push_back(joint.lower);
     upper_limits_.push_back(joint.upper);
+    continuous_.push_back(joint.type == JointType::kContinuous);
+    if (joint.type == JointType::kContinuous) continuous_indices_.push_back(joint.active_index);
   }
   for (JointIndex j = 0; j < num_joints(); ++j) {
     if (leader[j] < 0) continue;
@@ -435,6 +437,21 @@ Result<int32_t> RobotModel::ActiveIndex(std::string_view joint_name) const {
                            " and has no entry in the configuration");
   }
   return joint.active_index;
+}
+
+double ShortestTurn(double delta) {
+  constexpr double kPi = 3.14159265358979323846;
+  if (std::abs(delta) <= kPi) return delta;
+  // std::remainder is exact: delta - n * 2pi with n the nearest integer, in [-pi, pi].
+  return std::remainder(delta, 2.0 * kPi);
+}
+
+void RobotModel::MotionEnd(std::span<const double> q0, std::span<const double> q1, std::span<double> out) const {
+  if (out.data() != q1.data()) std::copy(q1.begin(), q1.end(), out.begin());
+  for (int32_t i : continuous_indices_) {
+    const size_t k = static_cast<size_t>(i);
+    out[k] = q0[k] + ShortestTurn(q1[k] - q0[k]);
+  }
 }
 
 std::vector<double> RobotModel::DefaultConfiguration() const {

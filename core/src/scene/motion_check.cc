@@ -32,6 +32,13 @@ Result<int64_t> MotionSteps(double length, double resolution, const char* field)
   return std::max<int64_t>(1, static_cast<int64_t>(steps));
 }
 
+std::span<const double> ShortWayEnd(const RobotModel& robot, std::span<const double> q0, std::span<const double> q1,
+                                    std::vector<double>* storage) {
+  storage->resize(q1.size());
+  robot.MotionEnd(q0, q1, *storage);
+  return *storage;
+}
+
 double SegmentLength(std::span<const double> q0, std::span<const double> q1) {
   double length2 = 0.0;
   for (size_t i = 0; i < q0.size(); ++i) length2 += (q1[i] - q0[i]) * (q1[i] - q0[i]);
@@ -46,6 +53,9 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
   if (Status s = CheckClearance(request.clearance); !s.ok()) return s;
+  // Continuous joints turn the short way: the motion is the straight segment from q0 to MotionEnd.
+  std::vector<double> end;
+  if (robot_->has_continuous_joints()) q1 = ShortWayEnd(*robot_, q0, q1, &end);
   const double length = SegmentLength(q0, q1);
   if (request.mode == MotionRequest::Mode::kDiscrete) {
     Result<int64_t> steps = MotionSteps(length, request.resolution, "resolution");

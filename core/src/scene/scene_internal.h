@@ -73,6 +73,10 @@ Status CheckClearance(double clearance);
 // (motion_check.cc)
 Result<int64_t> MotionSteps(double length, double resolution, const char* field);
 
+// robot.MotionEnd(q0, q1) written into *storage, which the returned span views. (motion_check.cc)
+std::span<const double> ShortWayEnd(const RobotModel& robot, std::span<const double> q0, std::span<const double> q1,
+                                    std::vector<double>* storage);
+
 // The Euclidean length of the joint-space segment q0 -> q1. (motion_check.cc)
 double SegmentLength(std::span<const double> q0, std::span<const double> q1);
 

@@ -118,6 +118,9 @@ Status Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const dou
   if (Status s = ValidateContinuousRequest(request); !s.ok()) return s;
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
+  // Continuous joints turn the short way, as in CheckMotion.
+  std::vector<double> end;
+  if (robot_->has_continuous_joints()) q1 = ShortWayEnd(*robot_, q0, q1, &end);
 
   const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
   // Pairs that do not move relative to each other keep their clearance from t = 0: they join the

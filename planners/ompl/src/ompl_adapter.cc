@@ -134,10 +134,8 @@ void OmplStateLayout::SegmentEnd(std::span<const double> q0, std::span<const dou
       out[k] = q1[k];
       continue;
     }
-    // SO2StateSpace::interpolate: straight when |to - from| <= pi, otherwise the other way round.
-    double d = q1[k] - q0[k];
-    if (std::fabs(d) > kPi) d = d > 0.0 ? d - 2.0 * kPi : d + 2.0 * kPi;
-    out[k] = q0[k] + d;
+    // SO2StateSpace::interpolate's rule, the one every motion query follows (core::ShortestTurn).
+    out[k] = q0[k] + core::ShortestTurn(q1[k] - q0[k]);
   }
 }
 

@@ -105,6 +105,11 @@ struct LinkGeometry {
   std::string name;               ///< The URDF <collision name>, or "".
 };
 
+/// The turn equivalent to `delta` (rad) on a continuous joint that goes the short way round, as OMPL's
+/// SO(2) state space interpolates: delta itself when |delta| <= pi (bit for bit), otherwise
+/// delta minus the nearest multiple of 2 pi, in [-pi, pi].
+double ShortestTurn(double delta);
+
 /// A rigid body of the robot.
 struct Link {
   std::string name;
@@ -257,6 +262,17 @@ class RobotModel {
   /// without the message, for hot paths. Precondition: q has num_positions() entries.
   bool WithinLimits(std::span<const double> q, double tolerance = 0.0) const { return FirstOutsideLimits(q, tolerance) < 0; }
 
+  /// Whether some active joint is continuous (its motions then turn the short way; see MotionEnd).
+  bool has_continuous_joints() const { return !continuous_indices_.empty(); }
+  /// Whether active joint i (a position in q) is continuous.
+  bool is_continuous(int32_t i) const { return continuous_[static_cast<size_t>(i)] != 0; }
+  /// The end of the motion from q0 towards q1 as every motion query and planner moves: q1 itself for
+  /// every joint but the continuous ones, whose value becomes q0 + ShortestTurn(q1 - q0) (the short way
+  /// round, OMPL's SO(2) convention). A motion from q0 to q1 is the straight segment from q0 to this
+  /// end: from -3.1 to 3.1 rad a continuous joint turns 0.083 rad through pi, not 6.2 rad through 0.
+  /// Writes num_positions() values into `out` (which may alias q1). Precondition: both sizes match.
+  void MotionEnd(std::span<const double> q0, std::span<const double> q1, std::span<double> out) const;
+
   /// Poses X_WL of every link (in LinkIndex order) at q with the root at X_WB. Limits are not checked.
   /// Writes into `X_WL`, which must hold num_links() entries; allocates nothing.
   [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
@@ -362,6 +378,8 @@ class RobotModel {
   std::vector<std::string> active_joint_names_;
   std::vector<double> lower_limits_;
   std::vector<double> upper_limits_;
+  std::vector<uint8_t> continuous_;             // per active joint: 1 when continuous
+  std::vector<int32_t> continuous_indices_;     // positions in q of the continuous joints
   std::unordered_map<std::string, LinkIndex> link_by_name_;
   std::unordered_map<std::string, JointIndex> joint_by_name_;
   Srdf srdf_;

@@ -305,7 +305,7 @@ class Scene {
                                   double clearance = 0.0) const;
 
   /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
-  /// `request` says. Errors for wrong sizes, values that are not finite or beyond kMaxJointValue, and
+  /// `request` says. Continuous joints turn the short way (RobotModel::MotionEnd), in every motion query. Errors for wrong sizes, values that are not finite or beyond kMaxJointValue, and
   /// a resolution that is not finite and > 0 or would take more than kMaxMotionSteps samples.
   [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                    const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
@@ -316,8 +316,8 @@ class Scene {
   [[nodiscard]] Status ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
                                        SceneCache* cache, SceneDistanceResult* result) const;
 
-  /// Time of first contact along the straight joint-space segment q0 -> q1 by conservative
-  /// advancement on certified distance lower bounds and the robot's motion bounds.
+  /// Time of first contact along the straight joint-space segment q0 -> q1 (continuous joints the short
+  /// way) by conservative advancement on certified distance lower bounds and the robot's motion bounds.
   [[nodiscard]] Status TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
                                           const ContinuousRequest& request, SceneCache* cache,
                                           ContinuousResult* result) const;
