@@ -68,10 +68,11 @@ DefaultSceneSpec DefaultScene(const std::string& urdf_path) {
   return spec;
 }
 
-core::Result<core::SceneDescription> DefaultSceneDescription(const std::string& urdf_path) {
+core::Result<core::SceneDescription> DefaultSceneDescription(const std::string& urdf_path, bool collision_from_visual) {
   const DefaultSceneSpec spec = DefaultScene(urdf_path);
   core::RobotLoadOptions options;
   options.ros_package_path = "";  // The URDF names its meshes relative to itself; never crawl.
+  options.collision_from_visual = collision_from_visual;
   auto robot = core::RobotModel::FromUrdfFile(spec.urdf_path, "", options);
   if (!robot.ok()) return robot.error();
   core::SceneDescription d;

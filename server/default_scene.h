@@ -50,9 +50,10 @@ std::string DefaultRobotUrdfPath();
 /// The default workcell around the robot whose URDF is `urdf_path`.
 DefaultSceneSpec DefaultScene(const std::string& urdf_path = DefaultRobotUrdfPath());
 
-/// Loads the robot (no ROS package crawl; mesh paths relative to the URDF) and returns the default
-/// scene's description, ready for core::Scene::Build. Errors name the missing or broken file.
+/// Loads the robot (no ROS package crawl; mesh paths relative to the URDF; its visual geometry as
+/// collision geometry with `collision_from_visual`) and returns the default scene's description, ready
+/// for core::Scene::Build. Errors name the missing or broken file.
 [[nodiscard]] core::Result<core::SceneDescription> DefaultSceneDescription(
-    const std::string& urdf_path = DefaultRobotUrdfPath());
+    const std::string& urdf_path = DefaultRobotUrdfPath(), bool collision_from_visual = false);
 
 }  // namespace proximity::server

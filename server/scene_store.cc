@@ -53,6 +53,7 @@ Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::File
   for (const auto& [package, dir] : robot.package_dirs()) out.options.package_dirs[package] = dir;
   // "" disables the ROS_PACKAGE_PATH crawl; nullopt reads the environment variable.
   if (!robot.use_ros_package_path()) out.options.ros_package_path = "";
+  out.options.collision_from_visual = robot.collision_from_visual();
   return out;
 }
 
@@ -170,6 +171,8 @@ Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const c
   if (!text.ok()) return text.error();
   hasher.Add("urdf", text.value().urdf);
   hasher.Add("srdf", text.value().srdf);
+  // Which geometry the links collide with (added only when it is not the default, so ids stay put).
+  if (request.robot().collision_from_visual()) hasher.Add("collision_geometry", std::string("visual"));
   auto meshes = core::RobotModel::CollisionMeshFiles(text.value().urdf, text.value().options);
   if (!meshes.ok()) return WithField("robot", meshes.error());
   for (const std::string& mesh : meshes.value()) {

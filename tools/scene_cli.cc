@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string urdf = proximity::server::DefaultRobotUrdfPath();
   app.add_option("--urdf", urdf, "The robot URDF of the default workcell")->capture_default_str();
+  bool collision_from_visual = false;
+  app.add_flag("--collision-from-visual", collision_from_visual,
+               "Collide with each link's <visual> geometry (links without one keep their <collision>)");
 
   auto* info = app.add_subcommand("info", "Robot, joint order and limits, links, objects");
   auto* states = app.add_subcommand("states", "CLEAR(q) for each row of FILE (dof values per row)");
@@ -154,7 +157,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  auto description = proximity::server::DefaultSceneDescription(urdf);
+  auto description = proximity::server::DefaultSceneDescription(urdf, collision_from_visual);
   if (!description.ok()) return Fail(description.error().message);
   auto built = pc::Scene::Build(std::move(description).value());
   if (!built.ok()) return Fail(built.error().message);

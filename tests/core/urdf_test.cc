@@ -443,5 +443,86 @@ TEST(UrdfTest, BadInlineUrdfsNameTheElement) {
       <joint name="j2" type="continuous"><parent link="b"/><child link="c"/><mimic joint="j1"/></joint>)"), {"'j2'", "'j1'"}));
 }
 
+TEST(UrdfTest, CollisionFromVisualUsesVisualGeometryWhereALinkHasSome) {
+  constexpr const char* kUrdf = R"(<robot name="two_kinds">
+    <link name="a">
+      <visual><origin xyz="0 0 0.1"/><geometry><box size="0.1 0.2 0.3"/></geometry></visual>
+      <visual><geometry><cylinder radius="0.05" length="0.4"/></geometry></visual>
+      <collision><geometry><sphere radius="0.2"/></geometry></collision>
+    </link>
+    <joint name="j" type="revolute"><parent link="a"/><child link="b"/>
+      <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+    <link name="b"><collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+  </robot>)";
+  auto plain = RobotModel::FromUrdfString(kUrdf);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_EQ(plain.value()->link(0).geometries.size(), 1u);
+  EXPECT_EQ(plain.value()->link(0).geometries[0].type, ShapeType::kSphere);
+  RobotLoadOptions options;
+  options.collision_from_visual = true;
+  auto visual = RobotModel::FromUrdfString(kUrdf, "", options);
+  ASSERT_TRUE(visual.ok()) << visual.error().message;
+  const Link& a = visual.value()->link(visual.value()->FindLink("a").value());
+  ASSERT_EQ(a.geometries.size(), 2u);
+  EXPECT_EQ(a.geometries[0].type, ShapeType::kBox);
+  EXPECT_EQ(a.geometries[0].box_size, Vec3(0.1, 0.2, 0.3));
+  EXPECT_EQ(a.geometries[0].X_LG.p, Vec3(0, 0, 0.1));
+  EXPECT_EQ(a.geometries[1].type, ShapeType::kCylinder);
+  // A link without a visual keeps its collision geometry.
+  const Link& b = visual.value()->link(visual.value()->FindLink("b").value());
+  ASSERT_EQ(b.geometries.size(), 1u);
+  EXPECT_EQ(b.geometries[0].type, ShapeType::kSphere);
+  // A visual mesh that cannot be found is an error naming the element and the URI, not a link left bare.
+  RobotLoadOptions planar;
+  planar.ros_package_path = "";
+  planar.collision_from_visual = true;
+  EXPECT_TRUE(FailsNaming(RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), "", planar),
+                          {"visual 0 of link 'upper'", "no_such_package"}));
+  planar.collision_from_visual = false;
+  EXPECT_TRUE(RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), "", planar).ok());
+}
+
+TEST(UrdfTest, Ur5VisualMeshesAsCollisionGeometryMatchTheCollisionMeshesInPlace) {
+  const std::string shared = SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data");
+  RobotLoadOptions options;
+  options.package_dirs["ur_description"] = shared + "/robots/ur5/ur_description";
+  const std::string urdf = shared + "/robots/ur5/ur_description/urdf/ur5_robot.urdf";
+  auto collision = RobotModel::FromUrdfFile(urdf, "", options);
+  options.collision_from_visual = true;
+  auto visual = RobotModel::FromUrdfFile(urdf, "", options);
+  ASSERT_TRUE(collision.ok()) << collision.error().message;
+  ASSERT_TRUE(visual.ok()) << visual.error().message;
+  int triangles = 0;
+  for (const MeshModel* mesh : DistinctMeshes(*visual.value())) triangles += mesh->num_triangles();
+  // The data README's count of the seven COLLADA files (zero-area triangles included).
+  EXPECT_NEAR(triangles, 95694, 95694 * 0.001);
+  // Each visual mesh sits where its collision mesh sits (COLLADA's Z_UP is not turned into Y_UP): the
+  // link-frame boxes agree within a few millimetres.
+  int compared = 0;
+  for (const Link& l : collision.value()->links()) {
+    const Link& v = visual.value()->link(visual.value()->FindLink(l.name).value());
+    if (l.geometries.size() != 1 || v.geometries.size() != 1 || l.geometries[0].type != ShapeType::kMesh ||
+        v.geometries[0].type != ShapeType::kMesh) {
+      continue;
+    }
+    auto box = [](const LinkGeometry& g) {
+      Vec3 lo = Vec3::Constant(1e9), hi = Vec3::Constant(-1e9);
+      for (const Vec3& p : g.mesh->mesh().vertices) {
+        const Vec3 q = g.X_LG * p;
+        lo = lo.cwiseMin(q);
+        hi = hi.cwiseMax(q);
+      }
+      return std::array<Vec3, 2>{lo, hi};
+    };
+    const auto c = box(l.geometries[0]);
+    const auto w = box(v.geometries[0]);
+    EXPECT_LT((c[0] - w[0]).cwiseAbs().maxCoeff(), 0.005) << l.name;
+    EXPECT_LT((c[1] - w[1]).cwiseAbs().maxCoeff(), 0.005) << l.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 7);
+}
+
 }  // namespace
 }  // namespace proximity::core

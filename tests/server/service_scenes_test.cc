@@ -158,6 +158,34 @@ TEST_F(ServiceTest, AllowedPairsNamingUnknownThingsAreAcceptedWithAWarning) {
   EXPECT_EQ(plain.scene().warnings_size(), 0);
 }
 
+TEST_F(ServiceTest, CollisionFromVisualLoadsTheVisualMeshesAndChangesTheId) {
+  const std::string shared = proximity::testing::SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data (the UR5 with its visual meshes)");
+  v1::CreateSceneRequest r;
+  r.mutable_robot()->set_urdf_path(shared + "/robots/ur5/ur_description/urdf/ur5_robot.urdf");
+  (*r.mutable_robot()->mutable_package_dirs())["ur_description"] = shared + "/robots/ur5/ur_description";
+  v1::CreateSceneResponse collision, visual, again;
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), r, &collision).ok());
+  r.mutable_robot()->set_collision_from_visual(true);
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), r, &visual).ok());
+  EXPECT_TRUE(visual.created());
+  EXPECT_NE(visual.scene().scene_id(), collision.scene().scene_id());
+  EXPECT_EQ(collision.scene().triangles(), 5328u);
+  EXPECT_GT(visual.scene().triangles(), 90'000u);  // the seven COLLADA files
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), r, &again).ok());
+  EXPECT_FALSE(again.created());
+  EXPECT_EQ(again.scene().scene_id(), visual.scene().scene_id());
+  // The high-poly scene answers like the other: the home state is free in both.
+  for (const auto* s : {&collision, &visual}) {
+    v1::CheckStateRequest q;
+    q.set_scene_id(s->scene().scene_id());
+    for (int i = 0; i < s->scene().joint_names_size(); ++i) q.mutable_state()->add_positions(0.0);
+    v1::CheckStateResponse a;
+    ASSERT_TRUE(stub_->CheckState(Context().get(), q, &a).ok());
+    EXPECT_TRUE(a.free());
+  }
+}
+
 TEST_F(ServiceErrorTest, UnknownSceneIsNotFound) {
   ExpectError(CheckState(Positions(probe_[0]), "0123456789abcdef0123456789abcdef"), grpc::StatusCode::NOT_FOUND,
               "0123456789abcdef0123456789abcdef");

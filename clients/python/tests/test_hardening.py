@@ -258,6 +258,28 @@ def test_sigterm_drains_mid_call() -> None:
             assert not math.isnan(elapsed)
 
 
+def test_visual_meshes_as_collision_geometry_by_path_and_by_bundle() -> None:
+    """collision_from_visual loads each link's visual meshes (the WAM's COLLADA files instead of its
+    collision STLs): more triangles, another scene id, and the same id by server path or by bundle."""
+    from proximity_client.bundle import robot_bundle
+    wam = Path("/usr/share/doc/dart/data/urdf/wam/wam.urdf")
+    packages = {"herb_description": str(wam.parent)}
+    bundle = robot_bundle(wam, package_dirs=packages, collision_from_visual=True)
+    assert any(uri.endswith(".dae") for uri in bundle.files) and any(uri.endswith(".STL") for uri in bundle.files)
+    with support.Daemon(path_roots=[wam.parent]) as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        collision = c.create_scene(urdf_path=str(wam), package_dirs=packages)
+        visual = c.create_scene(urdf_path=str(wam), package_dirs=packages, collision_from_visual=True)
+        assert visual.scene_id != collision.scene_id
+        assert visual.triangles > collision.triangles
+        states = visual.sample(100, np.random.default_rng(5))
+        assert len(c.check_states(states, scene=visual.scene_id)) == 100
+    with support.Daemon(path_roots=[]) as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        uploaded = c.create_scene_from_files(str(wam), package_dirs=packages, collision_from_visual=True)
+        assert uploaded.scene_id == visual.scene_id and uploaded.triangles == visual.triangles
+
+
 def test_uploaded_bundles_need_no_server_files_and_give_the_same_id(tmp_path: Path) -> None:
     """A robot's URDF and meshes uploaded as one bundle load on a server that opens no file, and the
     same files give the same scene id whatever the route (server paths, text plus bundle)."""

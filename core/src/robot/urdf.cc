@@ -168,6 +168,33 @@ class UriResolver {
 };
 
 // What the structural pass learned about the document.
+// One geometry element of a link, from its <collision> or <visual> list.
+struct GeometryElement {
+  const char* kind;  // "collision" or "visual", for messages
+  size_t index;      // position in that list
+  std::string name;
+  urdf::Pose origin;
+  urdf::GeometrySharedPtr geometry;
+};
+
+// The elements a link collides with: its <collision> list, or with `from_visual` its <visual> list
+// when it has one (links without visuals keep their collision geometry).
+std::vector<GeometryElement> GeometryElements(const urdf::Link& link, bool from_visual) {
+  std::vector<GeometryElement> out;
+  if (from_visual && !link.visual_array.empty()) {
+    for (size_t i = 0; i < link.visual_array.size(); ++i) {
+      const urdf::VisualSharedPtr& v = link.visual_array[i];
+      out.push_back({"visual", i, v ? v->name : "", v ? v->origin : urdf::Pose(), v ? v->geometry : nullptr});
+    }
+    return out;
+  }
+  for (size_t i = 0; i < link.collision_array.size(); ++i) {
+    const urdf::CollisionSharedPtr& c = link.collision_array[i];
+    out.push_back({"collision", i, c ? c->name : "", c ? c->origin : urdf::Pose(), c ? c->geometry : nullptr});
+  }
+  return out;
+}
+
 struct UrdfOutline {
   std::string robot_name;
   std::vector<std::string> links;   // document order
@@ -418,9 +445,9 @@ Result<std::vector<std::string>> RobotModel::CollisionMeshFiles(std::string_view
   for (const std::string& name : outline.value().links) {
     const urdf::LinkConstSharedPtr link = parsed->getLink(name);
     if (!link) continue;
-    for (const urdf::CollisionSharedPtr& c : link->collision_array) {
-      if (!c || !c->geometry || c->geometry->type != urdf::Geometry::MESH) continue;
-      const auto& m = static_cast<const urdf::Mesh&>(*c->geometry);
+    for (const GeometryElement& c : GeometryElements(*link, options.collision_from_visual)) {
+      if (!c.geometry || c.geometry->type != urdf::Geometry::MESH) continue;
+      const auto& m = static_cast<const urdf::Mesh&>(*c.geometry);
       Result<std::string> path = resolver.Resolve(m.filename);
       if (!path.ok()) return Error{path.error().code, "URDF: link '" + name + "': " + path.error().message};
       files.push_back(path.value());
@@ -516,22 +543,24 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
     model->joints_.push_back(std::move(j));
   }
 
-  // Collision geometry; <visual> is never read.
+  // Collision geometry (or, with collision_from_visual, the visual geometry of links that have some).
   RobotLoadOptions load = options;
   if (!load.mesh_cache) load.mesh_cache = std::make_shared<MeshCache>();
   UriResolver resolver(load);
   for (Link& link : model->links_) {
     const urdf::LinkConstSharedPtr ul = parsed->getLink(link.name);
     if (!ul) return read_differently("link '" + link.name + "'");
-    for (size_t c = 0; c < ul->collision_array.size(); ++c) {
-      const urdf::CollisionSharedPtr& col = ul->collision_array[c];
-      const std::string what = "URDF: collision " + std::to_string(c) + " of link '" + link.name + "'";
-      if (!col || !col->geometry) return InvalidArgument(what + " has no geometry");
+    const std::vector<GeometryElement> elements = GeometryElements(*ul, options.collision_from_visual);
+    for (size_t c = 0; c < elements.size(); ++c) {
+      const GeometryElement& col = elements[c];
+      const std::string what =
+          "URDF: " + std::string(col.kind) + " " + std::to_string(col.index) + " of link '" + link.name + "'";
+      if (!col.geometry) return InvalidArgument(what + " has no geometry");
       LinkGeometry g;
-      g.name = col->name;
-      g.X_LG = ToTransform(col->origin);
+      g.name = col.name;
+      g.X_LG = ToTransform(col.origin);
       if (!Finite(g.X_LG)) return InvalidArgument(what + " has a non-finite <origin>");
-      const urdf::Geometry& geom = *col->geometry;
+      const urdf::Geometry& geom = *col.geometry;
       switch (geom.type) {
         case urdf::Geometry::BOX: {
           const auto& d = static_cast<const urdf::Box&>(geom).dim;

@@ -78,14 +78,17 @@ def resolve_uri(uri: str, urdf_dir: Path, package_dirs: Mapping[str, str],
 
 def robot_bundle(urdf_file: "str | os.PathLike[str]", srdf_file: "str | os.PathLike[str] | None" = None,
                  package_dirs: Optional[Mapping[str, str]] = None,
-                 ros_package_path: Optional[str] = None) -> RobotBundle:
-    """Reads a URDF (and SRDF) and every collision mesh file its links name, for upload."""
+                 ros_package_path: Optional[str] = None, collision_from_visual: bool = False) -> RobotBundle:
+    """Reads a URDF (and SRDF) and every collision mesh file its links name, for upload; with
+    ``collision_from_visual`` also their visual meshes."""
     urdf_path = Path(urdf_file)
     urdf = urdf_path.read_bytes().decode("utf-8")  # as written: no newline translation
     srdf = Path(srdf_file).read_bytes().decode("utf-8") if srdf_file else ""
     root = ET.fromstring(urdf)
     files: Dict[str, bytes] = {}
-    for mesh in root.findall("./link/collision/geometry/mesh"):
+    kinds = ("collision", "visual") if collision_from_visual else ("collision",)
+    meshes = [m for kind in kinds for m in root.findall(f"./link/{kind}/geometry/mesh")]
+    for mesh in meshes:
         uri = mesh.get("filename")
         if not uri or uri in files:
             continue

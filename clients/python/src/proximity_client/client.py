@@ -310,17 +310,19 @@ class Client:
                      attached: Iterable["pb.AttachedObject"] = (),
                      allowed_pairs: Iterable[Tuple[str, str]] = (),
                      padding: Union[float, Mapping[str, float], None] = None, default_padding: float = 0.0,
-                     files: Optional[Mapping[str, bytes]] = None, timeout: Optional[float] = None) -> SceneInfo:
+                     files: Optional[Mapping[str, bytes]] = None, collision_from_visual: bool = False,
+                     timeout: Optional[float] = None) -> SceneInfo:
         """Loads a scene: a robot (URDF text or a URDF path on the server, optional SRDF), its base pose,
         world objects, attached objects, allowed pairs and padding (metres; a number pads every link, a
-        mapping pads the named links or attached objects).
+        mapping pads the named links or attached objects). ``collision_from_visual`` makes each link
+        collide with its ``<visual>`` geometry (links without one keep their ``<collision>``).
 
         Returns the scene's info; its ``created`` is False when the same content was already loaded (the
         id is a content hash). Build objects with :mod:`proximity_client.geometry`.
         """
         robot = pb.RobotSource(urdf=urdf or "", urdf_path=urdf_path or "", srdf=srdf or "", srdf_path=srdf_path or "",
                                package_dirs=dict(package_dirs or {}), use_ros_package_path=use_ros_package_path,
-                               files=dict(files or {}))
+                               files=dict(files or {}), collision_from_visual=collision_from_visual)
         req = pb.CreateSceneRequest(robot=robot, base_pose=geometry.as_pose(base_pose), objects=list(objects),
                                     attached_objects=list(attached),
                                     allowed_pairs=[pb.AllowedPair(first=a, second=b) for a, b in allowed_pairs],
@@ -335,11 +337,12 @@ class Client:
     def create_scene_from_files(self, urdf_file: str, srdf_file: Optional[str] = None, *,
                                 package_dirs: Optional[Mapping[str, str]] = None, **kwargs: Any) -> SceneInfo:
         """Loads a scene from a robot's files on this machine: the URDF, the SRDF and every collision
-        mesh the URDF names are read here and uploaded as one bundle (see :mod:`proximity_client.bundle`;
+        mesh the URDF names (visual ones too with ``collision_from_visual``) are read here and uploaded as one bundle (see :mod:`proximity_client.bundle`;
         ``package_dirs`` maps package names to local folders), so the server opens no file. The other
         arguments are :meth:`create_scene`'s. The same files give the same scene id as any other route."""
         from .bundle import robot_bundle
-        b = robot_bundle(urdf_file, srdf_file, package_dirs)
+        b = robot_bundle(urdf_file, srdf_file, package_dirs,
+                         collision_from_visual=bool(kwargs.get("collision_from_visual", False)))
         return self.create_scene(urdf=b.urdf, srdf=b.srdf or None, files=b.files, **kwargs)
 
     def create_scene_from_request(self, request: "pb.CreateSceneRequest",

@@ -71,6 +71,9 @@ struct RobotLoadOptions {
   /// ("package://pkg/meshes/link.stl", "meshes/link.dae"): a mesh URI found here resolves to
   /// kUploadedFilePrefix + the URI and is read from these bytes, before any file is looked for.
   std::map<std::string, std::string> uploaded_files;
+  /// Use each link's <visual> geometry as its collision geometry (links without visuals keep their
+  /// <collision>): many robots' visual meshes are the only accurate ones, at many more triangles.
+  bool collision_from_visual = false;
   /// Which files the load may read (the URDF and SRDF files, meshes, package.xml files). Confined,
   /// mesh URIs that resolve outside the roots count as missing and the package crawl skips roots
   /// outside them.
@@ -115,7 +118,7 @@ struct Link {
   std::string name;
   JointIndex parent_joint = -1;            ///< -1 for the root.
   std::vector<JointIndex> child_joints;
-  std::vector<LinkGeometry> geometries;    ///< Collision geometry only; <visual> is ignored.
+  std::vector<LinkGeometry> geometries;    ///< <collision> (or <visual> with collision_from_visual).
 };
 
 /// Joint kinds. Floating and planar URDF joints are rejected at load.
