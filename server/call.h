@@ -44,6 +44,9 @@ struct ServiceLimits {
   int64_t max_scene_triangles = 1'000'000;
   /// Scenes per ListScenes page when the request asks for none (or more).
   int32_t max_list_page = 100;
+  /// Calls served at once (--max-concurrent-calls); one more is refused with RESOURCE_EXHAUSTED naming
+  /// the limit. 0: no limit.
+  int32_t max_concurrent_calls = 0;
   /// Largest response message (the server's --max-message-bytes); a larger one is refused with
   /// RESOURCE_EXHAUSTED instead of failing in the transport after being counted as OK. 0: no check.
   int64_t max_response_bytes = 0;
@@ -235,7 +238,8 @@ class Opening {
   template <class Body>
   grpc::Status Serve(grpc::ServerContext* context, Rpc rpc, std::string_view scene_id, Body&& body) const {
     CallScope call(context, metrics_, rpc, scene_id, limits_);
-    if (grpc::Status s = Authorize(context); !s.ok()) return call.Finish(std::move(s));
+    const Slot slot(&in_flight_);
+    if (grpc::Status s = Admit(context, slot); !s.ok()) return call.Finish(std::move(s));
     return call.Finish(body(call));
   }
 
@@ -244,7 +248,8 @@ class Opening {
   template <class Body>
   grpc::Status ServeScene(grpc::ServerContext* context, Rpc rpc, const std::string& scene_id, Body&& body) const {
     CallScope call(context, metrics_, rpc, scene_id, limits_);
-    if (grpc::Status s = Authorize(context); !s.ok()) return call.Finish(std::move(s));
+    const Slot slot(&in_flight_);
+    if (grpc::Status s = Admit(context, slot); !s.ok()) return call.Finish(std::move(s));
     call.entry_ = registry_->Find(scene_id);
     if (call.entry_ == nullptr) return call.Finish(SceneNotFound(scene_id));
     return call.Finish(body(call));
@@ -254,10 +259,33 @@ class Opening {
   grpc::Status Authorize(grpc::ServerContext* context) const;
 
  private:
+  // One call in flight: counted while it lives.
+  class Slot {
+   public:
+    explicit Slot(std::atomic<int32_t>* in_flight)
+        : in_flight_(in_flight), position_(in_flight->fetch_add(1, std::memory_order_relaxed) + 1) {}
+    ~Slot() { in_flight_->fetch_sub(1, std::memory_order_relaxed); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    int32_t position() const { return position_; }
+
+   private:
+    std::atomic<int32_t>* in_flight_;
+    int32_t position_;  // calls in flight when this one arrived, itself included
+  };
+  // Within --max-concurrent-calls, then authorized.
+  grpc::Status Admit(grpc::ServerContext* context, const Slot& slot) const {
+    if (limits_->max_concurrent_calls > 0 && slot.position() > limits_->max_concurrent_calls) {
+      return TooManyConcurrentCalls(limits_->max_concurrent_calls);
+    }
+    return Authorize(context);
+  }
+
   SceneRegistry* registry_;
   Metrics* metrics_;
   const ServiceLimits* limits_;
   std::string auth_token_;
+  mutable std::atomic<int32_t> in_flight_{0};  // calls inside Serve / ServeScene now
 };
 
 }  // namespace proximity::server

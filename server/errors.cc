@@ -50,6 +50,11 @@ grpc::Status ResponseTooLarge(int64_t bytes, int64_t limit, std::string_view adv
                                                     std::to_string(limit) + "; " + std::string(advice)};
 }
 
+grpc::Status TooManyConcurrentCalls(int32_t limit) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is already serving " + std::to_string(limit) +
+                                                    " calls, its --max-concurrent-calls limit; retry later"};
+}
+
 grpc::Status CallStopped(bool deadline_passed, std::string_view progress) {
   if (deadline_passed) return {grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded after " + std::string(progress)};
   return {grpc::StatusCode::CANCELLED, "cancelled after " + std::string(progress)};

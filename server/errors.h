@@ -63,6 +63,9 @@ grpc::Status Unauthenticated();
 /// `advice` tells the client how to ask for less.
 grpc::Status ResponseTooLarge(int64_t bytes, int64_t limit, std::string_view advice);
 
+/// RESOURCE_EXHAUSTED: the server is already serving `limit` calls, its --max-concurrent-calls.
+grpc::Status TooManyConcurrentCalls(int32_t limit);
+
 /// A call that stopped before its answer: DEADLINE_EXCEEDED when `deadline_passed`, else CANCELLED;
 /// the message says how far it got ("cancelled after 12 of 100 states").
 grpc::Status CallStopped(bool deadline_passed, std::string_view progress);

@@ -37,6 +37,7 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   if (!files.ok()) return files.error();
   ServiceLimits limits = options.limits;
   limits.max_response_bytes = options.max_message_bytes;
+  limits.max_concurrent_calls = options.max_concurrent_calls;
   s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(), limits,
                                                        files.value(), options.auth_token);
 
@@ -82,8 +83,11 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   if (options.max_concurrent_calls > 0) {
+    // The service refuses calls beyond --max-concurrent-calls itself, naming the limit (Opening); gRPC's
+    // thread quota is the backstop against a flood faster than those refusals, with headroom so that
+    // the refusals and health probes still find a thread.
     grpc::ResourceQuota quota("proximityd");
-    quota.SetMaxThreads(options.max_concurrent_calls);
+    quota.SetMaxThreads(2 * options.max_concurrent_calls + 8);
     builder.SetResourceQuota(quota);
   }
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));

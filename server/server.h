@@ -39,7 +39,8 @@ struct ServerOptions {
   int64_t max_file_bytes = 256ll << 20;            ///< Largest server file a request may have read.
   /// What the scene registry may hold (least recently used scenes are evicted to stay within it).
   RegistryLimits registry{256, 4096ll << 20, 64};
-  /// Calls served at once (gRPC's thread quota); more are refused with RESOURCE_EXHAUSTED. 0: no limit.
+  /// Calls served at once; more are refused with RESOURCE_EXHAUSTED naming the limit (gRPC's thread
+  /// quota, at twice this plus 8, is the backstop). 0: no limit.
   int max_concurrent_calls = 256;
   /// TLS: the server's certificate chain and private key (PEM files); both empty serves plaintext.
   std::string tls_cert_file;

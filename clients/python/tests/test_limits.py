@@ -206,6 +206,7 @@ def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
         short = np.stack([q0, q0 + 1e-3])
         resolution = float(np.linalg.norm(short[1] - short[0])) / 0.99e7  # seconds of work per call
         codes: List[str] = []
+        messages: List[str] = []
 
         def call() -> None:
             try:
@@ -214,6 +215,8 @@ def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
                 codes.append("OK")
             except ProximityError as e:
                 codes.append(e.code.name)
+                if e.code.name == "RESOURCE_EXHAUSTED":
+                    messages.append(str(e))
 
         threads = [threading.Thread(target=call) for _ in range(10)]
         for t in threads:
@@ -223,6 +226,8 @@ def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
         assert len(codes) == 10
         assert codes.count("RESOURCE_EXHAUSTED") >= 5, codes
         assert set(codes) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}, codes
+        # The refusals name the limit and its value.
+        assert all("--max-concurrent-calls" in m and " 4 " in m for m in messages), messages
         # The refused and expired calls' handlers end within their deadline check; once their threads are
         # back the server answers normally (a few retries cover the threads' release after the replies).
         give_up = time.monotonic() + 10.0
