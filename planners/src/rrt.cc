@@ -133,11 +133,19 @@ class RrtPlanner final : public Planner {
         const Configuration target(a->q(added).begin(), a->q(added).end());
         int32_t reached = -1;
         Growth g = Growth::kAdvanced;
+        bool expired = false;
         while (g == Growth::kAdvanced) {
+          // A connection takes distance / range steps: as many as the caller's range makes it, so each
+          // step asks the clock too (a range of 1e-300 must still end on time).
+          if (clock.Expired(iteration, &result.outcome)) {
+            expired = true;
+            break;
+          }
           auto step = Grow(&checker, b, target, range, &reached);
           if (!step.ok()) return step.error();
           g = step.value();
         }
+        if (expired) break;
         if (g == Growth::kReached) {
           std::vector<Configuration> candidate = Candidate(*a, added, b, reached);
           if (a == &goal_tree) std::reverse(candidate.begin(), candidate.end());
