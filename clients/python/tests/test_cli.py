@@ -84,6 +84,37 @@ def test_validate_exit_codes(daemon: support.Daemon, info: SceneInfo, tmp_path: 
     assert p.returncode == 0 and json.loads(p.stdout)["mode"] == "discrete"
 
 
+def test_validate_reads_joint_trajectory_shaped_json(daemon: support.Daemon, info: SceneInfo, tmp_path: Path,
+                                                    free_and_colliding: "tuple[np.ndarray, np.ndarray]") -> None:
+    """ROS-shaped files: a trajectory_msgs/JointTrajectory (joint_names + points[].positions, other point
+    fields ignored), a moveit_msgs/RobotTrajectory holding one, and a list of them under 'paths'."""
+    free_path, colliding = free_and_colliding
+    rev = list(reversed(range(info.dof)))  # columns in another order, named by joint_names
+
+    def trajectory(w: np.ndarray) -> dict:
+        return {"joint_names": [info.joint_names[i] for i in rev],
+                "points": [{"positions": row[rev].tolist(), "velocities": [0.0] * info.dof,
+                            "time_from_start": {"secs": k, "nsecs": 0}} for k, row in enumerate(w)]}
+
+    plain = tmp_path / "trajectory.json"
+    plain.write_text(json.dumps(trajectory(free_path)))
+    p = support.run_cli(daemon, "validate", str(plain))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    wrapped = tmp_path / "robot_trajectory.json"
+    wrapped.write_text(json.dumps({"joint_trajectory": trajectory(colliding)}))
+    p = support.run_cli(daemon, "validate", str(wrapped))
+    assert p.returncode == 1 and "INVALID" in p.stdout, (p.stdout, p.stderr)
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"paths": [trajectory(free_path), {"joint_trajectory": trajectory(colliding)}]}))
+    p = support.run_cli(daemon, "validate", str(both), "--json")
+    assert p.returncode == 1, p.stderr
+    assert [x["valid"] for x in json.loads(p.stdout)["paths"]] == [True, False]
+    pointless = tmp_path / "pointless.json"
+    pointless.write_text(json.dumps({"joint_names": info.joint_names, "points": [{"velocities": [0.0]}]}))
+    p = support.run_cli(daemon, "validate", str(pointless))
+    assert p.returncode == 2 and "point 0 has no 'positions'" in p.stderr and "pointless.json" in p.stderr, p.stderr
+
+
 def test_validate_errors_exit_2(daemon: support.Daemon, info: SceneInfo, tmp_path: Path) -> None:
     cases: List[Path] = []
     broken = tmp_path / "broken.json"

@@ -2,7 +2,10 @@
 
 * ``.json``: ``{"joint_names": [...], "waypoints": [[...], ...]}`` (one path), ``{"paths": [{...}, ...]}``
   (several; a top-level ``joint_names`` applies to paths without their own), a bare list of waypoints, or
-  for states ``{"joint_names": [...], "states": [[...], ...]}``.
+  for states ``{"joint_names": [...], "states": [[...], ...]}``. A path may also be shaped like a ROS
+  ``trajectory_msgs/JointTrajectory``: ``{"joint_names": [...], "points": [{"positions": [...]}, ...]}``
+  (other point fields are ignored), or a ``moveit_msgs/RobotTrajectory`` holding one
+  (``{"joint_trajectory": {...}}``).
 * ``.csv``: an optional header row of joint names, then one configuration per row; ``#`` starts a comment.
 * ``.npy``: shape (n, dof) (one path, or n states) or (k, n, dof) (k paths), in the scene's joint order.
 """
@@ -57,6 +60,27 @@ def _names(value: Any, where: str) -> Optional[List[str]]:
     return list(value)
 
 
+def _trajectory(doc: Any) -> Optional[dict]:
+    """The JointTrajectory-shaped mapping inside ``doc`` (itself, or its ``joint_trajectory``), or None."""
+    if isinstance(doc, dict) and isinstance(doc.get("joint_trajectory"), dict):
+        doc = doc["joint_trajectory"]
+    return doc if isinstance(doc, dict) and "points" in doc else None
+
+
+def _trajectory_spec(doc: dict, where: str, top_names: Optional[List[str]]) -> PathSpec:
+    """A JointTrajectory-shaped path: joint_names plus points[i].positions."""
+    points = doc["points"]
+    if not isinstance(points, list) or not points:
+        raise PathFileError(f"{where}: 'points' must be a non-empty list of trajectory points")
+    rows = []
+    for i, point in enumerate(points):
+        if not isinstance(point, dict) or "positions" not in point:
+            raise PathFileError(f"{where}: trajectory point {i} has no 'positions'")
+        rows.append(point["positions"])
+    names = _names(doc.get("joint_names"), where) or top_names
+    return PathSpec(where, _matrix(rows, where, len(names) if names else None), names)
+
+
 def _read_json(path: Path, key: str) -> List[PathSpec]:
     try:
         doc = json.loads(path.read_text())
@@ -77,15 +101,20 @@ def _read_json(path: Path, key: str) -> List[PathSpec]:
             if isinstance(p, list):
                 out.append(PathSpec(where, _matrix(p, where, len(top_names) if top_names else None), top_names))
                 continue
+            if _trajectory(p) is not None:
+                out.append(_trajectory_spec(_trajectory(p), where, top_names))
+                continue
             if not isinstance(p, dict) or "waypoints" not in p:
                 raise PathFileError(f"{where}: each path needs 'waypoints'")
             names = _names(p.get("joint_names"), where) or top_names
             out.append(PathSpec(where, _matrix(p["waypoints"], where, len(names) if names else None), names))
         return out
+    if _trajectory(doc) is not None:
+        return [_trajectory_spec(_trajectory(doc), str(path), top_names)]
     for k in (key, "waypoints", "states"):
         if k in doc:
             return [PathSpec(str(path), _matrix(doc[k], str(path), len(top_names) if top_names else None), top_names)]
-    raise PathFileError(f"{path}: expected a '{key}' or 'paths' key")
+    raise PathFileError(f"{path}: expected a '{key}', 'paths' or 'points' (JointTrajectory) key")
 
 
 def _is_number(token: str) -> bool:
