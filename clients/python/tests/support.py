@@ -164,9 +164,12 @@ class Daemon:
         self.kill()
 
 
-def run_cli(daemon: Daemon, *args: str) -> subprocess.CompletedProcess:
-    """The `proximity` CLI (python -m proximity_client) against `daemon`, as a user runs it."""
+def run_cli(daemon: Daemon, *args: str, env_extra: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    """The `proximity` CLI (python -m proximity_client) against `daemon`, as a user runs it (the
+    environment's PROXIMITY_SCENE left out unless `env_extra` sets it)."""
     env = dict(os.environ)
+    env.pop("PROXIMITY_SCENE", None)
+    env.update(env_extra or {})
     env["PYTHONPATH"] = os.pathsep.join([str(PY_SRC), str(STUBS)])
     return subprocess.run(["/usr/bin/python3", "-m", "proximity_client", *args, "--target", daemon.target],
                           capture_output=True, text=True, env=env, timeout=300)

@@ -115,6 +115,32 @@ def test_validate_reads_joint_trajectory_shaped_json(daemon: support.Daemon, inf
     assert p.returncode == 2 and "point 0 has no 'positions'" in p.stderr and "pointless.json" in p.stderr, p.stderr
 
 
+def test_query_commands_name_the_robot_and_refuse_to_guess_the_scene(tmp_path: Path) -> None:
+    """With only the built-in scene loaded a query command may leave --scene out, and says which robot it
+    answered for; once another scene is loaded it refuses (exit 2) and lists them instead of answering for
+    the built-in robot. --scene and $PROXIMITY_SCENE name one."""
+    wam = "/usr/share/doc/dart/data/urdf/wam/wam.urdf"
+    with support.Daemon(path_roots=[Path(wam).parent]) as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        default = c.get_scene("default")
+        states = tmp_path / "states.npy"
+        np.save(states, np.zeros((3, default.dof)))
+        p = support.run_cli(d, "check-states", str(states))
+        assert p.returncode in (0, 1), p.stderr
+        assert default.robot_name in p.stdout and default.scene_id in p.stdout, p.stdout
+        mine = c.create_scene(urdf_path=wam, package_dirs={"herb_description": str(Path(wam).parent)})
+        p = support.run_cli(d, "check-states", str(states))
+        assert p.returncode == 2, (p.stdout, p.stderr)
+        assert "--scene" in p.stderr and mine.scene_id in p.stderr and default.scene_id in p.stderr, p.stderr
+        wam_states = tmp_path / "wam.npy"
+        np.save(wam_states, np.zeros((2, mine.dof)))
+        for extra, env in ((["--scene", mine.scene_id], None), ([], {"PROXIMITY_SCENE": mine.scene_id})):
+            p = support.run_cli(d, "check-states", str(wam_states), "--json", *extra, env_extra=env)
+            assert p.returncode in (0, 1), p.stderr
+            doc = json.loads(p.stdout)
+            assert doc["scene"] == mine.scene_id and doc["robot"] == mine.robot_name and doc["states"] == 2
+
+
 def test_validate_errors_exit_2(daemon: support.Daemon, info: SceneInfo, tmp_path: Path) -> None:
     cases: List[Path] = []
     broken = tmp_path / "broken.json"

@@ -200,17 +200,19 @@ def test_cli_plan_then_validate(daemon: support.Daemon, info: SceneInfo, tmp_pat
     out = tmp_path / "plan.json"
     q = lambda v: ",".join(repr(float(x)) for x in v)  # noqa: E731
     named = ",".join(f"{n}={float(x)!r}" for n, x in zip(info.joint_names, goal))
-    p = support.run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={named}", "--seed", "4", "--out", str(out))
+    p = support.run_cli(daemon, "plan", "--scene", "default",
+                        f"--start={q(start)}", f"--goal={named}", "--seed", "4", "--out", str(out))
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "solved" in p.stdout and out.is_file()
     doc = json.loads(out.read_text())
     assert doc["joint_names"] == info.joint_names
     assert doc["waypoints"][0] == start.tolist() and doc["waypoints"][-1] == goal.tolist()
-    v = support.run_cli(daemon, "validate", str(out))
+    v = support.run_cli(daemon, "validate", "--scene", "default", str(out))
     assert v.returncode == 0, (v.stdout, v.stderr)
     assert "1 of 1 path(s) valid" in v.stdout
 
-    j = support.run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={q(goal)}", "--seed", "4", "--json",
+    j = support.run_cli(daemon, "plan", "--scene", "default",
+                        f"--start={q(start)}", f"--goal={q(goal)}", "--seed", "4", "--json",
                 "--planner", "prm", "--time-limit", "10")
     assert j.returncode == 0, j.stderr
     res = json.loads(j.stdout)
@@ -218,11 +220,14 @@ def test_cli_plan_then_validate(daemon: support.Daemon, info: SceneInfo, tmp_pat
     assert res["waypoints"][0] == start.tolist()
 
     bad = tmp_path / "none.json"
-    n = support.run_cli(daemon, "plan", f"--start={q(colliding_state)}", f"--goal={q(goal)}", "--out", str(bad))
+    n = support.run_cli(daemon, "plan", "--scene", "default",
+                        f"--start={q(colliding_state)}", f"--goal={q(goal)}", "--out", str(bad))
     assert n.returncode == 1, (n.stdout, n.stderr)
     assert "INVALID_START" in n.stdout and not bad.exists()
 
-    e = support.run_cli(daemon, "plan", f"--start={q(start)}", f"--goal={q(goal)}", "--time-limit", "-1")
+    e = support.run_cli(daemon, "plan", "--scene", "default",
+                        f"--start={q(start)}", f"--goal={q(goal)}", "--time-limit", "-1")
     assert e.returncode == 2 and "INVALID_ARGUMENT" in e.stderr and "time_limit" in e.stderr
-    e = support.run_cli(daemon, "plan", f"--start={q(start)}", "--goal=a1=,x")
+    e = support.run_cli(daemon, "plan", "--scene", "default",
+                        f"--start={q(start)}", "--goal=a1=,x")
     assert e.returncode == 2 and "--goal" in e.stderr

@@ -91,16 +91,41 @@ def _describe_failure(r: PathResult, mode: str) -> str:
     return f"{what} collides at t = {m.t_collide:.6f}, {known} for t in [0, {m.t_free:.6f}]{pair}"
 
 
+class AmbiguousSceneError(Exception):
+    """No scene was named and more than one is loaded."""
+
+
+def _resolve_scene(client: Client, args: argparse.Namespace) -> SceneInfo:
+    """The scene a query command works on: --scene (or $PROXIMITY_SCENE), else the built-in one when it
+    is the only scene loaded. With other scenes loaded and none named, which one is meant is not clear:
+    refuse and list them rather than answer for the wrong robot."""
+    if args.scene is None:
+        scenes = client.list_scenes()
+        if len(scenes) > 1:
+            listed = "\n".join(f"  {s.scene_id}  robot {s.robot_name}, {s.dof} joints" for s in scenes)
+            raise AmbiguousSceneError(f"no --scene given (or PROXIMITY_SCENE) and {len(scenes)} scenes are loaded; "
+                                      f"name one:\n{listed}")
+        args.scene = "default"
+    info = client.get_scene(args.scene)
+    client.scene = info.scene_id
+    return info
+
+
+def _scene_line(info: SceneInfo) -> str:
+    return f"scene {info.scene_id} (robot {info.robot_name}, {info.dof} joints)"
+
+
 def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
     specs: List[PathSpec] = []
     for f in args.files:
         specs.extend(read_paths(f))
+    info = _resolve_scene(client, args)
     results = client.validate_paths([s.as_request() for s in specs], mode=args.mode, resolution=args.resolution,
                                     progress=not args.json and not args.no_progress, scene=args.scene)
     n_valid = sum(1 for r in results if r.free)
     if args.json:
         doc = {
-            "scene": client.scene if args.scene is None else args.scene, "mode": args.mode,
+            "scene": info.scene_id, "robot": info.robot_name, "mode": args.mode,
             "resolution": args.resolution, "valid": n_valid, "invalid": len(results) - n_valid,
             "paths": [{
                 "source": s.source, "waypoints": int(s.waypoints.shape[0]), "valid": r.free,
@@ -113,6 +138,7 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
         }
         print(json.dumps(doc, indent=2))
     else:
+        print(_scene_line(info))
         for s, r in zip(specs, results):
             n = s.waypoints.shape[0]
             if r.free:
@@ -126,15 +152,18 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
 
 def _cmd_check_states(client: Client, args: argparse.Namespace) -> int:
     spec = read_states(args.file)
+    info = _resolve_scene(client, args)
     r = client.check_states(spec.waypoints, spec.joint_names, include_contacts=True, scene=args.scene)
     n = len(r.free)
     if args.json:
         print(json.dumps({
+            "scene": info.scene_id, "robot": info.robot_name,
             "states": n, "free": r.free_count, "colliding": n - r.free_count,
             "free_mask": [bool(x) for x in r.free], "within_limits": [bool(x) for x in r.within_limits],
             "contacts": {str(i): _pair_json(p) for i, p in sorted(r.contacts.items())},
         }, indent=2))
     else:
+        print(_scene_line(info))
         print(f"{spec.source}: {n} state(s), {r.free_count} free, {n - r.free_count} colliding")
         shown = 0
         for i in range(n):
@@ -179,6 +208,7 @@ def _plan_json(r: PlanResult) -> Dict[str, Any]:
 
 
 def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
     r = client.plan(args.start, args.goal, planner=args.planner, time_limit=args.time_limit, seed=args.seed,
                     simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
                     max_iterations=args.max_iterations, scene=args.scene)
@@ -187,9 +217,11 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
         Path(args.out).write_text(json.dumps({"joint_names": r.joint_names, "waypoints": r.path.tolist()}) + "\n")
     if args.json:
         doc = _plan_json(r)
+        doc["scene"], doc["robot"] = info.scene_id, info.robot_name
         doc["out"] = args.out if args.out is not None and r.solved else None
         print(json.dumps(doc, indent=2))
     else:
+        print(_scene_line(info))
         s = r.stats
         if r.solved:
             print(f"{r.planner}: solved in {s.plan_time * 1e3:.2f} ms (+{s.simplify_time * 1e3:.2f} ms simplifying), "
@@ -227,7 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--target", default=os.environ.get("PROXIMITY_TARGET", DEFAULT_TARGET),
                         help="proximityd address host:port (default $PROXIMITY_TARGET or %(default)s)")
     common.add_argument("--timeout", type=float, default=60.0, help="deadline of each call, seconds (%(default)s)")
-    common.add_argument("--scene", default=None, help="scene id (default: the built-in scene, 'default')")
+    common.add_argument("--scene", default=os.environ.get("PROXIMITY_SCENE"),
+                        help="scene id (default $PROXIMITY_SCENE, else the built-in scene when it is the only one "
+                             "loaded; with other scenes loaded a query command refuses and lists them)")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
     common.add_argument("--tls-ca", default=os.environ.get("PROXIMITY_TLS_CA"), metavar="PEM",
                         help="connect with TLS trusting this CA certificate (default $PROXIMITY_TLS_CA)")
@@ -290,7 +324,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if args.scene is not None:
                 client.scene = args.scene
             return handlers[args.command](client, args)
-    except (PathFileError, OSError) as e:
+    except (PathFileError, OSError, AmbiguousSceneError) as e:
         print(f"proximity: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except ProximityError as e:
