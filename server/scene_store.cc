@@ -59,7 +59,7 @@ Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::File
 
 Status CheckPadding(double value, const std::string& field) {
   if (!std::isfinite(value) || value < 0.0) {
-    return core::InvalidArgument(field + " must be finite and >= 0, got " + std::to_string(value));
+    return core::InvalidArgument(field + " must be finite and >= 0, got " + core::FormatNumber(value));
   }
   return {};
 }

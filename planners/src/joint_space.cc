@@ -38,7 +38,7 @@ Result<JointSpace> JointSpace::Create(std::vector<double> lower, std::vector<dou
     }
     if (!std::isfinite(lower[i]) || !std::isfinite(upper[i]) || lower[i] > upper[i]) {
       return core::InvalidArgument("joint space: coordinate " + std::to_string(i) + " has bounds [" +
-                                   std::to_string(lower[i]) + ", " + std::to_string(upper[i]) +
+                                   core::FormatNumber(lower[i]) + ", " + core::FormatNumber(upper[i]) +
                                    "]; a bounded coordinate needs finite lower <= upper");
     }
     extent2 += (upper[i] - lower[i]) * (upper[i] - lower[i]);
@@ -126,8 +126,8 @@ Status JointSpace::Check(std::span<const double> q, const char* what) const {
       return core::InvalidArgument(std::string(what) + "[" + std::to_string(i) + "] is not finite");
     }
     if (!wraps_[i] && (q[i] < lower_[i] || q[i] > upper_[i])) {
-      return core::InvalidArgument(std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(q[i]) +
-                                   " lies outside [" + std::to_string(lower_[i]) + ", " + std::to_string(upper_[i]) +
+      return core::InvalidArgument(std::string(what) + "[" + std::to_string(i) + "] = " + core::FormatNumber(q[i]) +
+                                   " lies outside [" + core::FormatNumber(lower_[i]) + ", " + core::FormatNumber(upper_[i]) +
                                    "]");
     }
   }

@@ -28,7 +28,7 @@ bool HeapGreater(const std::pair<double, int32_t>& x, const std::pair<double, in
 Status CheckLength(double value, const char* what, const char* type, const char* field) {
   if (!std::isfinite(value) || value < 0.0) {
     return InvalidArgument(std::string(what) + " (" + type + ") " + field + " must be finite and >= 0, got " +
-                           std::to_string(value));
+                           FormatNumber(value));
   }
   return {};
 }

@@ -601,7 +601,7 @@ Result<std::shared_ptr<const SignedDistanceMap>> SignedDistanceMap::Build(const 
                            std::to_string(cells));
   }
   if (options.padding && !(std::isfinite(*options.padding) && *options.padding >= 0.0)) {
-    return InvalidArgument(name + ": padding must be finite and >= 0, got " + std::to_string(*options.padding));
+    return InvalidArgument(name + ": padding must be finite and >= 0, got " + FormatNumber(*options.padding));
   }
   if (options.sample_spacing && !(std::isfinite(*options.sample_spacing) && *options.sample_spacing > 0.0)) {
     return InvalidArgument(name + ": sample_spacing must be finite and > 0, got " +

@@ -501,7 +501,7 @@ Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const Conv
                                                                       double coplanar_tolerance) {
   if (!(coplanar_tolerance >= 0.0) || !std::isfinite(coplanar_tolerance)) {
     return InvalidArgument("V-Clip polyhedron: coplanar_tolerance must be finite and >= 0, got " +
-                           std::to_string(coplanar_tolerance));
+                           FormatNumber(coplanar_tolerance));
   }
   const auto broken = [](const std::string& what) {
     return Error{ErrorCode::kInternal, "V-Clip polyhedron: the hull is not a closed convex surface (" + what + ")"};
