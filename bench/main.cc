@@ -1,5 +1,5 @@
 // proximity-bench SUITE [--quick] [options]: runs one benchmark suite beside its peer and prints one JSON
-// object per case on stdout (machine details go to stderr).
+// object per case on stdout (machine details go to stderr). Bad input exits with code 2.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bench_util.h"
+#include "robot_input.h"
 
 namespace proximity::bench {
 int RunConvex(const SuiteOptions& options);
@@ -37,6 +38,12 @@ std::map<std::string, SuiteFn>& Suites() {
 }  // namespace proximity::bench
 
 namespace {
+
+using proximity::bench::kBadInput;
+
+// The suites that take a robot and problems.
+bool TakesRobot(const std::string& suite) { return suite == "robot" || suite == "mbm"; }
+
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -66,11 +73,47 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--ompl-log", options.ompl_log,
                  "Planning suites: folder to write OMPL benchmark logs to (one per problem family)");
-  CLI11_PARSE(app, argc, argv);
+  auto* robot = app.add_option("--robot", options.robot.urdf,
+                               "robot, mbm: the robot's URDF (default: the MotionBenchMaker Panda of --data; "
+                               "needs --problems)");
+  app.add_option("--srdf", options.robot.srdf,
+                 "With --robot: its SRDF (allowed pairs, groups). Without it, links joined by a joint are "
+                 "allowed pairs (MoveIt's Adjacent) and every other pair is checked");
+  app.add_option("--package", options.robot.packages,
+                 "With --robot: NAME=DIR, the folder package://NAME/ URIs resolve to (repeat the flag for more)")
+      ->allow_extra_args(false);
+  app.add_option("--group", options.robot.group,
+                 "With --robot and --srdf: the SRDF group whose joints move; the other joints are held fixed "
+                 "(at the first problem's start values, or at 0, or mid-range when 0 is outside the limits). "
+                 "Without it every movable joint of the URDF moves, in the model's order (depth-first from "
+                 "the root link)");
+  app.add_option("--problems", options.problems_dir,
+                 "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
+                 "in family folders, any depth); --quick keeps the first 5 of each family");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kBadInput;
+  }
+  const auto misuse = [&](const std::string& message) {
+    std::cerr << "proximity-bench " << suite << ": " << message << "\n";
+    return kBadInput;
+  };
+  if (!TakesRobot(suite)) {
+    for (const char* flag : {"--robot", "--srdf", "--package", "--group", "--problems"}) {
+      if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to the robot and mbm suites");
+    }
+  }
+  if (!robot->count()) {
+    for (const char* flag : {"--srdf", "--package", "--group"}) {
+      if (app.count(flag) > 0) return misuse(std::string(flag) + " needs --robot");
+    }
+  }
   auto it = Suites().find(suite);
   if (it == Suites().end()) {
     std::cerr << "unknown suite '" << suite << "'; suites: " << names << "\n";
-    return 2;
+    return kBadInput;
   }
   std::cerr << "machine: " << CpuModel() << ", " << std::thread::hardware_concurrency() << " threads; compiler "
             << __VERSION__ << "\n";
