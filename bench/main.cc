@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   app.add_option("--ompl-log", options.ompl_log,
                  "Planning suites: folder to write OMPL benchmark logs to (one per problem family)");
   auto* robot = app.add_option("--robot", options.robot.urdf,
-                               "robot, mbm, generate: the robot's URDF (default: the MotionBenchMaker Panda of "
-                               "--data; needs --problems with robot and mbm)");
+                               "robot, mbm, generate: the robot's URDF (required by generate; robot and mbm need "
+                               "--problems with it, and without it run the MotionBenchMaker Panda of --data)");
   app.add_option("--srdf", options.robot.srdf,
                  "With --robot: its SRDF (allowed pairs, groups). Without it, links joined by a joint are "
                  "allowed pairs (MoveIt's Adjacent) and every other pair is checked");
