@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proximity/core/base/types.h"
+#include "robot_input.h"
 
 namespace proximity::bench {
 
@@ -22,6 +23,10 @@ struct SuiteOptions {
   std::string split;   ///< Hierarchy split rule, "median" or "sah"; empty keeps the library's default.
   double time_limit_s = 0.0;  ///< Planning suites: time limit per problem (s); 0 keeps the suite's default.
   std::string ompl_log;       ///< Planning suites: folder for OMPL benchmark logs; empty writes none.
+  RobotSpec robot;            ///< Robot and planning suites, generate: the robot; none keeps the suite's default.
+  std::string problems_dir;   ///< Robot and planning suites: MotionBenchMaker-format problems; "" keeps the default.
+  std::string out_dir;        ///< generate: the new folder to write the problems into.
+  int count = 100;            ///< generate: how many problems.
 };
 
 /// A suite: runs its cases and prints one JSON object per case on stdout. Returns non-zero on failure.

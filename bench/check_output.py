@@ -5,7 +5,14 @@ reference finds (discrete misses are only reported). For the convex suite, answe
 beyond the tolerance go to an exact referee, which must never reject ours. For the planning suite (mbm):
 the run finishes, every path we return passes the dense re-check (the peer's failures are only reported),
 and the OMPL benchmark logs follow OMPL's log format. Times are printed, never asserted.
-Exits 77 (skipped) when the suite's data is absent."""
+Exits 77 (skipped) when the suite's data is absent.
+
+Usage: check_output.py BINARY SUITE [--generate N] [suite flags...]. Flags after the suite go to the suite
+(--robot URDF --srdf SRDF --package NAME=DIR --group NAME --problems DIR); with --generate N, N problems
+are first made for the --robot given (proximity-bench generate --seed 1) and the suite runs on them. The
+per-family cases are then those of the problems' families. Exits 77 when a file or folder the flags name
+is absent."""
+import argparse
 import json
 import os
 import subprocess
@@ -15,17 +22,24 @@ import tempfile
 MBM_FAMILIES = ("bookshelf_small", "bookshelf_tall", "bookshelf_thin", "box", "cage", "table_pick",
                 "table_under_pick")
 
+ROBOT_CASES = ["clear_start_goal", "clear_random", "distance_exact", "distance_rel_0.2", "link_certified",
+               "link_certified_planning", "link_discrete", "ccd_edge"]
+
+
+def robot_expected(families):
+    return ROBOT_CASES + [f"{case}_{family}" for case in ("clear_start_goal", "clear_random") for family in families]
+
+
+def mbm_expected(families):
+    return [f"{side}_{group}" for group in tuple(families) + ("overall",) for side in ("ours", "peer")] + ["ratios"]
+
+
 EXPECTED = {
     "envrob": ["collide", "distance_exact", "distance_rel_0.05", "distance_rel_0.20", "distance_rel_0.50",
                "distance_warm_motion"],
-    "robot": ["clear_start_goal", "clear_random"] +
-             [f"{case}_{family}" for case in ("clear_start_goal", "clear_random")
-              for family in ("bookshelf_small", "bookshelf_tall", "bookshelf_thin", "box", "cage", "table_pick",
-                             "table_under_pick")] +
-             ["distance_exact", "distance_rel_0.2", "link_certified", "link_certified_planning", "link_discrete",
-              "ccd_edge"],
+    "robot": robot_expected(MBM_FAMILIES),
     "service": ["clear_batch_packed", "check_state_unary", "validate_paths_stream"],
-    "mbm": [f"{side}_{group}" for group in MBM_FAMILIES + ("overall",) for side in ("ours", "peer")] + ["ratios"],
+    "mbm": mbm_expected(MBM_FAMILIES),
 }
 CONVEX_SIZES = ("v8", "v250", "v940")
 CONVEX_GJK_ROWS = [f"{family}_{size}" for size in CONVEX_SIZES
@@ -109,8 +123,8 @@ def check_ompl_log(path, failures):
         return {}
 
 
-def check_mbm(cases, log_dir, failures):
-    for name in EXPECTED["mbm"][:-1]:
+def check_mbm(cases, log_dir, families, failures):
+    for name in mbm_expected(families)[:-1]:
         obj = cases.get(name)
         if obj is None:
             continue
@@ -147,8 +161,10 @@ def check_mbm(cases, log_dir, failures):
               f"length {r.get('length_ratio')}")
     # The OMPL logs: one per family, both planners, one run per problem, solved runs agree with the JSON.
     solved = {"ours": 0, "peer": 0}
-    for family in MBM_FAMILIES:
-        path = os.path.join(log_dir, f"mbm_panda_{family}.log")
+    robot = cases.get("ours_overall", {}).get("robot", "")
+    for family in families:
+        label = "".join(c if c.isalnum() or c in "_.-" else "_" for c in robot)
+        path = os.path.join(log_dir, f"mbm_{label}_{family}.log")
         if not os.path.exists(path):
             failures.append(f"missing OMPL log {path}")
             continue
@@ -230,13 +246,49 @@ def check_convex(cases, failures):
 
 
 def main() -> int:
-    binary, suite = sys.argv[1], sys.argv[2]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("binary")
+    parser.add_argument("suite")
+    parser.add_argument("--generate", type=int, default=0, help="first generate N problems for --robot")
+    args, suite_flags = parser.parse_known_args()
+    for path in absent_inputs(suite_flags):
+        print(f"skipped: {path} is absent; this check needs it")
+        return 77
     with tempfile.TemporaryDirectory(prefix="proximity-bench-check-") as tmp:
-        return run_and_check(binary, suite, tmp)
+        if args.generate:
+            problems = os.path.join(tmp, "problems")
+            robot_flags = [f for i, f in enumerate(suite_flags) if f != "--problems" and
+                           (i == 0 or suite_flags[i - 1] != "--problems")]
+            command = [args.binary, "generate", *robot_flags, "--count", str(args.generate), "--seed", "1",
+                       "--out", problems]
+            proc = subprocess.run(command, capture_output=True, text=True)
+            print(proc.stderr.strip())
+            if proc.returncode != 0:
+                print("FAIL:", " ".join(command), "exited with", proc.returncode)
+                return 1
+            suite_flags = suite_flags + ["--problems", problems]
+        return run_and_check(args.binary, args.suite, suite_flags, tmp)
 
 
-def run_and_check(binary, suite, tmp):
-    command = [binary, suite, "--quick"]
+def absent_inputs(flags):
+    """The files and folders the suite flags name that do not exist."""
+    absent = []
+    for i, flag in enumerate(flags[:-1]):
+        value = flags[i + 1]
+        if flag in ("--robot", "--srdf", "--problems") and not os.path.exists(value):
+            absent.append(value)
+        if flag == "--package" and "=" in value and not os.path.exists(value.split("=", 1)[1]):
+            absent.append(value.split("=", 1)[1])
+    return absent
+
+
+def families_of(cases, prefix):
+    """The families of the per-family cases named prefix + family."""
+    return sorted(name[len(prefix):] for name in cases if name.startswith(prefix))
+
+
+def run_and_check(binary, suite, suite_flags, tmp):
+    command = [binary, suite, "--quick", *suite_flags]
     if suite == "mbm":
         command += ["--ompl-log", tmp]
     proc = subprocess.run(command, capture_output=True, text=True)
@@ -254,14 +306,30 @@ def run_and_check(binary, suite, tmp):
             print(f"{obj['case']:34s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  "
                   f"ratio {obj['ratio']:.2f}")
     failures = []
+    custom = "--problems" in suite_flags
     if suite == "mbm":
-        missing = [name for name in EXPECTED[suite] if name not in cases]
+        families = [c["group"] for c in cases.values() if c.get("side") == "ours" and c.get("group") != "overall"]
+        if not custom:
+            families = list(MBM_FAMILIES)
+        if not families:
+            failures.append("no per-family lines")
+        missing = [name for name in mbm_expected(families) if name not in cases]
         failures += [f"missing case {name}" for name in missing]
-        check_mbm(cases, tmp, failures)
+        check_mbm(cases, tmp, families, failures)
         for f in failures:
             print("FAIL:", f)
         return 1 if failures else 0
-    for name in EXPECTED[suite]:
+    expected = EXPECTED[suite]
+    if suite == "robot" and custom:
+        families = families_of(cases, "clear_start_goal_")
+        print(f"families: {', '.join(families)}")
+        if not families:
+            failures.append("no per-family lines")
+        if families_of(cases, "clear_random_") != families:
+            failures.append(f"the clear_random families {families_of(cases, 'clear_random_')} differ from the "
+                            f"clear_start_goal ones {families}")
+        expected = robot_expected(families)
+    for name in expected:
         if name not in cases:
             failures.append(f"missing case {name}")
             continue

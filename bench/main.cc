@@ -1,5 +1,6 @@
 // proximity-bench SUITE [--quick] [options]: runs one benchmark suite beside its peer and prints one JSON
-// object per case on stdout (machine details go to stderr).
+// object per case on stdout (machine details go to stderr). proximity-bench generate writes
+// MotionBenchMaker-format problems for any robot (problem_gen.h). Bad input exits with code 2.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -8,6 +9,8 @@
 #include <thread>
 
 #include "bench_util.h"
+#include "problem_gen.h"
+#include "robot_input.h"
 
 namespace proximity::bench {
 int RunConvex(const SuiteOptions& options);
@@ -37,6 +40,12 @@ std::map<std::string, SuiteFn>& Suites() {
 }  // namespace proximity::bench
 
 namespace {
+
+using proximity::bench::kBadInput;
+
+// The suites that take a robot and problems.
+bool TakesRobot(const std::string& suite) { return suite == "robot" || suite == "mbm" || suite == "generate"; }
+
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -49,16 +58,17 @@ std::string CpuModel() {
 
 int main(int argc, char** argv) {
   using namespace proximity::bench;
-  CLI::App app{"Proximity benchmarks: ours beside a peer library on the same inputs, in one run"};
+  CLI::App app{"Proximity benchmarks: ours beside a peer library on the same inputs, in one run; and a "
+               "generator of MotionBenchMaker-format problems for any robot"};
   std::string suite;
   SuiteOptions options;
   options.data_dir = PROX_SHARED_DATA_DIR;
   std::string names;
   for (const auto& [name, fn] : Suites()) names += (names.empty() ? "" : ", ") + name;
-  app.add_option("suite", suite, "Suite to run: " + names)->required();
+  app.add_option("suite", suite, "Suite to run: " + names + "; or generate, to write problems")->required();
   app.add_flag("--quick", options.quick, "A reduced run that finishes in under a minute");
   app.add_option("--data", options.data_dir, "The shared data folder (robots and scenes)");
-  app.add_option("--seed", options.seed, "Seed for poses and motions");
+  app.add_option("--seed", options.seed, "Seed for poses, motions and generated problems");
   app.add_option("--leaf-size", options.leaf_size, "Triangles per hierarchy leaf (1-16)");
   app.add_option("--split", options.split, "Hierarchy split rule")->check(CLI::IsMember({"median", "sah"}));
   app.add_option("--time-limit", options.time_limit_s,
@@ -66,11 +76,55 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--ompl-log", options.ompl_log,
                  "Planning suites: folder to write OMPL benchmark logs to (one per problem family)");
-  CLI11_PARSE(app, argc, argv);
+  auto* robot = app.add_option("--robot", options.robot.urdf,
+                               "robot, mbm, generate: the robot's URDF (required by generate; robot and mbm need "
+                               "--problems with it, and without it run the MotionBenchMaker Panda of --data)");
+  app.add_option("--srdf", options.robot.srdf,
+                 "With --robot: its SRDF (allowed pairs, groups). Without it, links joined by a joint are "
+                 "allowed pairs (MoveIt's Adjacent) and every other pair is checked");
+  app.add_option("--package", options.robot.packages,
+                 "With --robot: NAME=DIR, the folder package://NAME/ URIs resolve to (repeat the flag for more)")
+      ->allow_extra_args(false);
+  app.add_option("--group", options.robot.group,
+                 "With --robot and --srdf: the SRDF group whose joints move; the other joints are held fixed "
+                 "(robot, mbm: at the first problem's start values; generate: at 0, or mid-range when 0 is "
+                 "outside the limits). Without it every movable joint of the URDF moves, in the model's order "
+                 "(depth-first from the root link), and generated requests name the group all_movable_joints");
+  app.add_option("--problems", options.problems_dir,
+                 "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
+                 "in family folders, any depth); --quick keeps the first 5 of each family");
+  app.add_option("--out", options.out_dir, "generate: the new folder to write the problems into");
+  app.add_option("--count", options.count, "generate: how many problems (default 100)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kBadInput;
+  }
+  const auto misuse = [&](const std::string& message) {
+    std::cerr << "proximity-bench " << suite << ": " << message << "\n";
+    return kBadInput;
+  };
+  if (!TakesRobot(suite)) {
+    for (const char* flag : {"--robot", "--srdf", "--package", "--group", "--problems", "--out", "--count"}) {
+      if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to the robot and mbm suites and generate");
+    }
+  }
+  if (!robot->count()) {
+    for (const char* flag : {"--srdf", "--package", "--group"}) {
+      if (app.count(flag) > 0) return misuse(std::string(flag) + " needs --robot");
+    }
+  }
+  if (suite != "generate") {
+    for (const char* flag : {"--out", "--count"}) {
+      if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to generate only");
+    }
+  }
+  if (suite == "generate") return RunGenerate(options);
   auto it = Suites().find(suite);
   if (it == Suites().end()) {
-    std::cerr << "unknown suite '" << suite << "'; suites: " << names << "\n";
-    return 2;
+    std::cerr << "unknown suite '" << suite << "'; suites: " << names << ", and generate\n";
+    return kBadInput;
   }
   std::cerr << "machine: " << CpuModel() << ", " << std::thread::hardware_concurrency() << " threads; compiler "
             << __VERSION__ << "\n";

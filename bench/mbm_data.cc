@@ -2,25 +2,34 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "robot_input.h"
 
 namespace proximity::bench {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "proximity-bench-XXXXXX").string();
-  if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-}
+namespace {
 
-TempDir::~TempDir() {
+// Whether folder `dir` holds a sceneNNNN.yaml or requestNNNN.yaml file.
+bool HoldsProblems(const fs::path& dir) {
+  static const std::regex kPattern(R"(^(scene|request)[0-9]+\.yaml$)");
   std::error_code ec;
-  if (!path_.empty()) fs::remove_all(path_, ec);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec) && std::regex_match(it->path().filename().string(), kPattern)) return true;
+  }
+  return false;
 }
 
-int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* data) {
+// The default data: the MotionBenchMaker Panda problems and the mbm_panda robot of ../shared/data.
+int LoadDefaultData(const std::string& suite, const SuiteOptions& options, MbmData* data) {
   const std::string problems_root = options.data_dir + "/scenes/mbm/problems/panda";
   const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
   if (!fs::is_directory(problems_root) || !fs::is_regular_file(robot_dir + "/panda.urdf")) {
@@ -51,6 +60,7 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
     return 1;
   }
   data->problems = std::move(loaded).value();
+  data->source = "MotionBenchMaker Panda problems";
   core::RobotLoadOptions load;
   load.package_dirs["meshes"] = robot_dir + "/meshes";
   load.ros_package_path = "";
@@ -60,6 +70,136 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
     return 1;
   }
   data->robot = robot.value();
+  return 0;
+}
+
+// The first `n` problems of every family (problems are grouped by family).
+void KeepFirstPerFamily(std::vector<mbm::MbmProblem>* problems, int n) {
+  std::map<std::string, int> seen;
+  std::vector<mbm::MbmProblem> kept;
+  for (mbm::MbmProblem& p : *problems) {
+    if (seen[p.family]++ < n) kept.push_back(std::move(p));
+  }
+  *problems = std::move(kept);
+}
+
+// Whether every problem maps onto the robot: its scene builds and its start and goal name the robot's
+// joints. Says which does not on stderr.
+bool ProblemsFitRobot(const std::string& suite, const MbmData& data) {
+  for (const mbm::MbmProblem& p : data.problems) {
+    auto description = mbm::MbmSceneDescription(p.scene, data.robot);
+    const auto start = mbm::MbmStartConfiguration(p.request, *data.robot);
+    const auto goal = mbm::MbmGoalConfiguration(p.request, *data.robot);
+    const core::Error* error = !description.ok() ? &description.error()
+                               : !start.ok()     ? &start.error()
+                               : !goal.ok()      ? &goal.error()
+                                                 : nullptr;
+    if (error != nullptr) {
+      std::cerr << suite << ": problem " << p.name << " does not fit robot '" << data.robot->name()
+                << "': " << error->message << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "proximity-bench-XXXXXX").string();
+  if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return core::NotFound(root + ": no such folder");
+  std::vector<fs::path> folders;
+  if (HoldsProblems(root)) folders.emplace_back(root);
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && HoldsProblems(it->path())) folders.push_back(it->path());
+  }
+  if (ec) return core::NotFound(root + ": cannot list: " + ec.message());
+  std::sort(folders.begin(), folders.end());
+  if (folders.empty()) {
+    return core::NotFound(root + ": no MotionBenchMaker problems (sceneNNNN.yaml with requestNNNN.yaml) in it or below it");
+  }
+  std::vector<std::vector<mbm::MbmProblem>> families;
+  std::map<std::string, int> uses;
+  for (const fs::path& folder : folders) {
+    auto loaded = mbm::LoadMbmProblems(folder.string());
+    if (!loaded.ok()) return loaded.error();
+    if (!loaded.value().empty()) ++uses[loaded.value().front().family];
+    families.push_back(std::move(loaded).value());
+  }
+  std::vector<mbm::MbmProblem> all;
+  for (size_t f = 0; f < families.size(); ++f) {
+    for (mbm::MbmProblem& p : families[f]) {
+      if (uses[p.family] > 1) {
+        // The same family name in several folders: prefix the folder's path under the root.
+        std::string prefix = fs::relative(folders[f].parent_path(), root, ec).generic_string();
+        std::replace(prefix.begin(), prefix.end(), '/', '_');
+        if (!prefix.empty() && prefix != ".") {
+          const std::string number = p.name.substr(p.name.rfind('/') + 1);
+          p.family = prefix + "_" + p.family;
+          p.name = p.family + "/" + number;
+        }
+      }
+      all.push_back(std::move(p));
+    }
+  }
+  return all;
+}
+
+int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* data) {
+  if (!options.robot.given() && options.problems_dir.empty()) {
+    const int code = LoadDefaultData(suite, options, data);
+    if (code == 0) data->robot_label = FileLabel(data->robot->name());
+    return code;
+  }
+  if (options.problems_dir.empty()) {
+    std::cerr << suite << ": --robot needs --problems DIR (the default problems are for the default robot; "
+              << "proximity-bench generate makes problems for any robot)\n";
+    return kBadInput;
+  }
+  auto loaded = LoadProblemTree(options.problems_dir);
+  if (!loaded.ok()) {
+    std::cerr << suite << ": --problems " << loaded.error().message << "\n";
+    return kBadInput;
+  }
+  data->problems = std::move(loaded).value();
+  if (options.quick) KeepFirstPerFamily(&data->problems, kQuickPerFamily);
+  data->source = options.problems_dir;
+  if (options.robot.given()) {
+    // Joints outside --group keep the first problem's start values.
+    std::map<std::string, double> start;
+    const mbm::MbmRequest& first = data->problems.front().request;
+    for (size_t i = 0; i < first.start_joint_names.size(); ++i) start[first.start_joint_names[i]] = first.start_joint_positions[i];
+    std::vector<std::string> warnings;
+    auto robot = LoadRobot(options.robot, start, &warnings);
+    for (const std::string& w : warnings) std::cerr << suite << ": warning: " << w << "\n";
+    if (!robot.ok()) {
+      std::cerr << suite << ": " << robot.error().message << "\n";
+      return kBadInput;
+    }
+    data->robot = robot.value().model;
+    for (const auto& [name, value] : robot.value().frozen) {
+      std::cerr << suite << ": joint " << name << " (outside --group " << robot.value().group << ") held at " << value << "\n";
+    }
+  } else {
+    SuiteOptions defaults = options;
+    defaults.quick = true;  // Only the robot is used; the extracted problems need no archive.
+    MbmData panda;
+    if (int code = LoadDefaultData(suite, defaults, &panda); code != 0) return code;
+    data->robot = panda.robot;
+  }
+  data->robot_label = FileLabel(data->robot->name());
+  if (!ProblemsFitRobot(suite, *data)) return kBadInput;
   return 0;
 }
 

@@ -1,13 +1,16 @@
 #pragma once
-// The MotionBenchMaker Panda problems and robot the robot and mbm suites share.
+// The problems and robot the robot and mbm suites share: by default the MotionBenchMaker Panda problems
+// and robot of ../shared/data; with --robot and --problems any robot and any folder of
+// MotionBenchMaker-format problems.
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_util.h"
-#include "proximity/mbm/mbm.h"
 #include "proximity/core/robot/robot_model.h"
+#include "proximity/mbm/mbm.h"
 
 namespace proximity::bench {
 
@@ -25,16 +28,34 @@ class TempDir {
   std::string path_;
 };
 
-/// The problems (the 35 extracted ones with --quick, all 700 from the archive otherwise, extracted into
-/// `tmp`) and the mbm_panda robot.
+/// The problems and the robot of a run. By default: the 35 extracted Panda problems with --quick, all
+/// 700 from the archive (extracted into `tmp`) otherwise, and the mbm_panda robot. With --problems DIR:
+/// every problem in DIR and the folders below it (the first kQuickPerFamily of each family with
+/// --quick); with --robot: that robot (the problems' first start state gives the values of the joints
+/// outside --group).
 struct MbmData {
   TempDir tmp;
   std::vector<mbm::MbmProblem> problems;
   std::shared_ptr<const core::RobotModel> robot;
+  /// The robot's name as a file-name part (FileLabel), for log file names.
+  std::string robot_label;
+  /// What the problems are, for logs: "MotionBenchMaker Panda problems" or the --problems folder.
+  std::string source;
 };
 
-/// Loads `data` for suite `suite`; 0, or the exit code after saying why on stderr (77 when
-/// ../shared/data lacks the problems or the robot).
+/// Problems per family that --quick keeps from a --problems folder.
+inline constexpr int kQuickPerFamily = 5;
+
+/// Loads `data` for suite `suite`; 0, or the exit code after saying why on stderr: 77 when
+/// ../shared/data lacks the default problems or robot, kBadInput when a --robot or --problems input is
+/// missing or unusable (naming it), 1 otherwise.
 int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* data);
+
+/// The problems in folder `root` and in every folder below it, at any depth: each folder holding
+/// sceneNNNN.yaml / requestNNNN.yaml pairs is a family (named as proximity::mbm names it, from the
+/// folder's name without its "_<robot_model_name>" suffix; families whose names repeat are told apart
+/// by their folder's path under `root`). Sorted by folder path, then number. NotFound when `root` is
+/// not a folder or holds no problem; reader errors name the file.
+[[nodiscard]] core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& root);
 
 }  // namespace proximity::bench

@@ -1,6 +1,8 @@
-// Suite mbm: motion planning on the MotionBenchMaker Panda problems (mbm_panda robot, box / cylinder
-// worlds), ours beside OMPL 1.5 with a MoveIt-style FCL 0.7 checker, every returned path re-checked
-// densely by an independent check.
+// Suite mbm: motion planning on MotionBenchMaker-format problems (by default the MotionBenchMaker Panda
+// problems and mbm_panda robot; --robot and --problems take any robot and problem folder, as generate
+// makes them), box / cylinder / sphere worlds, ours beside OMPL 1.5 with a MoveIt-style FCL 0.7
+// checker on the same robot and problems, every returned path re-checked densely by an independent
+// check.
 //
 // Ours: planners::Plan with RRT-Connect over SceneStateValidity (CLEAR plus joint limits) and the
 // certified SceneMotionValidator, simplification on, seeded with the problem's index; the timed call
@@ -9,7 +11,7 @@
 // length must equal the timed call's raw_length.
 //
 // The peer is what MoveIt runs by default: ompl::geometric::RRTConnect on a RealVectorStateSpace
-// bounded by the Panda's joint limits, a state validity checker that checks the bounds and then runs
+// bounded by the robot's joint limits (-pi to pi for a continuous joint), a state validity checker that checks the bounds and then runs
 // the FCL checker of bench/peers/fcl_robot.h (link poses from our forward kinematics), OMPL's default
 // DiscreteMotionValidator at its default resolution (longest valid segment 1% of the space's extent),
 // the default range (20% of the extent, the same as ours), then PathSimplifier::simplify with the
@@ -22,8 +24,8 @@
 // colliding state it finds is also put to our CLEAR, a second opinion from other code (reported).
 //
 // Output: per family and overall, one JSON line per side (success, times, lengths, validity work,
-// dense-check failures), and one line of ratios (peer / ours). With --ompl-log DIR, one OMPL benchmark
-// log per family (the text format ompl_benchmark_statistics.py and Planner Arena read) holding both
+// dense-check failures), and one line of ratios (peer / ours), each naming the robot. With --ompl-log
+// DIR, one OMPL benchmark log per family (mbm_<robot>_<family>.log) (the text format ompl_benchmark_statistics.py and Planner Arena read) holding both
 // planners' runs.
 #include <ompl/base/PlannerData.h>
 #include <ompl/base/PlannerTerminationCondition.h>
@@ -137,8 +139,8 @@ std::string Describe(const DensePathResult& r) {
 }
 
 // The summary of one side over a set of problems.
-JsonLine SideLine(const std::string& side, const std::string& group, const std::vector<const PlanRun*>& runs,
-                  double time_limit_s) {
+JsonLine SideLine(const std::string& robot, const std::string& side, const std::string& group,
+                  const std::vector<const PlanRun*>& runs, double time_limit_s) {
   std::vector<double> time_ms, plan_ms, simplify_ms, raw_length, length, raw_wp, wp, states, motions, motion_states;
   int64_t solved = 0, raw_unchecked = 0, invalid_raw = 0, invalid = 0, collide_raw = 0, collide = 0;
   int64_t outside = 0, dense_states = 0, confirmed = 0, unconfirmed = 0;
@@ -169,6 +171,7 @@ JsonLine SideLine(const std::string& side, const std::string& group, const std::
   const double s = static_cast<double>(std::max<int64_t>(1, solved));
   JsonLine line;
   line.Add("suite", kSuite).Add("case", side + "_" + group).Add("side", side).Add("group", group);
+  line.Add("robot", robot);
   line.Add("planner", side == "ours" ? kOurs : kPeer);
   line.Add("n", static_cast<int64_t>(runs.size())).Add("solved", solved).Add("success_rate", solved / n);
   line.Add("time_limit_s", time_limit_s);
@@ -359,7 +362,8 @@ class MbmSuite {
   double suite_s_ = 0.0;
 };
 
-// Problems: the extracted sample with --quick, all 700 from the archive otherwise.
+// Problems and robot: the defaults (the extracted Panda sample with --quick, all 700 from the archive
+// otherwise) or --problems and --robot.
 int MbmSuite::Load() {
   if (int code = LoadMbmData("mbm", options_, &data_); code != 0) return code;
   robot_ = data_.robot;
@@ -375,7 +379,8 @@ int MbmSuite::Load() {
     if (families_.empty() || families_.back() != p.family) families_.push_back(p.family);
     family_of_.push_back(static_cast<int32_t>(families_.size()) - 1);
   }
-  std::cerr << "mbm: " << problems().size() << " problems in " << families_.size() << " families, " << dof_
+  std::cerr << "mbm: robot '" << robot_->name() << "', " << data_.source << ": " << problems().size()
+            << " problems in " << families_.size() << " families, " << dof_
             << " joints; time limit " << time_limit_ << " s per problem and side; joint-space extent "
             << space_->MaxExtent() << " rad\n";
 
@@ -487,8 +492,9 @@ std::shared_ptr<ob::SpaceInformation> MbmSuite::PeerSpaceInformation(const Probl
   auto ompl_space = std::make_shared<ob::RealVectorStateSpace>(static_cast<unsigned>(dof_));
   ob::RealVectorBounds bounds(static_cast<unsigned>(dof_));
   for (int32_t j = 0; j < dof_; ++j) {
-    bounds.setLow(static_cast<unsigned>(j), robot_->lower_limits()[j]);
-    bounds.setHigh(static_cast<unsigned>(j), robot_->upper_limits()[j]);
+    const double lo = robot_->lower_limits()[j], hi = robot_->upper_limits()[j];
+    bounds.setLow(static_cast<unsigned>(j), std::isfinite(lo) ? lo : -M_PI);
+    bounds.setHigh(static_cast<unsigned>(j), std::isfinite(hi) ? hi : M_PI);
   }
   ompl_space->setBounds(bounds);
   auto si = std::make_shared<ob::SpaceInformation>(ompl_space);
@@ -613,12 +619,12 @@ std::vector<const PlanRun*> MbmSuite::GroupRuns(const std::vector<PlanRun>& runs
 // Both sides' lines for family f ("overall" with f < 0).
 void MbmSuite::PrintSideLines(int32_t f) const {
   const std::string group = f < 0 ? "overall" : families_[f];
-  JsonLine o = SideLine("ours", group, GroupRuns(ours_, f), time_limit_);
+  JsonLine o = SideLine(robot_->name(), "ours", group, GroupRuns(ours_, f), time_limit_);
   o.Add("errors", static_cast<int64_t>(errors_));
   o.Add("quick_resolution", planners::ScenePlanning::kDefaultQuickResolution);
   o.Add("range", space_->MaxExtent() * 0.2);
   o.Print();
-  JsonLine e = SideLine("peer", group, GroupRuns(peer_, f), time_limit_);
+  JsonLine e = SideLine(robot_->name(), "peer", group, GroupRuns(peer_, f), time_limit_);
   e.Add("range", peer_range_).Add("longest_valid_segment", peer_segment_);
   e.Print();
 }
@@ -641,6 +647,7 @@ double MbmSuite::Ratio(int32_t f, double PlanRun::*field, bool solved_only) cons
 void MbmSuite::PrintRatios() const {
   JsonLine line;
   line.Add("suite", kSuite).Add("case", "ratios").Add("n", static_cast<int64_t>(problems().size()));
+  line.Add("robot", robot_->name());
   line.Add("ours", kOurs).Add("peer", kPeer).Add("time_limit_s", time_limit_);
   line.Add("ours_time_ms_median", Median(Values(ours_, -1, &PlanRun::time_s, false, 1e3)));
   line.Add("peer_time_ms_median", Median(Values(peer_, -1, &PlanRun::time_s, false, 1e3)));
@@ -660,7 +667,7 @@ void MbmSuite::PrintRatios() const {
 // The setup text of every OMPL benchmark log.
 std::string MbmSuite::LogSetup() const {
   std::ostringstream setup;
-  setup << "MotionBenchMaker Panda problems (robot mbm_panda, " << dof_ << " joints), " << problems().size()
+  setup << data_.source << " (robot " << robot_->name() << ", " << dof_ << " joints), " << problems().size()
         << " problems in " << families_.size() << " families (" << (options_.quick ? "--quick sample" : "all")
         << ")\n";
   setup << "ours: " << kOurs << "; range " << space_->MaxExtent() * 0.2 << "; seed = problem index\n";
@@ -688,8 +695,9 @@ int MbmSuite::WriteOmplLogs() const {
       a.runs.push_back(LogRun(ours_[k], number));
       b.runs.push_back(LogRun(peer_[k], number));
     }
-    const std::string file = (fs::path(options_.ompl_log) / ("mbm_panda_" + families_[f] + ".log")).string();
-    if (!WriteOmplLog(file, "mbm_panda_" + families_[f], setup, date_, options_.seed, time_limit_, family_seconds_[f],
+    const std::string experiment = "mbm_" + data_.robot_label + "_" + families_[f];
+    const std::string file = (fs::path(options_.ompl_log) / (experiment + ".log")).string();
+    if (!WriteOmplLog(file, experiment, setup, date_, options_.seed, time_limit_, family_seconds_[f],
                       {a, b}, count)) {
       std::cerr << "mbm: cannot write " << file << "\n";
       return 1;

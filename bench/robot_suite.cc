@@ -1,12 +1,14 @@
-// Suite robot: CLEAR(q) on the MotionBenchMaker Panda problems (mbm_panda robot, box / cylinder /
-// sphere worlds), ours (Scene::CheckState) beside a MoveIt-style FCL 0.7 checker on the same scenes
-// and the same states. Cases: every start and goal state, and uniform random states within the joint
-// limits, overall and per problem family; and LINK(q0, q1) on straight joint-space edges like a
-// planner's (a free start, a random direction, 0.05 to 1 rad long, clamped to the limits) plus every
-// problem's start -> goal edge: ours certified and ours discrete (Scene::CheckMotion) beside the same
-// FCL checker sampling each edge the way OMPL's DiscreteMotionValidator does, at OMPL's default
-// resolution (1% of the joint space's extent), all judged against a dense reference (states at most
-// 1e-3 rad apart in every joint, each checked exactly by our CLEAR).
+// Suite robot: CLEAR(q) on MotionBenchMaker-format problems (by default the MotionBenchMaker Panda
+// problems and mbm_panda robot; --robot and --problems take any robot and problem folder, as
+// generate makes them), box / cylinder / sphere worlds, ours (Scene::CheckState) beside a MoveIt-style
+// FCL 0.7 checker on the same scenes and the same states. Cases: every start and goal state, and
+// uniform random states within the joint limits, overall and per problem family; and LINK(q0, q1) on
+// straight joint-space edges like a planner's (a free start, a random direction, 0.05 to 1 rad long,
+// clamped to the limits) plus every problem's start -> goal edge: ours certified and ours discrete
+// (Scene::CheckMotion) beside the same FCL checker sampling each edge the way OMPL's
+// DiscreteMotionValidator does, at OMPL's default resolution (1% of the joint space's extent), all
+// judged against a dense reference (states at most 1e-3 rad apart in every joint, each checked exactly
+// by our CLEAR). Every line names the robot ("robot"), so runs on different robots compare case by case.
 //
 // The peer is the MoveIt-style FCL checker of bench/peers/fcl_robot.h: one BVHModel<OBBRSS> per
 // link mesh (built once per robot and shared by every scene), fcl::Box / fcl::Cylinder / fcl::Sphere
@@ -78,7 +80,8 @@ struct SideRun {
 };
 
 // A subset's common line: times, work and pair counts, agreement and colliding fractions.
-JsonLine StateCaseLine(const std::string& name, const SideRun& ours, const SideRun& peer, const std::vector<char>& keep) {
+JsonLine StateCaseLine(const std::string& robot, const std::string& name, const SideRun& ours, const SideRun& peer,
+                       const std::vector<char>& keep) {
   const auto ours_t = Select(ours.times_us, keep), peer_t = Select(peer.times_us, keep);
   Work work;
   double pairs = 0;
@@ -98,6 +101,7 @@ JsonLine StateCaseLine(const std::string& name, const SideRun& ours, const SideR
   }
   const double n = std::max<double>(1.0, static_cast<double>(ours_t.size()));
   JsonLine line = CaseLine(kSuite, name, ours_t, work, kPeer, peer_t);
+  line.Add("robot", robot);
   line.Add("peer_p95_us", Percentile(peer_t, 0.95));
   line.Add("ours_pairs_tested", pairs / n);
   line.Add("agree", agree);
@@ -247,7 +251,8 @@ double RobotSuite::Upper(int32_t j) const {
   return std::isfinite(hi) ? hi : M_PI;
 }
 
-// Problems: the extracted sample with --quick, all 700 from the archive otherwise.
+// Problems and robot: the defaults (the extracted Panda sample with --quick, all 700 from the archive
+// otherwise) or --problems and --robot.
 int RobotSuite::Load() {
   const double t_load = Now();
   if (int code = LoadMbmData("robot", options_, &data_); code != 0) return code;
@@ -263,7 +268,8 @@ int RobotSuite::Load() {
   fcl_robot_.emplace(*robot_);
   X_WL_.resize(robot_->num_links());
   q_.resize(dof_);
-  std::cerr << "robot: " << problems().size() << " problems in " << families_.size() << " families ("
+  std::cerr << "robot: robot '" << robot_->name() << "', " << data_.source << ": " << problems().size()
+            << " problems in " << families_.size() << " families ("
             << static_cast<double>(primitives) / std::max<size_t>(1, problems().size()) << " primitives per scene), "
             << robot_->num_links() << " links, " << fcl_robot_->num_parts() << " link geometries, "
             << robot_->num_positions() << " joints; loaded and built in " << (Now() - t_load) << " s\n";
@@ -376,7 +382,7 @@ std::vector<char> RobotSuite::FamilyKeep(const std::vector<StateItem>& states, i
 void RobotSuite::PrintFamilyLines(const std::string& prefix, const std::vector<StateItem>& states,
                                   const SideRun& ours, const SideRun& peer) const {
   for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) {
-    StateCaseLine(prefix + families_[f], ours, peer, FamilyKeep(states, f)).Print();
+    StateCaseLine(robot_->name(), prefix + families_[f], ours, peer, FamilyKeep(states, f)).Print();
   }
 }
 
@@ -392,7 +398,7 @@ void RobotSuite::ClearStartGoal() {
   TimeStates(start_goal_, reps_, &ours, &peer);
   std::cerr << "robot: " << start_goal_.size() << " start/goal states x " << reps_ << " in " << Now() - t0 << " s\n";
   ReportDisagreements("start_goal", start_goal_, ours, peer);
-  JsonLine line = StateCaseLine("clear_start_goal", ours, peer, std::vector<char>(start_goal_.size(), 1));
+  JsonLine line = StateCaseLine(robot_->name(), "clear_start_goal", ours, peer, std::vector<char>(start_goal_.size(), 1));
   AddTargetFields(line, ours, peer);
   for (int32_t f = 0; f < static_cast<int32_t>(families_.size()); ++f) {
     const auto keep = FamilyKeep(start_goal_, f);
@@ -411,7 +417,7 @@ void RobotSuite::ClearRandom() {
   std::cerr << "robot: " << random_states_.size() << " random states x " << kRandomReps << " in " << Now() - t0
             << " s\n";
   ReportDisagreements("random", random_states_, ours, peer);
-  JsonLine line = StateCaseLine("clear_random", ours, peer, std::vector<char>(random_states_.size(), 1));
+  JsonLine line = StateCaseLine(robot_->name(), "clear_random", ours, peer, std::vector<char>(random_states_.size(), 1));
   AddTargetFields(line, ours, peer);
   line.Add("per_family", per_problem_ * static_cast<int64_t>(problems().size() / std::max<size_t>(1, families_.size())));
   line.Print();
@@ -485,6 +491,7 @@ void RobotSuite::DistanceLine(double rel, int reps, const std::vector<double>& f
     }
   }
   JsonLine line = CaseLine(kSuite, rel == 0.0 ? "distance_exact" : "distance_rel_0.2", times, work, kPeer, peer_times);
+  line.Add("robot", robot_->name());
   line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("max_relative_width", width);
   line.Add("pairs_tested_mean", static_cast<double>(pairs) / std::max(1, n));
   line.Print();
@@ -724,6 +731,7 @@ JsonLine RobotSuite::LinkLine(const std::string& name, const EdgeRun& ours, cons
   Work work;
   for (const auto& st : ours.stats) work.Add(st);
   JsonLine line = CaseLine(kSuite, name, ours.times_us, work, kPeerLink, link_peer_.times_us);
+  line.Add("robot", robot_->name());
   line.Add("edges_per_problem", edges_per_problem_).Add("start_goal_edges", t.start_goal_edges);
   line.Add("extent", extent_).Add("resolution", resolution_);
   line.Add("colliding_dense", t.colliding).Add("start_goal_colliding_dense", t.start_goal_colliding);
@@ -792,6 +800,7 @@ void RobotSuite::Continuous(const LinkTally& tally) {
     certified_colliding_no_contact += !certified_.free[i] && !certified_.undecided[i] && !r.contact;
   }
   JsonLine line = CaseLine(kSuite, "ccd_edge", times, work, kPeerLink, link_peer_.times_us);
+  line.Add("robot", robot_->name());
   line.Add("tolerance", request.tolerance).Add("contacts", contacts).Add("colliding_dense", tally.colliding);
   line.Add("certified_colliding_without_contact", certified_colliding_no_contact);
   line.Add("undecided", undecided_ccd).Add("iterations_mean", MeanOverEdges(iterations));
