@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <numeric>
 #include <sstream>
 
@@ -97,6 +99,15 @@ void JsonLine::Print() const {
   line += "}\n";
   std::fputs(line.c_str(), stdout);
   std::fflush(stdout);
+}
+
+double ResidentMegabytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // "VmRSS:  1234 kB"
+  }
+  return -1.0;
 }
 
 }  // namespace proximity::bench

@@ -88,6 +88,9 @@ core::Mat3 RandomRotation(std::mt19937_64& rng);
 std::vector<double> Select(const std::vector<double>& values, const std::vector<char>& keep);
 
 /// One JSON object on one line, built field by field in insertion order.
+/// This process's resident memory (VmRSS), in MiB; -1 when /proc does not say.
+double ResidentMegabytes();
+
 class JsonLine {
  public:
   JsonLine& Add(const std::string& key, const std::string& value);

@@ -302,7 +302,10 @@ def run_and_check(binary, suite, suite_flags, tmp):
     for line in proc.stdout.splitlines():
         obj = json.loads(line)
         cases[obj["case"]] = obj
-        if suite != "mbm":
+        if obj["case"] == "load":
+            print(f"load: {obj['robot_triangles']} robot triangles, robot and {obj['scenes']} scenes in "
+                  f"{obj['robot_and_scenes_load_s']:.3f} s, {obj['rss_mb']:.1f} MiB resident")
+        elif suite != "mbm":
             print(f"{obj['case']:34s} ours {obj['ours_us']:9.2f} us  peer {obj['peer_us']:9.2f} us  "
                   f"ratio {obj['ratio']:.2f}")
     failures = []
@@ -329,6 +332,11 @@ def run_and_check(binary, suite, suite_flags, tmp):
             failures.append(f"the clear_random families {families_of(cases, 'clear_random_')} differ from the "
                             f"clear_start_goal ones {families}")
         expected = robot_expected(families)
+        load = cases.get("load")
+        if load is None:
+            failures.append("missing case load")
+        elif not (load["robot_triangles"] >= 0 and load["rss_mb"] > 0 and load["robot_and_scenes_load_s"] > 0):
+            failures.append(f"load: implausible figures {load}")
     for name in expected:
         if name not in cases:
             failures.append(f"missing case {name}")

@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
                  "(robot, mbm: at the first problem's start values; generate: at 0, or mid-range when 0 is "
                  "outside the limits). Without it every movable joint of the URDF moves, in the model's order "
                  "(depth-first from the root link), and generated requests name the group all_movable_joints");
+  app.add_flag("--collision-from-visual", options.robot.collision_from_visual,
+               "With --robot: each link collides with its <visual> geometry (links without one keep their "
+               "<collision>), ours and the peer's alike");
   app.add_option("--problems", options.problems_dir,
                  "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
                  "in family folders, any depth); --quick keeps the first 5 of each family");

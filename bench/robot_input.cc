@@ -154,6 +154,7 @@ Result<LoadedRobot> LoadRobot(const RobotSpec& spec, const std::map<std::string,
   options.package_dirs = packages.value();
   options.urdf_dir = fs::absolute(fs::path(spec.urdf)).parent_path().string();
   options.mesh_cache = std::make_shared<core::MeshCache>();
+  options.collision_from_visual = spec.collision_from_visual;
   const std::string what = "--robot " + spec.urdf;
   auto full = core::RobotModel::FromUrdfString(urdf.value(), srdf, options);
   if (!full.ok()) return Error{full.error().code, what + ": " + full.error().message};

@@ -25,6 +25,8 @@ struct RobotSpec {
   std::string srdf;
   std::vector<std::string> packages;  ///< "NAME=DIR", as given.
   std::string group;
+  /// --collision-from-visual: each link collides with its <visual> geometry (both sides of the run).
+  bool collision_from_visual = false;
 
   bool given() const { return !urdf.empty(); }
 };

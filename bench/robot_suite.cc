@@ -263,6 +263,18 @@ int RobotSuite::Load() {
   for (int32_t k = 0; k < static_cast<int32_t>(problems().size()); ++k) {
     if (int code = AddProblem(k); code != 0) return code;
   }
+  // Loading on our side alone: the robot (meshes, hierarchies, hulls) and every problem's scene, and
+  // the process's resident memory then (before the peer builds its models).
+  const double load_s = Now() - t_load;
+  int64_t triangles = 0;
+  for (const core::Link& link : robot_->links()) {
+    for (const core::LinkGeometry& g : link.geometries) triangles += g.mesh ? g.mesh->num_triangles() : 0;
+  }
+  JsonLine load_line;
+  load_line.Add("suite", "robot").Add("case", "load").Add("robot", robot_->name());
+  load_line.Add("robot_triangles", triangles).Add("scenes", static_cast<int64_t>(scenes_.size()));
+  load_line.Add("robot_and_scenes_load_s", load_s).Add("rss_mb", ResidentMegabytes());
+  load_line.Print();
   size_t primitives = 0;
   for (const FclWorld& world : worlds_) primitives += world.objects.size();
   fcl_robot_.emplace(*robot_);
