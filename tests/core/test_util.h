@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
@@ -32,6 +33,18 @@ std::string TestDataDir();
   do {                                                                                     \
     if ((dir).empty()) GTEST_SKIP() << what << " is not present; this test needs it";      \
   } while (0)
+
+#define PROX_CONCAT_INNER_(a, b) a##b
+#define PROX_CONCAT_(a, b) PROX_CONCAT_INNER_(a, b)
+/// Evaluates a core::Result, fails the test with its error unless it holds a value, and assigns the value
+/// to `lhs` (an lvalue or a declaration): PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene->CheckState(q, &c)).
+/// A statement of its own (not the body of an unbraced if or for); in functions returning void only.
+#define PROX_ASSERT_OK_AND_ASSIGN(lhs, ...) \
+  PROX_ASSERT_OK_AND_ASSIGN_IMPL_(PROX_CONCAT_(prox_result_, __LINE__), lhs, __VA_ARGS__)
+#define PROX_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, ...)  \
+  auto tmp = (__VA_ARGS__);                             \
+  ASSERT_TRUE(tmp.ok()) << tmp.error().message;         \
+  lhs = std::move(tmp).value()
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr int kSanitizedSlowdown = 4;

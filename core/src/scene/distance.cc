@@ -38,13 +38,17 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
 
 Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b, const RigidTransform& X_WB,
                         const DistanceRequest& request, DistanceResult* result) {
-  if (a.is_mesh() && b.is_mesh()) return ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr, result);
-  if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request, result);
-  if (!b.is_mesh()) return ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request, result);
-  Status s = ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, request, result);
-  std::swap(result->p_WA, result->p_WB);
-  std::swap(result->triangles.triangle_a, result->triangles.triangle_b);
-  return s;
+  const Result<DistanceResult> r =
+      a.is_mesh() && b.is_mesh() ? ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr)
+      : a.is_mesh()              ? ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request)
+      : !b.is_mesh()             ? ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request)
+                                 : ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, request);
+  *result = r.value_or({});
+  if (!a.is_mesh() && b.is_mesh()) {
+    std::swap(result->p_WA, result->p_WB);
+    std::swap(result->triangles.triangle_a, result->triangles.triangle_b);
+  }
+  return r.status();
 }
 
 Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,

@@ -31,20 +31,13 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG) {
 
 Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b, const RigidTransform& X_WB,
                        bool* colliding, QueryStats* stats) {
-  CollisionResult r;
-  Status s;
-  if (a.is_mesh() && b.is_mesh()) {
-    s = Collide(*a.mesh, X_WA, *b.mesh, X_WB, {}, &r);
-  } else if (a.is_mesh()) {
-    s = CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {}, &r);
-  } else if (b.is_mesh()) {
-    s = CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {}, &r);
-  } else {
-    s = CollideShapes(a.shape, X_WA, b.shape, X_WB, {}, &r);
-  }
-  *colliding = r.colliding;
-  if (stats != nullptr) *stats += r.stats;
-  return s;
+  const Result<CollisionResult> r = a.is_mesh() && b.is_mesh() ? Collide(*a.mesh, X_WA, *b.mesh, X_WB, {})
+                                    : a.is_mesh()                ? CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {})
+                                    : b.is_mesh()                ? CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {})
+                                                                 : CollideShapes(a.shape, X_WA, b.shape, X_WB, {});
+  *colliding = r.ok() && r.value().colliding;
+  if (stats != nullptr && r.ok()) *stats += r.value().stats;
+  return r.status();
 }
 
 namespace internal {
