@@ -48,10 +48,9 @@ class PooledCache {
 core::Status SceneStateValidity::IsValid(std::span<const double> q, bool* valid) const {
   checks_.fetch_add(1, std::memory_order_relaxed);
   PooledCache cache(&pool_);
-  core::StateResult result;
-  core::Status status = scene_->CheckState(q, cache.get(), &result);
-  if (!status.ok()) return status;
-  *valid = result.free && result.within_limits;
+  const core::Result<core::StateResult> result = scene_->CheckState(q, cache.get());
+  if (!result.ok()) return result.status();
+  *valid = result.value().free && result.value().within_limits;
   return core::Status::Ok();
 }
 
@@ -59,9 +58,9 @@ core::Status SceneMotionValidator::CheckMotion(std::span<const double> q0, std::
                                                MotionCheck* out) const {
   checks_.fetch_add(1, std::memory_order_relaxed);
   PooledCache cache(&pool_);
-  core::MotionResult result;
-  core::Status status = scene_->CheckMotion(q0, q1, request_, cache.get(), &result);
-  if (!status.ok()) return status;
+  const core::Result<core::MotionResult> checked = scene_->CheckMotion(q0, q1, request_, cache.get());
+  if (!checked.ok()) return checked.status();
+  const core::MotionResult& result = checked.value();
   states_.fetch_add(result.states, std::memory_order_relaxed);
   // A check its request's `stop` ended is not valid (never a guess of free); the planner's own
   // termination then ends the call.

@@ -202,8 +202,7 @@ class RemoteValidityTest : public ::testing::Test {
     Configuration q(static_cast<size_t>(space_->dof()));
     for (int i = 0; i < 100000; ++i) {
       space_->Sample(rng, q);
-      core::StateResult r;
-      EXPECT_TRUE(scene_->CheckState(q, cache, &r).ok());
+      const core::StateResult r = testing::ValueOrFail(scene_->CheckState(q, cache));
       if (r.free && r.within_limits) return q;
     }
     ADD_FAILURE() << "no valid state in 100,000 samples";
@@ -348,7 +347,7 @@ TEST_F(RemoteValidityTest, RrtConnectPlansOverTheRemoteSceneAndThePathIsFreeInPr
   for (int i = 0; i < 1000 && start.empty(); ++i) {
     Configuration a = RandomValid(rng, &cache), b = RandomValid(rng, &cache);
     core::MotionResult m;
-    ASSERT_TRUE(scene_->CheckMotion(a, b, {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, scene_->CheckMotion(a, b, {}, &cache));
     if (!m.free && space_->Distance(a, b) > 1.0) start = a, goal = b;
   }
   ASSERT_FALSE(start.empty());
@@ -369,7 +368,7 @@ TEST_F(RemoteValidityTest, RrtConnectPlansOverTheRemoteSceneAndThePathIsFreeInPr
   EXPECT_EQ(result.path.back(), goal);
   for (size_t i = 0; i + 1 < result.path.size(); ++i) {
     core::MotionResult m;
-    ASSERT_TRUE(scene_->CheckMotion(result.path[i], result.path[i + 1], {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, scene_->CheckMotion(result.path[i], result.path[i + 1], {}, &cache));
     EXPECT_TRUE(m.free) << "edge " << i << " collides in process";
     EXPECT_EQ(core::DenseFirstCollision(*scene_, result.path[i], result.path[i + 1], &cache), -1.0) << "edge " << i;
   }

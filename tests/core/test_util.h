@@ -8,9 +8,11 @@
 #include <array>
 #include <random>
 #include <set>
+#include <source_location>
 #include <string>
 #include <utility>
 
+#include "proximity/core/base/result.h"
 #include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/base/types.h"
@@ -45,6 +47,15 @@ std::string TestDataDir();
   auto tmp = (__VA_ARGS__);                             \
   ASSERT_TRUE(tmp.ok()) << tmp.error().message;         \
   lhs = std::move(tmp).value()
+
+/// The value of a core::Result; otherwise a test failure naming its error (at the caller's line) and T().
+/// For helpers that return a value, where PROX_ASSERT_OK_AND_ASSIGN cannot be used.
+template <class T>
+T ValueOrFail(core::Result<T> result, std::source_location where = std::source_location::current()) {
+  if (result.ok()) return std::move(result).value();
+  ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line())) << result.error().message;
+  return T();
+}
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr int kSanitizedSlowdown = 4;
