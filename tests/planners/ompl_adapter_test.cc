@@ -284,7 +284,7 @@ TEST(OmplAdapter, LastValidIsClearAndJustBeforeTheFirstCollision) {
     const bool valid = setup.motion_validator->checkMotion(s0, s1, last_valid);
     EXPECT_EQ(setup.motion_validator->checkMotion(s0, s1), valid) << "edge " << e;
     MotionCheck reference;
-    ASSERT_TRUE(direct.CheckMotion(q0, q1, &reference).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(reference, direct.CheckMotion(q0, q1));
     EXPECT_EQ(valid, reference.valid) << "edge " << e;
     const double dense = core::DenseFirstCollision(*scene, q0, q1, &cache);
     if (valid) {
@@ -445,23 +445,23 @@ TEST(OmplAdapter, DiscreteMotionValidatorMissesAThinObstacleThatOursCatches) {
 // round), and failures of our interfaces surface as "invalid" plus a recorded error.
 class RecordingStateValidity final : public StateValidityChecker {
  public:
-  core::Status IsValid(std::span<const double> q, bool* valid) const override {
+  core::Result<bool> IsValid(std::span<const double> q) const override {
     if (q[0] > 0.9) return core::InvalidArgument("coordinate 0 above 0.9");
-    *valid = q[1] > 0.0;
-    return {};
+    return q[1] > 0.0;
   }
 };
 
 class RecordingMotionValidator final : public MotionValidator {
  public:
-  core::Status CheckMotion(std::span<const double> q0, std::span<const double> q1, MotionCheck* out) const override {
+  core::Result<MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1) const override {
     std::lock_guard lock(mutex_);
     last_q0.assign(q0.begin(), q0.end());
     last_q1.assign(q1.begin(), q1.end());
-    out->valid = false;
-    out->last_valid_t = 0.25;
-    out->states = 3;
-    return {};
+    MotionCheck out;
+    out.valid = false;
+    out.last_valid_t = 0.25;
+    out.states = 3;
+    return out;
   }
   bool certified() const override { return true; }
   std::string Describe() const override { return "recording"; }
