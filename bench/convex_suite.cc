@@ -340,10 +340,10 @@ Exact Referee(const Benched<A>& a, const Benched<B>& b, const PosePair& p) {
     e.intersecting = gap <= 0.0;
     e.distance = std::max(0.0, gap);
   } else {
-    core::DistanceResult r;
-    if (!core::ComputeDistance(*a.mesh, p.X_WA, *b.mesh, p.X_WB, {}, nullptr, &r).ok()) return {NAN, false};
-    e.intersecting = r.intersecting;
-    e.distance = r.intersecting ? 0.0 : r.upper_bound;
+    const core::Result<core::DistanceResult> r = core::ComputeDistance(*a.mesh, p.X_WA, *b.mesh, p.X_WB, {}, nullptr);
+    if (!r.ok()) return {NAN, false};
+    e.intersecting = r.value().intersecting;
+    e.distance = r.value().intersecting ? 0.0 : r.value().upper_bound;
   }
   return e;
 }
@@ -818,13 +818,11 @@ void SdfRows(const SuiteOptions& options, std::mt19937_64& rng) {
       });
       std::vector<core::CollisionResult> hits(m);
       const auto t_collide = TimePerItem(m, reps, [&](int i) {
-        hits[i] = core::CollisionResult();
-        (void)core::Collide(model, ps[i].X_WA, model, ps[i].X_WB, {}, &hits[i]);
+        hits[i] = core::Collide(model, ps[i].X_WA, model, ps[i].X_WB, {}).value_or({});
       });
       std::vector<core::DistanceResult> dists(m);
       const auto t_distance = TimePerItem(m, reps, [&](int i) {
-        dists[i] = core::DistanceResult();
-        (void)core::ComputeDistance(model, ps[i].X_WA, model, ps[i].X_WB, {}, nullptr, &dists[i]);
+        dists[i] = core::ComputeDistance(model, ps[i].X_WA, model, ps[i].X_WB, {}, nullptr).value_or({});
       });
       ours_t.insert(ours_t.end(), t_sdf.begin(), t_sdf.end());
       collide_t.insert(collide_t.end(), t_collide.begin(), t_collide.end());

@@ -75,8 +75,7 @@ int RunEnvRob(const SuiteOptions& options) {
     std::vector<char> ours_flag(n), peer_flag(n);
     Work work;
     const auto ours = TimePerItem(n, reps, [&](int i) {
-      core::CollisionResult r;
-      (void)core::Collide(*env, I, *rob, poses[i], {}, &r);
+      const core::CollisionResult r = core::Collide(*env, I, *rob, poses[i], {}).value_or({});
       ours_flag[i] = r.colliding;
       work.Add(r.stats);
     });
@@ -121,8 +120,7 @@ int RunEnvRob(const SuiteOptions& options) {
     double max_rel_diff = 0.0;
     int budget_violations = 0;
     const auto ours = TimePerItem(n, reps, [&](int i) {
-      core::DistanceResult r;
-      (void)core::ComputeDistance(*env, I, *rob, poses[i], req, nullptr, &r);
+      const core::DistanceResult r = core::ComputeDistance(*env, I, *rob, poses[i], req, nullptr).value_or({});
       work.Add(r.stats);
       const double truth = peer_distance[i];
       if (rel == 0.0) {
@@ -173,9 +171,8 @@ int RunEnvRob(const SuiteOptions& options) {
         core::DistanceCache cache;
         for (int s = 0; s < steps; ++s) {
           const int i = m * steps + s;
-          core::DistanceResult res;
           const double t0 = Now();
-          (void)core::ComputeDistance(*env, I, *rob, path[i], {}, &cache, &res);
+          const core::DistanceResult res = core::ComputeDistance(*env, I, *rob, path[i], {}, &cache).value_or({});
           ours[i] = std::min(ours[i], (Now() - t0) * 1e6);
           work.Add(res.stats);
         }

@@ -572,12 +572,12 @@ void MbmSuite::SecondOpinion(size_t k, const Problem& problem) {
   for (PlanRun* r : {&ours_[k], &peer_[k]}) {
     for (const DensePathResult* c : {&r->raw_check, &r->check}) {
       if (c->q_collide.empty()) continue;
-      core::StateResult state;
-      if (!problem.scene->CheckState(c->q_collide, &cache_, &state).ok()) {
+      const core::Result<core::StateResult> state = problem.scene->CheckState(c->q_collide, &cache_);
+      if (!state.ok()) {
         ++errors_;
         continue;
       }
-      if (state.free) {
+      if (state.value().free) {
         ++r->unconfirmed;
         std::cerr << "mbm: DISAGREE " << problems()[k].name
                   << ": the dense check's colliding state is free by our CLEAR\n";

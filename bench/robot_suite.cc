@@ -46,6 +46,15 @@ namespace proximity::bench {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A query's answer, or (counting a failure) an empty answer: the suite's inputs are valid, so a failure
+// is a bug, reported in the suite's summary.
+template <class T>
+T AnswerOrCount(core::Result<T> result, int* failures) {
+  if (result.ok()) return std::move(result).value();
+  ++*failures;
+  return T();
+}
 using mbm::MbmProblem;
 using core::MotionRequest;
 using core::RigidTransform;
@@ -343,9 +352,8 @@ void RobotSuite::TimeStates(const std::vector<StateItem>& states, int reps, Side
   peer->free.assign(n, 0);
   bool first = true;
   ours->times_us = TimePerItem(n, reps, [&](int i) {
-    StateResult r;
     const StateItem& s = states[i];
-    if (!scenes_[s.problem]->CheckState(s.q, &cache_, &r).ok()) ++failures_;
+    const StateResult r = AnswerOrCount(scenes_[s.problem]->CheckState(s.q, &cache_), &failures_);
     if (first) {
       ours->free[i] = r.free;
       ours->stats[i] = r.stats;
@@ -371,8 +379,7 @@ void RobotSuite::ReportDisagreements(const char* what, const std::vector<StateIt
     if (++shown > 20) continue;
     const StateItem& s = states[i];
     const Scene& scene = *scenes_[s.problem];
-    StateResult r;
-    (void)scene.CheckState(s.q, &cache_, &r);
+    const StateResult r = scene.CheckState(s.q, &cache_).value_or({});
     PoseFcl(s.q, scene);
     std::cerr << "DISAGREE " << what << " " << problems()[s.problem].name << " state " << i << ": ours "
               << (r.free ? "free" : r.contact.Describe(scene)) << ", peer " << (peer.free[i] ? "free" : "colliding")
@@ -484,7 +491,7 @@ void RobotSuite::DistanceLine(double rel, int reps, const std::vector<double>& f
   request.rel_err = rel;
   const auto times = TimePerItem(n, reps, [&](int i) {
     const StateItem& s = start_goal_[i];
-    if (!scenes_[s.problem]->ComputeDistance(s.q, request, &cache_, &results[i]).ok()) ++failures_;
+    results[i] = AnswerOrCount(scenes_[s.problem]->ComputeDistance(s.q, request, &cache_), &failures_);
   });
   Work work;
   int64_t outside = 0, pairs = 0;
@@ -539,10 +546,12 @@ void RobotSuite::MakeEdges() {
       EdgeItem edge{k, std::vector<double>(dof_), std::vector<double>(dof_), false};
       do {
         for (int32_t j = 0; j < dof_; ++j) edge.q0[j] = std::uniform_real_distribution<double>(Lower(j), Upper(j))(rng);
-        if (!scenes_[k]->CheckState(edge.q0, &cache_, &r).ok()) {
+        const core::Result<StateResult> checked = scenes_[k]->CheckState(edge.q0, &cache_);
+        if (!checked.ok()) {
           ++failures_;
           break;
         }
+        r = checked.value();
       } while (!r.free);
       std::normal_distribution<double> g;
       std::vector<double> dir(dof_);
@@ -585,8 +594,7 @@ void RobotSuite::DenseReference() {
     const int steps = std::max(1, static_cast<int>(std::ceil(span / 1e-3)));
     for (int s = 0; s <= steps; ++s) {
       const double t = static_cast<double>(s) / steps;
-      StateResult r;
-      if (!scene.CheckState(Along(e, t), &cache_, &r).ok()) ++failures_;
+      const StateResult r = AnswerOrCount(scene.CheckState(Along(e, t), &cache_), &failures_);
       ++dense_states_;
       if (!r.free) {
         dense_[i] = t;
@@ -617,8 +625,8 @@ void RobotSuite::RunOursLink(const MotionRequest& request, EdgeRun* out) {
   bool first = true;
   out->times_us = TimePerItem(n, kLinkReps, [&](int i) {
     const EdgeItem& e = edges_[i];
-    core::MotionResult m;
-    if (!scenes_[e.problem]->CheckMotion(e.q0, e.q1, request, &cache_, &m).ok()) ++failures_;
+    const core::MotionResult m =
+        AnswerOrCount(scenes_[e.problem]->CheckMotion(e.q0, e.q1, request, &cache_), &failures_);
     if (first) {
       out->free[i] = m.free;
       out->states[i] = m.states;
@@ -798,7 +806,7 @@ void RobotSuite::Continuous(const LinkTally& tally) {
   std::vector<core::ContinuousResult> results(n);
   const auto times = TimePerItem(n, 1, [&](int i) {
     const EdgeItem& e = edges_[i];
-    if (!scenes_[e.problem]->TimeOfFirstContact(e.q0, e.q1, request, &cache_, &results[i]).ok()) ++failures_;
+    results[i] = AnswerOrCount(scenes_[e.problem]->TimeOfFirstContact(e.q0, e.q1, request, &cache_), &failures_);
   });
   Work work;
   int64_t contacts = 0, certified_colliding_no_contact = 0, undecided_ccd = 0;

@@ -87,9 +87,9 @@ int ClearBatches(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) 
     const double t2 = Now();
     pool.ParallelFor((per_batch + chunk - 1) / chunk, [&](int64_t c, int slot) {
       for (int64_t i = c * chunk; i < std::min<int64_t>(per_batch, (c + 1) * chunk); ++i) {
-        core::StateResult r;
-        (void)f.scene->CheckState(states[static_cast<size_t>(i)], &caches[static_cast<size_t>(slot)], &r);
-        free[static_cast<size_t>(i)] = r.free;
+        const core::Result<core::StateResult> r =
+            f.scene->CheckState(states[static_cast<size_t>(i)], &caches[static_cast<size_t>(slot)]);
+        free[static_cast<size_t>(i)] = r.ok() && r.value().free;
       }
     });
     const double t3 = Now();
@@ -124,8 +124,7 @@ int UnaryCheckState(const SuiteOptions& options, Fixture& f, std::mt19937_64& rn
     const double t0 = Now();
     const grpc::Status status = f.stub->CheckState(Context().get(), request, &response);
     const double t1 = Now();
-    core::StateResult r;
-    (void)f.scene->CheckState(q, &cache, &r);
+    const core::StateResult r = f.scene->CheckState(q, &cache).value_or({});
     const double t2 = Now();
     if (!status.ok()) {
       std::cerr << "service: CheckState failed: " << status.error_message() << "\n";
@@ -169,8 +168,8 @@ int ValidatePathsStream(const SuiteOptions& options, Fixture& f, std::mt19937_64
     std::vector<core::SceneCache> caches(static_cast<size_t>(pool.slots()));
     const double t2 = Now();
     pool.ParallelFor(paths, [&](int64_t p, int slot) {
-      core::PathResult r;
-      (void)f.scene->CheckPath(flat[static_cast<size_t>(p)], {}, &caches[static_cast<size_t>(slot)], &r);
+      const core::PathResult r =
+          f.scene->CheckPath(flat[static_cast<size_t>(p)], {}, &caches[static_cast<size_t>(slot)]).value_or({});
       core_segment[static_cast<size_t>(p)] = r.segment;
     });
     const double t3 = Now();

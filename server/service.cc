@@ -160,8 +160,9 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, cons
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
     if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
-    core::StateResult r;
-    if (core::Status s = scene.CheckState(q, &cache, &r); !s.ok()) return ToGrpcStatus(s);
+    const core::Result<core::StateResult> checked = scene.CheckState(q, &cache);
+    if (!checked.ok()) return ToGrpcStatus(checked.error());
+    const core::StateResult& r = checked.value();
     ToWire(scene, r, response);
     const Work work = StateWork(r);
     work.ToWire(response->mutable_stats());
@@ -213,10 +214,9 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
     const BatchOutcome outcome = RunChunked(*pool_, n, call.cancel(), [&](int64_t i, int slot_index) -> core::Status {
       StatesSlot& slot = slots[static_cast<size_t>(slot_index)];
       states.Row(i, slot.q.data());
-      core::StateResult r;
-      if (core::Status s = scene.CheckState(slot.q, &slot.cache, &r); !s.ok()) {
-        return WithField("states: configuration " + std::to_string(i), s.error());
-      }
+      const core::Result<core::StateResult> checked = scene.CheckState(slot.q, &slot.cache);
+      if (!checked.ok()) return WithField("states: configuration " + std::to_string(i), checked.error());
+      const core::StateResult& r = checked.value();
       free[i] = r.free;
       within[i] = r.within_limits;
       slot.free_count += r.free ? 1 : 0;
@@ -261,8 +261,9 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
     if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
     core::SceneDistanceRequest query = ToDistanceRequest(*request);
     query.stop = call.interrupt();
-    core::SceneDistanceResult r;
-    if (core::Status s = scene.ComputeDistance(q, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
+    const core::Result<core::SceneDistanceResult> distance = scene.ComputeDistance(q, query, &cache);
+    if (!distance.ok()) return ToGrpcStatus(distance.error());
+    const core::SceneDistanceResult& r = distance.value();
     if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
     ToWire(scene, r, response);
     const Work work = DistanceWork(r);
@@ -285,8 +286,9 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, con
     if (!motion.ok()) return ToGrpcStatus(motion.error());
     core::MotionRequest query = motion.value();
     query.stop = call.interrupt();
-    core::MotionResult r;
-    if (core::Status s = scene.CheckMotion(q0, q1, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
+    const core::Result<core::MotionResult> checked = scene.CheckMotion(q0, q1, query, &cache);
+    if (!checked.ok()) return ToGrpcStatus(checked.error());
+    const core::MotionResult& r = checked.value();
     const Work work = MotionWork(r);
     if (r.stopped) {
       call.record().Count(QueryKind::kLink, 0, work);
@@ -313,8 +315,9 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
     thread_local core::SceneCache cache;
     core::MotionRequest query = motion.value();
     query.stop = call.interrupt();
-    core::PathResult r;
-    if (core::Status s = scene.CheckPath(waypoints, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
+    const core::Result<core::PathResult> checked = scene.CheckPath(waypoints, query, &cache);
+    if (!checked.ok()) return ToGrpcStatus(checked.error());
+    const core::PathResult& r = checked.value();
     const Work work = MotionWork(r);
     call.record().Count(QueryKind::kLink, r.segments_checked, work);
     if (r.stopped) return call.cancel().status("part of the path");
@@ -350,10 +353,9 @@ grpc::Status ProximityServiceImpl::ValidatePaths(grpc::ServerContext* context, c
           const ConfigurationRows& rows = paths[static_cast<size_t>(p)];
           slot.waypoints.resize(static_cast<size_t>(rows.rows() * rows.dof()));
           for (int64_t i = 0; i < rows.rows(); ++i) rows.Row(i, slot.waypoints.data() + i * rows.dof());
-          core::PathResult r;
-          if (core::Status s = scene.CheckPath(slot.waypoints, query, &slot.cache, &r); !s.ok()) {
-            return WithField("paths[" + std::to_string(p) + "]", s.error());
-          }
+          const core::Result<core::PathResult> checked = scene.CheckPath(slot.waypoints, query, &slot.cache);
+          if (!checked.ok()) return WithField("paths[" + std::to_string(p) + "]", checked.error());
+          const core::PathResult& r = checked.value();
           const Work work = MotionWork(r);
           slot.work += work;
           slot.segments += r.segments_checked;
@@ -390,25 +392,28 @@ namespace {
 
 // The time of first contact of a free-flying body: its earliest part's (a tie keeps the first part),
 // with the work of all its parts.
-core::Status BodyFirstContact(const core::Scene& scene, const std::vector<BodyPart>& parts,
-                              const core::ContinuousRequest& query, core::ContinuousResult* r) {
+core::Result<core::ContinuousResult> BodyFirstContact(const core::Scene& scene, const std::vector<BodyPart>& parts,
+                                                      const core::ContinuousRequest& query) {
+  core::ContinuousResult r;
   bool first = true;
   int32_t iterations = 0;
   int64_t distance_queries = 0;
   core::QueryStats stats;
   for (const BodyPart& part : parts) {
-    core::ContinuousResult pr;
-    if (core::Status s = scene.TimeOfFirstContact(part.geometry, part.X0, part.X1, query, &pr); !s.ok()) return s;
+    const core::Result<core::ContinuousResult> checked =
+        scene.TimeOfFirstContact(part.geometry, part.X0, part.X1, query);
+    if (!checked.ok()) return checked.error();
+    const core::ContinuousResult& pr = checked.value();
     iterations += pr.iterations;
     distance_queries += pr.distance_queries;
     stats += pr.stats;
-    if (first || pr.t_contact < r->t_contact) *r = pr;
+    if (first || pr.t_contact < r.t_contact) r = pr;
     first = false;
   }
-  r->iterations = iterations;
-  r->distance_queries = distance_queries;
-  r->stats = stats;
-  return {};
+  r.iterations = iterations;
+  r.distance_queries = distance_queries;
+  r.stats = stats;
+  return r;
 }
 
 }  // namespace
@@ -435,13 +440,17 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
         if (core::Status s = ResolveState(scene.robot(), m.goal(), "joint_motion.goal", &q1); !s.ok()) {
           return ToGrpcStatus(s);
         }
-        if (core::Status s = scene.TimeOfFirstContact(q0, q1, query, &cache, &r); !s.ok()) return ToGrpcStatus(s);
+        core::Result<core::ContinuousResult> checked = scene.TimeOfFirstContact(q0, q1, query, &cache);
+        if (!checked.ok()) return ToGrpcStatus(checked.error());
+        r = std::move(checked).value();
         break;
       }
       case v1::TimeOfFirstContactRequest::kBodyMotion: {
         auto parts = ToBodyParts(request->body_motion(), files_);
         if (!parts.ok()) return ToGrpcStatus(parts.error());
-        if (core::Status s = BodyFirstContact(scene, parts.value(), query, &r); !s.ok()) return ToGrpcStatus(s);
+        core::Result<core::ContinuousResult> checked = BodyFirstContact(scene, parts.value(), query);
+        if (!checked.ok()) return ToGrpcStatus(checked.error());
+        r = std::move(checked).value();
         break;
       }
       default:
@@ -526,8 +535,9 @@ class ScenePlanner {
 // Why `q` is not a valid end of a plan: its first contact, when CLEAR finds one.
 std::string InvalidEnd(const core::Scene& scene, std::span<const double> q, const char* what) {
   core::SceneCache cache;
-  core::StateResult r;
-  if (!scene.CheckState(q, &cache, &r).ok() || r.free) return std::string(what) + " is not a valid state";
+  const core::Result<core::StateResult> checked = scene.CheckState(q, &cache);
+  if (!checked.ok() || checked.value().free) return std::string(what) + " is not a valid state";
+  const core::StateResult& r = checked.value();
   return std::string(what) + " collides: " + r.contact.Name(scene) + " x " + r.contact.OtherName(scene) +
          (r.contact.self ? " (self)" : " (world)");
 }

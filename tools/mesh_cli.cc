@@ -76,22 +76,23 @@ int main(int argc, char** argv) {
 
   pc::CollisionRequest creq;
   creq.all_contacts = all_contacts;
-  pc::CollisionResult col;
   auto t0 = std::chrono::steady_clock::now();
-  pc::Status s = pc::Collide(*a.value(), X_WA, *b.value(), X_WB, creq, &col);
+  const pc::Result<pc::CollisionResult> collision = pc::Collide(*a.value(), X_WA, *b.value(), X_WB, creq);
   const double collide_us = Micros(t0);
-  if (!s.ok()) {
-    std::cerr << "error: " << s.error().message << "\n";
+  if (!collision.ok()) {
+    std::cerr << "error: " << collision.error().message << "\n";
     return 2;
   }
-  pc::DistanceResult dist;
+  const pc::CollisionResult& col = collision.value();
   t0 = std::chrono::steady_clock::now();
-  s = pc::ComputeDistance(*a.value(), X_WA, *b.value(), X_WB, dreq, nullptr, &dist);
+  const pc::Result<pc::DistanceResult> distance =
+      pc::ComputeDistance(*a.value(), X_WA, *b.value(), X_WB, dreq, nullptr);
   const double distance_us = Micros(t0);
-  if (!s.ok()) {
-    std::cerr << "error: " << s.error().message << "\n";
+  if (!distance.ok()) {
+    std::cerr << "error: " << distance.error().message << "\n";
     return 2;
   }
+  const pc::DistanceResult& dist = distance.value();
 
   if (json) {
     std::printf(

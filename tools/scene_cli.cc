@@ -176,9 +176,9 @@ int main(int argc, char** argv) {
     std::cout << "{\"dof\": " << dof << ", \"results\": [\n";
     size_t i = 0;
     for (const auto& q : rows.value()) {
-      pc::StateResult r;
-      const pc::Status s = scene.CheckState(q, &cache, &r);
-      if (!s.ok()) return Fail("state " + std::to_string(i) + ": " + s.ToString());
+      const pc::Result<pc::StateResult> checked = scene.CheckState(q, &cache);
+      if (!checked.ok()) return Fail("state " + std::to_string(i) + ": " + checked.status().ToString());
+      const pc::StateResult& r = checked.value();
       std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
                 << ", \"within_limits\": " << (r.within_limits ? "true" : "false")
                 << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
@@ -197,9 +197,9 @@ int main(int argc, char** argv) {
   size_t i = 0;
   for (const auto& row : rows.value()) {
     const std::span<const double> q0(row.data(), dof), q1(row.data() + dof, dof);
-    pc::MotionResult r;
-    const pc::Status s = scene.CheckMotion(q0, q1, request, &cache, &r);
-    if (!s.ok()) return Fail("motion " + std::to_string(i) + ": " + s.ToString());
+    const pc::Result<pc::MotionResult> checked = scene.CheckMotion(q0, q1, request, &cache);
+    if (!checked.ok()) return Fail("motion " + std::to_string(i) + ": " + checked.status().ToString());
+    const pc::MotionResult& r = checked.value();
     std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
               << ", \"t_free\": " << JsonNumber(r.t_free) << ", \"t_collide\": " << JsonNumber(r.t_collide)
               << ", \"undecided\": " << (r.undecided ? "true" : "false")

@@ -107,17 +107,17 @@ Status Begin(const PlanningContext& context, const PlannerOptions& options, Chec
   if (Status s = checker->space().Check(start, "start"); !s.ok()) return s;
   if (Status s = checker->space().Check(goal, "goal"); !s.ok()) return s;
   for (auto [q, outcome] : {std::pair{start, PlanOutcome::kInvalidStart}, std::pair{goal, PlanOutcome::kInvalidGoal}}) {
-    bool valid = false;
-    if (Status s = checker->Valid(q, &valid); !s.ok()) return s;
-    if (!valid) {
+    const Result<bool> valid = checker->Valid(q);
+    if (!valid.ok()) return valid.status();
+    if (!valid.value()) {
       result->outcome = outcome;
       result->stats.plan_time_s = clock->Elapsed();
       return Status::Ok();
     }
   }
-  bool direct = false;
-  if (Status s = checker->Decide(start, goal, &direct); !s.ok()) return s;
-  if (direct) {
+  const Result<bool> direct = checker->Decide(start, goal);
+  if (!direct.ok()) return direct.status();
+  if (direct.value()) {
     result->outcome = PlanOutcome::kSolved;
     result->path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
     result->stats.vertices = 2;

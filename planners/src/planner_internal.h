@@ -58,49 +58,48 @@ class Checker {
   Checker(const PlanningContext& context, PlanStats* stats) : context_(context), stats_(stats) {
     end_.resize(static_cast<size_t>(context.space.dof()));
   }
-  Status Valid(std::span<const double> q, bool* valid) {
+  Result<bool> Valid(std::span<const double> q) {
     ++stats_->state_checks;
-    return context_.state->IsValid(q, valid);
+    return context_.state->IsValid(q);
   }
   // The straight segment a -> b (b's wrapping coordinates taken the short way round), decisively.
-  Status Motion(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
+  Result<MotionCheck> Motion(std::span<const double> a, std::span<const double> b) {
     ++stats_->motion_checks;
-    return Segment(*context_.motion, a, b, check);
+    return Segment(*context_.motion, a, b);
   }
   // The tree-growing check: the quick one when the context has it.
-  Status Quick(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
-    if (context_.quick_motion == nullptr) return Motion(a, b, check);
+  Result<MotionCheck> Quick(std::span<const double> a, std::span<const double> b) {
+    if (context_.quick_motion == nullptr) return Motion(a, b);
     ++stats_->quick_motion_checks;
-    return Segment(*context_.quick_motion, a, b, check);
+    return Segment(*context_.quick_motion, a, b);
   }
   // A shortcut the simplifier considers: the context's shortcut check, else the quick one.
-  Status Shortcut(std::span<const double> a, std::span<const double> b, MotionCheck* check) {
-    if (context_.shortcut_motion == nullptr) return Quick(a, b, check);
+  Result<MotionCheck> Shortcut(std::span<const double> a, std::span<const double> b) {
+    if (context_.shortcut_motion == nullptr) return Quick(a, b);
     ++stats_->quick_motion_checks;
-    return Segment(*context_.shortcut_motion, a, b, check);
+    return Segment(*context_.shortcut_motion, a, b);
   }
-  // The edge a -> b by the quick check, then (when that passes) by the decisive one.
-  Status Decide(std::span<const double> a, std::span<const double> b, bool* valid) {
-    MotionCheck check;
-    if (Status s = Quick(a, b, &check); !s.ok()) return s;
-    if (check.valid && !quick_is_final()) {
-      if (Status s = Motion(a, b, &check); !s.ok()) return s;
-      stats_->certification_failures += !check.valid;
-    }
-    *valid = check.valid;
-    return Status::Ok();
+  // Whether the edge a -> b is valid: the quick check, then (when that passes) the decisive one.
+  Result<bool> Decide(std::span<const double> a, std::span<const double> b) {
+    const Result<MotionCheck> quick = Quick(a, b);
+    if (!quick.ok()) return quick.error();
+    if (!quick.value().valid || quick_is_final()) return quick.value().valid;
+    const Result<MotionCheck> decisive = Motion(a, b);
+    if (!decisive.ok()) return decisive.error();
+    stats_->certification_failures += !decisive.value().valid;
+    return decisive.value().valid;
   }
   // Whether Quick() answers are final (no separate decisive check).
   bool quick_is_final() const { return context_.quick_motion == nullptr; }
   const JointSpace& space() const { return context_.space; }
 
  private:
-  Status Segment(const MotionValidator& validator, std::span<const double> a, std::span<const double> b,
-                 MotionCheck* check) {
+  Result<MotionCheck> Segment(const MotionValidator& validator, std::span<const double> a,
+                              std::span<const double> b) {
     context_.space.SegmentEnd(a, b, end_);
-    Status status = validator.CheckMotion(a, end_, check);
-    stats_->motion_states += check->states;
-    return status;
+    Result<MotionCheck> check = validator.CheckMotion(a, end_);
+    if (check.ok()) stats_->motion_states += check.value().states;
+    return check;
   }
 
   const PlanningContext& context_;

@@ -71,9 +71,9 @@ class PrmPlanner final : public Planner {
       context_.space.Sample(rng_, sample);
       Known known = Known::kUnknown;
       if (!lazy_) {
-        bool valid = false;
-        if (Status st = checker.Valid(sample, &valid); !st.ok()) return st.error();
-        if (!valid) continue;
+        const Result<bool> valid = checker.Valid(sample);
+        if (!valid.ok()) return valid.error();
+        if (!valid.value()) continue;
         known = Known::kValid;
       }
       const int32_t v = AddVertex(sample, known);
@@ -122,9 +122,9 @@ class PrmPlanner final : public Planner {
       Known known = Known::kUnknown;
       if (!lazy_) {
         if (Find(u) == Find(v)) continue;
-        MotionCheck motion;
-        if (Status s = checker->Quick(Q(u), Q(v), &motion); !s.ok()) return s;
-        if (!motion.valid) continue;
+        const Result<MotionCheck> motion = checker->Quick(Q(u), Q(v));
+        if (!motion.ok()) return motion.status();
+        if (!motion.value().valid) continue;
         known = checker->quick_is_final() ? Known::kValid : Known::kQuick;
       }
       AddEdge(u, v, d, known);
@@ -181,10 +181,10 @@ class PrmPlanner final : public Planner {
     for (int32_t v : vertices) {
       Known& known = vertex_[static_cast<size_t>(v)];
       if (known != Known::kUnknown) continue;
-      bool valid = false;
-      if (Status st = checker->Valid(Q(v), &valid); !st.ok()) return st;
-      known = valid ? Known::kValid : Known::kInvalid;
-      ok = ok && valid;
+      const Result<bool> valid = checker->Valid(Q(v));
+      if (!valid.ok()) return valid.status();
+      known = valid.value() ? Known::kValid : Known::kInvalid;
+      ok = ok && valid.value();
     }
     if (!ok) return Status::Ok();
     std::vector<int32_t> path_edges;
@@ -192,10 +192,11 @@ class PrmPlanner final : public Planner {
     for (int32_t k : path_edges) {
       Edge& e = edges_[static_cast<size_t>(k)];
       if (e.known != Known::kUnknown) continue;
-      MotionCheck motion;
-      if (Status st = checker->Quick(Q(e.a), Q(e.b), &motion); !st.ok()) return st;
-      e.known = !motion.valid ? Known::kInvalid : checker->quick_is_final() ? Known::kValid : Known::kQuick;
-      if (!motion.valid) return Status::Ok();
+      const Result<MotionCheck> motion = checker->Quick(Q(e.a), Q(e.b));
+      if (!motion.ok()) return motion.status();
+      const bool valid = motion.value().valid;
+      e.known = !valid ? Known::kInvalid : checker->quick_is_final() ? Known::kValid : Known::kQuick;
+      if (!valid) return Status::Ok();
     }
     std::vector<Configuration> candidate;
     for (int32_t v : vertices) candidate.emplace_back(Q(v).begin(), Q(v).end());
@@ -206,10 +207,10 @@ class PrmPlanner final : public Planner {
     for (int32_t k : path_edges) {
       Edge& e = edges_[static_cast<size_t>(k)];
       if (e.known != Known::kQuick) continue;
-      MotionCheck motion;
-      if (Status st = checker->Motion(Q(e.a), Q(e.b), &motion); !st.ok()) return st;
-      e.known = motion.valid ? Known::kValid : Known::kInvalid;
-      if (!motion.valid) {
+      const Result<MotionCheck> motion = checker->Motion(Q(e.a), Q(e.b));
+      if (!motion.ok()) return motion.status();
+      e.known = motion.value().valid ? Known::kValid : Known::kInvalid;
+      if (!motion.value().valid) {
         ++stats->certification_failures;
         return Status::Ok();
       }

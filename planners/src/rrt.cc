@@ -201,9 +201,9 @@ class RrtPlanner final : public Planner {
       for (auto it = branch.rbegin(); it != branch.rend(); ++it) {
         const int32_t u = *it;
         if (tree->parent(u) < 0 || tree->decided(u)) continue;
-        MotionCheck check;
-        if (Status s = checker->Motion(tree->q(tree->parent(u)), tree->q(u), &check); !s.ok()) return s;
-        if (!check.valid) {
+        const Result<MotionCheck> check = checker->Motion(tree->q(tree->parent(u)), tree->q(u));
+        if (!check.ok()) return check.status();
+        if (!check.value().valid) {
           ++stats->certification_failures;
           tree->Cut(u);
           *certified = false;
@@ -223,12 +223,12 @@ class RrtPlanner final : public Planner {
     Configuration q(target.begin(), target.end());
     const bool reach = d <= range;
     if (!reach) space.Interpolate(tree->q(near), target, range / d, q);
-    bool valid = false;
-    if (Status s = checker->Valid(q, &valid); !s.ok()) return s.error();
-    if (!valid) return Growth::kTrapped;
-    MotionCheck motion;
-    if (Status s = checker->Quick(tree->q(near), q, &motion); !s.ok()) return s.error();
-    if (!motion.valid) return Growth::kTrapped;
+    const Result<bool> valid = checker->Valid(q);
+    if (!valid.ok()) return valid.error();
+    if (!valid.value()) return Growth::kTrapped;
+    const Result<MotionCheck> motion = checker->Quick(tree->q(near), q);
+    if (!motion.ok()) return motion.error();
+    if (!motion.value().valid) return Growth::kTrapped;
     *added = tree->Add(q, near, checker->quick_is_final());
     return reach ? Growth::kReached : Growth::kAdvanced;
   }

@@ -45,30 +45,29 @@ class PooledCache {
 };
 }  // namespace
 
-core::Status SceneStateValidity::IsValid(std::span<const double> q, bool* valid) const {
+core::Result<bool> SceneStateValidity::IsValid(std::span<const double> q) const {
   checks_.fetch_add(1, std::memory_order_relaxed);
   PooledCache cache(&pool_);
-  core::StateResult result;
-  core::Status status = scene_->CheckState(q, cache.get(), &result);
-  if (!status.ok()) return status;
-  *valid = result.free && result.within_limits;
-  return core::Status::Ok();
+  const core::Result<core::StateResult> result = scene_->CheckState(q, cache.get());
+  if (!result.ok()) return result.error();
+  return result.value().free && result.value().within_limits;
 }
 
-core::Status SceneMotionValidator::CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                               MotionCheck* out) const {
+core::Result<MotionCheck> SceneMotionValidator::CheckMotion(std::span<const double> q0,
+                                                            std::span<const double> q1) const {
   checks_.fetch_add(1, std::memory_order_relaxed);
   PooledCache cache(&pool_);
-  core::MotionResult result;
-  core::Status status = scene_->CheckMotion(q0, q1, request_, cache.get(), &result);
-  if (!status.ok()) return status;
+  const core::Result<core::MotionResult> checked = scene_->CheckMotion(q0, q1, request_, cache.get());
+  if (!checked.ok()) return checked.error();
+  const core::MotionResult& result = checked.value();
   states_.fetch_add(result.states, std::memory_order_relaxed);
   // A check its request's `stop` ended is not valid (never a guess of free); the planner's own
   // termination then ends the call.
-  out->valid = result.free && !result.stopped;
-  out->last_valid_t = result.free ? 1.0 : result.t_free;
-  out->states = result.states;
-  return core::Status::Ok();
+  MotionCheck out;
+  out.valid = result.free && !result.stopped;
+  out.last_valid_t = result.free ? 1.0 : result.t_free;
+  out.states = result.states;
+  return out;
 }
 
 std::string SceneMotionValidator::Describe() const {

@@ -11,7 +11,7 @@ namespace {
 // Quick shortenings tried before giving up on one (SimplifyQuick).
 constexpr int32_t kSimplifyAttempts = 3;
 
-using EdgeCheck = Status (internal::Checker::*)(std::span<const double>, std::span<const double>, MotionCheck*);
+using EdgeCheck = Result<MotionCheck> (internal::Checker::*)(std::span<const double>, std::span<const double>);
 
 // Drops waypoint i+1 whenever waypoints i and i+2 see each other directly.
 Status ReduceVertices(internal::Checker* checker, EdgeCheck check, std::vector<Configuration>* path,
@@ -19,9 +19,9 @@ Status ReduceVertices(internal::Checker* checker, EdgeCheck check, std::vector<C
   PlanOutcome why;
   for (size_t i = 0; i + 2 < path->size();) {
     if (clock->Expired((*iteration)++, &why)) return Status::Ok();
-    MotionCheck motion;
-    if (Status s = (checker->*check)((*path)[i], (*path)[i + 2], &motion); !s.ok()) return s;
-    if (motion.valid) {
+    const Result<MotionCheck> motion = (checker->*check)((*path)[i], (*path)[i + 2]);
+    if (!motion.ok()) return motion.status();
+    if (motion.value().valid) {
       path->erase(path->begin() + static_cast<std::ptrdiff_t>(i + 1));
     } else {
       ++i;
@@ -54,9 +54,9 @@ Status Shorten(internal::Checker* checker, EdgeCheck check, const JointSpace& sp
     double old_length = space.Distance(a, (*path)[i + 1]) + space.Distance((*path)[j], b);
     for (size_t k = i + 1; k < j; ++k) old_length += space.Distance((*path)[k], (*path)[k + 1]);
     if (space.Distance(a, b) >= old_length - 1e-12) continue;
-    MotionCheck motion;
-    if (Status s = (checker->*check)(a, b, &motion); !s.ok()) return s;
-    if (!motion.valid) continue;
+    const Result<MotionCheck> motion = (checker->*check)(a, b);
+    if (!motion.ok()) return motion.status();
+    if (!motion.value().valid) continue;
     // path[0..i], a, b, path[j+1..]; points equal to a segment end are not repeated.
     std::vector<Configuration> next(path->begin(), path->begin() + static_cast<std::ptrdiff_t>(i + 1));
     if (space.Distance(a, next.back()) > 0.0) next.push_back(a);
@@ -103,9 +103,9 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
     }
     for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
       if (among(decided, candidate[k], candidate[k + 1])) continue;
-      MotionCheck motion;
-      if (Status s = checker.Motion(candidate[k], candidate[k + 1], &motion); !s.ok()) return s;
-      if (!motion.valid) {
+      const Result<MotionCheck> motion = checker.Motion(candidate[k], candidate[k + 1]);
+      if (!motion.ok()) return motion.status();
+      if (!motion.value().valid) {
         ++stats->certification_failures;
         rejected.emplace_back(candidate[k], candidate[k + 1]);
         failed = true;

@@ -202,8 +202,7 @@ class RemoteValidityTest : public ::testing::Test {
     Configuration q(static_cast<size_t>(space_->dof()));
     for (int i = 0; i < 100000; ++i) {
       space_->Sample(rng, q);
-      core::StateResult r;
-      EXPECT_TRUE(scene_->CheckState(q, cache, &r).ok());
+      const core::StateResult r = testing::ValueOrFail(scene_->CheckState(q, cache));
       if (r.free && r.within_limits) return q;
     }
     ADD_FAILURE() << "no valid state in 100,000 samples";
@@ -254,9 +253,9 @@ TEST_F(RemoteValidityTest, IsValidAndBatchesEqualTheSceneInProcess) {
   for (size_t i = 0; i < states.size(); ++i) {
     bool r = false, l = true;
     const auto t0 = Clock::now();
-    ASSERT_TRUE(remote.IsValid(states[i], &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, remote.IsValid(states[i]));
     remote_s += std::chrono::duration<double>(Clock::now() - t0).count();
-    ASSERT_TRUE(local.IsValid(states[i], &l).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(l, local.IsValid(states[i]));
     mismatches += r != l;
     EXPECT_EQ(r, l) << "state " << i;
     valid_count += l;
@@ -273,7 +272,7 @@ TEST_F(RemoteValidityTest, IsValidAndBatchesEqualTheSceneInProcess) {
   ASSERT_TRUE(batch_remote.ok());
   std::vector<uint8_t> valid;
   const auto t0 = Clock::now();
-  ASSERT_TRUE(batch_remote.value()->CheckStates(states, &valid).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(valid, batch_remote.value()->CheckStates(states));
   const double batch_s = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(valid, expected);
   EXPECT_EQ(batch_remote.value()->calls(), (n + 299) / 300);
@@ -309,21 +308,21 @@ TEST_F(RemoteValidityTest, CheckMotionEqualsTheSceneInProcess) {
     for (size_t i = 0; i < q1.size(); ++i) q1[i] = std::clamp(q1[i], space_->lower()[i], space_->upper()[i]);
     MotionCheck r, l;
     const auto t0 = Clock::now();
-    ASSERT_TRUE(remote.CheckMotion(q0, q1, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, remote.CheckMotion(q0, q1));
     remote_s += std::chrono::duration<double>(Clock::now() - t0).count();
     const auto t1 = Clock::now();
-    ASSERT_TRUE(local.CheckMotion(q0, q1, &l).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(l, local.CheckMotion(q0, q1));
     local_s += std::chrono::duration<double>(Clock::now() - t1).count();
     EXPECT_EQ(r.valid, l.valid) << "edge " << e;
     EXPECT_EQ(r.last_valid_t, l.last_valid_t) << "edge " << e;
     EXPECT_EQ(r.states, l.states) << "edge " << e;
     MotionCheck p;
-    ASSERT_TRUE(local_planning.CheckMotion(q0, q1, &p).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(p, local_planning.CheckMotion(q0, q1));
     EXPECT_EQ(r.valid, p.valid) << "edge " << e;
     colliding += !l.valid;
     if (e < n / 4) {
-      ASSERT_TRUE(remote_discrete.CheckMotion(q0, q1, &r).ok());
-      ASSERT_TRUE(local_discrete.CheckMotion(q0, q1, &l).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, remote_discrete.CheckMotion(q0, q1));
+      PROX_ASSERT_OK_AND_ASSIGN(l, local_discrete.CheckMotion(q0, q1));
       EXPECT_EQ(r.valid, l.valid) << "discrete edge " << e;
       EXPECT_EQ(r.last_valid_t, l.last_valid_t) << "discrete edge " << e;
     }
@@ -348,7 +347,7 @@ TEST_F(RemoteValidityTest, RrtConnectPlansOverTheRemoteSceneAndThePathIsFreeInPr
   for (int i = 0; i < 1000 && start.empty(); ++i) {
     Configuration a = RandomValid(rng, &cache), b = RandomValid(rng, &cache);
     core::MotionResult m;
-    ASSERT_TRUE(scene_->CheckMotion(a, b, {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, scene_->CheckMotion(a, b, {}, &cache));
     if (!m.free && space_->Distance(a, b) > 1.0) start = a, goal = b;
   }
   ASSERT_FALSE(start.empty());
@@ -369,7 +368,7 @@ TEST_F(RemoteValidityTest, RrtConnectPlansOverTheRemoteSceneAndThePathIsFreeInPr
   EXPECT_EQ(result.path.back(), goal);
   for (size_t i = 0; i + 1 < result.path.size(); ++i) {
     core::MotionResult m;
-    ASSERT_TRUE(scene_->CheckMotion(result.path[i], result.path[i + 1], {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, scene_->CheckMotion(result.path[i], result.path[i + 1], {}, &cache));
     EXPECT_TRUE(m.free) << "edge " << i << " collides in process";
     EXPECT_EQ(core::DenseFirstCollision(*scene_, result.path[i], result.path[i + 1], &cache), -1.0) << "edge " << i;
   }
@@ -397,8 +396,7 @@ TEST_F(RemoteValidityTest, BadRequestsAreErrorsWithTheServersCode) {
   const RemoteMotionValidator motion(remote_);
   const Configuration short_q(static_cast<size_t>(space_->dof() - 1), 0.0);
   const Configuration home(static_cast<size_t>(space_->dof()), 0.0);
-  bool valid = true;
-  Status s = state.IsValid(short_q, &valid);
+  Status s = state.IsValid(short_q).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, core::ErrorCode::kInvalidArgument);
   EXPECT_NE(s.error().message.find("INVALID_ARGUMENT"), std::string::npos) << s.error().message;
@@ -406,29 +404,27 @@ TEST_F(RemoteValidityTest, BadRequestsAreErrorsWithTheServersCode) {
       << s.error().message;
   EXPECT_NE(s.error().message.find(daemon_->target()), std::string::npos) << s.error().message;
 
-  MotionCheck check;
-  s = motion.CheckMotion(home, short_q, &check);
+  s = motion.CheckMotion(home, short_q).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, core::ErrorCode::kInvalidArgument);
   EXPECT_NE(s.error().message.find("goal"), std::string::npos) << s.error().message;
 
   Configuration nan_q = home;
   nan_q[2] = std::nan("");
-  s = state.IsValid(nan_q, &valid);
+  s = state.IsValid(nan_q).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, core::ErrorCode::kInvalidArgument);
   EXPECT_NE(s.error().message.find("not finite"), std::string::npos) << s.error().message;
 
   // Packed rows of the wrong width: the server sees a byte count that is not a whole number of rows,
   // or rows of other joints.
-  std::vector<uint8_t> flags;
   const std::vector<double> rows(static_cast<size_t>(7 * (space_->dof() - 1)), 0.0);
-  s = remote_->CheckStates(rows, space_->dof() - 1, &flags);
+  s = remote_->CheckStates(rows, space_->dof() - 1).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, core::ErrorCode::kInvalidArgument) << s.error().message;
   EXPECT_NE(s.error().message.find("CheckStates"), std::string::npos) << s.error().message;
   const std::vector<Configuration> ragged = {home, short_q};
-  s = remote_->CheckStates(ragged, &flags);
+  s = remote_->CheckStates(ragged).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("configuration 1"), std::string::npos) << s.error().message;
 
@@ -436,14 +432,15 @@ TEST_F(RemoteValidityTest, BadRequestsAreErrorsWithTheServersCode) {
   unknown.scene_id = "no-such-scene";
   auto other = RemoteScene::Connect(unknown);
   ASSERT_TRUE(other.ok());
-  s = other.value()->CheckState(home, &valid);
+  s = other.value()->CheckState(home).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, core::ErrorCode::kNotFound);
   EXPECT_NE(s.error().message.find("no-such-scene"), std::string::npos) << s.error().message;
   EXPECT_FALSE(RemoteSpace(*other.value()).ok());
 
-  ASSERT_TRUE(state.IsValid(home, &valid).ok()) << "the daemon should keep serving";
-  EXPECT_TRUE(valid) << "the home state of the default scene is free";
+  const Result<bool> valid = state.IsValid(home);
+  ASSERT_TRUE(valid.ok()) << "the daemon should keep serving";
+  EXPECT_TRUE(valid.value()) << "the home state of the default scene is free";
   EXPECT_EQ(remote_->failures(), 4) << "four RPCs failed; the ragged batch was refused before sending";
 }
 
@@ -463,13 +460,17 @@ TEST_F(RemoteValidityTest, ConcurrentCallersShareOneChannel) {
       Configuration q(static_cast<size_t>(space_->dof())), q1(q.size());
       for (int i = 0; i < per_thread; ++i) {
         space_->Sample(rng, q);
-        bool r = false, l = false;
-        failures[t] += !remote.IsValid(q, &r).ok() || !local.IsValid(q, &l).ok();
-        mismatches[t] += r != l;
+        const Result<bool> r = remote.IsValid(q);
+        const Result<bool> l = r.ok() ? local.IsValid(q) : Result<bool>(false);
+        failures[t] += !r.ok() || !l.ok();
+        mismatches[t] += r.value_or(false) != l.value_or(false);
         if (i % 5 == 0) {
           space_->Sample(rng, q1);
-          MotionCheck mr, ml;
-          failures[t] += !remote_motion.CheckMotion(q, q1, &mr).ok() || !local_motion.CheckMotion(q, q1, &ml).ok();
+          const Result<MotionCheck> remote_check = remote_motion.CheckMotion(q, q1);
+          const Result<MotionCheck> local_check =
+              remote_check.ok() ? local_motion.CheckMotion(q, q1) : Result<MotionCheck>(MotionCheck());
+          failures[t] += !remote_check.ok() || !local_check.ok();
+          const MotionCheck mr = remote_check.value_or({}), ml = local_check.value_or({});
           mismatches[t] += mr.valid != ml.valid || mr.last_valid_t != ml.last_valid_t;
         }
       }
@@ -488,15 +489,14 @@ TEST_F(RemoteValidityTest, ConcurrentCallersShareOneChannel) {
 TEST_F(RemoteValidityTest, DaemonStoppedUnderAConnectedClient) {
   const RemoteStateValidity state(remote_);
   const Configuration home(static_cast<size_t>(space_->dof()), 0.0);
-  bool valid = false;
-  ASSERT_TRUE(state.IsValid(home, &valid).ok());
+  ASSERT_TRUE(state.IsValid(home).ok());
   const auto t0 = Clock::now();
   const int code = daemon_->Terminate();
   const double stop_s = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(code, 0) << "proximityd did not exit 0 on SIGTERM; its stderr:\n" << daemon_->log();
   const std::string target = daemon_->target();
   daemon_.reset();
-  const Status s = state.IsValid(home, &valid);
+  const Status s = state.IsValid(home).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find(target), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("UNAVAILABLE"), std::string::npos) << s.error().message;
@@ -516,19 +516,16 @@ TEST(RemoteValidityErrors, UnreachableTargetsAreErrorsNamingThem) {
   ASSERT_TRUE(connected.ok()) << connected.error().message;
   const auto& remote = connected.value();
   const Configuration q(6, 0.0);
-  bool valid = true;
   auto t0 = Clock::now();
-  Status s = RemoteStateValidity(remote).IsValid(q, &valid);
+  Status s = RemoteStateValidity(remote).IsValid(q).status();
   const double refused_s = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find(options.target), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("UNAVAILABLE"), std::string::npos) << s.error().message;
-  MotionCheck check;
-  s = RemoteMotionValidator(remote).CheckMotion(q, q, &check);
+  s = RemoteMotionValidator(remote).CheckMotion(q, q).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find(options.target), std::string::npos) << s.error().message;
-  std::vector<uint8_t> flags;
-  s = remote->CheckStates(std::vector<double>(12, 0.0), 6, &flags);
+  s = remote->CheckStates(std::vector<double>(12, 0.0), 6).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find(options.target), std::string::npos) << s.error().message;
   auto space = RemoteSpace(*remote);
@@ -551,7 +548,7 @@ TEST(RemoteValidityErrors, UnreachableTargetsAreErrorsNamingThem) {
   auto silent_remote = RemoteScene::Connect(silent);
   ASSERT_TRUE(silent_remote.ok());
   t0 = Clock::now();
-  s = silent_remote.value()->CheckState(q, &valid);
+  s = silent_remote.value()->CheckState(q).status();
   const double silent_s = std::chrono::duration<double>(Clock::now() - t0).count();
   close(listener);
   ASSERT_FALSE(s.ok());

@@ -79,7 +79,7 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
       bool any_free = false;
       for (int i = 0; i < 200 && !any_free; ++i) {
         StateResult r;
-        ASSERT_TRUE(scenes[s]->CheckState(RandomState(rng, robot), &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scenes[s]->CheckState(RandomState(rng, robot), &cache));
         any_free = r.free;
       }
       if (any_free) usable.push_back(s);
@@ -92,14 +92,14 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
       for (int e = 0; e < per_scene && edges < per_robot; ++e, ++edges) {
         const auto [q0, q1] = RandomEdge(rng, scene, &cache);
         MotionResult certified, sampled;
-        ASSERT_TRUE(scene.CheckMotion(q0, q1, {}, &cache, &certified).ok());
-        ASSERT_TRUE(scene.CheckMotion(q0, q1, discrete, &cache, &sampled).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(certified, scene.CheckMotion(q0, q1, {}, &cache));
+        PROX_ASSERT_OK_AND_ASSIGN(sampled, scene.CheckMotion(q0, q1, discrete, &cache));
         undecided += certified.undecided;
         bool collides;
         if (!certified.free && !certified.undecided) {
           // A collision claim is checked at its witness state.
           StateResult r;
-          ASSERT_TRUE(scene.CheckState(Along(q0, q1, certified.t_collide), &cache, &r).ok());
+          PROX_ASSERT_OK_AND_ASSIGN(r, scene.CheckState(Along(q0, q1, certified.t_collide), &cache));
           EXPECT_FALSE(r.free) << "scene " << s << " edge " << e << ": no collision at t_collide";
           collides = true;
         } else {

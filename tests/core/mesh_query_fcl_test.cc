@@ -56,7 +56,7 @@ TEST(MeshQueryFcl, SameCollisionFlagsAndExactDistances) {
     for (int i = 0; i < c.poses; ++i) {
       const RigidTransform X_WB = testing::RandomPose(rng, c.lo, c.hi);
       CollisionResult ours;
-      ASSERT_TRUE(Collide(*a, {}, *b, X_WB, {}, &ours).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(ours, Collide(*a, {}, *b, X_WB, {}));
       fcl::CollisionRequestd creq;
       fcl::CollisionResultd cres;
       fcl::CollisionObjectd oa(fa_obbrss, fcl::Transform3d::Identity()), ob(fb_obbrss, FclPose(X_WB));
@@ -70,7 +70,7 @@ TEST(MeshQueryFcl, SameCollisionFlagsAndExactDistances) {
       hits += ours.colliding;
       if (i % 4 != 0 || ours.colliding) continue;
       DistanceResult dist;
-      ASSERT_TRUE(ComputeDistance(*a, {}, *b, X_WB, {}, nullptr, &dist).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(dist, ComputeDistance(*a, {}, *b, X_WB, {}, nullptr));
       fcl::DistanceRequestd dreq;
       dreq.enable_nearest_points = true;
       fcl::DistanceResultd dres;

@@ -104,7 +104,7 @@ TEST_F(RealMeshes, CollideMatchesBruteForce) {
       int hits = 0, misses = 0;
       for (const Posed& p : Poses(c, testing::Cases(30), 11)) {
         CollisionResult res;
-        ASSERT_TRUE(Collide(*a, p.X_WA, *b, p.X_WB, {}, &res).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(res, Collide(*a, p.X_WA, *b, p.X_WB, {}));
         const bool truth = BruteForceCollide(ma, p.X_WA, mb, p.X_WB);
         EXPECT_EQ(res.colliding, truth);
         if (res.colliding) {
@@ -137,7 +137,7 @@ TEST_F(RealMeshes, AllContactsMatchBruteForcePairs) {
       CollisionRequest req;
       req.all_contacts = true;
       CollisionResult res;
-      ASSERT_TRUE(Collide(*a, p.X_WA, *b, p.X_WB, req, &res).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(res, Collide(*a, p.X_WA, *b, p.X_WB, req));
       std::set<std::pair<int, int>> got, want;
       for (const auto& tp : res.contacts) got.insert({tp.triangle_a, tp.triangle_b});
       for (size_t i = 0; i < ma.triangles.size(); ++i)
@@ -163,7 +163,7 @@ TEST_F(RealMeshes, ExactDistanceMatchesBruteForceWithWitnesses) {
     int separated = 0;
     for (const Posed& p : Poses(c, testing::Cases(c.name == "envrob" ? 12 : 20), 13)) {
       DistanceResult res;
-      ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &res).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(res, ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr));
       const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
       EXPECT_NEAR(res.upper_bound, truth, 1e-9 * std::max(truth, 1e-6 * scale));
       EXPECT_GE(res.lower_bound, res.upper_bound * (1 - 1e-12));
@@ -199,14 +199,14 @@ TEST_F(RealMeshes, ErrorBudgetsBracketTheTruthAndAreMet) {
     for (const Posed& p : Poses(c, testing::Cases(c.name == "envrob" ? 6 : 10), 14)) {
       const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
       DistanceResult exact;
-      ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &exact).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(exact, ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr));
       for (double rel : {0.05, 0.2, 0.5}) {
         for (double abs : {0.0, 0.01 * scale}) {
           DistanceRequest req;
           req.rel_err = rel;
           req.abs_err = abs;
           DistanceResult res;
-          ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr, &res).ok());
+          PROX_ASSERT_OK_AND_ASSIGN(res, ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr));
           const double tol = 1e-9 * std::max(truth, 1e-6 * scale);
           EXPECT_LE(res.lower_bound, truth + tol) << "rel " << rel << " abs " << abs;
           EXPECT_GE(res.upper_bound, truth - tol) << "rel " << rel << " abs " << abs;
@@ -235,14 +235,14 @@ TEST_F(RealMeshes, MaxDistanceStopsEarlyAndStillBrackets) {
     int beyond = 0;
     for (const Posed& p : Poses(c, 10, 15)) {
       DistanceResult exact;
-      ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr, &exact).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(exact, ComputeDistance(*a, p.X_WA, *b, p.X_WB, {}, nullptr));
       const double truth = exact.upper_bound;
       if (truth == 0.0) continue;  // max_distance 0 is proved at once, by design
       for (double frac : {0.5, 2.0}) {
         DistanceRequest req;
         req.max_distance = frac * truth;
         DistanceResult res;
-        ASSERT_TRUE(ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr, &res).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(res, ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr));
         EXPECT_LE(res.lower_bound, truth * (1 + 1e-12));
         EXPECT_GE(res.upper_bound, truth * (1 - 1e-12));
         if (frac < 1) {
@@ -275,8 +275,8 @@ TEST_F(RealMeshes, WarmStartGivesTheSameAnswersWithLessWork) {
         const double t = step / 50.0;
         const RigidTransform X(q0.slerp(t, q1).toRotationMatrix(), (1 - t) * X0.p + t * X1.p);
         DistanceResult cold, warm;
-        ASSERT_TRUE(ComputeDistance(*a, RigidTransform(), *b, X, {}, nullptr, &cold).ok());
-        ASSERT_TRUE(ComputeDistance(*a, RigidTransform(), *b, X, {}, &cache, &warm).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(cold, ComputeDistance(*a, RigidTransform(), *b, X, {}, nullptr));
+        PROX_ASSERT_OK_AND_ASSIGN(warm, ComputeDistance(*a, RigidTransform(), *b, X, {}, &cache));
         EXPECT_NEAR(warm.upper_bound, cold.upper_bound, 1e-12 * std::max(1.0, cold.upper_bound));
         EXPECT_GE(warm.lower_bound, warm.upper_bound * (1 - 1e-12));
         cold_work += cold.stats.triangle_tests + cold.stats.bv_tests;
@@ -313,8 +313,8 @@ TEST_F(RealMeshes, CachedFrontStaysExactThroughJumpsContactsAndBudgets) {
         DistanceRequest req;
         req.rel_err = (k % 3 == 0) ? 0.2 : 0.0;
         DistanceResult cold, warm;
-        ASSERT_TRUE(ComputeDistance(*a, X_WA, *b, X, {}, nullptr, &cold).ok());
-        ASSERT_TRUE(ComputeDistance(*a, X_WA, *b, X, req, &cache, &warm).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(cold, ComputeDistance(*a, X_WA, *b, X, {}, nullptr));
+        PROX_ASSERT_OK_AND_ASSIGN(warm, ComputeDistance(*a, X_WA, *b, X, req, &cache));
         const double truth = cold.upper_bound;
         const double tol = 1e-12 * std::max(1.0, truth);
         EXPECT_LE(warm.lower_bound, truth + tol) << "motion " << m << " step " << k;
@@ -343,11 +343,11 @@ TEST(MeshQuery, CacheFromOtherModelsIsIgnored) {
   X.p = Vec3(3, 0, 0);
   DistanceCache cache;
   DistanceResult r;
-  ASSERT_TRUE(ComputeDistance(*box, {}, *ball, X, {}, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, ComputeDistance(*box, {}, *ball, X, {}, &cache));
   EXPECT_EQ(cache.model_a, box.get());
   // Same cache, other models: still the right answer.
   const auto big = Build(MakeIcosphereMesh(1.0, 3));
-  ASSERT_TRUE(ComputeDistance(*big, {}, *box, X, {}, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, ComputeDistance(*big, {}, *box, X, {}, &cache));
   EXPECT_NEAR(r.upper_bound, 3 - 0.5 - 1.0, 1e-9);
   EXPECT_EQ(cache.model_a, big.get());
 }
@@ -359,10 +359,10 @@ class NearContact : public ::testing::Test {
 
   void Expect(const RigidTransform& X_WB, bool colliding, double distance, double tol = 1e-12) {
     CollisionResult c;
-    ASSERT_TRUE(Collide(*box_, {}, *box_, X_WB, {}, &c).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(c, Collide(*box_, {}, *box_, X_WB, {}));
     EXPECT_EQ(c.colliding, colliding);
     DistanceResult d;
-    ASSERT_TRUE(ComputeDistance(*box_, {}, *box_, X_WB, {}, nullptr, &d).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(d, ComputeDistance(*box_, {}, *box_, X_WB, {}, nullptr));
     EXPECT_TRUE(std::isfinite(d.upper_bound) && std::isfinite(d.lower_bound));
     EXPECT_TRUE(d.p_WA.allFinite() && d.p_WB.allFinite());
     EXPECT_NEAR(d.upper_bound, distance, tol);
@@ -397,13 +397,13 @@ TEST_F(NearContact, EdgeOnEdge) {
   X.p = Vec3(0, 0, 2 * s + 1e-7);
   CollisionResult c;
   DistanceResult d;
-  ASSERT_TRUE(Collide(*box_, Xa, *box_, X, {}, &c).ok());
-  ASSERT_TRUE(ComputeDistance(*box_, Xa, *box_, X, {}, nullptr, &d).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(c, Collide(*box_, Xa, *box_, X, {}));
+  PROX_ASSERT_OK_AND_ASSIGN(d, ComputeDistance(*box_, Xa, *box_, X, {}, nullptr));
   EXPECT_FALSE(c.colliding);
   EXPECT_NEAR(d.upper_bound, 1e-7, 1e-12);
   X.p.z() = 2 * s - 1e-7;
-  ASSERT_TRUE(Collide(*box_, Xa, *box_, X, {}, &c).ok());
-  ASSERT_TRUE(ComputeDistance(*box_, Xa, *box_, X, {}, nullptr, &d).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(c, Collide(*box_, Xa, *box_, X, {}));
+  PROX_ASSERT_OK_AND_ASSIGN(d, ComputeDistance(*box_, Xa, *box_, X, {}, nullptr));
   EXPECT_TRUE(c.colliding);
   EXPECT_EQ(d.upper_bound, 0.0);
   EXPECT_TRUE(d.intersecting);
@@ -425,33 +425,31 @@ TEST(MeshQuery, RejectsBadPosesAndRequests) {
   const auto box = Build(MakeBoxMesh(Vec3::Ones()));
   RigidTransform nan;
   nan.p.x() = std::nan("");
-  CollisionResult c;
-  DistanceResult d;
-  Status s = Collide(*box, nan, *box, {}, {}, &c);
+  Status s = Collide(*box, nan, *box, {}, {}).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(s.error().message.find("X_WA"), std::string::npos);
-  s = ComputeDistance(*box, {}, *box, nan, {}, nullptr, &d);
+  s = ComputeDistance(*box, {}, *box, nan, {}, nullptr).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("X_WB"), std::string::npos);
 
   RigidTransform sheared;
   sheared.R(0, 1) = 0.5;
-  EXPECT_FALSE(Collide(*box, {}, *box, sheared, {}, &c).ok());
+  EXPECT_FALSE(Collide(*box, {}, *box, sheared, {}).ok());
   RigidTransform mirrored;
   mirrored.R(2, 2) = -1;
-  EXPECT_FALSE(ComputeDistance(*box, mirrored, *box, {}, {}, nullptr, &d).ok());
+  EXPECT_FALSE(ComputeDistance(*box, mirrored, *box, {}, {}, nullptr).ok());
 
   for (auto bad : {DistanceRequest{-0.1, 0, 1}, DistanceRequest{0, -1, 1}, DistanceRequest{std::nan(""), 0, 1},
                    DistanceRequest{0, std::nan(""), 1}, DistanceRequest{0, 0, -1}, DistanceRequest{0, 0, std::nan("")}}) {
-    s = ComputeDistance(*box, {}, *box, {}, bad, nullptr, &d);
+    s = ComputeDistance(*box, {}, *box, {}, bad, nullptr).status();
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   }
   CollisionRequest creq;
   creq.all_contacts = true;
   creq.max_contacts = 0;
-  EXPECT_FALSE(Collide(*box, {}, *box, {}, creq, &c).ok());
+  EXPECT_FALSE(Collide(*box, {}, *box, {}, creq).ok());
 }
 
 TEST(MeshQuery, ContactListTruncatesAtTheLimit) {
@@ -461,12 +459,12 @@ TEST(MeshQuery, ContactListTruncatesAtTheLimit) {
   CollisionRequest req;
   req.all_contacts = true;
   CollisionResult all;
-  ASSERT_TRUE(Collide(*ball, {}, *ball, X, req, &all).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(all, Collide(*ball, {}, *ball, X, req));
   ASSERT_GT(all.contacts.size(), 10u);
   EXPECT_FALSE(all.truncated);
   req.max_contacts = 5;
   CollisionResult some;
-  ASSERT_TRUE(Collide(*ball, {}, *ball, X, req, &some).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(some, Collide(*ball, {}, *ball, X, req));
   EXPECT_EQ(some.contacts.size(), 5u);
   EXPECT_TRUE(some.truncated);
 }
@@ -476,10 +474,10 @@ TEST(MeshQuery, NestedSurfacesDoNotCollide) {
   const auto big = Build(MakeIcosphereMesh(1.0, 3));
   const auto small = Build(MakeIcosphereMesh(0.25, 2));
   CollisionResult c;
-  ASSERT_TRUE(Collide(*big, {}, *small, {}, {}, &c).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(c, Collide(*big, {}, *small, {}, {}));
   EXPECT_FALSE(c.colliding);
   DistanceResult d;
-  ASSERT_TRUE(ComputeDistance(*big, {}, *small, {}, {}, nullptr, &d).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(d, ComputeDistance(*big, {}, *small, {}, {}, nullptr));
   EXPECT_NEAR(d.upper_bound, BruteForceDistance(big->mesh(), {}, small->mesh(), {}), 1e-12);
   EXPECT_GT(d.upper_bound, 0.7);
 }

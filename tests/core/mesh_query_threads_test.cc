@@ -37,8 +37,8 @@ TEST(MeshQueryThreads, SharedModelsGiveSingleThreadAnswers) {
   for (const auto& X : poses) {
     CollisionResult c;
     DistanceResult d;
-    ASSERT_TRUE(Collide(*a, {}, *b, X, {}, &c).ok());
-    ASSERT_TRUE(ComputeDistance(*a, {}, *b, X, {}, nullptr, &d).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(c, Collide(*a, {}, *b, X, {}));
+    PROX_ASSERT_OK_AND_ASSIGN(d, ComputeDistance(*a, {}, *b, X, {}, nullptr));
     reference.push_back({c.colliding, d.upper_bound});
   }
 
@@ -51,15 +51,16 @@ TEST(MeshQueryThreads, SharedModelsGiveSingleThreadAnswers) {
       for (int round = 0; round < 2; ++round) {
         for (size_t k = 0; k < poses.size(); ++k) {
           const size_t i = (k * (2 * t + 1) + t) % poses.size();  // each thread its own order
-          CollisionResult c;
-          DistanceResult d;
           DistanceRequest req;
           req.rel_err = (round == 0) ? 0.0 : 0.2;
-          if (!Collide(*a, {}, *b, poses[i], {}, &c).ok() ||
-              !ComputeDistance(*a, {}, *b, poses[i], req, &cache, &d).ok()) {
+          const Result<CollisionResult> collision = Collide(*a, {}, *b, poses[i], {});
+          const Result<DistanceResult> distance = ComputeDistance(*a, {}, *b, poses[i], req, &cache);
+          if (!collision.ok() || !distance.ok()) {
             ++mismatches[t];
             continue;
           }
+          const CollisionResult& c = collision.value();
+          const DistanceResult& d = distance.value();
           const double truth = reference[i].distance;
           const bool distance_ok = round == 0 ? std::abs(d.upper_bound - truth) <= 1e-12 * std::max(1.0, truth)
                                               : d.lower_bound <= truth * (1 + 1e-12) && d.upper_bound >= truth * (1 - 1e-12);

@@ -75,6 +75,18 @@ TEST(Result, MovesValueOut) {
   EXPECT_EQ(*p, 5);
 }
 
+TEST(Result, ValueOrFallsBackOnError) {
+  const Result<int> good = 3;
+  EXPECT_EQ(good.value_or(-1), 3);
+  const Result<int> bad = NotFound("no");
+  EXPECT_EQ(bad.value_or(-1), -1);
+  Result<std::unique_ptr<int>> moved = std::make_unique<int>(9);
+  const std::unique_ptr<int> p = std::move(moved).value_or(nullptr);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(*p, 9);
+  EXPECT_EQ(Result<std::unique_ptr<int>>(NotFound("no")).value_or(nullptr), nullptr);
+}
+
 TEST(Result, ErrorOfStringResultIsNotAValue) {
   const Result<std::string> r = Error{ErrorCode::kNotFound, "nothing"};
   EXPECT_FALSE(r.ok());

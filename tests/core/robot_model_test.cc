@@ -115,7 +115,7 @@ TEST(RobotModelTest, PlanarArmMatchesClosedForm) {
   std::vector<RigidTransform> X_WL;
   for (int i = 0; i < 100; ++i) {
     const std::vector<double> q = RandomQ(*m, rng, 0.5);  // outside limits is fine for FK
-    ASSERT_TRUE(m->ForwardKinematics(q, &X_WL).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(X_WL, m->ForwardKinematics(q));
     const double a = q[0], b = q[0] + q[1];
     const Vec3 p_tip(std::cos(a) + 0.5 * std::cos(b), std::sin(a) + 0.5 * std::sin(b), 0.1);
     EXPECT_LT((X_WL[tip].p - p_tip).norm(), 1e-12);
@@ -138,7 +138,7 @@ TEST(RobotModelTest, ForwardKinematicsMatchesUrdfdomComposition) {
       const std::vector<double> q = RandomQ(*m, rng);
       std::map<std::string, double> values;
       for (int k = 0; k < m->num_positions(); ++k) values[m->active_joint_names()[k]] = q[k];
-      ASSERT_TRUE(m->ForwardKinematics(q, &X_WL).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(X_WL, m->ForwardKinematics(q));
       const auto oracle = OracleFk(*parsed, values);
       ASSERT_EQ(oracle.size(), X_WL.size());
       for (LinkIndex l = 0; l < m->num_links(); ++l) {
@@ -166,7 +166,7 @@ TEST(RobotModelTest, PandaReadyFlangePositionFromHandDerivation) {
   EXPECT_NEAR(p_flange.x(), 0.3069, 5e-4);  // the commonly quoted ready pose, as a check of the derivation
   EXPECT_NEAR(p_flange.z(), 0.5903, 5e-4);
   std::vector<RigidTransform> X_WL;
-  ASSERT_TRUE(m->ForwardKinematics(q.value(), &X_WL).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(X_WL, m->ForwardKinematics(q.value()));
   const LinkIndex link8 = m->FindLink("panda_link8").value();
   const LinkIndex hand = m->FindLink("panda_hand").value();
   EXPECT_LT((X_WL[link8].p - p_flange).norm(), 1e-9);
@@ -180,7 +180,7 @@ TEST(RobotModelTest, Ur5ZeroToolPositionFromHandDerivation) {
   auto m = LoadOrDie(AvailableRobots()[3]);
   ASSERT_TRUE(m);
   std::vector<RigidTransform> X_WL;
-  ASSERT_TRUE(m->ForwardKinematics(std::vector<double>(6, 0.0), &X_WL).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(X_WL, m->ForwardKinematics(std::vector<double>(6, 0.0)));
   // At zero: shoulder z 0.089159; shoulder_lift at y 0.13585 pitched by pi/2 so its z is world x; the
   // upper arm adds (y -0.1197, along x 0.425), the forearm 0.39225 along x, wrist_2 y 0.093, wrist_3
   // 0.09465 down (pitched by pi in total), ee_fixed_joint y 0.0823.
@@ -196,8 +196,8 @@ TEST(RobotModelTest, BasePoseMovesEveryLink) {
   const RigidTransform X_WB = testing::RandomPose(rng, Vec3(-1, -1, -1), Vec3(1, 1, 1));
   const std::vector<double> q = RandomQ(*m, rng);
   std::vector<RigidTransform> at_identity, at_base;
-  ASSERT_TRUE(m->ForwardKinematics(q, &at_identity).ok());
-  ASSERT_TRUE(m->ForwardKinematics(q, &at_base, X_WB).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(at_identity, m->ForwardKinematics(q));
+  PROX_ASSERT_OK_AND_ASSIGN(at_base, m->ForwardKinematics(q, X_WB));
   for (size_t l = 0; l < at_base.size(); ++l) {
     const RigidTransform expected = X_WB * at_identity[l];
     EXPECT_LT((at_base[l].p - expected.p).norm(), 1e-12);
@@ -208,19 +208,18 @@ TEST(RobotModelTest, BasePoseMovesEveryLink) {
 TEST(RobotModelTest, ForwardKinematicsRejectsBadInput) {
   auto m = LoadOrDie(AvailableRobots()[1]);
   ASSERT_TRUE(m);
-  std::vector<RigidTransform> X_WL;
-  Status s = m->ForwardKinematics(std::vector<double>(3, 0.0), &X_WL);
+  Status s = m->ForwardKinematics(std::vector<double>(3, 0.0)).status();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(s.error().message.find("needs 4"), std::string::npos) << s.error().message;
   std::vector<double> q(4, 0.0);
   q[2] = std::nan("");
-  s = m->ForwardKinematics(q, &X_WL);
+  s = m->ForwardKinematics(q).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("q[2]"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("elbow"), std::string::npos) << s.error().message;
   q[2] = std::numeric_limits<double>::infinity();
-  EXPECT_FALSE(m->ForwardKinematics(q, &X_WL).ok());
+  EXPECT_FALSE(m->ForwardKinematics(q).ok());
   q[2] = 0;
   std::vector<RigidTransform> small(2);
   s = m->ForwardKinematics(q, std::span<RigidTransform>(small));
@@ -251,7 +250,7 @@ TEST(RobotModelTest, ActiveOrderMimicAndLimits) {
   // The finger turns by -2 * elbow + 0.1 about its z axis relative to the forearm.
   std::vector<RigidTransform> X_WL;
   const double elbow = 0.4;
-  ASSERT_TRUE(m->ForwardKinematics(std::vector<double>{0.3, 0.1, elbow, 0.2}, &X_WL).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(X_WL, m->ForwardKinematics(std::vector<double>{0.3, 0.1, elbow, 0.2}));
   const RigidTransform X_FL = RelativeTransform(X_WL[m->FindLink("forearm").value()], X_WL[m->FindLink("finger_link").value()]);
   EXPECT_LT((X_FL.p - Vec3(0.4, 0, 0)).norm(), 1e-12);
   EXPECT_LT((X_FL.R - Eigen::AngleAxisd(-2 * elbow + 0.1, Vec3::UnitZ()).toRotationMatrix()).norm(), 1e-12);
@@ -291,7 +290,9 @@ TEST(RobotModelTest, SharedModelAcrossThreads) {
   std::vector<std::vector<double>> qs;
   for (int i = 0; i < 200; ++i) qs.push_back(RandomQ(*m, rng));
   std::vector<std::vector<RigidTransform>> serial(qs.size());
-  for (size_t i = 0; i < qs.size(); ++i) ASSERT_TRUE(m->ForwardKinematics(qs[i], &serial[i]).ok());
+  for (size_t i = 0; i < qs.size(); ++i) {
+    PROX_ASSERT_OK_AND_ASSIGN(serial[i], m->ForwardKinematics(qs[i]));
+  }
   std::vector<int> mismatches(2, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {

@@ -115,9 +115,7 @@ inline double DenseFirstCollision(const Scene& scene, const std::vector<double>&
   for (int k = 0; k <= n; ++k) {
     const double t = static_cast<double>(k) / n;
     for (size_t i = 0; i < q.size(); ++i) q[i] = q0[i] + t * (q1[i] - q0[i]);
-    StateResult r;
-    EXPECT_TRUE(scene.CheckState(q, cache, &r, clearance).ok());
-    if (!r.free) return t;
+    if (!testing::ValueOrFail(scene.CheckState(q, cache, clearance)).free) return t;
   }
   return -1.0;
 }
@@ -133,11 +131,9 @@ inline std::pair<std::vector<double>, std::vector<double>> RandomEdge(std::mt199
                                                                SceneCache* cache) {
   const RobotModel& robot = scene.robot();
   std::vector<double> q0;
-  StateResult r;
   for (int attempt = 0;; ++attempt) {
     q0 = RandomState(rng, robot);
-    EXPECT_TRUE(scene.CheckState(q0, cache, &r).ok());
-    if (r.free) break;
+    if (testing::ValueOrFail(scene.CheckState(q0, cache)).free) break;
     if (attempt == 10000) {
       ADD_FAILURE() << "no free state in 10,000 random samples";
       break;

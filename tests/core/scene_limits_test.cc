@@ -49,15 +49,14 @@ TEST(SceneLimits, TinyResolutionsAreRefusedNeverAnsweredFree) {
   SceneCache cache;
   MotionResult r;
   MotionRequest exact;  // certified: the reference answer
-  ASSERT_TRUE(scene->CheckMotion(kThroughPostStart, kThroughPostGoal, exact, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(kThroughPostStart, kThroughPostGoal, exact, &cache));
   ASSERT_FALSE(r.free) << "the fixture motion must cross the post";
   // Before the fix 1e-19 overflowed the step count and every motion came back free.
   for (double resolution : {1e-7, 1e-12, 1e-19, 1e-30, 1e-300, 4.9e-324}) {
     MotionRequest discrete;
     discrete.mode = MotionRequest::Mode::kDiscrete;
     discrete.resolution = resolution;
-    r = MotionResult();
-    const Status s = scene->CheckMotion(kThroughPostStart, kThroughPostGoal, discrete, &cache, &r);
+    const Status s = scene->CheckMotion(kThroughPostStart, kThroughPostGoal, discrete, &cache).status();
     ASSERT_FALSE(s.ok()) << "resolution " << resolution << " was accepted";
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
     EXPECT_NE(s.error().message.find("resolution"), std::string::npos) << s.error().message;
@@ -66,23 +65,21 @@ TEST(SceneLimits, TinyResolutionsAreRefusedNeverAnsweredFree) {
     // The planner's pre-pass resolution takes the same cap.
     MotionRequest prepass;
     prepass.prepass_resolution = resolution;
-    const Status p = scene->CheckMotion(kThroughPostStart, kThroughPostGoal, prepass, &cache, &r);
+    const Status p = scene->CheckMotion(kThroughPostStart, kThroughPostGoal, prepass, &cache).status();
     ASSERT_FALSE(p.ok());
     EXPECT_NE(p.error().message.find("prepass_resolution"), std::string::npos) << p.error().message;
     // A path with such a motion fails on it, naming the segment.
     std::vector<double> path = kThroughPostStart;
     path.insert(path.end(), kThroughPostGoal.begin(), kThroughPostGoal.end());
-    PathResult pr;
-    const Status ps = scene->CheckPath(path, discrete, &cache, &pr);
+    const Status ps = scene->CheckPath(path, discrete, &cache).status();
     ASSERT_FALSE(ps.ok());
-    EXPECT_FALSE(pr.free);
   }
   // Non-positive and non-finite resolutions as before.
   for (double resolution : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     MotionRequest discrete;
     discrete.mode = MotionRequest::Mode::kDiscrete;
     discrete.resolution = resolution;
-    EXPECT_FALSE(scene->CheckMotion(kThroughPostStart, kThroughPostGoal, discrete, &cache, &r).ok()) << resolution;
+    EXPECT_FALSE(scene->CheckMotion(kThroughPostStart, kThroughPostGoal, discrete, &cache).ok()) << resolution;
   }
 }
 
@@ -116,20 +113,19 @@ TEST(SceneLimits, DiscreteAnswersAgreeWithTheirSampleStatesAtAnyAcceptedResoluti
       discrete.resolution = std::pow(10.0, std::uniform_real_distribution<double>(log_lo, log_hi)(rng));
       if (!(discrete.resolution > 0.0)) discrete.resolution = std::numeric_limits<double>::denorm_min();
       discrete.coarse_to_fine = true;  // decides colliding motions after few states, as planners use it
-      MotionResult r;
-      const Status s = scene.CheckMotion(q0, q1, discrete, &cache, &r);
+      const Result<MotionResult> checked = scene.CheckMotion(q0, q1, discrete, &cache);
       const double steps = std::ceil(length / discrete.resolution);
       if (steps > kMaxMotionSteps) {
-        EXPECT_FALSE(s.ok()) << "resolution " << discrete.resolution << " gives " << steps << " steps";
+        EXPECT_FALSE(checked.ok()) << "resolution " << discrete.resolution << " gives " << steps << " steps";
         ++refused;
         continue;
       }
-      ASSERT_TRUE(s.ok()) << s.error().message;
+      ASSERT_TRUE(checked.ok()) << checked.error().message;
+      const MotionResult& r = checked.value();
       const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(steps));
       if (!r.free) {
         ++colliding;
-        StateResult sr;
-        ASSERT_TRUE(scene.CheckState(Along(q0, q1, r.t_collide), &cache, &sr).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(const StateResult sr, scene.CheckState(Along(q0, q1, r.t_collide), &cache));
         EXPECT_FALSE(sr.free) << "t_collide " << r.t_collide << " is free";
         continue;
       }
@@ -142,8 +138,8 @@ TEST(SceneLimits, DiscreteAnswersAgreeWithTheirSampleStatesAtAnyAcceptedResoluti
         for (int k = 0; k < 200; ++k) samples.push_back(std::uniform_int_distribution<int64_t>(0, n)(rng));
       }
       for (int64_t i : samples) {
-        StateResult sr;
-        ASSERT_TRUE(scene.CheckState(Along(q0, q1, static_cast<double>(i) / static_cast<double>(n)), &cache, &sr).ok());
+        const double t = static_cast<double>(i) / static_cast<double>(n);
+        PROX_ASSERT_OK_AND_ASSIGN(const StateResult sr, scene.CheckState(Along(q0, q1, t), &cache));
         ASSERT_TRUE(sr.free) << "discrete said free, but its sample " << i << " of " << n << " collides";
       }
     }
@@ -204,23 +200,19 @@ TEST(SceneLimits, HugeJointValuesAreRefusedByEveryQuery) {
   const auto scene = PlanarScene();
   SceneCache cache;
   const std::vector<double> huge = {1e160, 0.0};
-  StateResult sr;
-  const Status s = scene->CheckState(huge, &cache, &sr);
+  const Status s = scene->CheckState(huge, &cache).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("shoulder"), std::string::npos) << s.error().message;
-  MotionResult mr;
-  EXPECT_FALSE(scene->CheckMotion(kThroughPostStart, huge, {}, &cache, &mr).ok());
-  SceneDistanceResult dr;
-  EXPECT_FALSE(scene->ComputeDistance(huge, {}, &cache, &dr).ok());
-  ContinuousResult cr;
-  EXPECT_FALSE(scene->TimeOfFirstContact(kThroughPostStart, huge, {}, &cache, &cr).ok());
+  EXPECT_FALSE(scene->CheckMotion(kThroughPostStart, huge, {}, &cache).ok());
+  EXPECT_FALSE(scene->ComputeDistance(huge, {}, &cache).ok());
+  EXPECT_FALSE(scene->TimeOfFirstContact(kThroughPostStart, huge, {}, &cache).ok());
   // The edge of the range is accepted.
-  EXPECT_TRUE(scene->CheckState(std::vector<double>{kMaxJointValue, 0.0}, &cache, &sr).ok());
+  EXPECT_TRUE(scene->CheckState(std::vector<double>{kMaxJointValue, 0.0}, &cache).ok());
   // Clearances and continuous tolerances beyond the extent.
-  EXPECT_FALSE(scene->CheckState(kThroughPostStart, &cache, &sr, 1e300).ok());
+  EXPECT_FALSE(scene->CheckState(kThroughPostStart, &cache, 1e300).ok());
   ContinuousRequest wide;
   wide.tolerance = 1e300;
-  EXPECT_FALSE(scene->TimeOfFirstContact(kThroughPostStart, kThroughPostGoal, wide, &cache, &cr).ok());
+  EXPECT_FALSE(scene->TimeOfFirstContact(kThroughPostStart, kThroughPostGoal, wide, &cache).ok());
 }
 
 // A stop condition that says stop from its `after`-th question on, counting the questions.
@@ -239,11 +231,11 @@ TEST(SceneLimits, AnInterruptEndsEveryLongQueryWithoutAnsweringFree) {
   discrete.mode = MotionRequest::Mode::kDiscrete;
   discrete.resolution = 1.9 / 1e6;
   MotionResult r;
-  ASSERT_TRUE(scene->CheckMotion(a, b, {}, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(a, b, {}, &cache));
   ASSERT_TRUE(r.free) << "the fixture motion must be free";
   StopAfter stop{3};
   discrete.stop = Interrupt(stop);
-  ASSERT_TRUE(scene->CheckMotion(a, b, discrete, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(a, b, discrete, &cache));
   EXPECT_TRUE(r.stopped);
   EXPECT_FALSE(r.free);
   EXPECT_EQ(stop.asked, 3);
@@ -252,7 +244,7 @@ TEST(SceneLimits, AnInterruptEndsEveryLongQueryWithoutAnsweringFree) {
   StopAfter stop2{2};
   discrete.coarse_to_fine = true;
   discrete.stop = Interrupt(stop2);
-  ASSERT_TRUE(scene->CheckMotion(a, b, discrete, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(a, b, discrete, &cache));
   EXPECT_TRUE(r.stopped);
   EXPECT_FALSE(r.free);
 
@@ -264,13 +256,13 @@ TEST(SceneLimits, AnInterruptEndsEveryLongQueryWithoutAnsweringFree) {
     StopAfter stop3{1};
     MotionRequest certified;
     certified.stop = Interrupt(stop3);
-    ASSERT_TRUE(scene->CheckMotion(graze0, graze1, certified, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(graze0, graze1, certified, &cache));
     EXPECT_TRUE(r.stopped);
     EXPECT_FALSE(r.free);
     StopAfter stop_prepass{1};
     certified.prepass_resolution = 1e-5;
     certified.stop = Interrupt(stop_prepass);
-    ASSERT_TRUE(scene->CheckMotion(a, b, certified, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(a, b, certified, &cache));
     EXPECT_TRUE(r.stopped);
     EXPECT_FALSE(r.free);
     EXPECT_LT(r.states, 100);
@@ -278,7 +270,7 @@ TEST(SceneLimits, AnInterruptEndsEveryLongQueryWithoutAnsweringFree) {
   StopAfter never{1 << 30};
   MotionRequest certified;
   certified.stop = Interrupt(never);
-  ASSERT_TRUE(scene->CheckMotion(graze0, graze1, certified, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckMotion(graze0, graze1, certified, &cache));
   EXPECT_FALSE(r.stopped);
   EXPECT_FALSE(r.free);
   EXPECT_GT(never.asked, 0) << "the certified walk never asked its stop";
@@ -288,7 +280,7 @@ TEST(SceneLimits, AnInterruptEndsEveryLongQueryWithoutAnsweringFree) {
   ContinuousRequest toi;
   toi.stop = Interrupt(stop4);
   ContinuousResult cr;
-  ASSERT_TRUE(scene->TimeOfFirstContact(graze0, graze1, toi, &cache, &cr).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(cr, scene->TimeOfFirstContact(graze0, graze1, toi, &cache));
   EXPECT_TRUE(cr.stopped);
   EXPECT_TRUE(cr.undecided);
   EXPECT_LT(cr.t_contact, 1.0) << "a stopped check certified the whole motion";
@@ -296,7 +288,7 @@ TEST(SceneLimits, AnInterruptEndsEveryLongQueryWithoutAnsweringFree) {
   SceneDistanceRequest dq;
   dq.stop = Interrupt(stop5);
   SceneDistanceResult dr;
-  ASSERT_TRUE(scene->ComputeDistance(graze0, dq, &cache, &dr).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(dr, scene->ComputeDistance(graze0, dq, &cache));
   EXPECT_TRUE(dr.stopped);
   EXPECT_EQ(dr.lower_bound, 0.0) << "a stopped distance claims no clearance";
 }
@@ -329,23 +321,23 @@ TEST(SceneLimits, ARobotWithoutMovableJointsAnswersEveryQuery) {
     SceneCache cache;
     const std::vector<double> q;
     StateResult sr;
-    ASSERT_TRUE(scene.CheckState(q, &cache, &sr).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(sr, scene.CheckState(q, &cache));
     EXPECT_EQ(sr.free, expect_free);
     MotionResult mr;
-    ASSERT_TRUE(scene.CheckMotion(q, q, {}, &cache, &mr).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(mr, scene.CheckMotion(q, q, {}, &cache));
     EXPECT_EQ(mr.free, expect_free);
     PathResult pr;
-    ASSERT_TRUE(scene.CheckPath(q, {}, &cache, &pr).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(pr, scene.CheckPath(q, {}, &cache));
     EXPECT_EQ(pr.free, expect_free);
     SceneDistanceResult dr;
-    ASSERT_TRUE(scene.ComputeDistance(q, {}, &cache, &dr).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(dr, scene.ComputeDistance(q, {}, &cache));
     if (expect_free) {
       EXPECT_NEAR(dr.upper_bound, 0.3, 1e-6);
     } else {
       EXPECT_EQ(dr.upper_bound, 0.0);
     }
     ContinuousResult cr;
-    ASSERT_TRUE(scene.TimeOfFirstContact(q, q, {}, &cache, &cr).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(cr, scene.TimeOfFirstContact(q, q, {}, &cache));
     EXPECT_EQ(cr.contact, !expect_free);
   }
 }

@@ -44,8 +44,8 @@ struct OraclePart {
 
 // Every robot geometry (links and attached objects) posed at q, straight from the description.
 std::vector<OraclePart> PoseOracle(const SceneDescription& d, std::span<const double> q) {
-  std::vector<RigidTransform> X_WL;
-  EXPECT_TRUE(d.robot->ForwardKinematics(q, &X_WL, d.X_WB).ok());
+  const std::vector<RigidTransform> X_WL = testing::ValueOrFail(d.robot->ForwardKinematics(q, d.X_WB));
+  if (X_WL.empty()) return {};  // the failure is reported
   auto pad = [&](const std::string& name) {
     for (const auto& [n, v] : d.padding)
       if (n == name) return v;
@@ -82,8 +82,7 @@ bool Allowed(const SceneDescription& d, const OraclePart& a, const std::string& 
 }
 
 double ExactDistance(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b) {
-  DistanceResult r;
-  EXPECT_TRUE(GeometryDistance(a, X_a, b, X_b, {}, &r).ok());
+  const DistanceResult r = testing::ValueOrFail(GeometryDistance(a, X_a, b, X_b, {}));
   return r.intersecting ? 0.0 : r.upper_bound;
 }
 
@@ -161,13 +160,13 @@ TEST(SceneDistance, BracketsTheBruteForceClearanceAndMeetsTheBudget) {
         const auto q = RandomState(rng, *robot);
         const OracleAnswer truth = Oracle(d, q);
         StateResult state;
-        ASSERT_TRUE(scene->CheckState(q, &cache, &state).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(state, scene->CheckState(q, &cache));
         colliding += !state.free;
         for (double rel : {0.0, 0.2}) {
           SceneDistanceRequest req;
           req.rel_err = rel;
           SceneDistanceResult r;
-          ASSERT_TRUE(scene->ComputeDistance(q, req, &cache, &r).ok());
+          PROX_ASSERT_OK_AND_ASSIGN(r, scene->ComputeDistance(q, req, &cache));
           const std::string what = "case " + std::to_string(c) + " rel " + std::to_string(rel);
           ExpectBrackets(r, truth.clearance, what);
           EXPECT_LE(r.upper_bound, r.lower_bound * (1 + rel) * (1 + 1e-12) + 1e-15) << what;
@@ -183,14 +182,14 @@ TEST(SceneDistance, BracketsTheBruteForceClearanceAndMeetsTheBudget) {
         SceneDistanceRequest budget;
         budget.abs_err = 0.01;
         SceneDistanceResult r;
-        ASSERT_TRUE(scene->ComputeDistance(q, budget, &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene->ComputeDistance(q, budget, &cache));
         ExpectBrackets(r, truth.clearance, "abs budget");
         EXPECT_TRUE(r.upper_bound - r.lower_bound <= 0.01 + 1e-12 ||
                     r.upper_bound <= r.lower_bound * (1 + 1e-12));
 
         SceneDistanceRequest all;
         all.per_pair = true;
-        ASSERT_TRUE(scene->ComputeDistance(q, all, &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene->ComputeDistance(q, all, &cache));
         EXPECT_EQ(static_cast<int>(r.pairs.size()), truth.pairs);
         double smallest = std::numeric_limits<double>::infinity();
         for (const PairDistance& p : r.pairs) {
@@ -202,14 +201,14 @@ TEST(SceneDistance, BracketsTheBruteForceClearanceAndMeetsTheBudget) {
         if (truth.clearance > 0.0 && std::isfinite(truth.clearance)) {
           SceneDistanceRequest capped;
           capped.max_distance = 0.5 * truth.clearance;
-          ASSERT_TRUE(scene->ComputeDistance(q, capped, &cache, &r).ok());
+          PROX_ASSERT_OK_AND_ASSIGN(r, scene->ComputeDistance(q, capped, &cache));
           EXPECT_TRUE(r.beyond_max_distance);
           EXPECT_GE(r.lower_bound, capped.max_distance);
           ExpectBrackets(r, truth.clearance, "capped");
         }
         SceneDistanceRequest world_only;
         world_only.self = false;
-        ASSERT_TRUE(scene->ComputeDistance(q, world_only, &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene->ComputeDistance(q, world_only, &cache));
         ExpectBrackets(r, Oracle(d, q, true, false).clearance, "world only");
       }
       EXPECT_SEEN(colliding) << "no colliding state sampled: the zero-clearance branch went untested";
@@ -257,7 +256,7 @@ TEST(GeometryHulls, HullBoundsNeverExceedTheMeshDistanceAndSpareConvexMeshesTheW
         const RigidTransform X_b = testing::RandomPose(rng, Vec3::Constant(-0.3), Vec3::Constant(0.3));
         DistanceRequest exact;
         DistanceResult truth;
-        ASSERT_TRUE(GeometryDistance(plain, X_a, other_plain, X_b, exact, &truth).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(truth, GeometryDistance(plain, X_a, other_plain, X_b, exact));
         const double d = truth.intersecting ? 0.0 : truth.upper_bound;
         // The other part's centre inside the mesh's hull: apart from the surface, it may still lie
         // wholly inside, where the hulls meet and the walk decides.
@@ -267,9 +266,10 @@ TEST(GeometryHulls, HullBoundsNeverExceedTheMeshDistanceAndSpareConvexMeshesTheW
                                         [&](const FacePlane& f) { return f.normal.dot(p_A) <= f.offset; });
         for (const double padding : {0.0, 0.02}) {
           for (const double enough : {0.01, 0.05, 1.0}) {
-            double lb = -1.0;
-            QueryStats stats;
-            ASSERT_TRUE(GeometryDistanceLowerBound(hulled, X_a, other_hulled, X_b, enough, padding, &lb, &stats).ok());
+            PROX_ASSERT_OK_AND_ASSIGN(const ClearanceBound bound,
+                                      GeometryDistanceLowerBound(hulled, X_a, other_hulled, X_b, enough, padding));
+            const double lb = bound.lower_bound;
+            const QueryStats& stats = bound.stats;
             EXPECT_LE(lb, std::max(0.0, d - padding) + 1e-9) << "pose " << k << " enough " << enough;
             EXPECT_GE(lb, 0.0);
             if (c.convex && d > 0.0 && !inside) {
@@ -321,7 +321,7 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
           if (bound.value() < 0.0) break;  // no map for this pair
           ++asked;
           std::vector<RigidTransform> X_WL;
-          ASSERT_TRUE(robot->ForwardKinematics(q, &X_WL).ok());
+          PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
           const LinkGeometry& ga = robot->link(la).geometries[0];
           const LinkGeometry& gb = robot->link(lb).geometries[0];
           const double exact =
@@ -367,13 +367,12 @@ TEST(SceneDistance, BadRequestsAreRejected) {
   d.robot = LoadRobot(robots.front());
   const auto scene = Scene::Build(d).value();
   SceneCache cache;
-  SceneDistanceResult r;
   auto q = d.robot->DefaultConfiguration();
   SceneDistanceRequest bad;
   bad.rel_err = -1;
-  EXPECT_FALSE(scene->ComputeDistance(q, bad, &cache, &r).ok());
+  EXPECT_FALSE(scene->ComputeDistance(q, bad, &cache).ok());
   q.push_back(0.0);
-  EXPECT_FALSE(scene->ComputeDistance(q, {}, &cache, &r).ok());
+  EXPECT_FALSE(scene->ComputeDistance(q, {}, &cache).ok());
 }
 
 TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
@@ -396,8 +395,8 @@ TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
     for (int c = 0; c < testing::Cases(150); ++c) {
       const auto q = RandomState(rng, *d.robot);
       StateResult padded, unpadded;
-      ASSERT_TRUE(scene->CheckState(q, &cache, &padded).ok());
-      ASSERT_TRUE(bare->CheckState(q, &cache, &unpadded).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(padded, scene->CheckState(q, &cache));
+      PROX_ASSERT_OK_AND_ASSIGN(unpadded, bare->CheckState(q, &cache));
       const OracleAnswer truth = Oracle(d, q);
       EXPECT_EQ(padded.free, truth.clearance > 0.0) << "case " << c << " clearance " << truth.clearance;
       if (!unpadded.free) {
@@ -409,7 +408,7 @@ TEST(ScenePadding, ClearAndCertifiedLinkHonourPadding) {
     for (int e = 0; e < testing::Cases(25); ++e) {
       const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
       MotionResult m;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(q0, q1, {}, &cache));
       const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
       if (dense >= 0.0) {
         EXPECT_FALSE(m.free) << "edge " << e << ": padded dense check collides at " << dense;
@@ -451,8 +450,8 @@ TEST(SceneClearance, ClearAndLinkCountPairsCloserThanTheClearanceAsContacts) {
       const double truth = truths[c];
       if (std::abs(truth - clearance) < 1e-9) continue;  // on the boundary either answer holds
       StateResult plain, kept;
-      ASSERT_TRUE(scene->CheckState(states[c], &cache, &plain).ok());
-      ASSERT_TRUE(scene->CheckState(states[c], &cache, &kept, clearance).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(plain, scene->CheckState(states[c], &cache));
+      PROX_ASSERT_OK_AND_ASSIGN(kept, scene->CheckState(states[c], &cache, clearance));
       EXPECT_EQ(kept.free, truth > clearance) << "case " << c << " clearance " << truth;
       if (!kept.free) {
         EXPECT_GE(kept.contact.link, 0) << "case " << c << ": a contact names its parts";
@@ -467,8 +466,8 @@ TEST(SceneClearance, ClearAndLinkCountPairsCloserThanTheClearanceAsContacts) {
       MotionRequest certified;
       certified.clearance = clearance;
       MotionResult m, plain;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, certified, &cache, &m).ok());
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &plain).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(q0, q1, certified, &cache));
+      PROX_ASSERT_OK_AND_ASSIGN(plain, scene->CheckMotion(q0, q1, {}, &cache));
       const double dense = DenseFirstCollision(*scene, q0, q1, &cache, clearance);
       if (dense >= 0.0) {
         EXPECT_FALSE(m.free) << "edge " << e << ": the dense check breaks the clearance at " << dense;
@@ -483,7 +482,7 @@ TEST(SceneClearance, ClearAndLinkCountPairsCloserThanTheClearanceAsContacts) {
       sampled.resolution = 0.05;
       sampled.clearance = clearance;
       MotionResult s;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, sampled, &cache, &s).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(s, scene->CheckMotion(q0, q1, sampled, &cache));
       // The sampled check's states, one by one.
       double length = 0.0;
       for (size_t i = 0; i < q0.size(); ++i) length += (q1[i] - q0[i]) * (q1[i] - q0[i]);
@@ -491,7 +490,7 @@ TEST(SceneClearance, ClearAndLinkCountPairsCloserThanTheClearanceAsContacts) {
       bool all_kept = true;
       for (int k = 0; k <= n && all_kept; ++k) {
         StateResult r;
-        ASSERT_TRUE(scene->CheckState(Along(q0, q1, static_cast<double>(k) / n), &cache, &r, clearance).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(Along(q0, q1, static_cast<double>(k) / n), &cache, clearance));
         all_kept = r.free;
       }
       EXPECT_EQ(s.free, all_kept) << "edge " << e;
@@ -509,16 +508,14 @@ TEST(SceneClearance, BadClearanceIsRejectedByName) {
   SceneCache cache;
   const auto q = scene->robot().DefaultConfiguration();
   for (const double bad : {-0.01, std::nan(""), std::numeric_limits<double>::infinity()}) {
-    StateResult r;
-    const Status s = scene->CheckState(q, &cache, &r, bad);
+    const Status s = scene->CheckState(q, &cache, bad).status();
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.error().message.find("clearance"), std::string::npos) << s.error().message;
     for (const auto mode : {MotionRequest::Mode::kCertified, MotionRequest::Mode::kDiscrete}) {
       MotionRequest request;
       request.mode = mode;
       request.clearance = bad;
-      MotionResult m;
-      const Status ms = scene->CheckMotion(q, q, request, &cache, &m);
+      const Status ms = scene->CheckMotion(q, q, request, &cache).status();
       ASSERT_FALSE(ms.ok());
       EXPECT_NE(ms.error().message.find("clearance"), std::string::npos) << ms.error().message;
     }
@@ -571,7 +568,7 @@ TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
     for (int c = 0; c < testing::Cases(150); ++c) {
       const auto q = RandomState(rng, *d.robot);
       StateResult r;
-      ASSERT_TRUE(scene->CheckState(q, &cache, &r).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(q, &cache));
       const OracleAnswer truth = Oracle(d, q);
       EXPECT_EQ(r.free, truth.clearance > 0.0) << "case " << c << " clearance " << truth.clearance;
       if (!r.free && (r.contact.attached >= 0 || r.contact.other_attached >= 0)) {
@@ -583,7 +580,7 @@ TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
     for (int e = 0; e < testing::Cases(25); ++e) {
       const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
       MotionResult m;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(q0, q1, {}, &cache));
       const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
       if (dense >= 0.0) {
         EXPECT_FALSE(m.free) << "edge " << e << ": dense check collides at " << dense;
@@ -618,12 +615,12 @@ TEST(SceneAttached, CertifiedLinkCatchesTheToolTipSweepingThroughABall) {
     // The last entry of q that turns the tool's link.
     auto q = robot.DefaultConfiguration();
     std::vector<RigidTransform> X0, X1;
-    ASSERT_TRUE(robot.ForwardKinematics(q, &X0).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(X0, robot.ForwardKinematics(q));
     int joint = -1;
     for (int j = robot.num_positions() - 1; j >= 0 && joint < 0; --j) {
       auto moved = q;
       moved[j] += 0.3;
-      ASSERT_TRUE(robot.ForwardKinematics(moved, &X1).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(X1, robot.ForwardKinematics(moved));
       if (!X1[tip].R.isApprox(X0[tip].R, 1e-6)) joint = j;
     }
     ASSERT_GE(joint, 0);
@@ -636,19 +633,19 @@ TEST(SceneAttached, CertifiedLinkCatchesTheToolTipSweepingThroughABall) {
       q1[joint] = q0[joint] + 1.5 <= hi ? q0[joint] + 1.5 : q0[joint] - 1.5;
       if (q1[joint] < lo) continue;
       MotionResult m;
-      ASSERT_TRUE(empty->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(m, empty->CheckMotion(q0, q1, {}, &cache));
       if (!m.free) continue;
       StateResult r;
-      ASSERT_TRUE(empty->CheckState(Along(q0, q1, 0.5), &cache, &r).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, empty->CheckState(Along(q0, q1, 0.5), &cache));
       SceneDescription with_ball = d;
       ObjectPart ball;
       ball.geometry.shape = Sphere{Vec3::Zero(), 0.005};
       ball.X_WG.p = cache.X_WL[tip] * Vec3(0.445, 0.0, 0.0);
       with_ball.objects.push_back({"ball", {ball}});
       const auto scene = Scene::Build(with_ball).value();
-      ASSERT_TRUE(scene->CheckState(Along(q0, q1, 0.5), &cache, &r).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(Along(q0, q1, 0.5), &cache));
       ASSERT_FALSE(r.free);
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(q0, q1, {}, &cache));
       EXPECT_FALSE(m.free) << "attempt " << attempt << ": the tool tip sweeps through the ball at t = 0.5";
       if (!m.free) {
         EXPECT_NE(m.contact.Describe(*scene).find("tool"), std::string::npos) << m.contact.Describe(*scene);
@@ -735,11 +732,11 @@ TEST(SceneUpdate, MakesANewVersionAndLeavesTheOldSceneAlone) {
   for (int c = 0; c < testing::Cases(300); ++c) {
     const auto q = RandomState(rng, *d.robot);
     StateResult a, b, old_now, old_before;
-    ASSERT_TRUE(v1->CheckState(q, &cache, &a).ok());
-    ASSERT_TRUE(fresh->CheckState(q, &cache, &b).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(a, v1->CheckState(q, &cache));
+    PROX_ASSERT_OK_AND_ASSIGN(b, fresh->CheckState(q, &cache));
     EXPECT_EQ(a.free, b.free) << "case " << c;
-    ASSERT_TRUE(v0->CheckState(q, &cache, &old_now).ok());
-    ASSERT_TRUE(Scene::Build(d).value()->CheckState(q, &cache, &old_before).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(old_now, v0->CheckState(q, &cache));
+    PROX_ASSERT_OK_AND_ASSIGN(old_before, Scene::Build(d).value()->CheckState(q, &cache));
     EXPECT_EQ(old_now.free, old_before.free) << "case " << c;
     differ += a.free != old_now.free;
   }
@@ -786,28 +783,28 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
     for (int e = 0; e < testing::Cases(150); ++e) {
       auto [q0, q1] = RandomEdge(rng, *scene, &cache);
       MotionResult exact, fast;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &exact).ok());
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, planning, &cache, &fast).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(exact, scene->CheckMotion(q0, q1, {}, &cache));
+      PROX_ASSERT_OK_AND_ASSIGN(fast, scene->CheckMotion(q0, q1, planning, &cache));
       ASSERT_EQ(fast.free, exact.free) << "edge " << e;
       // Sampled coarse to fine: the same states as in order, so the same answer, in fewer states when
       // the segment collides, at a state that collides.
       MotionResult ordered, coarse;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, in_order, &cache, &ordered).ok());
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, coarse_to_fine, &cache, &coarse).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(ordered, scene->CheckMotion(q0, q1, in_order, &cache));
+      PROX_ASSERT_OK_AND_ASSIGN(coarse, scene->CheckMotion(q0, q1, coarse_to_fine, &cache));
       ASSERT_EQ(coarse.free, ordered.free) << "edge " << e;
       if (coarse.free) {
         EXPECT_EQ(coarse.states, ordered.states);
       } else {
         StateResult at;
-        ASSERT_TRUE(scene->CheckState(Along(q0, q1, coarse.t_collide), &cache, &at).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(at, scene->CheckState(Along(q0, q1, coarse.t_collide), &cache));
         EXPECT_FALSE(at.free);
         coarse_saved += ordered.states - coarse.states;
       }
       // Without the ends (both free here, or the answer may differ at q1): the states strictly between.
       StateResult end;
-      ASSERT_TRUE(scene->CheckState(q1, &cache, &end).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(end, scene->CheckState(q1, &cache));
       MotionResult inner;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, between, &cache, &inner).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(inner, scene->CheckMotion(q0, q1, between, &cache));
       if (end.free) {
         ++free_ends;
         ASSERT_EQ(inner.free, coarse.free) << "edge " << e;
@@ -819,7 +816,7 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
         EXPECT_GT(inner.t_collide, 0.0);
         EXPECT_LT(inner.t_collide, 1.0);
         StateResult at;
-        ASSERT_TRUE(scene->CheckState(Along(q0, q1, inner.t_collide), &cache, &at).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(at, scene->CheckState(Along(q0, q1, inner.t_collide), &cache));
         EXPECT_FALSE(at.free);
       }
       if (fast.free) continue;
@@ -828,7 +825,7 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
       const double first = DenseFirstCollision(*scene, q0, q1, &cache);
       if (!fast.undecided) {
         StateResult at;
-        ASSERT_TRUE(scene->CheckState(Along(q0, q1, fast.t_collide), &cache, &at).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(at, scene->CheckState(Along(q0, q1, fast.t_collide), &cache));
         EXPECT_FALSE(at.free) << "edge " << e << " t_collide " << fast.t_collide;
       }
       if (first >= 0.0) {
@@ -846,9 +843,8 @@ TEST(SceneLink, PrepassUnnarrowedAndCoarseToFineKeepTheAnswer) {
   std::mt19937_64 rng(1);
   const auto scene = Scene::Build(RandomWorldScene(robots.front(), rng, 3)).value();
   SceneCache cache;
-  MotionResult r;
   const auto q = scene->robot().DefaultConfiguration();
-  EXPECT_FALSE(scene->CheckMotion(q, q, bad, &cache, &r).ok());
+  EXPECT_FALSE(scene->CheckMotion(q, q, bad, &cache).ok());
 }
 
 TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
@@ -876,12 +872,13 @@ TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
         waypoints.insert(waypoints.end(), q.begin(), q.end());
       }
       PathResult r;
-      ASSERT_TRUE(scene->CheckPath(waypoints, {}, &cache, &r).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckPath(waypoints, {}, &cache));
       int expected = -1;
       for (size_t s = 0; s + 1 < waypoints.size() / dof; ++s) {
         MotionResult m;
         std::span<const double> all(waypoints);
-        ASSERT_TRUE(scene->CheckMotion(all.subspan(s * dof, dof), all.subspan((s + 1) * dof, dof), {}, &cache, &m).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(
+            m, scene->CheckMotion(all.subspan(s * dof, dof), all.subspan((s + 1) * dof, dof), {}, &cache));
         if (!m.free) {
           expected = static_cast<int>(s);
           EXPECT_EQ(r.motion.t_collide, m.t_collide);
@@ -902,7 +899,7 @@ TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
       MotionRequest stopping;
       stopping.stop = Interrupt(stop_after_first);
       PathResult stopped;
-      ASSERT_TRUE(scene->CheckPath(waypoints, stopping, &cache, &stopped).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(stopped, scene->CheckPath(waypoints, stopping, &cache));
       if (expected != 0) {
         EXPECT_TRUE(stopped.stopped);
         EXPECT_FALSE(stopped.free);
@@ -910,14 +907,13 @@ TEST(ScenePath, FirstInvalidSegmentMatchesSegmentBySegmentChecks) {
       }
     }
     EXPECT_SEEN(invalid);
-    PathResult r;
     std::vector<double> ragged(dof + 1, 0.0);
-    const Status s = scene->CheckPath(ragged, {}, &cache, &r);
+    const Status s = scene->CheckPath(ragged, {}, &cache).status();
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.error().message.find("waypoint"), std::string::npos) << s.error().message;
     std::vector<double> nan_path(2 * dof, 0.0);
     nan_path[dof + 1] = std::nan("");
-    const Status n = scene->CheckPath(nan_path, {}, &cache, &r);
+    const Status n = scene->CheckPath(nan_path, {}, &cache).status();
     ASSERT_FALSE(n.ok());
     EXPECT_NE(n.error().message.find("waypoint 1"), std::string::npos) << n.error().message;
   }
@@ -983,20 +979,18 @@ TEST(SceneContinuous, RobotTimeOfFirstContactAgreesWithABisectionReference) {
         ContinuousRequest req;
         req.tolerance = tol;
         ContinuousResult r;
-        ASSERT_TRUE(scene->TimeOfFirstContact(q0, q1, req, &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene->TimeOfFirstContact(q0, q1, req, &cache));
         ASSERT_FALSE(r.undecided) << "edge " << e;
         contacts += r.contact;
         SceneCache probe;
         auto clearance = [&](double t) {
-          SceneDistanceResult dr;
-          EXPECT_TRUE(scene->ComputeDistance(Along(q0, q1, t), {}, &probe, &dr).ok());
-          return dr.upper_bound;
+          return testing::ValueOrFail(scene->ComputeDistance(Along(q0, q1, t), {}, &probe)).upper_bound;
         };
         ExpectWithinBisectionReference(r, tol, clearance, 200, "edge " + std::to_string(e));
         // Agreement with certified LINK: contact exactly when the segment collides, up to grazes
         // within the tolerance.
         MotionResult m;
-        ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(q0, q1, {}, &cache));
         if (!m.free) {
           EXPECT_TRUE(r.contact);
           EXPECT_LE(r.t_contact, m.t_collide + 1e-12);
@@ -1031,7 +1025,7 @@ TEST(SceneContinuous, FreeBodyMatchesTheAnalyticGapAndABisectionReference) {
   ContinuousRequest req;
   req.tolerance = 1e-6;
   ContinuousResult r;
-  ASSERT_TRUE(scene->TimeOfFirstContact(ball, X0, X1, req, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->TimeOfFirstContact(ball, X0, X1, req));
   ASSERT_TRUE(r.contact);
   const double t_touch = 1.85 / 3.0, t_tol = (1.85 - 1e-6) / 3.0, t_half = (1.85 - 0.5e-6) / 3.0;
   EXPECT_GE(r.t_contact, t_tol - 1e-12);
@@ -1053,7 +1047,7 @@ TEST(SceneContinuous, FreeBodyMatchesTheAnalyticGapAndABisectionReference) {
     ContinuousRequest q;
     q.tolerance = 1e-4;
     ContinuousResult res;
-    ASSERT_TRUE(world->TimeOfFirstContact(brick, A, B, q, &res).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(res, world->TimeOfFirstContact(brick, A, B, q));
     ASSERT_FALSE(res.undecided);
     contacts += res.contact;
     const Eigen::Quaterniond ra(A.R), rb(B.R);
@@ -1068,13 +1062,12 @@ TEST(SceneContinuous, FreeBodyMatchesTheAnalyticGapAndABisectionReference) {
   }
   EXPECT_SEEN(contacts);
 
-  ContinuousResult bad;
   ContinuousRequest zero;
   zero.tolerance = 0.0;
-  EXPECT_FALSE(scene->TimeOfFirstContact(ball, X0, X1, zero, &bad).ok());
+  EXPECT_FALSE(scene->TimeOfFirstContact(ball, X0, X1, zero).ok());
   RigidTransform nan_pose;
   nan_pose.p.x() = std::nan("");
-  EXPECT_FALSE(scene->TimeOfFirstContact(ball, X0, nan_pose, req, &bad).ok());
+  EXPECT_FALSE(scene->TimeOfFirstContact(ball, X0, nan_pose, req).ok());
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ TEST(Scene, ClearAgreesWithAnFclPerLinkChecker) {
       for (int k = 0; k < states; ++k) {
         const auto q = RandomState(rng, *robot);
         StateResult r;
-        ASSERT_TRUE(scene.CheckState(q, &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene.CheckState(q, &cache));
         EXPECT_TRUE(r.within_limits);
         const bool peer = oracle.Colliding(cache.X_WL);
         EXPECT_EQ(!r.free, peer) << "state " << k << ": ours " << (r.free ? "free" : r.contact.Describe(scene));
@@ -157,8 +157,8 @@ TEST(Scene, OneCacheServingScenesInTurnAnswersAsCachesOfTheirOwn) {
     const auto q = RandomState(rng, robot);
     const size_t w = static_cast<size_t>(k) % scenes.size();
     StateResult a, b;
-    ASSERT_TRUE(scenes[w]->CheckState(q, &shared, &a).ok());
-    ASSERT_TRUE(scenes[w]->CheckState(q, &own[w], &b).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(a, scenes[w]->CheckState(q, &shared));
+    PROX_ASSERT_OK_AND_ASSIGN(b, scenes[w]->CheckState(q, &own[w]));
     EXPECT_EQ(a.free, b.free) << "state " << k << " in scene " << w;
     hits += !a.free;
   }
@@ -190,21 +190,21 @@ TEST(Scene, ContactsNameTheirPartsAndAllowedPairsAreSkipped) {
   std::vector<double> q;
   do {
     q = RandomState(rng, *robot);
-    ASSERT_TRUE(bare->CheckState(q, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, bare->CheckState(q, &cache));
   } while (!r.free);
   auto scene = Scene::Build(d).value();
-  ASSERT_TRUE(scene->CheckState(q, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(q, &cache));
   ASSERT_FALSE(r.free);
   EXPECT_FALSE(r.contact.self);
   EXPECT_EQ(scene->objects()[r.contact.object].id, "slab");
   const int32_t first = r.contact.link;
   d.allowed_pairs.push_back({robot->link(first).name, "slab"});
   scene = Scene::Build(d).value();
-  ASSERT_TRUE(scene->CheckState(q, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(q, &cache));
   EXPECT_TRUE(r.free || r.contact.link != first);
   for (const Link& l : robot->links()) d.allowed_pairs.push_back({"slab", l.name});
   scene = Scene::Build(d).value();
-  ASSERT_TRUE(scene->CheckState(q, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(q, &cache));
   EXPECT_TRUE(r.free) << r.contact.Describe(*scene);
 }
 
@@ -255,12 +255,12 @@ TEST(Scene, BadInputIsRejectedWithTheNameOfWhatIsWrong) {
   StateResult res;
   std::vector<double> q = robot->DefaultConfiguration();
   q.push_back(0.0);
-  EXPECT_FALSE(scene->CheckState(q, &cache, &res).ok());
+  EXPECT_FALSE(scene->CheckState(q, &cache).ok());
   q.pop_back();
   q[0] = std::nan("");
-  EXPECT_FALSE(scene->CheckState(q, &cache, &res).ok());
+  EXPECT_FALSE(scene->CheckState(q, &cache).ok());
   q[0] = robot->upper_limits()[0] + 1.0;
-  ASSERT_TRUE(scene->CheckState(q, &cache, &res).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(res, scene->CheckState(q, &cache));
   EXPECT_FALSE(res.within_limits);
 }
 
@@ -288,11 +288,11 @@ TEST(SceneMotion, CertifiedLinkNeverMissesACollisionTheDenseCheckFinds) {
     for (int e = 0; e < edges; ++e) {
       const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
       MotionResult certified, discrete;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &certified).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(certified, scene->CheckMotion(q0, q1, {}, &cache));
       MotionRequest sampled;
       sampled.mode = MotionRequest::Mode::kDiscrete;
       sampled.resolution = 0.17;  // OMPL's default spacing for a 7-joint arm: 1% of the space's extent
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, sampled, &cache, &discrete).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(discrete, scene->CheckMotion(q0, q1, sampled, &cache));
       const double dense = DenseFirstCollision(*scene, q0, q1, &cache);
       if (dense >= 0.0) {
         ++colliding;
@@ -305,7 +305,7 @@ TEST(SceneMotion, CertifiedLinkNeverMissesACollisionTheDenseCheckFinds) {
       if (!certified.free && !certified.undecided) {
         // The reported state collides, and the certified prefix holds no collision of the dense check.
         StateResult r;
-        ASSERT_TRUE(scene->CheckState(Along(q0, q1, certified.t_collide), &cache, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(Along(q0, q1, certified.t_collide), &cache));
         EXPECT_FALSE(r.free) << "edge " << e << " t_collide " << certified.t_collide;
         EXPECT_LE(certified.t_free, certified.t_collide);
         if (dense >= 0.0) {
@@ -345,13 +345,13 @@ TEST(SceneMotion, ANearMissBetweenSamplesIsMissedByDiscreteAndCaughtByCertified)
     auto q0 = RandomState(rng, *robot), q1 = q0;
     q1[0] = std::clamp(q0[0] + 1.2, robot->lower_limits()[0], robot->upper_limits()[0]);
     MotionResult m;
-    ASSERT_TRUE(empty->CheckMotion(q0, q1, {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, empty->CheckMotion(q0, q1, {}, &cache));
     if (!m.free || std::abs(q1[0] - q0[0]) < 1.0) continue;
     // Halfway between two of the discrete samples, a 2 mm sphere on the fastest point of the link.
     const int n = static_cast<int>(std::ceil(std::abs(q1[0] - q0[0]) / 0.17));
     const double t_obstacle = (std::floor(0.5 * n) + 0.5) / n;
     StateResult r;
-    ASSERT_TRUE(empty->CheckState(Along(q0, q1, t_obstacle), &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, empty->CheckState(Along(q0, q1, t_obstacle), &cache));
     const RigidTransform X_WG = cache.X_WL[tip] * g.X_LG;
     Vec3 fastest = Vec3::Zero();
     for (const Vec3& v : g.mesh->mesh().vertices) {
@@ -368,13 +368,13 @@ TEST(SceneMotion, ANearMissBetweenSamplesIsMissedByDiscreteAndCaughtByCertified)
     sampled.mode = MotionRequest::Mode::kDiscrete;
     sampled.resolution = 0.17;
     MotionResult discrete, certified;
-    ASSERT_TRUE(scene->CheckMotion(q0, q1, sampled, &cache, &discrete).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(discrete, scene->CheckMotion(q0, q1, sampled, &cache));
     if (!discrete.free) continue;  // another sample happened to touch it; try another swing
     found = true;
     // The state at t_obstacle touches the ball; the certified check must say so.
-    ASSERT_TRUE(scene->CheckState(Along(q0, q1, t_obstacle), &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(Along(q0, q1, t_obstacle), &cache));
     EXPECT_FALSE(r.free);
-    ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &certified).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(certified, scene->CheckMotion(q0, q1, {}, &cache));
     EXPECT_FALSE(certified.free) << "attempt " << attempt;
     EXPECT_FALSE(certified.undecided);
     EXPECT_EQ(scene->objects()[certified.contact.object].id, "ball") << certified.contact.Describe(*scene);
@@ -392,20 +392,19 @@ TEST(SceneMotion, BadMotionRequestsAreRejected) {
   d.robot = robot;
   const auto scene = Scene::Build(d).value();
   SceneCache cache;
-  MotionResult m;
   auto q = robot->DefaultConfiguration();
   auto bad = q;
   bad.pop_back();
-  EXPECT_FALSE(scene->CheckMotion(q, bad, {}, &cache, &m).ok());
+  EXPECT_FALSE(scene->CheckMotion(q, bad, {}, &cache).ok());
   bad = q;
   bad[1] = std::nan("");
-  const Status s = scene->CheckMotion(bad, q, {}, &cache, &m);
+  const Status s = scene->CheckMotion(bad, q, {}, &cache).status();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("q0"), std::string::npos) << s.error().message;
   MotionRequest zero;
   zero.mode = MotionRequest::Mode::kDiscrete;
   zero.resolution = 0.0;
-  EXPECT_FALSE(scene->CheckMotion(q, q, zero, &cache, &m).ok());
+  EXPECT_FALSE(scene->CheckMotion(q, q, zero, &cache).ok());
 }
 
 }  // namespace

@@ -161,7 +161,7 @@ TEST_F(RealMeshTest, CollideMatchesBruteForceOracle) {
       for (const Posed& p : Poses(m, shape, Cases(24), 2)) {
         const Oracle o = BruteForce(m, p.X_WM, shape, p.X_WS);
         CollisionResult first;
-        ASSERT_TRUE(CollideMeshShape(*model, p.X_WM, shape, p.X_WS, {}, &first).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(first, CollideMeshShape(*model, p.X_WM, shape, p.X_WS, {}));
         EXPECT_EQ(first.colliding, !o.intersecting.empty());
         EXPECT_GT(first.stats.bv_tests, 0);
         if (first.colliding) {
@@ -172,7 +172,7 @@ TEST_F(RealMeshTest, CollideMatchesBruteForceOracle) {
         CollisionRequest all;
         all.all_contacts = true;
         CollisionResult every;
-        ASSERT_TRUE(CollideMeshShape(*model, p.X_WM, shape, p.X_WS, all, &every).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(every, CollideMeshShape(*model, p.X_WM, shape, p.X_WS, all));
         std::set<int> found;
         for (const TrianglePair& c : every.contacts) found.insert(c.triangle_a);
         EXPECT_EQ(found.size(), every.contacts.size());
@@ -200,7 +200,7 @@ TEST_F(RealMeshTest, AllContactsStopAtMaxContacts) {
   req.all_contacts = true;
   req.max_contacts = 3;
   CollisionResult r;
-  ASSERT_TRUE(CollideMeshShape(*model, RigidTransform(), box, X_WS, req, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, CollideMeshShape(*model, RigidTransform(), box, X_WS, req));
   EXPECT_TRUE(r.truncated);
   EXPECT_EQ(r.contacts.size(), 3u);
 }
@@ -220,7 +220,7 @@ TEST_F(RealMeshTest, DistanceMatchesBruteForceOracle) {
       for (const Posed& p : Poses(m, shape, Cases(24), 3)) {
         const Oracle o = BruteForce(m, p.X_WM, shape, p.X_WS);
         DistanceResult r;
-        ASSERT_TRUE(ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, {}, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, {}));
         EXPECT_EQ(r.intersecting, !o.intersecting.empty());
         EXPECT_LE(r.lower_bound, r.upper_bound);
         // The oracle runs in the world frame, the query in the mesh's: they agree up to rounding.
@@ -259,14 +259,14 @@ TEST_F(RealMeshTest, BudgetsAndMaxDistanceAreMet) {
     for (const Posed& p : Poses(m, shape, Cases(24), 4)) {
       const Oracle o = BruteForce(m, p.X_WM, shape, p.X_WS);
       DistanceResult exact;
-      ASSERT_TRUE(ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, {}, &exact).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(exact, ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, {}));
       exact_tests += exact.stats.triangle_tests;
       for (const auto& [rel, abs] : {std::pair{0.2, 0.0}, std::pair{0.0, 0.01}, std::pair{0.05, 0.002}}) {
         DistanceRequest req;
         req.rel_err = rel;
         req.abs_err = abs;
         DistanceResult r;
-        ASSERT_TRUE(ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, req, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, req));
         if (rel == 0.2) budget_tests += r.stats.triangle_tests;
         EXPECT_LE(r.lower_bound, o.distance * (1.0 + 1e-12));
         EXPECT_GE(r.upper_bound, o.distance * (1.0 - 1e-8));
@@ -280,7 +280,7 @@ TEST_F(RealMeshTest, BudgetsAndMaxDistanceAreMet) {
         DistanceRequest req;
         req.max_distance = 0.5 * o.distance;
         DistanceResult r;
-        ASSERT_TRUE(ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, req, &r).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(r, ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, req));
         EXPECT_TRUE(r.beyond_max_distance);
         EXPECT_GE(r.lower_bound, req.max_distance);
         EXPECT_LE(r.lower_bound, o.distance * (1.0 + 1e-12));
@@ -303,11 +303,11 @@ TEST_F(RealMeshTest, BoxAgreesWithItsTriangleMesh) {
     int only_inside = 0;
     for (const Posed& p : Poses(m, box, Cases(40), 5)) {
       CollisionResult solid, surface;
-      ASSERT_TRUE(CollideMeshShape(*model, p.X_WM, box, p.X_WS, {}, &solid).ok());
-      ASSERT_TRUE(Collide(*model, p.X_WM, *box_mesh, p.X_WS, {}, &surface).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(solid, CollideMeshShape(*model, p.X_WM, box, p.X_WS, {}));
+      PROX_ASSERT_OK_AND_ASSIGN(surface, Collide(*model, p.X_WM, *box_mesh, p.X_WS, {}));
       DistanceResult ds, dm;
-      ASSERT_TRUE(ComputeMeshShapeDistance(*model, p.X_WM, box, p.X_WS, {}, &ds).ok());
-      ASSERT_TRUE(ComputeDistance(*model, p.X_WM, *box_mesh, p.X_WS, {}, nullptr, &dm).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(ds, ComputeMeshShapeDistance(*model, p.X_WM, box, p.X_WS, {}));
+      PROX_ASSERT_OK_AND_ASSIGN(dm, ComputeDistance(*model, p.X_WM, *box_mesh, p.X_WS, {}, nullptr));
       if (surface.colliding) {
         EXPECT_TRUE(solid.colliding);
       }
@@ -340,13 +340,13 @@ TEST(ShapeQuery, MeshWhollyInsideABoxCollidesOnlyWithTheSolid) {
   const RigidTransform X_WS = RandomPose(rng, Vec3::Constant(-1), Vec3::Constant(1));
   const RigidTransform X_WM = X_WS * RigidTransform(testing::RandomRotation(rng), Vec3(0.05, -0.1, 0.2));
   CollisionResult solid, surface;
-  ASSERT_TRUE(CollideMeshShape(*ball, X_WM, box, X_WS, {}, &solid).ok());
-  ASSERT_TRUE(Collide(*ball, X_WM, *box_mesh, X_WS, {}, &surface).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(solid, CollideMeshShape(*ball, X_WM, box, X_WS, {}));
+  PROX_ASSERT_OK_AND_ASSIGN(surface, Collide(*ball, X_WM, *box_mesh, X_WS, {}));
   EXPECT_TRUE(solid.colliding);
   EXPECT_FALSE(surface.colliding);
   DistanceResult ds, dm;
-  ASSERT_TRUE(ComputeMeshShapeDistance(*ball, X_WM, box, X_WS, {}, &ds).ok());
-  ASSERT_TRUE(ComputeDistance(*ball, X_WM, *box_mesh, X_WS, {}, nullptr, &dm).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(ds, ComputeMeshShapeDistance(*ball, X_WM, box, X_WS, {}));
+  PROX_ASSERT_OK_AND_ASSIGN(dm, ComputeDistance(*ball, X_WM, *box_mesh, X_WS, {}, nullptr));
   EXPECT_TRUE(ds.intersecting);
   EXPECT_EQ(ds.upper_bound, 0.0);
   // The surfaces are apart: the ball's side is 0.15 from the box's face at x = 0.3.
@@ -371,7 +371,7 @@ TEST(ShapeQuery, TriangleBoxSeparatingAxesAgreeWithGjk) {
     const auto model = Build(mesh.value());
     const RigidTransform X_WS = RandomPose(rng, Vec3::Constant(-0.2), Vec3::Constant(0.2));
     CollisionResult r;
-    ASSERT_TRUE(CollideMeshShape(*model, RigidTransform(), box, X_WS, {}, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, CollideMeshShape(*model, RigidTransform(), box, X_WS, {}));
     const Triangle t{v[0], v[1], v[2]};
     const bool truth = GjkIntersect(t, RigidTransform(), box, X_WS).intersecting;
     EXPECT_EQ(r.colliding, truth) << i;
@@ -401,9 +401,9 @@ TEST(ShapeQuery, FlushFacesNearContact) {
         const Vec3 offset(below ? 0.0 : 0.05 * k, 0.0, z);
         const RigidTransform X_WM = X_WS * RigidTransform(Rz, offset);
         CollisionResult c;
-        ASSERT_TRUE(CollideMeshShape(*cube, X_WM, shape, X_WS, {}, &c).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(c, CollideMeshShape(*cube, X_WM, shape, X_WS, {}));
         DistanceResult d;
-        ASSERT_TRUE(ComputeMeshShapeDistance(*cube, X_WM, shape, X_WS, {}, &d).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(d, ComputeMeshShapeDistance(*cube, X_WM, shape, X_WS, {}));
         EXPECT_EQ(c.colliding, gap <= 0.0) << "gap " << gap;
         EXPECT_EQ(d.intersecting, gap <= 0.0) << "gap " << gap;
         if (gap > 0.0) {
@@ -425,21 +425,17 @@ TEST(ShapeQuery, BadInputGivesClearErrors) {
   nan_pose.p.x() = std::numeric_limits<double>::quiet_NaN();
   RigidTransform skew;
   skew.R(0, 1) = 0.1;
-  CollisionResult c;
-  c.colliding = true;
-  DistanceResult d;
 
-  Status s = CollideMeshShape(*cube, nan_pose, box, I, {}, &c);
+  Status s = CollideMeshShape(*cube, nan_pose, box, I, {}).status();
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(s.error().message.find("X_WM"), std::string::npos) << s.error().message;
-  EXPECT_FALSE(c.colliding);
-  s = ComputeMeshShapeDistance(*cube, I, box, skew, {}, &d);
+  s = ComputeMeshShapeDistance(*cube, I, box, skew, {}).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("X_WS"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("orthonormal"), std::string::npos) << s.error().message;
 
-  s = CollideMeshShape(*cube, I, Capsule{-0.1, 0.2}, I, {}, &c);
+  s = CollideMeshShape(*cube, I, Capsule{-0.1, 0.2}, I, {}).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("capsule"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find("radius"), std::string::npos) << s.error().message;
@@ -454,14 +450,14 @@ TEST(ShapeQuery, BadInputGivesClearErrors) {
 
   DistanceRequest bad;
   bad.rel_err = -1.0;
-  s = ComputeMeshShapeDistance(*cube, I, box, I, bad, &d);
+  s = ComputeMeshShapeDistance(*cube, I, box, I, bad).status();
   EXPECT_NE(s.error().message.find("rel_err"), std::string::npos);
   CollisionRequest bad_c;
   bad_c.all_contacts = true;
   bad_c.max_contacts = 0;
-  EXPECT_FALSE(CollideMeshShape(*cube, I, box, I, bad_c, &c).ok());
-  EXPECT_FALSE(CollideShapes(box, I, Sphere{Vec3::Zero(), -1.0}, I, {}, &c).ok());
-  EXPECT_FALSE(ComputeShapeDistance(box, nan_pose, box, I, {}, &d).ok());
+  EXPECT_FALSE(CollideMeshShape(*cube, I, box, I, bad_c).ok());
+  EXPECT_FALSE(CollideShapes(box, I, Sphere{Vec3::Zero(), -1.0}, I, {}).ok());
+  EXPECT_FALSE(ComputeShapeDistance(box, nan_pose, box, I, {}).ok());
 }
 
 TEST(ShapeQuery, BoundingBoxesEncloseTheShapes) {
@@ -507,8 +503,8 @@ TEST(ShapeQuery, PrimitivePairsMatchClosedForms) {
     {
       const Sphere a{Vec3(0.1, 0, 0), 0.2}, b{Vec3(0, 0.05, 0), 0.25};
       const double truth = std::max(0.0, (X_WA * a.center - X_WB * b.center).norm() - 0.45);
-      ASSERT_TRUE(ComputeShapeDistance(a, X_WA, b, X_WB, {}, &d).ok());
-      ASSERT_TRUE(CollideShapes(a, X_WA, b, X_WB, {}, &c).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(d, ComputeShapeDistance(a, X_WA, b, X_WB, {}));
+      PROX_ASSERT_OK_AND_ASSIGN(c, CollideShapes(a, X_WA, b, X_WB, {}));
       EXPECT_NEAR(d.upper_bound, truth, 1e-12);
       EXPECT_LE(d.lower_bound, truth + 1e-15);
       EXPECT_EQ(c.colliding, truth == 0.0);
@@ -522,8 +518,8 @@ TEST(ShapeQuery, PrimitivePairsMatchClosedForms) {
       const Sphere s{Vec3::Zero(), 0.2};
       const Box b{Vec3(0.3, 0.1, 0.2)};
       const double truth = SphereBoxDistance(X_WB.inverse() * X_WA.p, s.radius, b.half_extents);
-      ASSERT_TRUE(ComputeShapeDistance(s, X_WA, b, X_WB, {}, &d).ok());
-      ASSERT_TRUE(CollideShapes(b, X_WB, s, X_WA, {}, &c).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(d, ComputeShapeDistance(s, X_WA, b, X_WB, {}));
+      PROX_ASSERT_OK_AND_ASSIGN(c, CollideShapes(b, X_WB, s, X_WA, {}));
       EXPECT_NEAR(d.upper_bound, truth, 1e-10);
       EXPECT_LE(d.lower_bound, truth + 1e-15);
       EXPECT_EQ(c.colliding, truth == 0.0);
@@ -541,15 +537,15 @@ TEST(ShapeQuery, PrimitivePairsMatchClosedForms) {
                                                                  X_WB * Vec3(0, 0, -0.2), X_WB * Vec3(0, 0, 0.2),
                                                                  &cp, &cq));
       const double truth = std::max(0.0, seg - 0.15);
-      ASSERT_TRUE(ComputeShapeDistance(a, X_WA, b, X_WB, {}, &d).ok());
-      ASSERT_TRUE(CollideShapes(a, X_WA, b, X_WB, {}, &c).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(d, ComputeShapeDistance(a, X_WA, b, X_WB, {}));
+      PROX_ASSERT_OK_AND_ASSIGN(c, CollideShapes(a, X_WA, b, X_WB, {}));
       EXPECT_NEAR(d.upper_bound, truth, 1e-10);
       EXPECT_LE(d.lower_bound, truth + 1e-15);
       EXPECT_EQ(c.colliding, truth == 0.0);
       if (truth > 0.0) {
         DistanceRequest req;
         req.max_distance = 0.5 * truth;
-        ASSERT_TRUE(ComputeShapeDistance(a, X_WA, b, X_WB, req, &d).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(d, ComputeShapeDistance(a, X_WA, b, X_WB, req));
         EXPECT_TRUE(d.beyond_max_distance);
       }
     }
@@ -624,8 +620,8 @@ TEST(ShapeQuery, OtherLibrariesFailurePosesGiveTheRightAnswer) {
     }
     DistanceResult d;
     CollisionResult col;
-    ASSERT_TRUE(ComputeShapeDistance(c.a, c.X_WA, c.b, c.X_WB, {}, &d).ok());
-    ASSERT_TRUE(CollideShapes(c.a, c.X_WA, c.b, c.X_WB, {}, &col).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(d, ComputeShapeDistance(c.a, c.X_WA, c.b, c.X_WB, {}));
+    PROX_ASSERT_OK_AND_ASSIGN(col, CollideShapes(c.a, c.X_WA, c.b, c.X_WB, {}));
     EXPECT_TRUE(std::isfinite(d.lower_bound) && std::isfinite(d.upper_bound));
     EXPECT_TRUE(d.p_WA.allFinite() && d.p_WB.allFinite());
     EXPECT_LE(d.lower_bound, truth + 1e-12);

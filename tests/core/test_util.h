@@ -8,8 +8,11 @@
 #include <array>
 #include <random>
 #include <set>
+#include <source_location>
 #include <string>
+#include <utility>
 
+#include "proximity/core/base/result.h"
 #include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/base/types.h"
@@ -32,6 +35,27 @@ std::string TestDataDir();
   do {                                                                                     \
     if ((dir).empty()) GTEST_SKIP() << what << " is not present; this test needs it";      \
   } while (0)
+
+#define PROX_CONCAT_INNER_(a, b) a##b
+#define PROX_CONCAT_(a, b) PROX_CONCAT_INNER_(a, b)
+/// Evaluates a core::Result, fails the test with its error unless it holds a value, and assigns the value
+/// to `lhs` (an lvalue or a declaration): PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene->CheckState(q, &c)).
+/// A statement of its own (not the body of an unbraced if or for); in functions returning void only.
+#define PROX_ASSERT_OK_AND_ASSIGN(lhs, ...) \
+  PROX_ASSERT_OK_AND_ASSIGN_IMPL_(PROX_CONCAT_(prox_result_, __LINE__), lhs, __VA_ARGS__)
+#define PROX_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, ...)  \
+  auto tmp = (__VA_ARGS__);                             \
+  ASSERT_TRUE(tmp.ok()) << tmp.error().message;         \
+  lhs = std::move(tmp).value()
+
+/// The value of a core::Result; otherwise a test failure naming its error (at the caller's line) and T().
+/// For helpers that return a value, where PROX_ASSERT_OK_AND_ASSIGN cannot be used.
+template <class T>
+T ValueOrFail(core::Result<T> result, std::source_location where = std::source_location::current()) {
+  if (result.ok()) return std::move(result).value();
+  ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line())) << result.error().message;
+  return T();
+}
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr int kSanitizedSlowdown = 4;

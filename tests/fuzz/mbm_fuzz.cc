@@ -65,8 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fuzz::CheckError(built.error());
       } else {
         core::SceneCache cache;
-        core::StateResult r;
-        const core::Status st = built.value()->CheckState(robot.DefaultConfiguration(), &cache, &r);
+        const core::Status st = built.value()->CheckState(robot.DefaultConfiguration(), &cache).status();
         PROX_FUZZ_CHECK(st.ok(), st.ToString());
       }
     }

@@ -66,16 +66,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   X_WB.p = bounds[1] + core::Vec3(0.3, 0.1, -0.2);
   core::DistanceRequest request;
   request.rel_err = 0.05;
-  core::DistanceResult r;
-  const core::Status s = core::ComputeDistance(m, core::RigidTransform::Identity(), *Box(), X_WB, request, nullptr, &r);
-  PROX_FUZZ_CHECK(s.ok(), s.ToString());
+  const core::Result<core::DistanceResult> distance =
+      core::ComputeDistance(m, core::RigidTransform::Identity(), *Box(), X_WB, request, nullptr);
+  PROX_FUZZ_CHECK(distance.ok(), distance.status().ToString());
+  const core::DistanceResult& r = distance.value();
   PROX_FUZZ_CHECK(fuzz::NotNan(r.lower_bound) && fuzz::NotNan(r.upper_bound), "distance bounds are numbers");
   PROX_FUZZ_CHECK(r.lower_bound >= 0.0 && r.lower_bound <= r.upper_bound, "0 <= lower <= upper");
   PROX_FUZZ_CHECK(std::isfinite(r.upper_bound), "two non-empty meshes have a finite distance");
   PROX_FUZZ_CHECK(r.p_WA.allFinite() && r.p_WB.allFinite(), "witness points are finite");
-  core::CollisionResult c;
-  const core::Status cs = core::Collide(m, core::RigidTransform::Identity(), *Box(), X_WB, {}, &c);
-  PROX_FUZZ_CHECK(cs.ok(), cs.ToString());
-  PROX_FUZZ_CHECK(!c.colliding || r.lower_bound == 0.0, "colliding meshes have no positive lower bound");
+  const core::Result<core::CollisionResult> c = core::Collide(m, core::RigidTransform::Identity(), *Box(), X_WB, {});
+  PROX_FUZZ_CHECK(c.ok(), c.status().ToString());
+  PROX_FUZZ_CHECK(!c.value().colliding || r.lower_bound == 0.0, "colliding meshes have no positive lower bound");
   return 0;
 }

@@ -30,11 +30,10 @@ inline void CheckRobot(const core::RobotModel& robot) {
     CheckError(limits.error());
     return;
   }
-  std::vector<core::RigidTransform> X_WL;
-  const core::Status fk = robot.ForwardKinematics(q0, &X_WL);
-  PROX_FUZZ_CHECK(fk.ok(), fk.ToString());
-  PROX_FUZZ_CHECK(static_cast<int32_t>(X_WL.size()) == robot.num_links(), "one pose per link");
-  for (const core::RigidTransform& X : X_WL) {
+  const core::Result<std::vector<core::RigidTransform>> fk = robot.ForwardKinematics(q0);
+  PROX_FUZZ_CHECK(fk.ok(), fk.status().ToString());
+  PROX_FUZZ_CHECK(static_cast<int32_t>(fk.value().size()) == robot.num_links(), "one pose per link");
+  for (const core::RigidTransform& X : fk.value()) {
     PROX_FUZZ_CHECK(X.R.allFinite() && X.p.allFinite(), "link poses are finite");
   }
   // A motion to the middle of each limit interval (or by 1 for unbounded joints).

@@ -76,18 +76,21 @@ int main(int argc, char** argv) {
 
   // CLEAR.
   core::SceneCache cache;
-  core::StateResult state;
+  const auto is_free = [&](const std::vector<double>& q) {
+    const core::Result<core::StateResult> state = scene->CheckState(q, &cache);
+    return state.ok() && state.value().free;
+  };
   const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0}, stretched{0.0, 0.0}, folded{0.0, 2.0};
-  Expect(scene->CheckState(start, &cache, &state).ok() && state.free, "CLEAR(-2.4, 0) is free");
-  Expect(scene->CheckState(folded, &cache, &state).ok() && state.free, "CLEAR(0, 2) (folded) is free");
-  const bool checked = scene->CheckState(stretched, &cache, &state).ok();
-  Expect(checked && !state.free && !state.contact.self && state.contact.OtherName(*scene) == "block",
-         "CLEAR(0, 0) hits the block" + (checked && !state.free ? ": " + state.contact.Describe(*scene) : ""));
+  Expect(is_free(start), "CLEAR(-2.4, 0) is free");
+  Expect(is_free(folded), "CLEAR(0, 2) (folded) is free");
+  const core::Result<core::StateResult> hit = scene->CheckState(stretched, &cache);
+  const bool blocked = hit.ok() && !hit.value().free;
+  Expect(blocked && !hit.value().contact.self && hit.value().contact.OtherName(*scene) == "block",
+         "CLEAR(0, 0) hits the block" + (blocked ? ": " + hit.value().contact.Describe(*scene) : ""));
 
   // LINK: the straight swing sweeps the stretched arm through the block.
-  core::MotionResult motion;
-  Expect(scene->CheckMotion(start, goal, core::MotionRequest{}, &cache, &motion).ok() && !motion.free,
-         "LINK((-2.4, 0), (2.4, 0)) collides");
+  const core::Result<core::MotionResult> motion = scene->CheckMotion(start, goal, core::MotionRequest{}, &cache);
+  Expect(motion.ok() && !motion.value().free, "LINK((-2.4, 0), (2.4, 0)) collides");
 
   // A plan (RRT-Connect, certified edges), then every edge re-checked by CLEAR at 1e-3 rad steps.
   planners::ScenePlanning planning(scene);
@@ -112,7 +115,7 @@ int main(int argc, char** argv) {
         const double t = static_cast<double>(k) / steps;
         const std::vector<double> q{path[i][0] + t * (path[i + 1][0] - path[i][0]),
                                     path[i][1] + t * (path[i + 1][1] - path[i][1])};
-        dense_free = dense_free && scene->CheckState(q, &cache, &state).ok() && state.free;
+        dense_free = dense_free && is_free(q);
         ++states;
       }
     }

@@ -59,7 +59,7 @@ std::shared_ptr<const core::Scene> DefaultKr5Scene() {
 
 bool Clear(const core::Scene& scene, const Configuration& q, core::SceneCache* cache) {
   core::StateResult r;
-  EXPECT_TRUE(scene.CheckState(q, cache, &r).ok());
+  r = testing::ValueOrFail(scene.CheckState(q, cache));
   return r.free && r.within_limits;
 }
 
@@ -79,7 +79,7 @@ std::pair<Configuration, Configuration> DetourQuery(const core::Scene& scene, co
   for (int i = 0; i < 10000; ++i) {
     Configuration a = RandomValid(scene, space, rng, &cache), b = RandomValid(scene, space, rng, &cache);
     core::MotionResult m;
-    EXPECT_TRUE(scene.CheckMotion(a, b, {}, &cache, &m).ok());
+    m = testing::ValueOrFail(scene.CheckMotion(a, b, {}, &cache));
     if (!m.free && space.Distance(a, b) > 1.0) return {a, b};
   }
   ADD_FAILURE() << "no start and goal with a colliding straight motion";
@@ -93,7 +93,7 @@ void ExpectPathFree(const core::Scene& scene, const std::vector<Configuration>& 
   for (size_t i = 0; i < path.size(); ++i) EXPECT_TRUE(Clear(scene, path[i], &cache)) << what << ": waypoint " << i;
   for (size_t i = 0; i + 1 < path.size(); ++i) {
     core::MotionResult m;
-    ASSERT_TRUE(scene.CheckMotion(path[i], path[i + 1], {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, scene.CheckMotion(path[i], path[i + 1], {}, &cache));
     EXPECT_TRUE(m.free) << what << ": edge " << i << " collides at t in [" << m.t_free << ", " << m.t_collide << "]";
     const double dense = core::DenseFirstCollision(scene, path[i], path[i + 1], &cache);
     EXPECT_EQ(dense, -1.0) << what << ": edge " << i << " collides in the dense check at t = " << dense;
@@ -284,7 +284,7 @@ TEST(OmplAdapter, LastValidIsClearAndJustBeforeTheFirstCollision) {
     const bool valid = setup.motion_validator->checkMotion(s0, s1, last_valid);
     EXPECT_EQ(setup.motion_validator->checkMotion(s0, s1), valid) << "edge " << e;
     MotionCheck reference;
-    ASSERT_TRUE(direct.CheckMotion(q0, q1, &reference).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(reference, direct.CheckMotion(q0, q1));
     EXPECT_EQ(valid, reference.valid) << "edge " << e;
     const double dense = core::DenseFirstCollision(*scene, q0, q1, &cache);
     if (valid) {
@@ -303,7 +303,7 @@ TEST(OmplAdapter, LastValidIsClearAndJustBeforeTheFirstCollision) {
       // The core's collision witness: the state at t_collide collides (the dense scan, whose steps can
       // step over a graze, may only see a later contact).
       core::MotionResult m;
-      ASSERT_TRUE(scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(q0, q1, {}, &cache));
       EXPECT_FALSE(m.free);
       EXPECT_FALSE(Clear(*scene, core::Along(q0, q1, m.t_collide), &cache)) << "edge " << e << ": no collision at t_collide";
       double span = 0.0;
@@ -344,14 +344,14 @@ TEST(OmplAdapter, DiscreteMotionValidatorMissesAThinObstacleThatOursCatches) {
   const int32_t tip = robot.num_links() - 1;
   const Configuration home = robot.DefaultConfiguration();
   std::vector<core::RigidTransform> X0, X1;
-  ASSERT_TRUE(robot.ForwardKinematics(home, &X0).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(X0, robot.ForwardKinematics(home));
   // The last joint that turns the tip link, and the bar direction (in the tip frame) it swings most.
   int joint = -1;
   core::Vec3 dir = core::Vec3::UnitX();
   for (int j = robot.num_positions() - 1; j >= 0 && joint < 0; --j) {
     Configuration moved = home;
     moved[static_cast<size_t>(j)] += 0.3;
-    ASSERT_TRUE(robot.ForwardKinematics(moved, &X1).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(X1, robot.ForwardKinematics(moved));
     if (X1[tip].R.isApprox(X0[tip].R, 1e-6)) continue;
     joint = j;
     double best = -1.0;
@@ -386,11 +386,11 @@ TEST(OmplAdapter, DiscreteMotionValidatorMissesAThinObstacleThatOursCatches) {
     q1[static_cast<size_t>(joint)] = qj + 1.5 <= hi ? qj + 1.5 : qj - 1.5;
     if (q1[static_cast<size_t>(joint)] < lo) continue;
     core::MotionResult m;
-    ASSERT_TRUE(tool_scene->CheckMotion(q0, q1, {}, &cache, &m).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(m, tool_scene->CheckMotion(q0, q1, {}, &cache));
     if (!m.free) continue;
     // The ball where the bar's tip is halfway along.
     std::vector<core::RigidTransform> X_half;
-    ASSERT_TRUE(robot.ForwardKinematics(core::Along(q0, q1, 0.5), &X_half, with_tool.X_WB).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(X_half, robot.ForwardKinematics(core::Along(q0, q1, 0.5), with_tool.X_WB));
     core::SceneDescription with_ball = with_tool;
     core::ObjectPart ball;
     ball.geometry.shape = core::Sphere{core::Vec3::Zero(), 0.005};
@@ -445,23 +445,23 @@ TEST(OmplAdapter, DiscreteMotionValidatorMissesAThinObstacleThatOursCatches) {
 // round), and failures of our interfaces surface as "invalid" plus a recorded error.
 class RecordingStateValidity final : public StateValidityChecker {
  public:
-  core::Status IsValid(std::span<const double> q, bool* valid) const override {
+  core::Result<bool> IsValid(std::span<const double> q) const override {
     if (q[0] > 0.9) return core::InvalidArgument("coordinate 0 above 0.9");
-    *valid = q[1] > 0.0;
-    return {};
+    return q[1] > 0.0;
   }
 };
 
 class RecordingMotionValidator final : public MotionValidator {
  public:
-  core::Status CheckMotion(std::span<const double> q0, std::span<const double> q1, MotionCheck* out) const override {
+  core::Result<MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1) const override {
     std::lock_guard lock(mutex_);
     last_q0.assign(q0.begin(), q0.end());
     last_q1.assign(q1.begin(), q1.end());
-    out->valid = false;
-    out->last_valid_t = 0.25;
-    out->states = 3;
-    return {};
+    MotionCheck out;
+    out.valid = false;
+    out.last_valid_t = 0.25;
+    out.states = 3;
+    return out;
   }
   bool certified() const override { return true; }
   std::string Describe() const override { return "recording"; }

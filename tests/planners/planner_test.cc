@@ -90,7 +90,7 @@ TEST_P(PassageTest, EveryPlannerThreadsTheNarrowPassageWithCertifiedEdges) {
   const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
   // The straight edge sweeps the unfolded arm through the block.
   MotionCheck direct;
-  ASSERT_TRUE(setup.motion.CheckMotion(start, goal, &direct).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(direct, setup.motion.CheckMotion(start, goal));
   ASSERT_FALSE(direct.valid);
   for (PlannerType type : kAllPlanners) {
     SCOPED_TRACE(PlannerTypeName(type));
@@ -165,9 +165,9 @@ TEST(SceneValidity, ConcurrentCallersGetTheSingleThreadedAnswers) {
     for (int i = 0; i < n; ++i) {
       bool valid = false;
       MotionCheck m, q;
-      ASSERT_TRUE(setup.context.state->IsValid(a[i], &valid).ok());
-      ASSERT_TRUE(setup.context.motion->CheckMotion(a[i], b[i], &m).ok());
-      ASSERT_TRUE(setup.context.quick_motion->CheckMotion(a[i], b[i], &q).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(valid, setup.context.state->IsValid(a[i]));
+      PROX_ASSERT_OK_AND_ASSIGN(m, setup.context.motion->CheckMotion(a[i], b[i]));
+      PROX_ASSERT_OK_AND_ASSIGN(q, setup.context.quick_motion->CheckMotion(a[i], b[i]));
       state->push_back(valid);
       motion->push_back(m.valid);
       quick->push_back(q.valid);
@@ -332,11 +332,12 @@ TEST(Planner, SimplifyKeepsEveryEdgeValid) {
 // A quick check that passes every segment: everything it lets through is left to the decisive check.
 class PassEverything final : public MotionValidator {
  public:
-  core::Status CheckMotion(std::span<const double>, std::span<const double>, MotionCheck* out) const override {
-    out->valid = true;
-    out->last_valid_t = 1.0;
-    out->states = 0;
-    return core::Status::Ok();
+  core::Result<MotionCheck> CheckMotion(std::span<const double>, std::span<const double>) const override {
+    MotionCheck out;
+    out.valid = true;
+    out.last_valid_t = 1.0;
+    out.states = 0;
+    return out;
   }
   bool certified() const override { return false; }
   std::string Describe() const override { return "pass everything"; }
@@ -357,7 +358,7 @@ TEST(Planner, SimplifyRecoversWhenTheQuickShortcutsFailCertification) {
   context.quick_motion = &pass;
   context.shortcut_motion = &pass;
   MotionCheck direct;
-  ASSERT_TRUE(setup.motion.CheckMotion(start, goal, &direct).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(direct, setup.motion.CheckMotion(start, goal));
   ASSERT_FALSE(direct.valid);
   std::vector<Configuration> path = raw.value().path;
   const double before = PathLength(setup.context.space, path);
@@ -375,9 +376,9 @@ TEST(Planner, SimplifyRecoversWhenTheQuickShortcutsFailCertification) {
 class Counting final : public MotionValidator {
  public:
   explicit Counting(const MotionValidator* inner) : inner_(inner) {}
-  core::Status CheckMotion(std::span<const double> a, std::span<const double> b, MotionCheck* out) const override {
+  core::Result<MotionCheck> CheckMotion(std::span<const double> a, std::span<const double> b) const override {
     ++calls;
-    return inner_->CheckMotion(a, b, out);
+    return inner_->CheckMotion(a, b);
   }
   bool certified() const override { return inner_->certified(); }
   std::string Describe() const override { return inner_->Describe(); }
@@ -399,8 +400,8 @@ TEST(Planner, ShortcutsAreTriedByTheShortcutCheckThatKeepsAClearance) {
   for (int i = 0; i < 400; ++i) {
     const std::vector<double> a{q1(rng), q2(rng)}, b{q1(rng), q2(rng)};
     MotionCheck quick, kept;
-    ASSERT_TRUE(setup.planning.quick().CheckMotion(a, b, &quick).ok());
-    ASSERT_TRUE(shortcut.CheckMotion(a, b, &kept).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(quick, setup.planning.quick().CheckMotion(a, b));
+    PROX_ASSERT_OK_AND_ASSIGN(kept, shortcut.CheckMotion(a, b));
     if (kept.valid) {
       EXPECT_TRUE(quick.valid) << "segment " << i;
     }

@@ -24,7 +24,7 @@ TEST(DefaultScene, HomeIsFreeAndRandomStatesOftenCollide) {
 
   core::SceneCache cache;
   core::StateResult r;
-  ASSERT_TRUE(scene.CheckState(std::vector<double>(6, 0.0), &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, scene.CheckState(std::vector<double>(6, 0.0), &cache));
   EXPECT_TRUE(r.free) << "home collides: " << r.contact.Describe(scene);
 
   std::mt19937_64 rng(1);
@@ -36,7 +36,7 @@ TEST(DefaultScene, HomeIsFreeAndRandomStatesOftenCollide) {
     for (int j = 0; j < 6; ++j) {
       q[j] = std::uniform_real_distribution<double>(robot.lower_limits()[j], robot.upper_limits()[j])(rng);
     }
-    ASSERT_TRUE(scene.CheckState(q, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, scene.CheckState(q, &cache));
     colliding += r.free ? 0 : 1;
     world += (!r.free && !r.contact.self) ? 1 : 0;
     states.push_back(q);
@@ -46,7 +46,7 @@ TEST(DefaultScene, HomeIsFreeAndRandomStatesOftenCollide) {
   const int m = testing::Cases(150);
   for (int k = 0; k < m; ++k) {
     core::MotionResult mr;
-    ASSERT_TRUE(scene.CheckMotion(states[2 * k], states[2 * k + 1], {}, &cache, &mr).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(mr, scene.CheckMotion(states[2 * k], states[2 * k + 1], {}, &cache));
     motions_colliding += mr.free ? 0 : 1;
   }
   std::printf("default scene: %.1f%% of %d random states collide (%.1f%% with the world), %.1f%% of %d motions\n",

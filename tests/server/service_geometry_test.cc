@@ -53,7 +53,7 @@ TEST_F(PendingCoreTest, CheckPathMatchesCore) {
     core::MotionRequest mr;
     mr.mode = discrete ? core::MotionRequest::Mode::kDiscrete : core::MotionRequest::Mode::kCertified;
     core::PathResult r;
-    ASSERT_TRUE(core_->CheckPath(Flatten(path), mr, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->CheckPath(Flatten(path), mr, &cache));
     ExpectSamePath(*core_, r, response.result(), "path " + std::to_string(k));
   }
 }
@@ -80,7 +80,7 @@ TEST_F(PendingCoreTest, ValidatePathsStreamsEveryPathWithTheCoresAnswer) {
   core::SceneCache cache;
   for (size_t k = 0; k < paths.size(); ++k) {
     core::PathResult r;
-    ASSERT_TRUE(core_->CheckPath(Flatten(paths[k]), {}, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->CheckPath(Flatten(paths[k]), {}, &cache));
     ExpectSamePath(*core_, r, results[static_cast<uint32_t>(k)].result(), "path " + std::to_string(k));
   }
 }
@@ -110,7 +110,7 @@ TEST_F(PendingCoreTest, ComputeDistanceMatchesCore) {
     dr.self = !request.exclude_self();
     dr.world = !request.exclude_world();
     core::SceneDistanceResult r;
-    ASSERT_TRUE(core_->ComputeDistance(q, dr, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->ComputeDistance(q, dr, &cache));
     const std::string where = "state " + std::to_string(k);
     EXPECT_EQ(response.lower_bound(), r.lower_bound) << where;
     EXPECT_EQ(response.upper_bound(), r.upper_bound) << where;
@@ -148,7 +148,7 @@ TEST_F(PendingCoreTest, JointTimeOfFirstContactMatchesCore) {
     core::ContinuousRequest cr;
     if (request.tolerance() > 0) cr.tolerance = request.tolerance();
     core::ContinuousResult r;
-    ASSERT_TRUE(core_->TimeOfFirstContact(q0, q1, cr, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->TimeOfFirstContact(q0, q1, cr, &cache));
     const std::string where = "motion " + std::to_string(k);
     EXPECT_EQ(response.contact(), r.contact) << where;
     EXPECT_EQ(response.t_contact(), r.t_contact) << where;
@@ -183,7 +183,8 @@ TEST_F(PendingCoreTest, BodyTimeOfFirstContactMatchesCore) {
     core::Geometry g;
     g.shape = core::Box{core::Vec3(0.05, 0.03, 0.02)};
     core::ContinuousResult r;
-    ASSERT_TRUE(core_->TimeOfFirstContact(g, PoseFromQuaternion(p0, r0), PoseFromQuaternion(p1, r1), {}, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(
+        r, core_->TimeOfFirstContact(g, PoseFromQuaternion(p0, r0), PoseFromQuaternion(p1, r1), {}));
     EXPECT_EQ(response.contact(), r.contact) << k;
     EXPECT_EQ(response.t_contact(), r.t_contact) << k;
     EXPECT_EQ(response.penetrating(), r.penetrating) << k;
@@ -224,9 +225,7 @@ TEST_F(PendingCoreTest, UpdateWorldMakesNewVersionsAndKeepsTheOld) {
     core::SceneCache cache;
     std::vector<bool> out;
     for (const auto& q : states) {
-      core::StateResult r;
-      EXPECT_TRUE(scene.CheckState(q, &cache, &r).ok());
-      out.push_back(r.free);
+      out.push_back(proximity::testing::ValueOrFail(scene.CheckState(q, &cache)).free);
     }
     return out;
   };

@@ -72,8 +72,8 @@ struct Problem {
 std::vector<Problem> CollidingMotions(const core::Scene& scene, std::mt19937_64& rng, int n) {
   core::SceneCache cache;
   const auto free = [&](const std::vector<double>& q) {
-    core::StateResult r;
-    return scene.CheckState(q, &cache, &r).ok() && r.free;
+    const core::Result<core::StateResult> r = scene.CheckState(q, &cache);
+    return r.ok() && r.value().free;
   };
   std::vector<Problem> out;
   for (int attempt = 0; attempt < 100'000 && static_cast<int>(out.size()) < n; ++attempt) {
@@ -83,8 +83,8 @@ std::vector<Problem> CollidingMotions(const core::Scene& scene, std::mt19937_64&
     auto q1 = a;
     for (size_t j = 0; j < q1.size(); ++j) q1[j] += t * (b[j] - a[j]);
     if (!free(a) || !free(q1)) continue;
-    core::MotionResult m;
-    if (!scene.CheckMotion(a, q1, {}, &cache, &m).ok() || m.free || m.undecided) continue;
+    const core::Result<core::MotionResult> m = scene.CheckMotion(a, q1, {}, &cache);
+    if (!m.ok() || m.value().free || m.value().undecided) continue;
     out.push_back({a, q1});
   }
   return out;
@@ -110,7 +110,7 @@ class PlanTest : public ServiceTest {
     EXPECT_EQ(rows.back(), p.goal) << where << ": the path does not end exactly at the goal";
     core::SceneCache cache;
     core::PathResult check;
-    ASSERT_TRUE(core_->CheckPath(Flatten(rows), {}, &cache, &check).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(check, core_->CheckPath(Flatten(rows), {}, &cache));
     EXPECT_TRUE(check.free) << where << ": the core's certified CheckPath finds segment " << check.segment
                             << " of " << rows.size() - 1 << " not free";
     const v1::PlanStats& s = r.stats();
@@ -188,7 +188,7 @@ TEST_F(PlanTest, SimplifyOffAndDiscreteEdges) {
   sampled.resolution = 0.02;
   core::SceneCache cache;
   core::PathResult check;
-  ASSERT_TRUE(core_->CheckPath(Flatten(rows), sampled, &cache, &check).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(check, core_->CheckPath(Flatten(rows), sampled, &cache));
   EXPECT_TRUE(check.free) << "segment " << check.segment;
 }
 
@@ -229,7 +229,7 @@ TEST_F(PlanTest, CollidingEndsAreInvalidStartOrGoal) {
   core::StateResult hit;
   while (colliding.empty()) {
     auto q = RandomState(rng, core_->robot());
-    ASSERT_TRUE(core_->CheckState(q, &cache, &hit).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(hit, core_->CheckState(q, &cache));
     if (!hit.free) colliding = q;
   }
   const std::string contact = hit.contact.Name(*core_) + " x " + hit.contact.OtherName(*core_);

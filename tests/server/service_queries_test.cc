@@ -25,7 +25,7 @@ TEST_F(ServiceTest, CheckStateMatchesCoreOnTheDefaultScene) {
     const grpc::Status status = stub_->CheckState(Context().get(), request, &response);
     ASSERT_TRUE(status.ok()) << status.error_message();
     core::StateResult r;
-    ASSERT_TRUE(core_->CheckState(q, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->CheckState(q, &cache));
     ASSERT_EQ(response.free(), r.free) << "state " << k;
     EXPECT_EQ(response.within_limits(), r.within_limits);
     EXPECT_EQ(response.stats().states(), 1);
@@ -46,7 +46,9 @@ TEST_F(ServiceTest, CheckStatesMatchesCoreInBothEncodingsAndAnyColumnOrder) {
   const auto states = RandomStates(rng, core_->robot(), Cases(5000));
   core::SceneCache cache;
   std::vector<core::StateResult> expected(states.size());
-  for (size_t i = 0; i < states.size(); ++i) ASSERT_TRUE(core_->CheckState(states[i], &cache, &expected[i]).ok());
+  for (size_t i = 0; i < states.size(); ++i) {
+    PROX_ASSERT_OK_AND_ASSIGN(expected[i], core_->CheckState(states[i], &cache));
+  }
 
   // Columns in a shuffled joint order, the rows permuted to match.
   std::vector<int> perm(states[0].size());
@@ -141,7 +143,7 @@ TEST_F(ServiceTest, CheckMotionMatchesCoreCertifiedAndDiscrete) {
     mr.mode = discrete ? core::MotionRequest::Mode::kDiscrete : core::MotionRequest::Mode::kCertified;
     mr.resolution = request.resolution() > 0 ? request.resolution() : 0.01;
     core::MotionResult r;
-    ASSERT_TRUE(core_->CheckMotion(q0, q1, mr, &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->CheckMotion(q0, q1, mr, &cache));
     ExpectSameMotion(*core_, r, response.result(), "motion " + std::to_string(k));
     EXPECT_EQ(response.stats().states(), r.states);
     EXPECT_EQ(response.stats().distance_queries(), r.distance_queries);
@@ -163,7 +165,7 @@ TEST_F(ServiceTest, HundredThousandStateBatchRoundTrip) {
   int mismatches = 0;
   for (int i = 0; i < n; ++i) {
     core::StateResult r;
-    ASSERT_TRUE(core_->CheckState(states[static_cast<size_t>(i)], &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, core_->CheckState(states[static_cast<size_t>(i)], &cache));
     mismatches += response.free(i) != r.free;
   }
   EXPECT_EQ(mismatches, 0);
@@ -293,7 +295,7 @@ TEST_F(ServiceTest, PlanarSceneFromTextMatchesCore) {
   int world_hits = 0, contact = 0;
   for (size_t i = 0; i < states.size(); ++i) {
     core::StateResult r;
-    ASSERT_TRUE(scene.CheckState(states[i], &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, scene.CheckState(states[i], &cache));
     ASSERT_EQ(response.free(static_cast<int>(i)), r.free) << "state " << i;
     if (!r.free) {
       world_hits += r.contact.self ? 0 : 1;
@@ -358,7 +360,7 @@ TEST_F(ServiceTest, SharedRobotsByPathMatchCore) {
     core::SceneCache cache;
     for (size_t i = 0; i < states.size(); ++i) {
       core::StateResult r;
-      ASSERT_TRUE(built.value()->CheckState(states[i], &cache, &r).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, built.value()->CheckState(states[i], &cache));
       ASSERT_EQ(response.free(static_cast<int>(i)), r.free) << "state " << i;
     }
   }

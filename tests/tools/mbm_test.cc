@@ -770,7 +770,7 @@ world:
   ASSERT_TRUE(d0.ok()) << d0.error().message;
   auto s0 = Scene::Build(d0.value());
   ASSERT_TRUE(s0.ok()) << s0.error().message;
-  ASSERT_TRUE(s0.value()->CheckState(q, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, s0.value()->CheckState(q, &cache));
   EXPECT_FALSE(r.free) << "the block collides with the upper link";
   EXPECT_TRUE(s0.value()->warnings().empty());
 
@@ -780,7 +780,7 @@ world:
   ASSERT_TRUE(d1.ok()) << d1.error().message;
   auto s1 = Scene::Build(d1.value());
   ASSERT_TRUE(s1.ok()) << s1.error().message;
-  ASSERT_TRUE(s1.value()->CheckState(q, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, s1.value()->CheckState(q, &cache));
   EXPECT_TRUE(r.free) << "the matrix allows (upper, block): " << r.contact.Describe(*s1.value());
   ASSERT_EQ(s1.value()->warnings().size(), 1u) << "one warning for all unknown names";
   const std::string& w = s1.value()->warnings()[0];
@@ -789,7 +789,7 @@ world:
   EXPECT_EQ(w.find("'block'"), std::string::npos) << w;
   // The lower link is still checked against the block: rotated onto it, it collides.
   const std::vector<double> folded = {0.0, M_PI};
-  ASSERT_TRUE(s1.value()->CheckState(folded, &cache, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, s1.value()->CheckState(folded, &cache));
   EXPECT_FALSE(r.free) << "the matrix allows only (upper, block)";
 }
 
@@ -996,7 +996,7 @@ TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
     ASSERT_TRUE(goal.ok()) << p.name << ": " << goal.error().message;
     for (const auto* q : {&start.value(), &goal.value()}) {
       StateResult r;
-      ASSERT_TRUE(scene.value()->CheckState(*q, &cache, &r).ok());
+      PROX_ASSERT_OK_AND_ASSIGN(r, scene.value()->CheckState(*q, &cache));
       EXPECT_TRUE(r.free) << p.name << (q == &start.value() ? " start: " : " goal: ")
                           << r.contact.Describe(*scene.value());
       EXPECT_TRUE(r.within_limits) << p.name;
@@ -1010,7 +1010,7 @@ TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
     auto probed_scene = Scene::Build(probed);
     ASSERT_TRUE(probed_scene.ok()) << probed_scene.error().message;
     StateResult r;
-    ASSERT_TRUE(probed_scene.value()->CheckState(goal.value(), &cache, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, probed_scene.value()->CheckState(goal.value(), &cache));
     EXPECT_FALSE(r.free) << p.name << ": the probe at the hand was not found";
     if (!r.free) {
       EXPECT_EQ(probed_scene.value()->objects()[r.contact.object].id, "probe") << r.contact.Describe(*probed_scene.value());
@@ -1049,7 +1049,7 @@ TEST(MbmScene, CertifiedLinkDecidesEdgesNearTheFixedBase) {
         auto to = *from;
         to[j] = std::clamp(to[j] + 0.1, robot->lower_limits()[j], robot->upper_limits()[j]);
         MotionResult m;
-        ASSERT_TRUE(scene->CheckMotion(*from, to, {}, &cache, &m).ok());
+        PROX_ASSERT_OK_AND_ASSIGN(m, scene->CheckMotion(*from, to, {}, &cache));
         EXPECT_FALSE(m.undecided) << p.name << " joint " << j;
         ++edges;
       }

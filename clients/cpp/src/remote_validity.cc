@@ -174,7 +174,7 @@ Status RemoteScene::WaitUntilServing(std::chrono::milliseconds timeout) const {
   }
 }
 
-Status RemoteScene::CheckState(std::span<const double> q, bool* valid) const {
+Result<bool> RemoteScene::CheckState(std::span<const double> q) const {
   // Per-thread messages, cleared and refilled: a warm call allocates nothing for them.
   thread_local v1::CheckStateRequest request;
   thread_local v1::CheckStateResponse response;
@@ -189,15 +189,11 @@ Status RemoteScene::CheckState(std::span<const double> q, bool* valid) const {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("CheckState", s);
   }
-  *valid = response.free() && response.within_limits();
-  return Status::Ok();
+  return response.free() && response.within_limits();
 }
 
-Status RemoteScene::CheckStates(std::span<const planners::Configuration> states, std::vector<uint8_t>* valid) const {
-  if (states.empty()) {
-    valid->clear();
-    return Status::Ok();
-  }
+Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const planners::Configuration> states) const {
+  if (states.empty()) return std::vector<uint8_t>();
   const size_t dof = states.front().size();
   std::vector<double> rows;
   rows.reserve(states.size() * dof);
@@ -209,17 +205,17 @@ Status RemoteScene::CheckStates(std::span<const planners::Configuration> states,
     }
     rows.insert(rows.end(), states[i].begin(), states[i].end());
   }
-  return CheckStates(rows, static_cast<int32_t>(dof), valid);
+  return CheckStates(rows, static_cast<int32_t>(dof));
 }
 
-Status RemoteScene::CheckStates(std::span<const double> rows, int32_t dof, std::vector<uint8_t>* valid) const {
+Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const double> rows, int32_t dof) const {
   if (dof < 1) return core::InvalidArgument("CheckStates: dof must be >= 1, got " + std::to_string(dof));
   if (rows.size() % static_cast<size_t>(dof) != 0) {
     return core::InvalidArgument("CheckStates: " + std::to_string(rows.size()) + " values is not a whole number of " +
                                  std::to_string(dof) + "-value configurations");
   }
   const int64_t n = static_cast<int64_t>(rows.size()) / dof;
-  valid->assign(static_cast<size_t>(n), 0);
+  std::vector<uint8_t> valid(static_cast<size_t>(n), 0);
   v1::CheckStatesRequest request;
   v1::CheckStatesResponse response;
   request.set_scene_id(impl_->options.scene_id);
@@ -247,15 +243,15 @@ Status RemoteScene::CheckStates(std::span<const double> rows, int32_t dof, std::
                              " configurations sent, " + std::to_string(response.free_size()) + " answers received"};
     }
     for (int64_t i = 0; i < count; ++i) {
-      (*valid)[static_cast<size_t>(first + i)] =
+      valid[static_cast<size_t>(first + i)] =
           response.free(static_cast<int>(i)) && response.within_limits(static_cast<int>(i)) ? 1 : 0;
     }
   }
-  return Status::Ok();
+  return valid;
 }
 
-Status RemoteScene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                const core::MotionRequest& motion, planners::MotionCheck* out) const {
+Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                       const core::MotionRequest& motion) const {
   thread_local v1::CheckMotionRequest request;
   thread_local v1::CheckMotionResponse response;
   request.set_scene_id(impl_->options.scene_id);
@@ -273,10 +269,11 @@ Status RemoteScene::CheckMotion(std::span<const double> q0, std::span<const doub
     return impl_->RpcError("CheckMotion", s);
   }
   const v1::MotionResult& r = response.result();
-  out->valid = r.free();
-  out->last_valid_t = r.free() ? 1.0 : r.t_free();
-  out->states = response.stats().states();
-  return Status::Ok();
+  planners::MotionCheck out;
+  out.valid = r.free();
+  out.last_valid_t = r.free() ? 1.0 : r.t_free();
+  out.states = response.stats().states();
+  return out;
 }
 
 Result<planners::JointSpace> RemoteSpace(const RemoteScene& scene) {
@@ -291,17 +288,17 @@ Result<planners::JointSpace> RemoteSpace(const RemoteScene& scene) {
   return space;
 }
 
-Status RemoteStateValidity::IsValid(std::span<const double> q, bool* valid) const {
+Result<bool> RemoteStateValidity::IsValid(std::span<const double> q) const {
   checks_.fetch_add(1, std::memory_order_relaxed);
-  return scene_->CheckState(q, valid);
+  return scene_->CheckState(q);
 }
 
-Status RemoteMotionValidator::CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                          planners::MotionCheck* out) const {
+Result<planners::MotionCheck> RemoteMotionValidator::CheckMotion(std::span<const double> q0,
+                                                                 std::span<const double> q1) const {
   checks_.fetch_add(1, std::memory_order_relaxed);
-  Status s = scene_->CheckMotion(q0, q1, request_, out);
-  if (s.ok()) states_.fetch_add(out->states, std::memory_order_relaxed);
-  return s;
+  Result<planners::MotionCheck> check = scene_->CheckMotion(q0, q1, request_);
+  if (check.ok()) states_.fetch_add(check.value().states, std::memory_order_relaxed);
+  return check;
 }
 
 std::string RemoteMotionValidator::Describe() const {

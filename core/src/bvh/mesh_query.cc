@@ -330,14 +330,14 @@ Status ValidatePose(const RigidTransform& X, const char* what) {
   return {};
 }
 
-Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b, const RigidTransform& X_WB,
-               const CollisionRequest& request, CollisionResult* result) {
-  *result = CollisionResult();
-  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
-  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
-  internal::CollideTrusted(a, X_WA, b, X_WB, request, result);
-  return {};
+Result<CollisionResult> Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                const RigidTransform& X_WB, const CollisionRequest& request) {
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s.error();
+  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s.error();
+  CollisionResult result;
+  internal::CollideTrusted(a, X_WA, b, X_WB, request, &result);
+  return result;
 }
 
 void internal::CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
@@ -347,13 +347,12 @@ void internal::CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, co
   result->stats = walk.stats;
 }
 
-Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
-                       const RigidTransform& X_WB, const DistanceRequest& request, DistanceCache* cache,
-                       DistanceResult* result) {
-  *result = DistanceResult();
-  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
-  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s;
+Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                       const RigidTransform& X_WB, const DistanceRequest& request,
+                                       DistanceCache* cache) {
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s.error();
+  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s.error();
 
   DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
                     request.max_distance};
@@ -387,15 +386,16 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
     walk.Run(std::move(start));
   }
 
-  result->upper_bound = walk.upper;
-  result->lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
-  result->intersecting = walk.upper == 0.0;
-  result->beyond_max_distance = result->lower_bound >= request.max_distance;
-  result->p_WA = X_WA * walk.best_pa;
-  result->p_WB = X_WA * walk.best_pb;
-  result->triangles = {walk.best_ka >= 0 ? a.triangle_id(walk.best_ka) : -1,
-                       walk.best_kb >= 0 ? b.triangle_id(walk.best_kb) : -1};
-  result->stats = walk.stats;
+  DistanceResult result;
+  result.upper_bound = walk.upper;
+  result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
+  result.intersecting = walk.upper == 0.0;
+  result.beyond_max_distance = result.lower_bound >= request.max_distance;
+  result.p_WA = X_WA * walk.best_pa;
+  result.p_WB = X_WA * walk.best_pb;
+  result.triangles = {walk.best_ka >= 0 ? a.triangle_id(walk.best_ka) : -1,
+                      walk.best_kb >= 0 ? b.triangle_id(walk.best_kb) : -1};
+  result.stats = walk.stats;
   if (cache != nullptr) {
     const std::size_t cold_size = from_front ? cache->cold_front_size : front.size();
     cache->model_a = &a;
@@ -414,7 +414,7 @@ Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const Mes
       cache->front.swap(front);
     }
   }
-  return {};
+  return result;
 }
 
 }  // namespace proximity::core

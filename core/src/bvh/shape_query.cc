@@ -384,15 +384,15 @@ Status ValidateShape(const Shape& shape, const char* what) {
   return {};
 }
 
-Status CollideMeshShape(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
-                        const RigidTransform& X_WS, const CollisionRequest& request, CollisionResult* result) {
-  *result = CollisionResult();
-  if (Status s = ValidatePose(X_WM, "X_WM"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WS, "X_WS"); !s.ok()) return s;
-  if (Status s = ValidateShape(shape); !s.ok()) return s;
-  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
-  internal::CollideMeshShapeTrusted(mesh, X_WM, shape, X_WS, request, result);
-  return {};
+Result<CollisionResult> CollideMeshShape(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
+                                         const RigidTransform& X_WS, const CollisionRequest& request) {
+  if (Status s = ValidatePose(X_WM, "X_WM"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WS, "X_WS"); !s.ok()) return s.error();
+  if (Status s = ValidateShape(shape); !s.ok()) return s.error();
+  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s.error();
+  CollisionResult result;
+  internal::CollideMeshShapeTrusted(mesh, X_WM, shape, X_WS, request, &result);
+  return result;
 }
 
 void internal::CollideMeshShapeTrusted(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
@@ -413,14 +413,14 @@ bool internal::ShapesIntersectTrusted(const Shape& a, const RigidTransform& X_WA
   });
 }
 
-Status ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
-                                const RigidTransform& X_WS, const DistanceRequest& request, DistanceResult* result) {
-  *result = DistanceResult();
-  if (Status s = ValidatePose(X_WM, "X_WM"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WS, "X_WS"); !s.ok()) return s;
-  if (Status s = ValidateShape(shape); !s.ok()) return s;
-  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s;
+Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
+                                                const RigidTransform& X_WS, const DistanceRequest& request) {
+  if (Status s = ValidatePose(X_WM, "X_WM"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WS, "X_WS"); !s.ok()) return s.error();
+  if (Status s = ValidateShape(shape); !s.ok()) return s.error();
+  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s.error();
   const RigidTransform X_MS = RelativeTransform(X_WM, X_WS);
+  DistanceResult result;
   VisitShape(shape, [&](const auto& s) {
     MeshShapeWalk walk(mesh, s, X_MS);
     walk.rel_err = request.rel_err;
@@ -429,43 +429,42 @@ Status ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_W
     walk.stop_below = request.stop_below;
     walk.UpdateThreshold();
     walk.Distance();
-    result->upper_bound = walk.upper;
-    result->lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
-    result->intersecting = walk.upper == 0.0;
-    result->beyond_max_distance = result->lower_bound >= request.max_distance;
-    result->p_WA = X_WM * walk.best_pa;
-    result->p_WB = X_WM * walk.best_pb;
-    result->triangles = {walk.best_k >= 0 ? mesh.triangle_id(walk.best_k) : -1, -1};
-    result->stats = walk.stats;
+    result.upper_bound = walk.upper;
+    result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
+    result.intersecting = walk.upper == 0.0;
+    result.beyond_max_distance = result.lower_bound >= request.max_distance;
+    result.p_WA = X_WM * walk.best_pa;
+    result.p_WB = X_WM * walk.best_pb;
+    result.triangles = {walk.best_k >= 0 ? mesh.triangle_id(walk.best_k) : -1, -1};
+    result.stats = walk.stats;
   });
-  return {};
+  return result;
 }
 
-Status CollideShapes(const Shape& a, const RigidTransform& X_WA, const Shape& b, const RigidTransform& X_WB,
-                     const CollisionRequest& request, CollisionResult* result) {
-  *result = CollisionResult();
-  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
-  if (Status s = ValidateShape(a, "shape a"); !s.ok()) return s;
-  if (Status s = ValidateShape(b, "shape b"); !s.ok()) return s;
-  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s;
+Result<CollisionResult> CollideShapes(const Shape& a, const RigidTransform& X_WA, const Shape& b,
+                                      const RigidTransform& X_WB, const CollisionRequest& request) {
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s.error();
+  if (Status s = ValidateShape(a, "shape a"); !s.ok()) return s.error();
+  if (Status s = ValidateShape(b, "shape b"); !s.ok()) return s.error();
+  if (Status s = ValidateCollisionRequest(request); !s.ok()) return s.error();
+  CollisionResult result;
   const bool hit = internal::ShapesIntersectTrusted(a, X_WA, b, X_WB);
-  result->stats.triangle_tests = 1;
+  result.stats.triangle_tests = 1;
   if (hit) {
-    result->colliding = true;
-    result->contacts.push_back({-1, -1});
+    result.colliding = true;
+    result.contacts.push_back({-1, -1});
   }
-  return {};
+  return result;
 }
 
-Status ComputeShapeDistance(const Shape& a, const RigidTransform& X_WA, const Shape& b, const RigidTransform& X_WB,
-                            const DistanceRequest& request, DistanceResult* result) {
-  *result = DistanceResult();
-  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
-  if (Status s = ValidateShape(a, "shape a"); !s.ok()) return s;
-  if (Status s = ValidateShape(b, "shape b"); !s.ok()) return s;
-  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s;
+Result<DistanceResult> ComputeShapeDistance(const Shape& a, const RigidTransform& X_WA, const Shape& b,
+                                            const RigidTransform& X_WB, const DistanceRequest& request) {
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s.error();
+  if (Status s = ValidateShape(a, "shape a"); !s.ok()) return s.error();
+  if (Status s = ValidateShape(b, "shape b"); !s.ok()) return s.error();
+  if (Status s = ValidateDistanceRequest(request); !s.ok()) return s.error();
   const GjkResult g = VisitShape(a, [&](const auto& sa) {
     return VisitShape(b, [&](const auto& sb) {
       using A = std::decay_t<decltype(sa)>;
@@ -476,14 +475,15 @@ Status ComputeShapeDistance(const Shape& a, const RigidTransform& X_WA, const Sh
       return GjkDistance(sa, X_WA, sb, X_WB, nullptr, o);
     });
   });
-  result->stats.triangle_tests = 1;
-  result->upper_bound = g.distance;
-  result->lower_bound = std::min(g.distance, std::max(0.0, g.lower_bound));
-  result->intersecting = g.intersecting;
-  result->beyond_max_distance = result->lower_bound >= request.max_distance;
-  result->p_WA = g.p_WA;
-  result->p_WB = g.p_WB;
-  return {};
+  DistanceResult result;
+  result.stats.triangle_tests = 1;
+  result.upper_bound = g.distance;
+  result.lower_bound = std::min(g.distance, std::max(0.0, g.lower_bound));
+  result.intersecting = g.intersecting;
+  result.beyond_max_distance = result.lower_bound >= request.max_distance;
+  result.p_WA = g.p_WA;
+  result.p_WB = g.p_WB;
+  return result;
 }
 
 }  // namespace proximity::core

@@ -579,10 +579,11 @@ Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidT
   return {};
 }
 
-Status RobotModel::ForwardKinematics(std::span<const double> q, std::vector<RigidTransform>* X_WL,
-                                     const RigidTransform& X_WB) const {
-  X_WL->resize(links_.size());
-  return ForwardKinematics(q, std::span<RigidTransform>(*X_WL), X_WB);
+Result<std::vector<RigidTransform>> RobotModel::ForwardKinematics(std::span<const double> q,
+                                                                  const RigidTransform& X_WB) const {
+  std::vector<RigidTransform> X_WL(links_.size());
+  if (Status s = ForwardKinematics(q, std::span<RigidTransform>(X_WL), X_WB); !s.ok()) return s.error();
+  return X_WL;
 }
 
 Result<bool> RobotModel::AllowedCollision(std::string_view a, std::string_view b) const {

@@ -36,20 +36,23 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
 
 }  // namespace internal
 
-Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b, const RigidTransform& X_WB,
-                        const DistanceRequest& request, DistanceResult* result) {
-  if (a.is_mesh() && b.is_mesh()) return ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr, result);
-  if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request, result);
-  if (!b.is_mesh()) return ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request, result);
-  Status s = ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, request, result);
-  std::swap(result->p_WA, result->p_WB);
-  std::swap(result->triangles.triangle_a, result->triangles.triangle_b);
-  return s;
+Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                        const RigidTransform& X_WB, const DistanceRequest& request) {
+  if (a.is_mesh() && b.is_mesh()) return ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr);
+  if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request);
+  if (!b.is_mesh()) return ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request);
+  Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, request);
+  if (r.ok()) {
+    DistanceResult& d = r.value();
+    std::swap(d.p_WA, d.p_WB);
+    std::swap(d.triangles.triangle_a, d.triangles.triangle_b);
+  }
+  return r;
 }
 
-Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                  const RigidTransform& X_WB, double enough, double padding, double* lower_bound,
-                                  QueryStats* stats, GjkCache* hull_cache) {
+Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                                  const RigidTransform& X_WB, double enough, double padding,
+                                                  GjkCache* hull_cache) {
   // A budget keeps the walks short; only the certified lower bound is used. A loose one (the bound may
   // be half the distance) costs certified LINK a few more samples but far fewer box and triangle tests:
   // on MotionBenchMaker path edges 1.0 takes half the time of 0.25.
@@ -61,20 +64,21 @@ Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
   }
   req.max_distance = std::max(0.0, enough) + padding;
   // The hulls first: a bound that reaches `enough` there holds for the meshes.
-  const double hull = HullLowerBound(a, X_WA, b, X_WB, req.max_distance, stats, hull_cache);
+  ClearanceBound bound;
+  const double hull = HullLowerBound(a, X_WA, b, X_WB, req.max_distance, &bound.stats, hull_cache);
   // Between convex meshes (or a convex mesh and a primitive) that are apart the hulls' distance is the
   // meshes': the walk would add nothing. Hulls that meet leave it to the walk (the surfaces may touch,
   // or one part may lie wholly inside the other apart from its surface).
   const bool convex = (a.is_mesh() ? a.hull_is_surface : true) && (b.is_mesh() ? b.hull_is_surface : true);
   if (hull >= req.max_distance || (hull > 0.0 && convex)) {
-    *lower_bound = std::max(0.0, hull - padding);
-    return {};
+    bound.lower_bound = std::max(0.0, hull - padding);
+    return bound;
   }
-  DistanceResult r;
-  Status s = GeometryDistance(a, X_WA, b, X_WB, req, &r);
-  *lower_bound = r.intersecting ? 0.0 : std::max({0.0, r.lower_bound - padding, hull - padding});
-  if (stats != nullptr) *stats += r.stats;
-  return s;
+  const Result<DistanceResult> r = GeometryDistance(a, X_WA, b, X_WB, req);
+  if (!r.ok()) return r.error();
+  bound.lower_bound = r.value().intersecting ? 0.0 : std::max({0.0, r.value().lower_bound - padding, hull - padding});
+  bound.stats += r.value().stats;
+  return bound;
 }
 
 // distance(q). Candidate pairs (robot part x world part, and the self pairs) are ordered by a cheap
@@ -82,13 +86,13 @@ Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
 // cheap bound already meets the budget against the best upper bound found, and each query may stop
 // early at that point. With L the smallest lower bound over all pairs (queried or skipped) and U the
 // smallest upper bound, the budget then holds for [L, U] (see the header and mesh_query.h).
-Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request, SceneCache* cache,
-                              SceneDistanceResult* result) const {
-  *result = SceneDistanceResult();
+Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
+                                                   SceneCache* cache) const {
   DistanceRequest budget{request.rel_err, request.abs_err, request.max_distance};
-  if (Status s = ValidateDistanceRequest(budget); !s.ok()) return s;
-  if (Status s = PoseParts(q, cache); !s.ok()) return s;  // rejects a wrong size or NaN
-  result->within_limits = robot_->WithinLimits(q);
+  if (Status s = ValidateDistanceRequest(budget); !s.ok()) return s.error();
+  if (Status s = PoseParts(q, cache); !s.ok()) return s.error();  // rejects a wrong size or NaN
+  SceneDistanceResult result;
+  result.within_limits = robot_->WithinLimits(q);
 
   struct Candidate {
     int32_t a, b;  // robot part; world part or robot part
@@ -131,10 +135,10 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
     }
     if (request.stop()) {
       // Nothing is claimed beyond what was seen: the clearance may be anything up to the best upper bound.
-      result->stopped = true;
-      result->lower_bound = 0.0;
-      result->upper_bound = upper;
-      return {};
+      result.stopped = true;
+      result.lower_bound = 0.0;
+      result.upper_bound = upper;
+      return result;
     }
     const RobotPart& rp = robot_parts_[c.a];
     const Geometry& other = c.self ? robot_parts_[c.b].geometry
@@ -144,9 +148,10 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
     DistanceResult r;
     PairDistance pd;
     auto query = [&] {
-      r = DistanceResult();
-      (void)GeometryDistance(rp.geometry, cache->X_WG[c.a], other, X_other, pr, &r);
-      result->stats += r.stats;
+      // Poses, shapes and the validated budget make every pair query valid; an error would leave the
+      // pair at [0, inf], which claims nothing.
+      r = GeometryDistance(rp.geometry, cache->X_WG[c.a], other, X_other, pr).value_or({});
+      result.stats += r.stats;
       pd.lower = std::max(0.0, r.lower_bound - c.padding);
       pd.upper = std::max(0.0, r.upper_bound - c.padding);
     };
@@ -157,21 +162,21 @@ Status Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequ
       pr.rel_err = pr.abs_err = 0.0;
       query();
     }
-    ++result->pairs_tested;
+    ++result.pairs_tested;
     pd.pair = c.self ? SelfContact(c.a, c.b) : WorldContact(c.a, world_parts_[c.b].object);
     pd.p_W_robot = r.p_WA;
     pd.p_W_other = r.p_WB;
     lower = std::min(lower, pd.lower);
     if (pd.upper < upper) {
       upper = pd.upper;
-      result->nearest = pd;
+      result.nearest = pd;
     }
-    if (request.per_pair) result->pairs.push_back(pd);
+    if (request.per_pair) result.pairs.push_back(pd);
   }
-  result->lower_bound = std::min(lower, upper);
-  result->upper_bound = upper;
-  result->beyond_max_distance = result->lower_bound >= request.max_distance;
-  return {};
+  result.lower_bound = std::min(lower, upper);
+  result.upper_bound = upper;
+  result.beyond_max_distance = result.lower_bound >= request.max_distance;
+  return result;
 }
 
 }  // namespace proximity::core

@@ -170,8 +170,9 @@ class CertifiedMotion {
   Status CheckEnds(bool* done) {
     for (double t : {0.0, 1.0}) {
       Interpolate(t);
-      StateResult r;
-      if (Status s = scene_.CheckStateWith(q_, clearance_, cache_, &r); !s.ok()) return s;
+      const Result<StateResult> state = scene_.CheckStateWith(q_, clearance_, cache_);
+      if (!state.ok()) return state.status();
+      const StateResult& r = state.value();
       result_->stats += r.stats;
       if (!r.free) {
         result_->t_collide = t;
@@ -310,9 +311,16 @@ class CertifiedMotion {
     // stopped early at that `enough` and a larger one needs a new query.
     if (!std::isnan(s.eta_enough[k]) && (s.eta[k] < s.eta_enough[k] || enough <= s.eta_enough[k])) return s.eta[k];
     const PairRef& p = pairs_[k];
+    // A built scene's poses and shapes are valid and `enough` is finite: the bound is never an error
+    // (were it one, 0 certifies nothing).
+    const Result<ClearanceBound> bound = GeometryDistanceLowerBound(
+        scene_.robot_parts_[p.a].geometry, s.X_WG[p.a], OtherGeometry(p), OtherPose(s, p), enough, p.padding,
+        HullCache(p));
     double lb = 0.0;
-    (void)GeometryDistanceLowerBound(scene_.robot_parts_[p.a].geometry, s.X_WG[p.a], OtherGeometry(p),
-                                     OtherPose(s, p), enough, p.padding, &lb, &result_->stats, HullCache(p));
+    if (bound.ok()) {
+      lb = bound.value().lower_bound;
+      result_->stats += bound.value().stats;
+    }
     ++result_->distance_queries;
     s.eta[k] = std::max(CheapEta(s, k), lb);
     s.eta_enough[k] = enough;
@@ -481,11 +489,12 @@ class CertifiedMotion {
 
 }  // namespace internal
 
-Status Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
-                                   double clearance, const Interrupt& stop, SceneCache* cache,
-                                   MotionResult* result) const {
-  internal::CertifiedMotion walk(*this, q0, q1, clearance, cache, result);
-  return walk.Run(narrow, stop);
+Result<MotionResult> Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
+                                                 double clearance, const Interrupt& stop, SceneCache* cache,
+                                                 MotionResult prepass) const {
+  internal::CertifiedMotion walk(*this, q0, q1, clearance, cache, &prepass);
+  if (Status s = walk.Run(narrow, stop); !s.ok()) return s.error();
+  return prepass;
 }
 
 }  // namespace proximity::core

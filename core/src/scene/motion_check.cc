@@ -47,12 +47,11 @@ double SegmentLength(std::span<const double> q0, std::span<const double> q1) {
 
 }  // namespace internal
 
-Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1, const MotionRequest& request,
-                          SceneCache* cache, MotionResult* result) const {
-  *result = MotionResult();
+Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                        const MotionRequest& request, SceneCache* cache) const {
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
-  if (Status s = CheckClearance(request.clearance); !s.ok()) return s;
+  if (Status s = CheckClearance(request.clearance); !s.ok()) return s.error();
   // Continuous joints turn the short way: the motion is the straight segment from q0 to MotionEnd.
   std::vector<double> end;
   if (robot_->has_continuous_joints()) q1 = ShortWayEnd(*robot_, q0, q1, &end);
@@ -60,87 +59,95 @@ Status Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1
   if (request.mode == MotionRequest::Mode::kDiscrete) {
     Result<int64_t> steps = MotionSteps(length, request.resolution, "resolution");
     if (!steps.ok()) return steps.error();
-    return CheckMotionDiscrete(q0, q1, steps.value(), request, cache, result);
+    return CheckMotionDiscrete(q0, q1, steps.value(), request, cache);
   }
   if (!(std::isfinite(request.prepass_resolution) && request.prepass_resolution >= 0.0)) {
     return InvalidArgument("prepass_resolution must be finite and >= 0, got " +
                            FormatNumber(request.prepass_resolution));
   }
+  MotionResult prepass;
   if (request.prepass_resolution > 0.0) {
     Result<int64_t> steps = MotionSteps(length, request.prepass_resolution, "prepass_resolution");
     if (!steps.ok()) return steps.error();
     // The ends are left to the certified walk, which checks them first.
-    if (Status s = SampleSegment(q0, q1, steps.value(), true, false, request.clearance, request.stop, cache, result);
-        !s.ok() || result->t_collide >= 0.0 || result->stopped) {
-      return s;
-    }
+    Result<MotionResult> sampled =
+        SampleSegment(q0, q1, steps.value(), true, false, request.clearance, request.stop, cache);
+    if (!sampled.ok() || sampled.value().t_collide >= 0.0 || sampled.value().stopped) return sampled;
+    prepass = std::move(sampled).value();
   }
-  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, request.stop, cache, result);
+  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, request.stop, cache,
+                              std::move(prepass));
 }
 
 // States q0 + (i / n) (q1 - q0), i = 0..n (n from MotionSteps), each checked by CLEAR until one
-// collides (recorded in *result). In order from q0, or coarse to fine: the ends, then the odd multiples
+// collides (recorded in the result). In order from q0, or coarse to fine: the ends, then the odd multiples
 // of the largest power of two below n, then of half of it, and so on: the same states, each once, so the
 // same answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
-// `stop` is asked every kStopPollStates states; when it says stop, result->stopped is set.
-Status Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
-                            bool coarse_to_fine, bool ends, double clearance, const Interrupt& stop,
-                            SceneCache* cache, MotionResult* result) const {
+// `stop` is asked every kStopPollStates states; when it says stop, MotionResult::stopped is set.
+Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
+                                          bool coarse_to_fine, bool ends, double clearance, const Interrupt& stop,
+                                          SceneCache* cache) const {
+  MotionResult result;
   std::vector<double> q(q0.size());
   int64_t visited = 0;
   // Checks state i; true when it collides (or the check must stop).
   auto collides = [&](int64_t i, Status* status) {
     if ((++visited & (kStopPollStates - 1)) == 0 && stop()) {
-      result->stopped = true;
+      result.stopped = true;
       return true;
     }
     const double t = static_cast<double>(i) / static_cast<double>(n);
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
-    StateResult r;
-    *status = CheckStateWith(q, clearance, cache, &r);
-    if (!status->ok()) return true;
-    ++result->states;
-    result->stats += r.stats;
+    const Result<StateResult> state = CheckStateWith(q, clearance, cache);
+    if (!state.ok()) {
+      *status = state.status();
+      return true;
+    }
+    const StateResult& r = state.value();
+    ++result.states;
+    result.stats += r.stats;
     if (r.free) return false;
-    result->t_collide = t;
-    result->t_free = coarse_to_fine || i == 0 ? 0.0 : static_cast<double>(i - 1) / static_cast<double>(n);
-    result->contact = r.contact;
+    result.t_collide = t;
+    result.t_free = coarse_to_fine || i == 0 ? 0.0 : static_cast<double>(i - 1) / static_cast<double>(n);
+    result.contact = r.contact;
     return true;
   };
   Status status;
+  auto answer = [&]() -> Result<MotionResult> {
+    if (!status.ok()) return status.error();
+    return result;
+  };
   if (!coarse_to_fine) {
     for (int64_t i = ends ? 0 : 1; i <= (ends ? n : n - 1); ++i) {
-      if (collides(i, &status)) return status;
+      if (collides(i, &status)) return answer();
     }
-    return status;
+    return answer();
   }
-  if (ends && (collides(0, &status) || collides(n, &status))) return status;
+  if (ends && (collides(0, &status) || collides(n, &status))) return answer();
   int64_t stride = 1;
   while (stride * 2 < n) stride *= 2;
   for (; stride >= 1; stride /= 2) {
     for (int64_t i = stride; i < n; i += 2 * stride) {
-      if (collides(i, &status)) return status;
+      if (collides(i, &status)) return answer();
     }
   }
-  return status;
+  return answer();
 }
 
-Status Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
-                                  const MotionRequest& request, SceneCache* cache, MotionResult* result) const {
-  if (Status s = SampleSegment(q0, q1, steps, request.coarse_to_fine, request.check_ends, request.clearance,
-                               request.stop, cache, result);
-      !s.ok()) {
-    return s;
-  }
-  if (result->t_collide >= 0.0 || result->stopped) return {};
-  result->free = true;
-  result->t_free = 1.0;
-  return {};
+Result<MotionResult> Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                                                const MotionRequest& request, SceneCache* cache) const {
+  Result<MotionResult> sampled = SampleSegment(q0, q1, steps, request.coarse_to_fine, request.check_ends,
+                                               request.clearance, request.stop, cache);
+  if (!sampled.ok()) return sampled;
+  MotionResult& result = sampled.value();
+  if (result.t_collide >= 0.0 || result.stopped) return sampled;
+  result.free = true;
+  result.t_free = 1.0;
+  return sampled;
 }
 
-Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
-                        PathResult* result) const {
-  *result = PathResult();
+Result<PathResult> Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& request,
+                                    SceneCache* cache) const {
   const size_t dof = static_cast<size_t>(robot_->num_positions());
   // A robot without joints has one configuration (no values): its path is that one state.
   if (dof == 0 ? !waypoints.empty() : (waypoints.empty() || waypoints.size() % dof != 0)) {
@@ -153,47 +160,49 @@ Status Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& 
       return Error{s.error().code, "path waypoint " + std::to_string(w) + ": " + s.error().message};
     }
   }
+  PathResult result;
   if (n == 1) {
     // A single waypoint is a path of one state.
-    StateResult r;
-    if (Status s = CheckState(waypoints, cache, &r); !s.ok()) return s;
-    result->states = 1;
-    result->stats = r.stats;
-    result->free = r.free;
-    result->motion.free = r.free;
-    result->motion.t_free = r.free ? 1.0 : 0.0;
-    result->motion.t_collide = r.free ? -1.0 : 0.0;
-    result->motion.contact = r.contact;
-    if (!r.free) result->segment = 0;
-    return {};
+    const Result<StateResult> state = CheckState(waypoints, cache);
+    if (!state.ok()) return state.error();
+    const StateResult& r = state.value();
+    result.states = 1;
+    result.stats = r.stats;
+    result.free = r.free;
+    result.motion.free = r.free;
+    result.motion.t_free = r.free ? 1.0 : 0.0;
+    result.motion.t_collide = r.free ? -1.0 : 0.0;
+    result.motion.contact = r.contact;
+    if (!r.free) result.segment = 0;
+    return result;
   }
   for (size_t w = 0; w + 1 < n; ++w) {
     if (request.stop()) {
-      result->stopped = true;
-      return {};
+      result.stopped = true;
+      return result;
     }
-    MotionResult m;
-    if (Status s = CheckMotion(waypoints.subspan(w * dof, dof), waypoints.subspan((w + 1) * dof, dof), request,
-                               cache, &m);
-        !s.ok()) {
-      return Error{s.error().code, "path segment " + std::to_string(w) + ": " + s.error().message};
+    const Result<MotionResult> motion =
+        CheckMotion(waypoints.subspan(w * dof, dof), waypoints.subspan((w + 1) * dof, dof), request, cache);
+    if (!motion.ok()) {
+      return Error{motion.error().code, "path segment " + std::to_string(w) + ": " + motion.error().message};
     }
-    result->states += m.states;
-    result->distance_queries += m.distance_queries;
-    result->stats += m.stats;
-    result->motion = m;
+    const MotionResult& m = motion.value();
+    result.states += m.states;
+    result.distance_queries += m.distance_queries;
+    result.stats += m.stats;
+    result.motion = m;
     if (m.stopped) {
-      result->stopped = true;
-      return {};
+      result.stopped = true;
+      return result;
     }
-    ++result->segments_checked;
+    ++result.segments_checked;
     if (!m.free) {
-      result->segment = static_cast<int32_t>(w);
-      return {};
+      result.segment = static_cast<int32_t>(w);
+      return result;
     }
   }
-  result->free = true;
-  return {};
+  result.free = true;
+  return result;
 }
 
 }  // namespace proximity::core

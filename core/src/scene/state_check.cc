@@ -29,22 +29,12 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG) {
   return out;
 }
 
-Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b, const RigidTransform& X_WB,
-                       bool* colliding, QueryStats* stats) {
-  CollisionResult r;
-  Status s;
-  if (a.is_mesh() && b.is_mesh()) {
-    s = Collide(*a.mesh, X_WA, *b.mesh, X_WB, {}, &r);
-  } else if (a.is_mesh()) {
-    s = CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {}, &r);
-  } else if (b.is_mesh()) {
-    s = CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {}, &r);
-  } else {
-    s = CollideShapes(a.shape, X_WA, b.shape, X_WB, {}, &r);
-  }
-  *colliding = r.colliding;
-  if (stats != nullptr) *stats += r.stats;
-  return s;
+Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                        const RigidTransform& X_WB) {
+  if (a.is_mesh() && b.is_mesh()) return Collide(*a.mesh, X_WA, *b.mesh, X_WB, {});
+  if (a.is_mesh()) return CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {});
+  if (b.is_mesh()) return CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {});
+  return CollideShapes(a.shape, X_WA, b.shape, X_WB, {});
 }
 
 namespace internal {
@@ -117,7 +107,10 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q)
   map->GridPoint(cell, values);
   scratch.q = robot_->DefaultConfiguration();
   for (int32_t d = 0; d < map->dims; ++d) scratch.q[static_cast<size_t>(map->active[d])] = values[d];
-  if (!robot_->ForwardKinematics(scratch.q, &scratch.X_WL, RigidTransform()).ok()) return -1.0;
+  scratch.X_WL.resize(robot_->links().size());
+  if (!robot_->ForwardKinematics(scratch.q, std::span<RigidTransform>(scratch.X_WL), RigidTransform()).ok()) {
+    return -1.0;
+  }
   const RobotPart& a = robot_parts_[pair.a];
   const RobotPart& b = robot_parts_[pair.b];
   const double lower =
@@ -172,8 +165,9 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
   DistanceRequest request;
   request.max_distance = padding;
   request.stop_below = padding;
-  DistanceResult r;
-  (void)GeometryDistance(a, X_a, b, X_b, request, &r);
+  const Result<DistanceResult> distance = GeometryDistance(a, X_a, b, X_b, request);
+  if (!distance.ok()) return true;  // a built scene's poses and shapes are valid: never taken
+  const DistanceResult& r = distance.value();
   if (stats != nullptr) *stats += r.stats;
   return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
 }
@@ -253,23 +247,19 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double mar
   return {};
 }
 
-Status Scene::CheckState(std::span<const double> q, SceneCache* cache, StateResult* result, double clearance) const {
-  if (Status s = CheckClearance(clearance); !s.ok()) {
-    *result = StateResult();
-    return s;
-  }
-  return CheckStateWith(q, clearance, cache, result);
+Result<StateResult> Scene::CheckState(std::span<const double> q, SceneCache* cache, double clearance) const {
+  if (Status s = CheckClearance(clearance); !s.ok()) return s.error();
+  return CheckStateWith(q, clearance, cache);
 }
 
-Status Scene::CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache,
-                             StateResult* result) const {
-  *result = StateResult();
-  if (Status s = PoseParts(q, cache, clearance); !s.ok()) return s;  // rejects a wrong size or NaN
-  result->within_limits = robot_->WithinLimits(q);
-  result->free = true;
+Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache) const {
+  if (Status s = PoseParts(q, cache, clearance); !s.ok()) return s.error();  // rejects a wrong size or NaN
+  StateResult result;
+  result.within_limits = robot_->WithinLimits(q);
+  result.free = true;
   const std::vector<RigidTransform>& X_WG = cache->X_WG;
   for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
-    if (CollideWorld(i, clearance, cache, result)) return {};
+    if (CollideWorld(i, clearance, cache, &result)) return result;
   }
   for (size_t s = 0; s < self_pairs_.size(); ++s) {
     const SelfPair& sp = self_pairs_[s];
@@ -277,18 +267,17 @@ Status Scene::CheckStateWith(std::span<const double> q, double clearance, SceneC
     // A wrist's links: the precomputed map decides most states with one look-up.
     if (sp.clearance_map != nullptr && SelfPairClearance(sp, q) > padding) continue;
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
-    ++result->pairs_tested;
-    ++result->stats.bv_tests;
+    ++result.pairs_tested;
+    ++result.stats.bv_tests;
     if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
     if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b], padding,
-                     &result->stats,
-                     HullCache(cache, SelfPairCache(s)))) {
-      result->free = false;
-      result->contact = SelfContact(sp.a, sp.b);
-      return {};
+                     &result.stats, HullCache(cache, SelfPairCache(s)))) {
+      result.free = false;
+      result.contact = SelfContact(sp.a, sp.b);
+      return result;
     }
   }
-  return {};
+  return result;
 }
 
 }  // namespace proximity::core

@@ -67,8 +67,9 @@ void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, 
       DistanceRequest req;
       req.rel_err = 0.25;
       req.max_distance = travel + p.padding + tol;
-      DistanceResult r;
-      (void)GeometryDistance(*p.a, X_a, *p.b, X_b, req, &r);
+      // Poses of a built scene and these requests are valid; an error would read as [0, inf] (contact
+      // not excluded), never as clear.
+      DistanceResult r = GeometryDistance(*p.a, X_a, *p.b, X_b, req).value_or({});
       ++result->distance_queries;
       result->stats += r.stats;
       double eta = r.intersecting ? 0.0 : std::max(0.0, r.lower_bound - p.padding);
@@ -79,8 +80,7 @@ void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, 
       if (eta <= 2.0 * tol) {
         // Close: settle the clearance exactly.
         DistanceRequest exact;
-        r = DistanceResult();
-        (void)GeometryDistance(*p.a, X_a, *p.b, X_b, exact, &r);
+        r = GeometryDistance(*p.a, X_a, *p.b, X_b, exact).value_or({});
         ++result->distance_queries;
         result->stats += r.stats;
         eta = r.intersecting ? 0.0 : std::max(0.0, r.lower_bound - p.padding);
@@ -112,10 +112,9 @@ void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, 
 
 }  // namespace
 
-Status Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
-                                 const ContinuousRequest& request, SceneCache* cache, ContinuousResult* result) const {
-  *result = ContinuousResult();
-  if (Status s = ValidateContinuousRequest(request); !s.ok()) return s;
+Result<ContinuousResult> Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
+                                                   const ContinuousRequest& request, SceneCache* cache) const {
+  if (Status s = ValidateContinuousRequest(request); !s.ok()) return s.error();
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
   // Continuous joints turn the short way, as in CheckMotion.
@@ -166,26 +165,26 @@ Status Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const dou
   auto name = [&](const AdvancePair& p) {
     return p.ib >= 0 ? SelfContact(p.ia, p.ib) : WorldContact(p.ia, world_parts_[-1 - p.ib].object);
   };
-  Advance(pairs, request, prepare, name, result);
-  if (!pose_status.ok()) return pose_status;
-  if (result->contact) {
-    for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + result->t_contact * (q1[j] - q0[j]);
-    StateResult state;
-    if (Status s = CheckState(q, cache, &state); !s.ok()) return s;
-    result->penetrating = !state.free;
-    result->stats += state.stats;
+  ContinuousResult result;
+  Advance(pairs, request, prepare, name, &result);
+  if (!pose_status.ok()) return pose_status.error();
+  if (result.contact) {
+    for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + result.t_contact * (q1[j] - q0[j]);
+    const Result<StateResult> state = CheckState(q, cache);
+    if (!state.ok()) return state.error();
+    result.penetrating = !state.value().free;
+    result.stats += state.value().stats;
   }
-  return {};
+  return result;
 }
 
-Status Scene::TimeOfFirstContact(const Geometry& body, const RigidTransform& X0, const RigidTransform& X1,
-                                 const ContinuousRequest& request, ContinuousResult* result) const {
-  *result = ContinuousResult();
-  if (Status s = ValidateContinuousRequest(request); !s.ok()) return s;
-  if (Status s = ValidatePose(X0, "body start pose"); !s.ok()) return s;
-  if (Status s = ValidatePose(X1, "body goal pose"); !s.ok()) return s;
+Result<ContinuousResult> Scene::TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
+                                                   const RigidTransform& X1, const ContinuousRequest& request) const {
+  if (Status s = ValidateContinuousRequest(request); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X0, "body start pose"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X1, "body goal pose"); !s.ok()) return s.error();
   if (!body.is_mesh()) {
-    if (Status s = ValidateShape(body.shape, "body"); !s.ok()) return s;
+    if (Status s = ValidateShape(body.shape, "body"); !s.ok()) return s.error();
   }
   {
     const Obb box = body.is_mesh() ? body.mesh->obb(0) : ShapeBoundingObb(body.shape);
@@ -228,21 +227,23 @@ Status Scene::TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
     c.object = world_parts_[p.ib].object;
     return c;
   };
-  Advance(pairs, request, prepare, name, result);
-  if (result->contact) {
-    prepare(result->t_contact);
+  ContinuousResult result;
+  Advance(pairs, request, prepare, name, &result);
+  if (result.contact) {
+    prepare(result.t_contact);
     for (const AdvancePair& p : pairs) {
       RigidTransform X_a, X_b;
       prepare.pose(p, &X_a, &X_b);
-      bool hit = false;
-      (void)CollideGeometry(*p.a, X_a, *p.b, X_b, &hit, &result->stats);
-      if (hit) {
-        result->penetrating = true;
+      const Result<CollisionResult> hit = CollideGeometry(*p.a, X_a, *p.b, X_b);
+      if (!hit.ok()) continue;  // validated body and world: never taken
+      result.stats += hit.value().stats;
+      if (hit.value().colliding) {
+        result.penetrating = true;
         break;
       }
     }
   }
-  return {};
+  return result;
 }
 
 }  // namespace proximity::core

@@ -174,12 +174,12 @@ bool OmplStateValidityChecker::isValid(const ob::State* state) const {
   const int32_t n = layout_->dof();
   Scratch scratch(n, 0);
   const double* q = layout_->View(state, scratch.data());
-  bool valid = false;
-  if (core::Status s = checker_->IsValid(std::span<const double>(q, static_cast<size_t>(n)), &valid); !s.ok()) {
-    log_.Record(s);
+  const core::Result<bool> valid = checker_->IsValid(std::span<const double>(q, static_cast<size_t>(n)));
+  if (!valid.ok()) {
+    log_.Record(valid.status());
     return false;
   }
-  return valid;
+  return valid.value();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ OmplMotionValidator::OmplMotionValidator(ob::SpaceInformation* si, std::shared_p
                                          std::shared_ptr<const planners::MotionValidator> validator)
     : ob::MotionValidator(si), layout_(std::move(layout)), validator_(std::move(validator)) {}
 
-bool OmplMotionValidator::Check(const ob::State* s1, const ob::State* s2, MotionCheck* out) const {
+MotionCheck OmplMotionValidator::Check(const ob::State* s1, const ob::State* s2) const {
   const int32_t n = layout_->dof();
   const auto size = static_cast<size_t>(n);
   Scratch scratch0(n, 0), scratch1(n, 1);
@@ -200,28 +200,26 @@ bool OmplMotionValidator::Check(const ob::State* s1, const ob::State* s2, Motion
     layout_->SegmentEnd(std::span<const double>(q0, size), std::span<const double>(q1, size),
                         std::span<double>(scratch1.data(), size));
   }
-  core::Status s = validator_->CheckMotion(std::span<const double>(q0, size), std::span<const double>(q1, size), out);
-  if (!s.ok()) {
-    log_.Record(s);
-    out->valid = false;
-    out->last_valid_t = 0.0;
-    return false;
+  const core::Result<MotionCheck> check =
+      validator_->CheckMotion(std::span<const double>(q0, size), std::span<const double>(q1, size));
+  if (!check.ok()) {
+    log_.Record(check.status());
+    return MotionCheck();  // not valid, nothing known valid
   }
-  states_.fetch_add(out->states, std::memory_order_relaxed);
-  return out->valid;
+  states_.fetch_add(check.value().states, std::memory_order_relaxed);
+  return check.value();
 }
 
 bool OmplMotionValidator::checkMotion(const ob::State* s1, const ob::State* s2) const {
-  MotionCheck check;
-  const bool valid = Check(s1, s2, &check);
+  const bool valid = Check(s1, s2).valid;
   Increment(valid ? valid_ : invalid_);
   return valid;
 }
 
 bool OmplMotionValidator::checkMotion(const ob::State* s1, const ob::State* s2,
                                       std::pair<ob::State*, double>& lastValid) const {
-  MotionCheck check;
-  const bool valid = Check(s1, s2, &check);
+  const MotionCheck check = Check(s1, s2);
+  const bool valid = check.valid;
   if (!valid) {
     lastValid.second = check.last_valid_t;
     if (lastValid.first != nullptr) si_->getStateSpace()->interpolate(s1, s2, lastValid.second, lastValid.first);

@@ -31,7 +31,7 @@ class SceneCachePool {
 class SceneStateValidity final : public StateValidityChecker {
  public:
   explicit SceneStateValidity(std::shared_ptr<const core::Scene> scene) : scene_(std::move(scene)) {}
-  [[nodiscard]] core::Status IsValid(std::span<const double> q, bool* valid) const override;
+  [[nodiscard]] core::Result<bool> IsValid(std::span<const double> q) const override;
   const core::Scene& scene() const { return *scene_; }
   /// IsValid calls so far.
   int64_t checks() const { return checks_.load(std::memory_order_relaxed); }
@@ -53,8 +53,8 @@ class SceneMotionValidator final : public MotionValidator {
   explicit SceneMotionValidator(std::shared_ptr<const core::Scene> scene,
                                 core::MotionRequest request = PlanningMotionRequest())
       : scene_(std::move(scene)), request_(request) {}
-  [[nodiscard]] core::Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                         MotionCheck* out) const override;
+  [[nodiscard]] core::Result<MotionCheck> CheckMotion(std::span<const double> q0,
+                                                      std::span<const double> q1) const override;
   bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
   std::string Describe() const override;
   const core::Scene& scene() const { return *scene_; }

@@ -7,8 +7,8 @@
 /// geometry loop, so the virtual call costs nothing measurable.
 ///
 /// Implementations here: over an in-process core::Scene (scene_validity.h) and over a remote proximityd
-/// (clients/cpp). Errors (a remote call that fails, a malformed configuration) come back as Status, and
-/// planners stop with them instead of guessing.
+/// (clients/cpp). Answers come back as core::Result: the answer, or an error (a remote call that fails, a
+/// malformed configuration) with which planners stop instead of guessing.
 
 #include <cstdint>
 #include <span>
@@ -39,8 +39,8 @@ struct MotionCheck {
 class StateValidityChecker {
  public:
   virtual ~StateValidityChecker() = default;
-  /// Sets *valid. Errors for a malformed q (wrong size, NaN) or a failed remote call. Thread-safe.
-  [[nodiscard]] virtual core::Status IsValid(std::span<const double> q, bool* valid) const = 0;
+  /// Whether q is valid. Errors for a malformed q (wrong size, NaN) or a failed remote call. Thread-safe.
+  [[nodiscard]] virtual core::Result<bool> IsValid(std::span<const double> q) const = 0;
 };
 
 /// Whether the straight joint-space segment q0 -> q1 is valid at every configuration along it.
@@ -48,8 +48,8 @@ class MotionValidator {
  public:
   virtual ~MotionValidator() = default;
   /// Checks q0 -> q1 (q1 is the segment's end as JointSpace::SegmentEnd gives it). Thread-safe.
-  [[nodiscard]] virtual core::Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                                 MotionCheck* out) const = 0;
+  [[nodiscard]] virtual core::Result<MotionCheck> CheckMotion(std::span<const double> q0,
+                                                              std::span<const double> q1) const = 0;
   /// True when "valid" is certified (never valid when any configuration on the segment collides);
   /// false for sampled checks, which can miss what lies between samples.
   virtual bool certified() const = 0;

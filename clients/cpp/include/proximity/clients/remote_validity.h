@@ -7,7 +7,7 @@
 /// RemoteScene holds one channel and one stub (both thread-safe) to a target and a scene id; every call
 /// carries a deadline. RemoteStateValidity and RemoteMotionValidator share one RemoteScene.
 ///
-/// Errors: a failed call comes back as a core::Status whose message reads
+/// Errors: a failed call comes back as a core::Error (in the Result or Status) whose message reads
 ///   "proximityd at <target> (<Rpc>, scene '<id>'): <GRPC_CODE>: <the server's message>"
 /// with the code mapped: INVALID_ARGUMENT, OUT_OF_RANGE and FAILED_PRECONDITION -> kInvalidArgument,
 /// NOT_FOUND -> kNotFound, RESOURCE_EXHAUSTED -> kResourceExhausted, everything else (UNAVAILABLE,
@@ -75,21 +75,21 @@ class RemoteScene {
   /// otherwise.
   [[nodiscard]] Status WaitUntilServing(std::chrono::milliseconds timeout) const;
 
-  /// CheckState: *valid = CLEAR(q) and q within the joint limits (q in the scene's joint order).
-  [[nodiscard]] Status CheckState(std::span<const double> q, bool* valid) const;
-  /// CheckStates with packed float64 rows: (*valid)[i] = 1 when states[i] is collision-free and within
-  /// the limits, else 0. All rows must have the same length. Sent in requests of at most
+  /// CheckState: CLEAR(q) and q within the joint limits (q in the scene's joint order).
+  [[nodiscard]] Result<bool> CheckState(std::span<const double> q) const;
+  /// CheckStates with packed float64 rows: one flag per state, 1 when states[i] is collision-free and
+  /// within the limits, else 0. All rows must have the same length. Sent in requests of at most
   /// options().batch_rows rows; an error names the rows of the request that failed.
-  [[nodiscard]] Status CheckStates(std::span<const planners::Configuration> states, std::vector<uint8_t>* valid) const;
+  [[nodiscard]] Result<std::vector<uint8_t>> CheckStates(std::span<const planners::Configuration> states) const;
   /// The same for `rows` holding rows.size() / dof configurations of dof values each, row after row.
-  [[nodiscard]] Status CheckStates(std::span<const double> rows, int32_t dof, std::vector<uint8_t>* valid) const;
+  [[nodiscard]] Result<std::vector<uint8_t>> CheckStates(std::span<const double> rows, int32_t dof) const;
   /// CheckMotion of the straight segment q0 -> q1 as `request` says (certified or discrete):
-  /// out->valid = free, out->last_valid_t = t_free (1 when free), out->states = the server's count.
+  /// valid = free, last_valid_t = t_free (1 when free), states = the server's count.
   /// The wire carries the mode and the discrete resolution only: the server narrows a collision to
   /// 2^-10 of the segment and runs no sampled pre-pass (request.narrow_collision and
   /// request.prepass_resolution are not sent), so last_valid_t is the tight certified prefix.
-  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                   const core::MotionRequest& request, planners::MotionCheck* out) const;
+  [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                          const core::MotionRequest& request) const;
 
   /// RPCs made so far, and how many failed.
   int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
@@ -114,7 +114,7 @@ class RemoteStateValidity final : public planners::StateValidityChecker {
  public:
   /// `scene` must not be null.
   explicit RemoteStateValidity(std::shared_ptr<const RemoteScene> scene) : scene_(std::move(scene)) {}
-  [[nodiscard]] Status IsValid(std::span<const double> q, bool* valid) const override;
+  [[nodiscard]] Result<bool> IsValid(std::span<const double> q) const override;
   /// IsValid calls so far.
   int64_t checks() const { return checks_.load(std::memory_order_relaxed); }
   const RemoteScene& scene() const { return *scene_; }
@@ -130,8 +130,8 @@ class RemoteMotionValidator final : public planners::MotionValidator {
   /// `scene` must not be null.
   explicit RemoteMotionValidator(std::shared_ptr<const RemoteScene> scene, core::MotionRequest request = {})
       : scene_(std::move(scene)), request_(request) {}
-  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                   planners::MotionCheck* out) const override;
+  [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0,
+                                                          std::span<const double> q1) const override;
   bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
   /// "remote certified (127.0.0.1:50051, scene 'default')".
   std::string Describe() const override;

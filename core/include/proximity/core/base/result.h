@@ -56,6 +56,9 @@ class [[nodiscard]] Result {
   const T& value() const& { return std::get<T>(v_); }
   T& value() & { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }
+  /// The value, or `fallback` when this holds an error (std::expected's value_or).
+  T value_or(T fallback) const& { return ok() ? value() : std::move(fallback); }
+  T value_or(T fallback) && { return ok() ? std::move(*this).value() : std::move(fallback); }
   /// The error; precondition !ok().
   const Error& error() const { return std::get<Error>(v_); }
   Status status() const { return ok() ? Status() : Status(error()); }

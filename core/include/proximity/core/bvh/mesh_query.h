@@ -112,14 +112,15 @@ struct DistanceCache {
 [[nodiscard]] Status ValidateDistanceRequest(const DistanceRequest& request);
 
 /// Whether meshes a and b, posed at X_WA and X_WB, intersect. Errors only for invalid poses or
-/// requests; the result is then left cleared.
-[[nodiscard]] Status Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
-                             const RigidTransform& X_WB, const CollisionRequest& request, CollisionResult* result);
+/// requests.
+[[nodiscard]] Result<CollisionResult> Collide(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                              const RigidTransform& X_WB, const CollisionRequest& request);
 
 /// Distance between meshes a and b posed at X_WA and X_WB, as a certified interval (see the file
-/// comment). `cache` may be null. Errors only for invalid poses or requests.
-[[nodiscard]] Status ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
-                                     const RigidTransform& X_WB, const DistanceRequest& request,
-                                     DistanceCache* cache, DistanceResult* result);
+/// comment). `cache` (caller-owned warm-start state, kept between calls) may be null. Errors only for
+/// invalid poses or requests.
+[[nodiscard]] Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform& X_WA,
+                                                     const MeshModel& b, const RigidTransform& X_WB,
+                                                     const DistanceRequest& request, DistanceCache* cache);
 
 }  // namespace proximity::core

@@ -52,30 +52,27 @@ const char* ShapeName(const Shape& shape);
 
 /// Whether the surface of `mesh` (pose X_WM) touches the solid `shape` (pose X_WS). Contacts name
 /// mesh triangles in triangle_a (triangle_b = -1); all_contacts and max_contacts as in Collide.
-/// stats: OBB tests and triangle–shape tests. Errors for invalid poses, shapes or requests (the
-/// result is then left cleared).
-[[nodiscard]] Status CollideMeshShape(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
-                                      const RigidTransform& X_WS, const CollisionRequest& request,
-                                      CollisionResult* result);
+/// stats: OBB tests and triangle–shape tests. Errors for invalid poses, shapes or requests.
+[[nodiscard]] Result<CollisionResult> CollideMeshShape(const MeshModel& mesh, const RigidTransform& X_WM,
+                                                       const Shape& shape, const RigidTransform& X_WS,
+                                                       const CollisionRequest& request);
 
 /// Distance between the surface of `mesh` (pose X_WM) and the solid `shape` (pose X_WS), as a certified
 /// interval with the request's budgets (see the file comment). p_WA lies on the mesh, p_WB on the
 /// shape (world frame); triangles.triangle_a is the mesh triangle of p_WA, triangle_b = -1.
-[[nodiscard]] Status ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_WM,
-                                              const Shape& shape, const RigidTransform& X_WS,
-                                              const DistanceRequest& request, DistanceResult* result);
+[[nodiscard]] Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_WM,
+                                                              const Shape& shape, const RigidTransform& X_WS,
+                                                              const DistanceRequest& request);
 
 /// Whether solids a (pose X_WA) and b (pose X_WB) share a point, by ISA-GJK; a contact {-1, -1} is
 /// reported when they do. stats.triangle_tests counts the one GJK test.
-[[nodiscard]] Status CollideShapes(const Shape& a, const RigidTransform& X_WA, const Shape& b,
-                                   const RigidTransform& X_WB, const CollisionRequest& request,
-                                   CollisionResult* result);
+[[nodiscard]] Result<CollisionResult> CollideShapes(const Shape& a, const RigidTransform& X_WA, const Shape& b,
+                                                    const RigidTransform& X_WB, const CollisionRequest& request);
 
 /// Distance between solids a (pose X_WA) and b (pose X_WB) by GJK: certified interval (GJK's lower
 /// bound and distance), witness points p_WA on a and p_WB on b in the world frame, 0 when they
 /// intersect; beyond_max_distance as in ComputeDistance.
-[[nodiscard]] Status ComputeShapeDistance(const Shape& a, const RigidTransform& X_WA, const Shape& b,
-                                          const RigidTransform& X_WB, const DistanceRequest& request,
-                                          DistanceResult* result);
+[[nodiscard]] Result<DistanceResult> ComputeShapeDistance(const Shape& a, const RigidTransform& X_WA, const Shape& b,
+                                                          const RigidTransform& X_WB, const DistanceRequest& request);
 
 }  // namespace proximity::core

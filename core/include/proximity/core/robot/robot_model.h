@@ -277,11 +277,11 @@ class RobotModel {
   void MotionEnd(std::span<const double> q0, std::span<const double> q1, std::span<double> out) const;
 
   /// Poses X_WL of every link (in LinkIndex order) at q with the root at X_WB. Limits are not checked.
-  /// Writes into `X_WL`, which must hold num_links() entries; allocates nothing.
+  [[nodiscard]] Result<std::vector<RigidTransform>> ForwardKinematics(
+      std::span<const double> q, const RigidTransform& X_WB = RigidTransform::Identity()) const;
+  /// As above, into caller-owned storage: `X_WL` must hold num_links() entries. Allocates nothing, for
+  /// the hot paths that pose the robot at every configuration they check (scene queries, benchmarks).
   [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
-                                         const RigidTransform& X_WB = RigidTransform::Identity()) const;
-  /// As above, resizing `X_WL` to num_links().
-  [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::vector<RigidTransform>* X_WL,
                                          const RigidTransform& X_WB = RigidTransform::Identity()) const;
 
   /// Whether the pair (a, b) is excluded from collision checking by default: SRDF disabled pairs, links

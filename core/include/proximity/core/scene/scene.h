@@ -262,7 +262,8 @@ struct PathResult {
   QueryStats stats;
 };
 
-/// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread.
+/// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread. Queries take it
+/// by pointer: it is state the caller keeps between calls (buffers and warm starts), not an output.
 struct SceneCache {
   std::vector<RigidTransform> X_WL;  ///< Per link.
   std::vector<RigidTransform> X_WG;  ///< Per robot geometry.
@@ -301,31 +302,34 @@ class Scene {
   /// also stay that far apart beyond its padding: closer counts as a contact. Errors for a wrong size,
   /// a value that is not finite or beyond kMaxJointValue, and a clearance that is negative, not finite
   /// or beyond kWorldExtent.
-  [[nodiscard]] Status CheckState(std::span<const double> q, SceneCache* cache, StateResult* result,
-                                  double clearance = 0.0) const;
+  [[nodiscard]] Result<StateResult> CheckState(std::span<const double> q, SceneCache* cache,
+                                               double clearance = 0.0) const;
 
   /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
-  /// `request` says. Continuous joints turn the short way (RobotModel::MotionEnd), in every motion query. Errors for wrong sizes, values that are not finite or beyond kMaxJointValue, and
-  /// a resolution that is not finite and > 0 or would take more than kMaxMotionSteps samples.
-  [[nodiscard]] Status CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                   const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
+  /// `request` says. Continuous joints turn the short way (RobotModel::MotionEnd), in every motion query.
+  /// Errors for wrong sizes, values that are not finite or beyond kMaxJointValue, and a resolution that
+  /// is not finite and > 0 or would take more than kMaxMotionSteps samples.
+  [[nodiscard]] Result<MotionResult> CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                 const MotionRequest& request, SceneCache* cache) const;
 
   /// distance(q): the minimum clearance between the robot and the world and between robot parts, as a
   /// certified interval with its witness pair (see SceneDistanceResult). Errors as CheckState, and for
   /// a bad budget.
-  [[nodiscard]] Status ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
-                                       SceneCache* cache, SceneDistanceResult* result) const;
+  [[nodiscard]] Result<SceneDistanceResult> ComputeDistance(std::span<const double> q,
+                                                            const SceneDistanceRequest& request,
+                                                            SceneCache* cache) const;
 
   /// Time of first contact along the straight joint-space segment q0 -> q1 (continuous joints the short
   /// way) by conservative advancement on certified distance lower bounds and the robot's motion bounds.
-  [[nodiscard]] Status TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
-                                          const ContinuousRequest& request, SceneCache* cache,
-                                          ContinuousResult* result) const;
+  [[nodiscard]] Result<ContinuousResult> TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
+                                                            const ContinuousRequest& request,
+                                                            SceneCache* cache) const;
 
   /// Time of first contact of a free-flying rigid body (`body`, pose X0 at t = 0 to X1 at t = 1,
   /// translation linear and rotation by slerp) against the world objects; the robot is ignored.
-  [[nodiscard]] Status TimeOfFirstContact(const Geometry& body, const RigidTransform& X0, const RigidTransform& X1,
-                                          const ContinuousRequest& request, ContinuousResult* result) const;
+  [[nodiscard]] Result<ContinuousResult> TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
+                                                            const RigidTransform& X1,
+                                                            const ContinuousRequest& request) const;
 
   /// A certified lower bound (m) on the distance between the geometries of two robot links (their first
   /// geometries) at q, from the precomputed self-clearance map of the pair (kept for link pairs that at
@@ -338,9 +342,9 @@ class Scene {
   /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
   /// segments are checked in order and the first one that is not free is reported. request.stop is
   /// asked before each segment and inside each (a cancelled call, an expired deadline) and ends the
-  /// check with result->stopped.
-  [[nodiscard]] Status CheckPath(std::span<const double> waypoints, const MotionRequest& request, SceneCache* cache,
-                                 PathResult* result) const;
+  /// check with PathResult::stopped.
+  [[nodiscard]] Result<PathResult> CheckPath(std::span<const double> waypoints, const MotionRequest& request,
+                                             SceneCache* cache) const;
 
   /// A new scene with the world changed as `update` says and everything else (robot, attached
   /// objects, allowed pairs, padding) kept; this scene is untouched. version() counts up by one.
@@ -414,7 +418,7 @@ class Scene {
   // `margin`; an error status on bad q.
   Status PoseParts(std::span<const double> q, SceneCache* cache, double margin = 0.0) const;
   // CheckState on a validated clearance.
-  Status CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache, StateResult* result) const;
+  Result<StateResult> CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache) const;
   // Two robot parts checked against each other, with the deepest link both hang below: joints above
   // it move both alike and cannot bring them closer.
   struct SelfPair {
@@ -452,13 +456,15 @@ class Scene {
     return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
   }
   void BuildBroadPhase();
-  Status CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
-                             const MotionRequest& request, SceneCache* cache, MotionResult* result) const;
-  Status CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow, double clearance,
-                              const Interrupt& stop, SceneCache* cache, MotionResult* result) const;
-  Status SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t steps, bool coarse_to_fine,
-                       bool ends, double clearance, const Interrupt& stop, SceneCache* cache,
-                       MotionResult* result) const;
+  Result<MotionResult> CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                                           const MotionRequest& request, SceneCache* cache) const;
+  // The certified walk, continuing from `prepass` (the sampled pre-pass's answer, or an empty result).
+  Result<MotionResult> CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
+                                            double clearance, const Interrupt& stop, SceneCache* cache,
+                                            MotionResult prepass) const;
+  Result<MotionResult> SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                                     bool coarse_to_fine, bool ends, double clearance, const Interrupt& stop,
+                                     SceneCache* cache) const;
   // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
   bool CollideWorld(int32_t part, double clearance, SceneCache* cache, StateResult* out) const;
   // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
@@ -494,9 +500,14 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
 
 /// Distance between two posed geometries as a certified interval (mesh_query.h semantics), dispatching
 /// to the mesh and shape queries; p_WA lies on a and p_WB on b.
-[[nodiscard]] Status GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                      const RigidTransform& X_WB, const DistanceRequest& request,
-                                      DistanceResult* result);
+[[nodiscard]] Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                                      const RigidTransform& X_WB, const DistanceRequest& request);
+
+/// What GeometryDistanceLowerBound proves, and the work it took.
+struct ClearanceBound {
+  double lower_bound = 0.0;  ///< Certified lower bound on the padded clearance (m), >= 0.
+  QueryStats stats;
+};
 
 /// Certified lower bound on the clearance between two posed geometries inflated by `padding` (>= 0) in
 /// total: distance minus padding, 0 when they touch; the query may stop once it proves the clearance
@@ -505,14 +516,15 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
 /// raw distance says nothing about the padded clearance, so a pair just outside its padding would never
 /// be proven clear).
 /// When a mesh carries its hull (Geometry::hull) the hulls are tried first, with `hull_cache` (one per
-/// pair, or null) as GJK's warm start.
-[[nodiscard]] Status GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                                const RigidTransform& X_WB, double enough, double padding,
-                                                double* lower_bound, QueryStats* stats,
-                                                GjkCache* hull_cache = nullptr);
+/// pair, or null; caller-owned warm-start state) as GJK's warm start.
+[[nodiscard]] Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
+                                                                const Geometry& b, const RigidTransform& X_WB,
+                                                                double enough, double padding,
+                                                                GjkCache* hull_cache = nullptr);
 
-/// Collision between two posed geometries, dispatching to the mesh and shape queries.
-[[nodiscard]] Status CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                     const RigidTransform& X_WB, bool* colliding, QueryStats* stats);
+/// Collision between two posed geometries (the first contact), dispatching to the mesh and shape
+/// queries.
+[[nodiscard]] Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform& X_WA,
+                                                      const Geometry& b, const RigidTransform& X_WB);
 
 }  // namespace proximity::core

@@ -132,7 +132,8 @@ class OmplMotionValidator final : public ompl::base::MotionValidator {
   const planners::MotionValidator& validator() const { return *validator_; }
 
  private:
-  bool Check(const ompl::base::State* s1, const ompl::base::State* s2, MotionCheck* out) const;
+  // The wrapped validator's check of s1 -> s2; an error is logged and answers not valid.
+  MotionCheck Check(const ompl::base::State* s1, const ompl::base::State* s2) const;
 
   std::shared_ptr<const OmplStateLayout> layout_;
   std::shared_ptr<const planners::MotionValidator> validator_;
