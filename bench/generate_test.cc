@@ -167,10 +167,12 @@ TEST_P(GenerateTest, ProblemsAreFreeReadBackAndHalfCollideOnTheStraightLine) {
     ASSERT_TRUE(start.ok() && goal.ok());
     for (const auto* q : {&start.value(), &goal.value()}) {
       EXPECT_TRUE(model.WithinLimits(*q));
-      core::StateResult r;
-      ASSERT_TRUE(scene.value()->CheckState(*q, &cache, &r).ok());
-      EXPECT_TRUE(r.free) << r.contact.Describe(*scene.value());
-      ASSERT_TRUE(model.ForwardKinematics(*q, &X_WL).ok());
+      auto r = scene.value()->CheckState(*q, &cache);
+      ASSERT_TRUE(r.ok());
+      EXPECT_TRUE(r.value().free) << r.value().contact.Describe(*scene.value());
+      auto poses = model.ForwardKinematics(*q);
+      ASSERT_TRUE(poses.ok());
+      X_WL = std::move(poses).value();
       fcl_robot.Pose(X_WL);
       EXPECT_TRUE(fcl_robot.Free(*scene.value(), *world.manager)) << "the FCL checker finds a contact";
     }
@@ -278,8 +280,11 @@ TEST(FreezeJointsTest, FrozenModelMatchesTheFullModel) {
     for (int32_t i = 0; i < model.num_positions(); ++i) {
       if (i != frozen_index[0] && i != frozen_index[1]) q_reduced.push_back(q_full[static_cast<size_t>(i)]);
     }
-    ASSERT_TRUE(model.ForwardKinematics(q_full, &X_full).ok());
-    ASSERT_TRUE(reduced.value()->ForwardKinematics(q_reduced, &X_reduced).ok());
+    auto full_poses = model.ForwardKinematics(q_full);
+    auto reduced_poses = reduced.value()->ForwardKinematics(q_reduced);
+    ASSERT_TRUE(full_poses.ok() && reduced_poses.ok());
+    X_full = std::move(full_poses).value();
+    X_reduced = std::move(reduced_poses).value();
     for (core::LinkIndex k = 0; k < model.num_links(); ++k) {
       auto k_reduced = reduced.value()->FindLink(model.link(k).name);
       ASSERT_TRUE(k_reduced.ok());

@@ -99,16 +99,19 @@ std::string NameList(const std::vector<std::string>& names) {
 
 // Link poses at q with the root at the identity; false when the model refuses q.
 bool LinkPoses(const RobotModel& robot, std::span<const double> q, std::vector<RigidTransform>* X_WL) {
-  return robot.ForwardKinematics(q, X_WL).ok();
+  auto poses = robot.ForwardKinematics(q);
+  if (!poses.ok()) return false;
+  *X_WL = std::move(poses).value();
+  return true;
 }
 
 // CLEAR(q): true when q is free; otherwise names the contact in *contact when given.
 bool StateFree(const Scene& scene, std::span<const double> q, core::SceneCache* cache,
                std::string* contact = nullptr) {
-  core::StateResult r;
-  const bool ok = scene.CheckState(q, cache, &r).ok();
-  if (ok && !r.free && contact != nullptr) *contact = r.contact.Describe(scene);
-  return ok && r.free;
+  const auto r = scene.CheckState(q, cache);
+  if (!r.ok()) return false;
+  if (!r.value().free && contact != nullptr) *contact = r.value().contact.Describe(scene);
+  return r.value().free;
 }
 
 // Whether the straight segment q0 -> q1 holds a colliding state (certified check, stopping at the first
@@ -118,8 +121,8 @@ bool LineCollides(const Scene& scene, std::span<const double> q0, std::span<cons
   core::MotionRequest request;
   request.narrow_collision = false;
   request.prepass_resolution = 0.05;
-  core::MotionResult m;
-  return scene.CheckMotion(q0, q1, request, cache, &m).ok() && !m.free && !m.undecided && !m.stopped;
+  const auto m = scene.CheckMotion(q0, q1, request, cache);
+  return m.ok() && !m.value().free && !m.value().undecided && !m.value().stopped;
 }
 
 // ---- Sampling ---------------------------------------------------------------------------------------

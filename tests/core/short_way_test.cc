@@ -31,6 +31,13 @@ constexpr const char* kSpinnerUrdf = R"(<?xml version="1.0"?>
   </link>
 </robot>)";
 
+// The value of a query that must succeed (a failure fails the test and gives an empty result).
+template <class T>
+T Ok(Result<T> r) {
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() ? std::move(r).value() : T();
+}
+
 std::shared_ptr<const RobotModel> Spinner() {
   auto robot = RobotModel::FromUrdfString(kSpinnerUrdf);
   EXPECT_TRUE(robot.ok()) << robot.error().message;
@@ -114,56 +121,56 @@ TEST(ShortWay, EveryMotionQueryTurnsTheShortWay) {
   SceneCache cache;
   StateResult state;
   for (const auto& q : {a0, a1}) {
-    ASSERT_TRUE(post_at_0->CheckState(q, &cache, &state).ok());
+    state = Ok(post_at_0->CheckState(q, &cache));
     ASSERT_TRUE(state.free);
   }
   for (const auto& q : {b0, b1}) {
-    ASSERT_TRUE(post_at_pi->CheckState(q, &cache, &state).ok());
+    state = Ok(post_at_pi->CheckState(q, &cache));
     ASSERT_TRUE(state.free);
   }
   // Certified LINK.
   MotionRequest certified;
   MotionResult m;
-  ASSERT_TRUE(post_at_0->CheckMotion(a0, a1, certified, &cache, &m).ok());
+  m = Ok(post_at_0->CheckMotion(a0, a1, certified, &cache));
   EXPECT_TRUE(m.free);
-  ASSERT_TRUE(post_at_pi->CheckMotion(b0, b1, certified, &cache, &m).ok());
+  m = Ok(post_at_pi->CheckMotion(b0, b1, certified, &cache));
   EXPECT_FALSE(m.free);
   // The state at t_collide is on the short way (through pi at t = 0.5) and collides there.
   EXPECT_GT(m.t_collide, 0.0);
   EXPECT_LT(m.t_collide, 0.5);
   const std::vector<double> at{b0[0] + m.t_collide * ShortestTurn(b1[0] - b0[0])};
-  ASSERT_TRUE(post_at_pi->CheckState(at, &cache, &state).ok());
+  state = Ok(post_at_pi->CheckState(at, &cache));
   EXPECT_FALSE(state.free) << "t_collide " << m.t_collide;
   // Sampled LINK at 0.01 rad: the 0.083 rad turn takes 9 steps (10 states), where 6.2 rad would take 620.
   MotionRequest sampled;
   sampled.mode = MotionRequest::Mode::kDiscrete;
   sampled.resolution = 0.01;
   sampled.coarse_to_fine = false;
-  ASSERT_TRUE(post_at_0->CheckMotion(a0, a1, sampled, &cache, &m).ok());
+  m = Ok(post_at_0->CheckMotion(a0, a1, sampled, &cache));
   EXPECT_TRUE(m.free);
   EXPECT_EQ(m.states, 10);
-  ASSERT_TRUE(post_at_pi->CheckMotion(b0, b1, sampled, &cache, &m).ok());
+  m = Ok(post_at_pi->CheckMotion(b0, b1, sampled, &cache));
   EXPECT_FALSE(m.free);
   const double sampled_collide = m.t_collide;
   // Path checks, segment by segment.
   PathResult p;
-  ASSERT_TRUE(post_at_0->CheckPath(std::vector<double>{-3.1, 3.1, -3.1}, certified, &cache, &p).ok());
+  p = Ok(post_at_0->CheckPath(std::vector<double>{-3.1, 3.1, -3.1}, certified, &cache));
   EXPECT_TRUE(p.free);
-  ASSERT_TRUE(post_at_pi->CheckPath(std::vector<double>{-2.5, 2.5, -2.5}, certified, &cache, &p).ok());
+  p = Ok(post_at_pi->CheckPath(std::vector<double>{-2.5, 2.5, -2.5}, certified, &cache));
   EXPECT_FALSE(p.free);
   EXPECT_EQ(p.segment, 0);
   // Time of first contact.
   ContinuousRequest toi;
   ContinuousResult c;
-  ASSERT_TRUE(post_at_0->TimeOfFirstContact(a0, a1, toi, &cache, &c).ok());
+  c = Ok(post_at_0->TimeOfFirstContact(a0, a1, toi, &cache));
   EXPECT_FALSE(c.contact);
-  ASSERT_TRUE(post_at_pi->TimeOfFirstContact(b0, b1, toi, &cache, &c).ok());
+  c = Ok(post_at_pi->TimeOfFirstContact(b0, b1, toi, &cache));
   EXPECT_TRUE(c.contact);
   EXPECT_LE(c.t_contact, sampled_collide + 1e-9);
   // The long way is still there for a caller who wants it: through a waypoint at 0.
-  ASSERT_TRUE(post_at_pi->CheckPath(std::vector<double>{-2.5, 0.0, 2.5}, certified, &cache, &p).ok());
+  p = Ok(post_at_pi->CheckPath(std::vector<double>{-2.5, 0.0, 2.5}, certified, &cache));
   EXPECT_TRUE(p.free);
-  ASSERT_TRUE(post_at_0->CheckPath(std::vector<double>{-3.1, -1.5, 0.0}, certified, &cache, &p).ok());
+  p = Ok(post_at_0->CheckPath(std::vector<double>{-3.1, -1.5, 0.0}, certified, &cache));
   EXPECT_FALSE(p.free);
 }
 
