@@ -814,7 +814,9 @@ void SdfRows(const SuiteOptions& options, std::mt19937_64& rng) {
       std::vector<core::SdfContactResult> results(m);
       std::vector<char> ok(m, 1);
       const auto t_sdf = TimePerItem(m, reps, [&](int i) {
-        ok[i] = core::SdfContacts(map, ps[i].X_WA, map, ps[i].X_WB, {}, &results[i]).ok();
+        core::Result<core::SdfContactResult> r = core::SdfContacts(map, ps[i].X_WA, map, ps[i].X_WB, {});
+        ok[i] = r.ok();
+        results[i] = std::move(r).value_or({});
       });
       std::vector<core::CollisionResult> hits(m);
       const auto t_collide = TimePerItem(m, reps, [&](int i) {

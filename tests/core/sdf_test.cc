@@ -706,7 +706,7 @@ TEST(SdfContacts, SpheresPenetrateByTheClosedFormDepth) {
     const Vec3 dir = testing::RandomRotation(rng).col(0);
     X_WB.p = X_WA.p + (ra + rb - penetration) * dir;
     SdfContactResult r;
-    ASSERT_TRUE(SdfContacts(*a, X_WA, *b, X_WB, {}, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, SdfContacts(*a, X_WA, *b, X_WB, {}));
     ASSERT_FALSE(r.contacts.empty());
     EXPECT_FALSE(r.truncated);
     ExpectContactsExact(r, *a, ma, X_WA, *b, mb, X_WB, 0.0, Cases(100));
@@ -740,7 +740,7 @@ TEST(SdfContacts, BoxIntoBox) {
   const RigidTransform X_AB(Mat3::Identity(), Vec3(0.5 + 0.25 - 0.1, 0.05, -0.02));
   const RigidTransform X_WB = X_WA * X_AB;
   SdfContactResult r;
-  ASSERT_TRUE(SdfContacts(*a, X_WA, *b, X_WB, {}, &r).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(r, SdfContacts(*a, X_WA, *b, X_WB, {}));
   ASSERT_FALSE(r.contacts.empty());
   ExpectContactsExact(r, *a, ma, X_WA, *b, mb, X_WB, 0.0);
   int deep_face = 0;
@@ -792,7 +792,7 @@ TEST(SdfContacts, MarginSeparationAndCompleteness) {
     SdfContactOptions o;
     o.margin = margin;
     SdfContactResult r;
-    ASSERT_TRUE(SdfContacts(*a, X_WA, *b, X_WB, o, &r).ok());
+    PROX_ASSERT_OK_AND_ASSIGN(r, SdfContacts(*a, X_WA, *b, X_WB, o));
     ExpectContactsExact(r, *a, ma, X_WA, *b, mb, X_WB, margin);
     const double distance = testing::BruteForceDistance(ma, X_WA, mb, X_WB);
     if (distance > margin + bound) {
@@ -831,11 +831,11 @@ TEST(SdfContacts, KeepsTheDeepestAndValidatesInput) {
   const RigidTransform X_WA;
   const RigidTransform X_WB(Mat3::Identity(), Vec3(0.6, 0, 0));
   SdfContactResult all, few;
-  ASSERT_TRUE(SdfContacts(*a, X_WA, *b, X_WB, {}, &all).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(all, SdfContacts(*a, X_WA, *b, X_WB, {}));
   ASSERT_GT(all.contacts.size(), 5u);
   SdfContactOptions o;
   o.max_contacts = 5;
-  ASSERT_TRUE(SdfContacts(*a, X_WA, *b, X_WB, o, &few).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(few, SdfContacts(*a, X_WA, *b, X_WB, o));
   ASSERT_EQ(few.contacts.size(), 5u);
   EXPECT_TRUE(few.truncated);
   for (int k = 0; k < 5; ++k) {
@@ -844,7 +844,7 @@ TEST(SdfContacts, KeepsTheDeepestAndValidatesInput) {
   }
   // Separated far beyond the margin: the whole sample sets are pruned at once.
   SdfContactResult none;
-  ASSERT_TRUE(SdfContacts(*a, X_WA, *b, RigidTransform(Mat3::Identity(), Vec3(5, 0, 0)), {}, &none).ok());
+  PROX_ASSERT_OK_AND_ASSIGN(none, SdfContacts(*a, X_WA, *b, RigidTransform(Mat3::Identity(), Vec3(5, 0, 0)), {}));
   EXPECT_TRUE(none.contacts.empty());
   EXPECT_EQ(none.stats.samples_tested, 0);
   EXPECT_EQ(none.stats.nodes_tested, 2);
@@ -852,25 +852,21 @@ TEST(SdfContacts, KeepsTheDeepestAndValidatesInput) {
 
   RigidTransform bad;
   bad.p.x() = std::numeric_limits<double>::quiet_NaN();
-  SdfContactResult r;
-  r.contacts.resize(3);
-  Status s = SdfContacts(*a, bad, *b, X_WB, {}, &r);
+  Status s = SdfContacts(*a, bad, *b, X_WB, {}).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("X_WA"), std::string::npos);
-  EXPECT_TRUE(r.contacts.empty());
   bad = RigidTransform();
   bad.R(0, 0) = 2.0;
-  EXPECT_FALSE(SdfContacts(*a, X_WA, *b, bad, {}, &r).ok());
+  EXPECT_FALSE(SdfContacts(*a, X_WA, *b, bad, {}).ok());
   o = {};
   o.margin = std::numeric_limits<double>::infinity();
-  s = SdfContacts(*a, X_WA, *b, X_WB, o, &r);
+  s = SdfContacts(*a, X_WA, *b, X_WB, o).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("margin"), std::string::npos);
   o = {};
   o.max_contacts = 0;
-  s = SdfContacts(*a, X_WA, *b, X_WB, o, &r);
+  s = SdfContacts(*a, X_WA, *b, X_WB, o).status();
   EXPECT_NE(s.error().message.find("max_contacts"), std::string::npos);
-  EXPECT_FALSE(SdfContacts(*a, X_WA, *b, X_WB, {}, nullptr).ok());
 }
 
 }  // namespace

@@ -830,12 +830,11 @@ SdfEvaluation SignedDistanceMap::EvaluateWith(const Vec3& p_MQ) const {
 
 SdfEvaluation SignedDistanceMap::Evaluate(const Vec3& p_MQ) const { return EvaluateWith<kTightBound>(p_MQ); }
 
-Status SdfContacts(const SignedDistanceMap& a, const RigidTransform& X_WA, const SignedDistanceMap& b,
-                   const RigidTransform& X_WB, const SdfContactOptions& options, SdfContactResult* result) {
-  if (result == nullptr) return InvalidArgument("SdfContacts: result is null");
-  *result = SdfContactResult();
-  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s;
-  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s;
+Result<SdfContactResult> SdfContacts(const SignedDistanceMap& a, const RigidTransform& X_WA,
+                                     const SignedDistanceMap& b, const RigidTransform& X_WB,
+                                     const SdfContactOptions& options) {
+  if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s.error();
   if (!std::isfinite(options.margin)) {
     return InvalidArgument("SdfContacts: margin must be finite, got " + std::to_string(options.margin));
   }
@@ -843,8 +842,9 @@ Status SdfContacts(const SignedDistanceMap& a, const RigidTransform& X_WA, const
     return InvalidArgument("SdfContacts: max_contacts must be >= 1, got " + std::to_string(options.max_contacts));
   }
   const double margin = options.margin;
-  std::vector<SdfContact>& out = result->contacts;
-  SdfContactStats& stats = result->stats;
+  SdfContactResult result;
+  std::vector<SdfContact>& out = result.contacts;
+  SdfContactStats& stats = result.stats;
 
   // Samples of `from` (pose X_WF) looked up in `in` (pose X_WI), through `from`'s sample hierarchy.
   // `sign` is +1 for samples of B in A's map (A's gradient points from A to B) and -1 for samples of A
@@ -908,10 +908,10 @@ Status SdfContacts(const SignedDistanceMap& a, const RigidTransform& X_WA, const
   if (out.size() > static_cast<std::size_t>(options.max_contacts)) {
     std::nth_element(out.begin(), out.begin() + options.max_contacts, out.end(), deeper);
     out.resize(options.max_contacts);
-    result->truncated = true;
+    result.truncated = true;
   }
   std::sort(out.begin(), out.end(), deeper);
-  return {};
+  return result;
 }
 
 }  // namespace proximity::core

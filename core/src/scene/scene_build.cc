@@ -83,18 +83,22 @@ Status CheckPositiveSize(const Shape& shape, const std::string& what) {
   return {};
 }
 
-Status ValidateParts(const std::string& owner, std::span<const Geometry* const> geometries,
-                     std::span<const RigidTransform* const> poses) {
-  for (size_t p = 0; p < geometries.size(); ++p) {
+// Every part of a world or attached object: a valid pose (the member `pose` of the part), a valid
+// primitive of positive size, and a bounding box within the accepted extent.
+template <class Part>
+Status ValidateParts(const std::string& owner, const std::vector<Part>& parts, RigidTransform Part::*pose) {
+  for (size_t p = 0; p < parts.size(); ++p) {
     const std::string where = owner + " part " + std::to_string(p);
-    if (Status s = ValidatePose(*poses[p], (where + " pose").c_str()); !s.ok()) return s.error();
-    if (!geometries[p]->is_mesh()) {
-      if (Status s = ValidateShape(geometries[p]->shape); !s.ok()) {
+    const Geometry& geometry = parts[p].geometry;
+    const RigidTransform& X = parts[p].*pose;
+    if (Status s = ValidatePose(X, (where + " pose").c_str()); !s.ok()) return s.error();
+    if (!geometry.is_mesh()) {
+      if (Status s = ValidateShape(geometry.shape); !s.ok()) {
         return InvalidArgument(where + ": " + s.error().message);
       }
-      if (Status s = CheckPositiveSize(geometries[p]->shape, where); !s.ok()) return s;
+      if (Status s = CheckPositiveSize(geometry.shape, where); !s.ok()) return s;
     }
-    if (Status s = CheckWithinExtent(GeometryBox(*geometries[p]), *poses[p], where); !s.ok()) return s;
+    if (Status s = CheckWithinExtent(GeometryBox(geometry), X, where); !s.ok()) return s;
   }
   return {};
 }
@@ -145,25 +149,46 @@ Status ValidateRobotExtent(const RobotModel& robot) {
   return {};
 }
 
-}  // namespace
-
-Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
+// The robot is set and placed within the accepted extent, with its geometry and joint origins.
+Status ValidateRobotPlacement(const SceneDescription& d) {
   if (d.robot == nullptr) return InvalidArgument("scene: no robot");
-  if (Status s = ValidatePose(d.X_WB, "robot base pose X_WB"); !s.ok()) return s.error();
+  if (Status s = ValidatePose(d.X_WB, "robot base pose X_WB"); !s.ok()) return s;
   if (d.X_WB.p.cwiseAbs().maxCoeff() > kWorldExtent) {
     return InvalidArgument("scene: robot base pose X_WB lies beyond the accepted extent of " +
                            FormatNumber(kWorldExtent) + " m");
   }
-  if (Status s = ValidateRobotExtent(*d.robot); !s.ok()) return s.error();
-  auto scene = std::shared_ptr<Scene>(new Scene());
-  static std::atomic<uint64_t> serials{0};
-  scene->serial_ = ++serials;
-  scene->robot_ = d.robot;
-  const RobotModel& robot = *d.robot;
-  // Every name a pair can use: links, world objects and attached objects share one namespace.
-  std::unordered_map<std::string, int32_t> object_by_id, attached_by_id;
-  for (size_t o = 0; o < d.objects.size(); ++o) {
-    const WorldObject& obj = d.objects[o];
+  return ValidateRobotExtent(*d.robot);
+}
+
+// The geometry a robot link's collision geometry stands for in a scene.
+Geometry FromLinkGeometry(const LinkGeometry& g) {
+  Geometry geometry;
+  switch (g.type) {
+    case ShapeType::kMesh:
+      geometry.mesh = g.mesh;
+      geometry.hull = g.hull;
+      geometry.hull_is_surface = g.hull_is_surface;
+      break;
+    case ShapeType::kBox:
+      geometry.shape = Box{0.5 * g.box_size};
+      break;
+    case ShapeType::kCylinder:
+      geometry.shape = Cylinder{g.radius, 0.5 * g.length};
+      break;
+    case ShapeType::kSphere:
+      geometry.shape = Sphere{Vec3::Zero(), g.radius};
+      break;
+  }
+  return geometry;
+}
+
+using NameIndex = std::unordered_map<std::string, int32_t>;
+
+// World objects by id, each checked: a unique, non-empty id that no link has, and valid parts.
+Result<NameIndex> IndexObjects(const std::vector<WorldObject>& objects, const RobotModel& robot) {
+  NameIndex object_by_id;
+  for (size_t o = 0; o < objects.size(); ++o) {
+    const WorldObject& obj = objects[o];
     if (obj.id.empty()) return InvalidArgument("scene: object " + std::to_string(o) + " has an empty id");
     if (!object_by_id.emplace(obj.id, static_cast<int32_t>(o)).second) {
       return InvalidArgument("scene: object id '" + obj.id + "' appears twice");
@@ -171,16 +196,20 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
     if (robot.FindLink(obj.id).ok()) {
       return InvalidArgument("scene: object id '" + obj.id + "' is also the name of a robot link");
     }
-    std::vector<const Geometry*> g;
-    std::vector<const RigidTransform*> X;
-    for (const ObjectPart& part : obj.parts) {
-      g.push_back(&part.geometry);
-      X.push_back(&part.X_WG);
+    if (Status s = ValidateParts("scene: object '" + obj.id + "'", obj.parts, &ObjectPart::X_WG); !s.ok()) {
+      return s.error();
     }
-    if (Status s = ValidateParts("scene: object '" + obj.id + "'", g, X); !s.ok()) return s.error();
   }
-  for (size_t a = 0; a < d.attached.size(); ++a) {
-    const AttachedObject& att = d.attached[a];
+  return object_by_id;
+}
+
+// Attached objects by id, each checked: a non-empty id that no link, world object or other attached
+// object has, a carrying link and touch links of the robot, and valid parts.
+Result<NameIndex> IndexAttached(const std::vector<AttachedObject>& attached, const RobotModel& robot,
+                                const NameIndex& object_by_id) {
+  NameIndex attached_by_id;
+  for (size_t a = 0; a < attached.size(); ++a) {
+    const AttachedObject& att = attached[a];
     if (att.id.empty()) return InvalidArgument("scene: attached object " + std::to_string(a) + " has an empty id");
     if (object_by_id.contains(att.id) || robot.FindLink(att.id).ok() ||
         !attached_by_id.emplace(att.id, static_cast<int32_t>(a)).second) {
@@ -197,143 +226,74 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
                         robot.name() + "'");
       }
     }
-    std::vector<const Geometry*> g;
-    std::vector<const RigidTransform*> X;
-    for (const AttachedPart& part : att.parts) {
-      g.push_back(&part.geometry);
-      X.push_back(&part.X_LG);
+    if (Status s = ValidateParts("scene: attached object '" + att.id + "'", att.parts, &AttachedPart::X_LG);
+        !s.ok()) {
+      return s.error();
     }
-    if (Status s = ValidateParts("scene: attached object '" + att.id + "'", g, X); !s.ok()) return s.error();
   }
+  return attached_by_id;
+}
 
-  // Entities: links, then attached objects.
-  const size_t nl = robot.links().size(), na = d.attached.size(), no = d.objects.size(), ne = nl + na;
-  auto entity = [&](const std::string& name) -> int32_t {
-    if (auto l = robot.FindLink(name); l.ok()) return l.value();
-    if (auto it = attached_by_id.find(name); it != attached_by_id.end()) return static_cast<int32_t>(nl) + it->second;
+}  // namespace
+
+// Every name a pair or a padding can use: links, world objects and attached objects share one
+// namespace. The entities of the allowed-collision matrix are the links, then the attached objects.
+struct Scene::Names {
+  const RobotModel* robot = nullptr;
+  NameIndex object_by_id, attached_by_id;
+
+  // The description's names, checked (IndexObjects, IndexAttached).
+  static Result<Names> Index(const SceneDescription& d) {
+    Result<NameIndex> objects = IndexObjects(d.objects, *d.robot);
+    if (!objects.ok()) return objects.error();
+    Result<NameIndex> attached = IndexAttached(d.attached, *d.robot, objects.value());
+    if (!attached.ok()) return attached.error();
+    return Names{d.robot.get(), std::move(objects).value(), std::move(attached).value()};
+  }
+  size_t num_links() const { return robot->links().size(); }
+  size_t num_entities() const { return num_links() + attached_by_id.size(); }
+  // The entity a link or attached object name stands for, or -1.
+  int32_t Entity(const std::string& name) const {
+    if (auto l = robot->FindLink(name); l.ok()) return l.value();
+    if (auto it = attached_by_id.find(name); it != attached_by_id.end()) {
+      return static_cast<int32_t>(num_links()) + it->second;
+    }
     return -1;
-  };
-
-  if (!(std::isfinite(d.default_padding) && d.default_padding >= 0.0 && d.default_padding <= kWorldExtent)) {
-    return InvalidArgument("scene: default padding must be finite, >= 0 and <= " + FormatNumber(kWorldExtent) +
-                           " m, got " + FormatNumber(d.default_padding));
   }
-  std::vector<double> padding(ne, d.default_padding);
-  for (const auto& [name, value] : d.padding) {
-    const int32_t e = entity(name);
-    if (e < 0) return NotFound("scene: padding names '" + name + "', which is neither a link nor an attached object");
-    if (!(std::isfinite(value) && value >= 0.0 && value <= kWorldExtent)) {
-      return InvalidArgument("scene: padding of '" + name + "' must be finite, >= 0 and <= " +
-                             FormatNumber(kWorldExtent) + " m, got " + FormatNumber(value));
+  // The padding of every entity: the default, or the value the description gives its name.
+  Result<std::vector<double>> Padding(const SceneDescription& d) const {
+    if (!(std::isfinite(d.default_padding) && d.default_padding >= 0.0 && d.default_padding <= kWorldExtent)) {
+      return InvalidArgument("scene: default padding must be finite, >= 0 and <= " + FormatNumber(kWorldExtent) +
+                             " m, got " + FormatNumber(d.default_padding));
     }
-    padding[e] = value;
-  }
-
-  scene->num_entities_ = ne;
-  scene->entity_allowed_.assign(ne * ne, 0);
-  auto allow = [&](size_t a, size_t b) {
-    scene->entity_allowed_[a * ne + b] = 1;
-    scene->entity_allowed_[b * ne + a] = 1;
-  };
-  for (size_t a = 0; a < nl; ++a)
-    for (size_t b = 0; b < nl; ++b)
-      if (robot.AllowedCollision(static_cast<int32_t>(a), static_cast<int32_t>(b))) allow(a, b);
-  for (size_t a = 0; a < na; ++a) {
-    allow(nl + a, nl + a);
-    allow(nl + a, static_cast<size_t>(robot.FindLink(d.attached[a].link).value()));
-    for (const std::string& t : d.attached[a].touch_links) allow(nl + a, static_cast<size_t>(entity(t)));
-  }
-  scene->entity_object_allowed_.assign(ne * no, 0);
-  std::set<std::string> unknown_names;  // sorted: the warning reads the same every time
-  for (const auto& [first, second] : d.allowed_pairs) {
-    const int32_t ea = entity(first), eb = entity(second);
-    const auto oa = object_by_id.find(first), ob = object_by_id.find(second);
-    if (ea >= 0 && eb >= 0) {
-      allow(ea, eb);
-    } else if (ea >= 0 && ob != object_by_id.end()) {
-      scene->entity_object_allowed_[ea * no + ob->second] = 1;
-    } else if (eb >= 0 && oa != object_by_id.end()) {
-      scene->entity_object_allowed_[eb * no + oa->second] = 1;
-    } else if (oa != object_by_id.end() && ob != object_by_id.end()) {
-      // Two world objects: never checked against each other anyway.
-    } else {
-      // A name that is nothing here (MoveIt's matrices often list objects of other scenes): the entry
-      // allows nothing that exists, so it is kept and ignored, with one warning for all such names.
-      for (const std::string* name : {&first, &second}) {
-        if (entity(*name) < 0 && !object_by_id.contains(*name)) unknown_names.insert(*name);
+    std::vector<double> padding(num_entities(), d.default_padding);
+    for (const auto& [name, value] : d.padding) {
+      const int32_t e = Entity(name);
+      if (e < 0) return NotFound("scene: padding names '" + name + "', which is neither a link nor an attached object");
+      if (!(std::isfinite(value) && value >= 0.0 && value <= kWorldExtent)) {
+        return InvalidArgument("scene: padding of '" + name + "' must be finite, >= 0 and <= " +
+                               FormatNumber(kWorldExtent) + " m, got " + FormatNumber(value));
       }
+      padding[e] = value;
     }
+    return padding;
   }
-  if (!unknown_names.empty()) {
-    std::string list;
-    for (const std::string& name : unknown_names) list += (list.empty() ? "'" : ", '") + name + "'";
-    scene->warnings_.push_back("allowed pairs name " + list +
-                               ", neither robot links, attached objects nor world objects: those entries are ignored");
-  }
+};
 
-  auto make_part = [](int32_t link, int32_t entity_index, int32_t attached, Geometry geometry,
-                      const RigidTransform& X_LG) {
-    RobotPart rp;
-    rp.link = link;
-    rp.entity = entity_index;
-    rp.attached = attached;
-    rp.X_LG = X_LG;
-    rp.geometry = std::move(geometry);
-    rp.local_box = GeometryBox(rp.geometry);
-    rp.R_LB = X_LG.R * rp.local_box.R_MB;
-    rp.p_LBo = X_LG * rp.local_box.center;
-    rp.identity_X_LG = X_LG.R == Mat3::Identity() && X_LG.p == Vec3::Zero();
-    // An attached part's farthest point from the link origin: its box's corners bound it.
-    if (attached >= 0) rp.reach = rp.p_LBo.norm() + rp.local_box.half_extents.norm();
-    return rp;
-  };
-  for (int32_t l = 0; l < static_cast<int32_t>(nl); ++l) {
-    const auto& link_geometries = robot.link(l).geometries;
-    for (size_t gi = 0; gi < link_geometries.size(); ++gi) {
-      const LinkGeometry& g = link_geometries[gi];
-      Geometry geometry;
-      switch (g.type) {
-        case ShapeType::kMesh:
-          geometry.mesh = g.mesh;
-          geometry.hull = g.hull;
-          geometry.hull_is_surface = g.hull_is_surface;
-          break;
-        case ShapeType::kBox:
-          geometry.shape = Box{0.5 * g.box_size};
-          break;
-        case ShapeType::kCylinder:
-          geometry.shape = Cylinder{g.radius, 0.5 * g.length};
-          break;
-        case ShapeType::kSphere:
-          geometry.shape = Sphere{Vec3::Zero(), g.radius};
-          break;
-      }
-      scene->robot_parts_.push_back(make_part(l, l, -1, std::move(geometry), g.X_LG));
-      scene->robot_parts_.back().geometry_index = static_cast<int32_t>(gi);
-    }
-  }
-  for (int32_t a = 0; a < static_cast<int32_t>(na); ++a) {
-    const int32_t link = robot.FindLink(d.attached[a].link).value();
-    for (const AttachedPart& part : d.attached[a].parts) {
-      scene->robot_parts_.push_back(make_part(link, static_cast<int32_t>(nl) + a, a, part.geometry, part.X_LG));
-    }
-  }
-  for (RobotPart& rp : scene->robot_parts_) rp.padding = padding[rp.entity];
-  scene->link_padding_.assign(padding.begin(), padding.begin() + static_cast<std::ptrdiff_t>(nl));
-
-  const auto& parts = scene->robot_parts_;
-  for (int32_t i = 0; i < static_cast<int32_t>(parts.size()); ++i)
-    for (int32_t j = i + 1; j < static_cast<int32_t>(parts.size()); ++j)
-      if (parts[i].entity != parts[j].entity && !scene->AllowedEntities(parts[i].entity, parts[j].entity))
-        scene->self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
-  for (SelfPair& sp : scene->self_pairs_) {
-    const RobotPart& a = parts[sp.a];
-    const RobotPart& b = parts[sp.b];
-    if (a.attached >= 0 || b.attached >= 0) continue;
-    sp.clearance_map = robot.self_clearance_memo().Get({a.link, a.geometry_index, b.link, b.geometry_index},
-                                                      [&] { return MakeSelfClearanceMap(robot, a, b, sp.ancestor); });
-  }
-
+Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
+  if (Status s = ValidateRobotPlacement(d); !s.ok()) return s.error();
+  auto scene = std::shared_ptr<Scene>(new Scene());
+  static std::atomic<uint64_t> serials{0};
+  scene->serial_ = ++serials;
+  scene->robot_ = d.robot;
+  Result<Names> names = Names::Index(d);
+  if (!names.ok()) return names.error();
+  Result<std::vector<double>> padding = names.value().Padding(d);
+  if (!padding.ok()) return padding.error();
+  scene->AllowRobotPairs(d, names.value());
+  scene->AllowNamedPairs(d.allowed_pairs, names.value());
+  scene->AddRobotParts(d, padding.value());
+  scene->PairRobotParts();
   scene->X_WB_ = d.X_WB;
   scene->objects_ = std::move(d.objects);
   scene->attached_ = std::move(d.attached);
@@ -342,6 +302,119 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   scene->padding_ = std::move(d.padding);
   scene->BuildBroadPhase();
   return scene;
+}
+
+void Scene::AllowEntities(size_t a, size_t b) {
+  entity_allowed_[a * num_entities_ + b] = 1;
+  entity_allowed_[b * num_entities_ + a] = 1;
+}
+
+// The robot's own allowed pairs (SRDF, adjacent links), and each attached object with itself, its
+// carrying link and its touch links.
+void Scene::AllowRobotPairs(const SceneDescription& d, const Names& names) {
+  const RobotModel& robot = *d.robot;
+  const size_t nl = names.num_links(), na = d.attached.size();
+  num_entities_ = names.num_entities();
+  entity_allowed_.assign(num_entities_ * num_entities_, 0);
+  for (size_t a = 0; a < nl; ++a)
+    for (size_t b = 0; b < nl; ++b)
+      if (robot.AllowedCollision(static_cast<int32_t>(a), static_cast<int32_t>(b))) AllowEntities(a, b);
+  for (size_t a = 0; a < na; ++a) {
+    AllowEntities(nl + a, nl + a);
+    AllowEntities(nl + a, static_cast<size_t>(robot.FindLink(d.attached[a].link).value()));
+    for (const std::string& t : d.attached[a].touch_links) AllowEntities(nl + a, static_cast<size_t>(names.Entity(t)));
+  }
+}
+
+// The description's allowed pairs by name: two entities, or an entity and a world object. Names that
+// are nothing here are kept and ignored, with one warning for all of them.
+void Scene::AllowNamedPairs(const std::vector<std::pair<std::string, std::string>>& pairs, const Names& names) {
+  const NameIndex& object_by_id = names.object_by_id;
+  const size_t no = object_by_id.size();
+  entity_object_allowed_.assign(num_entities_ * no, 0);
+  std::set<std::string> unknown_names;  // sorted: the warning reads the same every time
+  for (const auto& [first, second] : pairs) {
+    const int32_t ea = names.Entity(first), eb = names.Entity(second);
+    const auto oa = object_by_id.find(first), ob = object_by_id.find(second);
+    if (ea >= 0 && eb >= 0) {
+      AllowEntities(ea, eb);
+    } else if (ea >= 0 && ob != object_by_id.end()) {
+      entity_object_allowed_[ea * no + ob->second] = 1;
+    } else if (eb >= 0 && oa != object_by_id.end()) {
+      entity_object_allowed_[eb * no + oa->second] = 1;
+    } else if (oa != object_by_id.end() && ob != object_by_id.end()) {
+      // Two world objects: never checked against each other anyway.
+    } else {
+      // A name that is nothing here (MoveIt's matrices often list objects of other scenes): the entry
+      // allows nothing that exists, so it is kept and ignored, with one warning for all such names.
+      for (const std::string* name : {&first, &second}) {
+        if (names.Entity(*name) < 0 && !object_by_id.contains(*name)) unknown_names.insert(*name);
+      }
+    }
+  }
+  if (unknown_names.empty()) return;
+  std::string list;
+  for (const std::string& name : unknown_names) list += (list.empty() ? "'" : ", '") + name + "'";
+  warnings_.push_back("allowed pairs name " + list +
+                      ", neither robot links, attached objects nor world objects: those entries are ignored");
+}
+
+Scene::RobotPart Scene::MakeRobotPart(int32_t link, int32_t entity, int32_t attached, Geometry geometry,
+                                      const RigidTransform& X_LG) {
+  RobotPart rp;
+  rp.link = link;
+  rp.entity = entity;
+  rp.attached = attached;
+  rp.X_LG = X_LG;
+  rp.geometry = std::move(geometry);
+  rp.local_box = GeometryBox(rp.geometry);
+  rp.R_LB = X_LG.R * rp.local_box.R_MB;
+  rp.p_LBo = X_LG * rp.local_box.center;
+  rp.identity_X_LG = X_LG.R == Mat3::Identity() && X_LG.p == Vec3::Zero();
+  // An attached part's farthest point from the link origin: its box's corners bound it.
+  if (attached >= 0) rp.reach = rp.p_LBo.norm() + rp.local_box.half_extents.norm();
+  return rp;
+}
+
+// The robot's parts: every link's collision geometries, then every attached object's parts, each with
+// its entity's padding.
+void Scene::AddRobotParts(const SceneDescription& d, const std::vector<double>& padding) {
+  const RobotModel& robot = *d.robot;
+  const int32_t nl = static_cast<int32_t>(robot.links().size());
+  for (int32_t l = 0; l < nl; ++l) {
+    const auto& link_geometries = robot.link(l).geometries;
+    for (size_t gi = 0; gi < link_geometries.size(); ++gi) {
+      const LinkGeometry& g = link_geometries[gi];
+      robot_parts_.push_back(MakeRobotPart(l, l, -1, FromLinkGeometry(g), g.X_LG));
+      robot_parts_.back().geometry_index = static_cast<int32_t>(gi);
+    }
+  }
+  for (int32_t a = 0; a < static_cast<int32_t>(d.attached.size()); ++a) {
+    const int32_t link = robot.FindLink(d.attached[a].link).value();
+    for (const AttachedPart& part : d.attached[a].parts) {
+      robot_parts_.push_back(MakeRobotPart(link, nl + a, a, part.geometry, part.X_LG));
+    }
+  }
+  for (RobotPart& rp : robot_parts_) rp.padding = padding[rp.entity];
+  link_padding_.assign(padding.begin(), padding.begin() + nl);
+}
+
+// The pairs of robot parts CLEAR tests (parts of two entities not allowed to touch), and the
+// self-clearance maps of link pairs that have one (the robot model keeps them across scenes).
+void Scene::PairRobotParts() {
+  const RobotModel& robot = *robot_;
+  const auto& parts = robot_parts_;
+  for (int32_t i = 0; i < static_cast<int32_t>(parts.size()); ++i)
+    for (int32_t j = i + 1; j < static_cast<int32_t>(parts.size()); ++j)
+      if (parts[i].entity != parts[j].entity && !AllowedEntities(parts[i].entity, parts[j].entity))
+        self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
+  for (SelfPair& sp : self_pairs_) {
+    const RobotPart& a = parts[sp.a];
+    const RobotPart& b = parts[sp.b];
+    if (a.attached >= 0 || b.attached >= 0) continue;
+    sp.clearance_map = robot.self_clearance_memo().Get({a.link, a.geometry_index, b.link, b.geometry_index},
+                                                      [&] { return MakeSelfClearanceMap(robot, a, b, sp.ancestor); });
+  }
 }
 
 // A median-split AABB tree over the world parts, so that each robot geometry meets only the parts

@@ -192,8 +192,9 @@ class SignedDistanceMap {
  private:
   SignedDistanceMap() = default;
   friend struct SdfBuilder;
-  friend Status SdfContacts(const SignedDistanceMap&, const RigidTransform&, const SignedDistanceMap&,
-                            const RigidTransform&, const SdfContactOptions&, SdfContactResult*);
+  friend Result<SdfContactResult> SdfContacts(const SignedDistanceMap&, const RigidTransform&,
+                                             const SignedDistanceMap&, const RigidTransform&,
+                                             const SdfContactOptions&);
 
   // Which error bound a lookup computes: none, the Jensen bound alone (one square root), or the smaller
   // of it and the Lipschitz interval's (eight more).
@@ -265,10 +266,9 @@ struct SdfContactResult {
 /// minus the error bound there and the radius, is at least the margin (phi is 1-Lipschitz), so pruning
 /// drops only samples whose exact signed distance is at least the margin. Sampling caveat: the deepest
 /// contact under-reports the true penetration depth by how far the deepest surface point is from its
-/// nearest sample. Errors (InvalidArgument) for invalid poses or options, or a null result; the result
-/// is then left cleared.
-[[nodiscard]] Status SdfContacts(const SignedDistanceMap& a, const RigidTransform& X_WA, const SignedDistanceMap& b,
-                                 const RigidTransform& X_WB, const SdfContactOptions& options,
-                                 SdfContactResult* result);
+/// nearest sample. Errors (InvalidArgument) for invalid poses or options.
+[[nodiscard]] Result<SdfContactResult> SdfContacts(const SignedDistanceMap& a, const RigidTransform& X_WA,
+                                                   const SignedDistanceMap& b, const RigidTransform& X_WB,
+                                                   const SdfContactOptions& options);
 
 }  // namespace proximity::core

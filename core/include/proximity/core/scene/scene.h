@@ -408,6 +408,16 @@ class Scene {
   };
 
   [[nodiscard]] static Result<std::shared_ptr<Scene>> Make(SceneDescription description);
+  // Make's steps (scene_build.cc): the description's names indexed and checked, the allowed-collision
+  // matrices, the robot's parts and the pairs of them CLEAR tests.
+  struct Names;
+  void AllowEntities(size_t a, size_t b);
+  void AllowRobotPairs(const SceneDescription& d, const Names& names);
+  void AllowNamedPairs(const std::vector<std::pair<std::string, std::string>>& pairs, const Names& names);
+  static RobotPart MakeRobotPart(int32_t link, int32_t entity, int32_t attached, Geometry geometry,
+                                 const RigidTransform& X_LG);
+  void AddRobotParts(const SceneDescription& d, const std::vector<double>& padding);
+  void PairRobotParts();
   bool AllowedEntities(int32_t a, int32_t b) const {
     return entity_allowed_[static_cast<size_t>(a) * num_entities_ + static_cast<size_t>(b)] != 0;
   }
