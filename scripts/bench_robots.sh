@@ -6,12 +6,14 @@
 # and the generator's summary; bench/summarize_robots.py makes the table from them.
 # Usage: scripts/bench_robots.sh [LABEL...]   (default: every robot below; needs ../shared/data and
 # Debian's dart-doc). PROX_BENCH_BINARY overrides the binary (default build/bench/proximity-bench),
-# PROX_BENCH_COUNT the problem count (200) and PROX_BENCH_TIME_LIMIT the seconds per plan (5).
+# PROX_BENCH_COUNT the problem count (200), PROX_BENCH_TIME_LIMIT the seconds per plan (5) and
+# PROX_BENCH_SUITES the suites to run ("robot mbm").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 binary="${PROX_BENCH_BINARY:-$root/build/bench/proximity-bench}"
 count="${PROX_BENCH_COUNT:-200}"
 time_limit="${PROX_BENCH_TIME_LIMIT:-5}"
+suites="${PROX_BENCH_SUITES:-robot mbm}"
 if [ -z "${PROX_BENCH_BINARY:-}" ]; then "$root/scripts/build.sh" "$root/build" >/dev/null; fi
 shared="$root/../shared/data"
 dart=/usr/share/doc/dart/data/urdf
@@ -49,15 +51,19 @@ for label in "${labels[@]}"; do
     echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "generate: proximity-bench generate $flags --count $count --seed 1 --out PROBLEMS"
+    echo "suites: $suites"
     echo "robot: proximity-bench robot $flags --problems PROBLEMS"
     echo "mbm: proximity-bench mbm $flags --problems PROBLEMS --time-limit $time_limit"
   } > "$out/run.txt"
   # shellcheck disable=SC2086
   "$binary" generate $flags --count "$count" --seed 1 --out "$work/problems/$label" 2> "$out/generate.txt"
   cp "$work/problems/$label/generator.yaml" "$out/generator.yaml" 2>/dev/null || true
-  # shellcheck disable=SC2086
-  "$binary" robot $flags --problems "$work/problems/$label" > "$out/robot.jsonl" 2> "$out/robot.stderr.txt"
-  # shellcheck disable=SC2086
-  "$binary" mbm $flags --problems "$work/problems/$label" --time-limit "$time_limit" > "$out/mbm.jsonl" 2> "$out/mbm.stderr.txt"
+  for suite in $suites; do
+    extra=()
+    if [ "$suite" = mbm ]; then extra=(--time-limit "$time_limit"); fi
+    # shellcheck disable=SC2086
+    "$binary" "$suite" $flags --problems "$work/problems/$label" "${extra[@]}" > "$out/$suite.jsonl" \
+      2> "$out/$suite.stderr.txt"
+  done
   echo "written: $out" >&2
 done
