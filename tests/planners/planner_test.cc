@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -242,27 +241,15 @@ TEST(Planner, UnsolvableProblemsEndByTheirTermination) {
     r = Plan(setup.context, start, goal, options, stopped);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r.value().outcome, PlanOutcome::kCancelled);
-  }
-}
 
-TEST(Planner, ATinyRangeStillEndsByTheTimeLimit) {
-  // A range of 1e-300 makes each step nothing: RRT-Connect's connection to the other tree would take
-  // ~1e300 steps, so the clock must be asked inside it too (a service fuzzing find).
-  SceneSetup setup(PassageScene(false));
-  const std::vector<double> start{-2.4, 0.0}, goal{2.4, 0.0};
-  for (PlannerType type : kAllPlanners) {
-    SCOPED_TRACE(PlannerTypeName(type));
-    PlannerOptions options;
-    options.type = type;
-    options.range = 1e-300;
-    Termination by_time;
-    by_time.time_limit_s = 0.05;
-    const auto begin = std::chrono::steady_clock::now();
-    auto r = Plan(setup.context, start, goal, options, by_time);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_LT(seconds, 5.0);
-    if (r.value().outcome != PlanOutcome::kSolved) EXPECT_EQ(r.value().outcome, PlanOutcome::kTimeout);
+    // A range of 1e-300 makes every step nothing: one RRT-Connect connection would take ~1e300 steps,
+    // so the stop condition must be asked inside it too (service fuzzing finding 8: it hung here).
+    PlannerOptions tiny = options;
+    tiny.range = 1e-300;
+    asked = 0;
+    r = Plan(setup.context, start, goal, tiny, stopped);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.value().outcome, PlanOutcome::kCancelled);
   }
 }
 

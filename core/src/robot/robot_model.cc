@@ -160,7 +160,6 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader) {
     active_joint_names_.push_back(joint.name);
     lower_limits_.push_back(joint.lower);
     upper_limits_.push_back(joint.upper);
-    continuous_.push_back(joint.type == JointType::kContinuous);
     if (joint.type == JointType::kContinuous) continuous_indices_.push_back(joint.active_index);
   }
   for (JointIndex j = 0; j < num_joints(); ++j) {

@@ -268,7 +268,9 @@ class RobotModel {
   /// Whether some active joint is continuous (its motions then turn the short way; see MotionEnd).
   bool has_continuous_joints() const { return !continuous_indices_.empty(); }
   /// Whether active joint i (a position in q) is continuous.
-  bool is_continuous(int32_t i) const { return continuous_[static_cast<size_t>(i)] != 0; }
+  bool is_continuous(int32_t i) const {
+    return joints_[active_joints_[static_cast<size_t>(i)]].type == JointType::kContinuous;
+  }
   /// The end of the motion from q0 towards q1 as every motion query and planner moves: q1 itself for
   /// every joint but the continuous ones, whose value becomes q0 + ShortestTurn(q1 - q0) (the short way
   /// round, OMPL's SO(2) convention). A motion from q0 to q1 is the straight segment from q0 to this
@@ -381,7 +383,6 @@ class RobotModel {
   std::vector<std::string> active_joint_names_;
   std::vector<double> lower_limits_;
   std::vector<double> upper_limits_;
-  std::vector<uint8_t> continuous_;             // per active joint: 1 when continuous
   std::vector<int32_t> continuous_indices_;     // positions in q of the continuous joints
   std::unordered_map<std::string, LinkIndex> link_by_name_;
   std::unordered_map<std::string, JointIndex> joint_by_name_;
