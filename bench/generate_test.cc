@@ -157,9 +157,7 @@ TEST_P(GenerateTest, ProblemsAreFreeReadBackAndHalfCollideOnTheStraightLine) {
     for (int32_t i = 0; i < model.num_positions(); ++i) {
       EXPECT_EQ(p.request.goals[0].joint_constraints[static_cast<size_t>(i)].joint_name, model.active_joint_names()[i]);
     }
-    auto description = mbm::MbmSceneDescription(p.scene, robot_.model);
-    ASSERT_TRUE(description.ok()) << description.error().message;
-    auto scene = core::Scene::Build(std::move(description).value());
+    auto scene = BuildProblemScene(p, robot_.model);
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     peers::FclWorld world(*scene.value());
     const auto start = mbm::MbmStartConfiguration(p.request, model);

@@ -203,4 +203,20 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
   return 0;
 }
 
+core::Result<std::shared_ptr<const core::Scene>> BuildProblemScene(const mbm::MbmProblem& p,
+                                                                 const std::shared_ptr<const core::RobotModel>& robot) {
+  auto description = mbm::MbmSceneDescription(p.scene, robot);
+  if (!description.ok()) return description.error();
+  return core::Scene::Build(std::move(description).value());
+}
+
+core::Result<std::pair<std::vector<double>, std::vector<double>>> ProblemEnds(const mbm::MbmProblem& p,
+                                                                             const core::RobotModel& robot) {
+  auto start = mbm::MbmStartConfiguration(p.request, robot);
+  if (!start.ok()) return start.error();
+  auto goal = mbm::MbmGoalConfiguration(p.request, robot);
+  if (!goal.ok()) return goal.error();
+  return std::make_pair(std::move(start).value(), std::move(goal).value());
+}
+
 }  // namespace proximity::bench

@@ -10,6 +10,7 @@
 
 #include "bench_util.h"
 #include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/mbm/mbm.h"
 
 namespace proximity::bench {
@@ -57,5 +58,13 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
 /// by their folder's path under `root`). Sorted by folder path, then number. NotFound when `root` is
 /// not a folder or holds no problem; reader errors name the file.
 [[nodiscard]] core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& root);
+
+/// Problem `p`'s scene on `robot`: its MotionBenchMaker description, built.
+[[nodiscard]] core::Result<std::shared_ptr<const core::Scene>> BuildProblemScene(
+    const mbm::MbmProblem& p, const std::shared_ptr<const core::RobotModel>& robot);
+
+/// Problem `p`'s start and goal configurations on `robot`.
+[[nodiscard]] core::Result<std::pair<std::vector<double>, std::vector<double>>> ProblemEnds(
+    const mbm::MbmProblem& p, const core::RobotModel& robot);
 
 }  // namespace proximity::bench

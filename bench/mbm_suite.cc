@@ -396,27 +396,16 @@ int MbmSuite::Load() {
 // Problem k's scene, the peer's world on it, and its start and goal.
 int MbmSuite::BuildProblem(size_t k, Problem* problem) const {
   const MbmProblem& p = problems()[k];
-  auto description = mbm::MbmSceneDescription(p.scene, robot_);
-  if (!description.ok()) {
-    std::cerr << "mbm: " << p.name << ": " << description.error().message << "\n";
+  auto scene = BuildProblemScene(p, robot_);
+  auto ends = ProblemEnds(p, *robot_);
+  if (!scene.ok() || !ends.ok()) {
+    std::cerr << "mbm: " << p.name << ": " << (!scene.ok() ? scene.error() : ends.error()).message << "\n";
     return 1;
   }
-  auto built = Scene::Build(std::move(description).value());
-  if (!built.ok()) {
-    std::cerr << "mbm: " << p.name << ": " << built.error().message << "\n";
-    return 1;
-  }
-  problem->scene = built.value();
+  problem->scene = scene.value();
   problem->world.emplace(*problem->scene);
-  const auto start_or = mbm::MbmStartConfiguration(p.request, *robot_);
-  const auto goal_or = mbm::MbmGoalConfiguration(p.request, *robot_);
-  if (!start_or.ok() || !goal_or.ok()) {
-    std::cerr << "mbm: " << p.name << ": " << (!start_or.ok() ? start_or.error().message : goal_or.error().message)
-              << "\n";
-    return 1;
-  }
-  problem->start = start_or.value();
-  problem->goal = goal_or.value();
+  problem->start = ends.value().first;
+  problem->goal = ends.value().second;
   return 0;
 }
 

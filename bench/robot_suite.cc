@@ -300,26 +300,16 @@ int RobotSuite::Load() {
 // Problem k's scenes, its start and goal states and its family.
 int RobotSuite::AddProblem(int32_t k) {
   const MbmProblem& p = problems()[k];
-  auto description = mbm::MbmSceneDescription(p.scene, robot_);
-  if (!description.ok()) {
-    std::cerr << "robot: " << p.name << ": " << description.error().message << "\n";
-    return 1;
-  }
-  auto scene = Scene::Build(std::move(description).value());
-  if (!scene.ok()) {
-    std::cerr << "robot: " << p.name << ": " << scene.error().message << "\n";
+  auto scene = BuildProblemScene(p, robot_);
+  auto ends = ProblemEnds(p, *robot_);
+  if (!scene.ok() || !ends.ok()) {
+    std::cerr << "robot: " << p.name << ": " << (!scene.ok() ? scene.error() : ends.error()).message << "\n";
     return 1;
   }
   scenes_.push_back(scene.value());
   worlds_.emplace_back(*scenes_.back());
-  const auto start = mbm::MbmStartConfiguration(p.request, *robot_);
-  const auto goal = mbm::MbmGoalConfiguration(p.request, *robot_);
-  if (!start.ok() || !goal.ok()) {
-    std::cerr << "robot: " << p.name << ": " << (!start.ok() ? start.error().message : goal.error().message) << "\n";
-    return 1;
-  }
-  start_goal_.push_back({k, start.value()});
-  start_goal_.push_back({k, goal.value()});
+  start_goal_.push_back({k, ends.value().first});
+  start_goal_.push_back({k, ends.value().second});
   if (families_.empty() || families_.back() != p.family) families_.push_back(p.family);
   family_of_.push_back(static_cast<int32_t>(families_.size()) - 1);
   return 0;
