@@ -291,9 +291,12 @@ TEST(GeometryHulls, HullBoundsNeverExceedTheMeshDistanceAndSpareConvexMeshesTheW
 }
 
 // The self-clearance maps (link pairs moved by at most two revolute joints: a wrist's) never claim
-// more distance than the exact one between the link meshes, decide most states, and say nothing off
-// their grid. Random states within limits on every test robot and the MotionBenchMaker Panda; every
-// pair of links is asked, those without a map answer -1.
+// more distance than the exact one between the link meshes, decide most states where the links are
+// apart once their cells are settled, and say nothing off their grid. Random states within limits on
+// every test robot and the MotionBenchMaker Panda, each asked twice (a cell whose convex stand-ins
+// cannot decide it is settled on the geometries when used again); every pair of links is asked,
+// those without a map answer -1. Pairs that keep millimetres apart across a wrist (the KR5's flange,
+// the WAM's wrist) are among them: their maps take a loss fitted to the pair.
 TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
   std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> robots;
   for (const RobotCase& rc : Robots()) robots.emplace_back(rc.name, LoadRobot(rc));
@@ -313,12 +316,14 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
         if (robot->link(la).geometries.empty() || robot->link(lb).geometries.empty()) continue;
         const std::string& a = robot->link(la).name;
         const std::string& b = robot->link(lb).name;
-        int asked = 0, decided = 0;
+        int asked = 0, apart = 0, decided = 0;
         for (int c = 0; c < testing::Cases(200); ++c) {
           const auto q = RandomState(rng, *robot);
+          const Result<double> first = scene->SelfClearanceBound(a, b, q);
+          ASSERT_TRUE(first.ok()) << first.error().message;
+          if (first.value() < 0.0) break;  // no map for this pair
           const Result<double> bound = scene->SelfClearanceBound(a, b, q);
           ASSERT_TRUE(bound.ok()) << bound.error().message;
-          if (bound.value() < 0.0) break;  // no map for this pair
           ++asked;
           std::vector<RigidTransform> X_WL;
           PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
@@ -326,7 +331,10 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
           const LinkGeometry& gb = robot->link(lb).geometries[0];
           const double exact =
               ExactDistance(FromLinkGeometry(ga), X_WL[la] * ga.X_LG, FromLinkGeometry(gb), X_WL[lb] * gb.X_LG);
+          EXPECT_LE(first.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
           EXPECT_LE(bound.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
+          EXPECT_GE(bound.value(), first.value()) << "settling a cell never loosens it";
+          apart += exact > 0.0;
           decided += bound.value() > 0.0;
           // Off the grid (a mapped joint beyond its limit) the map gives no answer.
           auto off = q;
@@ -335,11 +343,10 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
         }
         if (asked == 0) continue;
         ++mapped_pairs;
-        std::printf("%s: %s - %s: %d of %d states decided by the map\n", name.c_str(), a.c_str(), b.c_str(), decided,
-                    asked);
-        if (a == "panda_link5" && b == "panda_link7") {
-          EXPECT_GT(decided, asked / 2) << "the wrist's links keep centimetres apart: the map should decide most states";
-        }
+        std::printf("%s: %s - %s: %d of %d states decided by the map (%d apart)\n", name.c_str(), a.c_str(),
+                    b.c_str(), decided, asked, apart);
+        EXPECT_GT(2 * decided, apart) << a << " - " << b << ": settled cells should decide most states where the "
+                                      << "links are apart";
       }
     }
     robots_with_maps += mapped_pairs > 0;

@@ -115,6 +115,9 @@ TEST_F(ServiceTest, JointNamesInAnyOrderGiveTheSameAnswer) {
     ASSERT_TRUE(stub_->CheckState(Context().get(), ordered, &a).ok());
     const grpc::Status status = stub_->CheckState(Context().get(), named, &b);
     ASSERT_TRUE(status.ok()) << status.error_message();
+    // The answers, not the work counters (lazily filled caches make those depend on what ran before).
+    a.clear_stats();
+    b.clear_stats();
     EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << "state " << k;
   }
 }
@@ -190,6 +193,8 @@ TEST_F(ServiceTest, NamedStatesResolveSrdfGroupStates) {
     v1::CheckStateResponse a, b;
     ASSERT_TRUE(stub_->CheckState(Context().get(), by_name, &a).ok()) << s.name();
     ASSERT_TRUE(stub_->CheckState(Context().get(), by_value, &b).ok());
+    a.clear_stats();
+    b.clear_stats();
     EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
   }
   EXPECT_EQ(created.scene().named_states(1).name(), "bent");

@@ -105,6 +105,8 @@ class ServiceErrorTest : public ServiceTest {
     *request.mutable_states() = Packed(probe_);
     v1::CheckStatesResponse response;
     EXPECT_TRUE(stub_->CheckStates(Context().get(), request, &response).ok());
+    // The answers, not the work counters: lazily filled caches make the work depend on what ran before.
+    response.clear_stats();
     s.answers = response.SerializeAsString();
     return s;
   }

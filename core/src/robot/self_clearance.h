@@ -25,7 +25,13 @@ struct SelfClearanceMap {
   std::array<double, 2> step{};
   std::array<int32_t, 2> count{};     // grid points per dimension (>= 2), spanning the joint's limits
   double loss = 0.0;                  // relative motion bound over half a step in every dimension
-  std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled
+  bool hulls_settle = true;           // the convex stand-ins settle enough cells to be asked first
+  std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled; negated
+                                                // (sign bit set) while open (see Scene::SelfPairClearance)
+
+  // The distance at a grid point that settles its cell: the loss and a quarter more (the cell then
+  // holds at least a quarter of the loss).
+  double SettledBy() const { return 1.25 * loss; }
 
   int64_t num_cells() const { return dims == 1 ? count[0] : int64_t{count[0]} * count[1]; }
   // The cell whose grid point is nearest q, or -1 when a joint value lies off the grid (outside the

@@ -67,6 +67,7 @@ class CertifiedMotion {
     double padding;  // the pair's total padding and the clearance asked for: distances count from there
     int32_t skip;    // self: the common ancestor's moving joints, which move both parts alike
     size_t cache;    // the pair's hull warm start in the SceneCache
+    const Scene::SelfPair* mapped;  // self, with a self-clearance map: the pair; else null
   };
 
   // A configuration on the segment: robot geometry poses and bounds, and per-pair distance bounds
@@ -111,7 +112,7 @@ class CertifiedMotion {
       const Scene::RobotPart& rp = scene_.robot_parts_[i];
       for (int32_t k = 0; k < static_cast<int32_t>(scene_.world_parts_.size()); ++k) {
         if (!scene_.AllowedEntityObject(rp.entity, scene_.world_parts_[k].object)) {
-          pairs_.push_back({i, k, false, motion, rp.padding + clearance_, 0, scene_.WorldPairCache(i, k)});
+          pairs_.push_back({i, k, false, motion, rp.padding + clearance_, 0, scene_.WorldPairCache(i, k), nullptr});
         }
       }
     }
@@ -121,7 +122,9 @@ class CertifiedMotion {
       if (motion > 0.0) {
         pairs_.push_back({sp.a, sp.b, true, motion,
                           scene_.robot_parts_[sp.a].padding + scene_.robot_parts_[sp.b].padding + clearance_,
-                          robot_.NumMovingJoints(sp.ancestor), scene_.SelfPairCache(s)});
+                          robot_.NumMovingJoints(sp.ancestor), scene_.SelfPairCache(s),
+                          sp.clearance_map != nullptr ? &sp : nullptr});
+        if (sp.clearance_map != nullptr) mapped_.push_back(pairs_.size() - 1);
       }
     }
     npairs_ = pairs_.size();
@@ -232,6 +235,13 @@ class CertifiedMotion {
         const Joint& j = robot_.joint(levers_[l].joint);
         smp.axis_distance[l] = robot_.JointAxisDistance(levers_[l].joint, cache_->X_WL[j.parent_link], c_W) + r;
       }
+    }
+    // Pairs with a self-clearance map start from its bound at this configuration where it beats their
+    // boxes and the cell is filled already (a look-up; filling one costs about what the distance walk
+    // it would save does): across a wrist it often certifies what would otherwise take that walk.
+    for (size_t k : mapped_) {
+      const double map_bound = scene_.SelfPairClearanceIfKnown(*pairs_[k].mapped, q_) - pairs_[k].padding;
+      if (map_bound > 0.0) smp.eta[k] = std::max(CheapEta(smp, k), map_bound);
     }
     ++result_->states;
     return {};
@@ -468,6 +478,7 @@ class CertifiedMotion {
   std::vector<double> part_motion_;
   std::vector<PairRef> pairs_;
   size_t npairs_ = 0;
+  std::vector<size_t> mapped_;  // the pairs with a self-clearance map
   std::vector<RobotModel::MotionLever> levers_;
   std::vector<int32_t> lever_begin_;  // part i's levers: [lever_begin_[i], lever_begin_[i + 1])
   std::vector<double> lever_growth_;

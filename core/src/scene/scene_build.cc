@@ -461,6 +461,41 @@ void Scene::BuildBroadPhase() {
   }
 }
 
+// The clearances (m) geometries ga (on link la, at X_LGa) and gb keep, and those of their convex
+// stand-ins, over a fixed sample of configurations of the joints `levers` name (the others at their
+// defaults), each capped at `cap` (nothing beyond it is resolved).
+struct SelfClearanceSample {
+  std::vector<double> apart;  // exact distances of the samples where the geometries are apart
+  std::vector<double> hulls;  // the stand-ins' distances at every sample
+};
+static SelfClearanceSample SampleSelfClearance(const RobotModel& robot, LinkIndex la, const Geometry& ga,
+                                               const RigidTransform& X_LGa, LinkIndex lb, const Geometry& gb,
+                                               const RigidTransform& X_LGb,
+                                               const std::vector<RobotModel::MotionLever>& levers, double cap) {
+  constexpr int kSamples = 48;
+  std::vector<double> q = robot.DefaultConfiguration();
+  std::vector<RigidTransform> X_WL(robot.links().size());
+  SelfClearanceSample sample;
+  DistanceRequest request;
+  request.rel_err = 0.05;
+  request.max_distance = cap;
+  for (int i = 0; i < kSamples; ++i) {
+    // Stratified in the first joint, a golden-ratio sequence in the second: deterministic and spread.
+    const double u[2] = {(i + 0.5) / kSamples, std::fmod(0.5 + i * 0.6180339887498949, 1.0)};
+    for (size_t d = 0; d < levers.size(); ++d) {
+      const Joint& joint = robot.joint(levers[d].joint);
+      q[static_cast<size_t>(joint.active_index)] = joint.lower + u[d] * (joint.upper - joint.lower);
+    }
+    if (!robot.ForwardKinematics(q, std::span<RigidTransform>(X_WL), RigidTransform()).ok()) continue;
+    const RigidTransform X_a = X_WL[la] * X_LGa;
+    const RigidTransform X_b = X_WL[lb] * X_LGb;
+    sample.hulls.push_back(std::min(cap, HullLowerBound(ga, X_a, gb, X_b, cap, nullptr, nullptr)));
+    const Result<DistanceResult> r = GeometryDistance(ga, X_a, gb, X_b, request);
+    if (r.ok() && !r.value().intersecting) sample.apart.push_back(std::min(cap, r.value().lower_bound));
+  }
+  return sample;
+}
+
 // A self-clearance map for link parts a and b (below their common ancestor `ancestor`), or null when
 // more than two joints, a prismatic, mimic or unlimited joint move them relative to each other, or
 // they have no convex stand-ins (WithHulls).
@@ -474,25 +509,48 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
   const bool stand_ins = WithHulls(a.geometry, RigidTransform(), b.geometry, RigidTransform(),
                                    [](const auto&, const RigidTransform&, const auto&, const RigidTransform&) {});
   if (!stand_ins) return nullptr;
-  static std::atomic<uint64_t> next_serial{1};
-  auto map = std::make_unique<internal::SelfClearanceMap>();
-  map->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
-  map->dims = static_cast<int32_t>(levers.size());
-  std::array<double, 2> radius{};
-  for (int32_t d = 0; d < map->dims; ++d) {
-    const Joint& joint = robot.joint(levers[d].joint);
+  for (const RobotModel::MotionLever& lever : levers) {
+    const Joint& joint = robot.joint(lever.joint);
     if (joint.type != JointType::kRevolute || !joint.is_active() || !std::isfinite(joint.lower) ||
         !std::isfinite(joint.upper) || !(joint.upper > joint.lower)) {
       return nullptr;
     }
+  }
+  static std::atomic<uint64_t> next_serial{1};
+  auto map = std::make_unique<internal::SelfClearanceMap>();
+  map->serial = next_serial.fetch_add(1, std::memory_order_relaxed);
+  map->dims = static_cast<int32_t>(levers.size());
+  // The loss this pair can afford: a share of the clearance it typically keeps (a low percentile of the
+  // sampled distances where the pair is apart; the largest loss when it never is).
+  const double cap = kSelfClearanceLoss / kSelfClearanceLossShare;
+  SelfClearanceSample sample =
+      SampleSelfClearance(robot, a.link, a.geometry, a.X_LG, b.link, b.geometry, b.X_LG, levers, cap);
+  double typical = cap;
+  if (!sample.apart.empty()) {
+    const size_t k = sample.apart.size() / 4;
+    std::nth_element(sample.apart.begin(), sample.apart.begin() + static_cast<std::ptrdiff_t>(k), sample.apart.end());
+    typical = sample.apart[k];
+  }
+  const double target_loss = std::clamp(kSelfClearanceLossShare * typical, kSelfClearanceMinLoss, kSelfClearanceLoss);
+  std::array<double, 2> radius{};
+  for (int32_t d = 0; d < map->dims; ++d) {
+    const Joint& joint = robot.joint(levers[d].joint);
     map->active[d] = joint.active_index;
     map->lower[d] = joint.lower;
     // How far either part's points can be from the joint's axis, for every configuration in limits.
     radius[d] = robot.LeverRadius(a.link, levers[d].joint) + robot.LeverRadius(b.link, levers[d].joint);
     // Half a step moves the pair by at most step / 2 * radius: each joint takes an equal share of the loss.
     const double range = joint.upper - joint.lower;
-    const double step = radius[d] > 0.0 ? 2.0 * kSelfClearanceLoss / map->dims / radius[d] : range;
+    const double step = radius[d] > 0.0 ? 2.0 * target_loss / map->dims / radius[d] : range;
     map->count[d] = static_cast<int32_t>(std::min(1e6, std::ceil(range / step))) + 1;
+  }
+  // Over the size limit: every dimension coarser by the same factor (the loss grows by it).
+  if (map->num_cells() > kSelfClearanceMaxCells) {
+    const double f = std::pow(static_cast<double>(map->num_cells()) / static_cast<double>(kSelfClearanceMaxCells),
+                              1.0 / map->dims);
+    for (int32_t d = 0; d < map->dims; ++d) {
+      map->count[d] = std::max(2, static_cast<int32_t>(std::floor((map->count[d] - 1) / f)) + 1);
+    }
   }
   while (map->num_cells() > kSelfClearanceMaxCells) {
     const int32_t d = map->dims == 2 && map->count[1] > map->count[0] ? 1 : 0;
@@ -506,6 +564,12 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
   }
   // Rounding in the cell search may pick a grid point a hair more than half a step away.
   map->loss *= 1.0 + 1e-9;
+  // Stand-ins that settle fewer than one sampled configuration in ten (a flange inside its wrist's
+  // hull) are not worth a first GJK per cell: their cells go to the geometries directly.
+  const double settles = map->SettledBy();
+  map->hulls_settle = 10 * std::count_if(sample.hulls.begin(), sample.hulls.end(),
+                                         [&](double d) { return d >= settles; }) >=
+                      static_cast<std::ptrdiff_t>(sample.hulls.size());
   const int64_t n = map->num_cells();
   map->cells = std::make_unique<std::atomic<float>[]>(static_cast<size_t>(n));
   for (int64_t c = 0; c < n; ++c) map->cells[c].store(std::numeric_limits<float>::quiet_NaN(), std::memory_order_relaxed);

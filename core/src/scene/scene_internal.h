@@ -57,12 +57,16 @@ bool WithHulls(const Geometry& a, const RigidTransform& X_a, const Geometry& b, 
 double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                       double target, QueryStats* stats, GjkCache* cache);
 
-// The distance (m) the self-clearance maps give up per cell (their grid is made fine enough that the
-// pair moves at most this much relative to each other within a cell), and their size limit. A wrist's
-// links keep a few centimetres apart; on the MotionBenchMaker problems 1.5 cm still decides 99.6% of
-// the look-ups while a plan fills a seventh of the cells 4 mm would need.
+// The most distance (m) a self-clearance map gives up per cell (its grid is made fine enough that the
+// pair moves at most this much relative to each other within a cell), the least, and the map's size
+// limit. Between them each map takes a loss from its own pair: a fraction of the clearance the pair
+// typically keeps (kSelfClearanceLossShare of a low percentile over sampled configurations), so that
+// links a few millimetres apart across a wrist get cells fine enough to decide them, and pairs that
+// keep centimetres apart keep coarse, quickly filled grids.
 constexpr double kSelfClearanceLoss = 0.015;
-constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 18;
+constexpr double kSelfClearanceMinLoss = 0.0005;
+constexpr double kSelfClearanceLossShare = 0.75;
+constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 19;
 
 // A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
 // (state_check.cc)

@@ -80,15 +80,47 @@ bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
 
 }  // namespace
 
-double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q) const {
+namespace {
+
+// A cell's bound rounded down to a float (never above the double it stands for).
+float FloorToFloat(double bound) {
+  float value = static_cast<float>(bound);
+  if (static_cast<double>(value) > bound) value = std::nextafter(value, 0.0f);
+  return value;
+}
+
+}  // namespace
+
+double Scene::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const {
+  const internal::SelfClearanceMap* map = pair.clearance_map;
+  const int64_t cell = map == nullptr ? -1 : map->Cell(q);
+  if (cell < 0) return -1.0;
+  const float stored = map->cells[cell].load(std::memory_order_relaxed);
+  return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
+}
+
+double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   if (map == nullptr) return -1.0;
   const int64_t cell = map->Cell(q);
   if (cell < 0) return -1.0;
   const float stored = map->cells[cell].load(std::memory_order_relaxed);
-  if (!std::isnan(stored)) return stored;
-  // First use: the stand-ins' distance at the grid point (the other joints do not move the pair
-  // relative to each other, so their values do not matter), less the loss, rounded down to a float.
+  if (!std::isnan(stored) && !std::signbit(stored)) return stored;
+  // A cell is filled in up to two steps, each from the distance at its grid point (the other joints
+  // do not move the pair relative to each other, so their values do not matter) less the loss. On
+  // first use, the convex stand-ins' distance (one GJK; skipped for pairs whose stand-ins rarely keep
+  // apart, map->hulls_settle). Stand-ins closer than map->SettledBy() (a link nested in another's
+  // fork, a flange against its wrist) leave the cell open, its bound stored negated (-0 for 0). When
+  // an open cell is used again and its bound does not exceed `need`, a walk on the geometries
+  // themselves settles it: it proves they keep SettledBy() apart, or finds them closer. States seen
+  // once, as random sampling draws them, thus cost little more than without the map; a plan or a path
+  // check, which comes back to its neighbourhoods, gets the exact cells.
+  const float open_bound = std::isnan(stored) ? 0.0f : -stored;
+  if (!std::isnan(stored) && static_cast<double>(open_bound) > need) return open_bound;
+  if (std::isnan(stored) && !map->hulls_settle) {
+    map->cells[cell].store(-0.0f, std::memory_order_relaxed);
+    return 0.0;
+  }
   // Scratch per thread; consecutive fills of one map start GJK from the last one's answer (a plan
   // moves through neighbouring cells). Keyed by the map's serial: a map freed and another made at the
   // same address must not inherit a simplex on other shapes.
@@ -113,12 +145,23 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q)
   }
   const RobotPart& a = robot_parts_[pair.a];
   const RobotPart& b = robot_parts_[pair.b];
-  const double lower =
-      HullLowerBound(a.geometry, scratch.X_WL[a.link] * a.X_LG, b.geometry, scratch.X_WL[b.link] * b.X_LG,
-                     std::numeric_limits<double>::infinity(), nullptr, &scratch.gjk);
-  const double bound = std::max(0.0, lower - map->loss);
-  float value = static_cast<float>(bound);
-  if (static_cast<double>(value) > bound) value = std::nextafter(value, 0.0f);
+  const RigidTransform X_a = scratch.X_WL[a.link] * a.X_LG;
+  const RigidTransform X_b = scratch.X_WL[b.link] * b.X_LG;
+  const double settled = map->SettledBy();
+  if (std::isnan(stored)) {
+    const double hull = HullLowerBound(a.geometry, X_a, b.geometry, X_b, std::numeric_limits<double>::infinity(),
+                                       nullptr, &scratch.gjk);
+    const float value = FloorToFloat(std::max(0.0, hull - map->loss));
+    map->cells[cell].store(hull >= settled ? value : -value, std::memory_order_relaxed);
+    return value;
+  }
+  DistanceRequest request;
+  request.max_distance = settled;
+  request.stop_below = settled;
+  const Result<DistanceResult> exact = GeometryDistance(a.geometry, X_a, b.geometry, X_b, request);
+  double lower = open_bound;
+  if (exact.ok() && !exact.value().intersecting) lower = std::max(lower, exact.value().lower_bound - map->loss);
+  const float value = FloorToFloat(std::max(0.0, lower));
   map->cells[cell].store(value, std::memory_order_relaxed);
   return value;
 }
@@ -135,7 +178,7 @@ Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_vi
     const RobotPart& pb = robot_parts_[sp.b];
     if (pa.geometry_index != 0 || pb.geometry_index != 0) continue;
     if ((pa.link == a.value() && pb.link == b.value()) || (pa.link == b.value() && pb.link == a.value())) {
-      return SelfPairClearance(sp, q);
+      return SelfPairClearance(sp, q, 0.0);
     }
   }
   return -1.0;
@@ -264,9 +307,10 @@ Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clea
   for (size_t s = 0; s < self_pairs_.size(); ++s) {
     const SelfPair& sp = self_pairs_[s];
     const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance;
-    // A wrist's links: the precomputed map decides most states with one look-up.
-    if (sp.clearance_map != nullptr && SelfPairClearance(sp, q) > padding) continue;
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
+    // Links one or two joints apart: the map decides most states with one look-up (its cells are
+    // filled on first use, so it is asked only once the boxes meet).
+    if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding) > padding) continue;
     ++result.pairs_tested;
     ++result.stats.bv_tests;
     if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;

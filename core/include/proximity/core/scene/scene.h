@@ -441,8 +441,11 @@ class Scene {
   static std::unique_ptr<internal::SelfClearanceMap> MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
                                                                          const RobotPart& b, int32_t ancestor);
   // A certified lower bound (m) on the distance between the pair's parts at q from its self-clearance
-  // map, filling the cell on first use; -1 when the pair has no map or q lies off its grid.
-  double SelfPairClearance(const SelfPair& pair, std::span<const double> q) const;
+  // map, filling q's cell as far as deciding against `need` takes (see the definition); -1 when the
+  // pair has no map or q lies off its grid.
+  double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const;
+  // The same when q's cell is filled already, else -1: never fills.
+  double SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const;
   // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
   double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
     const RobotPart& rp = robot_parts_[i];
