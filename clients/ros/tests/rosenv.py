@@ -64,6 +64,13 @@ def need_kr5() -> None:
                     allow_module_level=True)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies (a killed run leaves nothing behind)."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class _Process:
     """A child process in its own process group, its output collected by a thread."""
 
@@ -71,7 +78,8 @@ class _Process:
         self.name = name
         self.lines: Deque[str] = collections.deque(maxlen=4000)
         self.proc = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
+                                     stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
