@@ -578,12 +578,15 @@ def robot_from_text(urdf: str, srdf: str = "", *, base_dir: str = ".", package_d
     """A RobotInput from URDF (and SRDF) text: its meshes read on this machine (package:// through
     ``package_dirs``, then ROS_PACKAGE_PATH as rospack finds packages; other paths from ``base_dir``)."""
     from proximity_client.bundle import bundle_from_text
+    where = origin or "robot description"
+    try:
+        describe(urdf, srdf)
+    except RobotDescriptionError as e:
+        raise RobotDescriptionError(f"{where}: {e}") from None
     try:
         b = bundle_from_text(urdf, srdf, base_dir, package_dirs, ros_package_path)
-    except FileNotFoundError as e:
-        raise RobotDescriptionError(f"{origin or 'robot description'}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - an unreadable URDF of any kind
-        raise RobotDescriptionError(f"{origin or 'robot description'}: {e}") from None
+    except (OSError, ValueError) as e:  # a mesh that cannot be found or read
+        raise RobotDescriptionError(f"{where}: {e}") from None
     return RobotInput(b.urdf, b.srdf, b.files, origin)
 
 
