@@ -311,9 +311,7 @@ class BridgeCore:
         self._objects[oid] = obj
 
     def _update(self, s: _Scene, **kwargs: Any) -> None:
-        moves = kwargs.pop("move", None)
-        if moves:
-            kwargs["move"] = {k: v for k, v in moves.items()}
+        """One UpdateWorld on ``s``; its result becomes the current scene."""
         info = self.client.update_world(scene=s.scene_id, **kwargs)
         self._install(info, s.desc, s.planning_frame)
 
