@@ -10,6 +10,8 @@ set -euo pipefail
 # OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
 # clang-16, its runtime libraries (libFuzzer, sanitizers) and llvm-16 (llvm-symbolizer for readable
 # reports): the fuzz targets (scripts/fuzz.sh).
+# ROS 1 from Debian (no catkin, no MoveIt): rospy, a master, the standard messages' Python code and
+# definitions (ros-*-msgs, for genpy to generate proximity_msgs), rospkg: the ROS bridge (clients/ros).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
@@ -24,6 +26,9 @@ PACKAGES=(
   dart-doc
   openssl
   clang-16 libclang-rt-16-dev llvm-16
+  python3-rospy python3-rosmaster rosout python3-roslaunch python3-rostopic python3-rosservice python3-rospkg
+  python3-genpy python3-genmsg python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-shape-msgs
+  python3-trajectory-msgs ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-shape-msgs ros-trajectory-msgs
 )
 
 missing=()

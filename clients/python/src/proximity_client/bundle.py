@@ -21,6 +21,13 @@ class RobotBundle:
     files: Dict[str, bytes] = field(default_factory=dict)
 
 
+def _is_metapackage(path: Path) -> bool:
+    try:
+        return ET.parse(path).getroot().find("./export/metapackage") is not None
+    except (ET.ParseError, OSError):
+        return False
+
+
 def _package_xml_name(path: Path) -> Optional[str]:
     try:
         name = ET.parse(path).getroot().findtext("name")
@@ -30,19 +37,35 @@ def _package_xml_name(path: Path) -> Optional[str]:
 
 
 def _crawl(roots: str) -> Dict[str, Path]:
-    """Packages under ROS_PACKAGE_PATH-style roots: <name> of each package.xml -> its folder (the first
-    root holding a package wins; the crawl does not descend into packages or hidden folders)."""
+    """Packages under ROS_PACKAGE_PATH-style roots, found as rospack finds them (rospkg's
+    ``list_by_path``): <name> of each package.xml that is not a metapackage -> its folder, or a rosbuild
+    ``manifest.xml`` folder's own name; the crawl follows symbolic links, does not descend into
+    packages, hidden folders, folders holding CATKIN_IGNORE or rospack_nosubdirs, or below
+    /usr/share/; the first root holding a name wins, and within a root the first folder found."""
     found: Dict[str, Path] = {}
     for root in filter(None, roots.split(os.pathsep)):
-        for dirpath, dirnames, filenames in os.walk(root):
-            if "package.xml" in filenames:
-                name = _package_xml_name(Path(dirpath) / "package.xml")
-                if name:
-                    found.setdefault(name, Path(dirpath))
+        here: Dict[str, Path] = {}
+        for dirpath, dirnames, filenames in os.walk(os.path.abspath(root), topdown=True, followlinks=True):
+            if "CATKIN_IGNORE" in filenames:
                 dirnames[:] = []
                 continue
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")
-                           and not (Path(dirpath) / d / "CATKIN_IGNORE").exists()]
+            if "package.xml" in filenames:
+                dirnames[:] = []
+                if not _is_metapackage(Path(dirpath) / "package.xml"):
+                    name = _package_xml_name(Path(dirpath) / "package.xml")
+                    if name:
+                        here.setdefault(name, Path(dirpath))
+                continue
+            if "manifest.xml" in filenames:
+                here.setdefault(os.path.basename(dirpath), Path(dirpath))
+                dirnames[:] = []
+                continue
+            if "rospack_nosubdirs" in filenames or dirpath.startswith("/usr/share/"):
+                dirnames[:] = []
+                continue
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name, folder in here.items():
+            found.setdefault(name, folder)
     return found
 
 
@@ -84,13 +107,24 @@ def robot_bundle(urdf_file: "str | os.PathLike[str]", srdf_file: "str | os.PathL
     urdf_path = Path(urdf_file)
     urdf = urdf_path.read_bytes().decode("utf-8")  # as written: no newline translation
     srdf = Path(srdf_file).read_bytes().decode("utf-8") if srdf_file else ""
+    return bundle_from_text(urdf, srdf, urdf_path.resolve().parent, package_dirs, ros_package_path,
+                            collision_from_visual)
+
+
+def bundle_from_text(urdf: str, srdf: str = "", base_dir: "str | os.PathLike[str]" = ".",
+                     package_dirs: Optional[Mapping[str, str]] = None, ros_package_path: Optional[str] = None,
+                     collision_from_visual: bool = False) -> RobotBundle:
+    """The bundle of a URDF given as text (a ROS robot_description parameter, say): every collision
+    mesh it names (visual ones too with ``collision_from_visual``) read on this machine; paths that are
+    not URIs resolve against ``base_dir``."""
     root = ET.fromstring(urdf)
     files: Dict[str, bytes] = {}
     kinds = ("collision", "visual") if collision_from_visual else ("collision",)
     meshes = [m for kind in kinds for m in root.findall(f"./link/{kind}/geometry/mesh")]
+    base = Path(base_dir).resolve()
     for mesh in meshes:
         uri = mesh.get("filename")
         if not uri or uri in files:
             continue
-        files[uri] = resolve_uri(uri, urdf_path.resolve().parent, package_dirs or {}, ros_package_path).read_bytes()
-    return RobotBundle(urdf=urdf, srdf=srdf, files=files)
+        files[uri] = resolve_uri(uri, base, package_dirs or {}, ros_package_path).read_bytes()
+    return RobotBundle(urdf=urdf, srdf=srdf or "", files=files)

@@ -1,0 +1,391 @@
+"""Between ROS message shapes and proximityd requests, without ROS: the conversion layer that the ROS 1
+node and a ROS 2 (rclpy) node share.
+
+Messages come in and go out as plain data shaped like ``ros2 topic echo --yaml`` prints them: dicts
+of fields, lists for arrays, ``{"sec": int, "nanosec": int}`` for times and durations. A ROS 1 message
+converts to that shape with :func:`proximity_ros.ros1.to_dict`; a ROS 2 one with
+``rosidl_runtime_py.message_to_ordereddict``. For convenience every reader also accepts objects with
+the same attributes, ROS 1's ``{"secs", "nsecs"}`` durations and plain seconds.
+
+Every reader checks what it reads and raises :class:`BadRequest` with the field's path in the message
+(``robot_state.joint_state.position[2] is nan``) rather than letting a wrong value through.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from proximity_client import geometry
+from proximity_client._stubs import pb
+from proximity_client.results import Pair
+
+#: ContactInformation body types (moveit_msgs values).
+ROBOT_LINK, WORLD_OBJECT, ROBOT_ATTACHED = 0, 1, 2
+#: CollisionObject operations (moveit_msgs values).
+ADD, REMOVE, APPEND, MOVE = 0, 1, 2, 3
+#: SolidPrimitive types (shape_msgs values).
+BOX, SPHERE, CYLINDER, CONE = 1, 2, 3, 4
+#: MoveItErrorCodes values used by the bridge.
+SUCCESS, PLANNING_FAILED, TIMED_OUT = 1, -1, -6
+START_STATE_IN_COLLISION, GOAL_IN_COLLISION = -10, -12
+
+#: Plan outcomes (proximity_client's names) -> MoveItErrorCodes.
+PLAN_ERROR_CODES = {
+    "solved": SUCCESS,
+    "timeout": TIMED_OUT,
+    "iteration_limit": PLANNING_FAILED,
+    "cancelled": -7,  # PREEMPTED
+    "invalid_start": START_STATE_IN_COLLISION,
+    "invalid_goal": GOAL_IN_COLLISION,
+}
+
+#: planner_id -> proximity planner (OMPL's names; case, "_" and "-" ignored; "" is RRT-Connect).
+PLANNER_IDS = {"": "rrt_connect", "rrtconnect": "rrt_connect", "rrt": "rrt", "prm": "prm", "lazyprm": "lazy_prm"}
+
+
+class BadRequest(ValueError):
+    """A message the bridge refuses; the text names the field and what is wrong with it."""
+
+
+# ---- reading fields --------------------------------------------------------------------------------
+
+def get(msg: Any, name: str, default: Any = None) -> Any:
+    """Field ``name`` of a dict-shaped or attribute-shaped message (``default`` when absent)."""
+    if isinstance(msg, Mapping):
+        return msg.get(name, default)
+    return getattr(msg, name, default)
+
+
+def _seq(value: Any, where: str) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)):
+        raise BadRequest(f"{where} must be a list, not a string")
+    try:
+        return list(value)
+    except TypeError:
+        raise BadRequest(f"{where} must be a list") from None
+
+
+def _finite(value: Any, where: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise BadRequest(f"{where} is not a number ({value!r})") from None
+    if not math.isfinite(x):
+        raise BadRequest(f"{where} is {x} (values must be finite)")
+    return x
+
+
+def duration_seconds(d: Any, where: str = "duration") -> float:
+    """Seconds of a duration: ``{"sec", "nanosec"}`` (ROS 2), ``{"secs", "nsecs"}`` (ROS 1 YAML), an
+    object with ``to_sec()`` or those attributes, or a number."""
+    if d is None:
+        return 0.0
+    if isinstance(d, (int, float)) and not isinstance(d, bool):
+        return _finite(d, where)
+    if hasattr(d, "to_sec"):
+        return _finite(d.to_sec(), where)
+    for s, ns in (("sec", "nanosec"), ("secs", "nsecs")):
+        sec, nsec = get(d, s), get(d, ns)
+        if sec is not None or nsec is not None:
+            return _finite(sec or 0, f"{where}.{s}") + _finite(nsec or 0, f"{where}.{ns}") * 1e-9
+    raise BadRequest(f"{where} is not a duration ({d!r})")
+
+
+def duration(seconds: float) -> Dict[str, int]:
+    """The ROS 2 shape of a duration: whole seconds and nanoseconds in [0, 1e9)."""
+    total = int(round(float(seconds) * 1e9))
+    sec, nanosec = divmod(total, 1_000_000_000)
+    return {"sec": int(sec), "nanosec": int(nanosec)}
+
+
+# ---- joint states and configurations ---------------------------------------------------------------
+
+def joint_state_values(js: Any, where: str = "joint_state") -> Tuple[List[str], List[float]]:
+    """The names and positions of a sensor_msgs/JointState, checked: names are unique non-empty
+    strings, one finite position per name."""
+    names = _seq(get(js, "name"), f"{where}.name")
+    positions = _seq(get(js, "position"), f"{where}.position")
+    if len(names) != len(positions):
+        raise BadRequest(f"{where}: {len(names)} names but {len(positions)} positions")
+    seen: Set[str] = set()
+    for i, n in enumerate(names):
+        if not isinstance(n, str) or not n:
+            raise BadRequest(f"{where}.name[{i}] must be a non-empty string")
+        if n in seen:
+            raise BadRequest(f"{where}.name[{i}]: joint {n!r} appears more than once")
+        seen.add(n)
+    return names, [_finite(p, f"{where}.position[{i}]") for i, p in enumerate(positions)]
+
+
+class JointSpace:
+    """The scene's joints (proximityd's order) and the other joints a message may name harmlessly
+    (fixed and mimic joints of the URDF, which the scene derives or ignores)."""
+
+    def __init__(self, joint_names: Sequence[str], other_joints: Iterable[str] = ()) -> None:
+        self.names = list(joint_names)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.other = set(other_joints) - set(self.names)
+
+    @property
+    def dof(self) -> int:
+        return len(self.names)
+
+    def _unknown(self, names: Iterable[str], where: str) -> None:
+        bad = [n for n in names if n not in self.index and n not in self.other]
+        if bad:
+            raise BadRequest(f"{where}: unknown joint{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}; "
+                             f"the scene's joints are {', '.join(self.names)}")
+
+    def complete(self, names: Sequence[str], positions: Sequence[float], fallbacks: Sequence[Mapping[str, float]],
+                 where: str) -> np.ndarray:
+        """A full configuration in scene order: the named joints' values, the others from the first
+        fallback mapping that has them; BadRequest naming the joints nothing gives."""
+        self._unknown(names, where)
+        q = np.full(self.dof, np.nan)
+        for n, p in zip(names, positions):
+            if n in self.index:
+                q[self.index[n]] = p
+        missing = []
+        for i, n in enumerate(self.names):
+            if not math.isnan(q[i]):
+                continue
+            for fb in fallbacks:
+                if n in fb:
+                    q[i] = fb[n]
+                    break
+            else:
+                missing.append(n)
+        if missing:
+            raise BadRequest(f"{where}: no value for joint{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                             "(not in the message, and no /joint_states received for it)")
+        return q
+
+    def robot_state(self, rs: Any, fallbacks: Sequence[Mapping[str, float]], where: str = "robot_state") -> np.ndarray:
+        """A moveit_msgs/RobotState-shaped message as a full configuration (see :meth:`complete`)."""
+        js = get(rs, "joint_state") or {}
+        names, positions = joint_state_values(js, f"{where}.joint_state")
+        if not names and not get(rs, "is_diff", False) and not any(fallbacks):
+            raise BadRequest(f"{where}: empty joint_state (and is_diff false)")
+        return self.complete(names, positions, fallbacks, where)
+
+    def as_mapping(self, q: Sequence[float]) -> Dict[str, float]:
+        return {n: float(v) for n, v in zip(self.names, q)}
+
+
+def trajectory_rows(traj: Any, space: JointSpace, fallbacks: Sequence[Mapping[str, float]],
+                    where: str = "trajectory") -> Tuple[np.ndarray, np.ndarray]:
+    """A trajectory_msgs/JointTrajectory as waypoints (n, dof) in scene order and their
+    time_from_start (n,) in seconds, which must not decrease. Joints it does not name come from the
+    fallbacks."""
+    names = _seq(get(traj, "joint_names"), f"{where}.joint_names")
+    for i, n in enumerate(names):
+        if not isinstance(n, str) or not n:
+            raise BadRequest(f"{where}.joint_names[{i}] must be a non-empty string")
+    if len(set(names)) != len(names):
+        raise BadRequest(f"{where}.joint_names names a joint more than once")
+    points = _seq(get(traj, "points"), f"{where}.points")
+    if not points:
+        raise BadRequest(f"{where}.points is empty")
+    rows = np.empty((len(points), space.dof))
+    times = np.empty(len(points))
+    for i, point in enumerate(points):
+        at = f"{where}.points[{i}]"
+        positions = _seq(get(point, "positions"), f"{at}.positions")
+        if len(positions) != len(names):
+            raise BadRequest(f"{at}.positions has {len(positions)} values for {len(names)} joint_names")
+        values = [_finite(p, f"{at}.positions[{k}]") for k, p in enumerate(positions)]
+        rows[i] = space.complete(names, values, fallbacks, at)
+        times[i] = duration_seconds(get(point, "time_from_start"), f"{at}.time_from_start")
+        if i and times[i] < times[i - 1]:
+            raise BadRequest(f"{at}.time_from_start ({times[i]:g} s) is before the previous point's "
+                             f"({times[i - 1]:g} s)")
+    return rows, times
+
+
+# ---- poses and shapes ------------------------------------------------------------------------------
+
+def pose_values(p: Any, where: str = "pose") -> Tuple[float, ...]:
+    """(x, y, z, qx, qy, qz, qw) of a geometry_msgs/Pose; an all-zero orientation is the identity
+    (as MoveIt reads an unset quaternion)."""
+    if p is None:
+        return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    pos, ori = get(p, "position") or {}, get(p, "orientation") or {}
+    xyz = [_finite(get(pos, k, 0.0), f"{where}.position.{k}") for k in "xyz"]
+    q = [_finite(get(ori, k, 0.0), f"{where}.orientation.{k}") for k in ("x", "y", "z", "w")]
+    if not any(q):
+        q = [0.0, 0.0, 0.0, 1.0]
+    norm = math.sqrt(sum(v * v for v in q))
+    if abs(norm - 1.0) > 1e-3:
+        raise BadRequest(f"{where}.orientation is not a unit quaternion (norm {norm:g})")
+    return tuple(xyz + [v / norm for v in q])
+
+
+def _qmul(a: Sequence[float], b: Sequence[float]) -> Tuple[float, float, float, float]:
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+def _qrot(q: Sequence[float], v: Sequence[float]) -> Tuple[float, float, float]:
+    x, y, z, _ = _qmul(_qmul(q, (v[0], v[1], v[2], 0.0)), (-q[0], -q[1], -q[2], q[3]))
+    return (x, y, z)
+
+
+def compose(a: Sequence[float], b: Sequence[float]) -> Tuple[float, ...]:
+    """X_AC = X_AB * X_BC for poses (x, y, z, qx, qy, qz, qw)."""
+    r = _qrot(a[3:], b[:3])
+    return (a[0] + r[0], a[1] + r[1], a[2] + r[2]) + _qmul(a[3:], b[3:])
+
+
+def inverse(a: Sequence[float]) -> Tuple[float, ...]:
+    """X_BA of X_AB."""
+    qi = (-a[3], -a[4], -a[5], a[6])
+    r = _qrot(qi, a[:3])
+    return (-r[0], -r[1], -r[2]) + qi
+
+
+def _primitive(prim: Any, where: str) -> "pb.ObjectPart":
+    kind = int(get(prim, "type", 0) or 0)
+    dims = [_finite(d, f"{where}.dimensions[{i}]") for i, d in enumerate(_seq(get(prim, "dimensions"), f"{where}.dimensions"))]
+    need = {BOX: 3, SPHERE: 1, CYLINDER: 2, CONE: 2}.get(kind)
+    if need is None:
+        raise BadRequest(f"{where}.type {kind} is not BOX (1), SPHERE (2), CYLINDER (3) or CONE (4)")
+    if len(dims) < need:
+        raise BadRequest(f"{where}.dimensions has {len(dims)} values; type {kind} needs {need}")
+    if any(d <= 0 for d in dims[:need]):
+        raise BadRequest(f"{where}.dimensions must be positive, got {dims[:need]}")
+    if kind == BOX:
+        return geometry.box(dims[:3])
+    if kind == SPHERE:
+        return geometry.sphere(dims[0])
+    if kind == CYLINDER:  # CYLINDER_HEIGHT = 0, CYLINDER_RADIUS = 1
+        return geometry.cylinder(radius=dims[1], length=dims[0])
+    return geometry.cone(radius=dims[1], length=dims[0])  # CONE_HEIGHT = 0, CONE_RADIUS = 1
+
+
+def _mesh(mesh: Any, where: str) -> "pb.ObjectPart":
+    vertices = _seq(get(mesh, "vertices"), f"{where}.vertices")
+    triangles = _seq(get(mesh, "triangles"), f"{where}.triangles")
+    if not vertices or not triangles:
+        raise BadRequest(f"{where} has no vertices or no triangles")
+    v = [[_finite(get(p, k, 0.0), f"{where}.vertices[{i}].{k}") for k in "xyz"] for i, p in enumerate(vertices)]
+    t = []
+    for i, tri in enumerate(triangles):
+        idx = _seq(get(tri, "vertex_indices"), f"{where}.triangles[{i}].vertex_indices")
+        if len(idx) != 3 or any(not isinstance(k, (int, np.integer)) or not 0 <= int(k) < len(v) for k in idx):
+            raise BadRequest(f"{where}.triangles[{i}].vertex_indices must be 3 indices below {len(v)}")
+        t.append([int(k) for k in idx])
+    return geometry.mesh(v, t)
+
+
+def object_parts(obj: Any, where: str = "collision_object") -> List["pb.ObjectPart"]:
+    """The shapes of a moveit_msgs/CollisionObject-shaped message, posed in the object frame
+    (primitive_poses and mesh_poses, one per shape)."""
+    if _seq(get(obj, "planes"), f"{where}.planes"):
+        raise BadRequest(f"{where}.planes: infinite planes are not supported by proximityd (use a large box)")
+    parts = []
+    for shapes, poses, make, label in (("primitives", "primitive_poses", _primitive, "primitives"),
+                                       ("meshes", "mesh_poses", _mesh, "meshes")):
+        items = _seq(get(obj, shapes), f"{where}.{shapes}")
+        at = _seq(get(obj, poses), f"{where}.{poses}")
+        if len(items) != len(at):
+            raise BadRequest(f"{where}: {len(items)} {label} but {len(at)} {poses}")
+        for i, (shape, p) in enumerate(zip(items, at)):
+            part = make(shape, f"{where}.{shapes}[{i}]")
+            part.pose.CopyFrom(geometry.as_pose(pose_values(p, f"{where}.{poses}[{i}]")))
+            parts.append(part)
+    return parts
+
+
+def part_in_frame(part: "pb.ObjectPart", X_NO: Sequence[float]) -> "pb.ObjectPart":
+    """``part`` (posed in frame O) posed in frame N instead, given X_NO."""
+    p = part.pose
+    X_OP = (p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y, p.orientation.z,
+            p.orientation.w) if p.HasField("orientation") and any(
+        (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w)) else (
+        p.position.x, p.position.y, p.position.z, 0.0, 0.0, 0.0, 1.0)
+    out = pb.ObjectPart()
+    out.CopyFrom(part)
+    out.pose.CopyFrom(geometry.as_pose(compose(X_NO, X_OP)))
+    return out
+
+
+def wire_pose_values(p: "pb.Pose") -> Tuple[float, ...]:
+    """(x, y, z, qx, qy, qz, qw) of a wire Pose (all-zero orientation: identity)."""
+    q = (p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w)
+    return (p.position.x, p.position.y, p.position.z) + (q if any(q) else (0.0, 0.0, 0.0, 1.0))
+
+
+# ---- answers ---------------------------------------------------------------------------------------
+
+def _point(v: Sequence[float]) -> Dict[str, float]:
+    return {"x": float(v[0]), "y": float(v[1]), "z": float(v[2])}
+
+
+def contact_information(pair: Optional[Pair], attached_ids: Iterable[str] = (), frame_id: str = "",
+                        stamp: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
+    """A moveit_msgs/ContactInformation-shaped dict naming the pair (no contact geometry: proximityd
+    reports the colliding pair of a state, not its contact point, normal or depth)."""
+    attached = set(attached_ids)
+    robot = pair.robot if pair else ""
+    other = pair.other if pair else ""
+    type_1 = ROBOT_ATTACHED if robot in attached else ROBOT_LINK
+    if pair is not None and pair.self_collision:
+        type_2 = ROBOT_ATTACHED if other in attached else ROBOT_LINK
+    else:
+        type_2 = WORLD_OBJECT
+    return {"header": {"stamp": dict(stamp or {"sec": 0, "nanosec": 0}), "frame_id": frame_id},
+            "position": _point((0, 0, 0)), "normal": _point((0, 0, 0)), "depth": 0.0, "has_geometry": False,
+            "contact_body_1": robot, "body_type_1": type_1, "contact_body_2": other, "body_type_2": type_2}
+
+
+def body_types(pair: Optional[Pair], attached_ids: Iterable[str]) -> Tuple[str, int, str, int]:
+    c = contact_information(pair, attached_ids)
+    return c["contact_body_1"], c["body_type_1"], c["contact_body_2"], c["body_type_2"]
+
+
+def planner_name(planner_id: str) -> str:
+    """proximity's planner for a MoveIt/OMPL planner_id ("RRTConnect", "RRTConnectkConfigDefault",
+    "rrt_connect", ""); BadRequest for others."""
+    key = str(planner_id or "").lower().replace("_", "").replace("-", "")
+    if key.endswith("kconfigdefault"):
+        key = key[: -len("kconfigdefault")]
+    if key in PLANNER_IDS:
+        return PLANNER_IDS[key]
+    raise BadRequest(f"planner_id {planner_id!r} is not one of RRTConnect, RRT, PRM, LazyPRM")
+
+
+def time_waypoints(path: np.ndarray, velocity_limits: Sequence[float], scaling: float = 1.0) -> np.ndarray:
+    """time_from_start (s) of each waypoint when the robot stops at every waypoint and moves each
+    straight segment in the time its slowest joint needs: with zero velocities at both ends, cubic
+    interpolation (what trajectory controllers do given positions and velocities) peaks at 1.5 times
+    the mean velocity, so segment i takes max_j 1.5 |dq_j| / (scaling * v_j)."""
+    if not 0.0 < scaling <= 1.0:
+        raise BadRequest(f"max_velocity_scaling_factor must be in (0, 1], got {scaling}")
+    v = np.asarray(velocity_limits, dtype=np.float64) * scaling
+    steps = np.abs(np.diff(np.asarray(path, dtype=np.float64), axis=0))
+    seg = (1.5 * steps / v).max(axis=1) if steps.size else np.zeros(0)
+    return np.concatenate([[0.0], np.cumsum(seg)])
+
+
+def joint_trajectory(joint_names: Sequence[str], path: np.ndarray, times: Sequence[float], frame_id: str = "",
+                     stamp: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
+    """A trajectory_msgs/JointTrajectory-shaped dict with zero velocities at every point."""
+    return {"header": {"stamp": dict(stamp or {"sec": 0, "nanosec": 0}), "frame_id": frame_id},
+            "joint_names": list(joint_names),
+            "points": [{"positions": [float(x) for x in row], "velocities": [0.0] * len(joint_names),
+                        "accelerations": [], "effort": [], "time_from_start": duration(t)}
+                       for row, t in zip(path, times)]}
+
+
+__all__ = ["BadRequest", "JointSpace", "get", "duration", "duration_seconds", "joint_state_values",
+           "trajectory_rows", "pose_values", "compose", "inverse", "object_parts", "part_in_frame",
+           "wire_pose_values", "contact_information", "body_types", "planner_name", "time_waypoints",
+           "joint_trajectory", "PLAN_ERROR_CODES"]

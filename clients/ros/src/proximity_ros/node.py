@@ -1,0 +1,279 @@
+"""The ROS 1 node ``proximity_bridge`` (rospy): MoveIt-shaped services and planning-scene topics over
+proximityd.
+
+Services (private names): ``~check_state_validity`` (proximity_msgs/GetStateValidity),
+``~check_states`` (GetStatesValidity), ``~check_trajectory`` (CheckTrajectory), ``~plan`` (Plan).
+Subscribes to ``collision_object`` (proximity_msgs/CollisionObject), ``attached_collision_object``
+(AttachedCollisionObject), ``~allowed_collision_matrix`` (AllowedCollisionMatrix) and ``joint_states``
+(sensor_msgs/JointState); publishes ``~clearance`` (proximity_msgs/Clearance) for the latest joint
+state and ``~scene`` (SceneStatus, latched) after every scene change.
+
+Parameters (private): ``~target`` (proximityd, default 127.0.0.1:50051), ``~timeout`` (s, per call),
+``~robot`` (``auto``: ``~urdf_file`` if set, else the ``robot_description`` parameter if set, else
+proximityd's built-in scene; or ``files``, ``parameter``, ``default``), ``~robot_description`` and
+``~robot_description_semantic`` (parameter names), ``~urdf_file``, ``~srdf_file``, ``~package_dirs``
+(``{name: folder}`` or ``["name=folder", ...]``), ``~urdf_dir`` (folder of relative mesh paths in a
+parameter URDF), ``~planning_frame``, ``~param_poll_period`` (s), ``~clearance_rel_err``,
+``~default_velocity``, ``~joint_states_topic``.
+
+Run it with ``<build>/clients/ros/proximity_bridge`` or ``scripts/ros-bridge.sh``.
+"""
+from __future__ import annotations
+
+import threading
+import traceback
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+import rospy
+from sensor_msgs.msg import JointState
+
+from proximity_client import Client, ProximityError
+from proximity_msgs.msg import (AllowedCollisionMatrix, AttachedCollisionObject, Clearance, CollisionObject,
+                                SceneStatus)
+from proximity_msgs.srv import CheckTrajectory, GetStateValidity, GetStatesValidity, Plan
+
+from . import ros1
+from .convert import BadRequest
+from .core import BridgeCore, Refused, RobotInput, robot_from_files, robot_from_text
+from .robot import RobotDescriptionError, content_key
+
+
+def _log(level: str, text: str) -> None:
+    {"info": rospy.loginfo, "warn": rospy.logwarn, "error": rospy.logerr}.get(level, rospy.loginfo)(text)
+
+
+def _package_dirs(value: Any) -> Dict[str, str]:
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v]
+    out = {}
+    for item in value:
+        name, sep, folder = str(item).partition("=")
+        if not sep or not name or not folder:
+            raise ValueError(f"~package_dirs entry {item!r} is not NAME=FOLDER")
+        out[name] = folder
+    return out
+
+
+class BridgeNode:
+    """The rospy side: parameters, services, topics and the threads around one BridgeCore."""
+
+    def __init__(self) -> None:
+        self.target = str(rospy.get_param("~target", "127.0.0.1:50051"))
+        timeout = float(rospy.get_param("~timeout", 60.0))
+        self.client = Client(self.target, timeout=timeout)
+        self.core = BridgeCore(self.client, planning_frame=rospy.get_param("~planning_frame", "") or None,
+                               clearance_rel_err=float(rospy.get_param("~clearance_rel_err", 0.05)),
+                               default_velocity=float(rospy.get_param("~default_velocity", 1.0)), log=_log)
+        self.mode = str(rospy.get_param("~robot", "auto"))
+        if self.mode not in ("auto", "files", "parameter", "default"):
+            raise ValueError(f"~robot must be auto, files, parameter or default, not {self.mode!r}")
+        self.urdf_param = rospy.resolve_name(str(rospy.get_param("~robot_description", "robot_description")))
+        self.srdf_param = rospy.resolve_name(str(rospy.get_param("~robot_description_semantic",
+                                                                 self.urdf_param.rstrip("/") + "_semantic")))
+        self.urdf_file = str(rospy.get_param("~urdf_file", "") or "")
+        self.srdf_file = str(rospy.get_param("~srdf_file", "") or "")
+        self.package_dirs = _package_dirs(rospy.get_param("~package_dirs", {}))
+        self.urdf_dir = str(rospy.get_param("~urdf_dir", ".") or ".")
+        self.poll_period = float(rospy.get_param("~param_poll_period", 1.0))
+        if self.mode == "auto":
+            self.mode = "files" if self.urdf_file else "parameter_or_default"
+        self._source_key: Optional[str] = None
+        self._clear_cond = threading.Condition()
+        self._pending_stamp: Optional[Dict[str, int]] = None
+        self._pending_frame = ""
+        self._stopping = False
+        self._wake = threading.Event()
+
+        self.scene_pub = rospy.Publisher("~scene", SceneStatus, queue_size=1, latch=True)
+        self.clearance_pub = rospy.Publisher("~clearance", Clearance, queue_size=1)
+        self._load_robot()
+        self.services = [
+            rospy.Service("~check_state_validity", GetStateValidity,
+                          self._serve(self.core.check_state_validity, GetStateValidity._response_class)),
+            rospy.Service("~check_states", GetStatesValidity,
+                          self._serve(self.core.check_states, GetStatesValidity._response_class)),
+            rospy.Service("~check_trajectory", CheckTrajectory,
+                          self._serve(self.core.check_trajectory, CheckTrajectory._response_class)),
+            rospy.Service("~plan", Plan, self._serve(self.core.plan, Plan._response_class)),
+        ]
+        self.subscribers = [
+            rospy.Subscriber("collision_object", CollisionObject, self._topic(self.core.apply_collision_object),
+                             queue_size=100),
+            rospy.Subscriber("attached_collision_object", AttachedCollisionObject,
+                             self._topic(self.core.apply_attached_object), queue_size=100),
+            rospy.Subscriber("~allowed_collision_matrix", AllowedCollisionMatrix,
+                             self._topic(self.core.apply_allowed_collisions), queue_size=10),
+            rospy.Subscriber(rospy.get_param("~joint_states_topic", "joint_states"), JointState, self._joint_state,
+                             queue_size=1),
+        ]
+        self._threads = [threading.Thread(target=self._clearance_loop, name="clearance", daemon=True)]
+        if self.mode in ("parameter", "parameter_or_default"):
+            self._threads.append(threading.Thread(target=self._watch_params, name="params", daemon=True))
+        for t in self._threads:
+            t.start()
+        self._publish_status()
+        rospy.on_shutdown(self._shutdown)
+        rospy.loginfo(f"proximity_bridge: proximityd at {self.target}; services {', '.join(s.resolved_name for s in self.services)}")
+
+    # ---- the robot -------------------------------------------------------------------------------
+
+    def _param_robot(self) -> Tuple[Optional[str], Optional[RobotInput]]:
+        """(key, robot) from the parameter server; (None, None) when the URDF parameter is not set."""
+        if not rospy.has_param(self.urdf_param):
+            return None, None
+        urdf = str(rospy.get_param(self.urdf_param))
+        srdf = str(rospy.get_param(self.srdf_param, "") or "")
+        key = content_key(urdf, srdf)
+        if key == self._source_key:
+            return key, None
+        return key, robot_from_text(urdf, srdf, base_dir=self.urdf_dir, package_dirs=self.package_dirs,
+                                    origin=f"parameter {self.urdf_param}")
+
+    def _load_robot(self) -> None:
+        try:
+            if self.mode == "files":
+                robot = robot_from_files(self.urdf_file, self.srdf_file or None, package_dirs=self.package_dirs)
+                self._source_key = robot.key
+                self.core.set_robot(robot)
+            elif self.mode == "default":
+                self._source_key = "default"
+                self.core.set_robot(None)
+            else:
+                self._poll_params(first=True)
+        except (RobotDescriptionError, OSError) as e:
+            rospy.logerr(f"proximity_bridge: {e}")
+            self.core.set_robot_error(str(e))
+
+    def _poll_params(self, first: bool = False) -> None:
+        try:
+            key, robot = self._param_robot()
+        except RobotDescriptionError as e:
+            key = content_key(str(rospy.get_param(self.urdf_param, "")), str(rospy.get_param(self.srdf_param, "") or ""))
+            if key != self._source_key:
+                self._source_key = key
+                rospy.logerr(f"proximity_bridge: {e}")
+                self.core.set_robot_error(str(e))
+                self._publish_status()
+            return
+        if key is None:
+            if self.mode == "parameter":
+                if self._source_key != "missing":
+                    self._source_key = "missing"
+                    msg = f"parameter {self.urdf_param} is not set (the robot's URDF); waiting for it"
+                    rospy.logerr(f"proximity_bridge: {msg}")
+                    self.core.set_robot_error(msg)
+                    self._publish_status()
+            elif self._source_key != "default":
+                self._source_key = "default"
+                if not first:
+                    rospy.logwarn(f"proximity_bridge: {self.urdf_param} is gone; using proximityd's built-in scene")
+                self.core.set_robot(None)
+                self._publish_status()
+            return
+        if robot is None:
+            return
+        self._source_key = key
+        if not first:
+            rospy.loginfo(f"proximity_bridge: {self.urdf_param} changed; re-creating the scene")
+        try:
+            self.core.set_robot(robot)
+        except RobotDescriptionError as e:
+            rospy.logerr(f"proximity_bridge: {e}")
+        self._publish_status()
+
+    def _watch_params(self) -> None:
+        while not rospy.is_shutdown() and not self._stopping:
+            self._wake.wait(self.poll_period)
+            if rospy.is_shutdown() or self._stopping:
+                return
+            try:
+                self._poll_params()
+            except Exception as e:  # noqa: BLE001 - the watcher keeps running whatever one poll meets
+                rospy.logerr(f"proximity_bridge: parameter poll failed: {e}")
+
+    # ---- services and topics ---------------------------------------------------------------------
+
+    def _serve(self, fn: Callable[[Any], Dict[str, Any]], response: type) -> Callable[[Any], Any]:
+        def handler(req: Any) -> Any:
+            try:
+                return ros1.fill(response(), fn(ros1.to_dict(req)))
+            except (BadRequest, Refused) as e:
+                raise rospy.ServiceException(f"bad request: {e}") from None
+            except ProximityError as e:
+                raise rospy.ServiceException(f"proximityd at {self.target}: {e}") from None
+            except Exception as e:  # noqa: BLE001 - a bug answers an error; the node keeps serving
+                rospy.logerr(f"proximity_bridge: {traceback.format_exc()}")
+                raise rospy.ServiceException(f"internal error: {type(e).__name__}: {e}") from None
+        return handler
+
+    def _topic(self, fn: Callable[[Any], None]) -> Callable[[Any], None]:
+        def callback(msg: Any) -> None:
+            try:
+                fn(ros1.to_dict(msg))
+            except Refused:
+                pass  # logged and counted by the core
+            except Exception:  # noqa: BLE001
+                rospy.logerr(f"proximity_bridge: {traceback.format_exc()}")
+            self._publish_status()
+        return callback
+
+    def _publish_status(self) -> None:
+        try:
+            self.scene_pub.publish(ros1.fill(SceneStatus(), self.core.status()))
+        except Exception as e:  # noqa: BLE001 - publishing during shutdown
+            rospy.logdebug(f"proximity_bridge: status not published: {e}")
+
+    def _joint_state(self, msg: JointState) -> None:
+        try:
+            self.core.update_joint_state({"name": list(msg.name), "position": list(msg.position)})
+        except BadRequest as e:
+            rospy.logwarn_throttle(5.0, f"proximity_bridge: joint_states refused: {e}")
+            return
+        with self._clear_cond:
+            if self._pending_stamp is not None:
+                self.core.dropped_states += 1  # a newer state replaces one not answered yet
+            self._pending_stamp = {"sec": int(msg.header.stamp.secs), "nanosec": int(msg.header.stamp.nsecs)}
+            self._pending_frame = msg.header.frame_id
+            self._clear_cond.notify()
+
+    def _clearance_loop(self) -> None:
+        while True:
+            with self._clear_cond:
+                while self._pending_stamp is None and not self._stopping:
+                    self._clear_cond.wait(0.5)
+                if self._stopping:
+                    return
+                stamp, self._pending_stamp = self._pending_stamp, None
+            try:
+                out = self.core.clearance(stamp)
+                if out is not None:
+                    self.clearance_pub.publish(ros1.fill(Clearance(), out))
+            except (ProximityError, Refused, BadRequest) as e:
+                rospy.logwarn_throttle(5.0, f"proximity_bridge: clearance not computed: {e}")
+            except Exception:  # noqa: BLE001
+                rospy.logerr(f"proximity_bridge: {traceback.format_exc()}")
+
+    def _shutdown(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        with self._clear_cond:
+            self._clear_cond.notify_all()
+        self.client.close()
+
+
+def main() -> None:
+    rospy.init_node("proximity_bridge")
+    try:
+        BridgeNode()
+    except Exception as e:  # noqa: BLE001 - a bad parameter: say which and stop
+        rospy.logfatal(f"proximity_bridge: {e}")
+        raise SystemExit(2)
+    rospy.spin()
+
+
+if __name__ == "__main__":
+    main()
