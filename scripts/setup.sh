@@ -9,7 +9,8 @@ set -euo pipefail
 # python3-grpcio and friends: the Python client, its tests and the main job (Debian's /usr/bin/python3).
 # OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
 # clang-16, its runtime libraries (libFuzzer, sanitizers) and llvm-16 (llvm-symbolizer for readable
-# reports): the fuzz targets (scripts/fuzz.sh).
+# reports): the fuzz targets (scripts/fuzz.sh). libjs-three: the viewer's three.js (proximityd serves
+# it from /usr/share/javascript/three); chromium, chromium-driver and python3-selenium: the browser test.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
@@ -24,6 +25,7 @@ PACKAGES=(
   dart-doc
   openssl
   clang-16 libclang-rt-16-dev llvm-16
+  libjs-three chromium chromium-driver python3-selenium
 )
 
 missing=()

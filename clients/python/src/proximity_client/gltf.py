@@ -12,6 +12,11 @@ The node tree (names are stable, so that tools and tests can find things):
   path), the colliding links (and attached or world objects) in the contact colour.
 * ``contacts``: a small marker ``contact:<k>`` at each contact point.
 
+Names hold ``:`` and ``/``, which some loaders strip (three.js's GLTFLoader): every link, object and
+attached object node also carries ``extras`` ``{"kind": "link" | "object" | "attached", "name": <scene
+name>}``, plus ``"copy": "ghost:<k>" | "contact_state"`` on the copies, which loaders keep (three.js: in
+``userData``).
+
 Units are metres; glTF's +Y up is not imposed: the scene keeps the robot's frame (z up), and a root
 node ``proximity`` rotates it so that z points up in glTF viewers (its rotation is the only one that is
 not a pose from the scene). Colours: robot grey, world blue, contact red, contact points yellow.
@@ -129,8 +134,10 @@ class _Builder:
         return self._meshes[(key, material)]
 
     def node(self, name: str, pose: Optional[np.ndarray] = None, mesh: Optional[int] = None,
-             children: Sequence[int] = ()) -> int:
+             children: Sequence[int] = (), extras: Optional[Dict[str, Any]] = None) -> int:
         n: Dict[str, Any] = {"name": name}
+        if extras:
+            n["extras"] = extras
         if pose is not None:
             n["translation"] = [float(v) for v in pose[:3]]
             n["rotation"] = [float(v) for v in pose[3:7]]
@@ -180,10 +187,12 @@ def _robot(b: _Builder, geometry: SceneGeometry, names: Sequence[str], poses: np
     for k, name in enumerate(names):
         group = next((g for g in geometry.links if g.name == name), None)
         parts = b.group(f"{prefix}link:{name}", group, "contact" if name in touching else material) if group else []
+        copy = {"copy": prefix.rstrip("/")} if prefix else {}
         for a in attached.get(name, []):
             a_parts = b.group(f"{prefix}attached:{a.name}", a, "contact" if a.name in touching else material)
-            parts.append(b.node(f"{prefix}attached:{a.name}", None, None, a_parts))
-        link_nodes[name] = b.node(f"{prefix}link:{name}", poses[k], None, parts)
+            parts.append(b.node(f"{prefix}attached:{a.name}", None, None, a_parts,
+                                {"kind": "attached", "name": a.name, **copy}))
+        link_nodes[name] = b.node(f"{prefix}link:{name}", poses[k], None, parts, {"kind": "link", "name": name, **copy})
         children.append(link_nodes[name])
     return children, link_nodes
 
@@ -213,7 +222,7 @@ def build_glb(geometry: SceneGeometry, link_names: Sequence[str], poses: np.ndar
     world = []
     for obj in geometry.objects:
         parts = b.group(f"object:{obj.name}", obj, "contact" if obj.name in touching else "world")
-        world.append(b.node(f"object:{obj.name}", None, None, parts))
+        world.append(b.node(f"object:{obj.name}", None, None, parts, {"kind": "object", "name": obj.name}))
     top.append(b.node("world", None, None, world))
 
     for k in ghosts or ():
