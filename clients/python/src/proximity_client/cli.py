@@ -50,7 +50,7 @@ def _scene_json(s: SceneInfo) -> Dict[str, Any]:
     return {
         "scene_id": s.scene_id, "version": s.version, "parent_scene_id": s.parent_scene_id, "robot": s.robot_name,
         "joints": [{"name": l.joint_name, "lower": _num(l.lower), "upper": _num(l.upper), "continuous": l.continuous,
-                    "prismatic": l.prismatic} for l in s.limits],
+                    "prismatic": l.prismatic, "velocity": l.velocity} for l in s.limits],
         "joint_names": s.joint_names, "links": s.link_names, "objects": s.object_ids,
         "attached_objects": s.attached_object_ids, "named_states": s.named_states, "triangles": s.triangles,
     }
