@@ -359,6 +359,35 @@ TEST(ViewerAuth, TheApiAsksForTheServersToken) {
   EXPECT_NE(ok->body.find("\"robot_name\""), std::string::npos);
 }
 
+// A batch stops between configurations once the call's time is up (here --max-call-seconds, 1 ns from
+// the first poll), answering DEADLINE_EXCEEDED with how far it got, never a partial answer.
+TEST(LinkPosesDeadline, ABatchStopsAtTheCallsDeadline) {
+  ConfigureLogging(LogFormat::kText, spdlog::level::warn);
+  PROX_REQUIRE_DIR(proximity::testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the default scene's robot)");
+  ServerOptions options = TestOptions();
+  options.limits.max_call_seconds = 1e-9;
+  auto started = ProximityServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(started.value()->port()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::ProximityService::NewStub(channel);
+  auto d = DefaultSceneDescription();
+  ASSERT_TRUE(d.ok());
+  const int dof = d.value().robot->num_positions();
+  v1::GetLinkPosesRequest request;
+  request.set_scene_id("default");
+  request.mutable_states()->set_width(static_cast<uint32_t>(dof));
+  request.mutable_states()->set_count(5000);
+  request.mutable_states()->set_positions_f64le(std::string(5000 * static_cast<size_t>(dof) * 8, '\0'));
+  v1::GetLinkPosesResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  const grpc::Status status = stub->GetLinkPoses(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_NE(status.error_message().find("of 5000 configurations"), std::string::npos) << status.error_message();
+  EXPECT_TRUE(response.poses_f64le().empty());
+}
+
 TEST(ViewerOff, NoViewerRoutesWithoutTheViewer) {
   ConfigureLogging(LogFormat::kText, spdlog::level::warn);
   PROX_REQUIRE_DIR(proximity::testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the default scene's robot)");
