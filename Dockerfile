@@ -29,7 +29,8 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROX_NATIVE=OFF \
     && strip /build/server/proximityd /build/tools/proximity-mesh /build/tools/proximity-scene
 
 # Stage 2: the binaries' runtime libraries (their NEEDED entries, by Debian package) and dart-doc, whose
-# KUKA KR5 URDF and meshes (/usr/share/doc/dart/data/urdf/KR5/) make the built-in default scene.
+# KUKA KR5 URDF and meshes (/usr/share/doc/dart/data/urdf/KR5/) make the built-in default scene;
+# libjs-three: the three.js the viewer (/viewer on the metrics port) serves.
 FROM debian:bookworm-slim
 # Slim images may carry a dpkg filter that drops /usr/share/doc/* (Docker Hub's debian:*-slim does, in
 # /etc/dpkg/dpkg.cfg.d/docker): let dart-doc's data through (this file sorts after it, and the last
@@ -39,10 +40,11 @@ RUN printf 'path-include=/usr/share/doc/dart/*\n' > /etc/dpkg/dpkg.cfg.d/zz-prox
     && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libabsl20220623 libassimp5 libcpp-httplib0.11 libfmt9 libgrpc29 libgrpc++1.51 libprotobuf32 \
       libqhull-r8.0 libspdlog1.10 libstdc++6 libtinyxml2-9 liburdfdom-model3.0 libxxhash0 libyaml-cpp0.7 \
-      dart-doc \
+      dart-doc libjs-three \
     && apt-get clean && rm -rf /var/lib/apt/lists/* \
     && test -f "/usr/share/doc/dart/data/urdf/KR5/KR5 sixx R650.urdf" \
-    && test "$(ls /usr/share/doc/dart/data/urdf/KR5/meshes/*.STL | wc -l)" -ge 7
+    && test "$(ls /usr/share/doc/dart/data/urdf/KR5/meshes/*.STL | wc -l)" -ge 7 \
+    && test -f /usr/share/javascript/three/build/three.min.js
 COPY --from=build /build/server/proximityd /build/tools/proximity-mesh /build/tools/proximity-scene /usr/local/bin/
 # A base imported from a root filesystem (podman import) has no PATH of its own.
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

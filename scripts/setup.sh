@@ -9,7 +9,8 @@ set -euo pipefail
 # python3-grpcio and friends: the Python client, its tests and the main job (Debian's /usr/bin/python3).
 # OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
 # clang-16, its runtime libraries (libFuzzer, sanitizers) and llvm-16 (llvm-symbolizer for readable
-# reports): the fuzz targets (scripts/fuzz.sh).
+# reports): the fuzz targets (scripts/fuzz.sh). libjs-three: the viewer's three.js (proximityd serves
+# it from /usr/share/javascript/three); chromium, chromium-driver and python3-selenium: the browser test.
 # ROS 1 from Debian (no catkin, no MoveIt): rospy, a master, the standard messages' Python code and
 # definitions (ros-*-msgs, for genpy to generate proximity_msgs), rospkg: the ROS bridge (clients/ros).
 PACKAGES=(
@@ -29,6 +30,7 @@ PACKAGES=(
   python3-rospy python3-rosmaster rosout python3-roslaunch python3-rostopic python3-rosservice python3-rospkg
   python3-genpy python3-genmsg python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-shape-msgs
   python3-trajectory-msgs ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-shape-msgs ros-trajectory-msgs
+  libjs-three chromium chromium-driver python3-selenium
 )
 
 missing=()

@@ -94,4 +94,43 @@ const char* GrpcCodeName(grpc::StatusCode code) {
   }
 }
 
+int HttpStatus(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::CANCELLED: return 499;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE: return 400;
+    case grpc::StatusCode::UNAUTHENTICATED: return 401;
+    case grpc::StatusCode::PERMISSION_DENIED: return 403;
+    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::ABORTED: return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
+    case grpc::StatusCode::UNIMPLEMENTED: return 501;
+    case grpc::StatusCode::UNAVAILABLE: return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
+    default: return 500;
+  }
+}
+
+grpc::Status BadRequestBody(std::string_view why) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, "request body: " + Bounded(why, kMaxMessageBytes / 2)};
+}
+
+grpc::Status JsonEncodingFailed(std::string_view why) {
+  return {grpc::StatusCode::INTERNAL, "the response has no JSON form: " + Bounded(why, kMaxMessageBytes / 2)};
+}
+
+grpc::Status ViewerUnknownMethod(std::string_view method, std::string_view methods) {
+  return {grpc::StatusCode::UNIMPLEMENTED, "the viewer's API has no method '" + Bounded(method, kMaxQuotedBytes) +
+                                               "'; it forwards " + std::string(methods)};
+}
+
+grpc::Status ViewerNeedsClientCertificates() {
+  return {grpc::StatusCode::PERMISSION_DENIED,
+          "the viewer's API is off: this server requires client certificates (--tls-client-ca), which its HTTP "
+          "port cannot check"};
+}
+
 }  // namespace proximity::server

@@ -88,4 +88,20 @@ bool IsServerFault(grpc::StatusCode code);
 /// The name go-grpc-prometheus gives a code ("OK", "InvalidArgument", ...), for metrics and logs.
 const char* GrpcCodeName(grpc::StatusCode code);
 
+/// The HTTP status of a call's gRPC code, for the viewer's JSON API (as grpc-gateway maps them):
+/// INVALID_ARGUMENT 400, UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED
+/// 429, CANCELLED 499, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, server faults 500.
+int HttpStatus(grpc::StatusCode code);
+
+/// INVALID_ARGUMENT: a viewer API request body that is not the method's request in JSON.
+grpc::Status BadRequestBody(std::string_view why);
+/// INTERNAL: a response that protobuf's JSON mapping could not print.
+grpc::Status JsonEncodingFailed(std::string_view why);
+/// UNIMPLEMENTED: the viewer's API forwards no method `method` (`methods`: those it forwards).
+grpc::Status ViewerUnknownMethod(std::string_view method, std::string_view methods);
+
+/// PERMISSION_DENIED: the server requires client certificates, which its HTTP port cannot check, so the
+/// viewer's API does not forward calls.
+grpc::Status ViewerNeedsClientCertificates();
+
 }  // namespace proximity::server

@@ -31,6 +31,7 @@ struct Flags {
   std::string log_format = "json";
   double drain_seconds = 10.0;
   bool no_default_scene = false;
+  bool no_viewer = false;
   int64_t max_memory_mb = 4096;
   std::string auth_token_file;
 };
@@ -108,6 +109,10 @@ int main(int argc, char** argv) {
                  "Require 'authorization: Bearer <token>' on every call, the token read from this file");
   app.add_flag("--reflection", f.server.reflection, "Serve gRPC server reflection (off by default)");
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
+  app.add_flag("--no-viewer", f.no_viewer, "Do not serve the viewer (/viewer and its JSON API) on the metrics port");
+  app.add_option("--viewer-three-dir", f.server.viewer_three_dir,
+                 "Debian libjs-three's folder: the viewer serves its three.min.js and OrbitControls.js")
+      ->capture_default_str();
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
       ->capture_default_str();
@@ -147,6 +152,8 @@ int main(int argc, char** argv) {
         {"auth-token-file", [&](const YAML::Node& n) { f.auth_token_file = n.as<std::string>(); }},
         {"reflection", [&](const YAML::Node& n) { f.server.reflection = n.as<bool>(); }},
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
+        {"no-viewer", [&](const YAML::Node& n) { f.no_viewer = n.as<bool>(); }},
+        {"viewer-three-dir", [&](const YAML::Node& n) { f.server.viewer_three_dir = n.as<std::string>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
         {"log-level", [&](const YAML::Node& n) { f.log_level = n.as<std::string>(); }},
@@ -203,6 +210,7 @@ int main(int argc, char** argv) {
   }
   ConfigureLogging(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText, level);
   f.server.default_scene = !f.no_default_scene;
+  f.server.viewer = !f.no_viewer;
 
   // SIGTERM and SIGINT are blocked in every thread (gRPC's included) and taken by one thread with
   // sigwait, so the drain runs as ordinary code rather than in a signal handler.
@@ -235,7 +243,10 @@ int main(int argc, char** argv) {
     metrics_address = metrics_host + ":" + std::to_string(server.metrics_port());
   }
   LogEvent(spdlog::level::info, "serving",
-           {{"listen", address}, {"metrics", metrics_address.empty() ? "disabled" : "http://" + metrics_address + "/metrics"}});
+           {{"listen", address},
+            {"metrics", metrics_address.empty() ? "disabled" : "http://" + metrics_address + "/metrics"},
+            {"viewer",
+             metrics_address.empty() || !f.server.viewer ? "disabled" : "http://" + metrics_address + "/viewer"}});
   // The one plain line scripts and tests wait for.
   std::fprintf(stderr, "proximityd listening on %s\n", address.c_str());
   std::fflush(stderr);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -14,8 +15,8 @@ static_assert(static_cast<size_t>(Metrics::kNumCodes) == kNumGrpcCodes, "one han
 namespace {
 
 constexpr const char* kService = "proximity.v1.ProximityService";
-constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link",
-                                                          "path",  "ccd",      "plan"};
+constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link", "path",
+                                                          "ccd",   "plan",     "poses"};
 
 std::string Labels(Rpc rpc) {
   return std::string("grpc_service=\"") + kService + "\",grpc_method=\"" + RpcName(rpc) + "\",grpc_type=\"" +
@@ -34,7 +35,7 @@ const char* RpcName(Rpc rpc) {
   static constexpr const char* kNames[kNumRpcs] = {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
       "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
-      "Plan"};
+      "Plan",        "GetLinkPoses",    "GetSceneGeometry"};
   return kNames[static_cast<int>(rpc)];
 }
 
@@ -97,7 +98,7 @@ std::string Metrics::RenderText() const {
   }
   out << "# HELP proximity_queries_total Proximity queries answered: clear per state, link per segment, path "
          "per path, distance and ccd per query, plan per Plan call (whose state and motion checks count as clear "
-         "and link).\n# TYPE proximity_queries_total counter\n";
+         "and link), poses per configuration GetLinkPoses posed.\n# TYPE proximity_queries_total counter\n";
   for (int k = 0; k < kNumQueryKinds; ++k) {
     out << "proximity_queries_total{kind=\"" << kQueryKindNames[k] << "\"} " << queries_[k].load() << "\n";
   }
@@ -153,7 +154,8 @@ MetricsHttpServer::MetricsHttpServer() : impl_(std::make_unique<Impl>()) {}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
-core::Status MetricsHttpServer::Start(const std::string& address, const Metrics* metrics) {
+core::Status MetricsHttpServer::Start(const std::string& address, const Metrics* metrics, std::vector<HttpRoute> routes,
+                                      int64_t max_body_bytes) {
   std::string host;
   int port = 0;
   if (!SplitHostPort(address, &host, &port)) {
@@ -168,6 +170,21 @@ core::Status MetricsHttpServer::Start(const std::string& address, const Metrics*
   impl_->http.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->RenderText(), "text/plain; version=0.0.4; charset=utf-8");
   });
+  impl_->http.set_payload_max_length(static_cast<size_t>(std::max<int64_t>(max_body_bytes, 0)));
+  for (HttpRoute& route : routes) {
+    auto serve = [handler = std::move(route.handler)](const httplib::Request& req, httplib::Response& res) {
+      HttpRequest request{req.path, req.body, req.get_header_value("Authorization"), {}};
+      for (size_t i = 1; i < req.matches.size(); ++i) request.matches.push_back(req.matches[i].str());
+      HttpReply reply = handler(request);
+      res.status = reply.status;
+      res.set_content(reply.body, reply.content_type);
+    };
+    if (route.method == "POST") {
+      impl_->http.Post(route.pattern, std::move(serve));
+    } else {
+      impl_->http.Get(route.pattern, std::move(serve));
+    }
+  }
   if (port == 0) {
     port = impl_->http.bind_to_any_port(host);
     if (port < 0) return core::InvalidArgument("cannot listen for metrics on " + address);

@@ -10,8 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "proximity/core/base/result.h"
 
@@ -32,15 +34,18 @@ enum class Rpc : int {
   kValidatePaths,
   kTimeOfFirstContact,
   kPlan,
+  kGetLinkPoses,
+  kGetSceneGeometry,
 };
-inline constexpr int kNumRpcs = 13;
+inline constexpr int kNumRpcs = 15;
 /// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);
 
-/// What proximity_queries_total counts, per state, segment, path, query or planning call.
-enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd, kPlan };
-inline constexpr int kNumQueryKinds = 6;
+/// What proximity_queries_total counts, per state, segment, path, query or planning call; poses per
+/// configuration whose link poses GetLinkPoses computed.
+enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd, kPlan, kPoses };
+inline constexpr int kNumQueryKinds = 7;
 
 class Metrics {
  public:
@@ -97,13 +102,36 @@ class Metrics {
   std::atomic<int64_t> suppressed_logs_{0};
 };
 
-/// Serves GET /metrics over HTTP on its own thread (cpp-httplib).
+/// One request to a route of the HTTP server besides /metrics.
+struct HttpRequest {
+  std::string path;
+  std::string body;
+  std::string authorization;         ///< The Authorization header, or "".
+  std::vector<std::string> matches;  ///< The route pattern's capture groups.
+};
+/// Its answer.
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+/// A route: `method` ("GET" or "POST") on the paths matching `pattern` (a regular expression the whole
+/// path must match); handlers run on the HTTP server's threads.
+struct HttpRoute {
+  std::string method;
+  std::string pattern;
+  std::function<HttpReply(const HttpRequest&)> handler;
+};
+
+/// Serves GET /metrics over HTTP on its own thread (cpp-httplib), and any routes added (the viewer).
 class MetricsHttpServer {
  public:
   MetricsHttpServer();
   ~MetricsHttpServer();
-  /// Binds `address` ("host:port"; port 0 picks one) and starts serving `metrics`.
-  [[nodiscard]] core::Status Start(const std::string& address, const Metrics* metrics);
+  /// Binds `address` ("host:port"; port 0 picks one) and starts serving `metrics` and `routes`; request
+  /// bodies above `max_body_bytes` are refused (413).
+  [[nodiscard]] core::Status Start(const std::string& address, const Metrics* metrics,
+                                   std::vector<HttpRoute> routes = {}, int64_t max_body_bytes = 1 << 20);
   void Stop();
   int port() const { return port_; }
 

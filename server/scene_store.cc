@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "proximity/planners/timing.h"
 #include "server/errors.h"
 #include "server/scene_id.h"
 
@@ -76,6 +77,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
   info.set_robot_name(robot.name());
   for (const std::string& warning : scene.warnings()) info.add_warnings(warning);
   int64_t triangles = 0;
+  const std::vector<double> velocity = planners::VelocityLimits(robot);
   for (int32_t i = 0; i < robot.num_positions(); ++i) {
     const core::Joint& joint = robot.joint(robot.active_joints()[static_cast<size_t>(i)]);
     info.add_joint_names(joint.name);
@@ -85,6 +87,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
     limit->set_upper(robot.upper_limits()[static_cast<size_t>(i)]);
     limit->set_continuous(joint.type == core::JointType::kContinuous);
     limit->set_prismatic(joint.type == core::JointType::kPrismatic);
+    limit->set_velocity(velocity[static_cast<size_t>(i)]);
   }
   for (const core::Link& link : robot.links()) {
     info.add_link_names(link.name);

@@ -15,6 +15,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "server/default_scene.h"
 #include "server/log.h"
+#include "server/viewer.h"
 
 namespace proximity::server {
 
@@ -124,8 +125,24 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   health->SetServingStatus(kServiceName, true);
 
   if (!options.metrics_listen.empty()) {
+    std::vector<HttpRoute> routes;
+    if (options.viewer) {
+      // The viewer's API reaches the service in process, through the same opening as any call.
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+      args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+      ViewerOptions viewer;
+      viewer.three_dir = options.viewer_three_dir;
+      viewer.call_seconds = options.limits.max_call_seconds;
+      viewer.api_enabled = options.tls_client_ca_file.empty();
+      std::vector<std::string> warnings;
+      routes = ViewerRoutes(s->server_->InProcessChannel(args), viewer, &warnings);
+      for (const std::string& w : warnings) LogEvent(spdlog::level::warn, w);
+    }
     s->metrics_http_ = std::make_unique<MetricsHttpServer>();
-    if (core::Status st = s->metrics_http_->Start(options.metrics_listen, s->metrics_.get()); !st.ok()) {
+    if (core::Status st = s->metrics_http_->Start(options.metrics_listen, s->metrics_.get(), std::move(routes),
+                                                  options.max_message_bytes);
+        !st.ok()) {
       s->metrics_http_.reset();
       s->Shutdown(std::chrono::milliseconds(0));
       return st.error();

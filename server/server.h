@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// proximityd as a library: builds the gRPC server (service, health, reflection, limits), the metrics
-/// endpoint and the default scene, and shuts them down gracefully. main.cc and the service tests both
+/// endpoint with the viewer and the default scene, and shuts them down gracefully. main.cc and the service tests both
 /// start it this way.
 
 #include <grpcpp/server.h>
@@ -51,6 +51,10 @@ struct ServerOptions {
   std::string auth_token;
   /// Serve gRPC server reflection (off unless asked: it tells any caller every message shape).
   bool reflection = false;
+  /// Serve the viewer (viewer.h) on the metrics port: /viewer and its JSON API.
+  bool viewer = true;
+  /// Debian libjs-three's folder, whose three.min.js and OrbitControls.js the viewer serves.
+  std::string viewer_three_dir = "/usr/share/javascript/three";
 };
 
 class ProximityServer {

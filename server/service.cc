@@ -1,15 +1,20 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "proximity/planners/scene_validity.h"
+#include "proximity/planners/timing.h"
 #include "server/batch.h"
 #include "server/errors.h"
+#include "server/scene_geometry.h"
 
 namespace proximity::server {
 
@@ -607,6 +612,15 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
     response->set_planner(ToWire(plan.options.type));
     ToWire(r.stats, response->mutable_stats());
     ToWire(planner.space(), scene.robot(), r.path, response->mutable_path());
+    if (r.outcome == planners::PlanOutcome::kSolved) {
+      // The rows as sent (continuous joints unwrapped), so the times are those of the segments CheckPath checks.
+      const std::string& packed = response->path().positions_f64le();
+      std::vector<double> rows(packed.size() / sizeof(double));
+      std::memcpy(rows.data(), packed.data(), rows.size() * sizeof(double));
+      auto times = planners::TimeFromStart(scene.robot(), rows);
+      if (!times.ok()) return ToGrpcStatus(times.error());
+      for (double t : times.value()) response->add_time_from_start(t);
+    }
     if (std::string message = PlanMessage(scene, r, start, goal, plan); !message.empty()) {
       response->set_message(std::move(message));
     }
@@ -615,6 +629,70 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
       call.record().set_field("length", r.stats.length);
     }
     return grpc::Status::OK;
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kinematics and geometry
+
+grpc::Status ProximityServiceImpl::GetLinkPoses(grpc::ServerContext* context, const v1::GetLinkPosesRequest* request,
+                                                v1::GetLinkPosesResponse* response) {
+  return opening_.ServeScene(context, Rpc::kGetLinkPoses, request->scene_id(), [&](CallScope& call) -> grpc::Status {
+    const core::Scene& scene = call.scene();
+    const core::RobotModel& robot = scene.robot();
+    auto states = ToPoseStates(robot, *request, limits_.max_batch_states, kBatchStatesOption);
+    if (!states.ok()) return ToGrpcStatus(states.error());
+    const int64_t n = states.value().count;
+    const auto dof = static_cast<size_t>(robot.num_positions());
+    call.record().set_states(n);
+    // Refused before any pose is computed: a batch whose poses cannot be sent.
+    if (const int64_t bytes = PoseBytes(n, robot.num_links());
+        limits_.max_response_bytes > 0 && bytes > limits_.max_response_bytes) {
+      call.metrics().AddOversizeResponse();
+      return ResponseTooLarge(bytes, limits_.max_response_bytes, "split the batch");
+    }
+    std::string poses(static_cast<size_t>(PoseBytes(n, robot.num_links())), '\0');
+    std::vector<double> row(static_cast<size_t>(robot.num_links()) * kPoseValues);
+    std::vector<core::RigidTransform> scratch;
+    CallCancel& cancel = call.cancel();
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % 1024 == 1023 && cancel.Stopped()) {
+        return cancel.status(std::to_string(i) + " of " + std::to_string(n) + " configurations");
+      }
+      const std::span<const double> q(states.value().rows.data() + static_cast<size_t>(i) * dof, dof);
+      if (core::Status s = LinkPoses(scene, q, &scratch, row.data()); !s.ok()) {
+        return ToGrpcStatus(WithField("configuration " + std::to_string(i), s.error()));
+      }
+      std::memcpy(poses.data() + static_cast<size_t>(i) * row.size() * sizeof(double), row.data(),
+                  row.size() * sizeof(double));
+      response->add_within_limits(robot.WithinLimits(q));
+    }
+    for (const core::Link& link : robot.links()) response->add_link_names(link.name);
+    response->set_count(static_cast<uint32_t>(n));
+    response->set_poses_f64le(std::move(poses));
+    ToWire(scene.X_WB(), response->mutable_base_pose());
+    Work work;
+    work.states = n;
+    call.record().Count(QueryKind::kPoses, n, work);
+    return call.FitResponse(response, "split the batch");
+  });
+}
+
+grpc::Status ProximityServiceImpl::GetSceneGeometry(grpc::ServerContext* context,
+                                                    const v1::GetSceneGeometryRequest* request,
+                                                    v1::GetSceneGeometryResponse* response) {
+  return opening_.ServeScene(context, Rpc::kGetSceneGeometry, request->scene_id(),
+                             [&](CallScope& call) -> grpc::Status {
+    const int64_t cap = limits_.max_scene_triangles;
+    const int64_t asked = static_cast<int64_t>(std::min<uint64_t>(request->max_triangles(), INT64_MAX));
+    const int64_t max_triangles = asked > 0 ? std::min(asked, cap) : cap;
+    if (core::Status s = SceneGeometry(call.scene(), max_triangles, response); !s.ok()) {
+      response->Clear();
+      return ToGrpcStatus(s);
+    }
+    response->set_scene_id(call.entry().id);
+    call.record().set_field("triangles", static_cast<int64_t>(response->triangles()));
+    return call.FitResponse(response, "ask for fewer max_triangles");
   });
 }
 

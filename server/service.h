@@ -5,7 +5,8 @@
 /// lock), then decodes the request (convert.h), calls the core with no lock held, and encodes the
 /// answer; every status comes from errors.h. Batches run on the worker pool (batch.h) with per-call
 /// scene caches and stop between states or paths once the call is cancelled or past its deadline.
-/// Plan runs proximity::planners on the scene, inline.
+/// Plan runs proximity::planners on the scene, inline. GetLinkPoses and GetSceneGeometry answer from
+/// scene_geometry.h.
 
 #include <cstdint>
 
@@ -55,6 +56,13 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   /// request's time limit, the call's deadline or its cancellation.
   grpc::Status Plan(grpc::ServerContext* context, const v1::PlanRequest* request,
                     v1::PlanResponse* response) override;
+  /// Forward kinematics at one configuration or a batch (at most --max-batch-states, and a response
+  /// within --max-message-bytes, refused before any pose is computed); stops between configurations.
+  grpc::Status GetLinkPoses(grpc::ServerContext* context, const v1::GetLinkPosesRequest* request,
+                            v1::GetLinkPosesResponse* response) override;
+  /// The scene's meshes, at most max_triangles (or --max-scene-triangles) triangles.
+  grpc::Status GetSceneGeometry(grpc::ServerContext* context, const v1::GetSceneGeometryRequest* request,
+                                v1::GetSceneGeometryResponse* response) override;
 
  private:
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits

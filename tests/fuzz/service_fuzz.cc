@@ -421,6 +421,45 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
           });
       break;
+    case server::Rpc::kGetLinkPoses:
+      Unary<v1::GetLinkPosesRequest, v1::GetLinkPosesResponse>(
+          data, size, [&](auto* c, auto* q, auto* r) { return s.GetLinkPoses(c, q, r); },
+          [](const v1::GetLinkPosesRequest&, const v1::GetLinkPosesResponse& r) {
+            const int64_t links = r.link_names_size();
+            PROX_FUZZ_CHECK(links == H().base->scene->robot().num_links(), "every link is named");
+            PROX_FUZZ_CHECK(static_cast<int64_t>(r.poses_f64le().size()) == int64_t{r.count()} * links * 7 * 8,
+                            "seven values per link and configuration");
+            PROX_FUZZ_CHECK(r.within_limits_size() == static_cast<int>(r.count()),
+                            "one limits flag per configuration");
+            std::vector<double> poses(r.poses_f64le().size() / 8);
+            std::memcpy(poses.data(), r.poses_f64le().data(), poses.size() * 8);
+            for (size_t i = 0; i < poses.size(); i += 7) {
+              const double norm = std::sqrt(poses[i + 3] * poses[i + 3] + poses[i + 4] * poses[i + 4] +
+                                            poses[i + 5] * poses[i + 5] + poses[i + 6] * poses[i + 6]);
+              PROX_FUZZ_CHECK(std::abs(norm - 1.0) < 1e-9 && poses[i + 6] >= 0.0, "unit quaternions with w >= 0");
+            }
+          });
+      break;
+    case server::Rpc::kGetSceneGeometry:
+      Unary<v1::GetSceneGeometryRequest, v1::GetSceneGeometryResponse>(
+          data, size, [&](auto* c, auto* q, auto* r) { return s.GetSceneGeometry(c, q, r); },
+          [](const v1::GetSceneGeometryRequest& q, const v1::GetSceneGeometryResponse& r) {
+            uint64_t triangles = 0;
+            for (const auto* groups : {&r.links(), &r.objects(), &r.attached_objects()}) {
+              for (const v1::GeometryGroup& g : *groups) {
+                for (const v1::GeometryPart& p : g.parts()) {
+                  PROX_FUZZ_CHECK(p.mesh().triangles_size() % 3 == 0 && p.mesh().vertices_size() % 3 == 0,
+                                  "whole triangles and vertices");
+                  const auto vertices = static_cast<uint32_t>(p.mesh().vertices_size() / 3);
+                  for (uint32_t i : p.mesh().triangles()) PROX_FUZZ_CHECK(i < vertices, "indices within the mesh");
+                  triangles += static_cast<uint64_t>(p.mesh().triangles_size() / 3);
+                }
+              }
+            }
+            PROX_FUZZ_CHECK(triangles == r.triangles(), "the triangle count is the meshes'");
+            if (q.max_triangles() > 0) PROX_FUZZ_CHECK(r.triangles() <= q.max_triangles(), "within max_triangles");
+          });
+      break;
   }
   h.Reset();
   return 0;

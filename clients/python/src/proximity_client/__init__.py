@@ -16,19 +16,22 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import geometry
+from . import geometry, kinematics
 from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
-from .results import (ContactResult, DistanceResult, JointLimit, MotionResult, Pair, PairDistance, PathResult,
-                      PlanResult, PlanStats, SceneInfo, StateResult, StatesResult, WorkStats)
+from .results import (ContactResult, DistanceResult, GeometryGroup, GeometryPart, JointLimit, LinkPoses,
+                      MotionResult, Pair, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
+                      StateResult, StatesResult, WorkStats)
 
 __all__ = [
-    "__version__", "geometry", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET", "MAX_MESSAGE_BYTES",
+    "__version__", "geometry", "kinematics", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET",
+    "MAX_MESSAGE_BYTES",
     "ProximityError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "FailedPreconditionError",
     "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
     "UnimplementedError", "InternalError",
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
-    "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats",
+    "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats", "LinkPoses", "SceneGeometry",
+    "GeometryGroup", "GeometryPart",
 ]

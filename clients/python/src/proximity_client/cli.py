@@ -4,10 +4,12 @@
     proximity validate FILE... [--scene ID] [--mode certified|discrete] [--resolution R] [--json]
     proximity check-states FILE [--scene ID] [--json]
     proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json]
+    proximity poses --state=Q [--scene ID] [--json]
+    proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
 
 Exit status: 0 when every path (state) is valid (free) or the plan is solved, 1 when any is not (or no
-path was found), 2 on a bad file or argument or a failed request (the gRPC status and message go to
-stderr).
+path was found; export: when the state or path collides, the file is written all the same), 2 on a bad
+file or argument or a failed request (the gRPC status and message go to stderr).
 """
 from __future__ import annotations
 
@@ -17,11 +19,15 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from . import __version__
 from .client import DEFAULT_TARGET, Client
 from .errors import ProximityError
+from .gltf import Contact, build_glb
+from .kinematics import time_from_start
 from .pathfiles import PathFileError, PathSpec, read_paths, read_states
 from .results import PLANNERS, Pair, PathResult, PlanResult, SceneInfo
 
@@ -44,7 +50,7 @@ def _scene_json(s: SceneInfo) -> Dict[str, Any]:
     return {
         "scene_id": s.scene_id, "version": s.version, "parent_scene_id": s.parent_scene_id, "robot": s.robot_name,
         "joints": [{"name": l.joint_name, "lower": _num(l.lower), "upper": _num(l.upper), "continuous": l.continuous,
-                    "prismatic": l.prismatic} for l in s.limits],
+                    "prismatic": l.prismatic, "velocity": l.velocity} for l in s.limits],
         "joint_names": s.joint_names, "links": s.link_names, "objects": s.object_ids,
         "attached_objects": s.attached_object_ids, "named_states": s.named_states, "triangles": s.triangles,
     }
@@ -199,7 +205,7 @@ def _plan_json(r: PlanResult) -> Dict[str, Any]:
     s = r.stats
     return {
         "outcome": r.outcome, "solved": r.solved, "planner": r.planner, "message": r.message,
-        "joint_names": r.joint_names, "waypoints": r.path.tolist(),
+        "joint_names": r.joint_names, "waypoints": r.path.tolist(), "time_from_start": r.time_from_start.tolist(),
         "stats": {"plan_time": s.plan_time, "simplify_time": s.simplify_time, "iterations": s.iterations,
                   "state_checks": s.state_checks, "motion_checks": s.motion_checks,
                   "motion_states": s.motion_states, "vertices": s.vertices, "edges": s.edges,
@@ -214,7 +220,10 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
                     max_iterations=args.max_iterations, scene=args.scene)
     if args.out is not None and r.solved:
         # The format `proximity validate` reads; json writes floats so that they read back exactly.
-        Path(args.out).write_text(json.dumps({"joint_names": r.joint_names, "waypoints": r.path.tolist()}) + "\n")
+        doc = {"joint_names": r.joint_names, "waypoints": r.path.tolist()}
+        if len(r.time_from_start):
+            doc["time_from_start"] = r.time_from_start.tolist()
+        Path(args.out).write_text(json.dumps(doc) + "\n")
     if args.json:
         doc = _plan_json(r)
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
@@ -229,6 +238,8 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
                   f"{s.quick_motion_checks} sampled motion checks")
             print(f"path: {r.path.shape[0]} waypoints (raw {s.raw_waypoints}), joint-space length {s.length:.4f} "
                   f"(raw {s.raw_length:.4f})")
+            if len(r.time_from_start):
+                print(f"duration: {r.time_from_start[-1]:.3f} s at the joints' velocity limits")
             if args.out is not None:
                 print(f"wrote {args.out}")
         else:
@@ -237,6 +248,156 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
             if args.out is not None:
                 print(f"no path: {args.out} not written")
     return EXIT_OK if r.solved else EXIT_INVALID
+
+
+def _state_vector(client: Client, info: SceneInfo, q: Union[List[float], Dict[str, float], str]) -> np.ndarray:
+    """A command-line configuration as values in the scene's joint order."""
+    if isinstance(q, str):
+        if q not in info.named_states:
+            raise PathFileError(f"no named state {q!r} in scene {info.scene_id} (robot {info.robot_name}); it has "
+                                f"{', '.join(info.named_states) or 'none'}")
+        return np.asarray(info.named_states[q], dtype=np.float64)
+    if isinstance(q, dict):
+        missing = [n for n in info.joint_names if n not in q]
+        unknown = [n for n in q if n not in info.joint_names]
+        if missing or unknown:
+            raise PathFileError(f"the configuration must name every joint of robot {info.robot_name} once"
+                                f"{'; missing ' + ', '.join(missing) if missing else ''}"
+                                f"{'; unknown ' + ', '.join(unknown) if unknown else ''}")
+        return np.array([q[n] for n in info.joint_names], dtype=np.float64)
+    return np.asarray(q, dtype=np.float64)
+
+
+def _in_scene_order(spec: PathSpec, info: SceneInfo) -> np.ndarray:
+    """A path's waypoints with their columns in the scene's joint order."""
+    if not spec.joint_names:
+        return spec.waypoints
+    missing = [n for n in info.joint_names if n not in spec.joint_names]
+    if missing:
+        raise PathFileError(f"{spec.source}: the path does not name joint(s) {', '.join(missing)} of robot "
+                            f"{info.robot_name}")
+    return spec.waypoints[:, [spec.joint_names.index(n) for n in info.joint_names]]
+
+
+def _cmd_poses(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    poses = client.link_poses(args.state, scene=args.scene)
+    if args.json:
+        print(json.dumps({"scene": info.scene_id, "robot": info.robot_name,
+                          "within_limits": bool(poses.within_limits[0]), "base_pose": poses.base_pose.tolist(),
+                          "links": {n: poses.poses[0, k].tolist() for k, n in enumerate(poses.link_names)}},
+                         indent=2))
+        return EXIT_OK
+    print(_scene_line(info))
+    if not poses.within_limits[0]:
+        print("(the state is outside the joint limits)")
+    print(f"{'link':<28} {'x':>10} {'y':>10} {'z':>10}   {'qx':>8} {'qy':>8} {'qz':>8} {'qw':>8}   "
+          "(world frame, m)")
+    for k, name in enumerate(poses.link_names):
+        p = poses.poses[0, k]
+        print(f"{name:<28} {p[0]:>10.5f} {p[1]:>10.5f} {p[2]:>10.5f}   "
+              f"{p[3]:>8.5f} {p[4]:>8.5f} {p[5]:>8.5f} {p[6]:>8.5f}")
+    return EXIT_OK
+
+
+def _contact_at(client: Client, q: np.ndarray, scene: str) -> Optional[Tuple[Contact, Pair]]:
+    """What touches at ``q``: CheckState's pair, and the nearest pair's witness points (where the clearance
+    is 0, ComputeDistance's points lie in the contact); None when q is free."""
+    state = client.check_state(q, scene=scene)
+    if state.free or state.contact is None:
+        return None
+    d = client.distance(q, scene=scene)
+    names = {state.contact.robot, state.contact.other}
+    points = np.zeros((0, 3))
+    if d.nearest.pair is not None:
+        names |= {d.nearest.pair.robot, d.nearest.pair.other}
+        points = np.unique(np.vstack([d.nearest.point_robot, d.nearest.point_other]), axis=0)
+    return Contact(tuple(sorted(names)), points), state.contact
+
+
+def _sample_path(path: np.ndarray, info: SceneInfo, step: float, max_samples: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Samples at most ``step`` apart (joint space) on the straight segments between waypoints, continuous
+    joints turning the short way as every motion query moves them; also each sample's position along the
+    path (segment index + t)."""
+    continuous = np.array([l.continuous for l in info.limits], dtype=bool)
+    deltas = np.diff(path, axis=0)
+    deltas[:, continuous] = (deltas[:, continuous] + np.pi) % (2 * np.pi) - np.pi
+    counts = np.maximum(1, np.ceil(np.linalg.norm(deltas, axis=1) / step)).astype(int)
+    if counts.sum() > max_samples:
+        counts = np.maximum(1, (counts * max_samples // counts.sum()).astype(int))
+    samples, where = [path[0]], [0.0]
+    for i, (d, n) in enumerate(zip(deltas, counts)):
+        for k in range(1, n + 1):
+            samples.append(path[i] + d * (k / n))
+            where.append(i + k / n)
+    return np.array(samples), np.array(where)
+
+
+def _cmd_export(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    geometry = client.scene_geometry(args.max_triangles or 0, scene=args.scene)
+    summary: Dict[str, Any] = {"scene": info.scene_id, "robot": info.robot_name, "out": args.out,
+                               "triangles": geometry.triangles, "hull_parts": geometry.hull_parts}
+    contact: Optional[Tuple[Contact, Pair]] = None
+    if args.state is not None:
+        q = _state_vector(client, info, args.state)
+        poses = client.link_poses(q, scene=args.scene)
+        contact = _contact_at(client, q, args.scene)
+        data = build_glb(geometry, poses.link_names, poses.poses, contact=contact[0] if contact else None)
+        summary.update({"mode": "state", "state": q.tolist(), "free": contact is None})
+    else:
+        specs = read_paths(args.path)
+        if args.index >= len(specs):
+            raise PathFileError(f"{args.path} holds {len(specs)} path(s); --index {args.index} is not one of them")
+        path = _in_scene_order(specs[args.index], info)
+        if path.shape[1] != info.dof:
+            raise PathFileError(f"{args.path}: rows have {path.shape[1]} values, robot {info.robot_name} has "
+                                f"{info.dof} joints")
+        checked = client.check_path(path, scene=args.scene)
+        samples, where = _sample_path(path, info, args.step, args.max_samples)
+        times = time_from_start(samples, info.velocity)
+        timing = "velocity limits"
+        if times is None:  # no velocity limits: one second per segment
+            times, timing = where.copy(), "1 s per segment (no velocity limits)"
+        times = np.maximum.accumulate(times)
+        for i in range(1, len(times)):  # keyframe times must increase strictly
+            times[i] = max(times[i], times[i - 1] + 1e-6)
+        poses = client.link_poses(samples, scene=args.scene)
+        contact_poses = None
+        if not checked.free and checked.segment >= 0:
+            seg, t = checked.segment, checked.motion.t_collide
+            d = path[seg + 1] - path[seg]
+            cont = np.array([l.continuous for l in info.limits], dtype=bool)
+            d[cont] = (d[cont] + np.pi) % (2 * np.pi) - np.pi
+            q_contact = path[seg] + t * d
+            contact = _contact_at(client, q_contact, args.scene)
+            contact_poses = client.link_poses(q_contact, scene=args.scene).poses[0]
+            summary.update({"segment": seg, "t_collide": t, "contact_state": q_contact.tolist()})
+        ghosts = None
+        if args.ghosts:
+            ghosts = sorted(set(np.linspace(0, len(samples) - 1, args.ghosts).round().astype(int).tolist()))
+        data = build_glb(geometry, poses.link_names, poses.poses, times=None if ghosts else times, ghosts=ghosts,
+                         contact=contact[0] if contact else None, contact_poses=contact_poses)
+        summary.update({"mode": "ghosts" if ghosts else "animation", "waypoints": int(path.shape[0]),
+                        "samples": int(len(samples)), "duration": float(times[-1]), "timing": timing,
+                        "free": bool(checked.free)})
+    Path(args.out).write_bytes(data)
+    summary["bytes"] = len(data)
+    if contact is not None:
+        summary["contact"] = {**(_pair_json(contact[1]) or {}), "parts": list(contact[0].names),
+                              "points": contact[0].points.tolist()}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(_scene_line(info))
+        what = "state" if summary["mode"] == "state" else (
+            f"path of {summary['waypoints']} waypoints ({summary['samples']} samples, {summary['duration']:.3f} s, "
+            f"{summary['timing']}, {summary['mode']})")
+        print(f"{what}: {'free' if summary['free'] else 'COLLIDES'}"
+              + (f": {contact[1]} ({len(contact[0].points)} contact point(s))" if contact else ""))
+        print(f"wrote {args.out} ({len(data)} bytes, {geometry.triangles} triangles"
+              f"{f', {geometry.hull_parts} meshes as convex hulls' if geometry.hull_parts else ''})")
+    return EXIT_OK if summary["free"] else EXIT_INVALID
 
 
 def _connection(args: argparse.Namespace) -> Dict[str, Any]:
@@ -311,20 +472,46 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--resolution", type=float, default=None,
                     help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
     pl.add_argument("--out", default=None, metavar="PATH.json",
-                    help="write the path as JSON ({joint_names, waypoints}, what `validate` reads) when solved")
+                    help="write the path as JSON ({joint_names, waypoints, time_from_start}, what `validate` reads) "
+                         "when solved")
+
+    po = sub.add_parser("poses", parents=[common], help="every link's pose in the world at a state",
+                        description="Forward kinematics on the server: each link's pose in the world frame (the "
+                                    "scene's base pose applied), position in metres and quaternion x, y, z, w.")
+    po.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+
+    ex = sub.add_parser("export", parents=[common], help="write the scene at a state, or along a path, as glTF (.glb)",
+                        description="Writes a glTF 2.0 binary of the scene: at a state, or along a path as an "
+                                    "animation timed by the joints' velocity limits (or, with --ghosts, a strip of "
+                                    "translucent robots). Colliding links and objects are red and contact points "
+                                    "are marked; for a path, the robot at its first colliding state is added. "
+                                    "Exit 0: free; 1: it collides (the file is written all the same); 2: error.")
+    what = ex.add_mutually_exclusive_group(required=True)
+    what.add_argument("--state", type=_configuration, metavar="Q", help=q_help)
+    what.add_argument("--path", metavar="FILE", help="a path file (.json, .csv, .npy; what `validate` reads)")
+    ex.add_argument("--out", required=True, metavar="FILE.glb", help="the glTF binary to write")
+    ex.add_argument("--index", type=int, default=0, help="which path of a file holding several (%(default)s)")
+    ex.add_argument("--ghosts", type=int, default=0, metavar="N",
+                    help="a strip of N robots along the path instead of an animation")
+    ex.add_argument("--step", type=float, default=0.05,
+                    help="joint-space distance between animation samples, rad/m (%(default)s)")
+    ex.add_argument("--max-samples", type=int, default=2000, help="most animation samples (%(default)s)")
+    ex.add_argument("--max-triangles", type=int, default=0,
+                    help="most triangles; bigger meshes are sent as their convex hulls (default: the server's cap)")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``proximity`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
-    handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan}
+    handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan,
+                "poses": _cmd_poses, "export": _cmd_export}
     try:
         with Client(args.target, timeout=args.timeout, **_connection(args)) as client:
             if args.scene is not None:
                 client.scene = args.scene
             return handlers[args.command](client, args)
-    except (PathFileError, OSError, AmbiguousSceneError) as e:
+    except (PathFileError, OSError, AmbiguousSceneError, ValueError) as e:
         print(f"proximity: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except ProximityError as e:

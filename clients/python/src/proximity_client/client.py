@@ -17,8 +17,8 @@ import numpy as np
 from . import geometry
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
-from .results import (PLANNERS, ContactResult, DistanceResult, MotionResult, Pair, PathResult, PlanResult,
-                      SceneInfo, StateResult, StatesResult, WorkStats)
+from .results import (PLANNERS, ContactResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
+                      SceneGeometry, SceneInfo, StateResult, StatesResult, WorkStats)
 
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
 #: SRDF group state.
@@ -690,6 +690,35 @@ class Client:
             parts=list(parts), start=geometry.as_pose(start), goal=geometry.as_pose(goal)),
             tolerance=float(tolerance or 0.0))
         return self._restoring(sid, lambda: ContactResult.from_proto(self._unary("TimeOfFirstContact", req, timeout)))
+
+    # -- kinematics and geometry ---------------------------------------------------------------------
+
+    def link_poses(self, states: Union[Configuration, np.ndarray, Sequence[Sequence[float]]],
+                   joint_names: Optional[Sequence[str]] = None, *, scene: Optional[str] = None,
+                   timeout: Optional[float] = None) -> LinkPoses:
+        """Every link's pose in the world (forward kinematics, the scene's base pose applied) at one
+        configuration (any form :meth:`check_state` takes) or a batch of shape (n, dof) (columns in the scene's
+        joint order or in ``joint_names`` order; at most the server's ``--max-batch-states``).
+
+        Returns :class:`LinkPoses` with ``poses`` of shape (n, links, 7): ``[x, y, z, qx, qy, qz, qw]`` per
+        link, links in the scene's link order (``link_names``); n is 1 for a single configuration.
+        """
+        sid = self._scene(scene)
+        if isinstance(states, (str, Mapping)) or np.asarray(states, dtype=np.float64).ndim <= 1:
+            req = pb.GetLinkPosesRequest(scene_id=sid, state=joint_positions(states))  # type: ignore[arg-type]
+        else:
+            req = pb.GetLinkPosesRequest(scene_id=sid, states=configurations(states, joint_names))
+        return self._restoring(sid, lambda: LinkPoses.from_proto(self._unary("GetLinkPoses", req, timeout)))
+
+    def scene_geometry(self, max_triangles: int = 0, *, scene: Optional[str] = None,
+                       timeout: Optional[float] = None) -> SceneGeometry:
+        """The scene's geometry as triangle meshes: every link's parts in the link frame, world objects in the
+        world, attached objects in their link's frame (primitives tessellated for display). At most
+        ``max_triangles`` triangles (0: the server's cap): the largest meshes are sent as their convex hulls
+        until the rest fits (``SceneGeometry.hull_parts``)."""
+        sid = self._scene(scene)
+        req = pb.GetSceneGeometryRequest(scene_id=sid, max_triangles=int(max_triangles))
+        return self._restoring(sid, lambda: SceneGeometry.from_proto(self._unary("GetSceneGeometry", req, timeout)))
 
 
 def _progress_bar(total: int, enabled: Union[bool, str], unit: str) -> Any:

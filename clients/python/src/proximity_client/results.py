@@ -67,6 +67,7 @@ class JointLimit:
     upper: float
     continuous: bool = False
     prismatic: bool = False
+    velocity: float = 0.0  #: the URDF's velocity limit (rad/s or m/s); 0 when it gives none
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,11 @@ class SceneInfo:
         return len(self.joint_names)
 
     @property
+    def velocity(self) -> np.ndarray:
+        """Velocity limits in joint order (rad/s or m/s; 0 where the URDF gives none)."""
+        return np.array([l.velocity for l in self.limits], dtype=np.float64)
+
+    @property
     def lower(self) -> np.ndarray:
         """Lower limits in joint order; continuous joints get -pi."""
         return np.array([-math.pi if (l.continuous or not math.isfinite(l.lower)) else l.lower
@@ -118,7 +124,8 @@ class SceneInfo:
             
             scene_id=m.scene_id, version=m.version, parent_scene_id=m.parent_scene_id, robot_name=m.robot_name,
             joint_names=list(m.joint_names),
-            limits=[JointLimit(l.joint_name, l.lower, l.upper, l.continuous, l.prismatic) for l in m.limits],
+            limits=[JointLimit(l.joint_name, l.lower, l.upper, l.continuous, l.prismatic, l.velocity)
+                    for l in m.limits],
             link_names=list(m.link_names), object_ids=list(m.object_ids),
             attached_object_ids=list(m.attached_object_ids),
             named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles,
@@ -321,6 +328,10 @@ class PlanResult:
     stats: PlanStats
     planner: str   #: the planner that ran ("rrt_connect", ...)
     message: str   #: not solved: why (e.g. "start collides: link_2 x table (world)")
+    #: solved: when each waypoint is reached (seconds, the first 0), each segment lasting the least time the
+    #: joints' velocity limits allow (see :func:`proximity_client.kinematics.time_from_start`); empty when not
+    #: solved or when no joint has a velocity limit
+    time_from_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def solved(self) -> bool:
@@ -340,8 +351,97 @@ class PlanResult:
         path = decode_rows(m.path)
         planner = next((k for k, v in PLANNERS.items() if v == m.planner), "unspecified")
         return PlanResult(PLAN_OUTCOMES.get(m.outcome, "unspecified"), path, names, PlanStats.from_proto(m.stats),
-                          planner, m.message)
+                          planner, m.message, np.array(m.time_from_start, dtype=np.float64))
+
+
+def _pose7(m: "pb.Pose") -> np.ndarray:
+    """A wire pose as [x, y, z, qx, qy, qz, qw] (all-zero quaternion: the identity)."""
+    o = m.orientation
+    q = [o.x, o.y, o.z, o.w] if (o.x or o.y or o.z or o.w) else [0.0, 0.0, 0.0, 1.0]
+    return np.array([m.position.x, m.position.y, m.position.z, *q], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class LinkPoses:
+    """Every link's pose in the world at one or more configurations (GetLinkPoses)."""
+
+    link_names: List[str]       #: the scene's link order (root first, parents before children)
+    #: shape (n, len(link_names), 7): position x, y, z (metres), then the unit quaternion x, y, z, w (w >= 0)
+    poses: np.ndarray
+    base_pose: np.ndarray       #: the robot's root link in the world, [x, y, z, qx, qy, qz, qw]
+    within_limits: np.ndarray   #: bool, shape (n,)
+
+    def __len__(self) -> int:
+        return int(self.poses.shape[0])
+
+    def pose(self, link: str, index: int = 0) -> np.ndarray:
+        """The pose [x, y, z, qx, qy, qz, qw] of ``link`` at configuration ``index``."""
+        return self.poses[index, self.link_names.index(link)]
+
+    def matrices(self) -> np.ndarray:
+        """The poses as homogeneous matrices, shape (n, len(link_names), 4, 4)."""
+        from .kinematics import pose_matrices
+        return pose_matrices(self.poses)
+
+    @staticmethod
+    def from_proto(m: "pb.GetLinkPosesResponse") -> "LinkPoses":
+        names = list(m.link_names)
+        flat = np.frombuffer(m.poses_f64le, dtype="<f8").astype(np.float64)
+        return LinkPoses(names, flat.reshape(int(m.count), len(names), 7), _pose7(m.base_pose),
+                         np.array(m.within_limits, dtype=bool))
+
+
+@dataclass(frozen=True)
+class GeometryPart:
+    """One part of a scene's geometry: a triangle mesh in the part's frame, posed in its owner's frame."""
+
+    vertices: np.ndarray   #: float64, shape (v, 3), metres, in the part frame
+    triangles: np.ndarray  #: uint32, shape (t, 3), vertex indices
+    pose: np.ndarray       #: the part frame in its owner's frame, [x, y, z, qx, qy, qz, qw]
+    #: what the queries use: "mesh", "box", "sphere", "cylinder", "capsule", "cone" or "convex_hull"
+    shape: str
+    hull: bool = False     #: a mesh sent as its convex hull (to stay within max_triangles)
+
+    @staticmethod
+    def from_proto(m: "pb.GeometryPart") -> "GeometryPart":
+        return GeometryPart(np.array(m.mesh.vertices, dtype=np.float64).reshape(-1, 3),
+                            np.array(m.mesh.triangles, dtype=np.uint32).reshape(-1, 3), _pose7(m.pose), m.shape, m.hull)
+
+
+@dataclass(frozen=True)
+class GeometryGroup:
+    """The parts of one link, world object or attached object."""
+
+    name: str                   #: link name, world object id or attached object id
+    parts: List[GeometryPart]
+    link: str = ""              #: attached objects: the carrying link
+
+    @staticmethod
+    def from_proto(m: "pb.GeometryGroup") -> "GeometryGroup":
+        return GeometryGroup(m.name, [GeometryPart.from_proto(p) for p in m.parts], m.link)
+
+
+@dataclass(frozen=True)
+class SceneGeometry:
+    """A scene's geometry as triangle meshes (GetSceneGeometry): links and attached objects in their link
+    frames, world objects in the world."""
+
+    scene_id: str
+    links: List[GeometryGroup]             #: every link in the scene's link order
+    objects: List[GeometryGroup]           #: world objects (parts posed in the world)
+    attached_objects: List[GeometryGroup]  #: parts posed in the carrying link's frame
+    base_pose: np.ndarray                  #: the robot's root link in the world
+    triangles: int                         #: triangles in all
+    hull_parts: int                        #: meshes sent as their convex hulls
+
+    @staticmethod
+    def from_proto(m: "pb.GetSceneGeometryResponse") -> "SceneGeometry":
+        return SceneGeometry(m.scene_id, [GeometryGroup.from_proto(g) for g in m.links],
+                             [GeometryGroup.from_proto(g) for g in m.objects],
+                             [GeometryGroup.from_proto(g) for g in m.attached_objects], _pose7(m.base_pose),
+                             int(m.triangles), int(m.hull_parts))
 
 
 __all__ = ["Pair", "WorkStats", "JointLimit", "SceneInfo", "StateResult", "StatesResult", "PairDistance",
-           "DistanceResult", "MotionResult", "PathResult", "ContactResult", "PlanStats", "PlanResult"]
+           "DistanceResult", "MotionResult", "PathResult", "ContactResult", "PlanStats", "PlanResult", "LinkPoses",
+           "GeometryPart", "GeometryGroup", "SceneGeometry"]
