@@ -282,9 +282,10 @@ TEST_F(RemoteValidityTest, IsValidAndBatchesEqualTheSceneInProcess) {
 }
 
 // 200 edges like a planner's: remote certified CheckMotion equals SceneMotionValidator in process with
-// the request the wire carries (certified, collisions narrowed, no sampled pre-pass): the answer,
-// last_valid_t exactly, and the states posed. The planners' default request (a pre-pass, no narrowing)
-// gives the same answers. 50 edges are also compared in discrete mode.
+// the request the wire carries (certified, collisions narrowed, no sampled pre-pass): the answer and
+// last_valid_t exactly (not the states posed: how many a certified check takes depends on the cells
+// the process's self-clearance maps have settled). The planners' default request (a pre-pass, no
+// narrowing) gives the same answers. 50 edges are also compared in discrete mode.
 TEST_F(RemoteValidityTest, CheckMotionEqualsTheSceneInProcess) {
   const int n = testing::Cases(200);
   std::mt19937_64 rng(77);
@@ -315,7 +316,6 @@ TEST_F(RemoteValidityTest, CheckMotionEqualsTheSceneInProcess) {
     local_s += std::chrono::duration<double>(Clock::now() - t1).count();
     EXPECT_EQ(r.valid, l.valid) << "edge " << e;
     EXPECT_EQ(r.last_valid_t, l.last_valid_t) << "edge " << e;
-    EXPECT_EQ(r.states, l.states) << "edge " << e;
     MotionCheck p;
     PROX_ASSERT_OK_AND_ASSIGN(p, local_planning.CheckMotion(q0, q1));
     EXPECT_EQ(r.valid, p.valid) << "edge " << e;
