@@ -19,6 +19,8 @@ skip() { echo "k8s podman test skipped: $*"; exit 0; }
 [ "${PROX_PODMAN_TEST:-0}" = 1 ] || skip "set PROX_PODMAN_TEST=1 to build the image with podman and play deploy/k8s" \
   "(many minutes on 2 cores; a recorded run: deploy/k8s/podman-kube-play.txt)"
 command -v podman >/dev/null || skip "podman is not installed (scripts/container.sh installs it)"
+# kube play's pods need catatonit for their infra (pause) container.
+command -v catatonit >/dev/null || skip "catatonit is not installed (apt-get install catatonit): podman kube play needs it"
 [ -e "$build/clients/python/gen/proximity/v1/proximity_pb2.py" ] || skip "no Python stubs in $build (build first)"
 
 work="$(mktemp -d)"
@@ -27,10 +29,12 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-# STACK.md section 4: runc and ulimits the process may set.
+# STACK.md section 4: runc and ulimits the process may set. Equal soft and hard limits: podman 4.3's kube
+# play swaps them ("nofile=1024:4096" became soft 4096 > hard 1024, and runc failed "error setting rlimit
+# type 7: invalid argument").
 cat >"$work/containers.conf" <<'EOF'
 [containers]
-default_ulimits = ["nofile=1024:4096", "nproc=4096:4096"]
+default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
 [engine]
 runtime = "runc"
 EOF
@@ -43,18 +47,23 @@ start=$(date +%s)
 podman build --pull=never -t "$image" "$root" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 
-# One stream, as kubectl would read the folder: the ConfigMap first, then the Deployment.
-cat "$root/deploy/k8s/configmap.yaml" <(echo "---") "$root/deploy/k8s/deployment.yaml" >"$work/play.yaml"
+# One stream, as kubectl would read the folder: the ConfigMap first, then the Deployment, with one replica:
+# podman publishes every containerPort on the host, so a second pod's ports would clash with the first's.
+cat "$root/deploy/k8s/configmap.yaml" <(echo "---") "$root/deploy/k8s/deployment.yaml" \
+  | sed 's/^  replicas: [0-9]*/  replicas: 1/' >"$work/play.yaml"
+grep -q '^  replicas: 1$' "$work/play.yaml" || { echo "k8s podman test: cannot set one replica"; exit 1; }
 echo "== podman kube play (configmap.yaml + deployment.yaml)"
 podman kube play "$work/play.yaml"
-ctr=proximityd-pod-proximityd
+ctr=proximityd-pod-0-proximityd
 for _ in $(seq 1 600); do
   if podman logs "$ctr" 2>&1 | grep -q "proximityd listening on"; then break; fi
   sleep 0.2
 done
 podman logs "$ctr" 2>&1 | grep -m1 "proximityd listening on" || { podman logs "$ctr"; exit 1; }
-ip="$(podman inspect --format '{{.NetworkSettings.IPAddress}}' "$ctr")"
-if [ -z "$ip" ]; then ip="$(podman pod inspect --format '{{.InfraContainerID}}' proximityd-pod | xargs podman inspect --format '{{.NetworkSettings.IPAddress}}')"; fi
+# The pod's address on podman's network (its infra container holds the network namespace).
+infra="$(podman pod inspect --format '{{.InfraContainerID}}' proximityd-pod-0)"
+ip="$(podman inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$infra" | awk '{print $1}')"
+[ -n "$ip" ] || { echo "k8s podman test: the pod has no IP address"; podman inspect "$infra"; exit 1; }
 echo "pod IP $ip"
 
 rc=0
@@ -84,7 +93,7 @@ with Client(f"{sys.argv[1]}:50051", timeout=60) as c:
 EOF
 
 echo "== podman pod stop -t 35 (terminationGracePeriodSeconds): SIGTERM, drain"
-podman pod stop -t 35 proximityd-pod >/dev/null
+podman pod stop -t 35 proximityd-pod-0 >/dev/null
 code="$(podman inspect --format '{{.State.ExitCode}}' "$ctr")"
 podman logs "$ctr" 2>&1 | grep -E '"msg":"(draining|stopped)"' | sed 's/^/  /'
 echo "proximityd exited with $code"
