@@ -114,6 +114,13 @@ int main(int argc, char** argv) {
                  "Debian libjs-three's folder: the viewer serves its three.min.js and OrbitControls.js")
       ->capture_default_str();
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
+  app.add_option("--max-connection-age-seconds", f.server.max_connection_age_seconds,
+                 "Close each client connection after about this long, so that clients re-resolve and reach new "
+                 "replicas (0: never)")
+      ->capture_default_str();
+  app.add_option("--max-connection-age-grace-seconds", f.server.max_connection_age_grace_seconds,
+                 "How long calls in flight on an aged connection may finish")
+      ->capture_default_str();
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
@@ -155,6 +162,10 @@ int main(int argc, char** argv) {
         {"no-viewer", [&](const YAML::Node& n) { f.no_viewer = n.as<bool>(); }},
         {"viewer-three-dir", [&](const YAML::Node& n) { f.server.viewer_three_dir = n.as<std::string>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
+        {"max-connection-age-seconds",
+         [&](const YAML::Node& n) { f.server.max_connection_age_seconds = n.as<double>(); }},
+        {"max-connection-age-grace-seconds",
+         [&](const YAML::Node& n) { f.server.max_connection_age_grace_seconds = n.as<double>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
         {"log-level", [&](const YAML::Node& n) { f.log_level = n.as<std::string>(); }},
         {"log-format", [&](const YAML::Node& n) { f.log_format = n.as<std::string>(); }},

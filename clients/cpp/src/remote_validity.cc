@@ -3,7 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -79,12 +81,37 @@ void PackRows(std::span<const double> values, std::string* bytes) {
   }
 }
 
+// The channel's arguments: message limits, balancing and retries (remote_channel.h), reconnect backoff.
+grpc::ChannelArguments ChannelArguments(const RemoteOptions& options, bool several) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  const std::string config = ServiceConfigJson(options.round_robin.value_or(several), options.retry);
+  if (!config.empty()) args.SetServiceConfigJSON(config);
+  if (options.retry.enabled) {
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+    // A call stays retryable while its request is buffered; gRPC's default (256 KiB) is less than a batch.
+    args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, options.max_message_bytes);
+  }
+  if (options.max_reconnect_backoff.count() > 0) {
+    const int max_ms = static_cast<int>(std::min<int64_t>(options.max_reconnect_backoff.count(), INT32_MAX));
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(100, max_ms));
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::min(100, max_ms));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  }
+  return args;
+}
+
 }  // namespace
 
 struct RemoteScene::Impl {
   RemoteOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::ProximityService::Stub> stub;
+  /// The CreateScene that made the scene (RemoteScene::Create), sent again after NOT_FOUND; empty otherwise.
+  std::optional<v1::CreateSceneRequest> upload;
+  mutable std::atomic<int64_t> retries{0};
+  mutable std::atomic<int64_t> uploads{0};
 
   void Prepare(grpc::ClientContext* context) const {
     context->set_deadline(std::chrono::system_clock::now() + options.deadline);
@@ -95,7 +122,58 @@ struct RemoteScene::Impl {
                                           options.scene_id + "'): " + CodeName(s.error_code()) + ": " +
                                           s.error_message()};
   }
+
+  /// Sends the kept CreateScene until a replica newly loads it (at most options.restore_sends times).
+  grpc::Status SendUpload() const;
+
+  /// Runs `attempt(context)` (one RPC on a fresh context with the call's deadline) through a replica's
+  /// loss: after NOT_FOUND for an uploaded scene, uploads it again and retries (options.restore_rounds
+  /// times at most); after UNAVAILABLE that gRPC's own retries did not cure, backs off and repeats
+  /// (options.retry.rounds times at most). Every query is idempotent, so a repeat answers the same.
+  template <class Attempt>
+  grpc::Status Run(Attempt&& attempt, std::chrono::milliseconds deadline) const {
+    int restores = 0;
+    int rounds = 0;
+    for (;;) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + deadline);
+      const grpc::Status s = attempt(&context);
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND && upload.has_value() && restores < options.restore_rounds) {
+        ++restores;
+        if (const grpc::Status u = SendUpload(); !u.ok()) return u;
+      } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE && options.retry.enabled &&
+                 rounds < options.retry.rounds) {
+        std::this_thread::sleep_for(options.retry.Backoff(rounds));
+        ++rounds;
+        retries.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        return s;
+      }
+    }
+  }
+  template <class Attempt>
+  grpc::Status Run(Attempt&& attempt) const {
+    return Run(std::forward<Attempt>(attempt), options.deadline);
+  }
 };
+
+grpc::Status RemoteScene::Impl::SendUpload() const {
+  uploads.fetch_add(1, std::memory_order_relaxed);
+  grpc::Status s;
+  for (int i = 0; i < options.restore_sends; ++i) {
+    v1::CreateSceneResponse response;
+    grpc::ClientContext context;
+    Prepare(&context);
+    s = stub->CreateScene(&context, *upload, &response);
+    if (!s.ok()) return s;
+    if (response.scene().scene_id() != options.scene_id) {
+      return {grpc::StatusCode::FAILED_PRECONDITION, "the uploaded scene got id '" + response.scene().scene_id() +
+                                                         "', expected '" + options.scene_id + "'"};
+    }
+    if (response.created()) break;
+  }
+  return s;
+}
 
 RemoteScene::RemoteScene(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RemoteScene::~RemoteScene() = default;
@@ -116,14 +194,78 @@ Result<std::shared_ptr<const RemoteScene>> RemoteScene::Connect(RemoteOptions op
     return core::InvalidArgument("remote scene: max_message_bytes must be >= 1, got " +
                                  std::to_string(options.max_message_bytes));
   }
+  if (options.restore_rounds < 1 || options.restore_sends < 1) {
+    return core::InvalidArgument("remote scene: restore_rounds and restore_sends must be >= 1, got " +
+                                 std::to_string(options.restore_rounds) + " and " +
+                                 std::to_string(options.restore_sends));
+  }
+  if (options.max_reconnect_backoff.count() < 0) {
+    return core::InvalidArgument("remote scene: max_reconnect_backoff must be >= 0 ms, got " +
+                                 std::to_string(options.max_reconnect_backoff.count()));
+  }
+  if (Status valid = ValidateRetryPolicy(options.retry); !valid.ok()) {
+    return core::InvalidArgument("remote scene: " + valid.error().message);
+  }
+  auto resolved = ResolveTarget(options.target);
+  if (!resolved.ok()) return core::InvalidArgument("remote scene: " + resolved.error().message);
   auto impl = std::make_unique<Impl>();
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  impl->channel = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  impl->channel = grpc::CreateCustomChannel(resolved.value().target, grpc::InsecureChannelCredentials(),
+                                            ChannelArguments(options, resolved.value().several));
   impl->stub = v1::ProximityService::NewStub(impl->channel);
   impl->options = std::move(options);
   return std::shared_ptr<const RemoteScene>(new RemoteScene(std::move(impl)));
+}
+
+Result<std::shared_ptr<const RemoteScene>> RemoteScene::Create(RemoteOptions options,
+                                                              std::string create_scene_request) {
+  v1::CreateSceneRequest request;
+  if (!request.ParseFromString(create_scene_request)) {
+    return core::InvalidArgument("remote scene: create_scene_request is not a serialized CreateSceneRequest");
+  }
+  if (options.scene_id.empty()) options.scene_id = "default";  // replaced by the created scene's id
+  auto connected = Connect(std::move(options));
+  if (!connected.ok()) return connected.error();
+  // Connect's result is shared as const; the scene is made here before anyone else can see it.
+  auto scene = std::const_pointer_cast<RemoteScene>(connected.value());
+  Impl& impl = *scene->impl_;
+  v1::CreateSceneResponse response;
+  scene->calls_.fetch_add(1, std::memory_order_relaxed);
+  const grpc::Status s = impl.Run([&](grpc::ClientContext* context) {
+    return impl.stub->CreateScene(context, request, &response);
+  });
+  if (!s.ok()) {
+    scene->failures_.fetch_add(1, std::memory_order_relaxed);
+    return impl.RpcError("CreateScene", s);
+  }
+  impl.options.scene_id = response.scene().scene_id();
+  impl.upload = std::move(request);
+  return std::shared_ptr<const RemoteScene>(std::move(scene));
+}
+
+Status RemoteScene::Upload() const {
+  if (!impl_->upload.has_value()) {
+    return core::Error{core::ErrorCode::kNotFound, "proximityd at " + impl_->options.target + " (scene '" +
+                                                       impl_->options.scene_id + "'): not made by RemoteScene::Create"};
+  }
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (const grpc::Status s = impl_->SendUpload(); !s.ok()) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return impl_->RpcError("CreateScene", s);
+  }
+  return Status::Ok();
+}
+
+int64_t RemoteScene::retries() const { return impl_->retries.load(std::memory_order_relaxed); }
+int64_t RemoteScene::uploads() const { return impl_->uploads.load(std::memory_order_relaxed); }
+
+std::string RobotSceneRequest(const std::string& urdf, const std::string& srdf,
+                              const std::map<std::string, std::string>& files) {
+  v1::CreateSceneRequest request;
+  v1::RobotSource* robot = request.mutable_robot();
+  robot->set_urdf(urdf);
+  robot->set_srdf(srdf);
+  for (const auto& [name, bytes] : files) (*robot->mutable_files())[name] = bytes;
+  return request.SerializeAsString();
 }
 
 Result<RemoteSceneInfo> RemoteScene::Info() const { return InfoWithin(impl_->options.deadline); }
@@ -132,10 +274,9 @@ Result<RemoteSceneInfo> RemoteScene::InfoWithin(std::chrono::milliseconds deadli
   v1::GetSceneRequest request;
   request.set_scene_id(impl_->options.scene_id);
   v1::GetSceneResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + deadline);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  const grpc::Status s = impl_->stub->GetScene(&context, request, &response);
+  const grpc::Status s = impl_->Run(
+      [&](grpc::ClientContext* context) { return impl_->stub->GetScene(context, request, &response); }, deadline);
   if (!s.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("GetScene", s);
@@ -181,10 +322,9 @@ Result<bool> RemoteScene::CheckState(std::span<const double> q) const {
   request.set_scene_id(impl_->options.scene_id);
   SetPositions(q, request.mutable_state());
   response.Clear();
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  const grpc::Status s = impl_->stub->CheckState(&context, request, &response);
+  const grpc::Status s =
+      impl_->Run([&](grpc::ClientContext* context) { return impl_->stub->CheckState(context, request, &response); });
   if (!s.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("CheckState", s);
@@ -226,10 +366,9 @@ Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const double> ro
     request.mutable_states()->set_width(static_cast<uint32_t>(dof));
     request.mutable_states()->set_count(static_cast<uint32_t>(count));
     response.Clear();
-    grpc::ClientContext context;
-    impl_->Prepare(&context);
     calls_.fetch_add(1, std::memory_order_relaxed);
-    const grpc::Status s = impl_->stub->CheckStates(&context, request, &response);
+    const grpc::Status s = impl_->Run(
+        [&](grpc::ClientContext* context) { return impl_->stub->CheckStates(context, request, &response); });
     if (!s.ok()) {
       failures_.fetch_add(1, std::memory_order_relaxed);
       core::Error e = impl_->RpcError("CheckStates", s);
@@ -260,10 +399,9 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   request.set_mode(WireMode(motion.mode));
   request.set_resolution(motion.mode == core::MotionRequest::Mode::kDiscrete ? motion.resolution : 0.0);
   response.Clear();
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  const grpc::Status s = impl_->stub->CheckMotion(&context, request, &response);
+  const grpc::Status s =
+      impl_->Run([&](grpc::ClientContext* context) { return impl_->stub->CheckMotion(context, request, &response); });
   if (!s.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("CheckMotion", s);

@@ -17,6 +17,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import geometry, kinematics
+from .channel import RetryPolicy, resolve_target
 from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
@@ -27,7 +28,7 @@ from .results import (ContactResult, DistanceResult, GeometryGroup, GeometryPart
 
 __all__ = [
     "__version__", "geometry", "kinematics", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET",
-    "MAX_MESSAGE_BYTES",
+    "MAX_MESSAGE_BYTES", "RetryPolicy", "resolve_target",
     "ProximityError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "FailedPreconditionError",
     "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
     "UnimplementedError", "InternalError",

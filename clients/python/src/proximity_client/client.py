@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import collections
-import json
 import math
 import sys
 import threading
@@ -15,6 +14,7 @@ import grpc
 import numpy as np
 
 from . import geometry
+from .channel import RetryPolicy, Target, channel_options, resolve_target
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
 from .results import (PLANNERS, ContactResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
@@ -169,22 +169,32 @@ class Client:
     gRPC status code) when the call fails. Query methods take ``scene``, defaulting to the client's
     ``scene`` (``"default"``: the built-in scene's alias).
 
-    Scale-out: the client keeps the request that made each scene it created (CreateScene or
-    UpdateWorld). When a call names such a scene and the server answers NOT_FOUND (a replica that never
-    saw it, or a restarted one), the client re-sends the scene and retries the call once
-    (``auto_restore=True``, see :meth:`restore_scene`). Scene ids are content hashes, so the re-sent
-    scene gets the same id on any replica.
+    Scale-out (see :mod:`proximity_client.channel`): ``target`` may list several replicas or be a
+    ``dns:///`` name that resolves to several; calls are then spread over them (round robin), and a call
+    that fails UNAVAILABLE (a replica killed, restarting or draining) is retried on the others, with
+    backoff, by gRPC's retry policy and then by the client (``retry``). The client keeps the request that
+    made each scene it created (CreateScene or UpdateWorld). When a call names such a scene and the
+    server answers NOT_FOUND (a replica that never saw it, or a restarted one), the client re-sends the
+    scene and retries the call (``auto_restore=True``, see :meth:`restore_scene`). Scene ids are content
+    hashes, so the re-sent scene gets the same id on any replica. ``unavailable_retries`` and
+    ``scene_restores`` count what the client did.
 
     Args:
-        target: gRPC target, e.g. ``"127.0.0.1:50051"`` or ``"ipv4:127.0.0.1:50061,127.0.0.1:50062"``.
-        timeout: default deadline of every call, seconds.
+        target: gRPC target: ``"127.0.0.1:50051"``; several replicas as a list of IP addresses or one
+            string with commas (``"127.0.0.1:50061,127.0.0.1:50062"``, also ``"ipv4:a:p,b:p"``); or a name
+            resolving to several (``"dns:///proximityd.ns.svc.cluster.local:50051"``). A malformed target
+            raises ValueError naming the bad entry.
+        timeout: default deadline of every call, seconds (each retry has its own).
         options: extra gRPC channel options (``[(name, value), ...]``), appended after the defaults.
         max_message_bytes: send and receive limit (64 MiB by default, gRPC's is 4 MiB).
         batch_states: largest number of configurations per CheckStates request; bigger batches are sent
             in chunks (at most ``max_in_flight`` at a time). Default: what fits in ``max_message_bytes``
             with room to spare, at most 65,536.
         scene: the default scene id of query methods.
-        round_robin: spread calls over every address the target resolves to (client-side balancing).
+        round_robin: spread calls over every address the target resolves to (client-side balancing);
+            default: on for several addresses and ``dns:`` names, off for one address.
+        retry: how calls are retried after UNAVAILABLE (:class:`~proximity_client.channel.RetryPolicy`);
+            None: never.
         auto_restore: re-send this client's own scenes to a server that answers NOT_FOUND for them.
         restore_rounds: how many times one call may re-send its scene and retry.
         restore_sends: how many CreateScene re-sends one restore may make (about the replica count).
@@ -195,21 +205,29 @@ class Client:
             with ``--auth-token-file``.
     """
 
-    def __init__(self, target: str = DEFAULT_TARGET, timeout: float = 30.0,
+    def __init__(self, target: Target = DEFAULT_TARGET, timeout: float = 30.0,
                  options: Optional[Sequence[Tuple[str, Any]]] = None, *,
                  max_message_bytes: int = MAX_MESSAGE_BYTES, batch_states: Optional[int] = None,
-                 max_in_flight: int = 2, scene: str = DEFAULT_SCENE, round_robin: bool = False,
+                 max_in_flight: int = 2, scene: str = DEFAULT_SCENE, round_robin: Optional[bool] = None,
+                 retry: Optional[RetryPolicy] = RetryPolicy(),
                  auto_restore: bool = True, restore_rounds: int = 3, restore_sends: int = 4,
                  tls_ca: Union[str, bytes, bool, None] = None, tls_cert: Union[str, bytes, None] = None,
                  tls_key: Union[str, bytes, None] = None, token: Optional[str] = None) -> None:
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ValueError(f"retry must be a RetryPolicy or None, not {retry!r}")
+        resolved, several = resolve_target(target)
         opts: List[Tuple[str, Any]] = [
             ("grpc.max_send_message_length", int(max_message_bytes)),
             ("grpc.max_receive_message_length", int(max_message_bytes)),
         ]
-        if round_robin:
-            opts.append(("grpc.service_config", json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})))
+        opts.extend(channel_options(several if round_robin is None else bool(round_robin), retry,
+                                    int(max_message_bytes)))
         opts.extend(options or ())
-        self.target = target
+        self.target = resolved
+        self.retry = retry
+        #: Whole calls the client repeated after UNAVAILABLE, and scenes it re-sent after NOT_FOUND.
+        self.unavailable_retries = 0
+        self.scene_restores = 0
         self.timeout = float(timeout)
         self.max_message_bytes = int(max_message_bytes)
         self.batch_states = batch_states
@@ -225,9 +243,9 @@ class Client:
                 root_certificates=None if tls_ca in (None, True) else _pem(tls_ca),
                 private_key=None if tls_key is None else _pem(tls_key),
                 certificate_chain=None if tls_cert is None else _pem(tls_cert))
-            self._channel = grpc.secure_channel(target, creds, options=opts)
+            self._channel = grpc.secure_channel(resolved, creds, options=opts)
         else:
-            self._channel = grpc.insecure_channel(target, options=opts)
+            self._channel = grpc.insecure_channel(resolved, options=opts)
         if token:
             self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
         self._stub = pb_grpc.ProximityServiceStub(self._channel)
@@ -259,17 +277,27 @@ class Client:
             raise from_rpc_error(e, method) from None
 
     def _restoring(self, scene_id: str, fn: Callable[[], _T]) -> _T:
-        """Runs ``fn``; when it fails NOT_FOUND for one of this client's scenes, re-sends the scene and
-        retries (at most ``restore_rounds`` times: behind round-robin, the retry may reach yet another
-        replica that lacks it)."""
-        for _ in range(self.restore_rounds):
+        """Runs ``fn``, riding through a replica's loss: when it fails NOT_FOUND for one of this client's
+        scenes, re-sends the scene and retries (at most ``restore_rounds`` times: behind round-robin, the
+        retry may reach yet another replica that lacks it); when it fails UNAVAILABLE after gRPC's own
+        retries (or where gRPC could not retry: a stream already answering), repeats it after a backoff
+        (at most ``retry.rounds`` times). Queries are idempotent, so a repeat gives the same answer."""
+        restores = rounds = 0
+        while True:
             try:
                 return fn()
             except ProximityError as e:
-                if not (self.auto_restore and e.code == grpc.StatusCode.NOT_FOUND and self.owns_scene(scene_id)):
+                if e.code == grpc.StatusCode.NOT_FOUND and self.auto_restore and restores < self.restore_rounds \
+                        and self.owns_scene(scene_id):
+                    restores += 1
+                    self.restore_scene(scene_id)
+                elif e.code == grpc.StatusCode.UNAVAILABLE and self.retry is not None and rounds < self.retry.rounds:
+                    time.sleep(self.retry.backoff(rounds))
+                    rounds += 1
+                    with self._lock:
+                        self.unavailable_retries += 1
+                else:
                     raise
-            self.restore_scene(scene_id)
-        return fn()
 
     def _scene(self, scene: Optional[str]) -> str:
         return self.scene if scene is None else scene
@@ -423,6 +451,8 @@ class Client:
         if recipe is None:
             raise error_for(grpc.StatusCode.NOT_FOUND, f"scene {scene_id!r} was not created by this client",
                             "restore_scene")
+        with self._lock:
+            self.scene_restores += 1
         if recipe[0] == "create":
             for _ in range(self.restore_sends):
                 r = self._unary("CreateScene", recipe[1], timeout)

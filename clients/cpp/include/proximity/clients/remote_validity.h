@@ -16,12 +16,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "proximity/clients/remote_channel.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
@@ -34,7 +37,9 @@ using core::Status;
 
 /// Where and how a RemoteScene calls proximityd.
 struct RemoteOptions {
-  /// A gRPC target: "127.0.0.1:50051", "localhost:50051", "dns:///host:50051", "ipv4:a:p,b:p".
+  /// A gRPC target: "127.0.0.1:50051", "localhost:50051"; several replicas: "127.0.0.1:50061,127.0.0.1:50062"
+  /// or "ipv4:a:p,b:p"; a name resolving to several: "dns:///proximityd.ns.svc.cluster.local:50051"
+  /// (remote_channel.h).
   std::string target;
   /// The scene's id, or the alias "default" for the daemon's built-in scene.
   std::string scene_id = "default";
@@ -44,6 +49,19 @@ struct RemoteOptions {
   int64_t batch_rows = 50'000;
   /// Largest message sent or received, bytes (> 0).
   int32_t max_message_bytes = 64 << 20;
+  /// Spread calls over every address the target names (gRPC's round_robin); unset: on for several
+  /// addresses and dns: names, off for one address.
+  std::optional<bool> round_robin;
+  /// Retries after UNAVAILABLE: gRPC's retry policy, then whole-call repeats (remote_channel.h).
+  RetryPolicy retry;
+  /// Longest wait between attempts to reconnect to a lost replica; 0: gRPC's default (1 s, growing to
+  /// 120 s). A short one picks a restarted replica up sooner.
+  std::chrono::milliseconds max_reconnect_backoff{0};
+  /// Scenes made by RemoteScene::Create: how many times one call may upload the scene again after a
+  /// NOT_FOUND and retry (>= 1), and how many CreateScene sends one upload may make until a replica
+  /// newly loads it (>= 1; behind round robin a send may reach a replica that has it).
+  int restore_rounds = 3;
+  int restore_sends = 4;
 };
 
 /// A scene as GetScene describes it: what a planner needs to build its joint space.
@@ -63,6 +81,16 @@ class RemoteScene {
   /// reported by the first call). Errors: empty target or scene id, deadline <= 0, batch_rows < 1,
   /// max_message_bytes < 1.
   [[nodiscard]] static Result<std::shared_ptr<const RemoteScene>> Connect(RemoteOptions options);
+  /// CreateScene with `create_scene_request` (a serialized proximity.v1.CreateSceneRequest, e.g.
+  /// RobotSceneRequest's), then a client of the scene it made: options.scene_id becomes its id (a content
+  /// hash, the same on every replica). The request is kept: a replica that answers NOT_FOUND for the
+  /// scene (one that never saw it, or restarted) is sent it again and the call retried. Errors: Connect's,
+  /// an unparsable request, the CreateScene's.
+  [[nodiscard]] static Result<std::shared_ptr<const RemoteScene>> Create(RemoteOptions options,
+                                                                        std::string create_scene_request);
+  /// Sends the kept CreateScene again (until a replica newly loads it, at most options().restore_sends
+  /// times). Error: the scene was not made by Create, the send failed, or the id differs.
+  [[nodiscard]] Status Upload() const;
   ~RemoteScene();
   RemoteScene(const RemoteScene&) = delete;
   RemoteScene& operator=(const RemoteScene&) = delete;
@@ -94,6 +122,9 @@ class RemoteScene {
   /// RPCs made so far, and how many failed.
   int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+  /// Whole calls repeated after UNAVAILABLE (beyond gRPC's own retries), and scene uploads after NOT_FOUND.
+  int64_t retries() const;
+  int64_t uploads() const;
 
  private:
   struct Impl;
@@ -104,6 +135,11 @@ class RemoteScene {
   mutable std::atomic<int64_t> calls_{0};
   mutable std::atomic<int64_t> failures_{0};
 };
+
+/// A serialized proximity.v1.CreateSceneRequest for RemoteScene::Create: a robot (URDF and optional SRDF
+/// text) with the files its URDF names (meshes), keyed exactly as the URDF writes them, and no world.
+std::string RobotSceneRequest(const std::string& urdf, const std::string& srdf,
+                              const std::map<std::string, std::string>& files);
 
 /// The joint space of the remote scene (GetScene's limits; continuous joints wrap), so that a planner
 /// can be built without the robot in process.
