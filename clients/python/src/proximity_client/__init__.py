@@ -17,7 +17,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import geometry, kinematics
-from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream
+from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream, Session
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
@@ -26,7 +26,7 @@ from .results import (ContactResult, DistanceResult, GeometryGroup, GeometryPart
                       StateResult, StatesResult, WorkStats)
 
 __all__ = [
-    "__version__", "geometry", "kinematics", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET",
+    "__version__", "geometry", "kinematics", "Client", "PathStream", "Session", "DEFAULT_SCENE", "DEFAULT_TARGET",
     "MAX_MESSAGE_BYTES",
     "ProximityError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "FailedPreconditionError",
     "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
