@@ -80,16 +80,18 @@ class SessionState {
   }
 
   // The embedded request's scene_id is empty or the session's.
-  core::Status SameScene(const std::string& id, int i, const char* kind) const {
+  core::Status SameScene(const std::string& id, const char* kind) const {
     if (id.empty() || id == call_->entry().id || id == call_->entry().info.scene_id()) return {};
-    return core::InvalidArgument("queries[" + std::to_string(i) + "]." + kind + ".scene_id: '" + id +
+    return core::InvalidArgument(std::string(kind) + ".scene_id: '" + id +
                                  "' is not the session's scene '" + call_->entry().id +
                                  "' (leave it empty, or open another session)");
   }
 
   grpc::Status AnswerOne(int i, const v1::SessionQuery& query, v1::SessionAnswer* answer, bool* valid) {
-    const std::string at = "queries[" + std::to_string(i) + "].";
-    auto fail = [&](const core::Error& e) {
+    // Errors name their field within the query ("state.state: ..."); the query's place is added here,
+    // so that a query that succeeds builds no message.
+    auto fail = [&](core::Error e) {
+      e.message = "queries[" + std::to_string(i) + "]." + e.message;
       ++errors_;
       *valid = false;
       ErrorAnswer(e, answer);
@@ -98,12 +100,12 @@ class SessionState {
     switch (query.query_case()) {
       case v1::SessionQuery::kState: {
         const v1::CheckStateRequest& in = query.state();
-        if (core::Status s = SameScene(in.scene_id(), i, "state"); !s.ok()) return fail(s.error());
-        if (core::Status s = ResolveState(scene_.robot(), in.state(), at + "state.state", &q0_); !s.ok()) {
+        if (core::Status s = SameScene(in.scene_id(), "state"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.state(), "state.state", &q0_); !s.ok()) {
           return fail(s.error());
         }
         const core::Result<core::StateResult> checked = scene_.CheckState(q0_, Cache());
-        if (!checked.ok()) return fail(WithField(at + "state", checked.error()));
+        if (!checked.ok()) return fail(WithField("state", checked.error()));
         const core::StateResult& r = checked.value();
         v1::CheckStateResponse* out = answer->mutable_state();
         ToWire(scene_, r, out);
@@ -116,19 +118,19 @@ class SessionState {
       }
       case v1::SessionQuery::kMotion: {
         const v1::CheckMotionRequest& in = query.motion();
-        if (core::Status s = SameScene(in.scene_id(), i, "motion"); !s.ok()) return fail(s.error());
-        if (core::Status s = ResolveState(scene_.robot(), in.start(), at + "motion.start", &q0_); !s.ok()) {
+        if (core::Status s = SameScene(in.scene_id(), "motion"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.start(), "motion.start", &q0_); !s.ok()) {
           return fail(s.error());
         }
-        if (core::Status s = ResolveState(scene_.robot(), in.goal(), at + "motion.goal", &q1_); !s.ok()) {
+        if (core::Status s = ResolveState(scene_.robot(), in.goal(), "motion.goal", &q1_); !s.ok()) {
           return fail(s.error());
         }
-        auto motion = ToMotionRequest(in.mode(), in.resolution(), at + "motion.");
+        auto motion = ToMotionRequest(in.mode(), in.resolution(), "motion.");
         if (!motion.ok()) return fail(motion.error());
         core::MotionRequest request = motion.value();
         request.stop = call_->interrupt();
         const core::Result<core::MotionResult> checked = scene_.CheckMotion(q0_, q1_, request, Cache());
-        if (!checked.ok()) return fail(WithField(at + "motion", checked.error()));
+        if (!checked.ok()) return fail(WithField("motion", checked.error()));
         const core::MotionResult& r = checked.value();
         const Work work = MotionWork(r);
         link_work_ += work;
@@ -142,14 +144,14 @@ class SessionState {
       }
       case v1::SessionQuery::kDistance: {
         const v1::ComputeDistanceRequest& in = query.distance();
-        if (core::Status s = SameScene(in.scene_id(), i, "distance"); !s.ok()) return fail(s.error());
-        if (core::Status s = ResolveState(scene_.robot(), in.state(), at + "distance.state", &q0_); !s.ok()) {
+        if (core::Status s = SameScene(in.scene_id(), "distance"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.state(), "distance.state", &q0_); !s.ok()) {
           return fail(s.error());
         }
         core::SceneDistanceRequest request = ToDistanceRequest(in);
         request.stop = call_->interrupt();
         const core::Result<core::SceneDistanceResult> distance = scene_.ComputeDistance(q0_, request, Cache());
-        if (!distance.ok()) return fail(WithField(at + "distance", distance.error()));
+        if (!distance.ok()) return fail(WithField("distance", distance.error()));
         const core::SceneDistanceResult& r = distance.value();
         const Work work = DistanceWork(r);
         distance_work_ += work;
@@ -164,8 +166,8 @@ class SessionState {
       case v1::SessionQuery::QUERY_NOT_SET:
         break;
     }
-    return fail(core::InvalidArgument(at + "query: none of state, motion or distance is set (a query kind this "
-                                           "server does not know?)"));
+    return fail(core::InvalidArgument("query: none of state, motion or distance is set (a query kind this "
+                                      "server does not know?)"));
   }
 
   std::string Progress() const {
