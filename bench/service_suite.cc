@@ -367,6 +367,21 @@ int SessionLatency(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng
     failures += agree == total ? 0 : 1;
   };
   {
+    // The transport's floor: a round trip of an empty batch (the server reads and writes, queries nothing).
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    v1::SessionResponse response;
+    std::vector<double> us;
+    for (int i = 0; i < n; ++i) {
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) return 1;
+      us.push_back((Now() - t0) * 1e6);
+    }
+    JsonLine line = CaseLine(kSuite, "session_empty", us, Work{}, kPeer, std::vector<double>(us.size(), 0.0));
+    line.Add("p50_us", Median(us)).Add("p99_us", Percentile(us, 0.99));
+    line.Print();
+  }
+  {
     BenchSession session(f.stub.get(), false);
     v1::SessionRequest request;
     v1::JointPositions* q = request.add_queries()->mutable_state()->mutable_state();

@@ -351,6 +351,44 @@ TEST_F(SessionTest, DeadlinesEndIdleAndUnreadSessions) {
   }));
 }
 
+// The server's --max-call-seconds ends a session whatever its client's deadline, and --max-session-batch
+// is the server's to set.
+TEST_F(SessionTest, TheServersCallTimeAndBatchLimitsHold) {
+  ServerOptions options = TestOptions();
+  options.limits.max_call_seconds = 0.5;
+  options.limits.max_session_batch = 8;
+  auto started = ProximityServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  auto stub = v1::ProximityService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(started.value()->port()), grpc::InsecureChannelCredentials()));
+  const std::vector<double> home(static_cast<size_t>(core_->dof()), 0.0);
+  {
+    auto context = Context();  // two minutes: the server's half second ends it first
+    auto stream = stub->Session(context.get());
+    v1::SessionRequest request = Opening();
+    AddState(&request, 1, home);
+    v1::SessionResponse response;
+    ASSERT_TRUE(RoundTrip(stream.get(), request, &response));
+    EXPECT_EQ(response.opened().max_batch(), 8u);
+    EXPECT_FALSE(stream->Read(&response)) << "the stream must end at the server's --max-call-seconds";
+    const grpc::Status s = stream->Finish();
+    EXPECT_TRUE(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || s.error_code() == grpc::StatusCode::CANCELLED)
+        << s.error_message();
+  }
+  {
+    auto context = Context();
+    auto stream = stub->Session(context.get());
+    v1::SessionRequest request = Opening();
+    for (int k = 0; k < 9; ++k) AddState(&request, static_cast<uint64_t>(k), home);
+    v1::SessionResponse response;
+    EXPECT_FALSE(RoundTrip(stream.get(), request, &response));
+    const grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_NE(s.error_message().find("--max-session-batch = 8"), std::string::npos) << s.error_message();
+  }
+  EXPECT_EQ(started.value()->metrics().HandledCount(Rpc::kSession, grpc::StatusCode::OK), 0u);
+}
+
 // The drain ends an idle session (the client sees the stream cancelled) instead of waiting for it.
 TEST_F(SessionTest, TheDrainEndsIdleSessions) {
   const std::vector<double> home(static_cast<size_t>(core_->dof()), 0.0);
