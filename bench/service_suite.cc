@@ -22,6 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <iostream>
 #include <map>
@@ -71,6 +72,7 @@ struct Fixture {
   std::unique_ptr<v1::ProximityService::Stub> stub;
   std::shared_ptr<const core::Scene> scene;
   int threads = 1;
+  std::string target;  // where the server listens, as a client names it
 };
 
 int ClearBatches(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
@@ -475,9 +477,8 @@ int SessionLatency(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng
 // (over a session: in one round trip each). The same seed gives the same path everywhere ("agree").
 int RemotePlan(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
   const int problems = options.quick ? 4 : 12;
-  const std::string target = "127.0.0.1:" + std::to_string(f.server->port());
   clients::RemoteOptions ro;
-  ro.target = target;
+  ro.target = f.target;
   ro.deadline = std::chrono::seconds(60);
   auto session_scene = clients::RemoteScene::Connect(ro);
   ro.use_session = false;
@@ -555,7 +556,10 @@ int RunService(const SuiteOptions& options) {
   Fixture f;
   f.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   server::ServerOptions so;
-  so.listen = "127.0.0.1:0";
+  // PROXIMITY_BENCH_LISTEN: another address for the server, e.g. unix:/tmp/proximity-bench.sock (a
+  // planner on the same machine); loopback TCP by default.
+  const char* listen = std::getenv("PROXIMITY_BENCH_LISTEN");
+  so.listen = listen != nullptr && *listen != '\0' ? listen : "127.0.0.1:0";
   so.metrics_listen = "";
   so.threads = f.threads;
   auto started = server::ProximityServer::Start(so);
@@ -564,10 +568,11 @@ int RunService(const SuiteOptions& options) {
     return 1;
   }
   f.server = std::move(started).value();
+  f.target = so.listen.rfind("unix:", 0) == 0 ? so.listen : "127.0.0.1:" + std::to_string(f.server->port());
+  std::cerr << "service: proximityd in process at " << f.target << "\n";
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  f.stub = v1::ProximityService::NewStub(grpc::CreateCustomChannel(
-      "127.0.0.1:" + std::to_string(f.server->port()), grpc::InsecureChannelCredentials(), args));
+  f.stub = v1::ProximityService::NewStub(grpc::CreateCustomChannel(f.target, grpc::InsecureChannelCredentials(), args));
   auto d = server::DefaultSceneDescription();
   auto scene = d.ok() ? core::Scene::Build(std::move(d).value()) : core::Result<std::shared_ptr<const core::Scene>>(d.error());
   if (!scene.ok()) {
