@@ -197,6 +197,12 @@ class Session:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def __del__(self) -> None:
+        # A session dropped without close(): end its request stream so that the call does not wait for
+        # its deadline.
+        if not getattr(self, "_closed", True):
+            self._queue.put(_SESSION_END)
+
     def close(self) -> None:
         """Ends the stream (the server ends the call OK). Idempotent."""
         if self._closed:
