@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-plan-seconds", f.server.limits.max_plan_seconds, "Largest Plan time limit, seconds")
       ->capture_default_str();
+  app.add_option("--max-session-batch", f.server.limits.max_session_batch, "Most queries in one Session batch")
+      ->capture_default_str();
   app.add_option("--max-call-seconds", f.server.limits.max_call_seconds,
                  "Longest a query call may work whatever the client's deadline, seconds")
       ->capture_default_str();
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
         {"max-batch-states", [&](const YAML::Node& n) { f.server.limits.max_batch_states = n.as<int64_t>(); }},
         {"max-path-waypoints", [&](const YAML::Node& n) { f.server.limits.max_path_waypoints = n.as<int64_t>(); }},
         {"max-plan-seconds", [&](const YAML::Node& n) { f.server.limits.max_plan_seconds = n.as<double>(); }},
+        {"max-session-batch", [&](const YAML::Node& n) { f.server.limits.max_session_batch = n.as<int64_t>(); }},
         {"max-call-seconds", [&](const YAML::Node& n) { f.server.limits.max_call_seconds = n.as<double>(); }},
         {"allow-path-root", [&](const YAML::Node& n) {
            f.server.allow_path_roots.clear();
@@ -184,8 +187,9 @@ int main(int argc, char** argv) {
     std::cerr << "proximityd: log format must be json or text, not '" << f.log_format << "'\n";
     return 2;
   }
-  if (f.server.limits.max_batch_states < 1 || f.server.limits.max_path_waypoints < 1) {
-    std::cerr << "proximityd: --max-batch-states and --max-path-waypoints must be >= 1\n";
+  if (f.server.limits.max_batch_states < 1 || f.server.limits.max_path_waypoints < 1 ||
+      f.server.limits.max_session_batch < 1) {
+    std::cerr << "proximityd: --max-batch-states, --max-path-waypoints and --max-session-batch must be >= 1\n";
     return 2;
   }
   if (!(f.server.limits.max_plan_seconds > 0.0) || !std::isfinite(f.server.limits.max_plan_seconds)) {

@@ -36,9 +36,10 @@ enum class Rpc : int {
   kPlan,
   kGetLinkPoses,
   kGetSceneGeometry,
+  kSession,
 };
-inline constexpr int kNumRpcs = 15;
-/// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
+inline constexpr int kNumRpcs = 16;
+/// The method name ("CheckState") and its grpc_type ("unary", "server_stream", "bidi_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);
 

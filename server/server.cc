@@ -184,6 +184,7 @@ void ProximityServer::Shutdown(std::chrono::milliseconds drain) {
   shut_down_ = true;
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->Shutdown();  // every service NOT_SERVING, and stays so
+    if (service_ != nullptr) service_->EndSessions();
     server_->Shutdown(std::chrono::system_clock::now() + drain);
   }
   if (metrics_http_ != nullptr) metrics_http_->Stop();

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <bit>
 #include <optional>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -112,6 +114,27 @@ struct RemoteScene::Impl {
   std::optional<v1::CreateSceneRequest> upload;
   mutable std::atomic<int64_t> retries{0};
   mutable std::atomic<int64_t> uploads{0};
+  // Idle sessions (after the stub, so that they close first); one is taken per call.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<RemoteSession>> idle;
+
+  // Runs f(session) on a pooled session (a new one when none is idle) and returns it to the pool.
+  template <class F>
+  auto WithSession(const RemoteScene& scene, F&& f) {
+    std::unique_ptr<RemoteSession> session;
+    {
+      std::lock_guard lock(pool_mutex);
+      if (!idle.empty()) {
+        session = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (session == nullptr) session = std::make_unique<RemoteSession>(scene);
+    auto result = f(*session);
+    std::lock_guard lock(pool_mutex);
+    idle.push_back(std::move(session));
+    return result;
+  }
 
   void Prepare(grpc::ClientContext* context) const {
     context->set_deadline(std::chrono::system_clock::now() + options.deadline);
@@ -189,6 +212,10 @@ Result<std::shared_ptr<const RemoteScene>> RemoteScene::Connect(RemoteOptions op
   }
   if (options.batch_rows < 1) {
     return core::InvalidArgument("remote scene: batch_rows must be >= 1, got " + std::to_string(options.batch_rows));
+  }
+  if (options.session_lifetime.count() <= 0) {
+    return core::InvalidArgument("remote scene: session_lifetime must be > 0 s, got " +
+                                 std::to_string(options.session_lifetime.count()));
   }
   if (options.max_message_bytes < 1) {
     return core::InvalidArgument("remote scene: max_message_bytes must be >= 1, got " +
@@ -316,6 +343,9 @@ Status RemoteScene::WaitUntilServing(std::chrono::milliseconds timeout) const {
 }
 
 Result<bool> RemoteScene::CheckState(std::span<const double> q) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(*this, [&](RemoteSession& s) { return s.CheckState(q); });
+  }
   // Per-thread messages, cleared and refilled: a warm call allocates nothing for them.
   thread_local v1::CheckStateRequest request;
   thread_local v1::CheckStateResponse response;
@@ -391,6 +421,9 @@ Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const double> ro
 
 Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                                        const core::MotionRequest& motion) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(*this, [&](RemoteSession& s) { return s.CheckMotion(q0, q1, motion); });
+  }
   thread_local v1::CheckMotionRequest request;
   thread_local v1::CheckMotionResponse response;
   request.set_scene_id(impl_->options.scene_id);
@@ -411,6 +444,311 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   out.valid = r.free();
   out.last_valid_t = r.free() ? 1.0 : r.t_free();
   out.states = response.stats().states();
+  return out;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotionsUntilInvalid(
+    std::span<const double> starts, std::span<const double> ends, int32_t dof,
+    const core::MotionRequest& request) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(
+        *this, [&](RemoteSession& s) { return s.CheckMotionsUntilInvalid(starts, ends, dof, request); });
+  }
+  if (dof < 1 || starts.size() != ends.size() || starts.size() % static_cast<size_t>(dof) != 0) {
+    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start and " +
+                                 std::to_string(ends.size()) + " end values are not rows of " + std::to_string(dof));
+  }
+  std::vector<planners::MotionCheck> checks;
+  const auto d = static_cast<size_t>(dof);
+  for (size_t i = 0; i < starts.size(); i += d) {
+    Result<planners::MotionCheck> check = CheckMotion(starts.subspan(i, d), ends.subspan(i, d), request);
+    if (!check.ok()) return check.error();
+    checks.push_back(check.value());
+    if (!check.value().valid) break;
+  }
+  return checks;
+}
+
+// ------------------------------------------------------------------------------------------------
+// RemoteSession
+
+struct RemoteSession::Impl {
+  using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+  using Clock = std::chrono::steady_clock;
+
+  const RemoteScene* scene;
+  const RemoteScene::Impl* remote;
+  bool cold;
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<Stream> stream;
+  Clock::time_point opened_at;
+  bool answered = false;  // the open stream has answered a batch
+  int64_t round_trips = 0;
+  // Reused from round trip to round trip.
+  v1::SessionRequest request;
+  v1::SessionResponse response;
+
+  // The round-trip deadline: a watchdog thread per open stream cancels it when a round trip outlives
+  // the deadline (a synchronous Read cannot time out by itself). It polls a clock stamp, so a round
+  // trip costs no wake-up.
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool closing = false;
+  std::atomic<int64_t> busy_since{0};  // steady-clock ns at the round trip's start; 0: idle
+  std::atomic<bool> timed_out{false};
+  std::thread watchdog;
+
+  Impl(const RemoteScene& s, bool cold_caches) : scene(&s), remote(s.impl_.get()), cold(cold_caches) {}
+  ~Impl() { Close(); }
+
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+
+  // Opens the stream; the caller has stamped busy_since (opening waits for the connection).
+  void Start() {
+    context = std::make_unique<grpc::ClientContext>();
+    const RemoteOptions& o = remote->options;
+    context->set_deadline(std::chrono::system_clock::now() + o.session_lifetime + o.deadline);
+    opened_at = Clock::now();
+    answered = false;
+    timed_out.store(false);
+    closing = false;
+    scene->sessions_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(o.deadline).count();
+    const auto poll = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline) / 10,
+                                 std::chrono::milliseconds(1), std::chrono::milliseconds(20));
+    watchdog = std::thread([this, deadline_ns, poll, ctx = context.get()] {
+      std::unique_lock lock(mutex);
+      while (!cv.wait_for(lock, poll, [this] { return closing; })) {
+        const int64_t since = busy_since.load(std::memory_order_relaxed);
+        if (since != 0 && Now() - since > deadline_ns) {
+          timed_out.store(true);
+          ctx->TryCancel();
+          return;
+        }
+      }
+    });
+    stream = remote->stub->Session(context.get());
+  }
+
+  void StopWatchdog() {
+    {
+      std::lock_guard lock(mutex);
+      closing = true;
+    }
+    cv.notify_all();
+    if (watchdog.joinable()) watchdog.join();
+  }
+
+  // Ends the stream: a healthy one is closed (the server ends the call OK); the status it ended with.
+  grpc::Status Close() {
+    if (stream == nullptr) return grpc::Status::OK;
+    busy_since.store(Now());  // the close is a round trip too: it has the deadline
+    stream->WritesDone();
+    while (stream->Read(&response)) {
+    }
+    grpc::Status s = stream->Finish();
+    busy_since.store(0);
+    StopWatchdog();
+    if (timed_out.load()) {
+      s = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                       "no answer within the deadline of " + std::to_string(remote->options.deadline.count()) + " ms");
+    }
+    stream.reset();
+    context.reset();
+    return s;
+  }
+
+  core::Error Failure(const grpc::Status& s) const {
+    scene->failures_.fetch_add(1, std::memory_order_relaxed);
+    return remote->RpcError("Session", s);
+  }
+
+  // Sends `request` (its queries filled by the caller) and reads its answers into `response`. A stream
+  // that ended while idle is replaced once.
+  Status RoundTrip() {
+    for (int attempt = 0;; ++attempt) {
+      if (stream != nullptr && Clock::now() - opened_at > remote->options.session_lifetime) Close();
+      const bool fresh = stream == nullptr;
+      busy_since.store(Now(), std::memory_order_relaxed);
+      if (fresh) {
+        Start();
+        v1::SessionOpen* open = request.mutable_open();
+        open->set_scene_id(remote->options.scene_id);
+        open->set_cold_caches(cold);
+      } else {
+        request.clear_open();
+      }
+      ++round_trips;
+      const bool ok = stream->Write(request) && stream->Read(&response);
+      busy_since.store(0, std::memory_order_relaxed);
+      if (ok) {
+        answered = true;
+        return Status::Ok();
+      }
+      const bool was_idle_reuse = answered;
+      const grpc::Status s = Close();
+      const bool retry = attempt == 0 && was_idle_reuse &&
+                         (s.error_code() == grpc::StatusCode::CANCELLED ||
+                          s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
+                         !timed_out.load();
+      if (retry) continue;
+      return Failure(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without an answer") : s);
+    }
+  }
+
+  // The answer to query i of the last round trip, checked: its kind, or the server's error for it.
+  Result<const v1::SessionAnswer*> AnswerAt(int i, v1::SessionAnswer::AnswerCase kind) {
+    scene->calls_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= response.answers_size()) {
+      return Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(request.queries_size()) +
+                                                                  " queries sent, " +
+                                                                  std::to_string(response.answers_size()) +
+                                                                  " answers received"));
+    }
+    const v1::SessionAnswer& a = response.answers(i);
+    if (a.answer_case() == v1::SessionAnswer::kError) {
+      return Failure(grpc::Status(static_cast<grpc::StatusCode>(a.error().code()), a.error().message()));
+    }
+    if (a.answer_case() != kind || a.id() != static_cast<uint64_t>(i)) {
+      return Failure(grpc::Status(grpc::StatusCode::INTERNAL, "answer " + std::to_string(i) + " is not the query's"));
+    }
+    return &a;
+  }
+
+  v1::SessionQuery* Add(int i) {
+    v1::SessionQuery* q = request.add_queries();
+    q->set_id(static_cast<uint64_t>(i));
+    return q;
+  }
+
+  static Status Rows(std::span<const double> rows, int32_t dof, const char* what) {
+    if (dof < 1 || rows.size() % static_cast<size_t>(dof) != 0) {
+      return core::InvalidArgument(std::string(what) + ": " + std::to_string(rows.size()) +
+                                   " values are not rows of dof = " + std::to_string(dof));
+    }
+    return Status::Ok();
+  }
+
+  void AddMotion(int i, std::span<const double> q0, std::span<const double> q1, const core::MotionRequest& m) {
+    v1::CheckMotionRequest* motion = Add(i)->mutable_motion();
+    SetPositions(q0, motion->mutable_start());
+    SetPositions(q1, motion->mutable_goal());
+    motion->set_mode(WireMode(m.mode));
+    motion->set_resolution(m.mode == core::MotionRequest::Mode::kDiscrete ? m.resolution : 0.0);
+  }
+
+  static planners::MotionCheck ToCheck(const v1::CheckMotionResponse& r) {
+    planners::MotionCheck out;
+    out.valid = r.result().free();
+    out.last_valid_t = r.result().free() ? 1.0 : r.result().t_free();
+    out.states = r.stats().states();
+    return out;
+  }
+};
+
+RemoteSession::RemoteSession(const RemoteScene& scene, bool cold_caches)
+    : impl_(std::make_unique<Impl>(scene, cold_caches)) {}
+RemoteSession::~RemoteSession() = default;
+
+int64_t RemoteSession::round_trips() const { return impl_->round_trips; }
+
+Result<bool> RemoteSession::CheckState(std::span<const double> q) {
+  Impl& s = *impl_;
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  SetPositions(q, s.Add(0)->mutable_state()->mutable_state());
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  auto a = s.AnswerAt(0, v1::SessionAnswer::kState);
+  if (!a.ok()) return a.error();
+  return a.value()->state().free() && a.value()->state().within_limits();
+}
+
+Result<std::vector<uint8_t>> RemoteSession::CheckStates(std::span<const double> rows, int32_t dof) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(rows, dof, "CheckStates"); !st.ok()) return st.error();
+  const auto d = static_cast<size_t>(dof);
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  for (size_t i = 0; i < rows.size() / d; ++i) {
+    SetPositions(rows.subspan(i * d, d), s.Add(static_cast<int>(i))->mutable_state()->mutable_state());
+  }
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  std::vector<uint8_t> valid(rows.size() / d, 0);
+  for (size_t i = 0; i < valid.size(); ++i) {
+    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kState);
+    if (!a.ok()) return a.error();
+    valid[i] = a.value()->state().free() && a.value()->state().within_limits() ? 1 : 0;
+  }
+  return valid;
+}
+
+Result<planners::MotionCheck> RemoteSession::CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                         const core::MotionRequest& request) {
+  Impl& s = *impl_;
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  s.AddMotion(0, q0, q1, request);
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  auto a = s.AnswerAt(0, v1::SessionAnswer::kMotion);
+  if (!a.ok()) return a.error();
+  return Impl::ToCheck(a.value()->motion());
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotionsUntilInvalid(std::span<const double> starts,
+                                                                                   std::span<const double> ends,
+                                                                                   int32_t dof,
+                                                                                   const core::MotionRequest& request) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(starts, dof, "CheckMotionsUntilInvalid"); !st.ok()) return st.error();
+  if (starts.size() != ends.size()) {
+    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start values but " +
+                                 std::to_string(ends.size()) + " end values");
+  }
+  const auto d = static_cast<size_t>(dof);
+  const size_t n = starts.size() / d;
+  std::vector<planners::MotionCheck> checks;
+  if (n == 0) return checks;
+  s.request.clear_queries();
+  s.request.set_until_invalid(true);
+  for (size_t i = 0; i < n; ++i) s.AddMotion(static_cast<int>(i), starts.subspan(i * d, d), ends.subspan(i * d, d), request);
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  // A prefix: up to the first edge that is not free (or fails: that answer is the error).
+  const int answered = s.response.answers_size();
+  for (int i = 0; i < answered; ++i) {
+    auto a = s.AnswerAt(i, v1::SessionAnswer::kMotion);
+    if (!a.ok()) return a.error();
+    checks.push_back(Impl::ToCheck(a.value()->motion()));
+  }
+  if (checks.empty() || (checks.back().valid && checks.size() != n)) {
+    return s.Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(n) + " edges sent, " +
+                                                                  std::to_string(answered) +
+                                                                  " answers received, the last one free"));
+  }
+  return checks;
+}
+
+Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const double> rows, int32_t dof,
+                                                             double rel_err) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(rows, dof, "Distances"); !st.ok()) return st.error();
+  const auto d = static_cast<size_t>(dof);
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  for (size_t i = 0; i < rows.size() / d; ++i) {
+    v1::ComputeDistanceRequest* q = s.Add(static_cast<int>(i))->mutable_distance();
+    SetPositions(rows.subspan(i * d, d), q->mutable_state());
+    q->set_rel_err(rel_err);
+  }
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  std::vector<RemoteDistance> out(rows.size() / d);
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kDistance);
+    if (!a.ok()) return a.error();
+    out[i] = {a.value()->distance().lower_bound(), a.value()->distance().upper_bound()};
+  }
   return out;
 }
 
@@ -437,6 +775,16 @@ Result<planners::MotionCheck> RemoteMotionValidator::CheckMotion(std::span<const
   Result<planners::MotionCheck> check = scene_->CheckMotion(q0, q1, request_);
   if (check.ok()) states_.fetch_add(check.value().states, std::memory_order_relaxed);
   return check;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotionsUntilInvalid(
+    std::span<const double> starts, std::span<const double> ends, int32_t dof) const {
+  Result<std::vector<planners::MotionCheck>> checks = scene_->CheckMotionsUntilInvalid(starts, ends, dof, request_);
+  if (checks.ok()) {
+    checks_.fetch_add(static_cast<int64_t>(checks.value().size()), std::memory_order_relaxed);
+    for (const planners::MotionCheck& c : checks.value()) states_.fetch_add(c.states, std::memory_order_relaxed);
+  }
+  return checks;
 }
 
 std::string RemoteMotionValidator::Describe() const {

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import math
+import queue
 import sys
 import threading
 import time
@@ -159,6 +160,139 @@ class PathStream:
     def cancel(self) -> bool:
         """Cancels the stream (the server stops working on it). True when the call was still running."""
         return bool(self._call.cancel())
+
+
+_SESSION_END = object()
+
+
+class Session:
+    """A query session on one scene (the ``Session`` RPC): one stream, opened once, answering batches of
+    CLEAR, LINK and distance queries in order, with the server's caches kept warm from query to query.
+
+    Made by :meth:`Client.session`; use it as a context manager (or call :meth:`close`). Each method is
+    one round trip; the batch methods send all their queries in one. A query the server cannot answer
+    (a malformed configuration, a bad mode) raises the error of that query and the session goes on; a
+    stream that ends (its deadline, the server's ``--max-call-seconds``, a drain, a protocol violation)
+    raises its status, after which the session is closed: open a new one. Not thread-safe: one per thread.
+    """
+
+    def __init__(self, client: "Client", scene: str, timeout: Optional[float], cold_caches: bool) -> None:
+        self.scene = scene
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._open: Optional["pb.SessionOpen"] = pb.SessionOpen(scene_id=scene, cold_caches=cold_caches)
+        self._closed = False
+        self.round_trips = 0
+        #: The scene's content id, joint count and the server's batch limit (after the first round trip).
+        self.scene_id: Optional[str] = None
+        self.dof: Optional[int] = None
+        self.max_batch: Optional[int] = None
+        try:
+            self._responses = client._stub.Session(iter(self._queue.get, _SESSION_END), timeout=timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "Session") from None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A session dropped without close(): end its request stream so that the call does not wait for
+        # its deadline.
+        if not getattr(self, "_closed", True):
+            self._queue.put(_SESSION_END)
+
+    def close(self) -> None:
+        """Ends the stream (the server ends the call OK). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_SESSION_END)
+        try:
+            for _ in self._responses:
+                pass
+        except grpc.RpcError:
+            pass
+
+    def run(self, queries: Sequence["pb.SessionQuery"], until_invalid: bool = False) -> List["pb.SessionAnswer"]:
+        """One round trip with raw ``pb.SessionQuery`` messages: their ``pb.SessionAnswer`` messages in order
+        (with ``until_invalid``, up to the first that is not free)."""
+        if self._closed:
+            raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
+        request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid)
+        if self._open is not None:
+            request.open.CopyFrom(self._open)
+        self._queue.put(request)
+        try:
+            response = next(self._responses)
+        except StopIteration:
+            self._closed = True
+            raise error_for(grpc.StatusCode.INTERNAL, "the session ended without an answer", "Session") from None
+        except grpc.RpcError as e:
+            self._closed = True
+            raise from_rpc_error(e, "Session") from None
+        self.round_trips += 1
+        if self._open is not None:
+            self._open = None
+            self.scene_id = response.opened.scene_id
+            self.dof = response.opened.dof
+            self.max_batch = response.opened.max_batch
+        return list(response.answers)
+
+    def _answers(self, queries: List["pb.SessionQuery"], kind: str, until_invalid: bool = False) -> List[Any]:
+        out = []
+        for a in self.run(queries, until_invalid):
+            if a.WhichOneof("answer") == "error":
+                raise error_for(grpc.StatusCode(_CODES[a.error.code]), a.error.message, "Session")
+            out.append(getattr(a, kind))
+        return out
+
+    def check_state(self, q: Configuration) -> StateResult:
+        """CLEAR(q), as :meth:`Client.check_state`."""
+        return self.check_states_detailed([q])[0]
+
+    def check_states_detailed(self, states: Sequence[Configuration]) -> List[StateResult]:
+        """CLEAR at each configuration, in one round trip (at most the server's ``max_batch``)."""
+        queries = [pb.SessionQuery(id=i, state=pb.CheckStateRequest(state=joint_positions(q)))
+                   for i, q in enumerate(states)]
+        return [StateResult.from_proto(r) for r in self._answers(queries, "state")]
+
+    def check_states(self, states: "np.ndarray | Sequence[Sequence[float]]") -> np.ndarray:
+        """One bool per configuration (free and within the limits), in one round trip."""
+        return np.array([r.free and r.within_limits for r in self.check_states_detailed(list(states))], dtype=bool)
+
+    def check_motion(self, q0: Configuration, q1: Configuration, mode: str = "certified",
+                     resolution: Optional[float] = None) -> MotionResult:
+        """LINK(q0, q1), as :meth:`Client.check_motion`."""
+        return self.check_motions([(q0, q1)], mode, resolution)[0]
+
+    def check_motions(self, edges: Sequence[Tuple[Configuration, Configuration]], mode: str = "certified",
+                      resolution: Optional[float] = None, until_invalid: bool = False) -> List[MotionResult]:
+        """LINK for each (start, goal) edge, in one round trip. With ``until_invalid`` the answers stop
+        after the first edge that is not free (a lazy planner's candidate path)."""
+        m, res = _mode(mode), float(resolution or 0.0)
+        queries = [pb.SessionQuery(id=i, motion=pb.CheckMotionRequest(start=joint_positions(a), goal=joint_positions(b),
+                                                                      mode=m, resolution=res))
+                   for i, (a, b) in enumerate(edges)]
+        return [MotionResult.from_proto(r.result, r.stats) for r in self._answers(queries, "motion", until_invalid)]
+
+    def distance(self, q: Configuration, rel_err: float = 0.0, abs_err: float = 0.0,
+                 max_distance: Optional[float] = None, per_pair: bool = False) -> DistanceResult:
+        """Clearance at ``q``, as :meth:`Client.distance`."""
+        return self.distances([q], rel_err, abs_err, max_distance, per_pair)[0]
+
+    def distances(self, states: Sequence[Configuration], rel_err: float = 0.0, abs_err: float = 0.0,
+                  max_distance: Optional[float] = None, per_pair: bool = False) -> List[DistanceResult]:
+        """Clearance at each configuration, in one round trip (a tracked trajectory: the server's caches
+        carry from one state to the next)."""
+        queries = [pb.SessionQuery(id=i, distance=pb.ComputeDistanceRequest(
+            state=joint_positions(q), rel_err=float(rel_err), abs_err=float(abs_err),
+            max_distance=float(max_distance or 0.0), per_pair=per_pair)) for i, q in enumerate(states)]
+        return [DistanceResult.from_proto(r) for r in self._answers(queries, "distance")]
+
+
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
 class Client:
@@ -476,6 +610,16 @@ class Client:
         return info
 
     # -- queries -----------------------------------------------------------------------------------
+
+    def session(self, scene: Optional[str] = None, timeout: Optional[float] = 300.0, *,
+                cold_caches: bool = False) -> Session:
+        """A query :class:`Session` on ``scene``: many small queries (a planner's states and edges, a tracked
+        trajectory's distances) at one round trip each on an open stream instead of a call each.
+        ``timeout`` is the deadline of the whole session, seconds (``None`` or ``math.inf``: none; the
+        server also ends it at its ``--max-call-seconds``, 300 s by default). ``cold_caches`` starts every
+        query from empty server caches (for measurement). Unary methods stay the way for one-off calls."""
+        t = None if timeout is None or math.isinf(timeout) else max(float(timeout), 0.0)
+        return Session(self, self._scene(scene), t, cold_caches)
 
     def check_state(self, q: Configuration, *, scene: Optional[str] = None,
                     timeout: Optional[float] = None) -> StateResult:
