@@ -45,8 +45,9 @@ def test_session_answers_equal_the_unary_calls(client: Client, info: SceneInfo, 
     colliding = 0
     for (a, b), m in zip(edges, motions):
         u = client.check_motion(a, b)
+        # Answers, not work: how many states a certified check poses depends on the map cells the
+        # daemon has settled by then.
         assert (m.free, m.t_free, m.t_collide, m.undecided) == (u.free, u.t_free, u.t_collide, u.undecided)
-        assert m.stats.states == u.stats.states
         colliding += not u.free
     assert 0 < colliding < len(edges)
     for (a, b), m in zip(edges[:10], discrete):
