@@ -76,12 +76,15 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
         !s.ok()) {
       return ToGrpcStatus(s);
     }
-    // The content id first: a scene already loaded is returned without building it again.
-    auto id = CreateSceneId(*request, files_);
+    // The content id first: a scene already loaded is returned without building it again. The id and
+    // the build read each server file once (one snapshot), so the scene is the content its id names.
+    core::FileAccess files = files_;
+    files.snapshot = std::make_shared<core::FileSnapshot>();
+    auto id = CreateSceneId(*request, files);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
-    if (grpc::Status s = FindOrBuild(id.value(), [&] { return BuildScene(*request, files_, id.value()); }, &created,
+    if (grpc::Status s = FindOrBuild(id.value(), [&] { return BuildScene(*request, files, id.value()); }, &created,
                                      &entry);
         !s.ok()) {
       return s;
@@ -130,11 +133,13 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
     }
     // The same update of the same parent is the same content: the loaded scene is returned as is,
     // without building it again.
-    auto id = UpdateSceneId(parent, *request, files_);
+    core::FileAccess files = files_;
+    files.snapshot = std::make_shared<core::FileSnapshot>();  // one read of each file for the id and the build
+    auto id = UpdateSceneId(parent, *request, files);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
-    if (grpc::Status s = FindOrBuild(id.value(), [&] { return UpdateScene(parent, *request, files_, id.value()); },
+    if (grpc::Status s = FindOrBuild(id.value(), [&] { return UpdateScene(parent, *request, files, id.value()); },
                                      &created, &entry);
         !s.ok()) {
       return s;

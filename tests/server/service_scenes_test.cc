@@ -1,7 +1,12 @@
 // Scene ids are content hashes; every bad request fails with the right code and a message naming
 // the field, and changes nothing.
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "server/scene_store.h"
 #include "tests/server/service_fixture.h"
@@ -21,6 +26,57 @@ v1::CreateSceneRequest PlanarRequest() {
   size->set_y(0.2);
   size->set_z(0.2);
   return r;
+}
+
+// A scene's id and its build read each server file once: a mesh file rewritten between the two (a
+// user's export finishing while the request is served) cannot give a scene whose content differs from
+// its id. Without the shared snapshot the rewritten file gives another id and other geometry, which is
+// what the test would see if the build read the file again.
+TEST(SceneFiles, TheIdAndTheBuildSeeTheSameFileContent) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("prox_snapshot_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string mesh = (dir / "part.stl").string();
+  std::filesystem::copy_file(proximity::testing::TestDataDir() + "/tetrahedron.stl", mesh,
+                             std::filesystem::copy_options::overwrite_existing);
+  v1::CreateSceneRequest request = PlanarRequest();
+  v1::CollisionObject* o = request.add_objects();
+  o->set_id("part");
+  *o->mutable_pose() = WirePose({-1.5, 0.0, 0.0});
+  o->add_parts()->mutable_shape()->mutable_mesh_file()->set_path(mesh);
+  auto triangles = [](const SceneEntry& e) {
+    for (const core::WorldObject& w : e.scene->objects()) {
+      if (w.id == "part") return w.parts.at(0).geometry.mesh->num_triangles();
+    }
+    return -1;
+  };
+
+  core::FileAccess files;
+  files.snapshot = std::make_shared<core::FileSnapshot>();
+  auto id = CreateSceneId(request, files);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  {
+    std::ofstream rewrite(mesh, std::ios::trunc);
+    rewrite << "solid quad\n";
+    for (const char* f : {"0 0 0  1 0 0  1 1 0", "0 0 0  1 1 0  0 1 0"}) {
+      std::istringstream v(f);
+      double x[9];
+      for (double& c : x) v >> c;
+      rewrite << "facet normal 0 0 1\nouter loop\n";
+      for (int k = 0; k < 3; ++k) rewrite << "vertex " << x[3 * k] << " " << x[3 * k + 1] << " " << x[3 * k + 2] << "\n";
+      rewrite << "endloop\nendfacet\n";
+    }
+    rewrite << "endsolid quad\n";
+  }
+  auto built = BuildScene(request, files, id.value());
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  EXPECT_EQ(built.value()->id, id.value());
+  EXPECT_EQ(triangles(*built.value()), 4) << "the build read the rewritten file, not the bytes the id hashed";
+
+  auto fresh = BuildScene(request, core::FileAccess{}, "");
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_NE(fresh.value()->id, id.value());
+  EXPECT_EQ(triangles(*fresh.value()), 2);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ServiceTest, SceneIdsAreContentHashes) {

@@ -58,7 +58,29 @@ bool FileAccess::Allows(const std::string& path) const {
   return false;
 }
 
+namespace {
+
+Result<std::string> ReadFromFileSystem(const FileAccess& access, const std::string& path);
+
+}  // namespace
+
 Result<std::string> ReadFileUnder(const FileAccess& access, const std::string& path) {
+  if (access.snapshot == nullptr) return ReadFromFileSystem(access, path);
+  FileSnapshot& snapshot = *access.snapshot;
+  {
+    std::lock_guard<std::mutex> lock(snapshot.mutex);
+    if (auto it = snapshot.files.find(path); it != snapshot.files.end()) return it->second;
+  }
+  Result<std::string> bytes = ReadFromFileSystem(access, path);
+  if (!bytes.ok()) return bytes;
+  std::lock_guard<std::mutex> lock(snapshot.mutex);
+  // A concurrent first read of the same path may have stored its bytes already: the first stored wins.
+  return snapshot.files.emplace(path, std::move(bytes).value()).first->second;
+}
+
+namespace {
+
+Result<std::string> ReadFromFileSystem(const FileAccess& access, const std::string& path) {
   // Confined: one message for every failure (missing, outside the roots, not a regular file, too
   // large, unreadable), naming only what the caller gave.
   auto fail = [&](std::string cause) -> Error {
@@ -104,5 +126,7 @@ Result<std::string> ReadFileUnder(const FileAccess& access, const std::string& p
   bytes.resize(done);
   return bytes;
 }
+
+}  // namespace
 
 }  // namespace proximity::core

@@ -9,12 +9,24 @@
 /// naming only the path as the caller gave it, so that errors reveal nothing of the file system.
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "proximity/core/base/result.h"
 
 namespace proximity::core {
+
+/// The bytes of every file read through a FileAccess that holds it, by path as the caller gave it:
+/// the second read of a path returns what the first one read. A service that hashes a request's files
+/// for its content id and then builds the scene from them reads each file once, so a file changed in
+/// between cannot give a scene whose content differs from its id.
+struct FileSnapshot {
+  std::mutex mutex;
+  std::map<std::string, std::string> files;
+};
 
 /// Where loaders may read files from.
 struct FileAccess {
@@ -24,6 +36,8 @@ struct FileAccess {
   std::vector<std::string> roots;
   /// Largest file read, bytes.
   int64_t max_bytes = int64_t{1} << 30;
+  /// When set, each path is read from the file system once and its bytes kept here (FileSnapshot).
+  std::shared_ptr<FileSnapshot> snapshot;
 
   /// A confined policy over `roots` (each resolved to its canonical path); an error names a root that
   /// is not an existing directory.
