@@ -35,7 +35,7 @@ const char* RpcName(Rpc rpc) {
   static constexpr const char* kNames[kNumRpcs] = {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
       "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
-      "Plan",        "GetLinkPoses",    "GetSceneGeometry"};
+      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "ComputeContacts", "ComputeSignedDistance"};
   return kNames[static_cast<int>(rpc)];
 }
 

@@ -36,8 +36,10 @@ enum class Rpc : int {
   kPlan,
   kGetLinkPoses,
   kGetSceneGeometry,
+  kComputeContacts,
+  kComputeSignedDistance,
 };
-inline constexpr int kNumRpcs = 15;
+inline constexpr int kNumRpcs = 17;
 /// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);

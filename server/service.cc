@@ -13,6 +13,7 @@
 #include "proximity/planners/scene_validity.h"
 #include "proximity/planners/timing.h"
 #include "server/batch.h"
+#include "server/contacts.h"
 #include "server/errors.h"
 #include "server/scene_geometry.h"
 
@@ -693,6 +694,63 @@ grpc::Status ProximityServiceImpl::GetSceneGeometry(grpc::ServerContext* context
     response->set_scene_id(call.entry().id);
     call.record().set_field("triangles", static_cast<int64_t>(response->triangles()));
     return call.FitResponse(response, "ask for fewer max_triangles");
+  });
+}
+
+grpc::Status ProximityServiceImpl::ComputeContacts(grpc::ServerContext* context,
+                                                   const v1::ComputeContactsRequest* request,
+                                                   v1::ComputeContactsResponse* response) {
+  return opening_.ServeScene(context, Rpc::kComputeContacts, request->scene_id(), [&](CallScope& call) -> grpc::Status {
+    const core::Scene& scene = call.scene();
+    thread_local std::vector<double> q;
+    thread_local core::SceneCache cache;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    auto query = ToContactRequest(*request);
+    if (!query.ok()) return ToGrpcStatus(query.error());
+    query.value().stop = call.interrupt();
+    const core::Result<core::SceneContactResult> contacts = core::ComputeSceneContacts(scene, q, query.value(), &cache);
+    if (!contacts.ok()) return ToGrpcStatus(contacts.error());
+    const core::SceneContactResult& r = contacts.value();
+    if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
+    ToWire(scene, r, response);
+    Work work;
+    work.states = 1;
+    work.pairs_tested = r.pairs_tested;
+    work.Add(r.stats);
+    work.ToWire(response->mutable_stats());
+    call.record().Count(QueryKind::kDistance, 1, work);
+    call.record().set_states(1);
+    return call.FitResponse(response, "ask for fewer max_pairs or max_points");
+  });
+}
+
+grpc::Status ProximityServiceImpl::ComputeSignedDistance(grpc::ServerContext* context,
+                                                         const v1::ComputeSignedDistanceRequest* request,
+                                                         v1::ComputeSignedDistanceResponse* response) {
+  return opening_.ServeScene(context, Rpc::kComputeSignedDistance, request->scene_id(),
+                             [&](CallScope& call) -> grpc::Status {
+    const core::Scene& scene = call.scene();
+    thread_local std::vector<double> q;
+    thread_local core::SceneCache cache;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    if (request->first().empty()) return ToGrpcStatus(core::InvalidArgument("first: give a link or object name"));
+    if (request->second().empty()) return ToGrpcStatus(core::InvalidArgument("second: give a link or object name"));
+    core::PairSignedDistanceRequest query;
+    query.rel_err = request->rel_err();
+    query.abs_err = request->abs_err();
+    query.stop = call.interrupt();
+    const core::Result<core::PairSignedDistance> distance = core::ComputePairSignedDistance(
+        scene, request->first(), request->second(), q, query, &cache, "first", "second");
+    if (!distance.ok()) return ToGrpcStatus(distance.error());
+    if (distance.value().stopped) return call.cancel().status("the pair's geometries");
+    ToWire(scene, distance.value(), response);
+    response->set_within_limits(scene.robot().WithinLimits(q));
+    Work work;
+    work.states = 1;
+    work.distance_queries = 1;
+    call.record().Count(QueryKind::kDistance, 1, work);
+    call.record().set_states(1);
+    return grpc::Status::OK;
   });
 }
 

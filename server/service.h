@@ -63,6 +63,10 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   /// The scene's meshes, at most max_triangles (or --max-scene-triangles) triangles.
   grpc::Status GetSceneGeometry(grpc::ServerContext* context, const v1::GetSceneGeometryRequest* request,
                                 v1::GetSceneGeometryResponse* response) override;
+  grpc::Status ComputeContacts(grpc::ServerContext* context, const v1::ComputeContactsRequest* request,
+                               v1::ComputeContactsResponse* response) override;
+  grpc::Status ComputeSignedDistance(grpc::ServerContext* context, const v1::ComputeSignedDistanceRequest* request,
+                                     v1::ComputeSignedDistanceResponse* response) override;
 
  private:
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
