@@ -6,6 +6,8 @@
     proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json]
     proximity poses --state=Q [--scene ID] [--json]
     proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
+    proximity contacts --state=Q [--scene ID] [--max-pairs N] [--json]
+    proximity signed-distance NAME NAME --state=Q [--scene ID] [--json]
 
 Exit status: 0 when every path (state) is valid (free) or the plan is solved, 1 when any is not (or no
 path was found; export: when the state or path collides, the file is written all the same), 2 on a bad
@@ -301,18 +303,66 @@ def _cmd_poses(client: Client, args: argparse.Namespace) -> int:
 
 
 def _contact_at(client: Client, q: np.ndarray, scene: str) -> Optional[Tuple[Contact, Pair]]:
-    """What touches at ``q``: CheckState's pair, and the nearest pair's witness points (where the clearance
-    is 0, ComputeDistance's points lie in the contact); None when q is free."""
-    state = client.check_state(q, scene=scene)
-    if state.free or state.contact is None:
+    """What touches at ``q``: every colliding pair's parts and contact points (ComputeContacts), and the
+    deepest pair; None when q is free."""
+    found = client.contacts(q, scene=scene)
+    if found.free:
         return None
-    d = client.distance(q, scene=scene)
-    names = {state.contact.robot, state.contact.other}
-    points = np.zeros((0, 3))
-    if d.nearest.pair is not None:
-        names |= {d.nearest.pair.robot, d.nearest.pair.other}
-        points = np.unique(np.vstack([d.nearest.point_robot, d.nearest.point_other]), axis=0)
-    return Contact(tuple(sorted(names)), points), state.contact
+    names = set()
+    points = [np.zeros((0, 3))]
+    for c in found.contacts:
+        names |= {c.pair.robot, c.pair.other}
+        points.append(c.points)
+    return Contact(tuple(sorted(names)), np.unique(np.vstack(points), axis=0)), found.contacts[0].pair
+
+
+def _contact_json(c: Any) -> Dict[str, Any]:
+    return {**(_pair_json(c.pair) or {}), "depth": c.depth, "depth_lower": c.depth_lower,
+            "depth_upper": _num(c.depth_upper), "normal": c.normal.tolist(), "point_robot": c.point_robot.tolist(),
+            "point_other": c.point_other.tolist(), "points": c.points.tolist(),
+            "point_depths": c.point_depths.tolist(), "padding": c.padding, "method": c.method}
+
+
+def _cmd_contacts(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    q = _state_vector(client, info, args.state)
+    r = client.contacts(q, max_pairs=args.max_pairs, max_points=args.max_points, scene=args.scene)
+    if args.json:
+        print(json.dumps({"scene": info.scene_id, "robot": info.robot_name, "state": q.tolist(), "free": r.free,
+                          "within_limits": r.within_limits, "truncated": r.truncated,
+                          "contacts": [_contact_json(c) for c in r.contacts]}, indent=2))
+        return EXIT_OK if r.free else EXIT_INVALID
+    print(_scene_line(info))
+    if r.free:
+        print("free: no pair collides")
+        return EXIT_OK
+    print(f"{len(r.contacts)} colliding pair(s){' (more not measured: raise --max-pairs)' if r.truncated else ''}, "
+          "deepest first (depth in mm; normal from the robot side)")
+    for c in r.contacts:
+        bound = "" if c.method != "mesh_bracket" else (
+            f", at most {c.depth_upper * 1e3:.3f} mm" if math.isfinite(c.depth_upper) else ", no upper bound")
+        n = c.normal
+        print(f"  {c.pair}: depth {c.depth * 1e3:.3f} mm{bound} ({c.method}), normal ({n[0]:+.3f}, {n[1]:+.3f}, "
+              f"{n[2]:+.3f}), {len(c.points)} point(s)")
+    return EXIT_INVALID
+
+
+def _cmd_signed_distance(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    q = _state_vector(client, info, args.state)
+    d = client.signed_distance(args.first, args.second, q, rel_err=args.rel_err, scene=args.scene)
+    if args.json:
+        print(json.dumps({"scene": info.scene_id, "robot": info.robot_name, "state": q.tolist(),
+                          "pair": _pair_json(d.pair), "distance": d.distance, "lower": d.lower, "upper": d.upper,
+                          "normal": d.normal.tolist(), "point_robot": d.point_robot.tolist(),
+                          "point_other": d.point_other.tolist(), "allowed": d.allowed, "method": d.method},
+                         indent=2))
+        return EXIT_OK
+    print(_scene_line(info))
+    inside = "penetrating" if d.distance < 0 else "apart"
+    print(f"{d.pair.robot} x {d.pair.other}: signed distance {d.distance * 1e3:.3f} mm ({inside}; in "
+          f"[{d.lower * 1e3:.3f}, {d.upper * 1e3:.3f}] mm){' (an allowed pair: not checked)' if d.allowed else ''}")
+    return EXIT_OK
 
 
 def _sample_path(path: np.ndarray, info: SceneInfo, step: float, max_samples: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -498,6 +548,22 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-samples", type=int, default=2000, help="most animation samples (%(default)s)")
     ex.add_argument("--max-triangles", type=int, default=0,
                     help="most triangles; bigger meshes are sent as their convex hulls (default: the server's cap)")
+    ct = sub.add_parser("contacts", parents=[common], help="every colliding pair at a state, with depth and points",
+                        description="Every colliding pair (world and self) at a state with its penetration depth, "
+                                    "contact normal and contact points, deepest first. Exit 0: free; 1: it collides; "
+                                    "2: error.")
+    ct.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    ct.add_argument("--max-pairs", type=int, default=0, help="geometry pairs measured at most (server default 256)")
+    ct.add_argument("--max-points", type=int, default=0, help="contact points per pair (server default 8)")
+
+    sd = sub.add_parser("signed-distance", parents=[common], help="signed distance of two named links or objects",
+                        description="The signed distance between two links, attached objects or world objects at "
+                                    "a state: the distance when apart, minus the penetration depth when they "
+                                    "collide.")
+    sd.add_argument("first", metavar="NAME", help="a link, attached object or world object")
+    sd.add_argument("second", metavar="NAME", help="another one (at least one of the two on the robot)")
+    sd.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    sd.add_argument("--rel-err", type=float, default=0.0, help="relative error allowed when apart (%(default)s)")
     return p
 
 
@@ -505,7 +571,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``proximity`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan,
-                "poses": _cmd_poses, "export": _cmd_export}
+                "poses": _cmd_poses, "export": _cmd_export, "contacts": _cmd_contacts,
+                "signed-distance": _cmd_signed_distance}
     try:
         with Client(args.target, timeout=args.timeout, **_connection(args)) as client:
             if args.scene is not None:

@@ -17,8 +17,8 @@ import numpy as np
 from . import geometry
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
-from .results import (PLANNERS, ContactResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
-                      SceneGeometry, SceneInfo, StateResult, StatesResult, WorkStats)
+from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
+                      SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, WorkStats)
 
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
 #: SRDF group state.
@@ -719,6 +719,33 @@ class Client:
         sid = self._scene(scene)
         req = pb.GetSceneGeometryRequest(scene_id=sid, max_triangles=int(max_triangles))
         return self._restoring(sid, lambda: SceneGeometry.from_proto(self._unary("GetSceneGeometry", req, timeout)))
+
+    # -- contacts ------------------------------------------------------------------------------------
+
+    def contacts(self, q: Configuration, *, max_pairs: int = 0, max_points: int = 0, exclude_world: bool = False,
+                 exclude_self: bool = False, scene: Optional[str] = None,
+                 timeout: Optional[float] = None) -> ContactsResult:
+        """Every colliding pair at ``q`` (world and self, as :meth:`check_state` decides collision) with its
+        penetration depth, normal and contact points, deepest first. ``max_pairs`` caps the geometry pairs
+        measured (0: 256, at most 4096; ``truncated`` tells when more collide), ``max_points`` the points
+        per pair (0: 8)."""
+        sid = self._scene(scene)
+        req = pb.ComputeContactsRequest(scene_id=sid, state=joint_positions(q), max_pairs=int(max_pairs),
+                                        max_points=int(max_points), exclude_world=exclude_world,
+                                        exclude_self=exclude_self)
+        return self._restoring(sid, lambda: ContactsResult.from_proto(self._unary("ComputeContacts", req, timeout)))
+
+    def signed_distance(self, first: str, second: str, q: Configuration, rel_err: float = 0.0,
+                        abs_err: float = 0.0, *, scene: Optional[str] = None,
+                        timeout: Optional[float] = None) -> SignedDistance:
+        """Signed distance (metres, negative inside) between two named things at ``q``: links, attached
+        objects or world objects, at least one on the robot. Pairs apart get a certified interval within
+        ``rel_err`` / ``abs_err``; colliding ones minus their penetration depth."""
+        sid = self._scene(scene)
+        req = pb.ComputeSignedDistanceRequest(scene_id=sid, state=joint_positions(q), first=first, second=second,
+                                              rel_err=float(rel_err), abs_err=float(abs_err))
+        return self._restoring(sid, lambda: SignedDistance.from_proto(
+            self._unary("ComputeSignedDistance", req, timeout)))
 
 
 def _progress_bar(total: int, enabled: Union[bool, str], unit: str) -> Any:
