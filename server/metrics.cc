@@ -35,7 +35,7 @@ const char* RpcName(Rpc rpc) {
   static constexpr const char* kNames[kNumRpcs] = {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
       "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
-      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "ComputeContacts", "ComputeSignedDistance"};
+      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "ComputeContacts", "ComputeSignedDistance", "NameScene"};
   return kNames[static_cast<int>(rpc)];
 }
 

@@ -38,8 +38,9 @@ enum class Rpc : int {
   kGetSceneGeometry,
   kComputeContacts,
   kComputeSignedDistance,
+  kNameScene,
 };
-inline constexpr int kNumRpcs = 17;
+inline constexpr int kNumRpcs = 18;
 /// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);

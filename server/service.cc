@@ -77,9 +77,18 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
         !s.ok()) {
       return ToGrpcStatus(s);
     }
+    if (!request->name().empty()) {
+      if (core::Status s = CheckSceneName(request->name(), "name"); !s.ok()) return ToGrpcStatus(s);
+    }
     // The content id first: a scene already loaded is returned without building it again.
     auto id = CreateSceneId(*request, files_);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
+    // A name another scene holds refuses the request before anything is built.
+    if (!request->name().empty() && !request->reassign_name()) {
+      if (const std::string holder = registry_->NameHolder(request->name()); !holder.empty() && holder != id.value()) {
+        return SceneNameTaken(request->name(), holder);
+      }
+    }
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
     if (grpc::Status s = FindOrBuild(id.value(), [&] { return BuildScene(*request, files_, id.value()); }, &created,
@@ -88,7 +97,14 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
       return s;
     }
     call.set_entry(entry);
-    *response->mutable_scene() = entry->info;
+    if (!request->name().empty()) {
+      std::string holder;
+      if (registry_->AddName(entry->id, request->name(), request->reassign_name(), &holder) ==
+          SceneRegistry::NameOutcome::kTaken) {
+        return SceneNameTaken(request->name(), holder);
+      }
+    }
+    *response->mutable_scene() = registry_->Info(*entry);
     response->set_created(created);
     return grpc::Status::OK;
   });
@@ -97,7 +113,7 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
 grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext* context, const v1::GetSceneRequest* request,
                                             v1::GetSceneResponse* response) {
   return opening_.ServeScene(context, Rpc::kGetScene, request->scene_id(), [&](CallScope& call) {
-    *response->mutable_scene() = call.entry().info;
+    *response->mutable_scene() = registry_->Info(call.entry());
     return grpc::Status::OK;
   });
 }
@@ -114,7 +130,7 @@ grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext* context, cons
         response->set_next_page_token(response->scenes(page.value() - 1).scene_id());
         break;
       }
-      *response->add_scenes() = entry->info;
+      *response->add_scenes() = registry_->Info(*entry);
     }
     return grpc::Status::OK;
   });
@@ -140,7 +156,7 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
         !s.ok()) {
       return s;
     }
-    *response->mutable_scene() = entry->info;
+    *response->mutable_scene() = registry_->Info(*entry);
     return grpc::Status::OK;
   });
 }
@@ -750,6 +766,31 @@ grpc::Status ProximityServiceImpl::ComputeSignedDistance(grpc::ServerContext* co
     work.distance_queries = 1;
     call.record().Count(QueryKind::kDistance, 1, work);
     call.record().set_states(1);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProximityServiceImpl::NameScene(grpc::ServerContext* context, const v1::NameSceneRequest* request,
+                                             v1::NameSceneResponse* response) {
+  return opening_.Serve(context, Rpc::kNameScene, request->scene_id(), [&](CallScope&) -> grpc::Status {
+    if (core::Status s = CheckSceneName(request->name(), "name"); !s.ok()) return ToGrpcStatus(s);
+    std::string holder;
+    const SceneRegistry::NameOutcome outcome =
+        request->remove() ? registry_->RemoveName(request->scene_id(), request->name())
+                          : registry_->AddName(request->scene_id(), request->name(), request->reassign(), &holder);
+    switch (outcome) {
+      case SceneRegistry::NameOutcome::kNoScene:
+        return SceneNotFound(request->scene_id());
+      case SceneRegistry::NameOutcome::kTaken:
+        return SceneNameTaken(request->name(), holder);
+      case SceneRegistry::NameOutcome::kNotHeld:
+        return SceneNameNotHeld(request->name(), request->scene_id());
+      case SceneRegistry::NameOutcome::kOk:
+        break;
+    }
+    const std::shared_ptr<const SceneEntry> entry = registry_->Find(request->scene_id());
+    if (entry == nullptr) return SceneNotFound(request->scene_id());
+    *response->mutable_scene() = registry_->Info(*entry);
     return grpc::Status::OK;
   });
 }

@@ -67,6 +67,8 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
                                v1::ComputeContactsResponse* response) override;
   grpc::Status ComputeSignedDistance(grpc::ServerContext* context, const v1::ComputeSignedDistanceRequest* request,
                                      v1::ComputeSignedDistanceResponse* response) override;
+  grpc::Status NameScene(grpc::ServerContext* context, const v1::NameSceneRequest* request,
+                         v1::NameSceneResponse* response) override;
 
  private:
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
