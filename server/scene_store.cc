@@ -171,6 +171,9 @@ Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const c
   SceneHasher hasher;
   v1::CreateSceneRequest canonical = request;
   canonical.clear_robot();
+  // Names are server state, not content.
+  canonical.clear_name();
+  canonical.clear_reassign_name();
   hasher.Add("CreateSceneRequest", canonical);
   auto text = ReadRobotSource(request.robot(), file_access);
   if (!text.ok()) return text.error();

@@ -29,6 +29,11 @@ TEST_F(ServiceTest, ScenesHaveUniqueNamesAcceptedWhereverAnIdIs) {
   ASSERT_EQ(a.scene().names_size(), 1);
   EXPECT_EQ(a.scene().names(0), "cell-1");
   const std::string id = a.scene().scene_id();
+  // A name is not content: the same request without it has the same id.
+  v1::CreateSceneResponse unnamed;
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), Planar(1.2), &unnamed).ok());
+  EXPECT_EQ(unnamed.scene().scene_id(), id);
+  EXPECT_FALSE(unnamed.created());
 
   // By name: GetScene and a query.
   v1::GetSceneRequest get;

@@ -6,6 +6,8 @@
     proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json]
     proximity poses --state=Q [--scene ID] [--json]
     proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
+    proximity scene create --urdf FILE [--srdf FILE] [--package NAME=DIR]... [--name NAME] [--json]
+    proximity scene name NAME [--scene ID] [--remove] | proximity scene list
     proximity contacts --state=Q [--scene ID] [--max-pairs N] [--json]
     proximity signed-distance NAME NAME --state=Q [--scene ID] [--json]
 
@@ -19,6 +21,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -55,12 +58,15 @@ def _scene_json(s: SceneInfo) -> Dict[str, Any]:
                     "prismatic": l.prismatic, "velocity": l.velocity} for l in s.limits],
         "joint_names": s.joint_names, "links": s.link_names, "objects": s.object_ids,
         "attached_objects": s.attached_object_ids, "named_states": s.named_states, "triangles": s.triangles,
+        "names": s.names, "warnings": s.warnings,
     }
 
 
 def _print_scene(s: SceneInfo, out: Any) -> None:
     print(f"scene {s.scene_id} (version {s.version}{', from ' + s.parent_scene_id if s.parent_scene_id else ''})",
           file=out)
+    if s.names:
+        print(f"  names      {', '.join(s.names)}", file=out)
     print(f"  robot      {s.robot_name}: {s.dof} joints, {len(s.link_names)} links, {s.triangles} triangles", file=out)
     for l in s.limits:
         kind = "continuous" if l.continuous else ("prismatic" if l.prismatic else "revolute")
@@ -110,7 +116,8 @@ def _resolve_scene(client: Client, args: argparse.Namespace) -> SceneInfo:
     if args.scene is None:
         scenes = client.list_scenes()
         if len(scenes) > 1:
-            listed = "\n".join(f"  {s.scene_id}  robot {s.robot_name}, {s.dof} joints" for s in scenes)
+            listed = "\n".join(f"  {s.scene_id}  robot {s.robot_name}, {s.dof} joints"
+                                f"{'  (name ' + ', '.join(s.names) + ')' if s.names else ''}" for s in scenes)
             raise AmbiguousSceneError(f"no --scene given (or PROXIMITY_SCENE) and {len(scenes)} scenes are loaded; "
                                       f"name one:\n{listed}")
         args.scene = "default"
@@ -120,7 +127,8 @@ def _resolve_scene(client: Client, args: argparse.Namespace) -> SceneInfo:
 
 
 def _scene_line(info: SceneInfo) -> str:
-    return f"scene {info.scene_id} (robot {info.robot_name}, {info.dof} joints)"
+    named = f", name {', '.join(info.names)}" if info.names else ""
+    return f"scene {info.scene_id} (robot {info.robot_name}, {info.dof} joints{named})"
 
 
 def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
@@ -450,6 +458,71 @@ def _cmd_export(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK if summary["free"] else EXIT_INVALID
 
 
+def _package_map(items: Sequence[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for item in items:
+        name, sep, folder = item.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise PathFileError(f"--package {item!r}: write NAME=DIR (the package name the URDF's package:// URIs "
+                                "use, and its folder)")
+        if not Path(folder).is_dir():
+            raise PathFileError(f"--package {name}: {folder} is not a folder")
+        out[name.strip()] = folder.strip()
+    return out
+
+
+def _cmd_scene_create(client: Client, args: argparse.Namespace) -> int:
+    for label, f in (("--urdf", args.urdf), ("--srdf", args.srdf)):
+        if f is not None and not Path(f).is_file():
+            raise PathFileError(f"{label} {f}: no such file")
+    try:
+        info = client.create_scene_from_files(args.urdf, args.srdf, package_dirs=_package_map(args.package),
+                                              name=args.name, reassign_name=args.reassign,
+                                              collision_from_visual=args.collision_from_visual,
+                                              padding=args.padding)
+    except FileNotFoundError as e:
+        # The library's hint names its argument; on the command line it is --package.
+        raise PathFileError(re.sub(r"give package_dirs=\{'([^']+)': FOLDER\}", r"give --package \1=DIR",
+                                   f"{args.urdf}: {e}")) from None
+    if args.json:
+        doc = _scene_json(info)
+        doc["created"] = info.created
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    print(f"{_scene_line(info)}: {'created' if info.created else 'already loaded (same content, same id)'}")
+    print(f"  {len(info.link_names)} links, {info.triangles} triangles, joints {', '.join(info.joint_names)}")
+    for w in info.warnings:
+        print(f"  warning: {w}")
+    ref = info.names[0] if info.names else info.scene_id
+    print(f"use it with --scene {ref}, or: export PROXIMITY_SCENE={ref}")
+    return EXIT_OK
+
+
+def _cmd_scene_name(client: Client, args: argparse.Namespace) -> int:
+    scene = args.scene if args.scene is not None else "default"
+    info = client.name_scene(args.name, scene=scene, remove=args.remove, reassign=args.reassign)
+    if args.json:
+        print(json.dumps(_scene_json(info), indent=2))
+    else:
+        print(f"{_scene_line(info)}: {'no longer named' if args.remove else 'named'} {args.name}")
+    return EXIT_OK
+
+
+def _cmd_scene_list(client: Client, args: argparse.Namespace) -> int:
+    scenes = client.list_scenes()
+    if args.json:
+        print(json.dumps([_scene_json(s) for s in scenes], indent=2))
+        return EXIT_OK
+    for s in scenes:
+        print(_scene_line(s))
+    return EXIT_OK
+
+
+def _cmd_scene(client: Client, args: argparse.Namespace) -> int:
+    return {"create": _cmd_scene_create, "name": _cmd_scene_name, "list": _cmd_scene_list}[args.scene_command](
+        client, args)
+
+
 def _connection(args: argparse.Namespace) -> Dict[str, Any]:
     """The Client's TLS and token arguments from the command line."""
     out: Dict[str, Any] = {}
@@ -464,14 +537,28 @@ def _connection(args: argparse.Namespace) -> Dict[str, Any]:
     return out
 
 
+def _user_words(e: ProximityError, args: argparse.Namespace) -> str:
+    """The server's message in the command line's words: request fields become the flags that set them."""
+    text = e.details
+    if e.code.name == "ALREADY_EXISTS" and getattr(args, "command", "") == "scene":
+        return f"{text} (add --reassign to move the name to this scene)"
+    flags = {"state": "--state", "start": "--start", "goal": "--goal", "scene_id": "--scene"}
+    for field, flag in flags.items():
+        if getattr(args, field if field != "scene_id" else "scene", None) is not None or field == "scene_id":
+            text = re.sub(rf"(?<![\w.]){field}(?=[:.\s])", flag, text)
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``proximity`` command."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--target", default=os.environ.get("PROXIMITY_TARGET", DEFAULT_TARGET),
                         help="proximityd address host:port (default $PROXIMITY_TARGET or %(default)s)")
     common.add_argument("--timeout", type=float, default=60.0, help="deadline of each call, seconds (%(default)s)")
+    common.add_argument("--wait", type=float, default=float(os.environ.get("PROXIMITY_WAIT", "5")), metavar="S",
+                        help="wait up to S seconds for a starting server to serve (default $PROXIMITY_WAIT or 5)")
     common.add_argument("--scene", default=os.environ.get("PROXIMITY_SCENE"),
-                        help="scene id (default $PROXIMITY_SCENE, else the built-in scene when it is the only one "
+                        help="scene id or name (default $PROXIMITY_SCENE, else the built-in scene when it is the only one "
                              "loaded; with other scenes loaded a query command refuses and lists them)")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
     common.add_argument("--tls-ca", default=os.environ.get("PROXIMITY_TLS_CA"), metavar="PEM",
@@ -548,6 +635,28 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-samples", type=int, default=2000, help="most animation samples (%(default)s)")
     ex.add_argument("--max-triangles", type=int, default=0,
                     help="most triangles; bigger meshes are sent as their convex hulls (default: the server's cap)")
+    sc = sub.add_parser("scene", help="create, name and list scenes",
+                        description="Scenes on the server: create one from your robot's files, name it, list them.")
+    scs = sc.add_subparsers(dest="scene_command", required=True, metavar="SUBCOMMAND")
+    cr = scs.add_parser("create", parents=[common], help="upload a robot (URDF, SRDF, meshes) as a scene",
+                        description="Reads the URDF, the SRDF and every collision mesh the URDF names on this "
+                                    "machine and uploads them as one bundle (the server opens no file). The same "
+                                    "files give the same scene id by any route.")
+    cr.add_argument("--urdf", required=True, metavar="FILE", help="the robot's URDF")
+    cr.add_argument("--srdf", default=None, metavar="FILE", help="its SRDF (allowed pairs, named states)")
+    cr.add_argument("--package", action="append", default=[], metavar="NAME=DIR",
+                    help="where package://NAME/... meshes are (repeatable; else $ROS_PACKAGE_PATH's package.xml files)")
+    cr.add_argument("--name", default=None, help="a name for the scene, usable wherever its id is")
+    cr.add_argument("--reassign", action="store_true", help="take --name from the scene that holds it")
+    cr.add_argument("--collision-from-visual", action="store_true",
+                    help="collide with each link's <visual> meshes instead of its <collision> ones")
+    cr.add_argument("--padding", type=float, default=None, help="metres added around every link (0)")
+    nm = scs.add_parser("name", parents=[common], help="give the scene (--scene) a name, or take one away")
+    nm.add_argument("name", metavar="NAME")
+    nm.add_argument("--remove", action="store_true", help="take the name away")
+    nm.add_argument("--reassign", action="store_true", help="take the name from the scene that holds it")
+    scs.add_parser("list", parents=[common], help="the scenes loaded, with their robots and names")
+
     ct = sub.add_parser("contacts", parents=[common], help="every colliding pair at a state, with depth and points",
                         description="Every colliding pair (world and self) at a state with its penetration depth, "
                                     "contact normal and contact points, deepest first. Exit 0: free; 1: it collides; "
@@ -572,9 +681,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan,
                 "poses": _cmd_poses, "export": _cmd_export, "contacts": _cmd_contacts,
-                "signed-distance": _cmd_signed_distance}
+                "signed-distance": _cmd_signed_distance, "scene": _cmd_scene}
     try:
         with Client(args.target, timeout=args.timeout, **_connection(args)) as client:
+            if args.wait > 0:
+                client.wait_until_serving(timeout=min(args.wait, args.timeout))
             if args.scene is not None:
                 client.scene = args.scene
             return handlers[args.command](client, args)
@@ -582,7 +693,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"proximity: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except ProximityError as e:
-        print(f"proximity: request failed: {e.method or 'call'}: {e.code.name}: {e.details}", file=sys.stderr)
+        print(f"proximity: request failed: {e.method or 'call'}: {e.code.name}: {_user_words(e, args)}",
+              file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("proximity: interrupted", file=sys.stderr)

@@ -311,11 +311,14 @@ class Client:
                      allowed_pairs: Iterable[Tuple[str, str]] = (),
                      padding: Union[float, Mapping[str, float], None] = None, default_padding: float = 0.0,
                      files: Optional[Mapping[str, bytes]] = None, collision_from_visual: bool = False,
+                     name: Optional[str] = None, reassign_name: bool = False,
                      timeout: Optional[float] = None) -> SceneInfo:
         """Loads a scene: a robot (URDF text or a URDF path on the server, optional SRDF), its base pose,
         world objects, attached objects, allowed pairs and padding (metres; a number pads every link, a
         mapping pads the named links or attached objects). ``collision_from_visual`` makes each link
-        collide with its ``<visual>`` geometry (links without one keep their ``<collision>``).
+        collide with its ``<visual>`` geometry (links without one keep their ``<collision>``). ``name``
+        gives the scene a name on the server, accepted wherever its id is (``AlreadyExistsError`` when
+        another scene holds it, unless ``reassign_name`` moves it here).
 
         Returns the scene's info; its ``created`` is False when the same content was already loaded (the
         id is a content hash). Build objects with :mod:`proximity_client.geometry`.
@@ -326,7 +329,8 @@ class Client:
         req = pb.CreateSceneRequest(robot=robot, base_pose=geometry.as_pose(base_pose), objects=list(objects),
                                     attached_objects=list(attached),
                                     allowed_pairs=[pb.AllowedPair(first=a, second=b) for a, b in allowed_pairs],
-                                    default_padding=float(default_padding))
+                                    default_padding=float(default_padding), name=name or "",
+                                    reassign_name=reassign_name)
         if isinstance(padding, Mapping):
             for k, v in padding.items():
                 req.padding[str(k)] = float(v)
@@ -353,6 +357,14 @@ class Client:
         with self._lock:
             self._recipes[info.scene_id] = ("create", request)
         return info
+
+    def name_scene(self, name: str, *, scene: Optional[str] = None, remove: bool = False, reassign: bool = False,
+                   timeout: Optional[float] = None) -> SceneInfo:
+        """Gives the scene (an id or a name) the name ``name``, or takes it away (``remove``). A name names
+        one scene: ``AlreadyExistsError`` when another holds it, unless ``reassign`` moves it."""
+        sid = self._scene(scene)
+        req = pb.NameSceneRequest(scene_id=sid, name=name, remove=remove, reassign=reassign)
+        return SceneInfo.from_proto(self._unary("NameScene", req, timeout).scene)
 
     def get_scene(self, scene: Optional[str] = None, timeout: Optional[float] = None) -> SceneInfo:
         """The scene's info: robot, joint order and limits, links, objects, named states."""

@@ -89,6 +89,13 @@ class SceneInfo:
     warnings: List[str] = field(default_factory=list)
     #: CreateScene only: True when the scene was newly loaded, False when the same content already was.
     created: Optional[bool] = None
+    #: The scene's names on the server (aliases accepted wherever the id is).
+    names: List[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """The scene's first name, or its id."""
+        return self.names[0] if self.names else self.scene_id
 
     @property
     def dof(self) -> int:
@@ -120,16 +127,15 @@ class SceneInfo:
 
     @staticmethod
     def from_proto(m: "pb.SceneInfo", created: Optional[bool] = None) -> "SceneInfo":
-        return SceneInfo(created=created,
-            
-            scene_id=m.scene_id, version=m.version, parent_scene_id=m.parent_scene_id, robot_name=m.robot_name,
+        return SceneInfo(
+            created=created, scene_id=m.scene_id, version=m.version, parent_scene_id=m.parent_scene_id, robot_name=m.robot_name,
             joint_names=list(m.joint_names),
             limits=[JointLimit(l.joint_name, l.lower, l.upper, l.continuous, l.prismatic, l.velocity)
                     for l in m.limits],
             link_names=list(m.link_names), object_ids=list(m.object_ids),
             attached_object_ids=list(m.attached_object_ids),
             named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles,
-            warnings=list(m.warnings))
+            warnings=list(m.warnings), names=list(m.names))
 
 
 @dataclass(frozen=True)
