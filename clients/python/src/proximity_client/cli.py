@@ -136,6 +136,9 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
     for f in args.files:
         specs.extend(read_paths(f))
     info = _resolve_scene(client, args)
+    for spec in specs:
+        _check_against_scene(spec, info)
+    args._sources = [s.source for s in specs]
     results = client.validate_paths([s.as_request() for s in specs], mode=args.mode, resolution=args.resolution,
                                     progress=not args.json and not args.no_progress, scene=args.scene)
     n_valid = sum(1 for r in results if r.free)
@@ -169,6 +172,7 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
 def _cmd_check_states(client: Client, args: argparse.Namespace) -> int:
     spec = read_states(args.file)
     info = _resolve_scene(client, args)
+    _check_against_scene(spec, info)
     r = client.check_states(spec.waypoints, spec.joint_names, include_contacts=True, scene=args.scene)
     n = len(r.free)
     if args.json:
@@ -538,15 +542,39 @@ def _connection(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def _user_words(e: ProximityError, args: argparse.Namespace) -> str:
-    """The server's message in the command line's words: request fields become the flags that set them."""
+    """The server's message in the command line's words: request fields become the flags that set them
+    (``state.positions:`` -> ``--state:``, ``time_limit must`` -> ``--time-limit must``), and the paths of a
+    file are named by the file."""
     text = e.details
     if e.code.name == "ALREADY_EXISTS" and getattr(args, "command", "") == "scene":
         return f"{text} (add --reassign to move the name to this scene)"
-    flags = {"state": "--state", "start": "--start", "goal": "--goal", "scene_id": "--scene"}
-    for field, flag in flags.items():
-        if getattr(args, field if field != "scene_id" else "scene", None) is not None or field == "scene_id":
-            text = re.sub(rf"(?<![\w.]){field}(?=[:.\s])", flag, text)
+    if e.code.name == "NOT_FOUND" and "(create it with CreateScene)" in text:
+        return text.replace("(create it with CreateScene)",
+                            "(`proximity scene list` shows the loaded scenes, `proximity scene create` loads one)")
+    fields = {k: v for k, v in vars(args).items() if v is not None and not k.startswith("_")}
+    fields.setdefault("scene_id", True)
+    for field in sorted(fields, key=len, reverse=True):
+        flag = "--scene" if field == "scene_id" else "--" + field.replace("_", "-")
+        text = re.sub(rf"(?<![\w.\-]){re.escape(field)}(?:\.positions)?(?=:| must| =)", flag, text)
+    sources = getattr(args, "_sources", None)
+    if sources:
+        text = re.sub(r"paths\[(\d+)\](?:\.\w+(?:\[\d+\])?)?",
+                      lambda m: sources[int(m.group(1))] if int(m.group(1)) < len(sources) else m.group(0), text)
     return text
+
+
+def _check_against_scene(spec: PathSpec, info: SceneInfo) -> None:
+    """A path or state file's columns against the robot, before anything is sent: the file named."""
+    if spec.joint_names:
+        unknown = [n for n in spec.joint_names if n not in info.joint_names]
+        if unknown:
+            raise PathFileError(f"{spec.source}: unknown joint(s) {', '.join(unknown)}; robot {info.robot_name} "
+                                f"(scene {info.label}) has {', '.join(info.joint_names)}")
+        return
+    width = spec.waypoints.shape[1] if spec.waypoints.ndim == 2 else 0
+    if width != info.dof:
+        raise PathFileError(f"{spec.source}: rows have {width} values, robot {info.robot_name} (scene "
+                            f"{info.label}) has {info.dof} joints ({', '.join(info.joint_names)})")
 
 
 def build_parser() -> argparse.ArgumentParser:
