@@ -3,7 +3,7 @@
     proximity info [--scene ID]
     proximity validate FILE... [--scene ID] [--mode certified|discrete] [--resolution R] [--json]
     proximity check-states FILE [--scene ID] [--json]
-    proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json]
+    proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json|.csv|.npy]
     proximity poses --state=Q [--scene ID] [--json]
     proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
     proximity scene create --urdf FILE [--srdf FILE] [--package NAME=DIR]... [--name NAME] [--json]
@@ -33,7 +33,7 @@ from .client import DEFAULT_TARGET, Client
 from .errors import ProximityError
 from .gltf import Contact, build_glb
 from .kinematics import time_from_start
-from .pathfiles import PathFileError, PathSpec, read_paths, read_states
+from .pathfiles import PathFileError, PathSpec, read_paths, read_states, write_path
 from .results import PLANNERS, Pair, PathResult, PlanResult, SceneInfo
 
 EXIT_OK = 0
@@ -233,11 +233,8 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
                     simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
                     max_iterations=args.max_iterations, scene=args.scene)
     if args.out is not None and r.solved:
-        # The format `proximity validate` reads; json writes floats so that they read back exactly.
-        doc = {"joint_names": r.joint_names, "waypoints": r.path.tolist()}
-        if len(r.time_from_start):
-            doc["time_from_start"] = r.time_from_start.tolist()
-        Path(args.out).write_text(json.dumps(doc) + "\n")
+        # A format `proximity validate` reads (.json, .csv or .npy), values that read back exactly.
+        write_path(args.out, r.joint_names, r.path, r.time_from_start)
     if args.json:
         doc = _plan_json(r)
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
@@ -636,9 +633,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="how each edge is checked: certified LINK (default) or discrete sampling")
     pl.add_argument("--resolution", type=float, default=None,
                     help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
-    pl.add_argument("--out", default=None, metavar="PATH.json",
-                    help="write the path as JSON ({joint_names, waypoints, time_from_start}, what `validate` reads) "
-                         "when solved")
+    pl.add_argument("--out", default=None, metavar="PATH",
+                    help="when solved, write the path for `validate`: .json ({joint_names, waypoints, "
+                         "time_from_start}), .csv (joint names, then a row per waypoint) or .npy")
 
     po = sub.add_parser("poses", parents=[common], help="every link's pose in the world at a state",
                         description="Forward kinematics on the server: each link's pose in the world frame (the "
