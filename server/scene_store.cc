@@ -77,6 +77,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
   info.set_version(version);
   info.set_parent_scene_id(parent);
   info.set_robot_name(robot.name());
+  for (const std::string& warning : scene.robot().warnings()) info.add_warnings(warning);
   for (const std::string& warning : scene.warnings()) info.add_warnings(warning);
   int64_t triangles = 0;
   const std::vector<double> velocity = planners::VelocityLimits(robot);
