@@ -6,11 +6,23 @@
 //                          in process: one Scene::CheckState.
 //   validate_paths_stream  many short paths in one streamed ValidatePaths, per path; in process: the
 //                          same paths through Scene::CheckPath on a pool of the same size.
+//   session_track          distance along a trajectory (small steps), one query per round trip on an open
+//                          Session: warm (the session's caches carried from state to state) beside cold
+//                          (cold_caches: empty caches every query), unary ComputeDistance calls, and in
+//                          process (warm and cold caches); per query, with the ratios between them.
+//   session_state, session_edge, session_batch64, unary_state, unary_edge
+//                          latency per query (p50, p99): one CLEAR or one certified LINK per round trip on
+//                          a session, 64 CLEARs per round trip (per query), and the unary calls.
+//   remote_plan            RRT-Connect (lazily certified, as the Plan RPC runs it) on the default scene's
+//                          problems through proximity::remote over sessions and over unary calls, beside
+//                          the same planner and seed in process: median time, solved, time per validity
+//                          query, time_ratio = remote (session) median over in-process median.
 // "ours" is the service, "peer" the in-process core; ratio = peer / ours (1 means no overhead). The
 // answers must agree ("agree" counts the samples whose answers all match).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <iostream>
 #include <map>
@@ -18,7 +30,10 @@
 #include <thread>
 
 #include "bench_util.h"
+#include "proximity/clients/remote_validity.h"
 #include "proximity/core/scene/scene.h"
+#include "proximity/planners/planner.h"
+#include "proximity/planners/scene_validity.h"
 #include "proximity/v1/proximity.grpc.pb.h"
 #include "server/default_scene.h"
 #include "server/log.h"
@@ -57,6 +72,7 @@ struct Fixture {
   std::unique_ptr<v1::ProximityService::Stub> stub;
   std::shared_ptr<const core::Scene> scene;
   int threads = 1;
+  std::string target;  // where the server listens, as a client names it
 };
 
 int ClearBatches(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
@@ -201,6 +217,338 @@ int ValidatePathsStream(const SuiteOptions& options, Fixture& f, std::mt19937_64
   return agree == reps ? 0 : 1;
 }
 
+// One Session stream over the raw stub: the bench's view of what a client library does.
+class BenchSession {
+ public:
+  BenchSession(v1::ProximityService::Stub* stub, bool cold) : context_(Context()), cold_(cold) {
+    stream_ = stub->Session(context_.get());
+  }
+  ~BenchSession() {
+    stream_->WritesDone();
+    v1::SessionResponse rest;
+    while (stream_->Read(&rest)) {
+    }
+    (void)stream_->Finish();
+  }
+  // Sends `request` (open added to the first) and reads its answers; false when the stream failed.
+  bool RoundTrip(v1::SessionRequest* request, v1::SessionResponse* response) {
+    if (first_) {
+      request->mutable_open()->set_scene_id("default");
+      request->mutable_open()->set_cold_caches(cold_);
+    } else {
+      request->clear_open();
+    }
+    first_ = false;
+    return stream_->Write(*request) && stream_->Read(response) &&
+           response->answers_size() == request->queries_size();
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>> stream_;
+  bool cold_;
+  bool first_ = true;
+};
+
+void SetQ(const std::vector<double>& q, v1::JointPositions* out) {
+  out->mutable_positions()->Resize(static_cast<int>(q.size()), 0.0);
+  std::copy(q.begin(), q.end(), out->mutable_positions()->mutable_data());
+}
+
+// Distance along a trajectory: session warm / cold, unary, in process warm / cold.
+int SessionTrack(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
+  const int legs = options.quick ? 2 : 5, per_leg = options.quick ? 300 : 1000;
+  constexpr double kRelErr = 0.05;
+  std::vector<std::vector<double>> track;
+  for (int l = 0; l < legs; ++l) {
+    const auto a = RandomState(rng, f.scene->robot()), b = RandomState(rng, f.scene->robot());
+    for (int k = 0; k < per_leg; ++k) {
+      std::vector<double> q(a.size());
+      for (size_t j = 0; j < q.size(); ++j) q[j] = a[j] + (b[j] - a[j]) * k / (per_leg - 1);
+      track.push_back(std::move(q));
+    }
+  }
+  const auto n = track.size();
+  std::vector<double> warm_us, cold_us, unary_us, local_us, local_cold_us;
+  std::vector<double> lower(n);
+  Work work;
+  core::SceneDistanceRequest query;
+  query.rel_err = kRelErr;
+  core::SceneCache cache;
+  for (size_t i = 0; i < n; ++i) {
+    const double t0 = Now();
+    const core::SceneDistanceResult r = f.scene->ComputeDistance(track[i], query, &cache).value_or({});
+    local_us.push_back((Now() - t0) * 1e6);
+    lower[i] = r.lower_bound;
+    work.bv_tests += static_cast<double>(r.stats.bv_tests);
+    work.triangle_tests += static_cast<double>(r.stats.triangle_tests);
+    ++work.queries;
+    core::SceneCache fresh;
+    const double t1 = Now();
+    (void)f.scene->ComputeDistance(track[i], query, &fresh);
+    local_cold_us.push_back((Now() - t1) * 1e6);
+  }
+  int64_t agree = 0;
+  for (const bool cold : {false, true}) {
+    BenchSession session(f.stub.get(), cold);
+    v1::SessionRequest request;
+    v1::ComputeDistanceRequest* d = request.add_queries()->mutable_distance();
+    d->set_rel_err(kRelErr);
+    v1::SessionResponse response;
+    for (size_t i = 0; i < n; ++i) {
+      SetQ(track[i], d->mutable_state());
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) {
+        std::cerr << "service: Session failed\n";
+        return 1;
+      }
+      (cold ? cold_us : warm_us).push_back((Now() - t0) * 1e6);
+      agree += response.answers(0).distance().lower_bound() == lower[i] ? 1 : 0;
+    }
+  }
+  v1::ComputeDistanceRequest unary;
+  unary.set_scene_id("default");
+  unary.set_rel_err(kRelErr);
+  v1::ComputeDistanceResponse answer;
+  for (size_t i = 0; i < n; ++i) {
+    SetQ(track[i], unary.mutable_state());
+    const double t0 = Now();
+    const grpc::Status status = f.stub->ComputeDistance(Context().get(), unary, &answer);
+    unary_us.push_back((Now() - t0) * 1e6);
+    if (!status.ok()) {
+      std::cerr << "service: ComputeDistance failed: " << status.error_message() << "\n";
+      return 1;
+    }
+    agree += answer.lower_bound() == lower[i] ? 1 : 0;
+  }
+  JsonLine line = CaseLine(kSuite, "session_track", warm_us, work, "in-process core, warm cache", local_us);
+  line.Add("agree", agree).Add("queries", static_cast<int64_t>(3 * n)).Add("states", static_cast<int64_t>(n));
+  line.Add("warm_p50_us", Median(warm_us)).Add("warm_p99_us", Percentile(warm_us, 0.99));
+  line.Add("cold_p50_us", Median(cold_us)).Add("unary_p50_us", Median(unary_us));
+  line.Add("inprocess_warm_p50_us", Median(local_us)).Add("inprocess_cold_p50_us", Median(local_cold_us));
+  line.Add("cold_over_warm", Median(cold_us) / Median(warm_us));
+  line.Add("unary_over_warm", Median(unary_us) / Median(warm_us));
+  line.Add("warm_over_inprocess", Median(warm_us) / Median(local_us));
+  line.Add("inprocess_cold_over_warm", Median(local_cold_us) / Median(local_us));
+  line.Print();
+  return agree == static_cast<int64_t>(3 * n) ? 0 : 1;
+}
+
+// Latency per query: one CLEAR or certified LINK per session round trip, 64 CLEARs per round trip, and
+// the unary calls; the answers agree with the core's.
+int SessionLatency(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
+  const int n = options.quick ? 1000 : 5000, edges = options.quick ? 300 : 1000;
+  std::vector<std::vector<double>> states;
+  for (int i = 0; i < n; ++i) states.push_back(RandomState(rng, f.scene->robot()));
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> motions;
+  for (int i = 0; i < edges; ++i) {
+    auto a = RandomState(rng, f.scene->robot()), b = RandomState(rng, f.scene->robot());
+    for (size_t j = 0; j < b.size(); ++j) b[j] = a[j] + 0.1 * (b[j] - a[j]);  // a planner's extension
+    motions.emplace_back(std::move(a), std::move(b));
+  }
+  core::SceneCache cache;
+  std::vector<char> free(states.size());
+  std::vector<double> local_state_us, local_edge_us;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const double t0 = Now();
+    free[i] = f.scene->CheckState(states[i], &cache).value_or({}).free;
+    local_state_us.push_back((Now() - t0) * 1e6);
+  }
+  std::vector<double> t_free(motions.size());
+  for (size_t i = 0; i < motions.size(); ++i) {
+    const double t0 = Now();
+    t_free[i] = f.scene->CheckMotion(motions[i].first, motions[i].second, {}, &cache).value_or({}).t_free;
+    local_edge_us.push_back((Now() - t0) * 1e6);
+  }
+  int failures = 0;
+  auto emit = [&](const char* name, const std::vector<double>& us, const std::vector<double>& peer, int64_t agree,
+                  int64_t total) {
+    JsonLine line = CaseLine(kSuite, name, us, Work{}, kPeer, peer);
+    line.Add("p50_us", Median(us)).Add("p99_us", Percentile(us, 0.99)).Add("agree", agree).Add("queries", total);
+    line.Print();
+    failures += agree == total ? 0 : 1;
+  };
+  {
+    // The transport's floor: a round trip of an empty batch (the server reads and writes, queries nothing).
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    v1::SessionResponse response;
+    std::vector<double> us;
+    for (int i = 0; i < n; ++i) {
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) return 1;
+      us.push_back((Now() - t0) * 1e6);
+    }
+    JsonLine line = CaseLine(kSuite, "session_empty", us, Work{}, kPeer, std::vector<double>(us.size(), 0.0));
+    line.Add("p50_us", Median(us)).Add("p99_us", Percentile(us, 0.99));
+    line.Print();
+  }
+  {
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    v1::JointPositions* q = request.add_queries()->mutable_state()->mutable_state();
+    v1::SessionResponse response;
+    std::vector<double> us;
+    int64_t agree = 0;
+    for (size_t i = 0; i < states.size(); ++i) {
+      SetQ(states[i], q);
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) return 1;
+      us.push_back((Now() - t0) * 1e6);
+      agree += response.answers(0).state().free() == (free[i] != 0);
+    }
+    emit("session_state", us, local_state_us, agree, n);
+  }
+  {
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    v1::CheckMotionRequest* m = request.add_queries()->mutable_motion();
+    v1::SessionResponse response;
+    std::vector<double> us;
+    int64_t agree = 0;
+    for (size_t i = 0; i < motions.size(); ++i) {
+      SetQ(motions[i].first, m->mutable_start());
+      SetQ(motions[i].second, m->mutable_goal());
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) return 1;
+      us.push_back((Now() - t0) * 1e6);
+      agree += response.answers(0).motion().result().t_free() == t_free[i];
+    }
+    emit("session_edge", us, local_edge_us, agree, edges);
+  }
+  {
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    for (int k = 0; k < 64; ++k) request.add_queries()->set_id(static_cast<uint64_t>(k));
+    v1::SessionResponse response;
+    std::vector<double> us, peer;
+    int64_t agree = 0, total = 0;
+    for (size_t b = 0; b + 64 <= states.size(); b += 64) {
+      for (int k = 0; k < 64; ++k) SetQ(states[b + static_cast<size_t>(k)], request.mutable_queries(k)->mutable_state()->mutable_state());
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) return 1;
+      us.push_back((Now() - t0) * 1e6 / 64);
+      double local = 0;
+      for (int k = 0; k < 64; ++k) {
+        agree += response.answers(k).state().free() == (free[b + static_cast<size_t>(k)] != 0);
+        local += local_state_us[b + static_cast<size_t>(k)];
+      }
+      peer.push_back(local / 64);
+      total += 64;
+    }
+    emit("session_batch64", us, peer, agree, total);
+  }
+  {
+    v1::CheckStateRequest request;
+    request.set_scene_id("default");
+    v1::CheckStateResponse response;
+    std::vector<double> us;
+    int64_t agree = 0;
+    for (size_t i = 0; i < states.size(); ++i) {
+      SetQ(states[i], request.mutable_state());
+      const double t0 = Now();
+      if (!f.stub->CheckState(Context().get(), request, &response).ok()) return 1;
+      us.push_back((Now() - t0) * 1e6);
+      agree += response.free() == (free[i] != 0);
+    }
+    emit("unary_state", us, local_state_us, agree, n);
+  }
+  {
+    v1::CheckMotionRequest request;
+    request.set_scene_id("default");
+    v1::CheckMotionResponse response;
+    std::vector<double> us;
+    int64_t agree = 0;
+    for (size_t i = 0; i < motions.size(); ++i) {
+      SetQ(motions[i].first, request.mutable_start());
+      SetQ(motions[i].second, request.mutable_goal());
+      const double t0 = Now();
+      if (!f.stub->CheckMotion(Context().get(), request, &response).ok()) return 1;
+      us.push_back((Now() - t0) * 1e6);
+      agree += response.result().t_free() == t_free[i];
+    }
+    emit("unary_edge", us, local_edge_us, agree, edges);
+  }
+  return failures;
+}
+
+// RRT-Connect over proximity::remote (sessions, unary calls) beside the same planner in process, lazily
+// certified as the Plan RPC runs it: a sampled quick check grows the trees, candidate paths are certified
+// (over a session: in one round trip each). The same seed gives the same path everywhere ("agree").
+int RemotePlan(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
+  const int problems = options.quick ? 4 : 12;
+  clients::RemoteOptions ro;
+  ro.target = f.target;
+  ro.deadline = std::chrono::seconds(60);
+  auto session_scene = clients::RemoteScene::Connect(ro);
+  ro.use_session = false;
+  auto unary_scene = clients::RemoteScene::Connect(ro);
+  if (!session_scene.ok() || !unary_scene.ok()) return 1;
+  const planners::JointSpace space = planners::JointSpace::ForRobot(f.scene->robot());
+  core::MotionRequest quick;
+  quick.mode = core::MotionRequest::Mode::kDiscrete;
+  quick.resolution = planners::ScenePlanning::kDefaultQuickResolution;
+  const planners::SceneStateValidity local_state(f.scene);
+  const planners::SceneMotionValidator local_motion(f.scene, core::MotionRequest{}), local_quick(f.scene, quick);
+  const clients::RemoteStateValidity s_state(session_scene.value()), u_state(unary_scene.value());
+  const clients::RemoteMotionValidator s_motion(session_scene.value()), u_motion(unary_scene.value());
+  const clients::RemoteMotionValidator s_quick(session_scene.value(), quick), u_quick(unary_scene.value(), quick);
+  const planners::PlanningContext contexts[3] = {{space, &local_state, &local_motion, &local_quick},
+                                                 {space, &s_state, &s_motion, &s_quick},
+                                                 {space, &u_state, &u_motion, &u_quick}};
+  // Valid ends far apart whose straight motion collides.
+  core::SceneCache cache;
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> ends;
+  auto valid = [&](const std::vector<double>& q) {
+    const core::StateResult r = f.scene->CheckState(q, &cache).value_or({});
+    return r.free && r.within_limits;
+  };
+  for (int i = 0; i < 100000 && static_cast<int>(ends.size()) < problems; ++i) {
+    auto a = RandomState(rng, f.scene->robot()), b = RandomState(rng, f.scene->robot());
+    if (!valid(a) || !valid(b) || space.Distance(a, b) < 1.0) continue;
+    if (!f.scene->CheckMotion(a, b, {}, &cache).value_or({}).free) ends.emplace_back(a, b);
+  }
+  std::vector<double> times[3], per_query[3];
+  int solved[3] = {0, 0, 0};
+  int64_t agree = 0;
+  planners::Termination termination;
+  termination.time_limit_s = 60.0;
+  for (size_t p = 0; p < ends.size(); ++p) {
+    planners::PlannerOptions po;
+    po.type = planners::PlannerType::kRrtConnect;
+    po.seed = options.seed + p;
+    std::vector<planners::Configuration> paths[3];
+    for (int k = 0; k < 3; ++k) {
+      const double t0 = Now();
+      auto planned = planners::Plan(contexts[k], ends[p].first, ends[p].second, po, termination);
+      const double s = Now() - t0;
+      if (!planned.ok()) {
+        std::cerr << "service: remote_plan: " << planned.error().message << "\n";
+        return 1;
+      }
+      const planners::PlanStats& st = planned.value().stats;
+      times[k].push_back(s * 1e6);
+      per_query[k].push_back(s * 1e6 / static_cast<double>(std::max<int64_t>(
+                                           1, st.state_checks + st.motion_checks + st.quick_motion_checks)));
+      solved[k] += planned.value().solved();
+      paths[k] = planned.value().path;
+    }
+    agree += paths[1] == paths[0] && paths[2] == paths[0];
+  }
+  JsonLine line = CaseLine(kSuite, "remote_plan", times[1], Work{}, "the same planner in process", times[0]);
+  line.Add("problems", static_cast<int64_t>(ends.size())).Add("agree", agree);
+  line.Add("solved_inprocess", solved[0]).Add("solved_session", solved[1]).Add("solved_unary", solved[2]);
+  line.Add("median_ms_inprocess", Median(times[0]) / 1e3).Add("median_ms_session", Median(times[1]) / 1e3);
+  line.Add("median_ms_unary", Median(times[2]) / 1e3);
+  line.Add("us_per_query_inprocess", Median(per_query[0])).Add("us_per_query_session", Median(per_query[1]));
+  line.Add("us_per_query_unary", Median(per_query[2]));
+  line.Add("time_ratio", Median(times[1]) / Median(times[0]));
+  line.Add("unary_time_ratio", Median(times[2]) / Median(times[0]));
+  line.Add("remote_sessions_opened", session_scene.value()->sessions_opened());
+  line.Print();
+  return agree == static_cast<int64_t>(ends.size()) ? 0 : 1;
+}
+
 }  // namespace
 
 int RunService(const SuiteOptions& options) {
@@ -208,7 +556,10 @@ int RunService(const SuiteOptions& options) {
   Fixture f;
   f.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   server::ServerOptions so;
-  so.listen = "127.0.0.1:0";
+  // PROXIMITY_BENCH_LISTEN: another address for the server, e.g. unix:/tmp/proximity-bench.sock (a
+  // planner on the same machine); loopback TCP by default.
+  const char* listen = std::getenv("PROXIMITY_BENCH_LISTEN");
+  so.listen = listen != nullptr && *listen != '\0' ? listen : "127.0.0.1:0";
   so.metrics_listen = "";
   so.threads = f.threads;
   auto started = server::ProximityServer::Start(so);
@@ -217,10 +568,11 @@ int RunService(const SuiteOptions& options) {
     return 1;
   }
   f.server = std::move(started).value();
+  f.target = so.listen.rfind("unix:", 0) == 0 ? so.listen : "127.0.0.1:" + std::to_string(f.server->port());
+  std::cerr << "service: proximityd in process at " << f.target << "\n";
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  f.stub = v1::ProximityService::NewStub(grpc::CreateCustomChannel(
-      "127.0.0.1:" + std::to_string(f.server->port()), grpc::InsecureChannelCredentials(), args));
+  f.stub = v1::ProximityService::NewStub(grpc::CreateCustomChannel(f.target, grpc::InsecureChannelCredentials(), args));
   auto d = server::DefaultSceneDescription();
   auto scene = d.ok() ? core::Scene::Build(std::move(d).value()) : core::Result<std::shared_ptr<const core::Scene>>(d.error());
   if (!scene.ok()) {
@@ -233,6 +585,9 @@ int RunService(const SuiteOptions& options) {
   failures += ClearBatches(options, f, rng);
   failures += UnaryCheckState(options, f, rng);
   failures += ValidatePathsStream(options, f, rng);
+  failures += SessionTrack(options, f, rng);
+  failures += SessionLatency(options, f, rng);
+  failures += RemotePlan(options, f, rng);
   return failures == 0 ? 0 : 1;
 }
 

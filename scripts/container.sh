@@ -24,7 +24,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 echo "== podman"
-pkgs=(podman buildah runc crun fuse-overlayfs slirp4netns uidmap debootstrap)
+pkgs=(podman buildah runc crun fuse-overlayfs slirp4netns uidmap debootstrap catatonit)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then missing+=("$p"); fi

@@ -50,6 +50,9 @@ struct ServiceLimits {
   /// Largest response message (the server's --max-message-bytes); a larger one is refused with
   /// RESOURCE_EXHAUSTED instead of failing in the transport after being counted as OK. 0: no check.
   int64_t max_response_bytes = 0;
+  /// Queries in one Session batch (--max-session-batch); a larger batch ends the stream with
+  /// RESOURCE_EXHAUSTED naming the option.
+  int64_t max_session_batch = 4096;
 };
 
 /// Records one call in the metrics and the log when it goes out of scope, whatever path the handler

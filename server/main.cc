@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-plan-seconds", f.server.limits.max_plan_seconds, "Largest Plan time limit, seconds")
       ->capture_default_str();
+  app.add_option("--max-session-batch", f.server.limits.max_session_batch, "Most queries in one Session batch")
+      ->capture_default_str();
   app.add_option("--max-call-seconds", f.server.limits.max_call_seconds,
                  "Longest a query call may work whatever the client's deadline, seconds")
       ->capture_default_str();
@@ -114,6 +116,13 @@ int main(int argc, char** argv) {
                  "Debian libjs-three's folder: the viewer serves its three.min.js and OrbitControls.js")
       ->capture_default_str();
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
+  app.add_option("--max-connection-age-seconds", f.server.max_connection_age_seconds,
+                 "Close each client connection after about this long, so that clients re-resolve and reach new "
+                 "replicas (0: never)")
+      ->capture_default_str();
+  app.add_option("--max-connection-age-grace-seconds", f.server.max_connection_age_grace_seconds,
+                 "How long calls in flight on an aged connection may finish")
+      ->capture_default_str();
   app.add_option("--drain-seconds", f.drain_seconds, "On SIGTERM, how long in-flight calls may finish")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error|off")->capture_default_str();
@@ -131,6 +140,7 @@ int main(int argc, char** argv) {
         {"max-batch-states", [&](const YAML::Node& n) { f.server.limits.max_batch_states = n.as<int64_t>(); }},
         {"max-path-waypoints", [&](const YAML::Node& n) { f.server.limits.max_path_waypoints = n.as<int64_t>(); }},
         {"max-plan-seconds", [&](const YAML::Node& n) { f.server.limits.max_plan_seconds = n.as<double>(); }},
+        {"max-session-batch", [&](const YAML::Node& n) { f.server.limits.max_session_batch = n.as<int64_t>(); }},
         {"max-call-seconds", [&](const YAML::Node& n) { f.server.limits.max_call_seconds = n.as<double>(); }},
         {"allow-path-root", [&](const YAML::Node& n) {
            f.server.allow_path_roots.clear();
@@ -155,6 +165,10 @@ int main(int argc, char** argv) {
         {"no-viewer", [&](const YAML::Node& n) { f.no_viewer = n.as<bool>(); }},
         {"viewer-three-dir", [&](const YAML::Node& n) { f.server.viewer_three_dir = n.as<std::string>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
+        {"max-connection-age-seconds",
+         [&](const YAML::Node& n) { f.server.max_connection_age_seconds = n.as<double>(); }},
+        {"max-connection-age-grace-seconds",
+         [&](const YAML::Node& n) { f.server.max_connection_age_grace_seconds = n.as<double>(); }},
         {"drain-seconds", [&](const YAML::Node& n) { f.drain_seconds = n.as<double>(); }},
         {"log-level", [&](const YAML::Node& n) { f.log_level = n.as<std::string>(); }},
         {"log-format", [&](const YAML::Node& n) { f.log_format = n.as<std::string>(); }},
@@ -173,8 +187,9 @@ int main(int argc, char** argv) {
     std::cerr << "proximityd: log format must be json or text, not '" << f.log_format << "'\n";
     return 2;
   }
-  if (f.server.limits.max_batch_states < 1 || f.server.limits.max_path_waypoints < 1) {
-    std::cerr << "proximityd: --max-batch-states and --max-path-waypoints must be >= 1\n";
+  if (f.server.limits.max_batch_states < 1 || f.server.limits.max_path_waypoints < 1 ||
+      f.server.limits.max_session_batch < 1) {
+    std::cerr << "proximityd: --max-batch-states, --max-path-waypoints and --max-session-batch must be >= 1\n";
     return 2;
   }
   if (!(f.server.limits.max_plan_seconds > 0.0) || !std::isfinite(f.server.limits.max_plan_seconds)) {

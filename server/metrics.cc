@@ -35,11 +35,15 @@ const char* RpcName(Rpc rpc) {
   static constexpr const char* kNames[kNumRpcs] = {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
       "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
-      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "ComputeContacts", "ComputeSignedDistance", "NameScene"};
+      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "Session",
+      "ComputeContacts", "ComputeSignedDistance", "NameScene"};
   return kNames[static_cast<int>(rpc)];
 }
 
-const char* RpcType(Rpc rpc) { return rpc == Rpc::kValidatePaths ? "server_stream" : "unary"; }
+const char* RpcType(Rpc rpc) {
+  if (rpc == Rpc::kValidatePaths) return "server_stream";
+  return rpc == Rpc::kSession ? "bidi_stream" : "unary";
+}
 
 void Metrics::Handled(Rpc rpc, grpc::StatusCode code, double seconds) {
   PerRpc& r = rpcs_[Index(rpc)];

@@ -36,12 +36,13 @@ enum class Rpc : int {
   kPlan,
   kGetLinkPoses,
   kGetSceneGeometry,
+  kSession,
   kComputeContacts,
   kComputeSignedDistance,
   kNameScene,
 };
-inline constexpr int kNumRpcs = 18;
-/// The method name ("CheckState") and its grpc_type ("unary", "server_stream").
+inline constexpr int kNumRpcs = 19;
+/// The method name ("CheckState") and its grpc_type ("unary", "server_stream", "bidi_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);
 

@@ -18,6 +18,12 @@
 #include "server/viewer.h"
 
 namespace proximity::server {
+namespace {
+
+// Channel arguments are int milliseconds: a day keeps them far from overflow.
+constexpr double kMaxAgeSeconds = 86400.0;
+
+}  // namespace
 
 core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const ServerOptions& options) {
   // One gRPC library reference held for the life of the process. Otherwise destroying the last server
@@ -83,6 +89,22 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   // Clients that keep idle connections alive must not be told "too many pings".
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  if (!(options.max_connection_age_seconds >= 0.0) || !(options.max_connection_age_seconds <= kMaxAgeSeconds) ||
+      !(options.max_connection_age_grace_seconds >= 0.0) ||
+      !(options.max_connection_age_grace_seconds <= kMaxAgeSeconds)) {
+    return core::InvalidArgument("--max-connection-age-seconds and --max-connection-age-grace-seconds must be in [0, " +
+                                 std::to_string(static_cast<int>(kMaxAgeSeconds)) + "] seconds, got " +
+                                 std::to_string(options.max_connection_age_seconds) + " and " +
+                                 std::to_string(options.max_connection_age_grace_seconds));
+  }
+  if (options.max_connection_age_seconds > 0.0) {
+    // A client connected to one replica stays there for the life of the connection: ageing it out makes
+    // the client resolve its target again and pick up replicas added since.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               std::max(1, static_cast<int>(options.max_connection_age_seconds * 1000.0)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(options.max_connection_age_grace_seconds * 1000.0));
+  }
   if (options.max_concurrent_calls > 0) {
     // The service refuses calls beyond --max-concurrent-calls itself, naming the limit (Opening); gRPC's
     // thread quota is the backstop against a flood faster than those refusals, with headroom so that
@@ -162,6 +184,7 @@ void ProximityServer::Shutdown(std::chrono::milliseconds drain) {
   shut_down_ = true;
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->Shutdown();  // every service NOT_SERVING, and stays so
+    if (service_ != nullptr) service_->EndSessions();
     server_->Shutdown(std::chrono::system_clock::now() + drain);
   }
   if (metrics_http_ != nullptr) metrics_http_->Stop();

@@ -55,6 +55,12 @@ struct ServerOptions {
   bool viewer = true;
   /// Debian libjs-three's folder, whose three.min.js and OrbitControls.js the viewer serves.
   std::string viewer_three_dir = "/usr/share/javascript/three";
+  /// Close each client connection after about this long (gRPC's GRPC_ARG_MAX_CONNECTION_AGE_MS, with
+  /// its +-10% jitter), so that clients re-resolve a DNS name and spread over replicas added since;
+  /// 0: never. Calls in flight then have `max_connection_age_grace_seconds` to finish.
+  double max_connection_age_seconds = 0.0;
+  /// GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS: how long calls in flight on an aged connection may finish.
+  double max_connection_age_grace_seconds = 300.0;
 };
 
 class ProximityServer {

@@ -6,9 +6,11 @@
 /// answer; every status comes from errors.h. Batches run on the worker pool (batch.h) with per-call
 /// scene caches and stop between states or paths once the call is cancelled or past its deadline.
 /// Plan runs proximity::planners on the scene, inline. GetLinkPoses and GetSceneGeometry answer from
-/// scene_geometry.h.
+/// scene_geometry.h. Session (session.cc) serves a stream of query batches on one opening.
 
 #include <cstdint>
+#include <mutex>
+#include <set>
 
 #include "proximity/core/base/file_access.h"
 #include "proximity/v1/proximity.grpc.pb.h"
@@ -63,6 +65,13 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   /// The scene's meshes, at most max_triangles (or --max-scene-triangles) triangles.
   grpc::Status GetSceneGeometry(grpc::ServerContext* context, const v1::GetSceneGeometryRequest* request,
                                 v1::GetSceneGeometryResponse* response) override;
+  /// A query session (session.cc): one opening, then batches of CLEAR, LINK and distance queries
+  /// answered in order on the handler's thread with the session's own caches.
+  grpc::Status Session(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<v1::SessionResponse, v1::SessionRequest>* stream) override;
+  /// Ends every open session (their streams are cancelled) and refuses new ones: the drain's first step,
+  /// so that a client holding an idle session does not hold the drain to its end.
+  void EndSessions();
   grpc::Status ComputeContacts(grpc::ServerContext* context, const v1::ComputeContactsRequest* request,
                                v1::ComputeContactsResponse* response) override;
   grpc::Status ComputeSignedDistance(grpc::ServerContext* context, const v1::ComputeSignedDistanceRequest* request,
@@ -85,6 +94,10 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   ServiceLimits limits_;
   core::FileAccess files_;
   Opening opening_;  // after limits_, which it points to
+  // Open sessions, so that the drain can end them.
+  std::mutex sessions_mutex_;
+  std::set<grpc::ServerContext*> sessions_;
+  bool sessions_ended_ = false;
 };
 
 }  // namespace proximity::server

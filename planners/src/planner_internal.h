@@ -1,6 +1,7 @@
 #pragma once
 // Shared pieces of the planners: the termination clock and validity calls that count their work.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -67,6 +68,25 @@ class Checker {
     ++stats_->motion_checks;
     return Segment(*context_.motion, a, b);
   }
+  // The decisive checks of the segments a[i] -> b[i] in order, up to and including the first that is
+  // not valid (MotionValidator::CheckMotionsUntilInvalid: one round trip for a remote validator); each
+  // counted as Motion() counts it.
+  Result<std::vector<MotionCheck>> MotionsUntilInvalid(std::span<const std::span<const double>> a,
+                                                       std::span<const std::span<const double>> b) {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    starts_.resize(a.size() * dof);
+    ends_.resize(a.size() * dof);
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::copy(a[i].begin(), a[i].end(), starts_.begin() + static_cast<std::ptrdiff_t>(i * dof));
+      context_.space.SegmentEnd(a[i], b[i], std::span<double>(ends_.data() + i * dof, dof));
+    }
+    Result<std::vector<MotionCheck>> checks =
+        context_.motion->CheckMotionsUntilInvalid(starts_, ends_, context_.space.dof());
+    if (!checks.ok()) return checks;
+    stats_->motion_checks += static_cast<int64_t>(checks.value().size());
+    for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
+    return checks;
+  }
   // The tree-growing check: the quick one when the context has it.
   Result<MotionCheck> Quick(std::span<const double> a, std::span<const double> b) {
     if (context_.quick_motion == nullptr) return Motion(a, b);
@@ -105,6 +125,7 @@ class Checker {
   const PlanningContext& context_;
   PlanStats* stats_;
   std::vector<double> end_;
+  std::vector<double> starts_, ends_;
 };
 
 // The start of every Solve: malformed ends are errors; an invalid end ends the call (outcome set); a

@@ -204,15 +204,27 @@ class PrmPlanner final : public Planner {
       *found = *finished;
       return st;
     }
+    // The edges not yet decided, sent at once: the checks stop after the first that fails, exactly as
+    // deciding them one by one would.
+    std::vector<int32_t> undecided;
+    std::vector<std::span<const double>> from, to;
     for (int32_t k : path_edges) {
-      Edge& e = edges_[static_cast<size_t>(k)];
+      const Edge& e = edges_[static_cast<size_t>(k)];
       if (e.known != Known::kQuick) continue;
-      const Result<MotionCheck> motion = checker->Motion(Q(e.a), Q(e.b));
-      if (!motion.ok()) return motion.status();
-      e.known = motion.value().valid ? Known::kValid : Known::kInvalid;
-      if (!motion.value().valid) {
-        ++stats->certification_failures;
-        return Status::Ok();
+      undecided.push_back(k);
+      from.push_back(Q(e.a));
+      to.push_back(Q(e.b));
+    }
+    if (!undecided.empty()) {
+      const Result<std::vector<MotionCheck>> checks = checker->MotionsUntilInvalid(from, to);
+      if (!checks.ok()) return checks.status();
+      for (size_t i = 0; i < checks.value().size(); ++i) {
+        Edge& e = edges_[static_cast<size_t>(undecided[i])];
+        e.known = checks.value()[i].valid ? Known::kValid : Known::kInvalid;
+        if (!checks.value()[i].valid) {
+          ++stats->certification_failures;
+          return Status::Ok();
+        }
       }
     }
     result->path = std::move(candidate);

@@ -194,23 +194,34 @@ class RrtPlanner final : public Planner {
   Status Certify(Checker* checker, Tree* a, int32_t va, Tree* b, int32_t vb, bool* certified, PlanStats* stats) {
     *certified = true;
     if (checker->quick_is_final()) return Status::Ok();
+    // The undecided edges in the order they are decided, sent at once: the checks stop after the first
+    // that fails, exactly as deciding them one by one would.
     std::vector<int32_t> branch;
+    std::vector<std::pair<Tree*, int32_t>> edges;
+    std::vector<std::span<const double>> from, to;
     for (auto [tree, v] : {std::pair<Tree*, int32_t>{a, va}, std::pair<Tree*, int32_t>{b, vb}}) {
       if (tree == nullptr) continue;
       tree->Branch(v, &branch);
       for (auto it = branch.rbegin(); it != branch.rend(); ++it) {
         const int32_t u = *it;
         if (tree->parent(u) < 0 || tree->decided(u)) continue;
-        const Result<MotionCheck> check = checker->Motion(tree->q(tree->parent(u)), tree->q(u));
-        if (!check.ok()) return check.status();
-        if (!check.value().valid) {
-          ++stats->certification_failures;
-          tree->Cut(u);
-          *certified = false;
-          return Status::Ok();
-        }
-        tree->set_decided(u);
+        edges.emplace_back(tree, u);
+        from.push_back(tree->q(tree->parent(u)));
+        to.push_back(tree->q(u));
       }
+    }
+    if (edges.empty()) return Status::Ok();
+    const Result<std::vector<MotionCheck>> checks = checker->MotionsUntilInvalid(from, to);
+    if (!checks.ok()) return checks.status();
+    for (size_t i = 0; i < checks.value().size(); ++i) {
+      auto [tree, u] = edges[i];
+      if (!checks.value()[i].valid) {
+        ++stats->certification_failures;
+        tree->Cut(u);
+        *certified = false;
+        return Status::Ok();
+      }
+      tree->set_decided(u);
     }
     return Status::Ok();
   }

@@ -1,8 +1,28 @@
 #include "proximity/planners/scene_validity.h"
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace proximity::planners {
+
+core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotionsUntilInvalid(std::span<const double> starts,
+                                                                                 std::span<const double> ends,
+                                                                                 int32_t dof) const {
+  if (dof < 1 || starts.size() != ends.size() || starts.size() % static_cast<size_t>(dof) != 0) {
+    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start and " +
+                                 std::to_string(ends.size()) + " end values are not rows of " + std::to_string(dof));
+  }
+  std::vector<MotionCheck> checks;
+  const auto d = static_cast<size_t>(dof);
+  for (size_t i = 0; i < starts.size(); i += d) {
+    core::Result<MotionCheck> check = CheckMotion(starts.subspan(i, d), ends.subspan(i, d));
+    if (!check.ok()) return check.error();
+    checks.push_back(check.value());
+    if (!check.value().valid) break;
+  }
+  return checks;
+}
 
 core::MotionRequest PlanningMotionRequest(double prepass_resolution) {
   core::MotionRequest request;

@@ -3,35 +3,23 @@
 // built-in default scene (the KR5 workcell, scene id "default"), and compares the remote answers with
 // the same scene built in process (server/default_scene.h). The daemon is stopped with SIGTERM at the
 // end of every test, which must exit 0.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "clients/daemon.h"
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "proximity/clients/remote_validity.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
-#include "server/default_scene.h"
-
-extern char** environ;
 
 namespace proximity::clients {
 namespace {
@@ -40,136 +28,9 @@ using planners::Configuration;
 using planners::JointSpace;
 using planners::MotionCheck;
 using Clock = std::chrono::steady_clock;
-
-// A proximityd child process with its stderr captured.
-class Daemon {
- public:
-  // Starts proximityd on 127.0.0.1:0 and waits (up to two minutes) for its "listening on" line.
-  static std::unique_ptr<Daemon> Start(std::string* error) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      *error = "pipe2 failed";
-      return nullptr;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    std::vector<std::string> args = {PROXIMITYD_PATH, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                     "--threads", "2", "--log-level", "warn", "--log-format", "text"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    auto d = std::unique_ptr<Daemon>(new Daemon());
-    const int rc = posix_spawn(&d->pid_, PROXIMITYD_PATH, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    if (rc != 0) {
-      close(fds[0]);
-      *error = std::string("cannot start ") + PROXIMITYD_PATH + ": " + std::strerror(rc);
-      return nullptr;
-    }
-    d->fd_ = fds[0];
-    // Read stderr until the line that names the port.
-    const std::string marker = "proximityd listening on ";
-    const auto until = Clock::now() + std::chrono::minutes(2);
-    std::string text;
-    for (;;) {
-      const size_t at = text.find(marker);
-      const size_t end = at == std::string::npos ? at : text.find('\n', at);
-      if (end != std::string::npos) {
-        d->target_ = text.substr(at + marker.size(), end - at - marker.size());
-        break;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-      pollfd p{d->fd_, POLLIN, 0};
-      char buf[4096];
-      ssize_t got = 0;
-      if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0 || (got = read(d->fd_, buf, sizeof(buf))) <= 0) {
-        *error = "proximityd did not report its port; its stderr:\n" + text;
-        return nullptr;  // the destructor kills it
-      }
-      text.append(buf, static_cast<size_t>(got));
-    }
-    d->log_ = text;
-    // Keep draining stderr so that the daemon never blocks on a full pipe.
-    d->drain_ = std::thread([raw = d.get()] {
-      char buf[4096];
-      ssize_t got;
-      while ((got = read(raw->fd_, buf, sizeof(buf))) > 0) {
-        std::lock_guard lock(raw->mutex_);
-        raw->log_.append(buf, static_cast<size_t>(got));
-      }
-    });
-    return d;
-  }
-
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (drain_.joinable()) drain_.join();
-    if (fd_ >= 0) close(fd_);
-  }
-
-  const std::string& target() const { return target_; }
-
-  // SIGTERM, then waits up to a minute: the exit code, or -1 (killed by a signal or still running,
-  // which is then killed).
-  int Terminate() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    const auto until = Clock::now() + std::chrono::minutes(1);
-    pid_t done = 0;
-    while ((done = waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (done != pid_) return -1;  // the destructor kills it
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  std::string log() {
-    std::lock_guard lock(mutex_);
-    return log_;
-  }
-
- private:
-  Daemon() = default;
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string target_;
-  std::thread drain_;
-  std::mutex mutex_;
-  std::string log_;
-};
-
-std::shared_ptr<const core::Scene> DefaultSceneInProcess() {
-  auto d = server::DefaultSceneDescription();
-  EXPECT_TRUE(d.ok()) << d.error().message;
-  if (!d.ok()) return nullptr;
-  auto scene = core::Scene::Build(std::move(d).value());
-  EXPECT_TRUE(scene.ok()) << scene.error().message;
-  return scene.ok() ? scene.value() : nullptr;
-}
-
-// A loopback port nothing listens on (bound, read and released).
-int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(s);
-    return -1;
-  }
-  close(s);
-  return ntohs(a.sin_port);
-}
+using test_daemon::Daemon;
+using test_daemon::DefaultSceneInProcess;
+using test_daemon::FreePort;
 
 class RemoteValidityTest : public ::testing::Test {
  protected:
@@ -277,14 +138,15 @@ TEST_F(RemoteValidityTest, IsValidAndBatchesEqualTheSceneInProcess) {
   EXPECT_EQ(valid, expected);
   EXPECT_EQ(batch_remote.value()->calls(), (n + 299) / 300);
   std::printf("[ states ] %d states: %d valid; remote IsValid and CheckStates (%ld requests) equal in process; "
-              "unary IsValid %.0f us per call, batch %.1f us per state\n",
+              "IsValid (session) %.0f us per call, batch %.1f us per state\n",
               n, valid_count, static_cast<long>(batch_remote.value()->calls()), 1e6 * remote_s / n, 1e6 * batch_s / n);
 }
 
 // 200 edges like a planner's: remote certified CheckMotion equals SceneMotionValidator in process with
-// the request the wire carries (certified, collisions narrowed, no sampled pre-pass): the answer,
-// last_valid_t exactly, and the states posed. The planners' default request (a pre-pass, no narrowing)
-// gives the same answers. 50 edges are also compared in discrete mode.
+// the request the wire carries (certified, collisions narrowed, no sampled pre-pass): the answer and
+// last_valid_t exactly (not the states posed: how many a certified check takes depends on the cells
+// the process's self-clearance maps have settled). The planners' default request (a pre-pass, no
+// narrowing) gives the same answers. 50 edges are also compared in discrete mode.
 TEST_F(RemoteValidityTest, CheckMotionEqualsTheSceneInProcess) {
   const int n = testing::Cases(200);
   std::mt19937_64 rng(77);
@@ -315,7 +177,6 @@ TEST_F(RemoteValidityTest, CheckMotionEqualsTheSceneInProcess) {
     local_s += std::chrono::duration<double>(Clock::now() - t1).count();
     EXPECT_EQ(r.valid, l.valid) << "edge " << e;
     EXPECT_EQ(r.last_valid_t, l.last_valid_t) << "edge " << e;
-    EXPECT_EQ(r.states, l.states) << "edge " << e;
     MotionCheck p;
     PROX_ASSERT_OK_AND_ASSIGN(p, local_planning.CheckMotion(q0, q1));
     EXPECT_EQ(r.valid, p.valid) << "edge " << e;

@@ -3,9 +3,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <optional>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -79,12 +83,58 @@ void PackRows(std::span<const double> values, std::string* bytes) {
   }
 }
 
+// The channel's arguments: message limits, balancing and retries (remote_channel.h), reconnect backoff.
+grpc::ChannelArguments ChannelArguments(const RemoteOptions& options, bool several) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  const std::string config = ServiceConfigJson(options.round_robin.value_or(several), options.retry);
+  if (!config.empty()) args.SetServiceConfigJSON(config);
+  if (options.retry.enabled) {
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+    // A call stays retryable while its request is buffered; gRPC's default (256 KiB) is less than a batch.
+    args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, options.max_message_bytes);
+  }
+  if (options.max_reconnect_backoff.count() > 0) {
+    const int max_ms = static_cast<int>(std::min<int64_t>(options.max_reconnect_backoff.count(), INT32_MAX));
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(100, max_ms));
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::min(100, max_ms));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  }
+  return args;
+}
+
 }  // namespace
 
 struct RemoteScene::Impl {
   RemoteOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::ProximityService::Stub> stub;
+  /// The CreateScene that made the scene (RemoteScene::Create), sent again after NOT_FOUND; empty otherwise.
+  std::optional<v1::CreateSceneRequest> upload;
+  mutable std::atomic<int64_t> retries{0};
+  mutable std::atomic<int64_t> uploads{0};
+  // Idle sessions (after the stub, so that they close first); one is taken per call.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<RemoteSession>> idle;
+
+  // Runs f(session) on a pooled session (a new one when none is idle) and returns it to the pool.
+  template <class F>
+  auto WithSession(const RemoteScene& scene, F&& f) {
+    std::unique_ptr<RemoteSession> session;
+    {
+      std::lock_guard lock(pool_mutex);
+      if (!idle.empty()) {
+        session = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (session == nullptr) session = std::make_unique<RemoteSession>(scene);
+    auto result = f(*session);
+    std::lock_guard lock(pool_mutex);
+    idle.push_back(std::move(session));
+    return result;
+  }
 
   void Prepare(grpc::ClientContext* context) const {
     context->set_deadline(std::chrono::system_clock::now() + options.deadline);
@@ -95,7 +145,58 @@ struct RemoteScene::Impl {
                                           options.scene_id + "'): " + CodeName(s.error_code()) + ": " +
                                           s.error_message()};
   }
+
+  /// Sends the kept CreateScene until a replica newly loads it (at most options.restore_sends times).
+  grpc::Status SendUpload() const;
+
+  /// Runs `attempt(context)` (one RPC on a fresh context with the call's deadline) through a replica's
+  /// loss: after NOT_FOUND for an uploaded scene, uploads it again and retries (options.restore_rounds
+  /// times at most); after UNAVAILABLE that gRPC's own retries did not cure, backs off and repeats
+  /// (options.retry.rounds times at most). Every query is idempotent, so a repeat answers the same.
+  template <class Attempt>
+  grpc::Status Run(Attempt&& attempt, std::chrono::milliseconds deadline) const {
+    int restores = 0;
+    int rounds = 0;
+    for (;;) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + deadline);
+      const grpc::Status s = attempt(&context);
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND && upload.has_value() && restores < options.restore_rounds) {
+        ++restores;
+        if (const grpc::Status u = SendUpload(); !u.ok()) return u;
+      } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE && options.retry.enabled &&
+                 rounds < options.retry.rounds) {
+        std::this_thread::sleep_for(options.retry.Backoff(rounds));
+        ++rounds;
+        retries.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        return s;
+      }
+    }
+  }
+  template <class Attempt>
+  grpc::Status Run(Attempt&& attempt) const {
+    return Run(std::forward<Attempt>(attempt), options.deadline);
+  }
 };
+
+grpc::Status RemoteScene::Impl::SendUpload() const {
+  uploads.fetch_add(1, std::memory_order_relaxed);
+  grpc::Status s;
+  for (int i = 0; i < options.restore_sends; ++i) {
+    v1::CreateSceneResponse response;
+    grpc::ClientContext context;
+    Prepare(&context);
+    s = stub->CreateScene(&context, *upload, &response);
+    if (!s.ok()) return s;
+    if (response.scene().scene_id() != options.scene_id) {
+      return {grpc::StatusCode::FAILED_PRECONDITION, "the uploaded scene got id '" + response.scene().scene_id() +
+                                                         "', expected '" + options.scene_id + "'"};
+    }
+    if (response.created()) break;
+  }
+  return s;
+}
 
 RemoteScene::RemoteScene(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RemoteScene::~RemoteScene() = default;
@@ -112,18 +213,86 @@ Result<std::shared_ptr<const RemoteScene>> RemoteScene::Connect(RemoteOptions op
   if (options.batch_rows < 1) {
     return core::InvalidArgument("remote scene: batch_rows must be >= 1, got " + std::to_string(options.batch_rows));
   }
+  if (options.session_lifetime.count() <= 0) {
+    return core::InvalidArgument("remote scene: session_lifetime must be > 0 s, got " +
+                                 std::to_string(options.session_lifetime.count()));
+  }
   if (options.max_message_bytes < 1) {
     return core::InvalidArgument("remote scene: max_message_bytes must be >= 1, got " +
                                  std::to_string(options.max_message_bytes));
   }
+  if (options.restore_rounds < 1 || options.restore_sends < 1) {
+    return core::InvalidArgument("remote scene: restore_rounds and restore_sends must be >= 1, got " +
+                                 std::to_string(options.restore_rounds) + " and " +
+                                 std::to_string(options.restore_sends));
+  }
+  if (options.max_reconnect_backoff.count() < 0) {
+    return core::InvalidArgument("remote scene: max_reconnect_backoff must be >= 0 ms, got " +
+                                 std::to_string(options.max_reconnect_backoff.count()));
+  }
+  if (Status valid = ValidateRetryPolicy(options.retry); !valid.ok()) {
+    return core::InvalidArgument("remote scene: " + valid.error().message);
+  }
+  auto resolved = ResolveTarget(options.target);
+  if (!resolved.ok()) return core::InvalidArgument("remote scene: " + resolved.error().message);
   auto impl = std::make_unique<Impl>();
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  impl->channel = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  impl->channel = grpc::CreateCustomChannel(resolved.value().target, grpc::InsecureChannelCredentials(),
+                                            ChannelArguments(options, resolved.value().several));
   impl->stub = v1::ProximityService::NewStub(impl->channel);
   impl->options = std::move(options);
   return std::shared_ptr<const RemoteScene>(new RemoteScene(std::move(impl)));
+}
+
+Result<std::shared_ptr<const RemoteScene>> RemoteScene::Create(RemoteOptions options,
+                                                              std::string create_scene_request) {
+  v1::CreateSceneRequest request;
+  if (!request.ParseFromString(create_scene_request)) {
+    return core::InvalidArgument("remote scene: create_scene_request is not a serialized CreateSceneRequest");
+  }
+  if (options.scene_id.empty()) options.scene_id = "default";  // replaced by the created scene's id
+  auto connected = Connect(std::move(options));
+  if (!connected.ok()) return connected.error();
+  // Connect's result is shared as const; the scene is made here before anyone else can see it.
+  auto scene = std::const_pointer_cast<RemoteScene>(connected.value());
+  Impl& impl = *scene->impl_;
+  v1::CreateSceneResponse response;
+  scene->calls_.fetch_add(1, std::memory_order_relaxed);
+  const grpc::Status s = impl.Run([&](grpc::ClientContext* context) {
+    return impl.stub->CreateScene(context, request, &response);
+  });
+  if (!s.ok()) {
+    scene->failures_.fetch_add(1, std::memory_order_relaxed);
+    return impl.RpcError("CreateScene", s);
+  }
+  impl.options.scene_id = response.scene().scene_id();
+  impl.upload = std::move(request);
+  return std::shared_ptr<const RemoteScene>(std::move(scene));
+}
+
+Status RemoteScene::Upload() const {
+  if (!impl_->upload.has_value()) {
+    return core::Error{core::ErrorCode::kNotFound, "proximityd at " + impl_->options.target + " (scene '" +
+                                                       impl_->options.scene_id + "'): not made by RemoteScene::Create"};
+  }
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (const grpc::Status s = impl_->SendUpload(); !s.ok()) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return impl_->RpcError("CreateScene", s);
+  }
+  return Status::Ok();
+}
+
+int64_t RemoteScene::retries() const { return impl_->retries.load(std::memory_order_relaxed); }
+int64_t RemoteScene::uploads() const { return impl_->uploads.load(std::memory_order_relaxed); }
+
+std::string RobotSceneRequest(const std::string& urdf, const std::string& srdf,
+                              const std::map<std::string, std::string>& files) {
+  v1::CreateSceneRequest request;
+  v1::RobotSource* robot = request.mutable_robot();
+  robot->set_urdf(urdf);
+  robot->set_srdf(srdf);
+  for (const auto& [name, bytes] : files) (*robot->mutable_files())[name] = bytes;
+  return request.SerializeAsString();
 }
 
 Result<RemoteSceneInfo> RemoteScene::Info() const { return InfoWithin(impl_->options.deadline); }
@@ -132,10 +301,9 @@ Result<RemoteSceneInfo> RemoteScene::InfoWithin(std::chrono::milliseconds deadli
   v1::GetSceneRequest request;
   request.set_scene_id(impl_->options.scene_id);
   v1::GetSceneResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + deadline);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  const grpc::Status s = impl_->stub->GetScene(&context, request, &response);
+  const grpc::Status s = impl_->Run(
+      [&](grpc::ClientContext* context) { return impl_->stub->GetScene(context, request, &response); }, deadline);
   if (!s.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("GetScene", s);
@@ -175,16 +343,18 @@ Status RemoteScene::WaitUntilServing(std::chrono::milliseconds timeout) const {
 }
 
 Result<bool> RemoteScene::CheckState(std::span<const double> q) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(*this, [&](RemoteSession& s) { return s.CheckState(q); });
+  }
   // Per-thread messages, cleared and refilled: a warm call allocates nothing for them.
   thread_local v1::CheckStateRequest request;
   thread_local v1::CheckStateResponse response;
   request.set_scene_id(impl_->options.scene_id);
   SetPositions(q, request.mutable_state());
   response.Clear();
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  const grpc::Status s = impl_->stub->CheckState(&context, request, &response);
+  const grpc::Status s =
+      impl_->Run([&](grpc::ClientContext* context) { return impl_->stub->CheckState(context, request, &response); });
   if (!s.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("CheckState", s);
@@ -226,10 +396,9 @@ Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const double> ro
     request.mutable_states()->set_width(static_cast<uint32_t>(dof));
     request.mutable_states()->set_count(static_cast<uint32_t>(count));
     response.Clear();
-    grpc::ClientContext context;
-    impl_->Prepare(&context);
     calls_.fetch_add(1, std::memory_order_relaxed);
-    const grpc::Status s = impl_->stub->CheckStates(&context, request, &response);
+    const grpc::Status s = impl_->Run(
+        [&](grpc::ClientContext* context) { return impl_->stub->CheckStates(context, request, &response); });
     if (!s.ok()) {
       failures_.fetch_add(1, std::memory_order_relaxed);
       core::Error e = impl_->RpcError("CheckStates", s);
@@ -252,6 +421,9 @@ Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const double> ro
 
 Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                                        const core::MotionRequest& motion) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(*this, [&](RemoteSession& s) { return s.CheckMotion(q0, q1, motion); });
+  }
   thread_local v1::CheckMotionRequest request;
   thread_local v1::CheckMotionResponse response;
   request.set_scene_id(impl_->options.scene_id);
@@ -260,10 +432,9 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   request.set_mode(WireMode(motion.mode));
   request.set_resolution(motion.mode == core::MotionRequest::Mode::kDiscrete ? motion.resolution : 0.0);
   response.Clear();
-  grpc::ClientContext context;
-  impl_->Prepare(&context);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  const grpc::Status s = impl_->stub->CheckMotion(&context, request, &response);
+  const grpc::Status s =
+      impl_->Run([&](grpc::ClientContext* context) { return impl_->stub->CheckMotion(context, request, &response); });
   if (!s.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return impl_->RpcError("CheckMotion", s);
@@ -273,6 +444,311 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   out.valid = r.free();
   out.last_valid_t = r.free() ? 1.0 : r.t_free();
   out.states = response.stats().states();
+  return out;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotionsUntilInvalid(
+    std::span<const double> starts, std::span<const double> ends, int32_t dof,
+    const core::MotionRequest& request) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(
+        *this, [&](RemoteSession& s) { return s.CheckMotionsUntilInvalid(starts, ends, dof, request); });
+  }
+  if (dof < 1 || starts.size() != ends.size() || starts.size() % static_cast<size_t>(dof) != 0) {
+    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start and " +
+                                 std::to_string(ends.size()) + " end values are not rows of " + std::to_string(dof));
+  }
+  std::vector<planners::MotionCheck> checks;
+  const auto d = static_cast<size_t>(dof);
+  for (size_t i = 0; i < starts.size(); i += d) {
+    Result<planners::MotionCheck> check = CheckMotion(starts.subspan(i, d), ends.subspan(i, d), request);
+    if (!check.ok()) return check.error();
+    checks.push_back(check.value());
+    if (!check.value().valid) break;
+  }
+  return checks;
+}
+
+// ------------------------------------------------------------------------------------------------
+// RemoteSession
+
+struct RemoteSession::Impl {
+  using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>;
+  using Clock = std::chrono::steady_clock;
+
+  const RemoteScene* scene;
+  const RemoteScene::Impl* remote;
+  bool cold;
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<Stream> stream;
+  Clock::time_point opened_at;
+  bool answered = false;  // the open stream has answered a batch
+  int64_t round_trips = 0;
+  // Reused from round trip to round trip.
+  v1::SessionRequest request;
+  v1::SessionResponse response;
+
+  // The round-trip deadline: a watchdog thread per open stream cancels it when a round trip outlives
+  // the deadline (a synchronous Read cannot time out by itself). It polls a clock stamp, so a round
+  // trip costs no wake-up.
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool closing = false;
+  std::atomic<int64_t> busy_since{0};  // steady-clock ns at the round trip's start; 0: idle
+  std::atomic<bool> timed_out{false};
+  std::thread watchdog;
+
+  Impl(const RemoteScene& s, bool cold_caches) : scene(&s), remote(s.impl_.get()), cold(cold_caches) {}
+  ~Impl() { Close(); }
+
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+
+  // Opens the stream; the caller has stamped busy_since (opening waits for the connection).
+  void Start() {
+    context = std::make_unique<grpc::ClientContext>();
+    const RemoteOptions& o = remote->options;
+    context->set_deadline(std::chrono::system_clock::now() + o.session_lifetime + o.deadline);
+    opened_at = Clock::now();
+    answered = false;
+    timed_out.store(false);
+    closing = false;
+    scene->sessions_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(o.deadline).count();
+    const auto poll = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline) / 10,
+                                 std::chrono::milliseconds(1), std::chrono::milliseconds(20));
+    watchdog = std::thread([this, deadline_ns, poll, ctx = context.get()] {
+      std::unique_lock lock(mutex);
+      while (!cv.wait_for(lock, poll, [this] { return closing; })) {
+        const int64_t since = busy_since.load(std::memory_order_relaxed);
+        if (since != 0 && Now() - since > deadline_ns) {
+          timed_out.store(true);
+          ctx->TryCancel();
+          return;
+        }
+      }
+    });
+    stream = remote->stub->Session(context.get());
+  }
+
+  void StopWatchdog() {
+    {
+      std::lock_guard lock(mutex);
+      closing = true;
+    }
+    cv.notify_all();
+    if (watchdog.joinable()) watchdog.join();
+  }
+
+  // Ends the stream: a healthy one is closed (the server ends the call OK); the status it ended with.
+  grpc::Status Close() {
+    if (stream == nullptr) return grpc::Status::OK;
+    busy_since.store(Now());  // the close is a round trip too: it has the deadline
+    stream->WritesDone();
+    while (stream->Read(&response)) {
+    }
+    grpc::Status s = stream->Finish();
+    busy_since.store(0);
+    StopWatchdog();
+    if (timed_out.load()) {
+      s = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                       "no answer within the deadline of " + std::to_string(remote->options.deadline.count()) + " ms");
+    }
+    stream.reset();
+    context.reset();
+    return s;
+  }
+
+  core::Error Failure(const grpc::Status& s) const {
+    scene->failures_.fetch_add(1, std::memory_order_relaxed);
+    return remote->RpcError("Session", s);
+  }
+
+  // Sends `request` (its queries filled by the caller) and reads its answers into `response`. A stream
+  // that ended while idle is replaced once.
+  Status RoundTrip() {
+    for (int attempt = 0;; ++attempt) {
+      if (stream != nullptr && Clock::now() - opened_at > remote->options.session_lifetime) Close();
+      const bool fresh = stream == nullptr;
+      busy_since.store(Now(), std::memory_order_relaxed);
+      if (fresh) {
+        Start();
+        v1::SessionOpen* open = request.mutable_open();
+        open->set_scene_id(remote->options.scene_id);
+        open->set_cold_caches(cold);
+      } else {
+        request.clear_open();
+      }
+      ++round_trips;
+      const bool ok = stream->Write(request) && stream->Read(&response);
+      busy_since.store(0, std::memory_order_relaxed);
+      if (ok) {
+        answered = true;
+        return Status::Ok();
+      }
+      const bool was_idle_reuse = answered;
+      const grpc::Status s = Close();
+      const bool retry = attempt == 0 && was_idle_reuse &&
+                         (s.error_code() == grpc::StatusCode::CANCELLED ||
+                          s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
+                         !timed_out.load();
+      if (retry) continue;
+      return Failure(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without an answer") : s);
+    }
+  }
+
+  // The answer to query i of the last round trip, checked: its kind, or the server's error for it.
+  Result<const v1::SessionAnswer*> AnswerAt(int i, v1::SessionAnswer::AnswerCase kind) {
+    scene->calls_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= response.answers_size()) {
+      return Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(request.queries_size()) +
+                                                                  " queries sent, " +
+                                                                  std::to_string(response.answers_size()) +
+                                                                  " answers received"));
+    }
+    const v1::SessionAnswer& a = response.answers(i);
+    if (a.answer_case() == v1::SessionAnswer::kError) {
+      return Failure(grpc::Status(static_cast<grpc::StatusCode>(a.error().code()), a.error().message()));
+    }
+    if (a.answer_case() != kind || a.id() != static_cast<uint64_t>(i)) {
+      return Failure(grpc::Status(grpc::StatusCode::INTERNAL, "answer " + std::to_string(i) + " is not the query's"));
+    }
+    return &a;
+  }
+
+  v1::SessionQuery* Add(int i) {
+    v1::SessionQuery* q = request.add_queries();
+    q->set_id(static_cast<uint64_t>(i));
+    return q;
+  }
+
+  static Status Rows(std::span<const double> rows, int32_t dof, const char* what) {
+    if (dof < 1 || rows.size() % static_cast<size_t>(dof) != 0) {
+      return core::InvalidArgument(std::string(what) + ": " + std::to_string(rows.size()) +
+                                   " values are not rows of dof = " + std::to_string(dof));
+    }
+    return Status::Ok();
+  }
+
+  void AddMotion(int i, std::span<const double> q0, std::span<const double> q1, const core::MotionRequest& m) {
+    v1::CheckMotionRequest* motion = Add(i)->mutable_motion();
+    SetPositions(q0, motion->mutable_start());
+    SetPositions(q1, motion->mutable_goal());
+    motion->set_mode(WireMode(m.mode));
+    motion->set_resolution(m.mode == core::MotionRequest::Mode::kDiscrete ? m.resolution : 0.0);
+  }
+
+  static planners::MotionCheck ToCheck(const v1::CheckMotionResponse& r) {
+    planners::MotionCheck out;
+    out.valid = r.result().free();
+    out.last_valid_t = r.result().free() ? 1.0 : r.result().t_free();
+    out.states = r.stats().states();
+    return out;
+  }
+};
+
+RemoteSession::RemoteSession(const RemoteScene& scene, bool cold_caches)
+    : impl_(std::make_unique<Impl>(scene, cold_caches)) {}
+RemoteSession::~RemoteSession() = default;
+
+int64_t RemoteSession::round_trips() const { return impl_->round_trips; }
+
+Result<bool> RemoteSession::CheckState(std::span<const double> q) {
+  Impl& s = *impl_;
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  SetPositions(q, s.Add(0)->mutable_state()->mutable_state());
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  auto a = s.AnswerAt(0, v1::SessionAnswer::kState);
+  if (!a.ok()) return a.error();
+  return a.value()->state().free() && a.value()->state().within_limits();
+}
+
+Result<std::vector<uint8_t>> RemoteSession::CheckStates(std::span<const double> rows, int32_t dof) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(rows, dof, "CheckStates"); !st.ok()) return st.error();
+  const auto d = static_cast<size_t>(dof);
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  for (size_t i = 0; i < rows.size() / d; ++i) {
+    SetPositions(rows.subspan(i * d, d), s.Add(static_cast<int>(i))->mutable_state()->mutable_state());
+  }
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  std::vector<uint8_t> valid(rows.size() / d, 0);
+  for (size_t i = 0; i < valid.size(); ++i) {
+    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kState);
+    if (!a.ok()) return a.error();
+    valid[i] = a.value()->state().free() && a.value()->state().within_limits() ? 1 : 0;
+  }
+  return valid;
+}
+
+Result<planners::MotionCheck> RemoteSession::CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                         const core::MotionRequest& request) {
+  Impl& s = *impl_;
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  s.AddMotion(0, q0, q1, request);
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  auto a = s.AnswerAt(0, v1::SessionAnswer::kMotion);
+  if (!a.ok()) return a.error();
+  return Impl::ToCheck(a.value()->motion());
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotionsUntilInvalid(std::span<const double> starts,
+                                                                                   std::span<const double> ends,
+                                                                                   int32_t dof,
+                                                                                   const core::MotionRequest& request) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(starts, dof, "CheckMotionsUntilInvalid"); !st.ok()) return st.error();
+  if (starts.size() != ends.size()) {
+    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start values but " +
+                                 std::to_string(ends.size()) + " end values");
+  }
+  const auto d = static_cast<size_t>(dof);
+  const size_t n = starts.size() / d;
+  std::vector<planners::MotionCheck> checks;
+  if (n == 0) return checks;
+  s.request.clear_queries();
+  s.request.set_until_invalid(true);
+  for (size_t i = 0; i < n; ++i) s.AddMotion(static_cast<int>(i), starts.subspan(i * d, d), ends.subspan(i * d, d), request);
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  // A prefix: up to the first edge that is not free (or fails: that answer is the error).
+  const int answered = s.response.answers_size();
+  for (int i = 0; i < answered; ++i) {
+    auto a = s.AnswerAt(i, v1::SessionAnswer::kMotion);
+    if (!a.ok()) return a.error();
+    checks.push_back(Impl::ToCheck(a.value()->motion()));
+  }
+  if (checks.empty() || (checks.back().valid && checks.size() != n)) {
+    return s.Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(n) + " edges sent, " +
+                                                                  std::to_string(answered) +
+                                                                  " answers received, the last one free"));
+  }
+  return checks;
+}
+
+Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const double> rows, int32_t dof,
+                                                             double rel_err) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(rows, dof, "Distances"); !st.ok()) return st.error();
+  const auto d = static_cast<size_t>(dof);
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  for (size_t i = 0; i < rows.size() / d; ++i) {
+    v1::ComputeDistanceRequest* q = s.Add(static_cast<int>(i))->mutable_distance();
+    SetPositions(rows.subspan(i * d, d), q->mutable_state());
+    q->set_rel_err(rel_err);
+  }
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  std::vector<RemoteDistance> out(rows.size() / d);
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kDistance);
+    if (!a.ok()) return a.error();
+    out[i] = {a.value()->distance().lower_bound(), a.value()->distance().upper_bound()};
+  }
   return out;
 }
 
@@ -299,6 +775,16 @@ Result<planners::MotionCheck> RemoteMotionValidator::CheckMotion(std::span<const
   Result<planners::MotionCheck> check = scene_->CheckMotion(q0, q1, request_);
   if (check.ok()) states_.fetch_add(check.value().states, std::memory_order_relaxed);
   return check;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotionsUntilInvalid(
+    std::span<const double> starts, std::span<const double> ends, int32_t dof) const {
+  Result<std::vector<planners::MotionCheck>> checks = scene_->CheckMotionsUntilInvalid(starts, ends, dof, request_);
+  if (checks.ok()) {
+    checks_.fetch_add(static_cast<int64_t>(checks.value().size()), std::memory_order_relaxed);
+    for (const planners::MotionCheck& c : checks.value()) states_.fetch_add(c.states, std::memory_order_relaxed);
+  }
+  return checks;
 }
 
 std::string RemoteMotionValidator::Describe() const {

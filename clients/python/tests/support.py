@@ -57,8 +57,11 @@ class Daemon:
     """
 
     def __init__(self, *extra_args: str, binary: Path = DAEMON, metrics: bool = True,
-                 path_roots: Optional[Sequence[Path]] = None, env: Optional[Dict[str, str]] = None) -> None:
+                 path_roots: Optional[Sequence[Path]] = None, env: Optional[Dict[str, str]] = None,
+                 port: int = 0) -> None:
         self.binary = binary
+        # A fixed gRPC port (a replica restarted where its predecessor listened); 0: a free one.
+        self.fixed_port = port
         # Variables added to the daemon's environment (this process's otherwise).
         self.env = None if env is None else {**os.environ, **env}
         # The folders the tests name server files in (urdf_path, srdf_path): requests may read nothing else.
@@ -94,7 +97,7 @@ class Daemon:
             raise FileNotFoundError(f"proximityd not found at {self.binary}: build it or set PROXIMITYD")
         last_error = ""
         for _attempt in range(3):  # a port taken between free_port() and bind: try other ports
-            self.port, self.metrics_port = free_port(), free_port()
+            self.port, self.metrics_port = self.fixed_port or free_port(), free_port()
             args = [str(self.binary), "--listen", self.target, "--log-format", "json",
                     "--metrics-listen", f"127.0.0.1:{self.metrics_port}" if self.metrics else ""]
             self.lines.clear()

@@ -3,6 +3,7 @@
 /// early-outs, and the lazily filled self-clearance maps.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -166,9 +167,74 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q,
   return value;
 }
 
-Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_view link_b,
-                                         std::span<const double> q) const {
-  if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s.error();
+bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
+                               double padding, int fill_budget) const {
+  const internal::SelfClearanceMap* map = pair.clearance_map;
+  if (map == nullptr || map->Cell(q0) < 0 || map->Cell(q1) < 0) return false;
+  // The segment in grid units: cell i of dimension d spans [i - 0.5, i + 0.5] around grid point i.
+  // Walked cell by cell (Amanatides and Woo); where it crosses a cell corner, the cells on both sides
+  // of the corner are asked too, so no cell it touches is skipped whatever the rounding.
+  std::array<double, 2> u0{}, du{};
+  std::array<int64_t, 2> cell{}, last{}, step{};
+  std::array<double, 2> t_next{}, t_delta{};
+  for (int32_t d = 0; d < map->dims; ++d) {
+    const size_t j = static_cast<size_t>(map->active[d]);
+    u0[d] = (q0[j] - map->lower[d]) / map->step[d];
+    du[d] = (q1[j] - q0[j]) / map->step[d];
+    cell[d] = std::clamp<int64_t>(static_cast<int64_t>(std::floor(u0[d] + 0.5)), 0, map->count[d] - 1);
+    last[d] = std::clamp<int64_t>(static_cast<int64_t>(std::floor(u0[d] + du[d] + 0.5)), 0, map->count[d] - 1);
+    step[d] = du[d] > 0.0 ? 1 : (du[d] < 0.0 ? -1 : 0);
+    if (step[d] == 0) {
+      t_next[d] = t_delta[d] = std::numeric_limits<double>::infinity();
+    } else {
+      const double boundary = static_cast<double>(cell[d]) + 0.5 * static_cast<double>(step[d]);
+      t_next[d] = (boundary - u0[d]) / du[d];
+      t_delta[d] = 1.0 / std::abs(du[d]);
+    }
+  }
+  std::vector<double> q(q0.begin(), q0.end());
+  auto clear = [&](const std::array<int64_t, 2>& c) {
+    for (int32_t d = 0; d < map->dims; ++d) {
+      if (c[d] < 0 || c[d] >= map->count[d]) return false;
+      q[static_cast<size_t>(map->active[d])] = map->lower[d] + static_cast<double>(c[d]) * map->step[d];
+    }
+    double bound = SelfPairClearanceIfKnown(pair, q);
+    if (bound <= padding && fill_budget > 0) {
+      --fill_budget;
+      bound = SelfPairClearance(pair, q, padding);
+      if (bound <= padding && fill_budget > 0 && SelfPairClearanceIfKnown(pair, q) < 0.0) {
+        --fill_budget;
+        bound = SelfPairClearance(pair, q, padding);  // an open cell: its second step settles it
+      }
+    }
+    return bound > padding;
+  };
+  const int64_t max_cells = 4 * (int64_t{map->count[0]} + int64_t{map->count[1]}) + 4;
+  for (int64_t n = 0; n < max_cells; ++n) {
+    if (!clear(cell)) return false;
+    bool done = true;
+    for (int32_t d = 0; d < map->dims; ++d) done = done && cell[d] == last[d];
+    if (done) return true;
+    const double t = std::min(t_next[0], map->dims == 2 ? t_next[1] : std::numeric_limits<double>::infinity());
+    if (t > 1.0) return true;
+    const bool corner = map->dims == 2 && std::abs(t_next[0] - t_next[1]) <= 1e-9 * std::max(1.0, t);
+    if (corner) {
+      // Both neighbours across the corner, then the diagonal cell.
+      if (!clear({cell[0] + step[0], cell[1]}) || !clear({cell[0], cell[1] + step[1]})) return false;
+      for (int32_t d = 0; d < 2; ++d) {
+        cell[d] += step[d];
+        t_next[d] += t_delta[d];
+      }
+    } else {
+      const int32_t d = map->dims == 2 && t_next[1] < t_next[0] ? 1 : 0;
+      cell[d] += step[d];
+      t_next[d] += t_delta[d];
+    }
+  }
+  return false;
+}
+
+Result<const Scene::SelfPair*> Scene::FindSelfPair(std::string_view link_a, std::string_view link_b) const {
   const Result<LinkIndex> a = robot_->FindLink(link_a);
   if (!a.ok()) return a.error();
   const Result<LinkIndex> b = robot_->FindLink(link_b);
@@ -177,11 +243,26 @@ Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_vi
     const RobotPart& pa = robot_parts_[sp.a];
     const RobotPart& pb = robot_parts_[sp.b];
     if (pa.geometry_index != 0 || pb.geometry_index != 0) continue;
-    if ((pa.link == a.value() && pb.link == b.value()) || (pa.link == b.value() && pb.link == a.value())) {
-      return SelfPairClearance(sp, q, 0.0);
-    }
+    if ((pa.link == a.value() && pb.link == b.value()) || (pa.link == b.value() && pb.link == a.value())) return &sp;
   }
-  return -1.0;
+  return static_cast<const SelfPair*>(nullptr);
+}
+
+Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_view link_b,
+                                         std::span<const double> q) const {
+  if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s.error();
+  const Result<const SelfPair*> pair = FindSelfPair(link_a, link_b);
+  if (!pair.ok()) return pair.error();
+  return pair.value() == nullptr ? -1.0 : SelfPairClearance(*pair.value(), q, 0.0);
+}
+
+Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view link_b, std::span<const double> q0,
+                                   std::span<const double> q1) const {
+  if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return s.error();
+  if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return s.error();
+  const Result<const SelfPair*> pair = FindSelfPair(link_a, link_b);
+  if (!pair.ok()) return pair.error();
+  return pair.value() != nullptr && SelfPairClearAlong(*pair.value(), q0, q1, 0.0, kMapFillBudget);
 }
 
 bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,

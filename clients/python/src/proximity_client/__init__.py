@@ -17,7 +17,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import geometry, kinematics
-from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream
+from .channel import RetryPolicy, resolve_target
+from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream, Session
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
@@ -26,8 +27,8 @@ from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGro
                       SignedDistance, StateResult, StatesResult, WorkStats)
 
 __all__ = [
-    "__version__", "geometry", "kinematics", "Client", "PathStream", "DEFAULT_SCENE", "DEFAULT_TARGET",
-    "MAX_MESSAGE_BYTES",
+    "__version__", "geometry", "kinematics", "Client", "PathStream", "Session", "DEFAULT_SCENE", "DEFAULT_TARGET",
+    "MAX_MESSAGE_BYTES", "RetryPolicy", "resolve_target",
     "ProximityError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "FailedPreconditionError",
     "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
     "UnimplementedError", "InternalError",

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import collections
-import json
 import math
+import queue
 import sys
 import threading
 import time
@@ -15,6 +15,7 @@ import grpc
 import numpy as np
 
 from . import geometry
+from .channel import RetryPolicy, Target, channel_options, resolve_target
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
 from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
@@ -161,6 +162,139 @@ class PathStream:
         return bool(self._call.cancel())
 
 
+_SESSION_END = object()
+
+
+class Session:
+    """A query session on one scene (the ``Session`` RPC): one stream, opened once, answering batches of
+    CLEAR, LINK and distance queries in order, with the server's caches kept warm from query to query.
+
+    Made by :meth:`Client.session`; use it as a context manager (or call :meth:`close`). Each method is
+    one round trip; the batch methods send all their queries in one. A query the server cannot answer
+    (a malformed configuration, a bad mode) raises the error of that query and the session goes on; a
+    stream that ends (its deadline, the server's ``--max-call-seconds``, a drain, a protocol violation)
+    raises its status, after which the session is closed: open a new one. Not thread-safe: one per thread.
+    """
+
+    def __init__(self, client: "Client", scene: str, timeout: Optional[float], cold_caches: bool) -> None:
+        self.scene = scene
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._open: Optional["pb.SessionOpen"] = pb.SessionOpen(scene_id=scene, cold_caches=cold_caches)
+        self._closed = False
+        self.round_trips = 0
+        #: The scene's content id, joint count and the server's batch limit (after the first round trip).
+        self.scene_id: Optional[str] = None
+        self.dof: Optional[int] = None
+        self.max_batch: Optional[int] = None
+        try:
+            self._responses = client._stub.Session(iter(self._queue.get, _SESSION_END), timeout=timeout)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "Session") from None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A session dropped without close(): end its request stream so that the call does not wait for
+        # its deadline.
+        if not getattr(self, "_closed", True):
+            self._queue.put(_SESSION_END)
+
+    def close(self) -> None:
+        """Ends the stream (the server ends the call OK). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_SESSION_END)
+        try:
+            for _ in self._responses:
+                pass
+        except grpc.RpcError:
+            pass
+
+    def run(self, queries: Sequence["pb.SessionQuery"], until_invalid: bool = False) -> List["pb.SessionAnswer"]:
+        """One round trip with raw ``pb.SessionQuery`` messages: their ``pb.SessionAnswer`` messages in order
+        (with ``until_invalid``, up to the first that is not free)."""
+        if self._closed:
+            raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
+        request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid)
+        if self._open is not None:
+            request.open.CopyFrom(self._open)
+        self._queue.put(request)
+        try:
+            response = next(self._responses)
+        except StopIteration:
+            self._closed = True
+            raise error_for(grpc.StatusCode.INTERNAL, "the session ended without an answer", "Session") from None
+        except grpc.RpcError as e:
+            self._closed = True
+            raise from_rpc_error(e, "Session") from None
+        self.round_trips += 1
+        if self._open is not None:
+            self._open = None
+            self.scene_id = response.opened.scene_id
+            self.dof = response.opened.dof
+            self.max_batch = response.opened.max_batch
+        return list(response.answers)
+
+    def _answers(self, queries: List["pb.SessionQuery"], kind: str, until_invalid: bool = False) -> List[Any]:
+        out = []
+        for a in self.run(queries, until_invalid):
+            if a.WhichOneof("answer") == "error":
+                raise error_for(grpc.StatusCode(_CODES[a.error.code]), a.error.message, "Session")
+            out.append(getattr(a, kind))
+        return out
+
+    def check_state(self, q: Configuration) -> StateResult:
+        """CLEAR(q), as :meth:`Client.check_state`."""
+        return self.check_states_detailed([q])[0]
+
+    def check_states_detailed(self, states: Sequence[Configuration]) -> List[StateResult]:
+        """CLEAR at each configuration, in one round trip (at most the server's ``max_batch``)."""
+        queries = [pb.SessionQuery(id=i, state=pb.CheckStateRequest(state=joint_positions(q)))
+                   for i, q in enumerate(states)]
+        return [StateResult.from_proto(r) for r in self._answers(queries, "state")]
+
+    def check_states(self, states: "np.ndarray | Sequence[Sequence[float]]") -> np.ndarray:
+        """One bool per configuration (free and within the limits), in one round trip."""
+        return np.array([r.free and r.within_limits for r in self.check_states_detailed(list(states))], dtype=bool)
+
+    def check_motion(self, q0: Configuration, q1: Configuration, mode: str = "certified",
+                     resolution: Optional[float] = None) -> MotionResult:
+        """LINK(q0, q1), as :meth:`Client.check_motion`."""
+        return self.check_motions([(q0, q1)], mode, resolution)[0]
+
+    def check_motions(self, edges: Sequence[Tuple[Configuration, Configuration]], mode: str = "certified",
+                      resolution: Optional[float] = None, until_invalid: bool = False) -> List[MotionResult]:
+        """LINK for each (start, goal) edge, in one round trip. With ``until_invalid`` the answers stop
+        after the first edge that is not free (a lazy planner's candidate path)."""
+        m, res = _mode(mode), float(resolution or 0.0)
+        queries = [pb.SessionQuery(id=i, motion=pb.CheckMotionRequest(start=joint_positions(a), goal=joint_positions(b),
+                                                                      mode=m, resolution=res))
+                   for i, (a, b) in enumerate(edges)]
+        return [MotionResult.from_proto(r.result, r.stats) for r in self._answers(queries, "motion", until_invalid)]
+
+    def distance(self, q: Configuration, rel_err: float = 0.0, abs_err: float = 0.0,
+                 max_distance: Optional[float] = None, per_pair: bool = False) -> DistanceResult:
+        """Clearance at ``q``, as :meth:`Client.distance`."""
+        return self.distances([q], rel_err, abs_err, max_distance, per_pair)[0]
+
+    def distances(self, states: Sequence[Configuration], rel_err: float = 0.0, abs_err: float = 0.0,
+                  max_distance: Optional[float] = None, per_pair: bool = False) -> List[DistanceResult]:
+        """Clearance at each configuration, in one round trip (a tracked trajectory: the server's caches
+        carry from one state to the next)."""
+        queries = [pb.SessionQuery(id=i, distance=pb.ComputeDistanceRequest(
+            state=joint_positions(q), rel_err=float(rel_err), abs_err=float(abs_err),
+            max_distance=float(max_distance or 0.0), per_pair=per_pair)) for i, q in enumerate(states)]
+        return [DistanceResult.from_proto(r) for r in self._answers(queries, "distance")]
+
+
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
 class Client:
     """A connection to proximityd.
 
@@ -169,22 +303,32 @@ class Client:
     gRPC status code) when the call fails. Query methods take ``scene``, defaulting to the client's
     ``scene`` (``"default"``: the built-in scene's alias).
 
-    Scale-out: the client keeps the request that made each scene it created (CreateScene or
-    UpdateWorld). When a call names such a scene and the server answers NOT_FOUND (a replica that never
-    saw it, or a restarted one), the client re-sends the scene and retries the call once
-    (``auto_restore=True``, see :meth:`restore_scene`). Scene ids are content hashes, so the re-sent
-    scene gets the same id on any replica.
+    Scale-out (see :mod:`proximity_client.channel`): ``target`` may list several replicas or be a
+    ``dns:///`` name that resolves to several; calls are then spread over them (round robin), and a call
+    that fails UNAVAILABLE (a replica killed, restarting or draining) is retried on the others, with
+    backoff, by gRPC's retry policy and then by the client (``retry``). The client keeps the request that
+    made each scene it created (CreateScene or UpdateWorld). When a call names such a scene and the
+    server answers NOT_FOUND (a replica that never saw it, or a restarted one), the client re-sends the
+    scene and retries the call (``auto_restore=True``, see :meth:`restore_scene`). Scene ids are content
+    hashes, so the re-sent scene gets the same id on any replica. ``unavailable_retries`` and
+    ``scene_restores`` count what the client did.
 
     Args:
-        target: gRPC target, e.g. ``"127.0.0.1:50051"`` or ``"ipv4:127.0.0.1:50061,127.0.0.1:50062"``.
-        timeout: default deadline of every call, seconds.
+        target: gRPC target: ``"127.0.0.1:50051"``; several replicas as a list of IP addresses or one
+            string with commas (``"127.0.0.1:50061,127.0.0.1:50062"``, also ``"ipv4:a:p,b:p"``); or a name
+            resolving to several (``"dns:///proximityd.ns.svc.cluster.local:50051"``). A malformed target
+            raises ValueError naming the bad entry.
+        timeout: default deadline of every call, seconds (each retry has its own).
         options: extra gRPC channel options (``[(name, value), ...]``), appended after the defaults.
         max_message_bytes: send and receive limit (64 MiB by default, gRPC's is 4 MiB).
         batch_states: largest number of configurations per CheckStates request; bigger batches are sent
             in chunks (at most ``max_in_flight`` at a time). Default: what fits in ``max_message_bytes``
             with room to spare, at most 65,536.
         scene: the default scene id of query methods.
-        round_robin: spread calls over every address the target resolves to (client-side balancing).
+        round_robin: spread calls over every address the target resolves to (client-side balancing);
+            default: on for several addresses and ``dns:`` names, off for one address.
+        retry: how calls are retried after UNAVAILABLE (:class:`~proximity_client.channel.RetryPolicy`);
+            None: never.
         auto_restore: re-send this client's own scenes to a server that answers NOT_FOUND for them.
         restore_rounds: how many times one call may re-send its scene and retry.
         restore_sends: how many CreateScene re-sends one restore may make (about the replica count).
@@ -195,21 +339,29 @@ class Client:
             with ``--auth-token-file``.
     """
 
-    def __init__(self, target: str = DEFAULT_TARGET, timeout: float = 30.0,
+    def __init__(self, target: Target = DEFAULT_TARGET, timeout: float = 30.0,
                  options: Optional[Sequence[Tuple[str, Any]]] = None, *,
                  max_message_bytes: int = MAX_MESSAGE_BYTES, batch_states: Optional[int] = None,
-                 max_in_flight: int = 2, scene: str = DEFAULT_SCENE, round_robin: bool = False,
+                 max_in_flight: int = 2, scene: str = DEFAULT_SCENE, round_robin: Optional[bool] = None,
+                 retry: Optional[RetryPolicy] = RetryPolicy(),
                  auto_restore: bool = True, restore_rounds: int = 3, restore_sends: int = 4,
                  tls_ca: Union[str, bytes, bool, None] = None, tls_cert: Union[str, bytes, None] = None,
                  tls_key: Union[str, bytes, None] = None, token: Optional[str] = None) -> None:
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ValueError(f"retry must be a RetryPolicy or None, not {retry!r}")
+        resolved, several = resolve_target(target)
         opts: List[Tuple[str, Any]] = [
             ("grpc.max_send_message_length", int(max_message_bytes)),
             ("grpc.max_receive_message_length", int(max_message_bytes)),
         ]
-        if round_robin:
-            opts.append(("grpc.service_config", json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})))
+        opts.extend(channel_options(several if round_robin is None else bool(round_robin), retry,
+                                    int(max_message_bytes)))
         opts.extend(options or ())
-        self.target = target
+        self.target = resolved
+        self.retry = retry
+        #: Whole calls the client repeated after UNAVAILABLE, and scenes it re-sent after NOT_FOUND.
+        self.unavailable_retries = 0
+        self.scene_restores = 0
         self.timeout = float(timeout)
         self.max_message_bytes = int(max_message_bytes)
         self.batch_states = batch_states
@@ -225,9 +377,9 @@ class Client:
                 root_certificates=None if tls_ca in (None, True) else _pem(tls_ca),
                 private_key=None if tls_key is None else _pem(tls_key),
                 certificate_chain=None if tls_cert is None else _pem(tls_cert))
-            self._channel = grpc.secure_channel(target, creds, options=opts)
+            self._channel = grpc.secure_channel(resolved, creds, options=opts)
         else:
-            self._channel = grpc.insecure_channel(target, options=opts)
+            self._channel = grpc.insecure_channel(resolved, options=opts)
         if token:
             self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
         self._stub = pb_grpc.ProximityServiceStub(self._channel)
@@ -259,17 +411,27 @@ class Client:
             raise from_rpc_error(e, method) from None
 
     def _restoring(self, scene_id: str, fn: Callable[[], _T]) -> _T:
-        """Runs ``fn``; when it fails NOT_FOUND for one of this client's scenes, re-sends the scene and
-        retries (at most ``restore_rounds`` times: behind round-robin, the retry may reach yet another
-        replica that lacks it)."""
-        for _ in range(self.restore_rounds):
+        """Runs ``fn``, riding through a replica's loss: when it fails NOT_FOUND for one of this client's
+        scenes, re-sends the scene and retries (at most ``restore_rounds`` times: behind round-robin, the
+        retry may reach yet another replica that lacks it); when it fails UNAVAILABLE after gRPC's own
+        retries (or where gRPC could not retry: a stream already answering), repeats it after a backoff
+        (at most ``retry.rounds`` times). Queries are idempotent, so a repeat gives the same answer."""
+        restores = rounds = 0
+        while True:
             try:
                 return fn()
             except ProximityError as e:
-                if not (self.auto_restore and e.code == grpc.StatusCode.NOT_FOUND and self.owns_scene(scene_id)):
+                if e.code == grpc.StatusCode.NOT_FOUND and self.auto_restore and restores < self.restore_rounds \
+                        and self.owns_scene(scene_id):
+                    restores += 1
+                    self.restore_scene(scene_id)
+                elif e.code == grpc.StatusCode.UNAVAILABLE and self.retry is not None and rounds < self.retry.rounds:
+                    time.sleep(self.retry.backoff(rounds))
+                    rounds += 1
+                    with self._lock:
+                        self.unavailable_retries += 1
+                else:
                     raise
-            self.restore_scene(scene_id)
-        return fn()
 
     def _scene(self, scene: Optional[str]) -> str:
         return self.scene if scene is None else scene
@@ -435,6 +597,8 @@ class Client:
         if recipe is None:
             raise error_for(grpc.StatusCode.NOT_FOUND, f"scene {scene_id!r} was not created by this client",
                             "restore_scene")
+        with self._lock:
+            self.scene_restores += 1
         if recipe[0] == "create":
             for _ in range(self.restore_sends):
                 r = self._unary("CreateScene", recipe[1], timeout)
@@ -458,6 +622,16 @@ class Client:
         return info
 
     # -- queries -----------------------------------------------------------------------------------
+
+    def session(self, scene: Optional[str] = None, timeout: Optional[float] = 300.0, *,
+                cold_caches: bool = False) -> Session:
+        """A query :class:`Session` on ``scene``: many small queries (a planner's states and edges, a tracked
+        trajectory's distances) at one round trip each on an open stream instead of a call each.
+        ``timeout`` is the deadline of the whole session, seconds (``None`` or ``math.inf``: none; the
+        server also ends it at its ``--max-call-seconds``, 300 s by default). ``cold_caches`` starts every
+        query from empty server caches (for measurement). Unary methods stay the way for one-off calls."""
+        t = None if timeout is None or math.isinf(timeout) else max(float(timeout), 0.0)
+        return Session(self, self._scene(scene), t, cold_caches)
 
     def check_state(self, q: Configuration, *, scene: Optional[str] = None,
                     timeout: Optional[float] = None) -> StateResult:

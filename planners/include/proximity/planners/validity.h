@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "proximity/core/base/result.h"
 
@@ -50,6 +51,12 @@ class MotionValidator {
   /// Checks q0 -> q1 (q1 is the segment's end as JointSpace::SegmentEnd gives it). Thread-safe.
   [[nodiscard]] virtual core::Result<MotionCheck> CheckMotion(std::span<const double> q0,
                                                               std::span<const double> q1) const = 0;
+  /// Checks the segments starts[i] -> ends[i] (rows of `dof` values each, as CheckMotion takes them) in
+  /// order and stops after the first that is not valid: the checks made, a prefix of the segments ending
+  /// with the invalid one, or all of them. The answers are CheckMotion's. The default calls CheckMotion
+  /// segment by segment; a remote validator sends them in one round trip (a lazy planner's candidate path).
+  [[nodiscard]] virtual core::Result<std::vector<MotionCheck>> CheckMotionsUntilInvalid(
+      std::span<const double> starts, std::span<const double> ends, int32_t dof) const;
   /// True when "valid" is certified (never valid when any configuration on the segment collides);
   /// false for sampled checks, which can miss what lies between samples.
   virtual bool certified() const = 0;

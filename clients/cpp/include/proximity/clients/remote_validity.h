@@ -7,6 +7,13 @@
 /// RemoteScene holds one channel and one stub (both thread-safe) to a target and a scene id; every call
 /// carries a deadline. RemoteStateValidity and RemoteMotionValidator share one RemoteScene.
 ///
+/// CheckState, CheckMotion and CheckMotionsUntilInvalid go through query sessions (the Session RPC,
+/// RemoteSession): one stream per calling thread, taken from a pool and kept between calls, so that a
+/// query costs one round trip on an open stream, with the server's caches warm from the previous
+/// query, instead of a unary call's setup. A lazy planner's candidate edges travel in one round trip.
+/// RemoteOptions::use_session = false goes back to one unary RPC per call; CheckStates and Info are
+/// unary (one-off calls).
+///
 /// Errors: a failed call comes back as a core::Error (in the Result or Status) whose message reads
 ///   "proximityd at <target> (<Rpc>, scene '<id>'): <GRPC_CODE>: <the server's message>"
 /// with the code mapped: INVALID_ARGUMENT, OUT_OF_RANGE and FAILED_PRECONDITION -> kInvalidArgument,
@@ -16,12 +23,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "proximity/clients/remote_channel.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
@@ -34,7 +44,9 @@ using core::Status;
 
 /// Where and how a RemoteScene calls proximityd.
 struct RemoteOptions {
-  /// A gRPC target: "127.0.0.1:50051", "localhost:50051", "dns:///host:50051", "ipv4:a:p,b:p".
+  /// A gRPC target: "127.0.0.1:50051", "localhost:50051"; several replicas: "127.0.0.1:50061,127.0.0.1:50062"
+  /// or "ipv4:a:p,b:p"; a name resolving to several: "dns:///proximityd.ns.svc.cluster.local:50051"
+  /// (remote_channel.h).
   std::string target;
   /// The scene's id, or the alias "default" for the daemon's built-in scene.
   std::string scene_id = "default";
@@ -44,6 +56,25 @@ struct RemoteOptions {
   int64_t batch_rows = 50'000;
   /// Largest message sent or received, bytes (> 0).
   int32_t max_message_bytes = 64 << 20;
+  /// Spread calls over every address the target names (gRPC's round_robin); unset: on for several
+  /// addresses and dns: names, off for one address.
+  std::optional<bool> round_robin;
+  /// Retries after UNAVAILABLE: gRPC's retry policy, then whole-call repeats (remote_channel.h).
+  RetryPolicy retry;
+  /// Longest wait between attempts to reconnect to a lost replica; 0: gRPC's default (1 s, growing to
+  /// 120 s). A short one picks a restarted replica up sooner.
+  std::chrono::milliseconds max_reconnect_backoff{0};
+  /// Scenes made by RemoteScene::Create: how many times one call may upload the scene again after a
+  /// NOT_FOUND and retry (>= 1), and how many CreateScene sends one upload may make until a replica
+  /// newly loads it (>= 1; behind round robin a send may reach a replica that has it).
+  int restore_rounds = 3;
+  int restore_sends = 4;
+  /// CheckState, CheckMotion and CheckMotionsUntilInvalid through query sessions (true), or one unary
+  /// RPC per call.
+  bool use_session = true;
+  /// A session is replaced by a new one once it is this old (> 0): keep it below the server's
+  /// --max-call-seconds (300 s by default) minus `deadline`, at which the server ends a stream.
+  std::chrono::seconds session_lifetime{200};
 };
 
 /// A scene as GetScene describes it: what a planner needs to build its joint space.
@@ -63,6 +94,16 @@ class RemoteScene {
   /// reported by the first call). Errors: empty target or scene id, deadline <= 0, batch_rows < 1,
   /// max_message_bytes < 1.
   [[nodiscard]] static Result<std::shared_ptr<const RemoteScene>> Connect(RemoteOptions options);
+  /// CreateScene with `create_scene_request` (a serialized proximity.v1.CreateSceneRequest, e.g.
+  /// RobotSceneRequest's), then a client of the scene it made: options.scene_id becomes its id (a content
+  /// hash, the same on every replica). The request is kept: a replica that answers NOT_FOUND for the
+  /// scene (one that never saw it, or restarted) is sent it again and the call retried. Errors: Connect's,
+  /// an unparsable request, the CreateScene's.
+  [[nodiscard]] static Result<std::shared_ptr<const RemoteScene>> Create(RemoteOptions options,
+                                                                        std::string create_scene_request);
+  /// Sends the kept CreateScene again (until a replica newly loads it, at most options().restore_sends
+  /// times). Error: the scene was not made by Create, the send failed, or the id differs.
+  [[nodiscard]] Status Upload() const;
   ~RemoteScene();
   RemoteScene(const RemoteScene&) = delete;
   RemoteScene& operator=(const RemoteScene&) = delete;
@@ -91,11 +132,25 @@ class RemoteScene {
   [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                                           const core::MotionRequest& request) const;
 
-  /// RPCs made so far, and how many failed.
+  /// The segments starts[i] -> ends[i] (rows of `dof` values) checked in order as `request` says,
+  /// up to and including the first that is not free (planners::MotionValidator::CheckMotionsUntilInvalid):
+  /// one session round trip (one unary call per segment without sessions).
+  [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
+      std::span<const double> starts, std::span<const double> ends, int32_t dof,
+      const core::MotionRequest& request) const;
+
+  /// Queries answered so far (an RPC each without sessions; a session query each with them) and how many
+  /// failed (an error answer, or a call or stream that failed).
   int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+  /// Whole calls repeated after UNAVAILABLE (beyond gRPC's own retries), and scene uploads after NOT_FOUND.
+  int64_t retries() const;
+  int64_t uploads() const;
+  /// Sessions opened so far (a new one per calling thread, and after one ended).
+  int64_t sessions_opened() const { return sessions_.load(std::memory_order_relaxed); }
 
  private:
+  friend class RemoteSession;
   struct Impl;
   explicit RemoteScene(std::unique_ptr<Impl> impl);
   Result<RemoteSceneInfo> InfoWithin(std::chrono::milliseconds deadline) const;
@@ -103,7 +158,55 @@ class RemoteScene {
   std::unique_ptr<Impl> impl_;
   mutable std::atomic<int64_t> calls_{0};
   mutable std::atomic<int64_t> failures_{0};
+  mutable std::atomic<int64_t> sessions_{0};
 };
+
+/// A certified distance interval from a session's distance query.
+struct RemoteDistance {
+  double lower = 0.0;  ///< Metres, certified lower bound of the clearance (0 when colliding).
+  double upper = 0.0;  ///< Metres, realised by the witness points.
+};
+
+/// One query session (the Session RPC) on a RemoteScene's scene: a stream opened at the first query and
+/// kept, whose server-side caches (link poses, GJK warm starts) persist from query to query. Every round
+/// trip has the scene's deadline (the stream is cancelled when it passes). When the stream has ended
+/// while idle (the server drained it or its --max-call-seconds passed), the next round trip is retried
+/// once on a new stream; queries are read-only, so a retry changes no answer. Not thread-safe: one
+/// session per thread (RemoteScene keeps a pool of them for its own calls).
+class RemoteSession {
+ public:
+  /// A session on `scene` (which must outlive it); `cold_caches` asks the server to start every query
+  /// from empty caches (for measurement).
+  explicit RemoteSession(const RemoteScene& scene, bool cold_caches = false);
+  ~RemoteSession();  ///< Closes the stream (the server ends the call OK).
+  RemoteSession(const RemoteSession&) = delete;
+  RemoteSession& operator=(const RemoteSession&) = delete;
+
+  [[nodiscard]] Result<bool> CheckState(std::span<const double> q);
+  /// One flag per row (1: free and within limits), in one round trip (at most the server's
+  /// --max-session-batch rows).
+  [[nodiscard]] Result<std::vector<uint8_t>> CheckStates(std::span<const double> rows, int32_t dof);
+  [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                          const core::MotionRequest& request);
+  /// As RemoteScene::CheckMotionsUntilInvalid, in one round trip.
+  [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
+      std::span<const double> starts, std::span<const double> ends, int32_t dof, const core::MotionRequest& request);
+  /// Distance intervals at each row (rel_err >= 0: the upper bound may exceed the lower by that
+  /// fraction), in one round trip.
+  [[nodiscard]] Result<std::vector<RemoteDistance>> Distances(std::span<const double> rows, int32_t dof,
+                                                              double rel_err);
+  /// Round trips made so far.
+  int64_t round_trips() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A serialized proximity.v1.CreateSceneRequest for RemoteScene::Create: a robot (URDF and optional SRDF
+/// text) with the files its URDF names (meshes), keyed exactly as the URDF writes them, and no world.
+std::string RobotSceneRequest(const std::string& urdf, const std::string& srdf,
+                              const std::map<std::string, std::string>& files);
 
 /// The joint space of the remote scene (GetScene's limits; continuous joints wrap), so that a planner
 /// can be built without the robot in process.
@@ -124,7 +227,8 @@ class RemoteStateValidity final : public planners::StateValidityChecker {
   mutable std::atomic<int64_t> checks_{0};
 };
 
-/// planners::MotionValidator answered by RemoteScene::CheckMotion (certified by default). Thread-safe.
+/// planners::MotionValidator answered by RemoteScene::CheckMotion (certified by default), and a lazy
+/// planner's candidate edges by RemoteScene::CheckMotionsUntilInvalid in one round trip. Thread-safe.
 class RemoteMotionValidator final : public planners::MotionValidator {
  public:
   /// `scene` must not be null.
@@ -132,6 +236,8 @@ class RemoteMotionValidator final : public planners::MotionValidator {
       : scene_(std::move(scene)), request_(request) {}
   [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0,
                                                           std::span<const double> q1) const override;
+  [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
+      std::span<const double> starts, std::span<const double> ends, int32_t dof) const override;
   bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
   /// "remote certified (127.0.0.1:50051, scene 'default')".
   std::string Describe() const override;

@@ -168,7 +168,10 @@ struct MotionRequest {
 struct MotionResult {
   bool free = false;
   /// Not free: [0, t_free] is known free (certified, or sampled in discrete mode) and the state at
-  /// t_collide (in [0, 1] along q0 -> q1) collides, with `contact` there.
+  /// t_collide (in [0, 1] along q0 -> q1) collides, with `contact` there. Certified mode: `free` is the
+  /// same whatever ran before; where in the segment a contact is bracketed, and the work counts, may
+  /// differ with what the robot model's self-clearance maps have settled (their cells certify some
+  /// pairs along a segment without the walk), always within the guarantee above.
   double t_free = 0.0;
   double t_collide = -1.0;
   StateContact contact;
@@ -369,6 +372,11 @@ class Scene {
   /// uses the maps itself. Errors for unknown link names or a wrong size of q.
   [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
                                                   std::span<const double> q) const;
+  /// Whether the self-clearance map of the two links (as above) proves them apart everywhere on the
+  /// joint-space segment q0 -> q1, as certified LINK asks it (filling cells within the same budget);
+  /// false when it does not or the pair has none. For tests and diagnostics. Errors as above.
+  [[nodiscard]] Result<bool> SelfClearAlong(std::string_view link_a, std::string_view link_b,
+                                            std::span<const double> q0, std::span<const double> q1) const;
 
   /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
   /// segments are checked in order and the first one that is not free is reported. request.stop is
@@ -494,6 +502,18 @@ class Scene {
   double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const;
   // The same when q's cell is filled already, else -1: never fills.
   double SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const;
+  // Whether the pair's map proves it keeps more than `padding` apart everywhere on the joint-space
+  // segment q0 -> q1: every cell the segment passes through holds a larger bound. Cells not settled
+  // yet are filled, up to `fill_budget` of them; false (nothing proven) when the pair has no map, the
+  // segment leaves the grid, a cell's bound falls short or the budget runs out.
+  bool SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
+                          double padding, int fill_budget) const;
+  // The self pair of the two links' first geometries, or null (SelfClearanceBound, SelfClearAlong).
+  Result<const SelfPair*> FindSelfPair(std::string_view link_a, std::string_view link_b) const;
+  // How many cells of a self-clearance map one LINK may fill (each about one distance walk): a
+  // planner's short edges settle their cells and are certified by look-ups from then on; a long edge
+  // over cold cells leaves its pairs to the walk.
+  static constexpr int kMapFillBudget = 16;
   // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
   double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
     const RobotPart& rp = robot_parts_[i];

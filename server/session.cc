@@ -1,0 +1,291 @@
+// The Session RPC: one opening (token, --max-concurrent-calls, scene lookup) per stream, then batches
+// of CLEAR, LINK and distance queries answered in order on the handler's thread. The session owns its
+// scratch (configurations, the SceneCache with its link poses and GJK warm starts) and its request and
+// response messages, reused from batch to batch: a warm query allocates only what its answer needs.
+//
+// What is an error answer and what ends the stream is the contract's (SessionRequest in
+// proximity.proto): a query the server cannot answer gets an error answer for its id; a protocol
+// violation, an oversize batch or response, the deadline, a cancellation or the drain end the stream.
+// Flow control: one batch is read, answered and written before the next is read, so a client that
+// stops reading holds at most one batch of answers here; the call's watchdog cancels the stream at its
+// deadline (or --max-call-seconds) even while a Read or Write is blocked.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/service.h"
+
+namespace proximity::server {
+
+namespace {
+
+constexpr std::string_view kSessionBatchOption = "--max-session-batch";
+
+// A query's error answer: the status the unary call would have ended with.
+void ErrorAnswer(const core::Error& error, v1::SessionAnswer* answer) {
+  const grpc::Status s = ToGrpcStatus(error);
+  v1::QueryError* out = answer->mutable_error();
+  out->set_code(static_cast<int32_t>(s.error_code()));
+  out->set_message(s.error_message());
+}
+
+// One open session: its scene, scratch and tallies.
+class SessionState {
+ public:
+  SessionState(CallScope* call, bool cold) : call_(call), scene_(call->scene()), cold_(cold) {
+    const auto dof = static_cast<size_t>(scene_.dof());
+    q0_.reserve(dof);
+    q1_.reserve(dof);
+  }
+
+  // Answers `request`'s queries into `response` (cleared first). OK, or the status that ends the stream
+  // (a query stopped by the deadline or a cancellation).
+  grpc::Status Answer(const v1::SessionRequest& request, v1::SessionResponse* response) {
+    response->clear_answers();
+    const int n = request.queries_size();
+    for (int i = 0; i < n; ++i) {
+      const v1::SessionQuery& query = request.queries(i);
+      v1::SessionAnswer* answer = response->add_answers();
+      answer->set_id(query.id());
+      bool valid = true;
+      if (grpc::Status s = AnswerOne(i, query, answer, &valid); !s.ok()) return s;
+      ++queries_;
+      if (request.until_invalid() && !valid) break;
+    }
+    return grpc::Status::OK;
+  }
+
+  // Counts the session's queries and work in the metrics and its log line.
+  void Record() {
+    CallRecorder& rec = call_->record();
+    rec.Count(QueryKind::kClear, clear_, clear_work_);
+    rec.Count(QueryKind::kLink, link_, link_work_);
+    rec.Count(QueryKind::kDistance, distance_, distance_work_);
+    rec.set_states(clear_work_.states + link_work_.states + distance_work_.states);
+    rec.set_field("batches", batches_);
+    rec.set_field("queries", queries_);
+    rec.set_field("query_errors", errors_);
+  }
+
+  int64_t queries() const { return queries_; }
+  void AddBatch() { ++batches_; }
+  int64_t batches() const { return batches_; }
+
+ private:
+  core::SceneCache* Cache() {
+    if (!cold_) return &cache_;
+    cold_cache_ = core::SceneCache();
+    return &cold_cache_;
+  }
+
+  // The embedded request's scene_id is empty or the session's.
+  core::Status SameScene(const std::string& id, const char* kind) const {
+    if (id.empty() || id == call_->entry().id || id == call_->entry().info.scene_id()) return {};
+    return core::InvalidArgument(std::string(kind) + ".scene_id: '" + id +
+                                 "' is not the session's scene '" + call_->entry().id +
+                                 "' (leave it empty, or open another session)");
+  }
+
+  grpc::Status AnswerOne(int i, const v1::SessionQuery& query, v1::SessionAnswer* answer, bool* valid) {
+    // Errors name their field within the query ("state.state: ..."); the query's place is added here,
+    // so that a query that succeeds builds no message.
+    auto fail = [&](core::Error e) {
+      e.message = "queries[" + std::to_string(i) + "]." + e.message;
+      ++errors_;
+      *valid = false;
+      ErrorAnswer(e, answer);
+      return grpc::Status::OK;
+    };
+    switch (query.query_case()) {
+      case v1::SessionQuery::kState: {
+        const v1::CheckStateRequest& in = query.state();
+        if (core::Status s = SameScene(in.scene_id(), "state"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.state(), "state.state", &q0_); !s.ok()) {
+          return fail(s.error());
+        }
+        const core::Result<core::StateResult> checked = scene_.CheckState(q0_, Cache());
+        if (!checked.ok()) return fail(WithField("state", checked.error()));
+        const core::StateResult& r = checked.value();
+        v1::CheckStateResponse* out = answer->mutable_state();
+        ToWire(scene_, r, out);
+        const Work work = StateWork(r);
+        work.ToWire(out->mutable_stats());
+        clear_work_ += work;
+        ++clear_;
+        *valid = r.free && r.within_limits;
+        return grpc::Status::OK;
+      }
+      case v1::SessionQuery::kMotion: {
+        const v1::CheckMotionRequest& in = query.motion();
+        if (core::Status s = SameScene(in.scene_id(), "motion"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.start(), "motion.start", &q0_); !s.ok()) {
+          return fail(s.error());
+        }
+        if (core::Status s = ResolveState(scene_.robot(), in.goal(), "motion.goal", &q1_); !s.ok()) {
+          return fail(s.error());
+        }
+        auto motion = ToMotionRequest(in.mode(), in.resolution(), "motion.");
+        if (!motion.ok()) return fail(motion.error());
+        core::MotionRequest request = motion.value();
+        request.stop = call_->interrupt();
+        const core::Result<core::MotionResult> checked = scene_.CheckMotion(q0_, q1_, request, Cache());
+        if (!checked.ok()) return fail(WithField("motion", checked.error()));
+        const core::MotionResult& r = checked.value();
+        const Work work = MotionWork(r);
+        link_work_ += work;
+        if (r.stopped) return call_->cancel().status(Progress());
+        v1::CheckMotionResponse* out = answer->mutable_motion();
+        ToWire(scene_, r, out->mutable_result());
+        work.ToWire(out->mutable_stats());
+        ++link_;
+        *valid = r.free;
+        return grpc::Status::OK;
+      }
+      case v1::SessionQuery::kDistance: {
+        const v1::ComputeDistanceRequest& in = query.distance();
+        if (core::Status s = SameScene(in.scene_id(), "distance"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.state(), "distance.state", &q0_); !s.ok()) {
+          return fail(s.error());
+        }
+        core::SceneDistanceRequest request = ToDistanceRequest(in);
+        request.stop = call_->interrupt();
+        const core::Result<core::SceneDistanceResult> distance = scene_.ComputeDistance(q0_, request, Cache());
+        if (!distance.ok()) return fail(WithField("distance", distance.error()));
+        const core::SceneDistanceResult& r = distance.value();
+        const Work work = DistanceWork(r);
+        distance_work_ += work;
+        if (r.stopped) return call_->cancel().status(Progress());
+        v1::ComputeDistanceResponse* out = answer->mutable_distance();
+        ToWire(scene_, r, out);
+        work.ToWire(out->mutable_stats());
+        ++distance_;
+        *valid = r.lower_bound > 0.0;
+        return grpc::Status::OK;
+      }
+      case v1::SessionQuery::QUERY_NOT_SET:
+        break;
+    }
+    return fail(core::InvalidArgument("query: none of state, motion or distance is set (a query kind this "
+                                      "server does not know?)"));
+  }
+
+  std::string Progress() const {
+    return std::to_string(batches_) + " batches, " + std::to_string(queries_) + " queries of the session";
+  }
+
+  CallScope* call_;
+  const core::Scene& scene_;
+  bool cold_;
+  std::vector<double> q0_, q1_;
+  core::SceneCache cache_;
+  core::SceneCache cold_cache_;
+  int64_t batches_ = 0, queries_ = 0, errors_ = 0;
+  int64_t clear_ = 0, link_ = 0, distance_ = 0;
+  Work clear_work_, link_work_, distance_work_;
+};
+
+// A session's place in the service's set of open sessions while it lives.
+class SessionSlot {
+ public:
+  SessionSlot(std::mutex* mutex, std::set<grpc::ServerContext*>* open, const bool* ended,
+              grpc::ServerContext* context)
+      : mutex_(mutex), open_(open), context_(context) {
+    std::lock_guard lock(*mutex_);
+    refused_ = *ended;
+    if (!refused_) open_->insert(context_);
+  }
+  ~SessionSlot() {
+    std::lock_guard lock(*mutex_);
+    open_->erase(context_);
+  }
+  SessionSlot(const SessionSlot&) = delete;
+  SessionSlot& operator=(const SessionSlot&) = delete;
+  bool refused() const { return refused_; }
+
+ private:
+  std::mutex* mutex_;
+  std::set<grpc::ServerContext*>* open_;
+  grpc::ServerContext* context_;
+  bool refused_ = false;
+};
+
+}  // namespace
+
+void ProximityServiceImpl::EndSessions() {
+  std::lock_guard lock(sessions_mutex_);
+  sessions_ended_ = true;
+  for (grpc::ServerContext* context : sessions_) context->TryCancel();
+}
+
+grpc::Status ProximityServiceImpl::Session(
+    grpc::ServerContext* context, grpc::ServerReaderWriter<v1::SessionResponse, v1::SessionRequest>* stream) {
+  return opening_.Serve(context, Rpc::kSession, {}, [&](CallScope& call) -> grpc::Status {
+    const SessionSlot slot(&sessions_mutex_, &sessions_, &sessions_ended_, context);
+    if (slot.refused()) return {grpc::StatusCode::UNAVAILABLE, "the server is draining; open the session elsewhere"};
+    // The watchdog ends the stream at its deadline or --max-call-seconds even while Read or Write blocks.
+    call.WatchStream();
+    v1::SessionRequest request;
+    if (!stream->Read(&request)) {
+      if (call.cancel().Stopped()) return call.cancel().status("the session's opening");
+      return grpc::Status::OK;  // the client closed its side without opening: nothing to answer
+    }
+    if (!request.has_open()) {
+      return ToGrpcStatus(core::InvalidArgument(
+          "open: the first SessionRequest of a session must carry open (the session's scene_id)"));
+    }
+    const v1::SessionOpen& open = request.open();
+    if (open.scene_id().empty()) return ToGrpcStatus(core::InvalidArgument("open.scene_id: empty"));
+    std::shared_ptr<const SceneEntry> entry = registry_->Find(open.scene_id());
+    if (entry == nullptr) return SceneNotFound(open.scene_id());
+    call.set_entry(std::move(entry));
+    const SceneEntry& scene = call.entry();
+
+    SessionState session(&call, open.cold_caches());
+    v1::SessionResponse response;
+    v1::SessionOpened* opened = response.mutable_opened();
+    opened->set_scene_id(scene.info.scene_id());
+    opened->set_version(scene.info.version());
+    opened->set_dof(static_cast<uint32_t>(scene.scene->dof()));
+    opened->set_max_batch(static_cast<uint32_t>(limits_.max_session_batch));
+    grpc::Status status = grpc::Status::OK;
+    for (bool first = true;; first = false) {
+      if (!first && request.has_open()) {
+        status = ToGrpcStatus(core::InvalidArgument(
+            "open: batch " + std::to_string(session.batches()) + " carries open again; a session opens once"));
+        break;
+      }
+      if (request.queries_size() > limits_.max_session_batch) {
+        status = ToGrpcStatus(core::ResourceExhausted(
+            "queries: a batch of " + std::to_string(request.queries_size()) + " queries exceeds the server's " +
+            std::string(kSessionBatchOption) + " = " + std::to_string(limits_.max_session_batch) +
+            "; split the batch"));
+        break;
+      }
+      status = session.Answer(request, &response);
+      if (!status.ok()) break;
+      session.AddBatch();
+      status = call.FitResponse(&response, "send smaller batches or leave out per_pair");
+      if (!status.ok()) break;
+      if (!stream->Write(response)) {
+        call.metrics().AddFailedSend();
+        status = call.cancel().Stopped() ? call.cancel().status(std::to_string(session.queries()) + " queries")
+                                         : grpc::Status(grpc::StatusCode::CANCELLED, "the client is gone");
+        break;
+      }
+      response.clear_opened();
+      if (!stream->Read(&request)) {
+        // The client closed its side (OK), or the stream was cancelled, expired or ended by the drain.
+        if (call.cancel().Stopped()) {
+          status = call.cancel().status(std::to_string(session.batches()) + " batches, " +
+                                        std::to_string(session.queries()) + " queries of the session");
+        }
+        break;
+      }
+    }
+    session.Record();
+    return status;
+  });
+}
+
+}  // namespace proximity::server

@@ -1,0 +1,334 @@
+// Planning against a real proximityd over query sessions (proximity::remote): the session's answers
+// equal the unary calls' and the core's in process; our planners (RRT, RRT-Connect, PRM, LazyPRM, with
+// a quick sampled check growing the trees and candidate paths certified in one round trip each) and
+// OMPL's RRT-Connect through the OMPL adapter give the same outcomes and the same paths remotely (over
+// sessions and over unary calls) as in process for the same seed. The time per validity query of each
+// is printed, never asserted.
+#include <gtest/gtest.h>
+
+#include <ompl/base/ProblemDefinition.h>
+#include <ompl/geometric/PathGeometric.h>
+#include <ompl/geometric/planners/rrt/RRTConnect.h>
+#include <ompl/util/Console.h>
+#include <ompl/util/RandomNumbers.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "clients/daemon.h"
+#include "core/test_util.h"
+#include "proximity/clients/remote_validity.h"
+#include "proximity/planners/ompl_adapter.h"
+#include "proximity/planners/planner.h"
+#include "proximity/planners/scene_validity.h"
+
+namespace proximity::clients {
+namespace {
+
+namespace ob = ompl::base;
+namespace og = ompl::geometric;
+using planners::Configuration;
+using planners::JointSpace;
+using planners::MotionCheck;
+using test_daemon::Clock;
+using test_daemon::Daemon;
+using test_daemon::DefaultSceneInProcess;
+
+double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+class RemotePlanningTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PROX_REQUIRE_DIR(proximity::testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the default scene's KR5)");
+    std::string error;
+    daemon_ = Daemon::Start(&error);
+    ASSERT_NE(daemon_, nullptr) << error;
+    RemoteOptions options;
+    options.target = daemon_->target();
+    options.deadline = std::chrono::seconds(60);
+    auto session = RemoteScene::Connect(options);
+    ASSERT_TRUE(session.ok()) << session.error().message;
+    remote_ = session.value();
+    options.use_session = false;
+    auto unary = RemoteScene::Connect(options);
+    ASSERT_TRUE(unary.ok()) << unary.error().message;
+    unary_ = unary.value();
+    const Status serving = remote_->WaitUntilServing(std::chrono::minutes(1));
+    ASSERT_TRUE(serving.ok()) << serving.ToString();
+    scene_ = DefaultSceneInProcess();
+    ASSERT_NE(scene_, nullptr);
+    space_ = std::make_unique<JointSpace>(JointSpace::ForRobot(scene_->robot()));
+  }
+
+  void TearDown() override {
+    if (daemon_ == nullptr) return;
+    remote_.reset();
+    unary_.reset();
+    const int code = daemon_->Terminate();
+    EXPECT_EQ(code, 0) << "proximityd did not exit 0 on SIGTERM; its stderr:\n" << daemon_->log();
+  }
+
+  Configuration RandomValid(planners::Rng& rng, core::SceneCache* cache) const {
+    Configuration q(static_cast<size_t>(space_->dof()));
+    for (int i = 0; i < 100000; ++i) {
+      space_->Sample(rng, q);
+      const core::StateResult r = proximity::testing::ValueOrFail(scene_->CheckState(q, cache));
+      if (r.free && r.within_limits) return q;
+    }
+    ADD_FAILURE() << "no valid state in 100,000 samples";
+    return q;
+  }
+
+  // `n` valid start / goal pairs far apart whose straight motion collides.
+  std::vector<std::pair<Configuration, Configuration>> Problems(int n, uint64_t seed) const {
+    planners::Rng rng(seed);
+    core::SceneCache cache;
+    std::vector<std::pair<Configuration, Configuration>> out;
+    for (int i = 0; i < 10000 && static_cast<int>(out.size()) < n; ++i) {
+      Configuration a = RandomValid(rng, &cache), b = RandomValid(rng, &cache);
+      const core::MotionResult m = proximity::testing::ValueOrFail(scene_->CheckMotion(a, b, {}, &cache));
+      if (!m.free && space_->Distance(a, b) > 1.0) out.emplace_back(a, b);
+    }
+    EXPECT_EQ(static_cast<int>(out.size()), n);
+    return out;
+  }
+
+  std::unique_ptr<Daemon> daemon_;
+  std::shared_ptr<const RemoteScene> remote_;  // over sessions
+  std::shared_ptr<const RemoteScene> unary_;   // one unary RPC per query
+  std::shared_ptr<const core::Scene> scene_;
+  std::unique_ptr<JointSpace> space_;
+};
+
+// Session answers equal the unary calls' and the core's: states, edges (with last_valid_t and the states
+// posed), a lazy planner's edge batches (a prefix up to the first invalid edge) and distances along a
+// trajectory, warm and cold. One calling thread opens one session and keeps it.
+TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
+  planners::Rng rng(3);
+  const planners::SceneStateValidity local_state(scene_);
+  const planners::SceneMotionValidator local_motion(scene_, core::MotionRequest{});
+  const int n = proximity::testing::Cases(300);
+  Configuration q(static_cast<size_t>(space_->dof())), q1(q.size());
+  int valid = 0, free_edges = 0;
+  for (int i = 0; i < n; ++i) {
+    space_->Sample(rng, q);
+    const bool l = proximity::testing::ValueOrFail(local_state.IsValid(q));
+    EXPECT_EQ(proximity::testing::ValueOrFail(remote_->CheckState(q)), l) << "state " << i;
+    EXPECT_EQ(proximity::testing::ValueOrFail(unary_->CheckState(q)), l) << "state " << i;
+    valid += l;
+    if (i % 3 == 0) {
+      space_->Sample(rng, q1);
+      space_->Interpolate(q, q1, 0.3, q1);
+      const MotionCheck lm = proximity::testing::ValueOrFail(local_motion.CheckMotion(q, q1));
+      const MotionCheck sm = proximity::testing::ValueOrFail(remote_->CheckMotion(q, q1, {}));
+      const MotionCheck um = proximity::testing::ValueOrFail(unary_->CheckMotion(q, q1, {}));
+      EXPECT_EQ(sm.valid, lm.valid) << "edge " << i;
+      EXPECT_EQ(sm.last_valid_t, lm.last_valid_t) << "edge " << i;
+      EXPECT_EQ(sm.states, lm.states) << "edge " << i;
+      EXPECT_EQ(um.valid, lm.valid) << "edge " << i;
+      EXPECT_EQ(um.last_valid_t, lm.last_valid_t) << "edge " << i;
+      free_edges += lm.valid;
+    }
+  }
+  EXPECT_GT(valid, n / 10);
+  EXPECT_LT(valid, n - n / 10);
+  EXPECT_GT(free_edges, 0);
+
+  // Batches of 12 edges from a random walk: the remote prefix equals the one-by-one answers.
+  int prefixes_short = 0;
+  for (int b = 0; b < 20; ++b) {
+    std::vector<double> starts, ends;
+    space_->Sample(rng, q);
+    for (int e = 0; e < 12; ++e) {
+      space_->Sample(rng, q1);
+      space_->Interpolate(q, q1, 0.15, q1);
+      starts.insert(starts.end(), q.begin(), q.end());
+      ends.insert(ends.end(), q1.begin(), q1.end());
+      q = q1;
+    }
+    const auto local = proximity::testing::ValueOrFail(local_motion.CheckMotionsUntilInvalid(starts, ends, space_->dof()));
+    const auto remote = proximity::testing::ValueOrFail(remote_->CheckMotionsUntilInvalid(starts, ends, space_->dof(), {}));
+    const auto unary = proximity::testing::ValueOrFail(unary_->CheckMotionsUntilInvalid(starts, ends, space_->dof(), {}));
+    ASSERT_EQ(remote.size(), local.size()) << "batch " << b;
+    ASSERT_EQ(unary.size(), local.size()) << "batch " << b;
+    for (size_t e = 0; e < local.size(); ++e) {
+      EXPECT_EQ(remote[e].valid, local[e].valid) << "batch " << b << " edge " << e;
+      EXPECT_EQ(remote[e].last_valid_t, local[e].last_valid_t) << "batch " << b << " edge " << e;
+      EXPECT_EQ(unary[e].last_valid_t, local[e].last_valid_t) << "batch " << b << " edge " << e;
+    }
+    prefixes_short += local.size() < 12;
+  }
+  EXPECT_GT(prefixes_short, 0) << "no batch met a colliding edge";
+
+  // Distances along a trajectory (small steps), warm and cold, equal the core's.
+  std::vector<double> rows;
+  space_->Sample(rng, q);
+  space_->Sample(rng, q1);
+  for (int k = 0; k < 50; ++k) {
+    Configuration p(q.size());
+    space_->Interpolate(q, q1, k / 49.0, p);
+    rows.insert(rows.end(), p.begin(), p.end());
+  }
+  RemoteSession warm(*remote_), cold(*remote_, true);
+  const auto w = proximity::testing::ValueOrFail(warm.Distances(rows, space_->dof(), 0.05));
+  const auto c = proximity::testing::ValueOrFail(cold.Distances(rows, space_->dof(), 0.05));
+  ASSERT_EQ(w.size(), 50u);
+  ASSERT_EQ(c.size(), 50u);
+  core::SceneCache cache;
+  core::SceneDistanceRequest dr;
+  dr.rel_err = 0.05;
+  for (size_t k = 0; k < w.size(); ++k) {
+    const auto d = proximity::testing::ValueOrFail(
+        scene_->ComputeDistance(std::span<const double>(rows.data() + k * q.size(), q.size()), dr, &cache));
+    EXPECT_EQ(w[k].lower, d.lower_bound) << "state " << k;
+    EXPECT_EQ(w[k].upper, d.upper_bound) << "state " << k;
+    EXPECT_EQ(c[k].lower, d.lower_bound) << "state " << k;
+  }
+  EXPECT_EQ(warm.round_trips(), 1);
+  EXPECT_EQ(remote_->sessions_opened(), 3) << "the pooled session of this thread, and the two made here";
+  EXPECT_EQ(unary_->sessions_opened(), 0);
+  EXPECT_EQ(remote_->failures(), 0);
+}
+
+// Our planners over the remote scene (sessions, and unary calls) find the same paths as in process,
+// problem by problem, with the same seed; lazily certified (a sampled quick check grows the trees, the
+// candidate path's edges are certified in one round trip).
+TEST_F(RemotePlanningTest, OurPlannersFindTheSamePathsRemotelyAsInProcess) {
+  core::MotionRequest quick;
+  quick.mode = core::MotionRequest::Mode::kDiscrete;
+  quick.resolution = planners::ScenePlanning::kDefaultQuickResolution;
+  const planners::SceneStateValidity local_state(scene_);
+  const planners::SceneMotionValidator local_motion(scene_, core::MotionRequest{});
+  const planners::SceneMotionValidator local_quick(scene_, quick);
+  const planners::PlanningContext local{*space_, &local_state, &local_motion, &local_quick};
+  const RemoteStateValidity session_state(remote_), unary_state(unary_);
+  const RemoteMotionValidator session_motion(remote_), unary_motion(unary_);
+  const RemoteMotionValidator session_quick(remote_, quick), unary_quick(unary_, quick);
+  const planners::PlanningContext session{*space_, &session_state, &session_motion, &session_quick};
+  const planners::PlanningContext unary{*space_, &unary_state, &unary_motion, &unary_quick};
+
+  const auto problems = Problems(proximity::testing::Cases(3), 11);
+  planners::Termination termination;
+  termination.time_limit_s = 300.0;
+  termination.max_iterations = 20000;
+  int solved[3] = {0, 0, 0};
+  double seconds[3] = {0, 0, 0};
+  int64_t queries[3] = {0, 0, 0};
+  for (const planners::PlannerType type : {planners::PlannerType::kRrt, planners::PlannerType::kRrtConnect,
+                                           planners::PlannerType::kPrm, planners::PlannerType::kLazyPrm}) {
+    for (size_t p = 0; p < problems.size(); ++p) {
+      const std::string where = std::string(planners::PlannerTypeName(type)) + " problem " + std::to_string(p);
+      planners::PlannerOptions options;
+      options.type = type;
+      options.seed = 100 + p;
+      planners::PlanResult results[3];
+      const planners::PlanningContext* contexts[3] = {&local, &session, &unary};
+      for (int k = 0; k < 3; ++k) {
+        const auto t0 = Clock::now();
+        auto planned = planners::Plan(*contexts[k], problems[p].first, problems[p].second, options, termination);
+        seconds[k] += Seconds(t0);
+        ASSERT_TRUE(planned.ok()) << where << ": " << planned.error().message;
+        results[k] = std::move(planned).value();
+        const planners::PlanStats& s = results[k].stats;
+        queries[k] += s.state_checks + s.motion_checks + s.quick_motion_checks;
+        solved[k] += results[k].solved();
+      }
+      for (int k = 1; k < 3; ++k) {
+        EXPECT_EQ(results[k].outcome, results[0].outcome) << where << (k == 1 ? " (session)" : " (unary)");
+        EXPECT_EQ(results[k].path, results[0].path) << where << (k == 1 ? " (session)" : " (unary)");
+        EXPECT_EQ(results[k].stats.motion_checks, results[0].stats.motion_checks) << where;
+        EXPECT_EQ(results[k].stats.certification_failures, results[0].stats.certification_failures) << where;
+      }
+    }
+  }
+  EXPECT_GT(solved[0], 0);
+  EXPECT_EQ(solved[1], solved[0]);
+  EXPECT_EQ(solved[2], solved[0]);
+  EXPECT_EQ(remote_->failures(), 0);
+  std::printf("[ planners ] RRT, RRT-Connect, PRM, LazyPRM on %zu problems: %d solved in process, %d over sessions, %d "
+              "over unary calls, the same paths; per validity query: in process %.1f us, session %.1f us, unary %.1f "
+              "us; sessions opened %ld\n",
+              problems.size(), solved[0], solved[1], solved[2], 1e6 * seconds[0] / static_cast<double>(queries[0]),
+              1e6 * seconds[1] / static_cast<double>(queries[1]), 1e6 * seconds[2] / static_cast<double>(queries[2]),
+              static_cast<long>(remote_->sessions_opened()));
+}
+
+// OMPL's RRT-Connect through the OMPL adapter, over the remote scene (sessions) and in process, with the
+// same OMPL seed: the same solved count and the same raw paths, waypoint for waypoint.
+TEST_F(RemotePlanningTest, OmplRrtConnectFindsTheSamePathsRemotelyAsInProcess) {
+  ompl::msg::setLogLevel(ompl::msg::LOG_NONE);  // re-seeding OMPL logs an error it then carries out
+  const auto problems = Problems(proximity::testing::Cases(4), 29);
+  auto remote_space = RemoteSpace(*remote_);
+  ASSERT_TRUE(remote_space.ok()) << remote_space.error().message;
+  struct Run {
+    bool solved = false;
+    std::vector<Configuration> path;
+    int64_t checks = 0;
+  };
+  // Both runs make OMPL's random generators in the same order after the same seed.
+  auto solve = [&](const JointSpace& space, std::shared_ptr<const planners::StateValidityChecker> state,
+                   std::shared_ptr<const planners::MotionValidator> motion, const Configuration& start,
+                   const Configuration& goal, uint32_t seed) {
+    ompl::RNG::setSeed(seed);
+    Run out;
+    auto setup = planners::MakeOmplSetup(space, std::move(state), std::move(motion));
+    EXPECT_TRUE(setup.ok()) << setup.error().message;
+    if (!setup.ok()) return out;
+    const planners::OmplSetup& s = setup.value();
+    auto pdef = std::make_shared<ob::ProblemDefinition>(s.si);
+    ob::State* a = s.NewState(start);
+    ob::State* b = s.NewState(goal);
+    pdef->setStartAndGoalStates(a, b);
+    s.si->freeState(a);
+    s.si->freeState(b);
+    auto planner = std::make_shared<og::RRTConnect>(s.si);
+    planner->setProblemDefinition(pdef);
+    planner->setup();
+    out.solved = planner->solve(ob::timedPlannerTerminationCondition(300.0)) == ob::PlannerStatus::EXACT_SOLUTION;
+    EXPECT_TRUE(s.status().ok()) << s.status().ToString();
+    if (out.solved) out.path = s.layout->PathConfigurations(*pdef->getSolutionPath()->as<og::PathGeometric>());
+    out.checks = s.state_checker->checks() + s.motion_validator->getValidMotionCount() + s.motion_validator->getInvalidMotionCount();
+    return out;
+  };
+  int solved_local = 0, solved_remote = 0;
+  double local_s = 0.0, remote_s = 0.0;
+  int64_t local_checks = 0, remote_checks = 0;
+  for (size_t p = 0; p < problems.size(); ++p) {
+    const auto& [start, goal] = problems[p];
+    const uint32_t seed = 4242 + static_cast<uint32_t>(p);
+    auto t0 = Clock::now();
+    const Run local = solve(*space_, std::make_shared<planners::SceneStateValidity>(scene_),
+                            std::make_shared<planners::SceneMotionValidator>(scene_, core::MotionRequest{}), start,
+                            goal, seed);
+    local_s += Seconds(t0);
+    t0 = Clock::now();
+    const Run remote = solve(remote_space.value(), std::make_shared<RemoteStateValidity>(remote_),
+                             std::make_shared<RemoteMotionValidator>(remote_), start, goal, seed);
+    remote_s += Seconds(t0);
+    solved_local += local.solved;
+    solved_remote += remote.solved;
+    EXPECT_EQ(remote.solved, local.solved) << "problem " << p;
+    ASSERT_EQ(remote.path.size(), local.path.size()) << "problem " << p;
+    for (size_t w = 0; w < local.path.size(); ++w) {
+      for (size_t j = 0; j < local.path[w].size(); ++j) {
+        EXPECT_NEAR(remote.path[w][j], local.path[w][j], 1e-12) << "problem " << p << " waypoint " << w;
+      }
+    }
+    EXPECT_EQ(remote.checks, local.checks) << "problem " << p;
+    local_checks += local.checks;
+    remote_checks += remote.checks;
+  }
+  EXPECT_GT(solved_local, 0);
+  EXPECT_EQ(solved_remote, solved_local);
+  std::printf("[ ompl ] OMPL RRTConnect on %zu problems: %d solved in process, %d over sessions, the same paths; "
+              "per validity query: in process %.1f us, session %.1f us\n",
+              problems.size(), solved_local, solved_remote, 1e6 * local_s / static_cast<double>(local_checks),
+              1e6 * remote_s / static_cast<double>(remote_checks));
+}
+
+}  // namespace
+}  // namespace proximity::clients

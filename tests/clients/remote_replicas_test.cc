@@ -1,0 +1,272 @@
+// The C++ remote client riding through replica loss, against real proximityd processes on loopback ports:
+// a scene uploaded with RemoteScene::Create (the KR5 URDF with its meshes in the request, and a world of
+// our own), batches of states and motion checks driven over three replicas from two threads, one replica
+// SIGKILLed mid-run and a fresh one started on its port (it lacks the scene). Every call must succeed, every
+// answer must equal one replica's alone, and the fresh replica must have been sent the scene by the client.
+// Also: targets and retry settings that cannot work are errors naming the bad part.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "clients/daemon_process.h"
+#include "core/test_util.h"
+#include "proximity/clients/remote_channel.h"
+#include "proximity/clients/remote_validity.h"
+#include "proximity/v1/proximity.pb.h"
+
+namespace proximity::clients {
+namespace {
+
+using testing_support::Daemon;
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The KR5 URDF, every mesh it names (keyed as it names them), and a wall and a ball in its reach.
+std::string Kr5SceneRequest() {
+  const std::filesystem::path dir = std::filesystem::path(testing::DartUrdfDir()) / "KR5";
+  const std::string urdf = ReadFile(dir / "KR5 sixx R650.urdf");
+  std::map<std::string, std::string> files;
+  const std::regex mesh("filename=\"([^\"]+)\"");
+  for (auto it = std::sregex_iterator(urdf.begin(), urdf.end(), mesh); it != std::sregex_iterator(); ++it) {
+    files[(*it)[1]] = ReadFile(dir / (*it)[1].str());
+  }
+  v1::CreateSceneRequest request;
+  EXPECT_TRUE(request.ParseFromString(RobotSceneRequest(urdf, "", files)));
+  v1::CollisionObject* wall = request.add_objects();
+  wall->set_id("wall");
+  wall->mutable_pose()->mutable_position()->set_x(0.5);
+  wall->mutable_pose()->mutable_position()->set_z(0.5);
+  auto* size = wall->add_parts()->mutable_shape()->mutable_box()->mutable_size();
+  size->set_x(0.05);
+  size->set_y(2.0);
+  size->set_z(2.0);
+  v1::CollisionObject* ball = request.add_objects();
+  ball->set_id("ball");
+  ball->mutable_pose()->mutable_position()->set_x(0.3);
+  ball->mutable_pose()->mutable_position()->set_y(0.3);
+  ball->mutable_pose()->mutable_position()->set_z(0.9);
+  ball->add_parts()->mutable_shape()->mutable_sphere()->set_radius(0.15);
+  return request.SerializeAsString();
+}
+
+TEST(ReplicaTargets, ListsBecomeAddressTargetsAndBadOnesAreErrorsNamingThem) {
+  auto list = ResolveTarget("127.0.0.1:50061,127.0.0.1:50062");
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  EXPECT_EQ(list.value().target, "ipv4:127.0.0.1:50061,127.0.0.1:50062");
+  EXPECT_TRUE(list.value().several);
+  auto v6 = ResolveTarget("[::1]:5,[::1]:6");
+  ASSERT_TRUE(v6.ok()) << v6.error().message;
+  EXPECT_EQ(v6.value().target, "ipv6:[::1]:5,[::1]:6");
+  auto dns = ResolveTarget("dns:///proximityd.default.svc.cluster.local:50051");
+  ASSERT_TRUE(dns.ok());
+  EXPECT_TRUE(dns.value().several);
+  auto one = ResolveTarget("localhost:50051");
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(one.value().several);
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "target is empty"},
+      {"127.0.0.1", "is not host:port"},
+      {"127.0.0.1:0", "no port in [1, 65535]"},
+      {"127.0.0.1:5,,127.0.0.1:6", "an empty address"},
+      {"localhost:5,127.0.0.1:6", "is a name, not an IP address"},
+      {"127.0.0.1:5,[::1]:6", "cannot be mixed"},
+      {"ipv4:[::1]:5", "are not ipv4 addresses"},
+      {"dns:///proximityd", "is not host:port"},
+  };
+  for (const auto& [target, message] : bad) {
+    auto r = ResolveTarget(target);
+    ASSERT_FALSE(r.ok()) << target;
+    EXPECT_NE(r.error().message.find(message), std::string::npos) << target << ": " << r.error().message;
+    RemoteOptions options;
+    options.target = target;
+    auto c = RemoteScene::Connect(options);
+    ASSERT_FALSE(c.ok()) << target;
+    EXPECT_NE(c.error().message.find(message), std::string::npos) << c.error().message;
+  }
+}
+
+TEST(ReplicaTargets, BadRetrySettingsAreErrorsNamingTheField) {
+  struct Case {
+    RetryPolicy policy;
+    const char* message;
+  };
+  std::vector<Case> cases(5);
+  cases[0].policy.max_attempts = 6;
+  cases[0].message = "max_attempts must be in [2, 5]";
+  cases[1].policy.initial_backoff = std::chrono::milliseconds(0);
+  cases[1].message = "initial_backoff must be > 0";
+  cases[2].policy.max_backoff = std::chrono::milliseconds(10);
+  cases[2].message = "max_backoff (10 ms) must be >= initial_backoff (50 ms)";
+  cases[3].policy.backoff_multiplier = 0.5;
+  cases[3].message = "backoff_multiplier must be a finite number >= 1";
+  cases[4].policy.rounds = -1;
+  cases[4].message = "rounds must be >= 0";
+  for (const Case& c : cases) {
+    RemoteOptions options;
+    options.target = "127.0.0.1:50051";
+    options.retry = c.policy;
+    auto r = RemoteScene::Connect(options);
+    ASSERT_FALSE(r.ok()) << c.message;
+    EXPECT_NE(r.error().message.find(c.message), std::string::npos) << r.error().message;
+  }
+  // The service config names round robin and the retry policy for every method but DeleteScene.
+  const std::string config = ServiceConfigJson(true, RetryPolicy{});
+  EXPECT_NE(config.find(R"("round_robin")"), std::string::npos) << config;
+  EXPECT_NE(config.find(R"("retryableStatusCodes":["UNAVAILABLE"])"), std::string::npos) << config;
+  EXPECT_NE(config.find(R"("method":"CheckStates")"), std::string::npos) << config;
+  EXPECT_EQ(config.find("DeleteScene"), std::string::npos) << config;
+  RetryPolicy off;
+  off.enabled = false;
+  EXPECT_EQ(ServiceConfigJson(false, off), "");
+}
+
+class ReplicaKillTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PROX_REQUIRE_DIR(testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the KR5)");
+    for (int i = 0; i < 3; ++i) {
+      std::string error;
+      replicas_.push_back(Daemon::Start(&error));
+      ASSERT_NE(replicas_.back(), nullptr) << error;
+    }
+  }
+  std::vector<std::unique_ptr<Daemon>> replicas_;
+};
+
+TEST_F(ReplicaKillTest, OneReplicaKilledMidRunAndAFreshOneLoseNoQuery) {
+  const std::string request = Kr5SceneRequest();
+  constexpr int kChunks = 60;
+  constexpr int kRows = 2000;
+  // The reference: replica 0 alone.
+  RemoteOptions single;
+  single.target = replicas_[0]->target();
+  single.deadline = std::chrono::seconds(120);
+  auto reference = RemoteScene::Create(single, request);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  auto info = reference.value()->Info();
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  const int dof = static_cast<int>(info.value().joint_names.size());
+  std::mt19937_64 rng(23);
+  std::vector<std::vector<double>> chunks(kChunks, std::vector<double>(static_cast<size_t>(kRows * dof)));
+  for (auto& chunk : chunks) {
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const size_t j = i % static_cast<size_t>(dof);
+      chunk[i] = std::uniform_real_distribution<double>(info.value().lower[j], info.value().upper[j])(rng);
+    }
+  }
+  std::vector<std::vector<uint8_t>> expect_states;
+  std::vector<planners::MotionCheck> expect_motions;
+  for (const auto& chunk : chunks) {
+    auto r = reference.value()->CheckStates(chunk, dof);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    expect_states.push_back(r.value());
+    auto m = reference.value()->CheckMotion(std::span(chunk).first(static_cast<size_t>(dof)),
+                                            std::span(chunk).subspan(static_cast<size_t>(dof), static_cast<size_t>(dof)),
+                                            core::MotionRequest{});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    expect_motions.push_back(m.value());
+  }
+
+  // Three replicas behind one client; only replica 0 has the scene so far.
+  RemoteOptions options;
+  options.target = replicas_[0]->target() + "," + replicas_[1]->target() + "," + replicas_[2]->target();
+  options.deadline = std::chrono::seconds(120);
+  options.batch_rows = 500;
+  options.max_reconnect_backoff = std::chrono::seconds(1);
+  auto remote = RemoteScene::Create(options, request);
+  ASSERT_TRUE(remote.ok()) << remote.error().message;
+  ASSERT_EQ(remote.value()->options().scene_id, reference.value()->options().scene_id);
+  const RemoteScene& scene = *remote.value();
+
+  std::vector<std::vector<uint8_t>> got_states(kChunks);
+  std::vector<planners::MotionCheck> got_motions(kChunks);
+  std::mutex mutex;
+  std::condition_variable progressed;
+  int done = 0;
+  std::vector<std::string> errors;
+  std::atomic<int> next{0};
+  auto drive = [&] {
+    for (int i; (i = next.fetch_add(1)) < kChunks;) {
+      const auto& chunk = chunks[static_cast<size_t>(i)];
+      auto r = scene.CheckStates(chunk, dof);
+      auto m = scene.CheckMotion(std::span(chunk).first(static_cast<size_t>(dof)),
+                                 std::span(chunk).subspan(static_cast<size_t>(dof), static_cast<size_t>(dof)),
+                                 core::MotionRequest{});
+      std::lock_guard lock(mutex);
+      if (!r.ok()) errors.push_back("chunk " + std::to_string(i) + ": " + r.error().message);
+      if (!m.ok()) errors.push_back("motion " + std::to_string(i) + ": " + m.error().message);
+      if (r.ok()) got_states[static_cast<size_t>(i)] = r.value();
+      if (m.ok()) got_motions[static_cast<size_t>(i)] = m.value();
+      ++done;
+      progressed.notify_all();
+    }
+  };
+  std::thread a(drive), b(drive);
+  int done_at_kill = 0;
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(progressed.wait_for(lock, std::chrono::minutes(5), [&] { return done >= kChunks / 3; }));
+  }
+  const int victim_port = replicas_[1]->port();
+  replicas_[1]->Kill();
+  {
+    std::unique_lock lock(mutex);
+    done_at_kill = done;
+    ASSERT_TRUE(progressed.wait_for(lock, std::chrono::minutes(5), [&] { return done >= 2 * kChunks / 3; }));
+  }
+  std::string error;
+  std::unique_ptr<Daemon> fresh = Daemon::Start(&error, victim_port);
+  ASSERT_NE(fresh, nullptr) << error;
+  a.join();
+  b.join();
+  EXPECT_LT(done_at_kill, kChunks) << "the run ended before the kill";
+  EXPECT_TRUE(errors.empty()) << errors.size() << " failed calls, first: " << errors.front();
+  for (int i = 0; i < kChunks; ++i) {
+    EXPECT_EQ(got_states[static_cast<size_t>(i)], expect_states[static_cast<size_t>(i)]) << "chunk " << i;
+    EXPECT_EQ(got_motions[static_cast<size_t>(i)].valid, expect_motions[static_cast<size_t>(i)].valid) << i;
+    EXPECT_EQ(got_motions[static_cast<size_t>(i)].last_valid_t, expect_motions[static_cast<size_t>(i)].last_valid_t)
+        << i;
+  }
+
+  // The fresh replica is reached again (round robin reconnects) and gets the scene from the client.
+  RemoteOptions direct;
+  direct.target = fresh->target();
+  direct.scene_id = scene.options().scene_id;
+  auto fresh_view = RemoteScene::Connect(direct);
+  ASSERT_TRUE(fresh_view.ok());
+  bool has = false;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+       !has && std::chrono::steady_clock::now() < until;) {
+    ASSERT_TRUE(scene.CheckStates(chunks[0], dof).ok());
+    has = fresh_view.value()->Info().ok();
+  }
+  ASSERT_TRUE(has) << "the fresh replica never received the scene";
+  auto on_fresh = fresh_view.value()->CheckStates(chunks[0], dof);
+  ASSERT_TRUE(on_fresh.ok()) << on_fresh.error().message;
+  EXPECT_EQ(on_fresh.value(), expect_states[0]);
+  EXPECT_GE(scene.uploads(), 2);  // replica 2 and the fresh one at least
+  std::printf("[ replicas ] %d batches of %d states and %d motions over 3 replicas, one SIGKILLed after %d and "
+              "replaced: 0 failed; %lld calls repeated after UNAVAILABLE, %lld scene uploads\n",
+              kChunks, kRows, kChunks, done_at_kill, static_cast<long long>(scene.retries()),
+              static_cast<long long>(scene.uploads()));
+}
+
+}  // namespace
+}  // namespace proximity::clients
