@@ -136,6 +136,40 @@ TEST(SceneContactsTest, CapsuleAndCylinderDepthsAreClosedForm) {
   EXPECT_NEAR(c.pairs[0].depth, 0.1 - (0.27 - 0.2), 1e-9);
 }
 
+TEST(SceneContactsTest, CapsuleCapsuleDepthIsClosedForm) {
+  // A capsule carried by the robot (an attached object) against world capsules: parallel axes 0.2 apart
+  // (depth r1 + r2 - 0.2), and crossing axes (perpendicular, 0.18 apart along z: depth r1 + r2 - 0.18).
+  SceneDescription d;
+  d.robot = SliderRobot(R"(<sphere radius="0.001"/>)");
+  AttachedObject tool;
+  tool.id = "pin";
+  tool.link = "tool";
+  tool.parts.push_back({Geometry::Primitive(Capsule{0.1, 0.2}), RigidTransform()});
+  d.attached.push_back(tool);
+  d.objects.push_back(Object("parallel", Geometry::Primitive(Capsule{0.15, 0.3}), Vec3(0.0, 0.2, 0.05)));
+  const Mat3 R = Eigen::AngleAxisd(M_PI / 2, Vec3::UnitY()).toRotationMatrix();  // axis along x
+  d.objects.push_back(Object("crossing", Geometry::Primitive(Capsule{0.15, 0.3}), Vec3(0.0, -0.18, 0.1), R));
+  auto scene = testing::ValueOrFail(Scene::Build(d));
+  for (double x : {0.0, 0.04}) {
+    const SceneContactResult r = Contacts(*scene, {x});
+    int measured = 0;
+    for (const PairPenetration& p : r.pairs) {
+      if (p.pair.attached < 0) continue;
+      const std::string other = p.pair.OtherName(*scene);
+      if (other == "parallel") {
+        EXPECT_NEAR(p.depth, 0.25 - std::hypot(x, 0.2), 1e-9);
+        EXPECT_LT((p.normal_W - Vec3(-x, 0.2, 0).normalized()).norm(), 1e-9);
+        ++measured;
+      } else if (other == "crossing") {
+        EXPECT_NEAR(p.depth, 0.25 - 0.18, 1e-9);  // the crossing axis runs along x: x does not matter
+        EXPECT_LT((p.normal_W + Vec3::UnitY()).norm(), 1e-9);
+        ++measured;
+      }
+    }
+    EXPECT_EQ(measured, 2) << x;
+  }
+}
+
 TEST(SceneContactsTest, PaddingAddsToTheDepthAndCountsPairsApart) {
   auto scene = MakeScene(SliderRobot(R"(<sphere radius="0.3"/>)"),
                          {Object("ball", Geometry::Primitive(Sphere{Vec3::Zero(), 0.2}), Vec3(0.52, 0, 0))}, 0.05);
