@@ -39,6 +39,17 @@ grpc::Status SceneNotFound(std::string_view id) {
                                            "' is not loaded on this server (create it with CreateScene)"};
 }
 
+grpc::Status SceneNameTaken(std::string_view name, std::string_view holder) {
+  return {grpc::StatusCode::ALREADY_EXISTS, "name '" + Bounded(name, kMaxQuotedBytes) + "' already names scene " +
+                                                std::string(holder) +
+                                                "; choose another name, or reassign it to move it to this scene"};
+}
+
+grpc::Status SceneNameNotHeld(std::string_view name, std::string_view scene) {
+  return {grpc::StatusCode::NOT_FOUND, "scene '" + Bounded(scene, kMaxQuotedBytes) + "' has no name '" +
+                                           Bounded(name, kMaxQuotedBytes) + "'"};
+}
+
 grpc::Status Unauthenticated() {
   return {grpc::StatusCode::UNAUTHENTICATED,
           "this server needs a bearer token: send 'authorization: Bearer <token>' metadata"};

@@ -55,6 +55,10 @@ using core::ResourceExhausted;
 /// No scene `id` is loaded: NOT_FOUND naming it (bounded to kMaxQuotedBytes), or INVALID_ARGUMENT
 /// when the request gave no id at all.
 grpc::Status SceneNotFound(std::string_view id);
+/// ALREADY_EXISTS: `name` names scene `holder` (another one).
+grpc::Status SceneNameTaken(std::string_view name, std::string_view holder);
+/// NOT_FOUND: scene `scene` does not hold `name`.
+grpc::Status SceneNameNotHeld(std::string_view name, std::string_view scene);
 
 /// UNAUTHENTICATED: the server needs a bearer token and the call did not carry it.
 grpc::Status Unauthenticated();

@@ -35,7 +35,8 @@ const char* RpcName(Rpc rpc) {
   static constexpr const char* kNames[kNumRpcs] = {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
       "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
-      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "Session"};
+      "Plan",        "GetLinkPoses",    "GetSceneGeometry", "Session",
+      "ComputeContacts", "ComputeSignedDistance", "NameScene"};
   return kNames[static_cast<int>(rpc)];
 }
 

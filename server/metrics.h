@@ -37,8 +37,11 @@ enum class Rpc : int {
   kGetLinkPoses,
   kGetSceneGeometry,
   kSession,
+  kComputeContacts,
+  kComputeSignedDistance,
+  kNameScene,
 };
-inline constexpr int kNumRpcs = 16;
+inline constexpr int kNumRpcs = 19;
 /// The method name ("CheckState") and its grpc_type ("unary", "server_stream", "bidi_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);

@@ -1,5 +1,7 @@
 #include "server/scene_store.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -75,6 +77,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
   info.set_version(version);
   info.set_parent_scene_id(parent);
   info.set_robot_name(robot.name());
+  for (const std::string& warning : scene.robot().warnings()) info.add_warnings(warning);
   for (const std::string& warning : scene.warnings()) info.add_warnings(warning);
   int64_t triangles = 0;
   const std::vector<double> velocity = planners::VelocityLimits(robot);
@@ -169,6 +172,9 @@ Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const c
   SceneHasher hasher;
   v1::CreateSceneRequest canonical = request;
   canonical.clear_robot();
+  // Names are server state, not content.
+  canonical.clear_name();
+  canonical.clear_reassign_name();
   hasher.Add("CreateSceneRequest", canonical);
   auto text = ReadRobotSource(request.robot(), file_access);
   if (!text.ok()) return text.error();
@@ -377,7 +383,70 @@ v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec) {
 }
 
 std::string_view SceneRegistry::Resolve(std::string_view id) const {
-  return id == kDefaultAlias ? std::string_view(default_id_) : id;
+  if (id == kDefaultAlias) return default_id_;
+  if (const auto it = names_.find(id); it != names_.end()) return it->second;
+  return id;
+}
+
+core::Status CheckSceneName(std::string_view name, std::string_view field) {
+  const std::string f(field);
+  if (name.empty() || name.size() > 64) {
+    return core::InvalidArgument(f + " must be 1 to 64 characters, got " + std::to_string(name.size()));
+  }
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(name[0])) return core::InvalidArgument(f + " must start with a letter or digit");
+  for (char c : name) {
+    if (!alnum(c) && c != '.' && c != '_' && c != '-') {
+      return core::InvalidArgument(f + " may hold only letters, digits, '.', '_' and '-'");
+    }
+  }
+  if (name == SceneRegistry::kDefaultAlias) return core::InvalidArgument(f + " 'default' names the built-in scene");
+  if (name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+      })) {
+    return core::InvalidArgument(f + " must not look like a scene id (32 hex digits)");
+  }
+  return {};
+}
+
+SceneRegistry::NameOutcome SceneRegistry::AddName(std::string_view scene, const std::string& name, bool reassign,
+                                                  std::string* holder) {
+  std::unique_lock lock(mutex_);
+  const auto it = scenes_.find(Resolve(scene));
+  if (it == scenes_.end()) return NameOutcome::kNoScene;
+  if (const auto held = names_.find(name); held != names_.end() && held->second != it->first) {
+    if (!reassign) {
+      if (holder != nullptr) *holder = held->second;
+      return NameOutcome::kTaken;
+    }
+  }
+  names_[name] = it->first;
+  return NameOutcome::kOk;
+}
+
+SceneRegistry::NameOutcome SceneRegistry::RemoveName(std::string_view scene, std::string_view name) {
+  std::unique_lock lock(mutex_);
+  const auto it = scenes_.find(Resolve(scene));
+  if (it == scenes_.end()) return NameOutcome::kNoScene;
+  const auto held = names_.find(name);
+  if (held == names_.end() || held->second != it->first) return NameOutcome::kNotHeld;
+  names_.erase(held);
+  return NameOutcome::kOk;
+}
+
+std::string SceneRegistry::NameHolder(std::string_view name) const {
+  std::shared_lock lock(mutex_);
+  const auto it = names_.find(name);
+  return it == names_.end() ? std::string() : it->second;
+}
+
+v1::SceneInfo SceneRegistry::Info(const SceneEntry& entry) const {
+  v1::SceneInfo info = entry.info;
+  std::shared_lock lock(mutex_);
+  for (const auto& [name, id] : names_) {
+    if (id == entry.id) info.add_names(name);
+  }
+  return info;
 }
 
 namespace {
@@ -479,7 +548,10 @@ core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> SceneRegistry::
       }
     }
   }
-  for (const SceneEntry* v : victims) scenes_.erase(v->id);
+  for (const SceneEntry* v : victims) {
+    std::erase_if(names_, [&](const auto& n) { return n.second == v->id; });
+    scenes_.erase(v->id);
+  }
   if (evicted != nullptr) *evicted = static_cast<int64_t>(victims.size());
   const auto [it, inserted] = scenes_.try_emplace(entry->id, std::move(entry));
   return std::make_pair(it->second, inserted);
@@ -489,6 +561,7 @@ bool SceneRegistry::Erase(std::string_view id) {
   std::unique_lock lock(mutex_);
   const auto it = scenes_.find(Resolve(id));
   if (it == scenes_.end()) return false;
+  std::erase_if(names_, [&](const auto& n) { return n.second == it->first; });
   scenes_.erase(it);
   return true;
 }

@@ -75,7 +75,12 @@ struct RegistryLimits {
   int64_t max_versions = 0;      ///< Versions of one scene (its UpdateWorld chain) kept at once.
 };
 
-/// Scenes by id; "default" is an alias for the built-in scene's id.
+/// Whether `name` may name a scene: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or
+/// digit, not "default" and not shaped like a scene id (32 hex digits). INVALID_ARGUMENT naming `field`.
+core::Status CheckSceneName(std::string_view name, std::string_view field = "name");
+
+/// Scenes by id; "default" is an alias for the built-in scene's id, and scenes may have names (aliases)
+/// that every lookup accepts in place of the id.
 class SceneRegistry {
  public:
   static constexpr std::string_view kDefaultAlias = "default";
@@ -100,6 +105,18 @@ class SceneRegistry {
   size_t size() const;
   void set_default_id(std::string id);
 
+  /// What AddName and RemoveName did.
+  enum class NameOutcome { kOk, kNoScene, kTaken, kNotHeld };
+  /// Gives the scene `scene` (an id or a name) the name `name` (checked with CheckSceneName first). When
+  /// another scene holds it: kTaken (its id in *holder) unless `reassign`, which moves the name.
+  NameOutcome AddName(std::string_view scene, const std::string& name, bool reassign, std::string* holder);
+  /// Takes `name` away from `scene`.
+  NameOutcome RemoveName(std::string_view scene, std::string_view name);
+  /// The id of the scene `name` names, or "" when none does.
+  std::string NameHolder(std::string_view name) const;
+  /// The entry's info with its current names filled in.
+  v1::SceneInfo Info(const SceneEntry& entry) const;
+
  private:
   std::string_view Resolve(std::string_view id) const;  // caller holds mutex_
   int64_t MemoryLocked() const;                          // caller holds mutex_
@@ -108,6 +125,7 @@ class SceneRegistry {
   mutable std::shared_mutex mutex_;
   std::map<std::string, std::shared_ptr<const SceneEntry>, std::less<>> scenes_;
   std::string default_id_;
+  std::map<std::string, std::string, std::less<>> names_;  // name -> id
 };
 
 }  // namespace proximity::server

@@ -13,6 +13,7 @@
 #include "proximity/planners/scene_validity.h"
 #include "proximity/planners/timing.h"
 #include "server/batch.h"
+#include "server/contacts.h"
 #include "server/errors.h"
 #include "server/scene_geometry.h"
 
@@ -76,12 +77,21 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
         !s.ok()) {
       return ToGrpcStatus(s);
     }
+    if (!request->name().empty()) {
+      if (core::Status s = CheckSceneName(request->name(), "name"); !s.ok()) return ToGrpcStatus(s);
+    }
     // The content id first: a scene already loaded is returned without building it again. The id and
     // the build read each server file once (one snapshot), so the scene is the content its id names.
     core::FileAccess files = files_;
     files.snapshot = std::make_shared<core::FileSnapshot>();
     auto id = CreateSceneId(*request, files);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
+    // A name another scene holds refuses the request before anything is built.
+    if (!request->name().empty() && !request->reassign_name()) {
+      if (const std::string holder = registry_->NameHolder(request->name()); !holder.empty() && holder != id.value()) {
+        return SceneNameTaken(request->name(), holder);
+      }
+    }
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
     if (grpc::Status s = FindOrBuild(id.value(), [&] { return BuildScene(*request, files, id.value()); }, &created,
@@ -90,7 +100,14 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
       return s;
     }
     call.set_entry(entry);
-    *response->mutable_scene() = entry->info;
+    if (!request->name().empty()) {
+      std::string holder;
+      if (registry_->AddName(entry->id, request->name(), request->reassign_name(), &holder) ==
+          SceneRegistry::NameOutcome::kTaken) {
+        return SceneNameTaken(request->name(), holder);
+      }
+    }
+    *response->mutable_scene() = registry_->Info(*entry);
     response->set_created(created);
     return grpc::Status::OK;
   });
@@ -99,7 +116,7 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
 grpc::Status ProximityServiceImpl::GetScene(grpc::ServerContext* context, const v1::GetSceneRequest* request,
                                             v1::GetSceneResponse* response) {
   return opening_.ServeScene(context, Rpc::kGetScene, request->scene_id(), [&](CallScope& call) {
-    *response->mutable_scene() = call.entry().info;
+    *response->mutable_scene() = registry_->Info(call.entry());
     return grpc::Status::OK;
   });
 }
@@ -116,7 +133,7 @@ grpc::Status ProximityServiceImpl::ListScenes(grpc::ServerContext* context, cons
         response->set_next_page_token(response->scenes(page.value() - 1).scene_id());
         break;
       }
-      *response->add_scenes() = entry->info;
+      *response->add_scenes() = registry_->Info(*entry);
     }
     return grpc::Status::OK;
   });
@@ -144,7 +161,7 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
         !s.ok()) {
       return s;
     }
-    *response->mutable_scene() = entry->info;
+    *response->mutable_scene() = registry_->Info(*entry);
     return grpc::Status::OK;
   });
 }
@@ -698,6 +715,88 @@ grpc::Status ProximityServiceImpl::GetSceneGeometry(grpc::ServerContext* context
     response->set_scene_id(call.entry().id);
     call.record().set_field("triangles", static_cast<int64_t>(response->triangles()));
     return call.FitResponse(response, "ask for fewer max_triangles");
+  });
+}
+
+grpc::Status ProximityServiceImpl::ComputeContacts(grpc::ServerContext* context,
+                                                   const v1::ComputeContactsRequest* request,
+                                                   v1::ComputeContactsResponse* response) {
+  return opening_.ServeScene(context, Rpc::kComputeContacts, request->scene_id(), [&](CallScope& call) -> grpc::Status {
+    const core::Scene& scene = call.scene();
+    thread_local std::vector<double> q;
+    thread_local core::SceneCache cache;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    auto query = ToContactRequest(*request);
+    if (!query.ok()) return ToGrpcStatus(query.error());
+    query.value().stop = call.interrupt();
+    const core::Result<core::SceneContactResult> contacts = core::ComputeSceneContacts(scene, q, query.value(), &cache);
+    if (!contacts.ok()) return ToGrpcStatus(contacts.error());
+    const core::SceneContactResult& r = contacts.value();
+    if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
+    ToWire(scene, r, response);
+    Work work;
+    work.states = 1;
+    work.pairs_tested = r.pairs_tested;
+    work.Add(r.stats);
+    work.ToWire(response->mutable_stats());
+    call.record().Count(QueryKind::kDistance, 1, work);
+    call.record().set_states(1);
+    return call.FitResponse(response, "ask for fewer max_pairs or max_points");
+  });
+}
+
+grpc::Status ProximityServiceImpl::ComputeSignedDistance(grpc::ServerContext* context,
+                                                         const v1::ComputeSignedDistanceRequest* request,
+                                                         v1::ComputeSignedDistanceResponse* response) {
+  return opening_.ServeScene(context, Rpc::kComputeSignedDistance, request->scene_id(),
+                             [&](CallScope& call) -> grpc::Status {
+    const core::Scene& scene = call.scene();
+    thread_local std::vector<double> q;
+    thread_local core::SceneCache cache;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    if (request->first().empty()) return ToGrpcStatus(core::InvalidArgument("first: give a link or object name"));
+    if (request->second().empty()) return ToGrpcStatus(core::InvalidArgument("second: give a link or object name"));
+    core::PairSignedDistanceRequest query;
+    query.rel_err = request->rel_err();
+    query.abs_err = request->abs_err();
+    query.stop = call.interrupt();
+    const core::Result<core::PairSignedDistance> distance = core::ComputePairSignedDistance(
+        scene, request->first(), request->second(), q, query, &cache, "first", "second");
+    if (!distance.ok()) return ToGrpcStatus(distance.error());
+    if (distance.value().stopped) return call.cancel().status("the pair's geometries");
+    ToWire(scene, distance.value(), response);
+    response->set_within_limits(scene.robot().WithinLimits(q));
+    Work work;
+    work.states = 1;
+    work.distance_queries = 1;
+    call.record().Count(QueryKind::kDistance, 1, work);
+    call.record().set_states(1);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ProximityServiceImpl::NameScene(grpc::ServerContext* context, const v1::NameSceneRequest* request,
+                                             v1::NameSceneResponse* response) {
+  return opening_.Serve(context, Rpc::kNameScene, request->scene_id(), [&](CallScope&) -> grpc::Status {
+    if (core::Status s = CheckSceneName(request->name(), "name"); !s.ok()) return ToGrpcStatus(s);
+    std::string holder;
+    const SceneRegistry::NameOutcome outcome =
+        request->remove() ? registry_->RemoveName(request->scene_id(), request->name())
+                          : registry_->AddName(request->scene_id(), request->name(), request->reassign(), &holder);
+    switch (outcome) {
+      case SceneRegistry::NameOutcome::kNoScene:
+        return SceneNotFound(request->scene_id());
+      case SceneRegistry::NameOutcome::kTaken:
+        return SceneNameTaken(request->name(), holder);
+      case SceneRegistry::NameOutcome::kNotHeld:
+        return SceneNameNotHeld(request->name(), request->scene_id());
+      case SceneRegistry::NameOutcome::kOk:
+        break;
+    }
+    const std::shared_ptr<const SceneEntry> entry = registry_->Find(request->scene_id());
+    if (entry == nullptr) return SceneNotFound(request->scene_id());
+    *response->mutable_scene() = registry_->Info(*entry);
+    return grpc::Status::OK;
   });
 }
 

@@ -72,6 +72,12 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   /// Ends every open session (their streams are cancelled) and refuses new ones: the drain's first step,
   /// so that a client holding an idle session does not hold the drain to its end.
   void EndSessions();
+  grpc::Status ComputeContacts(grpc::ServerContext* context, const v1::ComputeContactsRequest* request,
+                               v1::ComputeContactsResponse* response) override;
+  grpc::Status ComputeSignedDistance(grpc::ServerContext* context, const v1::ComputeSignedDistanceRequest* request,
+                                     v1::ComputeSignedDistanceResponse* response) override;
+  grpc::Status NameScene(grpc::ServerContext* context, const v1::NameSceneRequest* request,
+                         v1::NameSceneResponse* response) override;
 
  private:
   // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits

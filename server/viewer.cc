@@ -63,6 +63,7 @@ const std::map<std::string, Forward, std::less<>>& Methods() {
       {"CheckState", Forwarder(&Stub::CheckState)},
       {"CheckPath", Forwarder(&Stub::CheckPath)},
       {"ComputeDistance", Forwarder(&Stub::ComputeDistance)},
+      {"ComputeContacts", Forwarder(&Stub::ComputeContacts)},
   };
   return methods;
 }

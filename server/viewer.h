@@ -10,7 +10,7 @@
 /// through the service's opening like any gRPC call: the bearer token (the request's Authorization
 /// header), --max-concurrent-calls, --max-message-bytes, --max-call-seconds, metrics and logs. Only
 /// read-only methods are forwarded: ListScenes, GetScene, GetSceneGeometry, GetLinkPoses, CheckState,
-/// CheckPath, ComputeDistance. No request names a file: the two script files are read once at start,
+/// CheckPath, ComputeDistance, ComputeContacts. No request names a file: the two script files are read once at start,
 /// from the folder the operator gave (Debian's by default).
 
 #include <grpcpp/channel.h>

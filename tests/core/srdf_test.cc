@@ -75,12 +75,45 @@ TEST(SrdfTest, MalformedSrdfIsAParseError) {
   EXPECT_FALSE(ParseSrdf(R"(<robot><group><joint name="j"/></group></robot>)").ok());
 }
 
-TEST(SrdfTest, UnknownNamesAreErrorsNamingThem) {
+TEST(SrdfTest, DisabledPairsNamingUnknownLinksAreSkippedWithOneWarning) {
+  // As MoveIt does: an SRDF written for a variant of the robot still loads; the pair is skipped.
   auto m = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), Fixture("unknown_link.srdf"));
-  ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.error().message.find("'forearm_that_does_not_exist'"), std::string::npos) << m.error().message;
-  EXPECT_NE(m.error().message.find("planar_2link.urdf"), std::string::npos) << m.error().message;
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m.value()->warnings().size(), 1u);
+  EXPECT_NE(m.value()->warnings()[0].find("'forearm_that_does_not_exist'"), std::string::npos)
+      << m.value()->warnings()[0];
+  EXPECT_NE(m.value()->warnings()[0].find("skipped 1 <disable_collisions>"), std::string::npos);
+  // The known pairs of the same SRDF still count.
+  const std::string urdf = ReadText(Fixture("planar_2link.urdf"));
+  auto both = RobotModel::FromUrdfString(urdf, R"(<robot name="planar_2link">
+      <disable_collisions link1="base" link2="tip" reason="Never"/>
+      <disable_collisions link1="base" link2="ghost" reason="Never"/>
+      <disable_collisions link1="ghost" link2="phantom" reason="Never"/></robot>)");
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  const RobotModel& robot = *both.value();
+  EXPECT_TRUE(robot.AllowedCollision(robot.FindLink("base").value(), robot.FindLink("tip").value()));
+  ASSERT_EQ(robot.warnings().size(), 1u);
+  EXPECT_NE(robot.warnings()[0].find("skipped 2"), std::string::npos) << robot.warnings()[0];
+  EXPECT_NE(robot.warnings()[0].find("'ghost', 'phantom'"), std::string::npos) << robot.warnings()[0];
+}
 
+TEST(SrdfTest, ElementsOutsideTheFormatAreIgnoredWithOneWarning) {
+  const std::string urdf = ReadText(Fixture("planar_2link.urdf"));
+  auto r = RobotModel::FromUrdfString(urdf, R"(<robot name="planar_2link">
+      <group name="arm"><chain base_link="base" tip_link="tip"/></group>
+      <end_effector name="ee" parent_link="tip" group="arm"/>
+      <my_tool_config speed="3"/><my_tool_config speed="4"/><calibration/></robot>)");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r.value()->warnings().size(), 1u);  // end_effector is SRDF, read as MoveIt reads it
+  EXPECT_NE(r.value()->warnings()[0].find("<my_tool_config> x2, <calibration>"), std::string::npos)
+      << r.value()->warnings()[0];
+  // A clean SRDF has no warnings.
+  auto clean = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), Fixture("planar_2link.srdf"));
+  ASSERT_TRUE(clean.ok()) << clean.error().message;
+  EXPECT_TRUE(clean.value()->warnings().empty());
+}
+
+TEST(SrdfTest, UnknownNamesAreErrorsNamingThem) {
   const std::string urdf = ReadText(Fixture("planar_2link.urdf"));
   const auto fails_naming = [&](const std::string& srdf, const std::string& name) {
     auto r = RobotModel::FromUrdfString(urdf, "<robot name=\"planar_2link\">" + srdf + "</robot>");

@@ -472,14 +472,29 @@ TEST(UrdfTest, CollisionFromVisualUsesVisualGeometryWhereALinkHasSome) {
   const Link& b = visual.value()->link(visual.value()->FindLink("b").value());
   ASSERT_EQ(b.geometries.size(), 1u);
   EXPECT_EQ(b.geometries[0].type, ShapeType::kSphere);
-  // A visual mesh that cannot be found is an error naming the element and the URI, not a link left bare.
+  // A visual mesh that cannot be found (as ROS tools tolerate for visuals): the link keeps its collision
+  // geometry, never left bare, and one warning names the link and the URI.
   RobotLoadOptions planar;
   planar.ros_package_path = "";
-  planar.collision_from_visual = true;
-  EXPECT_TRUE(FailsNaming(RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), "", planar),
-                          {"visual 0 of link 'upper'", "no_such_package"}));
   planar.collision_from_visual = false;
-  EXPECT_TRUE(RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), "", planar).ok());
+  auto collision = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), "", planar);
+  ASSERT_TRUE(collision.ok()) << collision.error().message;
+  EXPECT_TRUE(collision.value()->warnings().empty());  // visuals are not read at all
+  planar.collision_from_visual = true;
+  auto fallback = RobotModel::FromUrdfFile(Fixture("planar_2link.urdf"), "", planar);
+  ASSERT_TRUE(fallback.ok()) << fallback.error().message;
+  ASSERT_EQ(fallback.value()->warnings().size(), 1u);
+  const std::string& warning = fallback.value()->warnings()[0];
+  EXPECT_NE(warning.find("'upper'"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("no_such_package"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("<collision> geometry instead"), std::string::npos) << warning;
+  const LinkIndex upper = fallback.value()->FindLink("upper").value();
+  ASSERT_EQ(fallback.value()->link(upper).geometries.size(), collision.value()->link(upper).geometries.size());
+  EXPECT_EQ(fallback.value()->link(upper).geometries[0].type, collision.value()->link(upper).geometries[0].type);
+  // The content id's file list follows the same rule (no missing file listed).
+  auto files = RobotModel::CollisionMeshFiles(proximity::testing::ReadFile(Fixture("planar_2link.urdf")), planar);
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  for (const std::string& f : files.value()) EXPECT_EQ(f.find("no_such_package"), std::string::npos) << f;
 }
 
 TEST(UrdfTest, Ur5VisualMeshesAsCollisionGeometryMatchTheCollisionMeshesInPlace) {

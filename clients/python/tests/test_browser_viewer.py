@@ -172,8 +172,8 @@ def test_viewer_shows_the_contact_of_a_colliding_state(browser, daemon, client, 
     markers = browser.execute_script("""
       const g = window.proximityViewer.scene.getObjectByName('contacts');
       return g ? g.children.map((m) => [m.position.x, m.position.y, m.position.z]) : [];""")
-    d = client.distance(q)
-    assert markers and np.allclose(markers, [d.nearest.point_robot, d.nearest.point_other], atol=1e-9)
+    want = np.vstack([c.points for c in client.contacts(q).contacts])  # every colliding pair's contact points
+    assert markers and np.allclose(np.array(markers), want, atol=1e-9)
 
 
 def test_viewer_shows_a_path_and_its_contact(browser, daemon, client, info, states) -> None:

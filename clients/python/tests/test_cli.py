@@ -158,11 +158,12 @@ def test_validate_errors_exit_2(daemon: support.Daemon, info: SceneInfo, tmp_pat
         assert p.returncode == 2, (f, p.stdout, p.stderr)
         assert "error" in p.stderr and f.name in p.stderr
 
-    # Well-formed files the server rejects: the gRPC status and message go to stderr.
+    # Well-formed files the robot or the server rejects: the file or the gRPC status and message on stderr.
     wrong_dof = tmp_path / "wrong_dof.npy"
     np.save(wrong_dof, np.zeros((3, info.dof + 1)))
-    p = support.run_cli(daemon, "validate", str(wrong_dof))
-    assert p.returncode == 2 and "INVALID_ARGUMENT" in p.stderr, p.stderr
+    p = support.run_cli(daemon, "validate", str(wrong_dof))  # checked against the robot before sending
+    assert p.returncode == 2 and f"{wrong_dof}: rows have {info.dof + 1} values, robot {info.robot_name}" in \
+        p.stderr, p.stderr
     nan = tmp_path / "nan.json"
     nan.write_text('{"waypoints": [[0,0,0,0,0,0],[0,NaN,0,0,0,0]]}')
     p = support.run_cli(daemon, "validate", str(nan))

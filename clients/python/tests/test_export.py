@@ -1,7 +1,7 @@
 """`proximity export`: the .glb is parsed here with struct and json alone (not the writer's reader) and
 checked for structure (header, chunk lengths and alignment, buffer views within the buffer, accessors
 within their views, indices within their vertices) and content (link node transforms equal the link
-poses of the urdf_fk oracle, contact highlights name CheckState's pair, animation times follow the
+poses of the urdf_fk oracle, contact highlights name CheckState's pair and mark ComputeContacts' points, animation times follow the
 velocity-limit rule)."""
 from __future__ import annotations
 
@@ -149,16 +149,18 @@ def test_colliding_state_highlights_the_pair_and_marks_contacts(daemon, client, 
     q = states["colliding"]
     code, summary, doc, _ = export(daemon, tmp_path, "--state=" + ",".join(map(repr, q.tolist())))
     assert code == 1 and not summary["free"]
-    pair = client.check_state(q).contact
-    assert summary["contact"]["robot"] == pair.robot and summary["contact"]["other"] == pair.other
+    found = client.contacts(q)
+    deepest = found.contacts[0].pair
+    assert summary["contact"]["robot"] == deepest.robot and summary["contact"]["other"] == deepest.other
+    pair = client.check_state(q).contact  # CLEAR's first pair is among the highlighted ones
+    assert {pair.robot, pair.other} <= set(summary["contact"]["parts"])
     nodes = nodes_by_name(doc)
     assert set(material_names(doc, nodes[f"link:{pair.robot}"])) == {"contact"}
     assert set(material_names(doc, nodes[f"object:{pair.other}"])) == {"contact"}
     untouched = [n for n in info.link_names if n not in summary["contact"]["parts"]]
     assert untouched and all(set(material_names(doc, nodes[f"link:{n}"])) <= {"robot"} for n in untouched)
     markers = [doc["nodes"][c] for c in nodes["contacts"]["children"]]
-    d = client.distance(q)
-    want = np.unique(np.vstack([d.nearest.point_robot, d.nearest.point_other]), axis=0)
+    want = np.unique(np.vstack([c.points for c in found.contacts]), axis=0)  # every pair's contact points
     got = np.array([m["translation"] for m in markers])
     assert got.shape == want.shape and np.allclose(got, want, atol=1e-12)
 

@@ -257,13 +257,37 @@ Status RobotModel::ApplySrdf() {
       if (Status st = joint(j, where); !st.ok()) return st;
     }
   }
+  // A pair naming a link the URDF lacks is skipped, as MoveIt skips it (an SRDF written for a variant
+  // of the robot), and reported once.
+  std::vector<std::string> unknown_links;
+  int skipped_pairs = 0;
   for (const SrdfDisabledCollision& d : srdf_.disabled_collisions) {
-    const std::string where = "disable_collisions (" + d.link1 + ", " + d.link2 + ")";
-    Result<LinkIndex> a = link(d.link1, where);
-    if (!a.ok()) return a.error();
-    Result<LinkIndex> b = link(d.link2, where);
-    if (!b.ok()) return b.error();
-    allow(a.value(), b.value());
+    const auto a = link_by_name_.find(d.link1);
+    const auto b = link_by_name_.find(d.link2);
+    if (a == link_by_name_.end() || b == link_by_name_.end()) {
+      ++skipped_pairs;
+      for (const std::string* missing : {&d.link1, &d.link2}) {
+        if (!link_by_name_.contains(*missing) &&
+            std::find(unknown_links.begin(), unknown_links.end(), *missing) == unknown_links.end()) {
+          unknown_links.push_back(*missing);
+        }
+      }
+      continue;
+    }
+    allow(a->second, b->second);
+  }
+  if (skipped_pairs > 0) {
+    std::string names;
+    for (const std::string& unknown : unknown_links) names += (names.empty() ? "'" : ", '") + unknown + "'";
+    warnings_.push_back("SRDF: skipped " + std::to_string(skipped_pairs) +
+                        " <disable_collisions> pair(s) naming link(s) the URDF does not define: " + names);
+  }
+  if (!srdf_.unknown_elements.empty()) {
+    std::string names;
+    for (const auto& [tag, count] : srdf_.unknown_elements) {
+      names += (names.empty() ? "<" : ", <") + tag + ">" + (count > 1 ? " x" + std::to_string(count) : "");
+    }
+    warnings_.push_back("SRDF: ignored element(s) that are not part of the SRDF format: " + names);
   }
   for (const SrdfVirtualJoint& v : srdf_.virtual_joints) {
     if (Result<LinkIndex> r = link(v.child_link, "virtual_joint '" + v.name + "'"); !r.ok()) return r.error();

@@ -1,6 +1,7 @@
 // SRDF (MoveIt semantic robot description) parsing with tinyxml2. Names are checked against the URDF
 // later, by RobotModel.
 
+#include <algorithm>
 #include <tinyxml2.h>
 
 #include <cmath>
@@ -105,6 +106,16 @@ Result<Srdf> ParseSrdf(std::string_view xml, const std::string& name) {
     } else if (tag == "passive_joint") {
       PROX_ASSIGN_REQUIRED(joint, e, "name");
       srdf.passive_joints.push_back(joint);
+    } else if (tag != "end_effector" && tag != "link_sphere_approximation" && tag != "enable_collisions" &&
+               tag != "disable_default_collisions" && tag != "joint_property") {
+      // Not part of the SRDF format (srdfdom's elements above are read or deliberately unused).
+      auto it = std::find_if(srdf.unknown_elements.begin(), srdf.unknown_elements.end(),
+                             [&](const auto& u) { return u.first == tag; });
+      if (it == srdf.unknown_elements.end()) {
+        srdf.unknown_elements.emplace_back(tag, 1);
+      } else {
+        ++it->second;
+      }
     }
   }
 #undef PROX_ASSIGN_REQUIRED

@@ -195,6 +195,25 @@ std::vector<GeometryElement> GeometryElements(const urdf::Link& link, bool from_
   return out;
 }
 
+// As GeometryElements, but a link whose visual meshes are wanted and one of them does not resolve (a
+// missing file, as ROS tools tolerate for visuals) keeps its collision elements; *fell_back names the
+// first such URI then.
+template <class Resolver>
+std::vector<GeometryElement> UsableGeometryElements(const urdf::Link& link, bool from_visual, Resolver& resolver,
+                                                    std::string* fell_back) {
+  std::vector<GeometryElement> elements = GeometryElements(link, from_visual);
+  if (!from_visual || link.visual_array.empty()) return elements;
+  for (const GeometryElement& e : elements) {
+    if (!e.geometry || e.geometry->type != urdf::Geometry::MESH) continue;
+    const std::string& uri = static_cast<const urdf::Mesh&>(*e.geometry).filename;
+    if (!resolver.Resolve(uri).ok()) {
+      *fell_back = uri;
+      return GeometryElements(link, false);
+    }
+  }
+  return elements;
+}
+
 struct UrdfOutline {
   std::string robot_name;
   std::vector<std::string> links;   // document order
@@ -445,7 +464,8 @@ Result<std::vector<std::string>> RobotModel::CollisionMeshFiles(std::string_view
   for (const std::string& name : outline.value().links) {
     const urdf::LinkConstSharedPtr link = parsed->getLink(name);
     if (!link) continue;
-    for (const GeometryElement& c : GeometryElements(*link, options.collision_from_visual)) {
+    std::string fell_back;
+    for (const GeometryElement& c : UsableGeometryElements(*link, options.collision_from_visual, resolver, &fell_back)) {
       if (!c.geometry || c.geometry->type != urdf::Geometry::MESH) continue;
       const auto& m = static_cast<const urdf::Mesh&>(*c.geometry);
       Result<std::string> path = resolver.Resolve(m.filename);
@@ -547,10 +567,14 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   RobotLoadOptions load = options;
   if (!load.mesh_cache) load.mesh_cache = std::make_shared<MeshCache>();
   UriResolver resolver(load);
+  std::vector<std::string> visual_fallbacks;  // "link ('uri')"
   for (Link& link : model->links_) {
     const urdf::LinkConstSharedPtr ul = parsed->getLink(link.name);
     if (!ul) return read_differently("link '" + link.name + "'");
-    const std::vector<GeometryElement> elements = GeometryElements(*ul, options.collision_from_visual);
+    std::string fell_back;
+    const std::vector<GeometryElement> elements =
+        UsableGeometryElements(*ul, options.collision_from_visual, resolver, &fell_back);
+    if (!fell_back.empty()) visual_fallbacks.push_back("'" + link.name + "' ('" + fell_back + "')");
     for (size_t c = 0; c < elements.size(); ++c) {
       const GeometryElement& col = elements[c];
       const std::string what =
@@ -623,6 +647,13 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
     }
   }
 
+  if (!visual_fallbacks.empty()) {
+    std::string links;
+    for (const std::string& l : visual_fallbacks) links += (links.empty() ? "" : ", ") + l;
+    model->warnings_.push_back("URDF: " + std::to_string(visual_fallbacks.size()) +
+                               " link(s) with a missing visual mesh collide with their <collision> geometry "
+                               "instead: " + links);
+  }
   if (!srdf_xml.empty()) {
     Result<Srdf> srdf = ParseSrdf(srdf_xml, "SRDF");
     if (!srdf.ok()) return srdf.error();

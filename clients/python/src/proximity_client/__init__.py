@@ -22,9 +22,9 @@ from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, Pa
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
-from .results import (ContactResult, DistanceResult, GeometryGroup, GeometryPart, JointLimit, LinkPoses,
-                      MotionResult, Pair, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
-                      StateResult, StatesResult, WorkStats)
+from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGroup, GeometryPart, JointLimit, LinkPoses,
+                      MotionResult, Pair, PairContact, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
+                      SignedDistance, StateResult, StatesResult, WorkStats)
 
 __all__ = [
     "__version__", "geometry", "kinematics", "Client", "PathStream", "Session", "DEFAULT_SCENE", "DEFAULT_TARGET",
@@ -34,5 +34,5 @@ __all__ = [
     "UnimplementedError", "InternalError",
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
     "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats", "LinkPoses", "SceneGeometry",
-    "GeometryGroup", "GeometryPart",
+    "GeometryGroup", "GeometryPart", "ContactsResult", "PairContact", "SignedDistance",
 ]

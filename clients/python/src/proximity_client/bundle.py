@@ -120,11 +120,16 @@ def bundle_from_text(urdf: str, srdf: str = "", base_dir: "str | os.PathLike[str
     root = ET.fromstring(urdf)
     files: Dict[str, bytes] = {}
     kinds = ("collision", "visual") if collision_from_visual else ("collision",)
-    meshes = [m for kind in kinds for m in root.findall(f"./link/{kind}/geometry/mesh")]
     base = Path(base_dir).resolve()
-    for mesh in meshes:
-        uri = mesh.get("filename")
-        if not uri or uri in files:
-            continue
-        files[uri] = resolve_uri(uri, base, package_dirs or {}, ros_package_path).read_bytes()
+    for kind in kinds:
+        for mesh in root.findall(f"./link/{kind}/geometry/mesh"):
+            uri = mesh.get("filename")
+            if not uri or uri in files:
+                continue
+            try:
+                files[uri] = resolve_uri(uri, base, package_dirs or {}, ros_package_path).read_bytes()
+            except FileNotFoundError:
+                if kind == "visual":
+                    continue  # as ROS tools do: the server keeps that link's collision geometry, and says so
+                raise
     return RobotBundle(urdf=urdf, srdf=srdf or "", files=files)

@@ -3,9 +3,13 @@
     proximity info [--scene ID]
     proximity validate FILE... [--scene ID] [--mode certified|discrete] [--resolution R] [--json]
     proximity check-states FILE [--scene ID] [--json]
-    proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json]
+    proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json|.csv|.npy]
     proximity poses --state=Q [--scene ID] [--json]
     proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
+    proximity scene create --urdf FILE [--srdf FILE] [--package NAME=DIR]... [--name NAME] [--json]
+    proximity scene name NAME [--scene ID] [--remove] | proximity scene list
+    proximity contacts --state=Q [--scene ID] [--max-pairs N] [--json]
+    proximity signed-distance NAME NAME --state=Q [--scene ID] [--json]
 
 Exit status: 0 when every path (state) is valid (free) or the plan is solved, 1 when any is not (or no
 path was found; export: when the state or path collides, the file is written all the same), 2 on a bad
@@ -17,6 +21,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -28,7 +33,7 @@ from .client import DEFAULT_TARGET, Client
 from .errors import ProximityError
 from .gltf import Contact, build_glb
 from .kinematics import time_from_start
-from .pathfiles import PathFileError, PathSpec, read_paths, read_states
+from .pathfiles import PathFileError, PathSpec, read_paths, read_states, write_path
 from .results import PLANNERS, Pair, PathResult, PlanResult, SceneInfo
 
 EXIT_OK = 0
@@ -53,12 +58,15 @@ def _scene_json(s: SceneInfo) -> Dict[str, Any]:
                     "prismatic": l.prismatic, "velocity": l.velocity} for l in s.limits],
         "joint_names": s.joint_names, "links": s.link_names, "objects": s.object_ids,
         "attached_objects": s.attached_object_ids, "named_states": s.named_states, "triangles": s.triangles,
+        "names": s.names, "warnings": s.warnings,
     }
 
 
 def _print_scene(s: SceneInfo, out: Any) -> None:
     print(f"scene {s.scene_id} (version {s.version}{', from ' + s.parent_scene_id if s.parent_scene_id else ''})",
           file=out)
+    if s.names:
+        print(f"  names      {', '.join(s.names)}", file=out)
     print(f"  robot      {s.robot_name}: {s.dof} joints, {len(s.link_names)} links, {s.triangles} triangles", file=out)
     for l in s.limits:
         kind = "continuous" if l.continuous else ("prismatic" if l.prismatic else "revolute")
@@ -108,7 +116,8 @@ def _resolve_scene(client: Client, args: argparse.Namespace) -> SceneInfo:
     if args.scene is None:
         scenes = client.list_scenes()
         if len(scenes) > 1:
-            listed = "\n".join(f"  {s.scene_id}  robot {s.robot_name}, {s.dof} joints" for s in scenes)
+            listed = "\n".join(f"  {s.scene_id}  robot {s.robot_name}, {s.dof} joints"
+                                f"{'  (name ' + ', '.join(s.names) + ')' if s.names else ''}" for s in scenes)
             raise AmbiguousSceneError(f"no --scene given (or PROXIMITY_SCENE) and {len(scenes)} scenes are loaded; "
                                       f"name one:\n{listed}")
         args.scene = "default"
@@ -118,7 +127,8 @@ def _resolve_scene(client: Client, args: argparse.Namespace) -> SceneInfo:
 
 
 def _scene_line(info: SceneInfo) -> str:
-    return f"scene {info.scene_id} (robot {info.robot_name}, {info.dof} joints)"
+    named = f", name {', '.join(info.names)}" if info.names else ""
+    return f"scene {info.scene_id} (robot {info.robot_name}, {info.dof} joints{named})"
 
 
 def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
@@ -126,6 +136,9 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
     for f in args.files:
         specs.extend(read_paths(f))
     info = _resolve_scene(client, args)
+    for spec in specs:
+        _check_against_scene(spec, info)
+    args._sources = [s.source for s in specs]
     results = client.validate_paths([s.as_request() for s in specs], mode=args.mode, resolution=args.resolution,
                                     progress=not args.json and not args.no_progress, scene=args.scene)
     n_valid = sum(1 for r in results if r.free)
@@ -159,6 +172,7 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
 def _cmd_check_states(client: Client, args: argparse.Namespace) -> int:
     spec = read_states(args.file)
     info = _resolve_scene(client, args)
+    _check_against_scene(spec, info)
     r = client.check_states(spec.waypoints, spec.joint_names, include_contacts=True, scene=args.scene)
     n = len(r.free)
     if args.json:
@@ -219,11 +233,8 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
                     simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
                     max_iterations=args.max_iterations, scene=args.scene)
     if args.out is not None and r.solved:
-        # The format `proximity validate` reads; json writes floats so that they read back exactly.
-        doc = {"joint_names": r.joint_names, "waypoints": r.path.tolist()}
-        if len(r.time_from_start):
-            doc["time_from_start"] = r.time_from_start.tolist()
-        Path(args.out).write_text(json.dumps(doc) + "\n")
+        # A format `proximity validate` reads (.json, .csv or .npy), values that read back exactly.
+        write_path(args.out, r.joint_names, r.path, r.time_from_start)
     if args.json:
         doc = _plan_json(r)
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
@@ -301,18 +312,66 @@ def _cmd_poses(client: Client, args: argparse.Namespace) -> int:
 
 
 def _contact_at(client: Client, q: np.ndarray, scene: str) -> Optional[Tuple[Contact, Pair]]:
-    """What touches at ``q``: CheckState's pair, and the nearest pair's witness points (where the clearance
-    is 0, ComputeDistance's points lie in the contact); None when q is free."""
-    state = client.check_state(q, scene=scene)
-    if state.free or state.contact is None:
+    """What touches at ``q``: every colliding pair's parts and contact points (ComputeContacts), and the
+    deepest pair; None when q is free."""
+    found = client.contacts(q, scene=scene)
+    if found.free:
         return None
-    d = client.distance(q, scene=scene)
-    names = {state.contact.robot, state.contact.other}
-    points = np.zeros((0, 3))
-    if d.nearest.pair is not None:
-        names |= {d.nearest.pair.robot, d.nearest.pair.other}
-        points = np.unique(np.vstack([d.nearest.point_robot, d.nearest.point_other]), axis=0)
-    return Contact(tuple(sorted(names)), points), state.contact
+    names = set()
+    points = [np.zeros((0, 3))]
+    for c in found.contacts:
+        names |= {c.pair.robot, c.pair.other}
+        points.append(c.points)
+    return Contact(tuple(sorted(names)), np.unique(np.vstack(points), axis=0)), found.contacts[0].pair
+
+
+def _contact_json(c: Any) -> Dict[str, Any]:
+    return {**(_pair_json(c.pair) or {}), "depth": c.depth, "depth_lower": c.depth_lower,
+            "depth_upper": _num(c.depth_upper), "normal": c.normal.tolist(), "point_robot": c.point_robot.tolist(),
+            "point_other": c.point_other.tolist(), "points": c.points.tolist(),
+            "point_depths": c.point_depths.tolist(), "padding": c.padding, "method": c.method}
+
+
+def _cmd_contacts(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    q = _state_vector(client, info, args.state)
+    r = client.contacts(q, max_pairs=args.max_pairs, max_points=args.max_points, scene=args.scene)
+    if args.json:
+        print(json.dumps({"scene": info.scene_id, "robot": info.robot_name, "state": q.tolist(), "free": r.free,
+                          "within_limits": r.within_limits, "truncated": r.truncated,
+                          "contacts": [_contact_json(c) for c in r.contacts]}, indent=2))
+        return EXIT_OK if r.free else EXIT_INVALID
+    print(_scene_line(info))
+    if r.free:
+        print("free: no pair collides")
+        return EXIT_OK
+    print(f"{len(r.contacts)} colliding pair(s){' (more not measured: raise --max-pairs)' if r.truncated else ''}, "
+          "deepest first (depth in mm; normal from the robot side)")
+    for c in r.contacts:
+        bound = "" if c.method != "mesh_bracket" else (
+            f", at most {c.depth_upper * 1e3:.3f} mm" if math.isfinite(c.depth_upper) else ", no upper bound")
+        n = c.normal
+        print(f"  {c.pair}: depth {c.depth * 1e3:.3f} mm{bound} ({c.method}), normal ({n[0]:+.3f}, {n[1]:+.3f}, "
+              f"{n[2]:+.3f}), {len(c.points)} point(s)")
+    return EXIT_INVALID
+
+
+def _cmd_signed_distance(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    q = _state_vector(client, info, args.state)
+    d = client.signed_distance(args.first, args.second, q, rel_err=args.rel_err, scene=args.scene)
+    if args.json:
+        print(json.dumps({"scene": info.scene_id, "robot": info.robot_name, "state": q.tolist(),
+                          "pair": _pair_json(d.pair), "distance": d.distance, "lower": d.lower, "upper": d.upper,
+                          "normal": d.normal.tolist(), "point_robot": d.point_robot.tolist(),
+                          "point_other": d.point_other.tolist(), "allowed": d.allowed, "method": d.method},
+                         indent=2))
+        return EXIT_OK
+    print(_scene_line(info))
+    inside = "penetrating" if d.distance < 0 else "apart"
+    print(f"{d.pair.robot} x {d.pair.other}: signed distance {d.distance * 1e3:.3f} mm ({inside}; in "
+          f"[{d.lower * 1e3:.3f}, {d.upper * 1e3:.3f}] mm){' (an allowed pair: not checked)' if d.allowed else ''}")
+    return EXIT_OK
 
 
 def _sample_path(path: np.ndarray, info: SceneInfo, step: float, max_samples: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -400,6 +459,71 @@ def _cmd_export(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK if summary["free"] else EXIT_INVALID
 
 
+def _package_map(items: Sequence[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for item in items:
+        name, sep, folder = item.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise PathFileError(f"--package {item!r}: write NAME=DIR (the package name the URDF's package:// URIs "
+                                "use, and its folder)")
+        if not Path(folder).is_dir():
+            raise PathFileError(f"--package {name}: {folder} is not a folder")
+        out[name.strip()] = folder.strip()
+    return out
+
+
+def _cmd_scene_create(client: Client, args: argparse.Namespace) -> int:
+    for label, f in (("--urdf", args.urdf), ("--srdf", args.srdf)):
+        if f is not None and not Path(f).is_file():
+            raise PathFileError(f"{label} {f}: no such file")
+    try:
+        info = client.create_scene_from_files(args.urdf, args.srdf, package_dirs=_package_map(args.package),
+                                              name=args.name, reassign_name=args.reassign,
+                                              collision_from_visual=args.collision_from_visual,
+                                              padding=args.padding)
+    except FileNotFoundError as e:
+        # The library's hint names its argument; on the command line it is --package.
+        raise PathFileError(re.sub(r"give package_dirs=\{'([^']+)': FOLDER\}", r"give --package \1=DIR",
+                                   f"{args.urdf}: {e}")) from None
+    if args.json:
+        doc = _scene_json(info)
+        doc["created"] = info.created
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    print(f"{_scene_line(info)}: {'created' if info.created else 'already loaded (same content, same id)'}")
+    print(f"  {len(info.link_names)} links, {info.triangles} triangles, joints {', '.join(info.joint_names)}")
+    for w in info.warnings:
+        print(f"  warning: {w}")
+    ref = info.names[0] if info.names else info.scene_id
+    print(f"use it with --scene {ref}, or: export PROXIMITY_SCENE={ref}")
+    return EXIT_OK
+
+
+def _cmd_scene_name(client: Client, args: argparse.Namespace) -> int:
+    scene = args.scene if args.scene is not None else "default"
+    info = client.name_scene(args.name, scene=scene, remove=args.remove, reassign=args.reassign)
+    if args.json:
+        print(json.dumps(_scene_json(info), indent=2))
+    else:
+        print(f"{_scene_line(info)}: {'no longer named' if args.remove else 'named'} {args.name}")
+    return EXIT_OK
+
+
+def _cmd_scene_list(client: Client, args: argparse.Namespace) -> int:
+    scenes = client.list_scenes()
+    if args.json:
+        print(json.dumps([_scene_json(s) for s in scenes], indent=2))
+        return EXIT_OK
+    for s in scenes:
+        print(_scene_line(s))
+    return EXIT_OK
+
+
+def _cmd_scene(client: Client, args: argparse.Namespace) -> int:
+    return {"create": _cmd_scene_create, "name": _cmd_scene_name, "list": _cmd_scene_list}[args.scene_command](
+        client, args)
+
+
 def _connection(args: argparse.Namespace) -> Dict[str, Any]:
     """The Client's TLS and token arguments from the command line."""
     out: Dict[str, Any] = {}
@@ -414,14 +538,52 @@ def _connection(args: argparse.Namespace) -> Dict[str, Any]:
     return out
 
 
+def _user_words(e: ProximityError, args: argparse.Namespace) -> str:
+    """The server's message in the command line's words: request fields become the flags that set them
+    (``state.positions:`` -> ``--state:``, ``time_limit must`` -> ``--time-limit must``), and the paths of a
+    file are named by the file."""
+    text = e.details
+    if e.code.name == "ALREADY_EXISTS" and getattr(args, "command", "") == "scene":
+        return f"{text} (add --reassign to move the name to this scene)"
+    if e.code.name == "NOT_FOUND" and "(create it with CreateScene)" in text:
+        return text.replace("(create it with CreateScene)",
+                            "(`proximity scene list` shows the loaded scenes, `proximity scene create` loads one)")
+    fields = {k: v for k, v in vars(args).items() if v is not None and not k.startswith("_")}
+    fields.setdefault("scene_id", True)
+    for field in sorted(fields, key=len, reverse=True):
+        flag = "--scene" if field == "scene_id" else "--" + field.replace("_", "-")
+        text = re.sub(rf"(?<![\w.\-]){re.escape(field)}(?:\.positions)?(?=:| must| =)", flag, text)
+    sources = getattr(args, "_sources", None)
+    if sources:
+        text = re.sub(r"paths\[(\d+)\](?:\.\w+(?:\[\d+\])?)?",
+                      lambda m: sources[int(m.group(1))] if int(m.group(1)) < len(sources) else m.group(0), text)
+    return text
+
+
+def _check_against_scene(spec: PathSpec, info: SceneInfo) -> None:
+    """A path or state file's columns against the robot, before anything is sent: the file named."""
+    if spec.joint_names:
+        unknown = [n for n in spec.joint_names if n not in info.joint_names]
+        if unknown:
+            raise PathFileError(f"{spec.source}: unknown joint(s) {', '.join(unknown)}; robot {info.robot_name} "
+                                f"(scene {info.label}) has {', '.join(info.joint_names)}")
+        return
+    width = spec.waypoints.shape[1] if spec.waypoints.ndim == 2 else 0
+    if width != info.dof:
+        raise PathFileError(f"{spec.source}: rows have {width} values, robot {info.robot_name} (scene "
+                            f"{info.label}) has {info.dof} joints ({', '.join(info.joint_names)})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``proximity`` command."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--target", default=os.environ.get("PROXIMITY_TARGET", DEFAULT_TARGET),
                         help="proximityd address host:port (default $PROXIMITY_TARGET or %(default)s)")
     common.add_argument("--timeout", type=float, default=60.0, help="deadline of each call, seconds (%(default)s)")
+    common.add_argument("--wait", type=float, default=float(os.environ.get("PROXIMITY_WAIT", "5")), metavar="S",
+                        help="wait up to S seconds for a starting server to serve (default $PROXIMITY_WAIT or 5)")
     common.add_argument("--scene", default=os.environ.get("PROXIMITY_SCENE"),
-                        help="scene id (default $PROXIMITY_SCENE, else the built-in scene when it is the only one "
+                        help="scene id or name (default $PROXIMITY_SCENE, else the built-in scene when it is the only one "
                              "loaded; with other scenes loaded a query command refuses and lists them)")
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
     common.add_argument("--tls-ca", default=os.environ.get("PROXIMITY_TLS_CA"), metavar="PEM",
@@ -471,9 +633,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="how each edge is checked: certified LINK (default) or discrete sampling")
     pl.add_argument("--resolution", type=float, default=None,
                     help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
-    pl.add_argument("--out", default=None, metavar="PATH.json",
-                    help="write the path as JSON ({joint_names, waypoints, time_from_start}, what `validate` reads) "
-                         "when solved")
+    pl.add_argument("--out", default=None, metavar="PATH",
+                    help="when solved, write the path for `validate`: .json ({joint_names, waypoints, "
+                         "time_from_start}), .csv (joint names, then a row per waypoint) or .npy")
 
     po = sub.add_parser("poses", parents=[common], help="every link's pose in the world at a state",
                         description="Forward kinematics on the server: each link's pose in the world frame (the "
@@ -498,6 +660,44 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-samples", type=int, default=2000, help="most animation samples (%(default)s)")
     ex.add_argument("--max-triangles", type=int, default=0,
                     help="most triangles; bigger meshes are sent as their convex hulls (default: the server's cap)")
+    sc = sub.add_parser("scene", help="create, name and list scenes",
+                        description="Scenes on the server: create one from your robot's files, name it, list them.")
+    scs = sc.add_subparsers(dest="scene_command", required=True, metavar="SUBCOMMAND")
+    cr = scs.add_parser("create", parents=[common], help="upload a robot (URDF, SRDF, meshes) as a scene",
+                        description="Reads the URDF, the SRDF and every collision mesh the URDF names on this "
+                                    "machine and uploads them as one bundle (the server opens no file). The same "
+                                    "files give the same scene id by any route.")
+    cr.add_argument("--urdf", required=True, metavar="FILE", help="the robot's URDF")
+    cr.add_argument("--srdf", default=None, metavar="FILE", help="its SRDF (allowed pairs, named states)")
+    cr.add_argument("--package", action="append", default=[], metavar="NAME=DIR",
+                    help="where package://NAME/... meshes are (repeatable; else $ROS_PACKAGE_PATH's package.xml files)")
+    cr.add_argument("--name", default=None, help="a name for the scene, usable wherever its id is")
+    cr.add_argument("--reassign", action="store_true", help="take --name from the scene that holds it")
+    cr.add_argument("--collision-from-visual", action="store_true",
+                    help="collide with each link's <visual> meshes instead of its <collision> ones")
+    cr.add_argument("--padding", type=float, default=None, help="metres added around every link (0)")
+    nm = scs.add_parser("name", parents=[common], help="give the scene (--scene) a name, or take one away")
+    nm.add_argument("name", metavar="NAME")
+    nm.add_argument("--remove", action="store_true", help="take the name away")
+    nm.add_argument("--reassign", action="store_true", help="take the name from the scene that holds it")
+    scs.add_parser("list", parents=[common], help="the scenes loaded, with their robots and names")
+
+    ct = sub.add_parser("contacts", parents=[common], help="every colliding pair at a state, with depth and points",
+                        description="Every colliding pair (world and self) at a state with its penetration depth, "
+                                    "contact normal and contact points, deepest first. Exit 0: free; 1: it collides; "
+                                    "2: error.")
+    ct.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    ct.add_argument("--max-pairs", type=int, default=0, help="geometry pairs measured at most (server default 256)")
+    ct.add_argument("--max-points", type=int, default=0, help="contact points per pair (server default 8)")
+
+    sd = sub.add_parser("signed-distance", parents=[common], help="signed distance of two named links or objects",
+                        description="The signed distance between two links, attached objects or world objects at "
+                                    "a state: the distance when apart, minus the penetration depth when they "
+                                    "collide.")
+    sd.add_argument("first", metavar="NAME", help="a link, attached object or world object")
+    sd.add_argument("second", metavar="NAME", help="another one (at least one of the two on the robot)")
+    sd.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    sd.add_argument("--rel-err", type=float, default=0.0, help="relative error allowed when apart (%(default)s)")
     return p
 
 
@@ -505,9 +705,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``proximity`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan,
-                "poses": _cmd_poses, "export": _cmd_export}
+                "poses": _cmd_poses, "export": _cmd_export, "contacts": _cmd_contacts,
+                "signed-distance": _cmd_signed_distance, "scene": _cmd_scene}
     try:
         with Client(args.target, timeout=args.timeout, **_connection(args)) as client:
+            if args.wait > 0:
+                client.wait_until_serving(timeout=min(args.wait, args.timeout))
             if args.scene is not None:
                 client.scene = args.scene
             return handlers[args.command](client, args)
@@ -515,7 +718,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"proximity: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except ProximityError as e:
-        print(f"proximity: request failed: {e.method or 'call'}: {e.code.name}: {e.details}", file=sys.stderr)
+        print(f"proximity: request failed: {e.method or 'call'}: {e.code.name}: {_user_words(e, args)}",
+              file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("proximity: interrupted", file=sys.stderr)

@@ -18,8 +18,8 @@ from . import geometry
 from .channel import RetryPolicy, Target, channel_options, resolve_target
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
-from .results import (PLANNERS, ContactResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
-                      SceneGeometry, SceneInfo, StateResult, StatesResult, WorkStats)
+from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
+                      SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, WorkStats)
 
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
 #: SRDF group state.
@@ -473,11 +473,14 @@ class Client:
                      allowed_pairs: Iterable[Tuple[str, str]] = (),
                      padding: Union[float, Mapping[str, float], None] = None, default_padding: float = 0.0,
                      files: Optional[Mapping[str, bytes]] = None, collision_from_visual: bool = False,
+                     name: Optional[str] = None, reassign_name: bool = False,
                      timeout: Optional[float] = None) -> SceneInfo:
         """Loads a scene: a robot (URDF text or a URDF path on the server, optional SRDF), its base pose,
         world objects, attached objects, allowed pairs and padding (metres; a number pads every link, a
         mapping pads the named links or attached objects). ``collision_from_visual`` makes each link
-        collide with its ``<visual>`` geometry (links without one keep their ``<collision>``).
+        collide with its ``<visual>`` geometry (links without one keep their ``<collision>``). ``name``
+        gives the scene a name on the server, accepted wherever its id is (``AlreadyExistsError`` when
+        another scene holds it, unless ``reassign_name`` moves it here).
 
         Returns the scene's info; its ``created`` is False when the same content was already loaded (the
         id is a content hash). Build objects with :mod:`proximity_client.geometry`.
@@ -488,7 +491,8 @@ class Client:
         req = pb.CreateSceneRequest(robot=robot, base_pose=geometry.as_pose(base_pose), objects=list(objects),
                                     attached_objects=list(attached),
                                     allowed_pairs=[pb.AllowedPair(first=a, second=b) for a, b in allowed_pairs],
-                                    default_padding=float(default_padding))
+                                    default_padding=float(default_padding), name=name or "",
+                                    reassign_name=reassign_name)
         if isinstance(padding, Mapping):
             for k, v in padding.items():
                 req.padding[str(k)] = float(v)
@@ -515,6 +519,14 @@ class Client:
         with self._lock:
             self._recipes[info.scene_id] = ("create", request)
         return info
+
+    def name_scene(self, name: str, *, scene: Optional[str] = None, remove: bool = False, reassign: bool = False,
+                   timeout: Optional[float] = None) -> SceneInfo:
+        """Gives the scene (an id or a name) the name ``name``, or takes it away (``remove``). A name names
+        one scene: ``AlreadyExistsError`` when another holds it, unless ``reassign`` moves it."""
+        sid = self._scene(scene)
+        req = pb.NameSceneRequest(scene_id=sid, name=name, remove=remove, reassign=reassign)
+        return SceneInfo.from_proto(self._unary("NameScene", req, timeout).scene)
 
     def get_scene(self, scene: Optional[str] = None, timeout: Optional[float] = None) -> SceneInfo:
         """The scene's info: robot, joint order and limits, links, objects, named states."""
@@ -893,6 +905,33 @@ class Client:
         sid = self._scene(scene)
         req = pb.GetSceneGeometryRequest(scene_id=sid, max_triangles=int(max_triangles))
         return self._restoring(sid, lambda: SceneGeometry.from_proto(self._unary("GetSceneGeometry", req, timeout)))
+
+    # -- contacts ------------------------------------------------------------------------------------
+
+    def contacts(self, q: Configuration, *, max_pairs: int = 0, max_points: int = 0, exclude_world: bool = False,
+                 exclude_self: bool = False, scene: Optional[str] = None,
+                 timeout: Optional[float] = None) -> ContactsResult:
+        """Every colliding pair at ``q`` (world and self, as :meth:`check_state` decides collision) with its
+        penetration depth, normal and contact points, deepest first. ``max_pairs`` caps the geometry pairs
+        measured (0: 256, at most 4096; ``truncated`` tells when more collide), ``max_points`` the points
+        per pair (0: 8)."""
+        sid = self._scene(scene)
+        req = pb.ComputeContactsRequest(scene_id=sid, state=joint_positions(q), max_pairs=int(max_pairs),
+                                        max_points=int(max_points), exclude_world=exclude_world,
+                                        exclude_self=exclude_self)
+        return self._restoring(sid, lambda: ContactsResult.from_proto(self._unary("ComputeContacts", req, timeout)))
+
+    def signed_distance(self, first: str, second: str, q: Configuration, rel_err: float = 0.0,
+                        abs_err: float = 0.0, *, scene: Optional[str] = None,
+                        timeout: Optional[float] = None) -> SignedDistance:
+        """Signed distance (metres, negative inside) between two named things at ``q``: links, attached
+        objects or world objects, at least one on the robot. Pairs apart get a certified interval within
+        ``rel_err`` / ``abs_err``; colliding ones minus their penetration depth."""
+        sid = self._scene(scene)
+        req = pb.ComputeSignedDistanceRequest(scene_id=sid, state=joint_positions(q), first=first, second=second,
+                                              rel_err=float(rel_err), abs_err=float(abs_err))
+        return self._restoring(sid, lambda: SignedDistance.from_proto(
+            self._unary("ComputeSignedDistance", req, timeout)))
 
 
 def _progress_bar(total: int, enabled: Union[bool, str], unit: str) -> Any:

@@ -200,3 +200,28 @@ def finite_or_none(x: float) -> Optional[float]:
 
 
 __all__ = ["PathFileError", "PathSpec", "read_paths", "read_states"]
+
+
+def write_path(file: "str | Path", joint_names: List[str], waypoints: np.ndarray,
+               time_from_start: Optional[np.ndarray] = None) -> None:
+    """Writes a path in the form :func:`read_paths` reads, by extension: ``.json`` ({joint_names, waypoints,
+    time_from_start}), ``.csv`` (a header of joint names, one row per waypoint, values written with
+    ``repr`` so that they read back exactly) or ``.npy`` (shape (n, dof), the scene's joint order)."""
+    path = Path(file)
+    ext = path.suffix.lower()
+    rows = np.asarray(waypoints, dtype=np.float64)
+    if ext == ".json":
+        doc: dict = {"joint_names": list(joint_names), "waypoints": rows.tolist()}
+        if time_from_start is not None and len(time_from_start):
+            doc["time_from_start"] = np.asarray(time_from_start, dtype=np.float64).tolist()
+        path.write_text(json.dumps(doc) + "\n")
+    elif ext == ".csv":
+        with path.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(joint_names)
+            for r in rows:
+                w.writerow([repr(float(v)) for v in r])
+    elif ext == ".npy":
+        np.save(path, rows)
+    else:
+        raise PathFileError(f"{path}: unknown file type {ext!r} (write .json, .csv or .npy)")

@@ -89,6 +89,13 @@ class SceneInfo:
     warnings: List[str] = field(default_factory=list)
     #: CreateScene only: True when the scene was newly loaded, False when the same content already was.
     created: Optional[bool] = None
+    #: The scene's names on the server (aliases accepted wherever the id is).
+    names: List[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """The scene's first name, or its id."""
+        return self.names[0] if self.names else self.scene_id
 
     @property
     def dof(self) -> int:
@@ -120,16 +127,15 @@ class SceneInfo:
 
     @staticmethod
     def from_proto(m: "pb.SceneInfo", created: Optional[bool] = None) -> "SceneInfo":
-        return SceneInfo(created=created,
-            
-            scene_id=m.scene_id, version=m.version, parent_scene_id=m.parent_scene_id, robot_name=m.robot_name,
+        return SceneInfo(
+            created=created, scene_id=m.scene_id, version=m.version, parent_scene_id=m.parent_scene_id, robot_name=m.robot_name,
             joint_names=list(m.joint_names),
             limits=[JointLimit(l.joint_name, l.lower, l.upper, l.continuous, l.prismatic, l.velocity)
                     for l in m.limits],
             link_names=list(m.link_names), object_ids=list(m.object_ids),
             attached_object_ids=list(m.attached_object_ids),
             named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles,
-            warnings=list(m.warnings))
+            warnings=list(m.warnings), names=list(m.names))
 
 
 @dataclass(frozen=True)
@@ -445,3 +451,88 @@ class SceneGeometry:
 __all__ = ["Pair", "WorkStats", "JointLimit", "SceneInfo", "StateResult", "StatesResult", "PairDistance",
            "DistanceResult", "MotionResult", "PathResult", "ContactResult", "PlanStats", "PlanResult", "LinkPoses",
            "GeometryPart", "GeometryGroup", "SceneGeometry"]
+
+
+def _vec(m: "pb.Vector3") -> np.ndarray:
+    return np.array([m.x, m.y, m.z])
+
+
+_METHODS = {0: "", 1: "convex", 2: "mesh_bracket", 3: "apart"}
+
+
+@dataclass(frozen=True)
+class PairContact:
+    """One colliding pair: penetration depth (metres, padding included) with its certified bracket
+    ``depth_lower <= depth <= depth_upper``, the unit normal from the robot side towards the other side,
+    the deepest points on each side and the contact points (world frame). ``method`` says how the depth
+    was found: ``"convex"`` (EPA, exact), ``"mesh_bracket"`` (non-convex meshes: the deepest intersecting
+    triangle pair, bounded above by the hulls' depth) or ``"apart"`` (within the padding only)."""
+
+    pair: Pair
+    depth: float
+    depth_lower: float
+    depth_upper: float
+    normal: np.ndarray
+    point_robot: np.ndarray
+    point_other: np.ndarray
+    points: np.ndarray         #: (n, 3) contact points, deepest first
+    point_depths: np.ndarray   #: (n,) the local depth at each point
+    padding: float
+    method: str
+    geometry_pairs: int
+
+    @property
+    def error_bound(self) -> float:
+        """How far the true depth may lie from ``depth`` (0 for convex pieces)."""
+        return self.depth_upper - self.depth_lower
+
+    @staticmethod
+    def from_proto(m: "pb.PairContact") -> "PairContact":
+        pts = np.array([[p.position.x, p.position.y, p.position.z] for p in m.points], dtype=np.float64).reshape(-1, 3)
+        return PairContact(Pair.from_proto(m.pair), m.depth, m.depth_lower, m.depth_upper, _vec(m.normal),
+                           _vec(m.point_robot), _vec(m.point_other), pts,
+                           np.array([p.depth for p in m.points], dtype=np.float64), m.padding,
+                           _METHODS.get(m.method, str(m.method)), m.geometry_pairs)
+
+
+@dataclass(frozen=True)
+class ContactsResult:
+    """Every colliding pair at a state, deepest first (empty when the state is free)."""
+
+    contacts: List[PairContact]
+    truncated: bool
+    within_limits: bool
+    stats: WorkStats
+
+    @property
+    def free(self) -> bool:
+        return not self.contacts
+
+    @staticmethod
+    def from_proto(m: "pb.ComputeContactsResponse") -> "ContactsResult":
+        return ContactsResult([PairContact.from_proto(c) for c in m.contacts], m.truncated, m.within_limits,
+                              WorkStats.from_proto(m.stats))
+
+
+@dataclass(frozen=True)
+class SignedDistance:
+    """Signed distance of a named pair (metres; negative inside: minus the penetration depth), certified
+    ``lower <= distance <= upper``, with the normal from the robot side towards the other and the closest
+    (or deepest) points on each side."""
+
+    pair: Pair
+    distance: float
+    lower: float
+    upper: float
+    normal: np.ndarray
+    point_robot: np.ndarray
+    point_other: np.ndarray
+    allowed: bool
+    method: str
+    within_limits: bool
+
+    @staticmethod
+    def from_proto(m: "pb.ComputeSignedDistanceResponse") -> "SignedDistance":
+        return SignedDistance(Pair.from_proto(m.pair), m.distance, m.lower, m.upper, _vec(m.normal),
+                              _vec(m.point_robot), _vec(m.point_other), m.allowed,
+                              _METHODS.get(m.method, str(m.method)), m.within_limits)

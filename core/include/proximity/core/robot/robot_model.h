@@ -186,6 +186,9 @@ struct Srdf {
   std::vector<SrdfDisabledCollision> disabled_collisions;
   std::vector<SrdfVirtualJoint> virtual_joints;
   std::vector<std::string> passive_joints;
+  /// Elements of <robot> that are not part of the SRDF format, by name with their count (accepted and
+  /// ignored, as MoveIt does).
+  std::vector<std::pair<std::string, int>> unknown_elements;
 };
 
 /// Parses SRDF text (structure only; names are checked against a URDF by RobotModel). `name` is used
@@ -232,6 +235,11 @@ class RobotModel {
   const std::vector<double>& upper_limits() const { return upper_limits_; }
   /// The SRDF as parsed (empty when none was given).
   const Srdf& srdf() const { return srdf_; }
+  /// What loading accepted where ROS is lenient but the user should hear about, one sentence per kind:
+  /// SRDF elements that are not part of the format, SRDF <disable_collisions> naming links the URDF
+  /// lacks (skipped, as MoveIt skips them), links whose visual meshes are missing when collision comes
+  /// from visual geometry (they keep their <collision> geometry). Empty for most robots.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   /// Link index by name; NotFound naming it.
   [[nodiscard]] Result<LinkIndex> FindLink(std::string_view name) const;
@@ -387,6 +395,7 @@ class RobotModel {
   std::unordered_map<std::string, LinkIndex> link_by_name_;
   std::unordered_map<std::string, JointIndex> joint_by_name_;
   Srdf srdf_;
+  std::vector<std::string> warnings_;
   std::vector<uint8_t> allowed_;                  // num_links x num_links, row-major
   std::vector<std::vector<MotionTerm>> motion_terms_;  // per link, root to tip
   std::shared_ptr<internal::SelfClearanceMemo> self_clearance_memo_;  // made by Finalize

@@ -265,6 +265,37 @@ struct PathResult {
   QueryStats stats;
 };
 
+/// A pair of posed scene geometries, the robot side first (Scene::CollidingParts, Scene::NamedParts).
+/// The geometry pointers point into the scene and stay valid while it lives.
+struct PosedPartPair {
+  StateContact pair;                   ///< The named pair the two geometries belong to.
+  const Geometry* robot = nullptr;     ///< The robot side's geometry (a link's or an attached object's).
+  RigidTransform X_WR;                 ///< Its pose in the world at the state.
+  const Geometry* other = nullptr;     ///< The other side's geometry (a link's, an attached or a world object's).
+  RigidTransform X_WO;
+  double padding = 0.0;                ///< Metres: the pair's total padding (both sides' paddings).
+  bool allowed = false;                ///< The pair is excluded from checking (allowed-collision set).
+};
+
+/// Options for Scene::CollidingParts.
+struct CollidingPartsRequest {
+  int32_t max_pairs = 256;  ///< At most this many geometry pairs (>= 1); CollidingPartsResult::truncated beyond.
+  bool world = true;        ///< Include robot-world pairs.
+  bool self = true;         ///< Include robot-robot pairs.
+  /// Asked between pairs; when it says stop the query ends with CollidingPartsResult::stopped.
+  Interrupt stop;
+};
+
+/// Every colliding geometry pair at a state.
+struct CollidingPartsResult {
+  std::vector<PosedPartPair> pairs;  ///< World pairs first, then self pairs, in scene order.
+  bool truncated = false;            ///< More pairs collide than max_pairs.
+  bool stopped = false;              ///< The request's `stop` ended the query; `pairs` is a prefix.
+  bool within_limits = true;
+  int64_t pairs_tested = 0;
+  QueryStats stats;
+};
+
 /// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread. Queries take it
 /// by pointer: it is state the caller keeps between calls (buffers and warm starts), not an output.
 struct SceneCache {
@@ -353,6 +384,23 @@ class Scene {
   /// check with PathResult::stopped.
   [[nodiscard]] Result<PathResult> CheckPath(std::span<const double> waypoints, const MotionRequest& request,
                                              SceneCache* cache) const;
+
+  /// Every geometry pair that collides at q by CheckState's test (padding counted, allowed pairs
+  /// skipped), not only the first: CLEAR's broad phase and exact tests, run to the end. Errors as
+  /// CheckState, and for max_pairs < 1.
+  [[nodiscard]] Result<CollidingPartsResult> CollidingParts(std::span<const double> q,
+                                                            const CollidingPartsRequest& request,
+                                                            SceneCache* cache) const;
+
+  /// Every geometry pair between the two things named (each a link name, an attached object id or a
+  /// world object id), posed at q, whether or not the scene checks the pair (PosedPartPair::allowed).
+  /// A world object named first is swapped to the second place. Errors (kInvalidArgument) for an unknown
+  /// name (naming `field_a` or `field_b`), two world objects, the same thing twice, a thing without
+  /// geometry, and as CheckState for q.
+  [[nodiscard]] Result<std::vector<PosedPartPair>> NamedParts(std::string_view a, std::string_view b,
+                                                              std::span<const double> q, SceneCache* cache,
+                                                              std::string_view field_a = "a",
+                                                              std::string_view field_b = "b") const;
 
   /// A new scene with the world changed as `update` says and everything else (robot, attached
   /// objects, allowed pairs, padding) kept; this scene is untouched. version() counts up by one.

@@ -1,0 +1,164 @@
+/// @file
+/// Pairs of posed geometries: every colliding pair at a state (CLEAR run to the end), and the pairs
+/// between two named things. What the contact module measures depths and signed distances on.
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proximity/core/scene/scene.h"
+#include "scene/scene_internal.h"
+
+namespace proximity::core {
+
+using internal::Overlap;
+
+Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, const CollidingPartsRequest& request,
+                                                   SceneCache* cache) const {
+  if (request.max_pairs < 1) {
+    return InvalidArgument("max_pairs must be >= 1, got " + std::to_string(request.max_pairs));
+  }
+  if (Status s = PoseParts(q, cache); !s.ok()) return s.error();
+  CollidingPartsResult result;
+  result.within_limits = robot_->WithinLimits(q);
+  // Adds a colliding pair; false once the cap is reached (the pair is then the one that did not fit).
+  auto add = [&](const StateContact& pair, const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                 const RigidTransform& X_b, double padding) {
+    if (static_cast<int32_t>(result.pairs.size()) >= request.max_pairs) {
+      result.truncated = true;
+      return false;
+    }
+    result.pairs.push_back({pair, &a, X_a, &b, X_b, padding, false});
+    return true;
+  };
+  const int32_t num_parts = static_cast<int32_t>(robot_parts_.size());
+  if (request.world && !broad_.empty()) {
+    for (int32_t i = 0; i < num_parts; ++i) {
+      if (request.stop()) {
+        result.stopped = true;
+        return result;
+      }
+      const RobotPart& rp = robot_parts_[i];
+      const Aabb& bounds = cache->part_bounds[i];
+      int32_t stack[64];
+      int32_t top = 0;
+      stack[top++] = 0;
+      while (top > 0) {
+        const BroadNode& n = broad_[stack[--top]];
+        if (!Overlap(n.bounds, bounds)) continue;
+        if (n.count == 0) {
+          stack[top++] = n.first;
+          stack[top++] = n.first + 1;
+          continue;
+        }
+        for (int32_t k = n.first; k < n.first + n.count; ++k) {
+          const WorldPart& wp = world_parts_[k];
+          if (!Overlap(wp.bounds, bounds) || AllowedEntityObject(rp.entity, wp.object)) continue;
+          const ObjectPart& part = objects_[wp.object].parts[wp.part];
+          ++result.pairs_tested;
+          if (!PairCollides(rp.geometry, cache->X_WG[i], part.geometry, part.X_WG, rp.padding, &result.stats,
+                            HullCache(cache, WorldPairCache(i, k)))) {
+            continue;
+          }
+          if (!add(WorldContact(i, wp.object), rp.geometry, cache->X_WG[i], part.geometry, part.X_WG, rp.padding)) {
+            return result;
+          }
+        }
+      }
+    }
+  }
+  if (request.self) {
+    for (size_t s = 0; s < self_pairs_.size(); ++s) {
+      if ((s & 63) == 0 && request.stop()) {
+        result.stopped = true;
+        return result;
+      }
+      const SelfPair& sp = self_pairs_[s];
+      const RobotPart& a = robot_parts_[sp.a];
+      const RobotPart& b = robot_parts_[sp.b];
+      const double padding = a.padding + b.padding;
+      if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
+      if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding) > padding) continue;
+      ++result.pairs_tested;
+      if (!PairCollides(a.geometry, cache->X_WG[sp.a], b.geometry, cache->X_WG[sp.b], padding, &result.stats,
+                        HullCache(cache, SelfPairCache(s)))) {
+        continue;
+      }
+      if (!add(SelfContact(sp.a, sp.b), a.geometry, cache->X_WG[sp.a], b.geometry, cache->X_WG[sp.b], padding)) {
+        return result;
+      }
+    }
+  }
+  return result;
+}
+
+Result<std::vector<PosedPartPair>> Scene::NamedParts(std::string_view a, std::string_view b, std::span<const double> q,
+                                                     SceneCache* cache, std::string_view field_a,
+                                                     std::string_view field_b) const {
+  // A name as an entity (link index, or num_links + attached index) or a world object.
+  struct Named {
+    int32_t entity = -1;
+    int32_t object = -1;
+  };
+  const int32_t num_links = static_cast<int32_t>(robot_->links().size());
+  auto resolve = [&](std::string_view name, std::string_view field) -> Result<Named> {
+    if (const Result<LinkIndex> link = robot_->FindLink(name); link.ok()) return Named{link.value(), -1};
+    for (size_t i = 0; i < attached_.size(); ++i) {
+      if (attached_[i].id == name) return Named{num_links + static_cast<int32_t>(i), -1};
+    }
+    for (size_t i = 0; i < objects_.size(); ++i) {
+      if (objects_[i].id == name) return Named{-1, static_cast<int32_t>(i)};
+    }
+    return InvalidArgument(std::string(field) + " '" + std::string(name) +
+                           "' is neither a link, an attached object nor a world object of the scene");
+  };
+  Result<Named> na = resolve(a, field_a);
+  if (!na.ok()) return na.error();
+  Result<Named> nb = resolve(b, field_b);
+  if (!nb.ok()) return nb.error();
+  Named first = na.value(), second = nb.value();
+  if (first.entity < 0 && second.entity < 0) {
+    return InvalidArgument(std::string(field_a) + " and " + std::string(field_b) +
+                           " are both world objects; one side must be a link or an attached object");
+  }
+  if (first.entity < 0) std::swap(first, second);
+  if (first.entity == second.entity) {
+    return InvalidArgument(std::string(field_a) + " and " + std::string(field_b) + " name the same thing, '" +
+                           std::string(a) + "'");
+  }
+  if (Status s = PoseParts(q, cache); !s.ok()) return s.error();
+  std::vector<PosedPartPair> pairs;
+  bool first_has_parts = false, second_has_parts = second.object >= 0 && !objects_[second.object].parts.empty();
+  for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    if (rp.entity != first.entity) continue;
+    first_has_parts = true;
+    if (second.object >= 0) {
+      const WorldObject& object = objects_[second.object];
+      for (const ObjectPart& part : object.parts) {
+        pairs.push_back({WorldContact(i, second.object), &rp.geometry, cache->X_WG[i], &part.geometry, part.X_WG,
+                         rp.padding, AllowedEntityObject(rp.entity, second.object)});
+      }
+      continue;
+    }
+    for (int32_t j = 0; j < static_cast<int32_t>(robot_parts_.size()); ++j) {
+      const RobotPart& other = robot_parts_[j];
+      if (other.entity != second.entity) continue;
+      second_has_parts = true;
+      pairs.push_back({SelfContact(i, j), &rp.geometry, cache->X_WG[i], &other.geometry, cache->X_WG[j],
+                       rp.padding + other.padding, AllowedEntities(rp.entity, other.entity)});
+    }
+  }
+  if (!first_has_parts || !second_has_parts) {
+    const bool first_empty = !first_has_parts;
+    const std::string_view name = first_empty ? (first.entity == na.value().entity ? a : b)
+                                              : (first.entity == na.value().entity ? b : a);
+    std::string message(name);
+    message += " has no collision geometry";
+    return InvalidArgument(std::move(message));
+  }
+  return pairs;
+}
+
+}  // namespace proximity::core
