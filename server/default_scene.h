@@ -9,6 +9,7 @@
 /// core description from it and the server turns the same data into a CreateSceneRequest, so the
 /// default scene's id is the content hash like any other scene's.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ struct DefaultObject {
 /// The default scene as data: the robot's URDF file, its base pose and the workcell objects.
 struct DefaultSceneSpec {
   std::string urdf_path;      ///< Absolute path; meshes resolve relative to it.
+  std::string srdf_path;      ///< Empty: no SRDF.
+  std::map<std::string, std::string> package_dirs;  ///< package://NAME/ resolves under package_dirs[NAME].
   core::Vec3 p_WB = core::Vec3::Zero();  ///< The URDF's root link in the world (m).
   Quaternion q_WB = Quaternion::Identity();
   std::vector<DefaultObject> objects;

@@ -116,6 +116,10 @@ int main(int argc, char** argv) {
                  "Debian libjs-three's folder: the viewer serves its three.min.js and OrbitControls.js")
       ->capture_default_str();
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
+  app.add_option("--default-scene-srdf", f.server.default_scene_srdf,
+                 "With --default-scene-urdf: its SRDF (allowed pairs, groups, named states)");
+  app.add_option("--default-scene-package", f.server.default_scene_packages,
+                 "With --default-scene-urdf: NAME=DIR, the folder package://NAME/ URIs resolve to (repeatable)");
   app.add_option("--max-connection-age-seconds", f.server.max_connection_age_seconds,
                  "Close each client connection after about this long, so that clients re-resolve and reach new "
                  "replicas (0: never)")
@@ -165,6 +169,9 @@ int main(int argc, char** argv) {
         {"no-viewer", [&](const YAML::Node& n) { f.no_viewer = n.as<bool>(); }},
         {"viewer-three-dir", [&](const YAML::Node& n) { f.server.viewer_three_dir = n.as<std::string>(); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
+        {"default-scene-srdf", [&](const YAML::Node& n) { f.server.default_scene_srdf = n.as<std::string>(); }},
+        {"default-scene-package",
+         [&](const YAML::Node& n) { f.server.default_scene_packages = n.as<std::vector<std::string>>(); }},
         {"max-connection-age-seconds",
          [&](const YAML::Node& n) { f.server.max_connection_age_seconds = n.as<double>(); }},
         {"max-connection-age-grace-seconds",

@@ -358,6 +358,8 @@ Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, 
 v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec) {
   v1::CreateSceneRequest request;
   request.mutable_robot()->set_urdf_path(spec.urdf_path);
+  if (!spec.srdf_path.empty()) request.mutable_robot()->set_srdf_path(spec.srdf_path);
+  for (const auto& [name, dir] : spec.package_dirs) (*request.mutable_robot()->mutable_package_dirs())[name] = dir;
   const auto set_pose = [](const core::Vec3& p, const Quaternion& q, v1::Pose* pose) {
     ToWire(p, pose->mutable_position());
     pose->mutable_orientation()->set_x(q.x());

@@ -50,7 +50,16 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
 
   if (options.default_scene) {
     const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;
-    auto entry = BuildScene(DefaultSceneRequest(DefaultScene(urdf)));
+    DefaultSceneSpec spec = DefaultScene(urdf);
+    spec.srdf_path = options.default_scene_srdf;
+    for (const std::string& package : options.default_scene_packages) {
+      const size_t eq = package.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == package.size()) {
+        return core::InvalidArgument("--default-scene-package: expected NAME=DIR, got '" + package + "'");
+      }
+      spec.package_dirs[package.substr(0, eq)] = package.substr(eq + 1);
+    }
+    auto entry = BuildScene(DefaultSceneRequest(spec));
     if (!entry.ok()) {
       return core::InvalidArgument("default scene (" + urdf + "): " + entry.error().message +
                                    " (install dart-doc, or start with --no-default-scene)");

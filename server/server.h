@@ -32,6 +32,8 @@ struct ServerOptions {
   ServiceLimits limits;
   bool default_scene = true;                       ///< Load the built-in scene (alias "default").
   std::string default_scene_urdf;                  ///< Its robot; empty means DefaultRobotUrdfPath().
+  std::string default_scene_srdf;                  ///< Its robot's SRDF (allowed pairs, groups); empty: none.
+  std::vector<std::string> default_scene_packages; ///< NAME=DIR: where package://NAME/ resolves for it.
   /// Directories whose files requests may name (urdf_path, srdf_path, package_dirs, mesh_file);
   /// none by default, so that no request opens a server file. The operator's own files (the
   /// default scene) are not limited by them.
