@@ -545,6 +545,8 @@ class ScenePlanner {
     return w;
   }
   const planners::JointSpace& space() const { return planning_.space; }
+  // Plans in `space` instead of the robot's whole joint space (a group's joints only).
+  void RestrictTo(planners::JointSpace space) { planning_.space = std::move(space); }
 
  private:
   static core::MotionRequest WithStop(core::MotionRequest motion, core::Interrupt stop) {
@@ -558,6 +560,31 @@ class ScenePlanner {
   double resolution_;
   bool certified_;
 };
+
+// The joint space of a plan that moves only SRDF group `group`: every other joint held at its start
+// value, which the goal must share.
+core::Result<planners::JointSpace> GroupSpace(const core::RobotModel& robot, const std::string& group,
+                                              std::span<const double> start, std::span<const double> goal) {
+  const core::Result<std::vector<int32_t>> members = robot.GroupActiveIndices(group);
+  if (!members.ok()) return core::InvalidArgument("group: " + members.error().message);
+  if (members.value().empty()) return core::InvalidArgument("group: '" + group + "' moves none of the scene's joints");
+  const planners::JointSpace full = planners::JointSpace::ForRobot(robot);
+  std::vector<double> lower = full.lower(), upper = full.upper();
+  std::vector<bool> wraps(lower.size());
+  std::vector<char> moves(lower.size(), 0);
+  for (int32_t j : members.value()) moves[static_cast<size_t>(j)] = 1;
+  for (size_t j = 0; j < lower.size(); ++j) {
+    wraps[j] = full.wraps(static_cast<int32_t>(j)) && moves[j];
+    if (moves[j]) continue;
+    if (goal[j] != start[j]) {
+      return core::InvalidArgument("goal: joint '" + robot.active_joint_names()[j] + "' is not in group '" + group +
+                                   "' and differs from the start (" + core::FormatNumber(goal[j]) + " against " +
+                                   core::FormatNumber(start[j]) + "): a group's plan holds it at the start's value");
+    }
+    lower[j] = upper[j] = start[j];
+  }
+  return planners::JointSpace::Create(std::move(lower), std::move(upper), std::move(wraps));
+}
 
 // Why `q` is not a valid end of a plan: its first contact, when CLEAR finds one.
 std::string InvalidEnd(const core::Scene& scene, std::span<const double> q, const char* what) {
@@ -606,7 +633,12 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
     auto settings = ToPlanSettings(*request, limits_.max_plan_seconds, kPlanSecondsOption);
     if (!settings.ok()) return ToGrpcStatus(settings.error());
     const PlanSettings& plan = settings.value();
-    const ScenePlanner planner(call.entry().scene, plan.motion, call.interrupt());
+    ScenePlanner planner(call.entry().scene, plan.motion, call.interrupt());
+    if (!request->group().empty()) {
+      core::Result<planners::JointSpace> space = GroupSpace(scene.robot(), request->group(), start, goal);
+      if (!space.ok()) return ToGrpcStatus(space.error());
+      planner.RestrictTo(std::move(space).value());
+    }
     if (core::Status s = planner.CheckResolution(); !s.ok()) return ToGrpcStatus(s);
     CallCancel& cancel = call.cancel();
     planners::Termination termination;

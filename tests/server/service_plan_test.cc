@@ -7,6 +7,7 @@
 #include <future>
 #include <limits>
 #include <thread>
+#include <tuple>
 
 #include "tests/server/service_fixture.h"
 
@@ -331,6 +332,39 @@ TEST_F(BlockedArmTest, NamedStatesAreEnds) {
   EXPECT_EQ(rows.front(), (std::vector<double>{0.5, -1.25}));
   EXPECT_EQ(rows.back(), goal_);
   for (const auto& q : rows) EXPECT_GT(q[0], 0.0) << "the path crossed the barrier";
+}
+
+// A plan of SRDF group "wrist" (the elbow alone): every waypoint keeps the shoulder at the start's value
+// and the path is certified free; a goal that moves the shoulder, an unknown group and a group that moves
+// no joint of the scene are refused naming them.
+TEST_F(BlockedArmTest, AGroupPlanMovesOnlyTheGroupsJoints) {
+  const std::vector<double> start = {-1.5, 0.3}, goal = {-1.5, -2.0};
+  v1::PlanRequest request = MakePlan(scene_, start, goal, v1::PLANNER_RRT_CONNECT, 1, 5.0);
+  request.set_group("wrist");
+  v1::PlanResponse response;
+  ASSERT_TRUE(Plan(request, &response).ok());
+  ASSERT_EQ(response.outcome(), v1::PLAN_OUTCOME_SOLVED) << response.message();
+  const auto rows = Rows(response.path());
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows.front(), start);
+  EXPECT_EQ(rows.back(), goal);
+  for (const auto& q : rows) EXPECT_EQ(q[0], start[0]) << "a joint outside the group moved";
+  v1::CheckPathRequest check;
+  check.set_scene_id(scene_);
+  *check.mutable_waypoints() = response.path();
+  v1::CheckPathResponse checked;
+  ASSERT_TRUE(stub_->CheckPath(Context().get(), check, &checked).ok());
+  EXPECT_TRUE(checked.result().free());
+
+  for (const auto& [group, to, field] : std::vector<std::tuple<std::string, std::vector<double>, std::string>>{
+           {"wrist", {-1.0, -2.0}, "joint 'shoulder' is not in group 'wrist'"},
+           {"no_such_group", goal, "no_such_group"}}) {
+    request = MakePlan(scene_, start, to, v1::PLANNER_RRT_CONNECT, 1, 5.0);
+    request.set_group(group);
+    const grpc::Status status = Plan(request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << group;
+    EXPECT_NE(status.error_message().find(field), std::string::npos) << status.error_message();
+  }
 }
 
 // The call's deadline, far shorter than the time limit, stops the planner: the server records the call

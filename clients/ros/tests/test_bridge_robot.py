@@ -125,8 +125,14 @@ def test_groups(rsrv: Dict[str, Any]) -> None:
         rsrv["validity"](home, "gripper")
     from proximity_msgs.srv import PlanRequest
     goal = rosenv.joint_state(["wrist_pitch"], [0.5])
-    with pytest.raises(rospy.ServiceException, match="group 'wrist' moves 2 of the scene's 6 joints"):
-        rsrv["plan"](PlanRequest(start_state=home, goal=goal, group_name="wrist"))
+    # A group of two of the six joints: planned alone, the others held at the start's values.
+    w = rsrv["plan"](PlanRequest(start_state=home, goal=goal, group_name="wrist", seed=1))
+    assert w.error_code.val == 1 and w.valid, w.message
+    assert list(w.trajectory.joint_names) == ["wrist_pitch", "wrist_roll"]
+    assert w.trajectory.points[-1].positions[0] == pytest.approx(0.5)
+    with pytest.raises(rospy.ServiceException, match="joint 'shoulder_pitch' is not in group 'wrist'"):
+        rsrv["plan"](PlanRequest(start_state=home, goal=rosenv.joint_state(["shoulder_pitch"], [0.3]),
+                                 group_name="wrist"))
     r = rsrv["plan"](PlanRequest(start_state=home, goal=goal, group_name="manipulator", seed=1))
     assert r.error_code.val == 1 and r.valid
     assert r.trajectory.header.frame_id == "workcell"

@@ -830,7 +830,8 @@ class Client:
     def plan(self, start: Configuration, goal: Configuration, planner: str = "rrt_connect", time_limit: float = 5.0,
              seed: int = 1, simplify: bool = True, mode: str = "certified", resolution: Optional[float] = None,
              range: Optional[float] = None, max_iterations: Optional[int] = None, *,  # noqa: A002 - OMPL's name
-             scene: Optional[str] = None, timeout: Optional[float] = None) -> PlanResult:
+             group: Optional[str] = None, scene: Optional[str] = None,
+             timeout: Optional[float] = None) -> PlanResult:
         """A collision-free joint-space path from ``start`` to ``goal`` (each a configuration in any form
         :meth:`check_state` takes), found by a sampling-based planner on the server.
 
@@ -839,7 +840,8 @@ class Client:
         give the same path. ``simplify``: shortcut the raw path. ``mode`` / ``resolution``: how each edge is
         checked, ``"certified"`` (default; the path is then certified free) or ``"discrete"``. ``range``:
         longest tree extension (rad / m; default 0.2 of the space's diagonal). ``max_iterations``: a sample
-        budget.
+        budget. ``group``: an SRDF group whose joints alone move; the others stay at the start's values (the
+        goal must share them).
 
         Not finding a path is an answer: the result's ``outcome`` says why (``"timeout"``,
         ``"invalid_start"``, ...) and ``solved`` is False. ``timeout`` (the call's deadline) defaults to the
@@ -850,7 +852,8 @@ class Client:
         req = pb.PlanRequest(scene_id=sid, planner=_planner(planner), start=joint_positions(start),
                              goal=joint_positions(goal), time_limit=float(time_limit), seed=int(seed),
                              range=float(range or 0.0), simplify=bool(simplify), mode=_mode(mode),
-                             resolution=float(resolution or 0.0), max_iterations=int(max_iterations or 0))
+                             resolution=float(resolution or 0.0), max_iterations=int(max_iterations or 0),
+                             group=group or "")
         if timeout is None:
             limit = float(time_limit) if math.isfinite(float(time_limit)) else 0.0
             timeout = max(self.timeout, limit + 5.0)

@@ -505,12 +505,9 @@ class BridgeCore:
         velocity limits, and re-checked with the certified path check."""
         s = self.scene()
         group = str(get(req, "group_name", "") or "")
+        # A group that moves some of the joints: proximityd plans those, the others held at the start's
+        # values (a goal that moves one of them is refused, naming it).
         joints = self._group(s, group)
-        if len(joints) != s.space.dof:
-            fixed = [j for j in s.space.names if j not in joints]
-            raise BadRequest(f"group {group!r} moves {len(joints)} of the scene's {s.space.dof} joints; proximityd "
-                             f"plans over all of them (joints outside the group: {', '.join(fixed)}); use a group "
-                             "with every joint, or an empty group_name")
         planner = convert.planner_name(str(get(req, "planner_id", "") or ""))
         limit = convert.duration_seconds(get(req, "allowed_planning_time", 0.0), "allowed_planning_time")
         if limit < 0:
@@ -524,7 +521,7 @@ class BridgeCore:
             raise BadRequest("goal names no joints")
         goal = s.space.complete(gnames, gpos, [s.space.as_mapping(start)], "goal")
         r = self.client.plan(start, goal, planner=planner, time_limit=limit or 5.0, seed=int(get(req, "seed", 0) or 0),
-                             scene=s.scene_id)
+                             group=group if len(joints) != s.space.dof else None, scene=s.scene_id)
         code = convert.PLAN_ERROR_CODES.get(r.outcome, -1)
         out: Dict[str, Any] = {"error_code": {"val": code}, "valid": False,
                                "planning_time": float(r.stats.plan_time + r.stats.simplify_time),
