@@ -330,9 +330,10 @@ def _point(v: Sequence[float]) -> Dict[str, float]:
 
 
 def contact_information(pair: Optional[Pair], attached_ids: Iterable[str] = (), frame_id: str = "",
-                        stamp: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
-    """A moveit_msgs/ContactInformation-shaped dict naming the pair (no contact geometry: proximityd
-    reports the colliding pair of a state, not its contact point, normal or depth)."""
+                        stamp: Optional[Mapping[str, int]] = None, geometry: Any = None) -> Dict[str, Any]:
+    """A moveit_msgs/ContactInformation-shaped dict naming the pair; with ``geometry`` (a proximity_client
+    PairContact: ComputeContacts' answer for the pair) also its contact point (the deepest one), the normal
+    from body 2 to body 1 and the penetration depth, and ``has_geometry`` set."""
     attached = set(attached_ids)
     robot = pair.robot if pair else ""
     other = pair.other if pair else ""
@@ -341,8 +342,17 @@ def contact_information(pair: Optional[Pair], attached_ids: Iterable[str] = (), 
         type_2 = ROBOT_ATTACHED if other in attached else ROBOT_LINK
     else:
         type_2 = WORLD_OBJECT
+    position, normal, depth = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0
+    if geometry is not None:
+        points = np.asarray(geometry.points, dtype=float).reshape(-1, 3)
+        deepest = points[0] if len(points) else 0.5 * (np.asarray(geometry.point_robot) + np.asarray(geometry.point_other))
+        position = tuple(float(v) for v in deepest)
+        # proximityd's normal points from the robot side (body 1) to the other side (body 2).
+        normal = tuple(-float(v) for v in geometry.normal)
+        depth = float(geometry.depth)
     return {"header": {"stamp": dict(stamp or {"sec": 0, "nanosec": 0}), "frame_id": frame_id},
-            "position": _point((0, 0, 0)), "normal": _point((0, 0, 0)), "depth": 0.0, "has_geometry": False,
+            "position": _point(position), "normal": _point(normal), "depth": depth,
+            "has_geometry": geometry is not None,
             "contact_body_1": robot, "body_type_1": type_1, "contact_body_2": other, "body_type_2": type_2}
 
 

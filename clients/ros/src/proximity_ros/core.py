@@ -432,7 +432,14 @@ class BridgeCore:
         if r.free:
             d = self.client.distance(q, rel_err=self.clearance_rel_err, scene=s.scene_id)
             lower, upper = d.lower, d.upper
-        return {"valid": valid, "contacts": [] if r.free else [self._contact(s, r.contact)],
+        contacts: List[Dict[str, Any]] = []
+        if not r.free:
+            # Every colliding pair with its point, normal and depth (ComputeContacts, deepest first), as
+            # MoveIt's GetStateValidity lists them; the pair CheckState found alone should that list be empty.
+            measured = self.client.contacts(q, max_points=1, scene=s.scene_id).contacts
+            contacts = [convert.contact_information(c.pair, s.info.attached_object_ids, s.planning_frame, _stamp_now(),
+                                                    geometry=c) for c in measured] or [self._contact(s, r.contact)]
+        return {"valid": valid, "contacts": contacts,
                 "within_limits": bool(r.within_limits), "clearance_lower": float(lower),
                 "clearance_upper": float(upper), "scene_id": s.scene_id}
 
