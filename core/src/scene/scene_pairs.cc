@@ -40,32 +40,18 @@ Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, co
         return result;
       }
       const RobotPart& rp = robot_parts_[i];
-      const Aabb& bounds = cache->part_bounds[i];
-      int32_t stack[64];
-      int32_t top = 0;
-      stack[top++] = 0;
-      while (top > 0) {
-        const BroadNode& n = broad_[stack[--top]];
-        if (!Overlap(n.bounds, bounds)) continue;
-        if (n.count == 0) {
-          stack[top++] = n.first;
-          stack[top++] = n.first + 1;
-          continue;
+      const bool full = VisitWorldParts(cache->part_bounds[i], [&](int32_t k) {
+        const WorldPart& wp = world_parts_[k];
+        if (AllowedEntityObject(rp.entity, wp.object)) return false;
+        const ObjectPart& part = objects_[wp.object].parts[wp.part];
+        ++result.pairs_tested;
+        if (!PairCollides(rp.geometry, cache->X_WG[i], part.geometry, part.X_WG, rp.padding, &result.stats,
+                          HullCache(cache, WorldPairCache(i, k)))) {
+          return false;
         }
-        for (int32_t k = n.first; k < n.first + n.count; ++k) {
-          const WorldPart& wp = world_parts_[k];
-          if (!Overlap(wp.bounds, bounds) || AllowedEntityObject(rp.entity, wp.object)) continue;
-          const ObjectPart& part = objects_[wp.object].parts[wp.part];
-          ++result.pairs_tested;
-          if (!PairCollides(rp.geometry, cache->X_WG[i], part.geometry, part.X_WG, rp.padding, &result.stats,
-                            HullCache(cache, WorldPairCache(i, k)))) {
-            continue;
-          }
-          if (!add(WorldContact(i, wp.object), rp.geometry, cache->X_WG[i], part.geometry, part.X_WG, rp.padding)) {
-            return result;
-          }
-        }
-      }
+        return !add(WorldContact(i, wp.object), rp.geometry, cache->X_WG[i], part.geometry, part.X_WG, rp.padding);
+      });
+      if (full) return result;
     }
   }
   if (request.self) {

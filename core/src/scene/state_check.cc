@@ -297,37 +297,23 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
 }
 
 bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateResult* out) const {
-  if (broad_.empty()) return false;
   const RobotPart& rp = robot_parts_[i];
   const RigidTransform& X_WG = cache->X_WG[i];
-  const Aabb& bounds = cache->part_bounds[i];
-  int32_t stack[64];
-  int32_t top = 0;
-  stack[top++] = 0;
-  while (top > 0) {
-    const BroadNode& n = broad_[stack[--top]];
-    if (!Overlap(n.bounds, bounds)) continue;
-    if (n.count == 0) {
-      stack[top++] = n.first;
-      stack[top++] = n.first + 1;
-      continue;
+  return VisitWorldParts(cache->part_bounds[i], [&](int32_t k) {
+    const WorldPart& wp = world_parts_[k];
+    if (AllowedEntityObject(rp.entity, wp.object)) return false;
+    const ObjectPart& part = objects_[wp.object].parts[wp.part];
+    ++out->pairs_tested;
+    ++out->stats.bv_tests;
+    if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) return false;
+    if (!PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
+                      HullCache(cache, WorldPairCache(i, k)))) {
+      return false;
     }
-    for (int32_t k = n.first; k < n.first + n.count; ++k) {
-      const WorldPart& wp = world_parts_[k];
-      if (!Overlap(wp.bounds, bounds) || AllowedEntityObject(rp.entity, wp.object)) continue;
-      const ObjectPart& part = objects_[wp.object].parts[wp.part];
-      ++out->pairs_tested;
-      ++out->stats.bv_tests;
-      if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) continue;
-      if (PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
-                       HullCache(cache, WorldPairCache(i, k)))) {
-        out->free = false;
-        out->contact = WorldContact(i, wp.object);
-        return true;
-      }
-    }
-  }
-  return false;
+    out->free = false;
+    out->contact = WorldContact(i, wp.object);
+    return true;
+  });
 }
 
 GjkCache* Scene::HullCache(SceneCache* cache, size_t index) const {

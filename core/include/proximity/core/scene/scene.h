@@ -508,6 +508,10 @@ class Scene {
   // segment leaves the grid, a cell's bound falls short or the budget runs out.
   bool SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
                           double padding, int fill_budget) const;
+  // Calls visit(k) for each world part k whose bounds overlap `bounds`, walking the broad-phase tree;
+  // stops and returns true as soon as a call does. (Defined in src/scene/scene_internal.h.)
+  template <class Visit>
+  bool VisitWorldParts(const Aabb& bounds, Visit&& visit) const;
   // The self pair of the two links' first geometries, or null (SelfClearanceBound, SelfClearAlong).
   Result<const SelfPair*> FindSelfPair(std::string_view link_a, std::string_view link_b) const;
   // How many cells of a self-clearance map one LINK may fill (each about one distance walk): a
