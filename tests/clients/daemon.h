@@ -33,8 +33,9 @@ using Clock = std::chrono::steady_clock;
 // A proximityd child process with its stderr captured.
 class Daemon {
  public:
-  // Starts proximityd on 127.0.0.1:0 and waits (up to two minutes) for its "listening on" line.
-  static std::unique_ptr<Daemon> Start(std::string* error) {
+  // Starts proximityd on 127.0.0.1:`port` (0: a free one) with `threads` worker threads and waits (up
+  // to two minutes) for its "listening on" line.
+  static std::unique_ptr<Daemon> Start(std::string* error, int port = 0, int threads = 2) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
       *error = "pipe2 failed";
@@ -44,8 +45,9 @@ class Daemon {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    std::vector<std::string> args = {PROXIMITYD_PATH, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                     "--threads", "2", "--log-level", "warn", "--log-format", "text"};
+    std::vector<std::string> args = {PROXIMITYD_PATH, "--listen", "127.0.0.1:" + std::to_string(port),
+                                     "--metrics-listen", "127.0.0.1:0", "--threads", std::to_string(threads),
+                                     "--log-level", "warn", "--log-format", "text"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -103,6 +105,16 @@ class Daemon {
   }
 
   const std::string& target() const { return target_; }
+  int port() const { return std::stoi(target_.substr(target_.rfind(':') + 1)); }
+
+  // SIGKILL: no drain; calls in flight on it are cut.
+  void Kill() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
 
   // SIGTERM, then waits up to a minute: the exit code, or -1 (killed by a signal or still running,
   // which is then killed).

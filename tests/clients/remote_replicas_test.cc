@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "clients/daemon_process.h"
+#include "clients/daemon.h"
 #include "core/test_util.h"
 #include "proximity/clients/remote_channel.h"
 #include "proximity/clients/remote_validity.h"
@@ -29,7 +29,7 @@
 namespace proximity::clients {
 namespace {
 
-using testing_support::Daemon;
+using test_daemon::Daemon;
 
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -143,7 +143,7 @@ class ReplicaKillTest : public ::testing::Test {
     PROX_REQUIRE_DIR(testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the KR5)");
     for (int i = 0; i < 3; ++i) {
       std::string error;
-      replicas_.push_back(Daemon::Start(&error));
+      replicas_.push_back(Daemon::Start(&error, 0, 1));
       ASSERT_NE(replicas_.back(), nullptr) << error;
     }
   }
@@ -232,7 +232,7 @@ TEST_F(ReplicaKillTest, OneReplicaKilledMidRunAndAFreshOneLoseNoQuery) {
     ASSERT_TRUE(progressed.wait_for(lock, std::chrono::minutes(5), [&] { return done >= 2 * kChunks / 3; }));
   }
   std::string error;
-  std::unique_ptr<Daemon> fresh = Daemon::Start(&error, victim_port);
+  std::unique_ptr<Daemon> fresh = Daemon::Start(&error, victim_port, 1);
   ASSERT_NE(fresh, nullptr) << error;
   a.join();
   b.join();

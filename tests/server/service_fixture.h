@@ -173,4 +173,19 @@ inline v1::Pose WirePose(const core::Vec3& p, const Eigen::Quaterniond& q = Eige
   return pose;
 }
 
+// The planar two-link arm (tests/data/robots) beside a 0.2 m box named "block" at (x, 0.3, 0.1).
+inline v1::CreateSceneRequest PlanarRequest(double x = 1.2) {
+  const std::string dir = proximity::testing::TestDataDir() + "/robots/";
+  v1::CreateSceneRequest r;
+  r.mutable_robot()->set_urdf(proximity::testing::ReadFile(dir + "planar_2link.urdf"));
+  v1::CollisionObject* o = r.add_objects();
+  o->set_id("block");
+  *o->mutable_pose() = WirePose({x, 0.3, 0.1});
+  auto* size = o->add_parts()->mutable_shape()->mutable_box()->mutable_size();
+  size->set_x(0.2);
+  size->set_y(0.2);
+  size->set_z(0.2);
+  return r;
+}
+
 }  // namespace proximity::server::testing

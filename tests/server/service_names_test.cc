@@ -7,22 +7,8 @@
 namespace proximity::server::testing {
 namespace {
 
-v1::CreateSceneRequest Planar(double x) {
-  const std::string dir = proximity::testing::TestDataDir() + "/robots/";
-  v1::CreateSceneRequest r;
-  r.mutable_robot()->set_urdf(proximity::testing::ReadFile(dir + "planar_2link.urdf"));
-  v1::CollisionObject* o = r.add_objects();
-  o->set_id("block");
-  *o->mutable_pose() = WirePose({x, 0.3, 0.1});
-  auto* size = o->add_parts()->mutable_shape()->mutable_box()->mutable_size();
-  size->set_x(0.2);
-  size->set_y(0.2);
-  size->set_z(0.2);
-  return r;
-}
-
 TEST_F(ServiceTest, ScenesHaveUniqueNamesAcceptedWhereverAnIdIs) {
-  v1::CreateSceneRequest first = Planar(1.2);
+  v1::CreateSceneRequest first = PlanarRequest(1.2);
   first.set_name("cell-1");
   v1::CreateSceneResponse a;
   ASSERT_TRUE(stub_->CreateScene(Context().get(), first, &a).ok());
@@ -31,7 +17,7 @@ TEST_F(ServiceTest, ScenesHaveUniqueNamesAcceptedWhereverAnIdIs) {
   const std::string id = a.scene().scene_id();
   // A name is not content: the same request without it has the same id.
   v1::CreateSceneResponse unnamed;
-  ASSERT_TRUE(stub_->CreateScene(Context().get(), Planar(1.2), &unnamed).ok());
+  ASSERT_TRUE(stub_->CreateScene(Context().get(), PlanarRequest(1.2), &unnamed).ok());
   EXPECT_EQ(unnamed.scene().scene_id(), id);
   EXPECT_FALSE(unnamed.created());
 
@@ -51,7 +37,7 @@ TEST_F(ServiceTest, ScenesHaveUniqueNamesAcceptedWhereverAnIdIs) {
   // The same name for other content: refused, nothing created.
   v1::ListScenesResponse before, after;
   ASSERT_TRUE(stub_->ListScenes(Context().get(), {}, &before).ok());
-  v1::CreateSceneRequest second = Planar(1.3);
+  v1::CreateSceneRequest second = PlanarRequest(1.3);
   second.set_name("cell-1");
   v1::CreateSceneResponse b;
   grpc::Status status = stub_->CreateScene(Context().get(), second, &b);
@@ -110,7 +96,7 @@ TEST_F(ServiceTest, ScenesHaveUniqueNamesAcceptedWhereverAnIdIs) {
 TEST_F(ServiceTest, BadSceneNamesAreNamed) {
   for (const std::string& bad : {std::string("default"), std::string("-x"), std::string("a b"),
                                  std::string(65, 'a'), std::string("0123456789abcdef0123456789abcdef")}) {
-    v1::CreateSceneRequest r = Planar(1.4);
+    v1::CreateSceneRequest r = PlanarRequest(1.4);
     r.set_name(bad);
     v1::CreateSceneResponse response;
     const grpc::Status status = stub_->CreateScene(Context().get(), r, &response);

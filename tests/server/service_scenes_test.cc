@@ -14,20 +14,6 @@
 namespace proximity::server::testing {
 namespace {
 
-v1::CreateSceneRequest PlanarRequest() {
-  const std::string dir = proximity::testing::TestDataDir() + "/robots/";
-  v1::CreateSceneRequest r;
-  r.mutable_robot()->set_urdf(proximity::testing::ReadFile(dir + "planar_2link.urdf"));
-  v1::CollisionObject* o = r.add_objects();
-  o->set_id("block");
-  *o->mutable_pose() = WirePose({1.2, 0.3, 0.1});
-  auto* size = o->add_parts()->mutable_shape()->mutable_box()->mutable_size();
-  size->set_x(0.2);
-  size->set_y(0.2);
-  size->set_z(0.2);
-  return r;
-}
-
 // A scene's id and its build read each server file once: a mesh file rewritten between the two (a
 // user's export finishing while the request is served) cannot give a scene whose content differs from
 // its id. Without the shared snapshot the rewritten file gives another id and other geometry, which is
