@@ -343,8 +343,11 @@ def test_sigterm_under_load_drains_in_time(ref: Reference) -> None:
         short = np.stack([q0, q0 + 1e-3])
         with Client(d.target, timeout=float("inf"), options=soak.CHANNEL_OPTIONS) as long_client, \
                 Client(d.target, timeout=float("inf"), options=soak.CHANNEL_OPTIONS) as stalled:
-            long_call, long_out = run_in_thread(lambda: long_client.check_motion(
-                *short, mode="discrete", resolution=long_resolution(*short)))
+            # Sampled segments just under the step cap, eight of them: work no cache shortens, far longer
+            # than the drain (one such segment alone may end within it on a fast machine).
+            long_path = np.stack([q0, q0 + 1e-3] * 4 + [q0])
+            long_call, long_out = run_in_thread(lambda: long_client.check_path(
+                long_path, mode="discrete", resolution=long_resolution(*short)))
             stream = stalled.stream_paths(_stalled_paths(q0, 300_000))
             time.sleep(2.0)
             assert long_call.is_alive(), "the long call finished before SIGTERM"
