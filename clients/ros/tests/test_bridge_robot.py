@@ -21,6 +21,7 @@ from rosenv import KR5_JOINTS, KR5_URDF
 rosenv.need_kr5()
 
 from proximity_client import geometry  # noqa: E402
+from proximity_ros import convert  # noqa: E402
 from proximity_msgs.msg import (AllowedCollisionEntry, AllowedCollisionMatrix, AttachedCollisionObject,  # noqa: E402
                                 CollisionObject, SceneStatus)
 
@@ -204,9 +205,9 @@ def test_attached_objects_and_allowed_pairs(rsrv: Dict[str, Any], status: rosenv
     bad = AttachedCollisionObject(link_name="gripper", object=_box_object("x", "gripper", (0.1, 0.1, 0.1), X))
     st = _send(pub, status, bad)
     assert "link_name 'gripper' is not a link" in st.last_error and st.scene_id == base_id
-    # A world object attached by id alone would need the link's pose: refused, nothing changes.
+    # Attaching by id alone needs a world object of that id: refused, nothing changes.
     st = _send(pub, status, AttachedCollisionObject(link_name="palm", object=CollisionObject(id="tool")))
-    assert "needs its shapes" in st.last_error and st.scene_id == base_id
+    assert "there is no world object 'tool'" in st.last_error and st.scene_id == base_id
     pub.unregister()
 
     # An allowed pair: a self-colliding state's pair allowed, the same scene as with that pair directly.
@@ -228,6 +229,85 @@ def test_attached_objects_and_allowed_pairs(rsrv: Dict[str, Any], status: rosenv
     st = _send(acm, status, AllowedCollisionMatrix(entry_names=["a", "b"], entry_values=[AllowedCollisionEntry()]))
     assert "2 entry_names but 1 entry_values" in st.last_error and st.scene_id == base_id
     acm.unregister()
+
+
+def _validity_at_current(rsrv: Dict[str, Any]) -> Any:
+    """The bridge's answer at its current joint state (an empty diff), None while it has none."""
+    try:
+        return rsrv["validity"](rosenv.robot_state([], []).__class__(is_diff=True), "")
+    except rospy.ServiceException:
+        return None
+
+
+def test_a_world_object_attached_by_id_stays_in_place_and_detaches_back_into_the_world(
+        rsrv: Dict[str, Any], status: rosenv.Latest, client: Any, packages: Dict[str, Any],
+        rng: np.random.Generator) -> None:
+    """MoveIt's attach by id: the world object leaves the world and is carried by the link from where it
+    is at the current joint state; detached, it goes back into the world where the link holds it then.
+    Oracle: the same box attached with its shapes in the link frame (and, detached, the same box added
+    to the world at the link's pose from proximityd's forward kinematics) answers alike on sampled
+    states."""
+    objects = rospy.Publisher("/collision_object", CollisionObject, queue_size=10)
+    attach = rospy.Publisher("/attached_collision_object", AttachedCollisionObject, queue_size=10)
+    joints = rospy.Publisher("/joint_states", rosenv.joint_state([], []).__class__, queue_size=10)
+    base = _direct(client, packages)
+    X = (0.0, 0.0, 0.12, 0.0, 0.0, 0.0, 1.0)  # the cup in the palm frame
+    box = [geometry.box((0.04, 0.04, 0.2), at=X)]
+    carried = _direct(client, packages, attached=[geometry.attached_object("cup", "palm", box, touch_links=["wrist"])])
+    states = carried.sample(400, rng)
+    free = client.check_states(states, scene=carried.scene_id)
+    base_free = client.check_states(states, scene=base.scene_id)
+    q0 = states[np.flatnonzero(free)[0]]
+    q1 = states[np.flatnonzero(~free & base_free)[0]]  # the cup hits the arm, the arm alone is free
+
+    def world_cup_at(q: np.ndarray) -> Any:
+        X_WP = tuple(client.link_poses(q, scene=base.scene_id).pose("palm"))
+        return _direct(client, packages, objects=[geometry.collision_object("cup", [geometry.box((0.04, 0.04, 0.2))],
+                                                                            at=convert.compose(X_WP, X))])
+
+    def same_answers(scene_id: str, want: Any) -> None:
+        got = client.check_states(states, scene=scene_id)
+        assert np.array_equal(got, client.check_states(states, scene=want.scene_id))
+
+    # The cup in the world where the palm holds it at q0 (an UpdateWorld version: compared by answers).
+    X_W0 = convert.compose(tuple(client.link_poses(q0, scene=base.scene_id).pose("palm")), X)
+    st = _send(objects, status, _box_object("cup", "workcell", (0.04, 0.04, 0.2), X_W0))
+    assert list(st.object_ids) == ["cup"], st.last_error
+    same_answers(st.scene_id, world_cup_at(q0))
+
+    # No /joint_states yet: attaching by id cannot place it, and says which joints it lacks.
+    by_id = AttachedCollisionObject(link_name="palm", touch_links=["wrist"], object=CollisionObject(id="cup"))
+    before = st.scene_id
+    st = _send(attach, status, by_id)
+    assert "no value for joints shoulder_yaw" in st.last_error and st.scene_id == before
+
+    # At q0 it attaches where it is: the scene answers as the cup attached with its shapes.
+    assert rosenv.eventually(lambda: joints.get_num_connections() > 0, 20)
+
+    def at(q: np.ndarray, valid: Any) -> Any:
+        """Publishes q until the bridge answers at its current state (``valid`` when given: the answer
+        that tells q from the state before)."""
+        def published() -> bool:
+            joints.publish(rosenv.joint_state(KR5_JOINTS, q))
+            r = _validity_at_current(rsrv)
+            return r is not None and (valid is None or r.valid == valid)
+        return published
+    assert rosenv.eventually(at(q0, None), 20, 0.2)
+    st = _send(attach, status, by_id)
+    assert list(st.attached_object_ids) == ["cup"] and list(st.object_ids) == [], st.last_error
+    same_answers(st.scene_id, carried)
+
+    # Carried to q1 (where the cup hits the arm) and detached: back into the world where the palm holds it.
+    assert rosenv.eventually(at(q1, False), 20, 0.2)
+    by_id.object.operation = CollisionObject.REMOVE
+    st = _send(attach, status, by_id)
+    assert list(st.attached_object_ids) == [] and list(st.object_ids) == ["cup"]
+    same_answers(st.scene_id, world_cup_at(q1))
+    st = _send(objects, status, _box_object("cup", "", (0, 0, 0), X, CollisionObject.REMOVE))
+    assert list(st.object_ids) == [] and list(st.attached_object_ids) == []
+    same_answers(st.scene_id, base)
+    for p in (objects, attach, joints):
+        p.unregister()
 
 
 def test_a_changed_description_recreates_the_scene_and_keeps_objects(status: rosenv.Latest, client: Any,

@@ -342,8 +342,8 @@ class BridgeCore:
         if op == convert.REMOVE:
             if oid and oid not in self._attached:
                 raise Refused(f"REMOVE: no attached object {oid!r}")
-            for k in ([oid] if oid else list(self._attached)):
-                self._attached.pop(k, None)
+            detached = [self._attached.pop(k) for k in ([oid] if oid else list(self._attached))]
+            self._back_to_world(s, detached)
         elif op == convert.ADD:
             if not oid:
                 raise BadRequest("object.id is empty")
@@ -354,8 +354,7 @@ class BridgeCore:
             X_LM = convert.pose_values(get(obj, "pose"), "object.pose")
             parts = [convert.part_in_frame(p, X_LM) for p in convert.object_parts(obj, "object")]
             if not parts:
-                raise Refused(f"attaching {oid!r} needs its shapes (attaching a world object by id alone needs the "
-                              "link's pose, which the bridge does not compute)")
+                parts = self._world_object_in_link(s, oid, link)
             touch = [str(t) for t in (get(msg, "touch_links") or [])]
             self._attached[oid] = pb.AttachedObject(id=oid, link=link, parts=parts, touch_links=touch)
             self._objects.pop(oid, None)  # MoveIt moves an attached world object out of the world
@@ -366,6 +365,39 @@ class BridgeCore:
         except Exception:
             self._attached, self._objects = saved
             raise
+
+    def _link_pose(self, s: _Scene, link: str, why: str) -> Tuple[float, ...]:
+        """``link``'s pose in the world at the current joint state (BadRequest naming the joints no
+        /joint_states message has given yet)."""
+        q = s.space.complete([], [], self._fallbacks(), why)
+        return tuple(float(v) for v in self.client.link_poses(q, scene=s.scene_id).pose(link))
+
+    def _world_object_in_link(self, s: _Scene, oid: str, link: str) -> List["pb.ObjectPart"]:
+        """The shapes of world object ``oid`` posed in ``link``'s frame where they are now, as MoveIt
+        attaches a world object named by id alone: it stays in place and moves with the link from then on."""
+        obj = self._objects.get(oid)
+        if obj is None:
+            if oid in s.info.object_ids:
+                raise Refused(f"attaching {oid!r} by id alone: its shapes (part of proximityd's built-in scene) are "
+                              "not known to the bridge; give them in the message")
+            raise Refused(f"attaching {oid!r} by id alone: there is no world object {oid!r} (give the shapes of a "
+                          "new object in the message)")
+        X_WL = self._link_pose(s, link, f"attaching {oid!r} by id alone (placed by {link!r}'s pose at the "
+                                        "current /joint_states)")
+        X_LO = convert.compose(convert.inverse(X_WL), convert.wire_pose_values(obj.pose))
+        return [convert.part_in_frame(p, X_LO) for p in obj.parts]
+
+    def _back_to_world(self, s: _Scene, detached: Sequence["pb.AttachedObject"]) -> None:
+        """Detached objects go back into the world where their links hold them at the current joint
+        state, as MoveIt does; while some joint has no /joint_states value they cannot be placed and are
+        dropped, with a warning."""
+        for a in detached:
+            try:
+                X_WL = self._link_pose(s, a.link, f"detaching {a.id!r}")
+            except BadRequest as e:
+                self._log("warn", f"{e}: {a.id!r} is detached and not put back in the world")
+                continue
+            self._objects[a.id] = pb.CollisionObject(id=a.id, pose=pb.Pose(**_pose_kwargs(X_WL)), parts=list(a.parts))
 
     def apply_allowed_collisions(self, msg: Any) -> None:
         """Replaces the allowed pairs with a moveit_msgs/AllowedCollisionMatrix-shaped message's (the
