@@ -114,6 +114,23 @@ def test_a_colliding_start_or_goal_is_an_outcome(client: Client, info: SceneInfo
     assert r.outcome == "invalid_goal" and r.message == f"goal collides: {contact}"
 
 
+def test_a_goal_outside_the_joint_limits_is_an_error_not_a_collision(client: Client, info: SceneInfo,
+                                                                    problem: Tuple[np.ndarray, np.ndarray]) -> None:
+    """A start or goal outside the joint limits is a request to fix (INVALID_ARGUMENT naming the end, the
+    joint and its limits); a colliding one is a planning outcome naming the contact."""
+    start, goal = problem
+    j = next(i for i, l in enumerate(info.limits) if not l.continuous)
+    lim = info.limits[j]
+    outside = goal.copy()
+    outside[j] = lim.upper + 0.25
+    for s, g, end in ((start, outside, "goal"), (outside, goal, "start")):
+        with pytest.raises(InvalidArgumentError) as e:
+            client.plan(s, g)
+        text = str(e.value)
+        assert f"{end}: q[{j}] = " in text and f"for joint '{lim.joint_name}' is outside its limits [" in text, text
+        assert "collides" not in text
+
+
 @pytest.fixture(scope="module")
 def blocked(client: Client) -> str:
     """The planar two-link arm with a box on its upper link's line at shoulder = 0: the upper link moves
