@@ -273,6 +273,7 @@ Result<std::string> UpdateSceneId(const SceneEntry& parent, const v1::UpdateWorl
   // The parent may be named by its alias; the id above already says which scene it is.
   v1::UpdateWorldRequest canonical = request;
   canonical.clear_scene_id();
+  canonical.clear_move_names();  // what happens to names, not content
   hasher.Add("UpdateWorldRequest", canonical);
   std::vector<std::string> paths;
   for (const v1::CollisionObject& o : request.objects()) {
@@ -434,6 +435,15 @@ SceneRegistry::NameOutcome SceneRegistry::RemoveName(std::string_view scene, std
   if (held == names_.end() || held->second != it->first) return NameOutcome::kNotHeld;
   names_.erase(held);
   return NameOutcome::kOk;
+}
+
+void SceneRegistry::MoveNames(std::string_view from, std::string_view to) {
+  std::unique_lock lock(mutex_);
+  const auto it = scenes_.find(to);
+  if (it == scenes_.end() || from == to) return;
+  for (auto& [name, id] : names_) {
+    if (id == from) id = it->first;
+  }
 }
 
 std::string SceneRegistry::NameHolder(std::string_view name) const {

@@ -112,6 +112,9 @@ class SceneRegistry {
   NameOutcome AddName(std::string_view scene, const std::string& name, bool reassign, std::string* holder);
   /// Takes `name` away from `scene`.
   NameOutcome RemoveName(std::string_view scene, std::string_view name);
+  /// Moves every name the scene `from` holds to the scene `to` (ids), in one step; nothing when `to`
+  /// is not loaded.
+  void MoveNames(std::string_view from, std::string_view to);
   /// The id of the scene `name` names, or "" when none does.
   std::string NameHolder(std::string_view name) const;
   /// The entry's info with its current names filled in.

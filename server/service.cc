@@ -161,6 +161,7 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
         !s.ok()) {
       return s;
     }
+    if (request->move_names()) registry_->MoveNames(parent.id, entry->id);
     *response->mutable_scene() = registry_->Info(*entry);
     return grpc::Status::OK;
   });

@@ -104,6 +104,26 @@ def test_update_world_names_the_new_object_in_contacts(client: Client, info: Sce
     client.delete_scene(v.scene_id)
 
 
+def test_names_stay_on_their_version_unless_the_update_moves_them(client: Client, info: SceneInfo,
+                                                                  probe: np.ndarray) -> None:
+    v1 = client.update_world(add=_workcell(0.45), scene=info.scene_id)
+    assert client.name_scene("cell-a", scene=v1.scene_id).names == ["cell-a"]
+    # A plain update: the name stays on the version it was given to.
+    v2 = client.update_world(move={"wall": (0.5, 0.0, 0.5)}, scene="cell-a")
+    assert v2.names == [] and client.get_scene("cell-a").scene_id == v1.scene_id
+    # move_names: the name follows the new version, which has the same id as without it (content alone).
+    v3 = client.update_world(move={"wall": (0.6, 0.0, 0.5)}, scene="cell-a", move_names=True)
+    assert v3.names == ["cell-a"] and client.get_scene("cell-a").scene_id == v3.scene_id
+    assert client.get_scene(v1.scene_id).names == []
+    again = client.update_world(move={"wall": (0.6, 0.0, 0.5)}, scene=v1.scene_id)
+    assert again.scene_id == v3.scene_id and again.names == ["cell-a"]
+    # Queries by name now answer as the newest world.
+    np.testing.assert_array_equal(client.check_states(probe, scene="cell-a"),
+                                  client.check_states(probe, scene=v3.scene_id))
+    for v in (v3, v2, v1):
+        client.delete_scene(v.scene_id)
+
+
 def test_deleted_scene_is_restored_by_its_creator(daemon: support.Daemon, probe: np.ndarray) -> None:
     with daemon.client() as owner, daemon.client() as other:
         s = owner.create_scene(urdf_path=support.KR5_URDF, objects=_workcell(0.45))

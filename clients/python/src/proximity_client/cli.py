@@ -599,31 +599,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("info", parents=[common], help="server health and scene details (robot, joints, objects)")
+    sub.add_parser("info", parents=[common], help="server health and scene details (robot, joints, objects)",
+                   description="The server's health and its scenes (or the --scene one): robot, joints with "
+                               "their limits, world and attached objects, names.")
 
     v = sub.add_parser("validate", parents=[common], help="validate paths from .json, .csv or .npy files",
                        description="Validates every path in the files (straight joint-space segments between "
                                    "waypoints). Exit 0: all valid; 1: any invalid; 2: error.")
-    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="path files: .json (ours or JointTrajectory-shaped), .csv (joint names, then a row per "
+                        "waypoint) or .npy")
     v.add_argument("--mode", choices=["certified", "discrete"], default="certified",
                    help="certified LINK (default) or discrete sampling like OMPL")
     v.add_argument("--resolution", type=float, default=None,
                    help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
     v.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    c = sub.add_parser("check-states", parents=[common], help="CLEAR for every configuration in a file")
-    c.add_argument("file", metavar="FILE")
-    c.add_argument("--show", type=int, default=20, help="colliding states to list (%(default)s)")
+    c = sub.add_parser("check-states", parents=[common], help="CLEAR for every configuration in a file",
+                       description="Checks every configuration in the file for collision (world and self), in "
+                                   "batches. Exit 0: all free; 1: any collides; 2: error.")
+    c.add_argument("file", metavar="FILE", help="configurations: .json, .csv or .npy (what `validate` reads)")
+    c.add_argument("--show", type=int, default=20, metavar="N", help="colliding states to list (%(default)s)")
 
-    q_help = ("values in the scene's joint order (0.1,-0.5,...), name=value pairs (a1=0.1,a2=-0.5,...) or an "
-              "SRDF state name; write --start=-0.1,... when the first value is negative")
+    def q_help(flag: str) -> str:
+        return ("values in the scene's joint order (0.1,-0.5,...), name=value pairs (a1=0.1,a2=-0.5,...) or an "
+                f"SRDF state name; write {flag}=-0.1,... when the first value is negative")
     pl = sub.add_parser("plan", parents=[common], help="plan a collision-free path from a start to a goal",
                         description="Plans a joint-space path with a sampling-based planner on the server (each "
                                     "edge checked certified by default). Exit 0: solved; 1: no path (time limit, "
                                     "colliding start or goal); 2: error.")
-    pl.add_argument("--start", type=_configuration, required=True, metavar="Q", help=q_help)
-    pl.add_argument("--goal", type=_configuration, required=True, metavar="Q", help=q_help)
-    pl.add_argument("--planner", choices=list(PLANNERS), default="rrt_connect", help="(%(default)s)")
+    pl.add_argument("--start", type=_configuration, required=True, metavar="Q", help=q_help("--start"))
+    pl.add_argument("--goal", type=_configuration, required=True, metavar="Q", help=q_help("--goal"))
+    pl.add_argument("--planner", choices=list(PLANNERS), default="rrt_connect",
+                    help="sampling-based planner (%(default)s)")
     pl.add_argument("--time-limit", type=float, default=5.0, help="seconds of planning (%(default)s)")
     pl.add_argument("--seed", type=int, default=1, help="random seed; the same seed gives the same path (%(default)s)")
     pl.add_argument("--range", type=float, default=None, help="longest tree extension, rad/m (server default)")
@@ -640,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     po = sub.add_parser("poses", parents=[common], help="every link's pose in the world at a state",
                         description="Forward kinematics on the server: each link's pose in the world frame (the "
                                     "scene's base pose applied), position in metres and quaternion x, y, z, w.")
-    po.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    po.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help("--state"))
 
     ex = sub.add_parser("export", parents=[common], help="write the scene at a state, or along a path, as glTF (.glb)",
                         description="Writes a glTF 2.0 binary of the scene: at a state, or along a path as an "
@@ -649,7 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "are marked; for a path, the robot at its first colliding state is added. "
                                     "Exit 0: free; 1: it collides (the file is written all the same); 2: error.")
     what = ex.add_mutually_exclusive_group(required=True)
-    what.add_argument("--state", type=_configuration, metavar="Q", help=q_help)
+    what.add_argument("--state", type=_configuration, metavar="Q", help=q_help("--state"))
     what.add_argument("--path", metavar="FILE", help="a path file (.json, .csv, .npy; what `validate` reads)")
     ex.add_argument("--out", required=True, metavar="FILE.glb", help="the glTF binary to write")
     ex.add_argument("--index", type=int, default=0, help="which path of a file holding several (%(default)s)")
@@ -676,17 +684,20 @@ def build_parser() -> argparse.ArgumentParser:
     cr.add_argument("--collision-from-visual", action="store_true",
                     help="collide with each link's <visual> meshes instead of its <collision> ones")
     cr.add_argument("--padding", type=float, default=None, help="metres added around every link (0)")
-    nm = scs.add_parser("name", parents=[common], help="give the scene (--scene) a name, or take one away")
-    nm.add_argument("name", metavar="NAME")
+    nm = scs.add_parser("name", parents=[common], help="give the scene (--scene) a name, or take one away",
+                        description="Names the --scene scene (an id or a name) so that NAME works wherever its id "
+                                    "does; --remove takes the name away.")
+    nm.add_argument("name", metavar="NAME", help="the name: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     nm.add_argument("--remove", action="store_true", help="take the name away")
     nm.add_argument("--reassign", action="store_true", help="take the name from the scene that holds it")
-    scs.add_parser("list", parents=[common], help="the scenes loaded, with their robots and names")
+    scs.add_parser("list", parents=[common], help="the scenes loaded, with their robots and names",
+                   description="The scenes the server holds: id, robot, joint count and names.")
 
     ct = sub.add_parser("contacts", parents=[common], help="every colliding pair at a state, with depth and points",
                         description="Every colliding pair (world and self) at a state with its penetration depth, "
                                     "contact normal and contact points, deepest first. Exit 0: free; 1: it collides; "
                                     "2: error.")
-    ct.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    ct.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help("--state"))
     ct.add_argument("--max-pairs", type=int, default=0, help="geometry pairs measured at most (server default 256)")
     ct.add_argument("--max-points", type=int, default=0, help="contact points per pair (server default 8)")
 
@@ -696,7 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "collide.")
     sd.add_argument("first", metavar="NAME", help="a link, attached object or world object")
     sd.add_argument("second", metavar="NAME", help="another one (at least one of the two on the robot)")
-    sd.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help)
+    sd.add_argument("--state", type=_configuration, required=True, metavar="Q", help=q_help("--state"))
     sd.add_argument("--rel-err", type=float, default=0.0, help="relative error allowed when apart (%(default)s)")
     return p
 

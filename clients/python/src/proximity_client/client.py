@@ -547,11 +547,13 @@ class Client:
 
     def update_world(self, add: Iterable["pb.CollisionObject"] = (),
                      move: Union[Mapping[str, geometry.PoseLike], Iterable[Tuple[str, geometry.PoseLike]]] = (),
-                     remove: Iterable[str] = (), *, scene: Optional[str] = None,
+                     remove: Iterable[str] = (), *, scene: Optional[str] = None, move_names: bool = False,
                      timeout: Optional[float] = None) -> SceneInfo:
         """Adds, moves (id -> new pose of the object frame) or removes world objects.
 
-        The result is a new scene (new id, version + 1); the old one stays loaded.
+        The result is a new scene (new id, version + 1); the old one stays loaded. Names stay on the
+        version they were given to, unless ``move_names``: then the scene's names move to the new version
+        (a name keeps naming the newest world, as a branch follows its commits).
         """
         sid = self._scene(scene)
         objs: List[pb.CollisionObject] = []
@@ -565,7 +567,7 @@ class Client:
             objs.append(pb.CollisionObject(id=oid, pose=geometry.as_pose(p), operation=pb.CollisionObject.OPERATION_MOVE))
         for oid in remove:
             objs.append(pb.CollisionObject(id=oid, operation=pb.CollisionObject.OPERATION_REMOVE))
-        req = pb.UpdateWorldRequest(scene_id=sid, objects=objs)
+        req = pb.UpdateWorldRequest(scene_id=sid, objects=objs, move_names=bool(move_names))
         info = self._restoring(sid, lambda: SceneInfo.from_proto(self._unary("UpdateWorld", req, timeout).scene))
         with self._lock:
             self._recipes[info.scene_id] = ("update", sid, req)
