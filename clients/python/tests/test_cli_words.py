@@ -27,3 +27,35 @@ def test_errors_name_flags_files_and_the_robot(daemon: support.Daemon, info, tmp
     missing = support.run_cli(daemon, "poses", "--state=0,0,0,0,0,0", "--scene", "nope")
     assert missing.returncode == 2 and "proximity scene list" in missing.stderr and "CreateScene" not in \
         missing.stderr, missing.stderr
+
+
+def test_every_command_option_and_argument_is_explained() -> None:
+    """Help texts: each command has a description, each option and positional a help of its own words (not
+    just a default), and a hint that names a flag names the flag it belongs to."""
+    import argparse
+    import re
+
+    from proximity_client.cli import build_parser
+
+    def parsers(p: argparse.ArgumentParser, name: str):
+        yield name, p
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub, sp in a.choices.items():
+                    yield from parsers(sp, f"{name} {sub}")
+
+    problems = []
+    for name, p in parsers(build_parser(), "proximity"):
+        if not p.description:
+            problems.append(f"{name}: no description")
+        for a in p._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
+                continue
+            flag = a.option_strings[-1] if a.option_strings else a.metavar or a.dest
+            text = (a.help or "").replace("%(default)s", "")
+            if not re.search(r"[A-Za-z]{3}", re.sub(r"\(.*?\)", "", text)):
+                problems.append(f"{name} {flag}: no help of its own ({a.help!r})")
+            for named in re.findall(r"write (--[a-z-]+)=", text):
+                if named not in a.option_strings:
+                    problems.append(f"{name} {flag}: its hint names {named}")
+    assert problems == [], "\n".join(problems)
