@@ -87,6 +87,13 @@ JsonLine CaseLine(const std::string& suite, const std::string& name, const std::
   line.Add("ratio", Median(peer_times) / Median(ours)).Add("ratio_mean", Mean(peer_times) / Mean(ours));
   const double q = work.queries > 0 ? static_cast<double>(work.queries) : 1.0;
   line.Add("ours_bv_tests", work.bv_tests / q).Add("ours_triangle_tests", work.triangle_tests / q);
+  if (work.convex_tests > 0) {
+    // GJK on convex stand-ins: tests per query, iterations per test, and the share the caller's warm
+    // cache answered (core::QueryStats::convex_warm).
+    line.Add("ours_convex_tests", work.convex_tests / q);
+    line.Add("ours_convex_iterations_per_test", work.convex_iterations / work.convex_tests);
+    line.Add("ours_convex_warm_share", work.convex_warm / work.convex_tests);
+  }
   return line;
 }
 

@@ -66,12 +66,22 @@ class JsonLine;
 struct Work {
   double bv_tests = 0;
   double triangle_tests = 0;
+  /// Scene queries' GJK tests on convex stand-ins, their iterations, and those answered warm
+  /// (core::QueryStats); zero for stats that do not count them.
+  double convex_tests = 0;
+  double convex_iterations = 0;
+  double convex_warm = 0;
   int64_t queries = 0;
 
   template <class Stats>
   void Add(const Stats& s) {
     bv_tests += static_cast<double>(s.bv_tests);
     triangle_tests += static_cast<double>(s.triangle_tests);
+    if constexpr (requires { s.convex_tests; }) {
+      convex_tests += static_cast<double>(s.convex_tests);
+      convex_iterations += static_cast<double>(s.convex_iterations);
+      convex_warm += static_cast<double>(s.convex_warm);
+    }
     ++queries;
   }
 };

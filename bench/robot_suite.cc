@@ -205,6 +205,9 @@ class RobotSuite {
   void DistanceLine(double rel, int reps, const std::vector<double>& fcl_distance,
                     const std::vector<double>& peer_times);
 
+  // Distance at states along each start -> goal edge, in order (a coherent sequence).
+  void DistanceAlongPath();
+
   // LINK on edges.
   void Link();
   void SetLinkResolution();
@@ -524,6 +527,53 @@ void RobotSuite::Link() {
   const LinkTally tally = CountMisses();
   PrintLinkLines(tally);
   Continuous(tally);
+  DistanceAlongPath();
+}
+
+// Exact distance at kSteps states along every start -> goal edge, walked in order with one cache (the
+// GJK warm starts of the hull tests carry from one state to the next, as along a tracked trajectory),
+// beside the same states with the warm starts dropped before each query. Same answers; the lines say
+// how many hull tests the warm cache answered and at what iteration count.
+void RobotSuite::DistanceAlongPath() {
+  constexpr int kSteps = 40;
+  std::vector<int32_t> paths;
+  for (int32_t i = 0; i < num_edges(); ++i) {
+    if (edges_[i].start_goal) paths.push_back(i);
+  }
+  const int n = static_cast<int>(paths.size()) * kSteps;
+  if (n == 0) return;
+  std::vector<std::vector<double>> states(n);
+  for (int i = 0; i < n; ++i) {
+    const std::span<const double> q = Along(edges_[paths[i / kSteps]], static_cast<double>(i % kSteps) / (kSteps - 1));
+    states[i].assign(q.begin(), q.end());
+  }
+  const SceneDistanceRequest request;  // exact
+  std::vector<core::SceneDistanceResult> warm(n), cold(n);
+  auto scene_of = [&](int i) -> const Scene& { return *scenes_[edges_[paths[i / kSteps]].problem]; };
+  const int reps = options_.quick ? 1 : 2;
+  const auto warm_times = TimePerItem(n, reps, [&](int i) {
+    warm[i] = AnswerOrCount(scene_of(i).ComputeDistance(states[i], request, &cache_), &failures_);
+  });
+  const auto cold_times = TimePerItem(n, reps, [&](int i) {
+    for (auto& h : cache_.hull_caches) h.gjk = core::GjkCache{};
+    cold[i] = AnswerOrCount(scene_of(i).ComputeDistance(states[i], request, &cache_), &failures_);
+  });
+  Work warm_work, cold_work;
+  int64_t differ = 0;
+  for (int i = 0; i < n; ++i) {
+    warm_work.Add(warm[i].stats);
+    cold_work.Add(cold[i].stats);
+    const double tol = 1e-9 + 1e-9 * cold[i].upper_bound;
+    differ += std::abs(warm[i].lower_bound - cold[i].lower_bound) > tol ||
+              std::abs(warm[i].upper_bound - cold[i].upper_bound) > tol;
+  }
+  JsonLine line = CaseLine(kSuite, "distance_along_path", warm_times, warm_work,
+                           "ours, GJK warm starts dropped before each state", cold_times);
+  line.Add("robot", robot_->name()).Add("paths", static_cast<int64_t>(paths.size())).Add("steps", kSteps);
+  line.Add("cold_convex_iterations_per_test", cold_work.convex_iterations / std::max(1.0, cold_work.convex_tests));
+  line.Add("cold_convex_warm_share", cold_work.convex_warm / std::max(1.0, cold_work.convex_tests));
+  line.Add("answers_differ", differ);
+  line.Print();
 }
 
 // OMPL's default: longest valid segment = 1% of the space's maximum extent, which for a

@@ -32,6 +32,13 @@ def num(v: Optional[float], digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def warm_cell(case: dict) -> str:
+    """The share of the case's hull GJK tests its warm caches answered, and iterations per test."""
+    if "ours_convex_warm_share" not in case:
+        return "-"
+    return f"{100 * case['ours_convex_warm_share']:.0f}% ({case['ours_convex_iterations_per_test']:.1f})"
+
+
 def row(label: str, folder: Path) -> tuple[str, List[str]]:
     r = cases(folder / "robot.jsonl")
     m = cases(folder / "mbm.jsonl")
@@ -44,7 +51,7 @@ def row(label: str, folder: Path) -> tuple[str, List[str]]:
         num(load.get("rss_mb"), 0),
         num(cr.get("ours_us"), 2), num(cr.get("ratio"), 1), num(cs.get("ours_us"), 2), num(cs.get("ratio"), 1),
         num(link.get("ours_us"), 1), num(link.get("ratio"), 2), str(link.get("misses_certified", "-")),
-        num(rel_speedup, 2),
+        warm_cell(link), num(rel_speedup, 2),
         num(ours.get("time_ms_median"), 2), num(ours.get("time_ms_p95"), 1),
         f"{ours.get('solved', '-')}/{peer.get('solved', '-')} of {ours.get('n', '-')}",
         str(ours.get("invalid_simplified", "-")), str(peer.get("invalid_simplified", "-")),
@@ -79,7 +86,7 @@ def main() -> int:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("bench/results/amd-epyc-2cpu/robots")
     header = ["robot", "robot tri", "load s (robot + scenes)", "RSS MiB", "CLEAR random us", "x FCL",
               "CLEAR start/goal us", "x FCL", "cert. LINK us", "x discrete FCL 1%", "LINK misses",
-              "dist rel 0.2 speedup", "RRT-C median ms", "p95 ms", "solved ours/peer", "invalid ours",
+              "LINK hull GJK warm (iter./test)", "dist rel 0.2 speedup", "RRT-C median ms", "p95 ms", "solved ours/peer", "invalid ours",
               "invalid peer", "plan x OMPL+FCL"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

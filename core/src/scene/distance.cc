@@ -23,14 +23,21 @@ namespace internal {
 double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                       double target, QueryStats* stats, GjkCache* cache) {
   double lower = -1.0;
+  const bool warm = WarmStart(cache);
+  int32_t iterations = 0;
   const bool tested = WithHulls(a, X_a, b, X_b, [&](const auto& ca, const RigidTransform& X_ca, const auto& cb,
                                                     const RigidTransform& X_cb) {
     GjkOptions options;
     options.lower_bound_target = target;
     options.rel_tolerance = 1e-3;  // only the bound matters, and only up to the target
-    lower = GjkDistance(ca, X_ca, cb, X_cb, cache, options).lower_bound;
+    const GjkResult r = GjkDistance(ca, X_ca, cb, X_cb, cache, options);
+    lower = r.lower_bound;
+    iterations = r.iterations;
   });
-  if (tested && stats != nullptr) ++stats->bv_tests;
+  if (tested && stats != nullptr) {
+    ++stats->bv_tests;
+    stats->CountConvex(warm, iterations);
+  }
   return lower;
 }
 

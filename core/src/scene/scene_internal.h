@@ -52,6 +52,11 @@ bool WithHulls(const Geometry& a, const RigidTransform& X_a, const Geometry& b, 
   return true;
 }
 
+// Whether `cache` holds a previous answer of its pair (a simplex or a separating axis) to start from.
+inline bool WarmStart(const GjkCache* cache) {
+  return cache != nullptr && (cache->simplex.size > 0 || cache->v_A.squaredNorm() > 0.0);
+}
+
 // Certified lower bound (m) on the distance between the convex stand-ins of a and b (WithHulls), GJK
 // stopping once it reaches `target`; -1 when there are none. (distance.cc)
 double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,

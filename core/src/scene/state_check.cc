@@ -57,17 +57,26 @@ namespace {
 bool HullsApart(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                 double padding, QueryStats* stats, GjkCache* cache) {
   bool apart = false;
+  const bool warm = WarmStart(cache);
+  int32_t iterations = 0;
   const bool tested = WithHulls(a, X_a, b, X_b, [&](const auto& ca, const RigidTransform& X_ca, const auto& cb,
                                                     const RigidTransform& X_cb) {
     if (padding <= 0.0) {
-      apart = !GjkIntersect(ca, X_ca, cb, X_cb, cache).intersecting;
+      const GjkIntersectResult r = GjkIntersect(ca, X_ca, cb, X_cb, cache);
+      apart = !r.intersecting;
+      iterations = r.iterations;
     } else {
       GjkOptions options;
       options.lower_bound_target = std::nextafter(padding, std::numeric_limits<double>::infinity());
-      apart = GjkDistance(ca, X_ca, cb, X_cb, cache, options).lower_bound > padding;
+      const GjkResult r = GjkDistance(ca, X_ca, cb, X_cb, cache, options);
+      apart = r.lower_bound > padding;
+      iterations = r.iterations;
     }
   });
-  if (tested && stats != nullptr) ++stats->bv_tests;
+  if (tested && stats != nullptr) {
+    ++stats->bv_tests;
+    stats->CountConvex(warm, iterations);
+  }
   return apart;
 }
 

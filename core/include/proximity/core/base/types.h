@@ -83,11 +83,30 @@ inline RigidTransform RelativeTransform(const RigidTransform& X_AB, const RigidT
 struct QueryStats {
   int64_t bv_tests = 0;        ///< Bounding-volume pair tests (overlap or distance bound).
   int64_t triangle_tests = 0;  ///< Exact triangle-pair tests (intersection or distance).
+  /// Scene queries' GJK tests on convex stand-ins (link hulls against parts; also counted in bv_tests),
+  /// their loop iterations, and how many of them the caller's cache answered warm: it held the pair's
+  /// previous simplex or separating axis and the test ended within kWarmGjkIterations iterations.
+  int64_t convex_tests = 0;
+  int64_t convex_iterations = 0;
+  int64_t convex_warm = 0;
+
+  /// At most this many GJK iterations from a warm start count as answered warm (the cached axis or
+  /// simplex was, or was next to, the answer).
+  static constexpr int32_t kWarmGjkIterations = 2;
 
   QueryStats& operator+=(const QueryStats& o) {
     bv_tests += o.bv_tests;
     triangle_tests += o.triangle_tests;
+    convex_tests += o.convex_tests;
+    convex_iterations += o.convex_iterations;
+    convex_warm += o.convex_warm;
     return *this;
+  }
+  /// Counts one GJK test on convex stand-ins: `warm_start` when the cache held a previous answer.
+  void CountConvex(bool warm_start, int32_t iterations) {
+    ++convex_tests;
+    convex_iterations += iterations;
+    convex_warm += warm_start && iterations <= kWarmGjkIterations;
   }
 };
 
