@@ -486,6 +486,44 @@ TEST(GjkIntersect, CachedAxisAnswersCoherentQueriesInOneSupportPair) {
   EXPECT_LT(support_calls, cold_support_calls);
 }
 
+// Overlapping shapes moving a little: the tetrahedron the last query ended on, re-posed, still holds
+// the origin most of the time and answers with no support call; the answers always match a cold query
+// and GJK distance's (the truth), including on the way out, where the cached tetrahedron stops
+// holding the origin and GJK goes on from it.
+TEST(GjkIntersect, CachedSimplexAnswersCoherentOverlapsWithoutSupportCalls) {
+  std::mt19937_64 rng(22);
+  int overlapping = 0, reused = 0, support_calls = 0, cold_support_calls = 0;
+  for (int trial = 0; trial < Cases(6); ++trial) {
+    const auto a = testing::RandomHull(rng, 200, 0.3, 0.3), b = testing::RandomHull(rng, 200, 0.3, 0.3);
+    GjkCache cache;
+    const RigidTransform X_WA;
+    for (int step = 0; step < 300; ++step) {
+      // B passes through A with a small turn per step, then leaves.
+      const RigidTransform X_WB(Eigen::AngleAxisd(0.004 * step, Vec3(0.3, 0.2, 1.0).normalized()).toRotationMatrix(),
+                                Vec3(1.2 - 0.008 * step, 0.05 * trial, 0.0));
+      const GjkIntersectResult warm = GjkIntersect(*a, X_WA, *b, X_WB, &cache);
+      const GjkIntersectResult cold = GjkIntersect(*a, X_WA, *b, X_WB);
+      const bool truth = GjkDistance(*a, X_WA, *b, X_WB).intersecting;
+      ASSERT_EQ(warm.intersecting, truth) << "trial " << trial << " step " << step;
+      ASSERT_EQ(cold.intersecting, truth) << "trial " << trial << " step " << step;
+      EXPECT_FALSE(cold.cached_simplex_intersecting);
+      if (warm.cached_simplex_intersecting) {
+        ++reused;
+        EXPECT_EQ(warm.support_calls, 0);
+        EXPECT_TRUE(truth);
+      }
+      if (truth) {
+        ++overlapping;
+        support_calls += warm.support_calls;
+        cold_support_calls += cold.support_calls;
+      }
+    }
+  }
+  ASSERT_GT(overlapping, 100);
+  EXPECT_GT(reused, overlapping * 3 / 4) << "reused " << reused << " of " << overlapping << " overlapping steps";
+  EXPECT_LT(support_calls, cold_support_calls / 4);
+}
+
 TEST(GjkSupport, SteepestAscentFromAnyStartFindsTheMaximum) {
   // GJK's own polytope climb (steepest ascent from a cached vertex, seeds when the start is invalid)
   // against a scan of every vertex, on hulls of points on an ellipsoid (nearly all of them hull

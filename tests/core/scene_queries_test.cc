@@ -292,7 +292,8 @@ TEST(GeometryHulls, HullBoundsNeverExceedTheMeshDistanceAndSpareConvexMeshesTheW
 }
 
 // The hull tests' GJK warm starts (SceneCache): along a coherent sequence of states (steps of 1e-3 rad,
-// as a tracked trajectory) one cache answers most hull tests warm, in fewer iterations per test than
+// as a tracked trajectory) one cache answers most hull tests warm (hulls apart by their last separating
+// axis, overlapping hulls by their last tetrahedron), in fewer iterations per test than
 // the same states each asked with a fresh cache, which answers none warm; the answers are the same.
 // QueryStats counts them.
 TEST(SceneHullCaches, CoherentStatesAreAnsweredWarm) {
@@ -329,8 +330,8 @@ TEST(SceneHullCaches, CoherentStatesAreAnsweredWarm) {
     std::printf("%s: coherent %lld of %lld hull tests warm, %.2f iterations per test; cold %.2f\n", rc.name.c_str(),
                 static_cast<long long>(coherent.convex_warm), static_cast<long long>(coherent.convex_tests),
                 coherent_iterations, cold_iterations);
-    EXPECT_GT(coherent.convex_warm, 0);
-    EXPECT_LT(coherent_iterations, cold_iterations);
+    EXPECT_GT(4 * coherent.convex_warm, 3 * coherent.convex_tests);  // apart by their axis, overlapping by their simplex
+    EXPECT_LT(2 * coherent_iterations, cold_iterations);
   }
 }
 

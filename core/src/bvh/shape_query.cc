@@ -158,6 +158,7 @@ struct MeshShapeWalk {
       return TriangleBoxOverlap(X_SM * t.v[0], X_SM * t.v[1], X_SM * t.v[2], box_contact_extents);
     } else {
       const Triangle tri{t.v[0], t.v[1], t.v[2]};
+      cache.simplex.size = 0;  // only the axis and hill-climbing starts carry over between triangles
       return GjkIntersect(tri, RigidTransform(), shape, X_MS, &cache, gjk_options).intersecting;
     }
   }

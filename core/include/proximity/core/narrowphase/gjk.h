@@ -105,6 +105,7 @@ struct GjkResult {
 struct GjkIntersectResult {
   bool intersecting = false;     ///< The shapes share a point, or are closer than abs_tolerance.
   bool cached_axis_separated = false;  ///< The cache's axis separated the shapes at the first support pair.
+  bool cached_simplex_intersecting = false;  ///< The cache's re-posed simplex held the origin (no support call).
   int32_t iterations = 0;        ///< Loop iterations.
   int32_t support_calls = 0;     ///< Support-pair evaluations.
 };
@@ -324,7 +325,10 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
 
 /// Whether convex shapes a (pose X_WA) and b (pose X_WB) share a point (or are closer than
 /// abs_tolerance), by ISA-GJK: stops at the first separating axis found, trying the cache's axis first,
-/// and stores the axis for the next query. Agrees with GjkDistance's intersecting flag.
+/// and stores the axis for the next query. When the shapes intersected at the cache's last query (its
+/// simplex a tetrahedron, its axis zero), that simplex is re-posed first: still holding the origin, it
+/// proves the shapes intersect without a support call; else GJK goes on from it. Agrees with
+/// GjkDistance's intersecting flag.
 template <class ShapeA, class ShapeB>
 GjkIntersectResult GjkIntersect(const ShapeA& a, const RigidTransform& X_WA, const ShapeB& b,
                                 const RigidTransform& X_WB, GjkCache* cache = nullptr,
@@ -337,10 +341,27 @@ GjkIntersectResult GjkIntersect(const ShapeA& a, const RigidTransform& X_WA, con
   int32_t start_b = cache ? cache->vertex_b : -1;
   const bool warm = cache && cache->v_A.squaredNorm() > 0.0;
   Vec3 v = warm ? cache->v_A : internal::ColdDirection(X_AB);
-  Vec3 last_v = v;  // Direction of the last support pair, as in GjkDistance.
   bool v_in_set = false;
   bool decided = false;
-  while (r.iterations < options.max_iterations) {
+  if (cache && !warm && cache->simplex.size == 4) {
+    // The last query found them intersecting: its tetrahedron's points stay on the shapes.
+    s = cache->simplex;
+    for (int32_t i = 0; i < s.size; ++i) {
+      GjkVertex& u = s.vertices[i];
+      u.w = u.p_A - (X_AB.R * u.p_B + X_AB.p);
+    }
+    v = internal::SolveSimplex(&s);
+    v_in_set = true;
+    r.iterations = 1;
+    const double contact = internal::ContactThreshold(margin, options.abs_tolerance, s);
+    if (s.size == 4 || v.squaredNorm() <= contact * contact) {
+      r.intersecting = true;
+      r.cached_simplex_intersecting = true;
+      decided = true;
+    }
+  }
+  Vec3 last_v = v;  // Direction of the last support pair, as in GjkDistance.
+  while (!decided && r.iterations < options.max_iterations) {
     ++r.iterations;
     if (internal::TurnedFar(v, last_v)) start_a = start_b = -1;
     last_v = v;
@@ -379,7 +400,13 @@ GjkIntersectResult GjkIntersect(const ShapeA& a, const RigidTransform& X_WA, con
     r.intersecting = !v_in_set || s.size == 4 || v.squaredNorm() <= contact * contact;
   }
   if (cache) {
-    if (!r.intersecting) cache->v_A = v;
+    if (r.intersecting) {
+      cache->v_A = Vec3::Zero();
+      cache->simplex = s;  // a tetrahedron holding the origin, or the contact's smaller simplex
+    } else {
+      cache->v_A = v;
+      cache->simplex.size = 0;  // the axis is the warm start now
+    }
     cache->vertex_a = start_a;
     cache->vertex_b = start_b;
   }
