@@ -94,29 +94,36 @@ int32_t NearestNeighbors::BuildNode(Tree* tree, int32_t begin, int32_t end) {
   return node;
 }
 
-double NearestNeighbors::Distance2(std::span<const double> q, int32_t point) const {
-  ++distance_evaluations_;
+template <bool kWraps>
+double NearestNeighbors::Distance2(const double* q, int32_t point) const {
   const size_t dof = static_cast<size_t>(space_.dof());
   const double* p = &points_[static_cast<size_t>(point) * dof];
   double s = 0.0;
   for (size_t d = 0; d < dof; ++d) {
-    const double g = space_.wraps(static_cast<int32_t>(d)) ? CircleGap(q[d], p[d]) : q[d] - p[d];
+    const double g = kWraps && space_.wraps(static_cast<int32_t>(d)) ? CircleGap(q[d], p[d]) : q[d] - p[d];
     s += g * g;
   }
   return s;
 }
 
-double NearestNeighbors::BoxLowerBound2(const Tree& tree, int32_t node, std::span<const double> q) const {
+template <bool kWraps>
+double NearestNeighbors::BoxLowerBound2(const Tree& tree, int32_t node, const double* q) const {
   const size_t dof = static_cast<size_t>(space_.dof());
   const double* lo = &tree.box_lo[static_cast<size_t>(node) * dof];
   const double* hi = &tree.box_hi[static_cast<size_t>(node) * dof];
   double s = 0.0;
   for (size_t d = 0; d < dof; ++d) {
-    double g = 0.0;
-    if (q[d] < lo[d] || q[d] > hi[d]) {
-      // Outside the interval: the nearest point of it is an end (around the circle for wrapping ones).
-      g = space_.wraps(static_cast<int32_t>(d)) ? std::min(CircleGap(q[d], lo[d]), CircleGap(q[d], hi[d]))
-                                                : (q[d] < lo[d] ? lo[d] - q[d] : q[d] - hi[d]);
+    double g;
+    if constexpr (kWraps) {
+      g = 0.0;
+      if (q[d] < lo[d] || q[d] > hi[d]) {
+        // Outside the interval: the nearest point of it is an end (around the circle for wrapping ones).
+        g = space_.wraps(static_cast<int32_t>(d)) ? std::min(CircleGap(q[d], lo[d]), CircleGap(q[d], hi[d]))
+                                                  : (q[d] < lo[d] ? lo[d] - q[d] : q[d] - hi[d]);
+      }
+    } else {
+      // The gap to [lo, hi]: zero inside, branch-free.
+      g = std::max({lo[d] - q[d], q[d] - hi[d], 0.0});
     }
     s += g * g;
   }
@@ -128,13 +135,26 @@ void NearestNeighbors::Search(std::span<const double> q_in, int32_t k, double ra
   std::vector<double> q(q_in.begin(), q_in.end());
   space_.Normalize(q);
   heap->clear();
+  if (space_.any_wraps()) {
+    SearchTrees<true>(q.data(), k, radius2, heap);
+  } else {
+    SearchTrees<false>(q.data(), k, radius2, heap);
+  }
+  std::sort(heap->begin(), heap->end());
+}
+
+template <bool kWraps>
+void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
+                                   std::vector<std::pair<double, int32_t>>* heap) const {
   // The current pruning bound: the k-th best so far, or the radius.
   auto bound = [&]() {
     if (k < 0) return radius2;
     return static_cast<int32_t>(heap->size()) < k ? std::numeric_limits<double>::infinity() : heap->front().first;
   };
+  int64_t evaluations = 0;
   auto offer = [&](int32_t point) {
-    const double d2 = Distance2(q, point);
+    ++evaluations;
+    const double d2 = Distance2<kWraps>(q, point);
     if (k < 0) {
       if (d2 <= radius2) heap->push_back({d2, point});
       return;
@@ -153,7 +173,7 @@ void NearestNeighbors::Search(std::span<const double> q_in, int32_t k, double ra
   for (const Tree& tree : trees_) {
     if (tree.order.empty()) continue;
     stack.clear();
-    stack.push_back({BoxLowerBound2(tree, 0, q), 0});
+    stack.push_back({BoxLowerBound2<kWraps>(tree, 0, q), 0});
     while (!stack.empty()) {
       const auto [lb, node] = stack.back();
       stack.pop_back();
@@ -163,18 +183,18 @@ void NearestNeighbors::Search(std::span<const double> q_in, int32_t k, double ra
         for (int32_t i = n.begin; i < n.end; ++i) offer(tree.order[static_cast<size_t>(i)]);
         continue;
       }
-      const double l = BoxLowerBound2(tree, n.left, q), r = BoxLowerBound2(tree, n.right, q);
-      // Push the farther child first so the nearer one is searched first.
-      if (l <= r) {
-        stack.push_back({r, n.right});
-        stack.push_back({l, n.left});
-      } else {
-        stack.push_back({l, n.left});
-        stack.push_back({r, n.right});
-      }
+      const double l = BoxLowerBound2<kWraps>(tree, n.left, q), r = BoxLowerBound2<kWraps>(tree, n.right, q);
+      // Push the farther child first so the nearer one is searched first; a child beyond the bound is
+      // not pushed at all.
+      const double b = bound();
+      const bool left_first = l <= r;
+      const double near_lb = left_first ? l : r, far_lb = left_first ? r : l;
+      const int32_t near = left_first ? n.left : n.right, far = left_first ? n.right : n.left;
+      if (far_lb <= b) stack.push_back({far_lb, far});
+      if (near_lb <= b) stack.push_back({near_lb, near});
     }
   }
-  std::sort(heap->begin(), heap->end());
+  distance_evaluations_ += evaluations;
 }
 
 int32_t NearestNeighbors::Nearest(std::span<const double> q) const {

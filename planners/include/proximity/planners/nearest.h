@@ -45,10 +45,15 @@ class NearestNeighbors {
   };
   void Build(Tree* tree, std::vector<int32_t> points);
   int32_t BuildNode(Tree* tree, int32_t begin, int32_t end);
-  double BoxLowerBound2(const Tree& tree, int32_t node, std::span<const double> q) const;
-  double Distance2(std::span<const double> q, int32_t point) const;
+  // kWraps: some coordinate wraps (else every gap is a plain difference, and the loops vectorise).
+  template <bool kWraps>
+  double BoxLowerBound2(const Tree& tree, int32_t node, const double* q) const;
+  template <bool kWraps>
+  double Distance2(const double* q, int32_t point) const;
   // Visits candidates of every tree; keeps the best `k` (or all within radius2 when k < 0).
   void Search(std::span<const double> q, int32_t k, double radius2, std::vector<std::pair<double, int32_t>>* heap) const;
+  template <bool kWraps>
+  void SearchTrees(const double* q, int32_t k, double radius2, std::vector<std::pair<double, int32_t>>* heap) const;
 
   JointSpace space_;
   std::vector<double> points_;   // dof per point.
