@@ -1,7 +1,7 @@
 """Riding through replica loss: real proximityd replicas on loopback ports behind one client target.
 
-The kill test drives batches of states (CheckStates), motion checks and path streams (ValidatePaths)
-over three replicas from a worker thread, SIGKILLs one replica while calls are in flight, then starts
+The kill test drives batches of states (CheckStates: 96 x 2,000), motion checks and path streams
+(ValidatePaths: 8 x 128 paths) over three replicas from a worker thread, SIGKILLs one replica while calls are in flight, then starts
 a fresh replica on the dead one's port (it lacks the client's scene). Every call must succeed, every
 answer must equal the answer of a single replica, and the fresh replica must have been sent the scene
 by the client. Expected answers come from one replica alone; the client's own counters say how many
@@ -140,8 +140,9 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
             lower, upper = np.array([l.lower for l in info.limits]), np.array([l.upper for l in info.limits])
             chunks = [lower + rng.random((2000, info.dof)) * (upper - lower) for _ in range(96)]
             q0, q1 = support.random_motions(rng, lower, upper, 40)
+            # 8 rounds of 128 paths: 1,024 paths validated over the replicas during the run.
             paths = [np.vstack([lower + rng.random((1, info.dof)) * (upper - lower) for _ in range(6)])
-                     for _ in range(48)]
+                     for _ in range(128)]
             expect_states = [single.check_states(c, scene=scene.scene_id) for c in chunks]
             expect_motions = [single.check_motion(a, b, scene=scene.scene_id) for a, b in zip(q0, q1)]
             expect_paths = single.validate_paths(paths, progress=False, scene=scene.scene_id)
@@ -199,6 +200,7 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
             e = expect_motions[j]
             assert (r.free, r.t_free, r.t_collide) == (e.free, e.t_free, e.t_collide), j
         assert len(got_paths) == len(chunks) // 12
+        assert len(got_paths) * len(paths) >= 1000
         for results in got_paths:
             assert [(r.free, r.segment, r.motion.t_free, r.motion.t_collide) for r in results] == \
                    [(r.free, r.segment, r.motion.t_free, r.motion.t_collide) for r in expect_paths]
