@@ -173,21 +173,33 @@ class Session:
     one round trip; the batch methods send all their queries in one. A query the server cannot answer
     (a malformed configuration, a bad mode) raises the error of that query and the session goes on; a
     stream that ends (its deadline, the server's ``--max-call-seconds``, a drain, a protocol violation)
-    raises its status, after which the session is closed: open a new one. Not thread-safe: one per thread.
+    raises its status, after which the session is closed: open a new one. A session on one of the
+    client's own scenes that the server does not hold (a replica that never saw it, or restarted) is
+    opened again after the client re-sent the scene, as unary calls are retried (``auto_restore``).
+    Not thread-safe: one per thread.
     """
 
     def __init__(self, client: "Client", scene: str, timeout: Optional[float], cold_caches: bool) -> None:
         self.scene = scene
-        self._queue: "queue.Queue[Any]" = queue.Queue()
-        self._open: Optional["pb.SessionOpen"] = pb.SessionOpen(scene_id=scene, cold_caches=cold_caches)
+        self._client = client
+        self._timeout = timeout
+        self._cold_caches = cold_caches
         self._closed = False
         self.round_trips = 0
         #: The scene's content id, joint count and the server's batch limit (after the first round trip).
         self.scene_id: Optional[str] = None
         self.dof: Optional[int] = None
         self.max_batch: Optional[int] = None
+        #: Times the session was opened again after the client re-sent its scene.
+        self.reopened = 0
+        self._start()
+
+    def _start(self) -> None:
+        """Opens the stream (its first request will carry ``open``)."""
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._open: Optional["pb.SessionOpen"] = pb.SessionOpen(scene_id=self.scene, cold_caches=self._cold_caches)
         try:
-            self._responses = client._stub.Session(iter(self._queue.get, _SESSION_END), timeout=timeout)
+            self._responses = self._client._stub.Session(iter(self._queue.get, _SESSION_END), timeout=self._timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e, "Session") from None
 
@@ -221,17 +233,35 @@ class Session:
         if self._closed:
             raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
         request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid)
-        if self._open is not None:
-            request.open.CopyFrom(self._open)
-        self._queue.put(request)
-        try:
-            response = next(self._responses)
-        except StopIteration:
+        client, restores = self._client, 0
+        while True:
+            if self._open is not None:
+                request.open.CopyFrom(self._open)
+            self._queue.put(request)
+            try:
+                response = next(self._responses)
+                break
+            except StopIteration:
+                self._closed = True
+                raise error_for(grpc.StatusCode.INTERNAL, "the session ended without an answer", "Session") from None
+            except grpc.RpcError as e:
+                error = from_rpc_error(e, "Session")
+            # The stream has ended. Only opening can fail NOT_FOUND (the server holds the scene for the
+            # session's life): re-send the scene and open the session again, on whichever server answers.
+            self._queue.put(_SESSION_END)
+            if error.code == grpc.StatusCode.NOT_FOUND and self._open is not None and client.auto_restore \
+                    and restores < client.restore_rounds and client.owns_scene(self.scene):
+                restores += 1
+                try:
+                    client.restore_scene(self.scene)
+                    self._start()
+                except ProximityError:
+                    self._closed = True
+                    raise
+                self.reopened += 1
+                continue
             self._closed = True
-            raise error_for(grpc.StatusCode.INTERNAL, "the session ended without an answer", "Session") from None
-        except grpc.RpcError as e:
-            self._closed = True
-            raise from_rpc_error(e, "Session") from None
+            raise error from None
         self.round_trips += 1
         if self._open is not None:
             self._open = None
