@@ -9,7 +9,7 @@ the proxy. Checked: answers through the proxy equal that replica's (batches of s
 streams, a session); one client connection to nginx reaches every replica (each replica's own
 grpc_server_handled_total grows, and nginx's access log names every replica); a scene created through
 the proxy lands on one replica and reaches the others by the client's NOT_FOUND re-upload (for unary
-calls and for sessions); a replica
+calls and for sessions); a path stream cut by its replica's death is repeated; a replica
 SIGKILLed in the middle of a run and a fresh one started on its port cost no query.
 
 Skipped, saying why, when nginx is not installed (scripts/setup.sh installs it).
@@ -275,6 +275,47 @@ def test_a_scene_created_through_the_proxy_reaches_every_replica(front: Front) -
         with Client(front.nginx.target, timeout=60) as other:
             with pytest.raises(NotFoundError):
                 other.check_states(chunks[0], scene=only_ref.scene_id)
+
+
+def _in_flight(d: support.Daemon, rpc: str) -> int:
+    """Calls of `rpc` replica `d` has started and not yet finished."""
+    samples = support.metric_samples(support.fetch(d.metrics_url))
+
+    def total(name: str) -> float:
+        return sum(s.value for s in samples.get(name, []) if s.labels.get("grpc_method") == rpc)
+    return int(total("grpc_server_started_total") - total("grpc_server_handled_total"))
+
+
+def test_a_path_stream_cut_when_its_replica_dies_is_repeated(front: Front) -> None:
+    """The replica answering a ValidatePaths stream is SIGKILLed after the first results arrived. nginx
+    cannot send a status for a response it had begun, so it resets the client's stream (gRPC: INTERNAL
+    "Received RST_STREAM with error code 2"); the client repeats the call, another replica answers it,
+    and the results equal the oracle's."""
+    rng = np.random.default_rng(8)
+    assert front.nginx is not None and front.reference is not None
+    with Client(front.nginx.target, timeout=120) as proxied, front.reference.client(timeout=120) as direct:
+        proxied.wait_until_serving(timeout=30)
+        info = direct.get_scene("default")
+        lower, upper = np.array([l.lower for l in info.limits]), np.array([l.upper for l in info.limits])
+        paths = [lower + rng.random((6, info.dof)) * (upper - lower) for _ in range(600)]
+        expect = [(r.free, r.segment, r.motion.t_free, r.motion.t_collide)
+                  for r in direct.validate_paths(paths, progress=False)]
+        seen, killed = [0], []
+
+        def kill_the_answering_replica(index: int, result: Any) -> None:
+            seen[0] += 1
+            if seen[0] == 20 and not killed:
+                serving = [d for d in front.replicas if _in_flight(d, "ValidatePaths") > 0]
+                assert len(serving) == 1, "one replica should be answering the stream"
+                serving[0].proc.send_signal(signal.SIGKILL)
+                serving[0].proc.wait()
+                killed.append(serving[0])
+
+        got = proxied.validate_paths(paths, progress=False, on_result=kill_the_answering_replica)
+        assert killed, "the stream ended before the kill"
+        assert seen[0] > len(paths), "the call was not repeated"
+        assert proxied.unavailable_retries >= 1
+        assert [(r.free, r.segment, r.motion.t_free, r.motion.t_collide) for r in got] == expect
 
 
 def test_a_replica_killed_behind_the_proxy_loses_no_query(front: Front) -> None:

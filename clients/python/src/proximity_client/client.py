@@ -165,6 +165,14 @@ class PathStream:
 _SESSION_END = object()
 
 
+def _reset_by_proxy(e: ProximityError) -> bool:
+    """Whether a call failed because an HTTP/2 intermediary reset its stream with INTERNAL_ERROR: an L7
+    proxy (nginx's grpc_pass) whose replica died after answering had begun cannot send a status, so it
+    resets the client's stream, which gRPC reports as INTERNAL "Received RST_STREAM with error code 2".
+    proximityd itself ends every call with a status. Such a call is repeated as after UNAVAILABLE."""
+    return e.code == grpc.StatusCode.INTERNAL and "RST_STREAM with error code 2" in e.details
+
+
 class Session:
     """A query session on one scene (the ``Session`` RPC): one stream, opened once, answering batches of
     CLEAR, LINK and distance queries in order, with the server's caches kept warm from query to query.
@@ -445,7 +453,8 @@ class Client:
         scenes, re-sends the scene and retries (at most ``restore_rounds`` times: behind round-robin, the
         retry may reach yet another replica that lacks it); when it fails UNAVAILABLE after gRPC's own
         retries (or where gRPC could not retry: a stream already answering), repeats it after a backoff
-        (at most ``retry.rounds`` times). Queries are idempotent, so a repeat gives the same answer."""
+        (at most ``retry.rounds`` times), as after a stream that an L7 proxy reset because the replica behind
+        it died while answering. Queries are idempotent, so a repeat gives the same answer."""
         restores = rounds = 0
         while True:
             try:
@@ -455,7 +464,8 @@ class Client:
                         and self.owns_scene(scene_id):
                     restores += 1
                     self.restore_scene(scene_id)
-                elif e.code == grpc.StatusCode.UNAVAILABLE and self.retry is not None and rounds < self.retry.rounds:
+                elif (e.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(e)) and self.retry is not None \
+                        and rounds < self.retry.rounds:
                     time.sleep(self.retry.backoff(rounds))
                     rounds += 1
                     with self._lock:
