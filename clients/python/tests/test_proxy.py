@@ -9,7 +9,8 @@ the proxy. Checked: answers through the proxy equal that replica's (batches of s
 streams, a session); one client connection to nginx reaches every replica (each replica's own
 grpc_server_handled_total grows, and nginx's access log names every replica); a scene created through
 the proxy lands on one replica and reaches the others by the client's NOT_FOUND re-upload (for unary
-calls and for sessions); a path stream cut by its replica's death is repeated; a replica
+calls and for sessions); a path stream cut by its replica's death is repeated, and a session whose
+replica died is opened again; a replica
 SIGKILLed in the middle of a run and a fresh one started on its port cost no query.
 
 Skipped, saying why, when nginx is not installed (scripts/setup.sh installs it).
@@ -316,6 +317,30 @@ def test_a_path_stream_cut_when_its_replica_dies_is_repeated(front: Front) -> No
         assert seen[0] > len(paths), "the call was not repeated"
         assert proxied.unavailable_retries >= 1
         assert [(r.free, r.segment, r.motion.t_free, r.motion.t_collide) for r in got] == expect
+
+
+def test_a_session_whose_replica_dies_behind_the_proxy_is_opened_again(front: Front) -> None:
+    """A session through nginx, its replica SIGKILLed between round trips: nginx resets the session's
+    stream, the next round trip fails, the session is opened again (nginx picks a live replica) and
+    every answer equals the oracle's."""
+    rng = np.random.default_rng(13)
+    assert front.nginx is not None and front.reference is not None
+    with Client(front.nginx.target, timeout=60) as proxied, front.reference.client(timeout=60) as direct:
+        proxied.wait_until_serving(timeout=30)
+        info = direct.get_scene("default")
+        lower, upper = np.array([l.lower for l in info.limits]), np.array([l.upper for l in info.limits])
+        chunks = [lower + rng.random((100, info.dof)) * (upper - lower) for _ in range(6)]
+        with proxied.session() as s:
+            killed = None
+            for i, c in enumerate(chunks):
+                np.testing.assert_array_equal(s.check_states(c), direct.check_states(c))
+                if i == 2:
+                    serving = [d for d in front.replicas if _in_flight(d, "Session") > 0]
+                    assert len(serving) == 1, "one replica should hold the session's stream"
+                    killed = serving[0]
+                    killed.proc.send_signal(signal.SIGKILL)
+                    killed.proc.wait()
+            assert killed is not None and s.reopened >= 1
 
 
 def test_a_replica_killed_behind_the_proxy_loses_no_query(front: Front) -> None:

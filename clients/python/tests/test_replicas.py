@@ -224,6 +224,53 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
             d.kill()
 
 
+def test_a_session_whose_replica_is_killed_is_opened_again_on_another() -> None:
+    """A session on the client's own scene over two replicas: opened where the scene may be missing
+    (NOT_FOUND at open: the client re-sends it), then its replica SIGKILLed between round trips. The
+    next round trip fails UNAVAILABLE, the session is opened again on the other replica, and every answer
+    equals a third replica's reached alone."""
+    rng = np.random.default_rng(31)
+    replicas = _replicas(2, metrics=True)
+    reference = support.Daemon("--threads", "1", "--log-level", "warn", metrics=False).start()
+    try:
+        with Client([d.target for d in replicas], timeout=60, options=FAST_RECONNECT) as client, \
+                reference.client(timeout=60) as direct:
+            scene = client.create_scene_from_files(support.KR5_URDF, objects=_world())
+            assert direct.create_scene_from_files(support.KR5_URDF, objects=_world()).scene_id == scene.scene_id
+            info = direct.get_scene(scene.scene_id)
+            lower, upper = np.array([l.lower for l in info.limits]), np.array([l.upper for l in info.limits])
+            chunks = [lower + rng.random((100, info.dof)) * (upper - lower) for _ in range(6)]
+            q0, q1 = support.random_motions(rng, lower, upper, 6)
+            expect = [direct.check_states(c, scene=scene.scene_id) for c in chunks]
+            expect_motions = [direct.check_motion(a, b, scene=scene.scene_id) for a, b in zip(q0, q1)]
+            with client.session(scene=scene.scene_id) as s:
+                victim = None
+                for i, (c, a, b) in enumerate(zip(chunks, q0, q1)):
+                    np.testing.assert_array_equal(s.check_states(c), expect[i])
+                    r, e = s.check_motion(a, b), expect_motions[i]
+                    assert (r.free, r.t_free, r.t_collide) == (e.free, e.t_free, e.t_collide)
+                    if i == 2:
+                        serving = [d for d in replicas if _in_flight(d, "Session") > 0]
+                        assert len(serving) == 1, "one replica should hold the session's stream"
+                        victim = serving[0]
+                        victim.proc.send_signal(9)
+                        victim.proc.wait()
+                assert victim is not None and s.reopened >= 1
+            assert client.unavailable_retries >= 1
+    finally:
+        for d in replicas + [reference]:
+            d.kill()
+
+
+def _in_flight(d: support.Daemon, rpc: str) -> int:
+    """Calls of `rpc` replica `d` has started and not yet finished."""
+    samples = support.metric_samples(support.fetch(d.metrics_url))
+
+    def total(name: str) -> float:
+        return sum(s.value for s in samples.get(name, []) if s.labels.get("grpc_method") == rpc)
+    return int(total("grpc_server_started_total") - total("grpc_server_handled_total"))
+
+
 def test_max_connection_age_makes_the_client_reconnect() -> None:
     """With --max-connection-age-seconds 1 the server closes the connection after about a second
     (GOAWAY): the channel leaves READY by itself, and the next call connects again and succeeds."""

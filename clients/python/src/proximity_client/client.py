@@ -181,10 +181,13 @@ class Session:
     one round trip; the batch methods send all their queries in one. A query the server cannot answer
     (a malformed configuration, a bad mode) raises the error of that query and the session goes on; a
     stream that ends (its deadline, the server's ``--max-call-seconds``, a drain, a protocol violation)
-    raises its status, after which the session is closed: open a new one. A session on one of the
-    client's own scenes that the server does not hold (a replica that never saw it, or restarted) is
-    opened again after the client re-sent the scene, as unary calls are retried (``auto_restore``).
-    Not thread-safe: one per thread.
+    raises its status, after which the session is closed: open a new one. Two endings are ridden
+    through as unary calls ride through them, by opening the session again (on whichever replica
+    answers; the server's caches start cold there) and repeating the round trip: a stream lost with its
+    server (UNAVAILABLE: a replica killed, restarting or draining; or reset by an L7 proxy whose replica
+    died), at most ``retry.rounds`` times with backoff; and NOT_FOUND at open for one of the client's
+    own scenes (a replica that never saw it, or restarted), after the client re-sent the scene
+    (``auto_restore``). ``reopened`` counts them. Not thread-safe: one per thread.
     """
 
     def __init__(self, client: "Client", scene: str, timeout: Optional[float], cold_caches: bool) -> None:
@@ -198,7 +201,7 @@ class Session:
         self.scene_id: Optional[str] = None
         self.dof: Optional[int] = None
         self.max_batch: Optional[int] = None
-        #: Times the session was opened again after the client re-sent its scene.
+        #: Times the session was opened again (its server lost, or its scene re-sent).
         self.reopened = 0
         self._start()
 
@@ -241,7 +244,7 @@ class Session:
         if self._closed:
             raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
         request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid)
-        client, restores = self._client, 0
+        client, restores, rounds = self._client, 0, 0
         while True:
             if self._open is not None:
                 request.open.CopyFrom(self._open)
@@ -256,12 +259,26 @@ class Session:
                 error = from_rpc_error(e, "Session")
             # The stream has ended. Only opening can fail NOT_FOUND (the server holds the scene for the
             # session's life): re-send the scene and open the session again, on whichever server answers.
+            # A lost server: open the session again after a backoff. The queries are idempotent.
             self._queue.put(_SESSION_END)
             if error.code == grpc.StatusCode.NOT_FOUND and self._open is not None and client.auto_restore \
                     and restores < client.restore_rounds and client.owns_scene(self.scene):
                 restores += 1
                 try:
                     client.restore_scene(self.scene)
+                    self._start()
+                except ProximityError:
+                    self._closed = True
+                    raise
+                self.reopened += 1
+                continue
+            if (error.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(error)) and client.retry is not None \
+                    and rounds < client.retry.rounds:
+                time.sleep(client.retry.backoff(rounds))
+                rounds += 1
+                with client._lock:
+                    client.unavailable_retries += 1
+                try:
                     self._start()
                 except ProximityError:
                     self._closed = True
