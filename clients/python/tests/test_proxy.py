@@ -61,12 +61,12 @@ class Nginx:
     """nginx on a free loopback port in front of `servers`, from a temporary prefix folder."""
 
     def __init__(self, servers: Sequence[str]) -> None:
-        self.port = support.free_port()
+        self.servers = list(servers)
+        self.port = 0
         self.prefix = Path(tempfile.mkdtemp(prefix="proximity-nginx-"))
         for d in ("logs", "tmp"):
             (self.prefix / d).mkdir()
         self.conf = self.prefix / "proximity-grpc.conf"
-        self.conf.write_text(render_config(CONFIG_TEMPLATE.read_text(), self.target, servers))
         self.proc: Optional[subprocess.Popen] = None
         self.log = self.prefix / "stderr.txt"
 
@@ -75,27 +75,32 @@ class Nginx:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "Nginx":
-        drop: Dict[str, Any] = {}
-        if os.geteuid() == 0:  # never run the proxy as root: its files go to nobody, and so does it
-            for root, dirs, files in os.walk(self.prefix):
-                for name in [root] + [os.path.join(root, x) for x in dirs + files]:
-                    os.chown(name, NOBODY, NOBODY)
-            drop = dict(user=NOBODY, group=NOBODY, extra_groups=[])
-        with self.log.open("wb") as err:
-            self.proc = subprocess.Popen([NGINX, "-p", str(self.prefix), "-c", str(self.conf), "-g", "daemon off;"],
-                                         stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                         start_new_session=True, **drop)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"nginx exited with {self.proc.returncode} at start:\n{self.errors()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise TimeoutError(f"nginx did not listen on {self.target} within {timeout} s:\n{self.errors()}")
+        for _attempt in range(3):  # a port taken between free_port() and nginx's bind: try another
+            self.port = support.free_port()
+            self.conf.write_text(render_config(CONFIG_TEMPLATE.read_text(), self.target, self.servers))
+            drop: Dict[str, Any] = {}
+            if os.geteuid() == 0:  # never run the proxy as root: its files go to nobody, and so does it
+                for root, dirs, files in os.walk(self.prefix):
+                    for name in [root] + [os.path.join(root, x) for x in dirs + files]:
+                        os.chown(name, NOBODY, NOBODY)
+                drop = dict(user=NOBODY, group=NOBODY, extra_groups=[])
+            with self.log.open("wb") as err:
+                self.proc = subprocess.Popen([NGINX, "-p", str(self.prefix), "-c", str(self.conf), "-g", "daemon off;"],
+                                             stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                             start_new_session=True, **drop)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                        return self
+                except OSError:
+                    time.sleep(0.05)
+            if self.proc.poll() is None:
+                self.stop()
+                raise TimeoutError(f"nginx did not listen on {self.target} within {timeout} s:\n{self.errors()}")
+            if "Address already in use" not in self.errors():
+                break
+        raise RuntimeError(f"nginx exited with {self.proc.returncode} at start:\n{self.errors()}")
 
     def errors(self) -> str:
         out = []
@@ -162,7 +167,8 @@ class Front:
         for _ in range(3):
             self.replicas.append(support.Daemon("--threads", "1", "--log-level", "warn").start())
         self.reference = support.Daemon("--threads", "1", "--log-level", "warn", metrics=False).start()
-        self.nginx = Nginx([d.target for d in self.replicas]).start()
+        self.nginx = Nginx([d.target for d in self.replicas])
+        self.nginx.start()
         return self
 
     def close(self) -> None:
