@@ -3,7 +3,9 @@
 // our own), batches of states and motion checks driven over three replicas from two threads, one replica
 // SIGKILLed mid-run and a fresh one started on its port (it lacks the scene). Every call must succeed, every
 // answer must equal one replica's alone, and the fresh replica must have been sent the scene by the client.
+// A query session whose open fails NOT_FOUND (the server lost the scene) uploads the scene and opens again.
 // Also: targets and retry settings that cannot work are errors naming the bad part.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -24,6 +26,7 @@
 #include "core/test_util.h"
 #include "proximity/clients/remote_channel.h"
 #include "proximity/clients/remote_validity.h"
+#include "proximity/v1/proximity.grpc.pb.h"
 #include "proximity/v1/proximity.pb.h"
 
 namespace proximity::clients {
@@ -135,6 +138,64 @@ TEST(ReplicaTargets, BadRetrySettingsAreErrorsNamingTheField) {
   RetryPolicy off;
   off.enabled = false;
   EXPECT_EQ(ServiceConfigJson(false, off), "");
+}
+
+// The server loses the scene (another client deletes it) before the first session call: the session's open
+// fails NOT_FOUND, the client uploads the scene again and opens the session again, and every answer equals
+// the unary answers from before the loss.
+TEST(ReplicaSessions, AnOpenThatFailsNotFoundUploadsTheSceneAndOpensAgain) {
+  PROX_REQUIRE_DIR(testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the KR5)");
+  std::string error;
+  std::unique_ptr<Daemon> daemon = Daemon::Start(&error, 0, 1);
+  ASSERT_NE(daemon, nullptr) << error;
+  RemoteOptions options;
+  options.target = daemon->target();
+  options.deadline = std::chrono::seconds(60);
+  auto scene = RemoteScene::Create(options, Kr5SceneRequest());
+  ASSERT_TRUE(scene.ok()) << scene.error().message;
+  RemoteOptions unary = options;
+  unary.use_session = false;
+  unary.scene_id = scene.value()->options().scene_id;
+  auto reference = RemoteScene::Connect(unary);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  auto info = reference.value()->Info();
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  const size_t dof = info.value().joint_names.size();
+  std::mt19937_64 rng(7);
+  std::vector<std::vector<double>> ends(16, std::vector<double>(dof));
+  for (auto& q : ends) {
+    for (size_t j = 0; j < dof; ++j) {
+      q[j] = std::uniform_real_distribution<double>(info.value().lower[j], info.value().upper[j])(rng);
+    }
+  }
+  std::vector<planners::MotionCheck> expect;
+  int free = 0;
+  for (size_t i = 0; i + 1 < ends.size(); i += 2) {
+    auto m = reference.value()->CheckMotion(ends[i], ends[i + 1], core::MotionRequest{});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    expect.push_back(m.value());
+    free += m.value().valid;
+  }
+  EXPECT_LT(free, static_cast<int>(expect.size())) << "some motions should collide";
+
+  auto stub = v1::ProximityService::NewStub(grpc::CreateChannel(daemon->target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::DeleteSceneRequest del;
+  del.set_scene_id(unary.scene_id);
+  v1::DeleteSceneResponse deleted;
+  ASSERT_TRUE(stub->DeleteScene(&context, del, &deleted).ok());
+  ASSERT_FALSE(reference.value()->Info().ok()) << "the scene should be gone from the server";
+
+  const int64_t uploads = scene.value()->uploads();
+  for (size_t k = 0; k < expect.size(); ++k) {
+    auto m = scene.value()->CheckMotion(ends[2 * k], ends[2 * k + 1], core::MotionRequest{});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    EXPECT_EQ(m.value().valid, expect[k].valid) << k;
+    EXPECT_EQ(m.value().last_valid_t, expect[k].last_valid_t) << k;
+  }
+  EXPECT_EQ(scene.value()->uploads(), uploads + 1);
+  EXPECT_EQ(scene.value()->sessions_opened(), 2);  // the open that failed NOT_FOUND, and the one after the upload
+  EXPECT_TRUE(reference.value()->Info().ok()) << "the upload should have restored the scene";
 }
 
 class ReplicaKillTest : public ::testing::Test {
