@@ -10,8 +10,8 @@ streams, a session); one client connection to nginx reaches every replica (each 
 grpc_server_handled_total grows, and nginx's access log names every replica); a scene created through
 the proxy lands on one replica and reaches the others by the client's NOT_FOUND re-upload (for unary
 calls and for sessions); a path stream cut by its replica's death is repeated, and a session whose
-replica died is opened again; a replica
-SIGKILLed in the middle of a run and a fresh one started on its port cost no query.
+replica died is opened again; a replica SIGKILLed in the middle of a run and a fresh one started on its
+port cost no query.
 
 Skipped, saying why, when nginx is not installed (scripts/setup.sh installs it).
 """
