@@ -349,6 +349,9 @@ def run_and_check(binary, suite, suite_flags, tmp):
         expected = obj["queries"] if "queries" in obj else obj.get("n")
         if "agree" in obj and obj["agree"] != expected:
             failures.append(f"{name}: answers agree with the peer on {obj['agree']} of {expected}")
+        # Plans compared where no side met the time limit (remote_plan_mbm): their paths must be equal.
+        if "paths_agree" in obj and obj["paths_agree"] != obj["paths_compared"]:
+            failures.append(f"{name}: paths agree with the peer on {obj['paths_agree']} of {obj['paths_compared']}")
     if suite == "convex":
         check_convex(cases, failures)
     if suite == "envrob" and not cases.get("distance_exact", {}).get("max_rel_diff_vs_peer", 1.0) < 1e-9:

@@ -17,26 +17,36 @@
 //                          problems through proximity::remote over sessions and over unary calls, beside
 //                          the same planner and seed in process: median time, solved, time per validity
 //                          query, time_ratio = remote (session) median over in-process median.
+//   remote_plan_mbm        the same on the MotionBenchMaker Panda problems of ../shared/data (the mbm
+//                          suite's loader; each problem's scene sent with CreateScene), with time_ratio
+//                          per family too; skipped when the data is absent.
 // "ours" is the service, "peer" the in-process core; ratio = peer / ours (1 means no overhead). The
 // answers must agree ("agree" counts the samples whose answers all match).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "bench_util.h"
+#include "mbm_data.h"
 #include "proximity/clients/remote_validity.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
 #include "proximity/v1/proximity.grpc.pb.h"
 #include "server/default_scene.h"
+#include "server/convert.h"
 #include "server/log.h"
+#include "server/scene_store.h"
 #include "server/server.h"
 #include "server/worker_pool.h"
 
@@ -472,9 +482,83 @@ int SessionLatency(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng
   return failures;
 }
 
-// RRT-Connect over proximity::remote (sessions, unary calls) beside the same planner in process, lazily
-// certified as the Plan RPC runs it: a sampled quick check grows the trees, candidate paths are certified
-// (over a session: in one round trip each). The same seed gives the same path everywhere ("agree").
+// Plan timings of one remote_plan case: per problem, the same RRT-Connect (same seed) in process, over
+// a session and over unary calls.
+struct PlanSides {
+  static constexpr const char* kNames[3] = {"inprocess", "session", "unary"};
+  std::vector<double> times[3], per_query[3];  // microseconds
+  int solved[3] = {0, 0, 0};
+  // Problems; those where every side ended before 90% of the time limit (a plan cut short by the limit
+  // ends differently on a slower side), and those of them whose three paths are equal.
+  int64_t problems = 0, compared = 0, agree = 0;
+};
+
+// The three contexts on one scene: in process (`scene`), and `session_scene` / `unary_scene` remote
+// (the same scene on the server). Lazily certified, as the Plan RPC runs it: a sampled quick check at
+// ScenePlanning's default resolution grows the trees, candidate paths are certified (over a session: in
+// one round trip each). The same seed gives the same path everywhere ("agree").
+int PlanThreeWays(const std::shared_ptr<const core::Scene>& scene,
+                  const std::shared_ptr<const clients::RemoteScene>& session_scene,
+                  const std::shared_ptr<const clients::RemoteScene>& unary_scene, const std::vector<double>& start,
+                  const std::vector<double>& goal, uint64_t seed, double time_limit_s, PlanSides* sides) {
+  const planners::JointSpace space = planners::JointSpace::ForRobot(scene->robot());
+  core::MotionRequest quick;
+  quick.mode = core::MotionRequest::Mode::kDiscrete;
+  quick.resolution = planners::ScenePlanning::kDefaultQuickResolution;
+  const planners::SceneStateValidity local_state(scene);
+  const planners::SceneMotionValidator local_motion(scene, core::MotionRequest{}), local_quick(scene, quick);
+  const clients::RemoteStateValidity s_state(session_scene), u_state(unary_scene);
+  const clients::RemoteMotionValidator s_motion(session_scene), u_motion(unary_scene);
+  const clients::RemoteMotionValidator s_quick(session_scene, quick), u_quick(unary_scene, quick);
+  const planners::PlanningContext contexts[3] = {{space, &local_state, &local_motion, &local_quick},
+                                                 {space, &s_state, &s_motion, &s_quick},
+                                                 {space, &u_state, &u_motion, &u_quick}};
+  planners::Termination termination;
+  termination.time_limit_s = time_limit_s;
+  planners::PlannerOptions po;
+  po.type = planners::PlannerType::kRrtConnect;
+  po.seed = seed;
+  std::vector<planners::Configuration> paths[3];
+  bool limited = false;
+  for (int k = 0; k < 3; ++k) {
+    const double t0 = Now();
+    auto planned = planners::Plan(contexts[k], start, goal, po, termination);
+    const double s = Now() - t0;
+    if (!planned.ok()) {
+      std::cerr << "service: remote_plan (" << PlanSides::kNames[k] << "): " << planned.error().message << "\n";
+      return 1;
+    }
+    const planners::PlanStats& st = planned.value().stats;
+    sides->times[k].push_back(s * 1e6);
+    sides->per_query[k].push_back(s * 1e6 / static_cast<double>(std::max<int64_t>(
+                                               1, st.state_checks + st.motion_checks + st.quick_motion_checks)));
+    sides->solved[k] += planned.value().solved();
+    paths[k] = planned.value().path;
+    limited = limited || s >= 0.9 * time_limit_s;
+  }
+  ++sides->problems;
+  sides->compared += !limited;
+  sides->agree += !limited && paths[1] == paths[0] && paths[2] == paths[0];
+  return 0;
+}
+
+// The case line: "ours" is the session, the peer the same planner in process; time_ratio = remote
+// (session) median over in-process median.
+JsonLine PlanLine(const std::string& name, const PlanSides& t) {
+  JsonLine line = CaseLine(kSuite, name, t.times[1], Work{}, "the same planner in process", t.times[0]);
+  line.Add("problems", t.problems);
+  line.Add("solved_inprocess", t.solved[0]).Add("solved_session", t.solved[1]).Add("solved_unary", t.solved[2]);
+  line.Add("median_ms_inprocess", Median(t.times[0]) / 1e3).Add("median_ms_session", Median(t.times[1]) / 1e3);
+  line.Add("median_ms_unary", Median(t.times[2]) / 1e3);
+  line.Add("us_per_query_inprocess", Median(t.per_query[0])).Add("us_per_query_session", Median(t.per_query[1]));
+  line.Add("us_per_query_unary", Median(t.per_query[2]));
+  line.Add("time_ratio", Median(t.times[1]) / Median(t.times[0]));
+  line.Add("unary_time_ratio", Median(t.times[2]) / Median(t.times[0]));
+  return line;
+}
+
+// remote_plan: RRT-Connect on the default scene's problems (valid ends far apart whose straight motion
+// collides) through proximity::remote, beside the same planner in process.
 int RemotePlan(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
   const int problems = options.quick ? 4 : 12;
   clients::RemoteOptions ro;
@@ -485,18 +569,6 @@ int RemotePlan(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
   auto unary_scene = clients::RemoteScene::Connect(ro);
   if (!session_scene.ok() || !unary_scene.ok()) return 1;
   const planners::JointSpace space = planners::JointSpace::ForRobot(f.scene->robot());
-  core::MotionRequest quick;
-  quick.mode = core::MotionRequest::Mode::kDiscrete;
-  quick.resolution = planners::ScenePlanning::kDefaultQuickResolution;
-  const planners::SceneStateValidity local_state(f.scene);
-  const planners::SceneMotionValidator local_motion(f.scene, core::MotionRequest{}), local_quick(f.scene, quick);
-  const clients::RemoteStateValidity s_state(session_scene.value()), u_state(unary_scene.value());
-  const clients::RemoteMotionValidator s_motion(session_scene.value()), u_motion(unary_scene.value());
-  const clients::RemoteMotionValidator s_quick(session_scene.value(), quick), u_quick(unary_scene.value(), quick);
-  const planners::PlanningContext contexts[3] = {{space, &local_state, &local_motion, &local_quick},
-                                                 {space, &s_state, &s_motion, &s_quick},
-                                                 {space, &u_state, &u_motion, &u_quick}};
-  // Valid ends far apart whose straight motion collides.
   core::SceneCache cache;
   std::vector<std::pair<std::vector<double>, std::vector<double>>> ends;
   auto valid = [&](const std::vector<double>& q) {
@@ -508,45 +580,158 @@ int RemotePlan(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
     if (!valid(a) || !valid(b) || space.Distance(a, b) < 1.0) continue;
     if (!f.scene->CheckMotion(a, b, {}, &cache).value_or({}).free) ends.emplace_back(a, b);
   }
-  std::vector<double> times[3], per_query[3];
-  int solved[3] = {0, 0, 0};
-  int64_t agree = 0;
-  planners::Termination termination;
-  termination.time_limit_s = 60.0;
+  PlanSides sides;
   for (size_t p = 0; p < ends.size(); ++p) {
-    planners::PlannerOptions po;
-    po.type = planners::PlannerType::kRrtConnect;
-    po.seed = options.seed + p;
-    std::vector<planners::Configuration> paths[3];
-    for (int k = 0; k < 3; ++k) {
-      const double t0 = Now();
-      auto planned = planners::Plan(contexts[k], ends[p].first, ends[p].second, po, termination);
-      const double s = Now() - t0;
-      if (!planned.ok()) {
-        std::cerr << "service: remote_plan: " << planned.error().message << "\n";
-        return 1;
-      }
-      const planners::PlanStats& st = planned.value().stats;
-      times[k].push_back(s * 1e6);
-      per_query[k].push_back(s * 1e6 / static_cast<double>(std::max<int64_t>(
-                                           1, st.state_checks + st.motion_checks + st.quick_motion_checks)));
-      solved[k] += planned.value().solved();
-      paths[k] = planned.value().path;
+    if (PlanThreeWays(f.scene, session_scene.value(), unary_scene.value(), ends[p].first, ends[p].second,
+                      options.seed + p, 60.0, &sides) != 0) {
+      return 1;
     }
-    agree += paths[1] == paths[0] && paths[2] == paths[0];
   }
-  JsonLine line = CaseLine(kSuite, "remote_plan", times[1], Work{}, "the same planner in process", times[0]);
-  line.Add("problems", static_cast<int64_t>(ends.size())).Add("agree", agree);
-  line.Add("solved_inprocess", solved[0]).Add("solved_session", solved[1]).Add("solved_unary", solved[2]);
-  line.Add("median_ms_inprocess", Median(times[0]) / 1e3).Add("median_ms_session", Median(times[1]) / 1e3);
-  line.Add("median_ms_unary", Median(times[2]) / 1e3);
-  line.Add("us_per_query_inprocess", Median(per_query[0])).Add("us_per_query_session", Median(per_query[1]));
-  line.Add("us_per_query_unary", Median(per_query[2]));
-  line.Add("time_ratio", Median(times[1]) / Median(times[0]));
-  line.Add("unary_time_ratio", Median(times[2]) / Median(times[0]));
+  JsonLine line = PlanLine("remote_plan", sides);
+  line.Add("agree", sides.agree);
   line.Add("remote_sessions_opened", session_scene.value()->sessions_opened());
   line.Print();
-  return agree == static_cast<int64_t>(ends.size()) ? 0 : 1;
+  return sides.agree == sides.problems ? 0 : 1;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// Problem `p` as a CreateScene request, as a remote planner sends it: the mbm_panda URDF and SRDF as text
+// with the collision meshes it names in the bundle (keyed as it names them; the visual meshes are not
+// staged and not needed), the problem's primitives as world objects (each primitive its own part at its
+// pose in the root frame) and its allowed pairs.
+v1::CreateSceneRequest MbmSceneRequest(const mbm::MbmProblem& p, const std::string& robot_dir) {
+  v1::CreateSceneRequest request;
+  v1::RobotSource* robot = request.mutable_robot();
+  robot->set_urdf(ReadBytes(robot_dir + "/panda.urdf"));
+  robot->set_srdf(ReadBytes(robot_dir + "/panda.srdf"));
+  const std::regex mesh("filename=\"(package://meshes/([^\"]+))\"");
+  const std::string& urdf = robot->urdf();
+  for (auto it = std::sregex_iterator(urdf.begin(), urdf.end(), mesh); it != std::sregex_iterator(); ++it) {
+    const std::string file = robot_dir + "/meshes/" + (*it)[2].str();
+    if (std::filesystem::is_regular_file(file)) (*robot->mutable_files())[(*it)[1].str()] = ReadBytes(file);
+  }
+  for (const mbm::MbmCollisionObject& o : p.scene.objects) {
+    v1::CollisionObject* object = request.add_objects();
+    object->set_id(o.id);
+    object->mutable_pose()->mutable_orientation()->set_w(1.0);
+    for (const mbm::MbmPrimitive& prim : o.primitives) {
+      v1::ObjectPart* part = object->add_parts();
+      server::ToWire(prim.X_RP, part->mutable_pose());
+      v1::Shape* shape = part->mutable_shape();
+      switch (prim.type) {
+        case mbm::MbmShapeType::kBox:
+          shape->mutable_box()->mutable_size()->set_x(prim.dimensions[0]);
+          shape->mutable_box()->mutable_size()->set_y(prim.dimensions[1]);
+          shape->mutable_box()->mutable_size()->set_z(prim.dimensions[2]);
+          break;
+        case mbm::MbmShapeType::kCylinder:
+          shape->mutable_cylinder()->set_length(prim.dimensions[0]);
+          shape->mutable_cylinder()->set_radius(prim.dimensions[1]);
+          break;
+        case mbm::MbmShapeType::kSphere:
+          shape->mutable_sphere()->set_radius(prim.dimensions[0]);
+          break;
+      }
+    }
+  }
+  for (const auto& [a, b] : p.scene.allowed_pairs) {
+    v1::AllowedPair* pair = request.add_allowed_pairs();
+    pair->set_first(a);
+    pair->set_second(b);
+  }
+  return request;
+}
+
+// remote_plan_mbm: the same on the MotionBenchMaker Panda problems of ../shared/data (the 35 extracted
+// ones, the first of each family with --quick), loaded by the mbm suite's loader. Each problem's scene is
+// sent to the server with CreateScene (RemoteScene::Create); the in-process planner runs on the scene
+// built from that same request, so both sides check the same scene and the same seed gives the same
+// path unless a side meets the time limit. Skipped (saying why, not failing the suite) when the data is
+// absent.
+int RemotePlanMbm(const SuiteOptions& options, Fixture& f) {
+  if (options.robot.given() || !options.problems_dir.empty()) {
+    std::cerr << "service: remote_plan_mbm runs the default MotionBenchMaker Panda problems only; skipped\n";
+    return 0;
+  }
+  SuiteOptions extracted = options;
+  extracted.quick = true;  // the 35 extracted problems: no archive to unpack
+  MbmData data;
+  if (int code = LoadMbmData("service", extracted, &data); code != 0) {
+    std::cerr << "service: remote_plan_mbm skipped\n";
+    return code == 77 ? 0 : 1;
+  }
+  std::vector<mbm::MbmProblem> problems;
+  for (mbm::MbmProblem& p : data.problems) {
+    if (!options.quick || problems.empty() || problems.back().family != p.family) problems.push_back(std::move(p));
+  }
+  const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
+  const double time_limit_s = options.time_limit_s > 0.0 ? options.time_limit_s : (options.quick ? 2.0 : 10.0);
+  std::cerr << "service: remote_plan_mbm: " << problems.size() << " " << data.source << ", " << time_limit_s
+            << " s per plan\n";
+  PlanSides sides;
+  std::map<std::string, PlanSides> families;
+  int64_t sessions = 0;
+  for (size_t k = 0; k < problems.size(); ++k) {
+    const mbm::MbmProblem& p = problems[k];
+    const v1::CreateSceneRequest request = MbmSceneRequest(p, robot_dir);
+    auto built = server::BuildScene(request);
+    auto ends = ProblemEnds(p, *data.robot);
+    clients::RemoteOptions ro;
+    ro.target = f.target;
+    ro.deadline = std::chrono::seconds(60);
+    auto session_scene = clients::RemoteScene::Create(ro, request.SerializeAsString());
+    if (!built.ok() || !ends.ok() || !session_scene.ok()) {
+      std::cerr << "service: remote_plan_mbm: " << p.name << ": "
+                << (!built.ok() ? built.error() : !ends.ok() ? ends.error() : session_scene.error()).message << "\n";
+      return 1;
+    }
+    if (built.value()->id != session_scene.value()->options().scene_id) {
+      std::cerr << "service: remote_plan_mbm: " << p.name << ": the server's scene id differs from the request's\n";
+      return 1;
+    }
+    ro.scene_id = session_scene.value()->options().scene_id;
+    ro.use_session = false;
+    auto unary_scene = clients::RemoteScene::Connect(ro);
+    if (!unary_scene.ok()) return 1;
+    PlanSides one;
+    if (PlanThreeWays(built.value()->scene, session_scene.value(), unary_scene.value(), ends.value().first,
+                      ends.value().second, options.seed + k, time_limit_s, &one) != 0) {
+      return 1;
+    }
+    for (PlanSides* t : {&sides, &families[p.family]}) {
+      for (int s = 0; s < 3; ++s) {
+        t->times[s].push_back(one.times[s][0]);
+        t->per_query[s].push_back(one.per_query[s][0]);
+        t->solved[s] += one.solved[s];
+      }
+      t->problems += 1;
+      t->compared += one.compared;
+      t->agree += one.agree;
+    }
+    sessions += session_scene.value()->sessions_opened();
+    std::cerr << "service: remote_plan_mbm " << p.name << ": in process " << one.times[0][0] / 1e3 << " ms, session "
+              << one.times[1][0] / 1e3 << " ms, unary " << one.times[2][0] / 1e3 << " ms"
+              << (one.compared == 0 ? " (time limit met: paths not compared)"
+                  : one.agree == 1  ? ""
+                                    : " (PATHS DIFFER)")
+              << "\n";
+  }
+  JsonLine line = PlanLine("remote_plan_mbm", sides);
+  // The paths must agree wherever no side met the time limit (bench/check_output.py checks it).
+  line.Add("paths_compared", sides.compared).Add("paths_agree", sides.agree);
+  line.Add("robot", data.robot->name()).Add("source", data.source).Add("time_limit_s", time_limit_s);
+  line.Add("remote_sessions_opened", sessions);
+  for (const auto& [family, t] : families) {
+    line.Add("time_ratio_" + family, Median(t.times[1]) / Median(t.times[0]));
+  }
+  line.Print();
+  return sides.agree == sides.compared ? 0 : 1;
 }
 
 }  // namespace
@@ -588,6 +773,7 @@ int RunService(const SuiteOptions& options) {
   failures += SessionTrack(options, f, rng);
   failures += SessionLatency(options, f, rng);
   failures += RemotePlan(options, f, rng);
+  failures += RemotePlanMbm(options, f);
   return failures == 0 ? 0 : 1;
 }
 

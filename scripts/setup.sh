@@ -13,6 +13,8 @@ set -euo pipefail
 # it from /usr/share/javascript/three); chromium, chromium-driver and python3-selenium: the browser test.
 # ROS 1 from Debian (no catkin, no MoveIt): rospy, a master, the standard messages' Python code and
 # definitions (ros-*-msgs, for genpy to generate proximity_msgs), rospkg: the ROS bridge (clients/ros).
+# nginx: the L7 gRPC proxy in front of replicas (deploy/nginx; ctest replica_proxy starts its own,
+# unprivileged, from a temporary folder).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
@@ -31,6 +33,7 @@ PACKAGES=(
   python3-genpy python3-genmsg python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-shape-msgs
   python3-trajectory-msgs ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-shape-msgs ros-trajectory-msgs
   libjs-three chromium chromium-driver python3-selenium
+  nginx
 )
 
 missing=()

@@ -43,6 +43,15 @@ const char* CodeName(grpc::StatusCode code) {
   }
 }
 
+// A stream an HTTP/2 intermediary reset with INTERNAL_ERROR: an L7 proxy (nginx's grpc_pass) whose
+// replica died after answering had begun cannot send a status, so it resets the stream, which gRPC
+// reports as INTERNAL "Received RST_STREAM with error code 2". proximityd ends every call with a status;
+// such a call is repeated as after UNAVAILABLE.
+bool ResetByProxy(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::INTERNAL &&
+         s.error_message().find("RST_STREAM with error code 2") != std::string::npos;
+}
+
 core::ErrorCode CoreCode(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::INVALID_ARGUMENT:
@@ -164,7 +173,7 @@ struct RemoteScene::Impl {
       if (s.error_code() == grpc::StatusCode::NOT_FOUND && upload.has_value() && restores < options.restore_rounds) {
         ++restores;
         if (const grpc::Status u = SendUpload(); !u.ok()) return u;
-      } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE && options.retry.enabled &&
+      } else if ((s.error_code() == grpc::StatusCode::UNAVAILABLE || ResetByProxy(s)) && options.retry.enabled &&
                  rounds < options.retry.rounds) {
         std::this_thread::sleep_for(options.retry.Backoff(rounds));
         ++rounds;
@@ -566,8 +575,13 @@ struct RemoteSession::Impl {
   }
 
   // Sends `request` (its queries filled by the caller) and reads its answers into `response`. A stream
-  // that ended while idle is replaced once.
+  // that ended while idle is replaced once. As RemoteScene::Impl::Run does for unary calls: a stream
+  // lost with its server (UNAVAILABLE, or reset by an L7 proxy) is opened again after a backoff
+  // (options.retry.rounds times at most), and an open that fails NOT_FOUND for an uploaded scene uploads
+  // it again first (options.restore_rounds times at most); the round trip is then repeated.
   Status RoundTrip() {
+    int restores = 0;
+    int rounds = 0;
     for (int attempt = 0;; ++attempt) {
       if (stream != nullptr && Clock::now() - opened_at > remote->options.session_lifetime) Close();
       const bool fresh = stream == nullptr;
@@ -589,12 +603,27 @@ struct RemoteSession::Impl {
       }
       const bool was_idle_reuse = answered;
       const grpc::Status s = Close();
+      const bool expired = timed_out.load();
       const bool retry = attempt == 0 && was_idle_reuse &&
                          (s.error_code() == grpc::StatusCode::CANCELLED ||
                           s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                           s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
-                         !timed_out.load();
+                         !expired;
       if (retry) continue;
+      const RemoteOptions& o = remote->options;
+      if (fresh && s.error_code() == grpc::StatusCode::NOT_FOUND && remote->upload.has_value() &&
+          restores < o.restore_rounds) {
+        ++restores;
+        if (const grpc::Status u = remote->SendUpload(); !u.ok()) return Failure(u);
+        continue;
+      }
+      if (!expired && (s.error_code() == grpc::StatusCode::UNAVAILABLE || ResetByProxy(s)) && o.retry.enabled &&
+          rounds < o.retry.rounds) {
+        std::this_thread::sleep_for(o.retry.Backoff(rounds));
+        ++rounds;
+        remote->retries.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
       return Failure(s.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without an answer") : s);
     }
   }

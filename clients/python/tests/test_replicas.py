@@ -1,7 +1,7 @@
 """Riding through replica loss: real proximityd replicas on loopback ports behind one client target.
 
-The kill test drives batches of states (CheckStates), motion checks and path streams (ValidatePaths)
-over three replicas from a worker thread, SIGKILLs one replica while calls are in flight, then starts
+The kill test drives batches of states (CheckStates: 96 x 2,000), motion checks and path streams
+(ValidatePaths: 8 x 128 paths) over three replicas from a worker thread, SIGKILLs one replica while calls are in flight, then starts
 a fresh replica on the dead one's port (it lacks the client's scene). Every call must succeed, every
 answer must equal the answer of a single replica, and the fresh replica must have been sent the scene
 by the client. Expected answers come from one replica alone; the client's own counters say how many
@@ -140,8 +140,9 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
             lower, upper = np.array([l.lower for l in info.limits]), np.array([l.upper for l in info.limits])
             chunks = [lower + rng.random((2000, info.dof)) * (upper - lower) for _ in range(96)]
             q0, q1 = support.random_motions(rng, lower, upper, 40)
+            # 8 rounds of 128 paths: 1,024 paths validated over the replicas during the run.
             paths = [np.vstack([lower + rng.random((1, info.dof)) * (upper - lower) for _ in range(6)])
-                     for _ in range(48)]
+                     for _ in range(128)]
             expect_states = [single.check_states(c, scene=scene.scene_id) for c in chunks]
             expect_motions = [single.check_motion(a, b, scene=scene.scene_id) for a, b in zip(q0, q1)]
             expect_paths = single.validate_paths(paths, progress=False, scene=scene.scene_id)
@@ -199,6 +200,7 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
             e = expect_motions[j]
             assert (r.free, r.t_free, r.t_collide) == (e.free, e.t_free, e.t_collide), j
         assert len(got_paths) == len(chunks) // 12
+        assert len(got_paths) * len(paths) >= 1000
         for results in got_paths:
             assert [(r.free, r.segment, r.motion.t_free, r.motion.t_collide) for r in results] == \
                    [(r.free, r.segment, r.motion.t_free, r.motion.t_collide) for r in expect_paths]
@@ -220,6 +222,53 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
     finally:
         for d in replicas + ([fresh] if fresh is not None else []):
             d.kill()
+
+
+def test_a_session_whose_replica_is_killed_is_opened_again_on_another() -> None:
+    """A session on the client's own scene over two replicas: opened where the scene may be missing
+    (NOT_FOUND at open: the client re-sends it), then its replica SIGKILLed between round trips. The
+    next round trip fails UNAVAILABLE, the session is opened again on the other replica, and every answer
+    equals a third replica's reached alone."""
+    rng = np.random.default_rng(31)
+    replicas = _replicas(2, metrics=True)
+    reference = support.Daemon("--threads", "1", "--log-level", "warn", metrics=False).start()
+    try:
+        with Client([d.target for d in replicas], timeout=60, options=FAST_RECONNECT) as client, \
+                reference.client(timeout=60) as direct:
+            scene = client.create_scene_from_files(support.KR5_URDF, objects=_world())
+            assert direct.create_scene_from_files(support.KR5_URDF, objects=_world()).scene_id == scene.scene_id
+            info = direct.get_scene(scene.scene_id)
+            lower, upper = np.array([l.lower for l in info.limits]), np.array([l.upper for l in info.limits])
+            chunks = [lower + rng.random((100, info.dof)) * (upper - lower) for _ in range(6)]
+            q0, q1 = support.random_motions(rng, lower, upper, 6)
+            expect = [direct.check_states(c, scene=scene.scene_id) for c in chunks]
+            expect_motions = [direct.check_motion(a, b, scene=scene.scene_id) for a, b in zip(q0, q1)]
+            with client.session(scene=scene.scene_id) as s:
+                victim = None
+                for i, (c, a, b) in enumerate(zip(chunks, q0, q1)):
+                    np.testing.assert_array_equal(s.check_states(c), expect[i])
+                    r, e = s.check_motion(a, b), expect_motions[i]
+                    assert (r.free, r.t_free, r.t_collide) == (e.free, e.t_free, e.t_collide)
+                    if i == 2:
+                        serving = [d for d in replicas if _in_flight(d, "Session") > 0]
+                        assert len(serving) == 1, "one replica should hold the session's stream"
+                        victim = serving[0]
+                        victim.proc.send_signal(9)
+                        victim.proc.wait()
+                assert victim is not None and s.reopened >= 1
+            assert client.unavailable_retries >= 1
+    finally:
+        for d in replicas + [reference]:
+            d.kill()
+
+
+def _in_flight(d: support.Daemon, rpc: str) -> int:
+    """Calls of `rpc` replica `d` has started and not yet finished."""
+    samples = support.metric_samples(support.fetch(d.metrics_url))
+
+    def total(name: str) -> float:
+        return sum(s.value for s in samples.get(name, []) if s.labels.get("grpc_method") == rpc)
+    return int(total("grpc_server_started_total") - total("grpc_server_handled_total"))
 
 
 def test_max_connection_age_makes_the_client_reconnect() -> None:

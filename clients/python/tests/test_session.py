@@ -119,3 +119,45 @@ def test_protocol_violations_and_the_deadline_end_the_session(client: Client, da
         with pytest.raises(DeadlineExceededError):
             s.check_state(home)
     assert client.check_state(home).free, "the server keeps serving"
+
+
+def test_a_session_on_a_scene_the_server_lost_is_opened_again_after_the_client_resends_it(
+        daemon: support.Daemon, rng: np.random.Generator) -> None:
+    """As unary calls: the server answers NOT_FOUND at open for one of the client's scenes that it no
+    longer holds (here deleted by another client; a restarted or another replica alike), the client sends
+    the scene again and opens the session again, and the answers equal the ones before the loss."""
+    from proximity_client import geometry
+    wall = geometry.collision_object("wall", [geometry.box((0.05, 2.0, 2.0))], at=(0.5, 0.0, 0.5))
+    with daemon.client() as c, daemon.client() as other:
+        scene = c.create_scene_from_files(support.KR5_URDF, objects=[wall])
+        info = c.get_scene(scene.scene_id)
+        states = info.sample(200, rng)
+        edges = _edges(rng, info, 6, step=1.0)
+        expect = c.check_states(states, scene=scene.scene_id)
+        assert 0 < int(expect.sum()) < len(expect)
+        expect_motions = [c.check_motion(a, b, scene=scene.scene_id) for a, b in edges]
+        other.delete_scene(scene.scene_id)
+        assert scene.scene_id not in {s.scene_id for s in other.list_scenes()}
+        restores = c.scene_restores
+        with c.session(scene=scene.scene_id) as s:
+            np.testing.assert_array_equal(s.check_states(states), expect)
+            for (a, b), e in zip(edges, expect_motions):
+                r = s.check_motion(a, b)
+                assert (r.free, r.t_free, r.t_collide) == (e.free, e.t_free, e.t_collide)
+            assert s.reopened == 1 and s.scene_id == scene.scene_id
+        assert c.scene_restores == restores + 1
+        assert scene.scene_id in {s.scene_id for s in other.list_scenes()}
+        # Without auto_restore, or for a scene another client made, the NOT_FOUND reaches the caller.
+        other.delete_scene(scene.scene_id)
+        c.auto_restore = False
+        with c.session(scene=scene.scene_id) as s:
+            with pytest.raises(NotFoundError, match=scene.scene_id):
+                s.check_state(states[0])
+        c.auto_restore = True
+        ball = geometry.collision_object("ball", [geometry.sphere(0.15)], at=(0.3, 0.3, 0.9))
+        mine = other.create_scene_from_files(support.KR5_URDF, objects=[ball])
+        assert not c.owns_scene(mine.scene_id)
+        other.delete_scene(mine.scene_id)
+        with c.session(scene=mine.scene_id) as s:
+            with pytest.raises(NotFoundError):
+                s.check_state(states[0])

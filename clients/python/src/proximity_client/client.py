@@ -165,6 +165,14 @@ class PathStream:
 _SESSION_END = object()
 
 
+def _reset_by_proxy(e: ProximityError) -> bool:
+    """Whether a call failed because an HTTP/2 intermediary reset its stream with INTERNAL_ERROR: an L7
+    proxy (nginx's grpc_pass) whose replica died after answering had begun cannot send a status, so it
+    resets the client's stream, which gRPC reports as INTERNAL "Received RST_STREAM with error code 2".
+    proximityd itself ends every call with a status. Such a call is repeated as after UNAVAILABLE."""
+    return e.code == grpc.StatusCode.INTERNAL and "RST_STREAM with error code 2" in e.details
+
+
 class Session:
     """A query session on one scene (the ``Session`` RPC): one stream, opened once, answering batches of
     CLEAR, LINK and distance queries in order, with the server's caches kept warm from query to query.
@@ -173,21 +181,36 @@ class Session:
     one round trip; the batch methods send all their queries in one. A query the server cannot answer
     (a malformed configuration, a bad mode) raises the error of that query and the session goes on; a
     stream that ends (its deadline, the server's ``--max-call-seconds``, a drain, a protocol violation)
-    raises its status, after which the session is closed: open a new one. Not thread-safe: one per thread.
+    raises its status, after which the session is closed: open a new one. Two endings are ridden
+    through as unary calls ride through them, by opening the session again (on whichever replica
+    answers; the server's caches start cold there) and repeating the round trip: a stream lost with its
+    server (UNAVAILABLE: a replica killed, restarting or draining; or reset by an L7 proxy whose replica
+    died), at most ``retry.rounds`` times with backoff; and NOT_FOUND at open for one of the client's
+    own scenes (a replica that never saw it, or restarted), after the client re-sent the scene
+    (``auto_restore``). ``reopened`` counts them. Not thread-safe: one per thread.
     """
 
     def __init__(self, client: "Client", scene: str, timeout: Optional[float], cold_caches: bool) -> None:
         self.scene = scene
-        self._queue: "queue.Queue[Any]" = queue.Queue()
-        self._open: Optional["pb.SessionOpen"] = pb.SessionOpen(scene_id=scene, cold_caches=cold_caches)
+        self._client = client
+        self._timeout = timeout
+        self._cold_caches = cold_caches
         self._closed = False
         self.round_trips = 0
         #: The scene's content id, joint count and the server's batch limit (after the first round trip).
         self.scene_id: Optional[str] = None
         self.dof: Optional[int] = None
         self.max_batch: Optional[int] = None
+        #: Times the session was opened again (its server lost, or its scene re-sent).
+        self.reopened = 0
+        self._start()
+
+    def _start(self) -> None:
+        """Opens the stream (its first request will carry ``open``)."""
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._open: Optional["pb.SessionOpen"] = pb.SessionOpen(scene_id=self.scene, cold_caches=self._cold_caches)
         try:
-            self._responses = client._stub.Session(iter(self._queue.get, _SESSION_END), timeout=timeout)
+            self._responses = self._client._stub.Session(iter(self._queue.get, _SESSION_END), timeout=self._timeout)
         except grpc.RpcError as e:
             raise from_rpc_error(e, "Session") from None
 
@@ -221,17 +244,49 @@ class Session:
         if self._closed:
             raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
         request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid)
-        if self._open is not None:
-            request.open.CopyFrom(self._open)
-        self._queue.put(request)
-        try:
-            response = next(self._responses)
-        except StopIteration:
+        client, restores, rounds = self._client, 0, 0
+        while True:
+            if self._open is not None:
+                request.open.CopyFrom(self._open)
+            self._queue.put(request)
+            try:
+                response = next(self._responses)
+                break
+            except StopIteration:
+                self._closed = True
+                raise error_for(grpc.StatusCode.INTERNAL, "the session ended without an answer", "Session") from None
+            except grpc.RpcError as e:
+                error = from_rpc_error(e, "Session")
+            # The stream has ended. Only opening can fail NOT_FOUND (the server holds the scene for the
+            # session's life): re-send the scene and open the session again, on whichever server answers.
+            # A lost server: open the session again after a backoff. The queries are idempotent.
+            self._queue.put(_SESSION_END)
+            if error.code == grpc.StatusCode.NOT_FOUND and self._open is not None and client.auto_restore \
+                    and restores < client.restore_rounds and client.owns_scene(self.scene):
+                restores += 1
+                try:
+                    client.restore_scene(self.scene)
+                    self._start()
+                except ProximityError:
+                    self._closed = True
+                    raise
+                self.reopened += 1
+                continue
+            if (error.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(error)) and client.retry is not None \
+                    and rounds < client.retry.rounds:
+                time.sleep(client.retry.backoff(rounds))
+                rounds += 1
+                with client._lock:
+                    client.unavailable_retries += 1
+                try:
+                    self._start()
+                except ProximityError:
+                    self._closed = True
+                    raise
+                self.reopened += 1
+                continue
             self._closed = True
-            raise error_for(grpc.StatusCode.INTERNAL, "the session ended without an answer", "Session") from None
-        except grpc.RpcError as e:
-            self._closed = True
-            raise from_rpc_error(e, "Session") from None
+            raise error from None
         self.round_trips += 1
         if self._open is not None:
             self._open = None
@@ -415,7 +470,8 @@ class Client:
         scenes, re-sends the scene and retries (at most ``restore_rounds`` times: behind round-robin, the
         retry may reach yet another replica that lacks it); when it fails UNAVAILABLE after gRPC's own
         retries (or where gRPC could not retry: a stream already answering), repeats it after a backoff
-        (at most ``retry.rounds`` times). Queries are idempotent, so a repeat gives the same answer."""
+        (at most ``retry.rounds`` times), as after a stream that an L7 proxy reset because the replica behind
+        it died while answering. Queries are idempotent, so a repeat gives the same answer."""
         restores = rounds = 0
         while True:
             try:
@@ -425,7 +481,8 @@ class Client:
                         and self.owns_scene(scene_id):
                     restores += 1
                     self.restore_scene(scene_id)
-                elif e.code == grpc.StatusCode.UNAVAILABLE and self.retry is not None and rounds < self.retry.rounds:
+                elif (e.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(e)) and self.retry is not None \
+                        and rounds < self.retry.rounds:
                     time.sleep(self.retry.backoff(rounds))
                     rounds += 1
                     with self._lock:

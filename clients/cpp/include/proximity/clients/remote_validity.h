@@ -171,8 +171,12 @@ struct RemoteDistance {
 /// kept, whose server-side caches (link poses, GJK warm starts) persist from query to query. Every round
 /// trip has the scene's deadline (the stream is cancelled when it passes). When the stream has ended
 /// while idle (the server drained it or its --max-call-seconds passed), the next round trip is retried
-/// once on a new stream; queries are read-only, so a retry changes no answer. Not thread-safe: one
-/// session per thread (RemoteScene keeps a pool of them for its own calls).
+/// once on a new stream; queries are read-only, so a retry changes no answer. As unary calls, a session
+/// rides through a replica's loss: a stream lost with its server (UNAVAILABLE, or reset by an L7 proxy
+/// whose replica died) is opened again after a backoff (options().retry), and an open that fails
+/// NOT_FOUND for a scene made by RemoteScene::Create uploads the scene again first; the round trip is
+/// then repeated. Not thread-safe: one session per thread (RemoteScene keeps a pool of them for its own
+/// calls).
 class RemoteSession {
  public:
   /// A session on `scene` (which must outlive it); `cold_caches` asks the server to start every query
