@@ -105,13 +105,20 @@ spdlog::level::level_enum CallRecorder::Level() const {
 
 CallCancel::CallCancel(grpc::ServerContext* context, double max_seconds)
     : context_(context),
+      start_(std::chrono::system_clock::now()),
       deadline_(std::min(context->deadline(),
-                         std::chrono::system_clock::now() +
-                             std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                 std::chrono::duration<double>(max_seconds)))) {}
+                         start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                      std::chrono::duration<double>(max_seconds)))) {}
 
 grpc::Status CallCancel::status(std::string_view progress) const {
-  return CallStopped(std::chrono::system_clock::now() + std::chrono::milliseconds(50) >= deadline_, progress);
+  // The server's deadline runs from when the request arrived, the client's from when it was sent: on
+  // a loaded machine the client's timer cancels the call up to the transit delay before the server's
+  // clock reaches the deadline. A cancellation within a quarter of the call's time (50 to 250 ms) of
+  // the deadline is the deadline's.
+  const auto span = deadline_ - start_;
+  const auto window = std::clamp<std::chrono::system_clock::duration>(span / 4, std::chrono::milliseconds(50),
+                                                                      std::chrono::milliseconds(250));
+  return CallStopped(std::chrono::system_clock::now() + window >= deadline_, progress);
 }
 
 StreamWatchdog::StreamWatchdog(grpc::ServerContext* context, std::chrono::system_clock::time_point deadline)
