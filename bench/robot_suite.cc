@@ -204,6 +204,7 @@ class RobotSuite {
   void Distance();
   void DistanceLine(double rel, int reps, const std::vector<double>& fcl_distance,
                     const std::vector<double>& peer_times);
+  void DistanceRandom();
 
   // Distance at states along each start -> goal edge, in order (a coherent sequence).
   void DistanceAlongPath();
@@ -230,7 +231,12 @@ class RobotSuite {
   const SuiteOptions& options_;
   const int reps_ = options_.quick ? 3 : 5;
   const int per_problem_ = options_.quick ? 200 : 100;
-  const int edges_per_problem_ = options_.quick ? 10 : 20;
+  // Random edges per problem: set by MakeEdges so that a full run has at least kMinRandomEdges in all.
+  int edges_per_problem_ = 10;
+  static constexpr int kMinRandomEdges = 10000;
+  // Full runs check our distance against the peer's on this many random states our CLEAR finds free.
+  static constexpr int kDistanceRandomStates = 10000;
+  std::vector<char> random_free_;  // Per random state: our CLEAR's answer.
 
   MbmData data_;
   std::shared_ptr<const RobotModel> robot_;
@@ -438,6 +444,7 @@ void RobotSuite::ClearRandom() {
   std::cerr << "robot: " << random_states_.size() << " random states x " << kRandomReps << " in " << Now() - t0
             << " s\n";
   ReportDisagreements("random", random_states_, ours, peer);
+  random_free_ = ours.free;
   JsonLine line = StateCaseLine(robot_->name(), "clear_random", ours, peer, std::vector<char>(random_states_.size(), 1));
   AddTargetFields(line, ours, peer);
   line.Add("per_family", per_problem_ * static_cast<int64_t>(problems().size() / std::max<size_t>(1, families_.size())));
@@ -482,6 +489,57 @@ void RobotSuite::Distance() {
     fcl_distance[i] = fcl_robot_->Distance(scene, *worlds_[s.problem].manager);
   });
   for (double rel : {0.0, 0.2}) DistanceLine(rel, distance_reps, fcl_distance, peer_times);
+  DistanceRandom();
+}
+
+// Exact distance on random states our CLEAR finds free (every k-th, up to kDistanceRandomStates; 100 in
+// a quick run), each beside the peer's: the peer's distance must lie in our certified interval.
+void RobotSuite::DistanceRandom() {
+  std::vector<int32_t> free;
+  for (size_t i = 0; i < random_free_.size(); ++i) {
+    if (random_free_[i]) free.push_back(static_cast<int32_t>(i));
+  }
+  const size_t want = options_.quick ? 100 : kDistanceRandomStates;
+  const size_t stride = std::max<size_t>(1, free.size() / std::max<size_t>(1, want));
+  std::vector<int32_t> picked;
+  for (size_t i = 0; i < free.size() && picked.size() < want; i += stride) picked.push_back(free[i]);
+  const int n = static_cast<int>(picked.size());
+  if (n == 0) return;
+  std::vector<double> fcl_distance(n);
+  const auto peer_times = TimePerItem(n, 1, [&](int i) {
+    const StateItem& s = random_states_[picked[i]];
+    const Scene& scene = *scenes_[s.problem];
+    PoseFcl(s.q, scene);
+    fcl_distance[i] = fcl_robot_->Distance(scene, *worlds_[s.problem].manager);
+  });
+  std::vector<core::SceneDistanceResult> results(n);
+  const SceneDistanceRequest request;  // exact
+  const auto times = TimePerItem(n, 1, [&](int i) {
+    const StateItem& s = random_states_[picked[i]];
+    results[i] = AnswerOrCount(scenes_[s.problem]->ComputeDistance(s.q, request, &cache_), &failures_);
+  });
+  Work work;
+  int64_t outside = 0, below_count = 0;
+  double worst = 0.0;  // the largest gap between the peer's distance and our interval, metres
+  for (int i = 0; i < n; ++i) {
+    work.Add(results[i].stats);
+    const double tol = 1e-6 + 1e-6 * fcl_distance[i];
+    const double below = results[i].lower_bound - fcl_distance[i], above = fcl_distance[i] - results[i].upper_bound;
+    below_count += below > tol;
+    if (below > tol || above > tol) {
+      ++outside;
+      worst = std::max({worst, below, above});
+      if (outside <= 5) {
+        std::cerr << "DISAGREE distance random " << problems()[random_states_[picked[i]].problem].name << " state "
+                  << picked[i] << ": ours [" << results[i].lower_bound << ", " << results[i].upper_bound << "], FCL "
+                  << fcl_distance[i] << "\n";
+      }
+    }
+  }
+  JsonLine line = CaseLine(kSuite, "distance_random", times, work, kPeer, peer_times);
+  line.Add("robot", robot_->name()).Add("peer_outside_interval", outside).Add("peer_below_lower", below_count);
+  line.Add("peer_above_upper", outside - below_count).Add("peer_outside_max_m", worst);
+  line.Print();
 }
 
 // Our distance with relative error `rel` on the start and goal states, and its line.
@@ -496,13 +554,14 @@ void RobotSuite::DistanceLine(double rel, int reps, const std::vector<double>& f
     results[i] = AnswerOrCount(scenes_[s.problem]->ComputeDistance(s.q, request, &cache_), &failures_);
   });
   Work work;
-  int64_t outside = 0, pairs = 0;
+  int64_t outside = 0, pairs = 0, below = 0;
   double width = 0.0;
   for (int i = 0; i < n; ++i) {
     work.Add(results[i].stats);
     pairs += results[i].pairs_tested;
     width = std::max(width, results[i].upper_bound / std::max(results[i].lower_bound, 1e-300) - 1.0);
     const double tol = 1e-6 + 1e-6 * fcl_distance[i];
+    below += fcl_distance[i] < results[i].lower_bound - tol;
     if (fcl_distance[i] < results[i].lower_bound - tol || fcl_distance[i] > results[i].upper_bound + tol) {
       ++outside;
       if (outside <= 5) {
@@ -513,7 +572,8 @@ void RobotSuite::DistanceLine(double rel, int reps, const std::vector<double>& f
   }
   JsonLine line = CaseLine(kSuite, rel == 0.0 ? "distance_exact" : "distance_rel_0.2", times, work, kPeer, peer_times);
   line.Add("robot", robot_->name());
-  line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("max_relative_width", width);
+  line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("peer_below_lower", below);
+  line.Add("peer_above_upper", outside - below).Add("max_relative_width", width);
   line.Add("pairs_tested_mean", static_cast<double>(pairs) / std::max(1, n));
   line.Print();
 }
@@ -586,10 +646,12 @@ void RobotSuite::SetLinkResolution() {
 }
 
 // Edges, contiguous per problem: random planner-like edges (a free start, a random direction, 0.05 to
-// 1 rad long, clamped to the limits), then the start -> goal edge.
+// 1 rad long, clamped to the limits; at least kMinRandomEdges in a full run), then the start -> goal edge.
 void RobotSuite::MakeEdges() {
   std::mt19937_64 rng(options_.seed + 1);
   StateResult r;
+  const int problems_n = std::max(1, static_cast<int>(problems().size()));
+  edges_per_problem_ = options_.quick ? 10 : std::max(20, (kMinRandomEdges + problems_n - 1) / problems_n);
   for (int32_t k = 0; k < static_cast<int32_t>(problems().size()); ++k) {
     for (int e = 0; e < edges_per_problem_; ++e) {
       EdgeItem edge{k, std::vector<double>(dof_), std::vector<double>(dof_), false};
