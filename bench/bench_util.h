@@ -1,6 +1,7 @@
 #pragma once
 // Timing, statistics and JSON-lines output shared by the benchmark suites.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,11 @@ struct SuiteOptions {
   std::string problems_dir;   ///< Robot and planning suites: MotionBenchMaker-format problems; "" keeps the default.
   std::string out_dir;        ///< generate: the new folder to write the problems into.
   int count = 100;            ///< generate: how many problems.
+  /// robot: the case groups to run (clear, distance, link); empty runs them all.
+  std::vector<std::string> cases;
+  bool RunsCase(const std::string& group) const {
+    return cases.empty() || std::find(cases.begin(), cases.end(), group) != cases.end();
+  }
 };
 
 /// A suite: runs its cases and prints one JSON object per case on stdout. Returns non-zero on failure.

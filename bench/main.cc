@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   app.add_option("--problems", options.problems_dir,
                  "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
                  "in family folders, any depth); --quick keeps the first 5 of each family");
+  app.add_option("--cases", options.cases, "robot: run only these case groups (clear, distance, link)")
+      ->check(CLI::IsMember({"clear", "distance", "link"}))
+      ->delimiter(',');
   app.add_option("--out", options.out_dir, "generate: the new folder to write the problems into");
   app.add_option("--count", options.count, "generate: how many problems (default 100)");
   try {
@@ -118,6 +121,7 @@ int main(int argc, char** argv) {
       if (app.count(flag) > 0) return misuse(std::string(flag) + " needs --robot");
     }
   }
+  if (suite != "robot" && app.count("--cases") > 0) return misuse("--cases applies to the robot suite only");
   if (suite != "generate") {
     for (const char* flag : {"--out", "--count"}) {
       if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to generate only");

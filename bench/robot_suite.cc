@@ -949,10 +949,12 @@ int RobotSuite::Finish() const {
 int RobotSuite::Run() {
   if (int code = Load(); code != 0) return code;
   MakeRandomStates();
-  ClearStartGoal();
-  ClearRandom();
-  Distance();
-  Link();
+  if (options_.RunsCase("clear")) {
+    ClearStartGoal();
+    ClearRandom();
+  }
+  if (options_.RunsCase("distance")) Distance();
+  if (options_.RunsCase("link")) Link();
   return Finish();
 }
 

@@ -471,6 +471,42 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
   EXPECT_GT(2 * proven, asked) << "the maps should prove most short segments apart";
 }
 
+// Pairs are ordered and skipped by their convex stand-ins' bounds; those come from GJK started cold, so
+// an answer depends on the state and the request only, never on what the cache saw before (a service
+// and its clients, or two threads, must agree bit for bit).
+TEST(SceneDistance, AnswersDoNotDependOnTheCachesHistory) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    const auto robot = LoadRobot(rc);
+    ASSERT_NE(robot, nullptr);
+    std::mt19937_64 rng(29);
+    SceneDescription d;
+    d.robot = robot;
+    d.objects = RandomWorld(rng, 0.8, 10);
+    const auto scene = Scene::Build(d).value();
+    std::vector<std::vector<double>> states;
+    for (int k = 0; k < testing::Cases(20); ++k) states.push_back(RandomState(rng, *robot));
+    SceneCache warm;  // asked every state in order, after CLEAR on each (which warms the hull caches)
+    for (const auto& q : states) {
+      for (double rel : {0.0, 0.2}) {
+        SceneDistanceRequest req;
+        req.rel_err = rel;
+        ASSERT_TRUE(scene->CheckState(q, &warm).ok());
+        SceneDistanceResult a, b;
+        PROX_ASSERT_OK_AND_ASSIGN(a, scene->ComputeDistance(q, req, &warm));
+        SceneCache fresh;
+        PROX_ASSERT_OK_AND_ASSIGN(b, scene->ComputeDistance(q, req, &fresh));
+        EXPECT_EQ(a.lower_bound, b.lower_bound) << "rel " << rel;
+        EXPECT_EQ(a.upper_bound, b.upper_bound) << "rel " << rel;
+        EXPECT_EQ(a.pairs_tested, b.pairs_tested) << "rel " << rel;
+        EXPECT_EQ(a.nearest.p_W_robot, b.nearest.p_W_robot) << "rel " << rel;
+      }
+    }
+  }
+}
+
 TEST(SceneDistance, BadRequestsAreRejected) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";

@@ -108,6 +108,7 @@ struct DistanceWalk : PairWalk {
   int32_t best_ka = -1, best_kb = -1;
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in A's frame
   std::vector<NodePairBound>* front_out = nullptr;          // where the walk stopped, for a cache
+  bool dive_first = false;                                  // see Run
 
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
@@ -224,6 +225,12 @@ struct DistanceWalk : PairWalk {
     if (heap.empty()) return;
     // The nearer child of an expanded pair is walked at once, without a trip through the heap, when
     // no queued pair has a smaller bound; best-first order is kept and most heap traffic is saved.
+    // With a budget, the walk also dives to its first leaf pair that way once no queued pair's boxes
+    // overlap: best-first order alone tests leaves only after every pair with a smaller bound, so the
+    // upper bound stays far above the answer while pairs whose bounds already meet the budget are
+    // expanded (envrob: rel_err 0.2 about 10% faster; exact walks keep strict best-first order, which
+    // expands the fewest pairs below the distance).
+    bool dive = dive_first;
     Entry e = pop();
     for (;;) {
       if (e.bound >= threshold) {
@@ -249,6 +256,7 @@ struct DistanceWalk : PairWalk {
         continue;
       }
       if (leaves) {
+        dive = false;
         Stop(e.a, e.b, TestLeaves(e.a, e.b));
         if (upper == 0.0 || heap.empty()) break;
         e = pop();
@@ -264,7 +272,9 @@ struct DistanceWalk : PairWalk {
       }
       if (c1.bound < c0.bound) std::swap(c0, c1);
       push(c1);
-      if (heap.empty() || c0.bound <= heap.top().bound) {
+      // (A dived pair must stay below the threshold: the walk stops at the first pair that is not,
+      // taking it for the smallest bound left.)
+      if (heap.empty() || c0.bound <= heap.top().bound || (dive && c0.bound < threshold && heap.top().bound > 0.0)) {
         e = c0;
         continue;
       }
@@ -357,6 +367,7 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
                     request.max_distance};
   walk.stop_below = request.stop_below;
+  walk.dive_first = request.rel_err > 0.0 || request.abs_err > 0.0;
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();

@@ -89,9 +89,9 @@ Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const Rigid
 }
 
 // distance(q). Candidate pairs (robot part x world part, and the self pairs) are ordered by a cheap
-// lower bound (their world boxes' distance) and queried in that order; a pair is skipped once its
-// cheap bound already meets the budget against the best upper bound found, and each query may stop
-// early at that point. With L the smallest lower bound over all pairs (queried or skipped) and U the
+// lower bound (their world boxes' distance, raised to their convex stand-ins' distance when the boxes'
+// does not settle them) and queried in that order; a pair is skipped once its cheap bound already
+// meets the budget against the best upper bound found, and each query may stop early at that point. With L the smallest lower bound over all pairs (queried or skipped) and U the
 // smallest upper bound, the budget then holds for [L, U] (see the header and mesh_query.h).
 Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
                                                    SceneCache* cache) const {
@@ -104,6 +104,7 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
   struct Candidate {
     int32_t a, b;  // robot part; world part or robot part
     bool self;
+    bool refined;  // `cheap` includes the convex stand-ins' bound (or there are none)
     double padding;
     double cheap;  // lower bound on the padded clearance
   };
@@ -112,34 +113,68 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
   const std::vector<Aabb>& boxes = cache->part_bounds;
   std::vector<Candidate> candidates;
   const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
+  candidates.reserve(static_cast<size_t>(nparts) * world_parts_.size() + self_pairs_.size());
   for (int32_t i = 0; request.world && i < nparts; ++i) {
     const RobotPart& rp = robot_parts_[i];
     for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
       if (AllowedEntityObject(rp.entity, world_parts_[k].object)) continue;
-      candidates.push_back({i, k, false, rp.padding, AabbDistance(boxes[i], world_parts_[k].bounds)});
+      candidates.push_back({i, k, false, false, rp.padding, AabbDistance(boxes[i], world_parts_[k].bounds)});
     }
   }
-  for (const SelfPair& sp : self_pairs_) {
-    if (!request.self) break;
+  for (int32_t s = 0; request.self && s < static_cast<int32_t>(self_pairs_.size()); ++s) {
+    const SelfPair& sp = self_pairs_[s];
     const double pad = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding;
-    candidates.push_back({sp.a, sp.b, true, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
+    // b is the self pair's index until the pair is queried.
+    candidates.push_back({sp.a, s, true, false, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
   }
-  if (!request.per_pair) {
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Candidate& x, const Candidate& y) { return x.cheap < y.cheap; });
-  }
+  // Candidates leave a min-heap by their cheap bound, lazily: once the smallest reaches the budget
+  // against the best upper bound, every remaining one does. A pair whose box bound is below it is first
+  // put back with the bound of its convex stand-ins (one GJK, far cheaper than a walk), so the
+  // walks run in order of the tighter bounds and pairs whose hulls meet the budget are never walked.
+  auto later = [](const Candidate& x, const Candidate& y) { return x.cheap > y.cheap; };
+  if (!request.per_pair) std::make_heap(candidates.begin(), candidates.end(), later);
+  std::size_t remaining = candidates.size();
+  std::size_t next = 0;  // per_pair: candidates in scene order
 
   const double rel = request.rel_err, abs = request.abs_err;
   auto enough = [&](double upper) { return std::min(upper / (1.0 + rel), upper - abs); };
   auto budget_met = [&](const PairDistance& pd) { return pd.upper <= pd.lower * (1.0 + rel) || pd.upper - pd.lower <= abs; };
   double lower = std::numeric_limits<double>::infinity();
   double upper = std::numeric_limits<double>::infinity();
-  for (const Candidate& c : candidates) {
+  for (;;) {
+    Candidate c;
+    if (request.per_pair) {
+      if (next == candidates.size()) break;
+      c = candidates[next++];
+    } else {
+      if (remaining == 0) break;
+      std::pop_heap(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(remaining), later);
+      c = candidates[--remaining];
+    }
     const double stop = request.per_pair ? request.max_distance : std::min(request.max_distance, enough(upper));
     if (!request.per_pair && c.cheap >= stop) {
-      lower = std::min(lower, c.cheap);
-      continue;
+      lower = std::min(lower, c.cheap);  // the smallest bound left: every other one is at least this
+      break;
     }
+    const int32_t self_index = c.self ? c.b : -1;
+    const int32_t other_part = c.self ? self_pairs_[self_index].b : c.b;
+    if (!request.per_pair && !c.refined) {
+      c.refined = true;
+      const Geometry& g = c.self ? robot_parts_[other_part].geometry
+                                 : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].geometry;
+      const RigidTransform& X_g = c.self ? cache->X_WG[other_part] : WorldPartPose(c.b);
+      // GJK starts cold: a warm start would make the answer depend on the cache's history in its last
+      // digits, and the same state and request must give the same answer.
+      const double hull =
+          HullLowerBound(robot_parts_[c.a].geometry, cache->X_WG[c.a], g, X_g, stop + c.padding, &result.stats, nullptr);
+      if (hull - c.padding > c.cheap) {
+        c.cheap = hull - c.padding;
+        candidates[remaining++] = c;
+        std::push_heap(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(remaining), later);
+        continue;
+      }
+    }
+    c.b = other_part;
     if (request.stop()) {
       // Nothing is claimed beyond what was seen: the clearance may be anything up to the best upper bound.
       result.stopped = true;
@@ -170,6 +205,8 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
       query();
     }
     ++result.pairs_tested;
+    // The cheap bound holds for the pair too, and the hulls' may exceed what the walk stopped at.
+    if (!request.per_pair) pd.lower = std::min(pd.upper, std::max(pd.lower, c.cheap));
     pd.pair = c.self ? SelfContact(c.a, c.b) : WorldContact(c.a, world_parts_[c.b].object);
     pd.p_W_robot = r.p_WA;
     pd.p_W_other = r.p_WB;
