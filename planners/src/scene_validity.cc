@@ -92,9 +92,10 @@ core::Result<MotionCheck> SceneMotionValidator::CheckMotion(std::span<const doub
 
 std::string SceneMotionValidator::Describe() const {
   if (certified()) return "certified";
-  char text[64];
+  char text[96];
   if (request_.clearance > 0.0) {
-    std::snprintf(text, sizeof(text), "discrete %.4g, clearance %.4g m", request_.resolution, request_.clearance);
+    std::snprintf(text, sizeof(text), "discrete %.4g, clearance %.4g m%s", request_.resolution, request_.clearance,
+                  request_.clearance_world_only ? " from the world" : "");
   } else {
     std::snprintf(text, sizeof(text), "discrete %.4g", request_.resolution);
   }
@@ -106,6 +107,9 @@ core::MotionRequest Sampled(double resolution, core::Interrupt stop, double clea
   core::MotionRequest request;
   request.stop = stop;
   request.clearance = clearance;
+  // Kept from obstacles only: some arms hold links millimetres apart by design (a flange in its
+  // forearm's fork), and a clearance between robot parts would reject nearly every shortcut there.
+  request.clearance_world_only = true;
   request.mode = core::MotionRequest::Mode::kDiscrete;
   request.resolution = resolution > 0.0 ? resolution : 1.0;
   request.coarse_to_fine = true;  // Trees grow on free or not; a collision is met sooner this way.

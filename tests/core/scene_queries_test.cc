@@ -647,6 +647,61 @@ TEST(SceneClearance, ClearAndLinkCountPairsCloserThanTheClearanceAsContacts) {
   }
 }
 
+// MotionRequest::clearance_world_only: the clearance binds robot-world pairs only, pairs of robot parts
+// need only not touch. Oracle: the brute-force world and self clearances apart, state by state (the
+// sampled check's states, each asked as the request asks it).
+TEST(SceneClearance, ClearanceFromTheWorldOnlyLetsRobotPartsComeCloser) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const RobotCase& rc : robots) {
+    SCOPED_TRACE(rc.name);
+    std::mt19937_64 rng(37);
+    const SceneDescription d = PaddedVariant(RandomWorldScene(rc, rng, 10));
+    const auto scene = Scene::Build(d).value();
+    SceneCache cache;
+    // A clearance most self pairs break somewhere: the median of the free states' self clearances.
+    std::vector<double> selfs;
+    for (int c = 0; c < 40; ++c) {
+      const auto q = RandomState(rng, *d.robot);
+      const double self = Oracle(d, q, false, true).clearance;
+      if (self > 0.0 && Oracle(d, q, true, false).clearance > 0.0) selfs.push_back(self);
+    }
+    ASSERT_GE(selfs.size(), 4u);
+    std::nth_element(selfs.begin(), selfs.begin() + selfs.size() / 2, selfs.end());
+    const double clearance = selfs[selfs.size() / 2];
+    int differ = 0, edges = 0;
+    for (int e = 0; e < testing::Cases(16); ++e) {
+      const auto [q0, q1] = RandomEdge(rng, *scene, &cache);
+      MotionRequest both, world_only;
+      both.mode = world_only.mode = MotionRequest::Mode::kDiscrete;
+      both.resolution = world_only.resolution = 0.1;
+      both.clearance = world_only.clearance = clearance;
+      world_only.clearance_world_only = true;
+      MotionResult a, b;
+      PROX_ASSERT_OK_AND_ASSIGN(a, scene->CheckMotion(q0, q1, both, &cache));
+      PROX_ASSERT_OK_AND_ASSIGN(b, scene->CheckMotion(q0, q1, world_only, &cache));
+      // The oracle over the same states: the world kept at the clearance, the robot's parts apart.
+      double length = 0.0;
+      for (size_t i = 0; i < q0.size(); ++i) length += (q1[i] - q0[i]) * (q1[i] - q0[i]);
+      const int n = std::max(1, static_cast<int>(std::ceil(std::sqrt(length) / world_only.resolution)));
+      bool kept = true, on_boundary = false;
+      for (int k = 0; k <= n && kept; ++k) {
+        const auto q = Along(q0, q1, static_cast<double>(k) / n);
+        const double world = Oracle(d, q, true, false).clearance, self = Oracle(d, q, false, true).clearance;
+        on_boundary |= std::abs(world - clearance) < 1e-9 || self < 1e-9;
+        kept = world > clearance && self > 0.0;
+      }
+      if (on_boundary) continue;
+      ++edges;
+      EXPECT_EQ(b.free, kept) << "edge " << e;
+      if (a.free) EXPECT_TRUE(b.free) << "edge " << e << ": free keeping every pair apart, not the world alone";
+      differ += b.free && !a.free;
+    }
+    EXPECT_GT(edges, 0);
+    EXPECT_SEEN(differ) << "no edge was refused for its robot parts alone";
+  }
+}
+
 TEST(SceneClearance, BadClearanceIsRejectedByName) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";

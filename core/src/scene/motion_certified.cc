@@ -31,12 +31,13 @@ namespace internal {
 class CertifiedMotion {
  public:
   CertifiedMotion(const Scene& scene, std::span<const double> q0, std::span<const double> q1, double clearance,
-                  SceneCache* cache, MotionResult* result)
+                  double self_clearance, SceneCache* cache, MotionResult* result)
       : scene_(scene),
         robot_(*scene.robot_),
         q0_(q0),
         q1_(q1),
         clearance_(clearance),
+        self_clearance_(self_clearance),
         cache_(cache),
         result_(result),
         nparts_(static_cast<int32_t>(scene.robot_parts_.size())),
@@ -120,7 +121,7 @@ class CertifiedMotion {
       const Scene::SelfPair& sp = scene_.self_pairs_[s];
       const double motion = scene_.SelfPairMotion(sp, q0_, q1_);
       if (motion == 0.0) continue;
-      const double padding = scene_.robot_parts_[sp.a].padding + scene_.robot_parts_[sp.b].padding + clearance_;
+      const double padding = scene_.robot_parts_[sp.a].padding + scene_.robot_parts_[sp.b].padding + self_clearance_;
       // A pair with a self-clearance map whose cells along the segment all keep it apart is certified
       // on the whole segment by look-ups (a wrist's flange a few millimetres from its forearm would
       // otherwise take bisection down to millimetre motions, a distance walk at every sample).
@@ -175,7 +176,7 @@ class CertifiedMotion {
   Status CheckEnds(bool* done) {
     for (double t : {0.0, 1.0}) {
       Interpolate(t);
-      const Result<StateResult> state = scene_.CheckStateWith(q_, clearance_, cache_);
+      const Result<StateResult> state = scene_.CheckStateWith(q_, clearance_, self_clearance_, cache_);
       if (!state.ok()) return state.status();
       const StateResult& r = state.value();
       result_->stats += r.stats;
@@ -470,7 +471,8 @@ class CertifiedMotion {
   const Scene& scene_;
   const RobotModel& robot_;
   std::span<const double> q0_, q1_;
-  double clearance_;
+  double clearance_;       // robot-world pairs
+  double self_clearance_;  // pairs of robot parts
   SceneCache* cache_;
   MotionResult* result_;
   const int32_t nparts_;
@@ -503,9 +505,9 @@ class CertifiedMotion {
 }  // namespace internal
 
 Result<MotionResult> Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
-                                                 double clearance, const Interrupt& stop, SceneCache* cache,
-                                                 MotionResult prepass) const {
-  internal::CertifiedMotion walk(*this, q0, q1, clearance, cache, &prepass);
+                                                 double clearance, double self_clearance, const Interrupt& stop,
+                                                 SceneCache* cache, MotionResult prepass) const {
+  internal::CertifiedMotion walk(*this, q0, q1, clearance, self_clearance, cache, &prepass);
   if (Status s = walk.Run(narrow, stop); !s.ok()) return s.error();
   return prepass;
 }

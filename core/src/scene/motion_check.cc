@@ -47,6 +47,15 @@ double SegmentLength(std::span<const double> q0, std::span<const double> q1) {
 
 }  // namespace internal
 
+namespace {
+
+// The clearance pairs of robot parts keep under `request` (MotionRequest::clearance_world_only).
+double SelfClearance(const MotionRequest& request) {
+  return request.clearance_world_only ? 0.0 : request.clearance;
+}
+
+}  // namespace
+
 Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                         const MotionRequest& request, SceneCache* cache) const {
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
@@ -71,12 +80,12 @@ Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<co
     if (!steps.ok()) return steps.error();
     // The ends are left to the certified walk, which checks them first.
     Result<MotionResult> sampled =
-        SampleSegment(q0, q1, steps.value(), true, false, request.clearance, request.stop, cache);
+        SampleSegment(q0, q1, steps.value(), true, false, request.clearance, SelfClearance(request), request.stop, cache);
     if (!sampled.ok() || sampled.value().t_collide >= 0.0 || sampled.value().stopped) return sampled;
     prepass = std::move(sampled).value();
   }
-  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, request.stop, cache,
-                              std::move(prepass));
+  return CheckMotionCertified(q0, q1, request.narrow_collision, request.clearance, SelfClearance(request),
+                              request.stop, cache, std::move(prepass));
 }
 
 // States q0 + (i / n) (q1 - q0), i = 0..n (n from MotionSteps), each checked by CLEAR until one
@@ -85,8 +94,8 @@ Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<co
 // same answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
 // `stop` is asked every kStopPollStates states; when it says stop, MotionResult::stopped is set.
 Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
-                                          bool coarse_to_fine, bool ends, double clearance, const Interrupt& stop,
-                                          SceneCache* cache) const {
+                                          bool coarse_to_fine, bool ends, double clearance, double self_clearance,
+                                          const Interrupt& stop, SceneCache* cache) const {
   MotionResult result;
   std::vector<double> q(q0.size());
   int64_t visited = 0;
@@ -98,7 +107,7 @@ Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<
     }
     const double t = static_cast<double>(i) / static_cast<double>(n);
     for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
-    const Result<StateResult> state = CheckStateWith(q, clearance, cache);
+    const Result<StateResult> state = CheckStateWith(q, clearance, self_clearance, cache);
     if (!state.ok()) {
       *status = state.status();
       return true;
@@ -137,7 +146,7 @@ Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<
 Result<MotionResult> Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
                                                 const MotionRequest& request, SceneCache* cache) const {
   Result<MotionResult> sampled = SampleSegment(q0, q1, steps, request.coarse_to_fine, request.check_ends,
-                                               request.clearance, request.stop, cache);
+                                               request.clearance, SelfClearance(request), request.stop, cache);
   if (!sampled.ok()) return sampled;
   MotionResult& result = sampled.value();
   if (result.t_collide >= 0.0 || result.stopped) return sampled;

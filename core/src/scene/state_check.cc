@@ -368,10 +368,11 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double mar
 
 Result<StateResult> Scene::CheckState(std::span<const double> q, SceneCache* cache, double clearance) const {
   if (Status s = CheckClearance(clearance); !s.ok()) return s.error();
-  return CheckStateWith(q, clearance, cache);
+  return CheckStateWith(q, clearance, clearance, cache);
 }
 
-Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache) const {
+Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clearance, double self_clearance,
+                                          SceneCache* cache) const {
   if (Status s = PoseParts(q, cache, clearance); !s.ok()) return s.error();  // rejects a wrong size or NaN
   StateResult result;
   result.within_limits = robot_->WithinLimits(q);
@@ -382,7 +383,7 @@ Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clea
   }
   for (size_t s = 0; s < self_pairs_.size(); ++s) {
     const SelfPair& sp = self_pairs_[s];
-    const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance;
+    const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + self_clearance;
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).

@@ -159,6 +159,10 @@ struct MotionRequest {
   /// counts as a collision (certified: anywhere on the segment). A planner's shortcuts keep a few
   /// millimetres so that certifying them is cheap. Must be finite and >= 0.
   double clearance = 0.0;
+  /// Both modes: `clearance` binds robot-world pairs only; pairs of robot parts need only keep their
+  /// padding. Some arms hold links millimetres apart by design (a flange in its forearm's fork), where a
+  /// clearance between robot parts would reject every state.
+  bool clearance_world_only = false;
   /// Asked between samples (and, for CheckPath, between segments); when it says stop the check ends
   /// with MotionResult::stopped (or PathResult::stopped) and answers not free.
   Interrupt stop;
@@ -483,8 +487,10 @@ class Scene {
   // Poses and world bounds of every robot part at q, the bounds grown by the part's padding and
   // `margin`; an error status on bad q.
   Status PoseParts(std::span<const double> q, SceneCache* cache, double margin = 0.0) const;
-  // CheckState on a validated clearance.
-  Result<StateResult> CheckStateWith(std::span<const double> q, double clearance, SceneCache* cache) const;
+  // CheckState on a validated clearance: `clearance` for robot-world pairs, `self_clearance` for pairs of
+  // robot parts (each beyond the paddings).
+  Result<StateResult> CheckStateWith(std::span<const double> q, double clearance, double self_clearance,
+                                     SceneCache* cache) const;
   // Two robot parts checked against each other, with the deepest link both hang below: joints above
   // it move both alike and cannot bring them closer.
   struct SelfPair {
@@ -545,11 +551,11 @@ class Scene {
                                            const MotionRequest& request, SceneCache* cache) const;
   // The certified walk, continuing from `prepass` (the sampled pre-pass's answer, or an empty result).
   Result<MotionResult> CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
-                                            double clearance, const Interrupt& stop, SceneCache* cache,
-                                            MotionResult prepass) const;
+                                            double clearance, double self_clearance, const Interrupt& stop,
+                                            SceneCache* cache, MotionResult prepass) const;
   Result<MotionResult> SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t steps,
-                                     bool coarse_to_fine, bool ends, double clearance, const Interrupt& stop,
-                                     SceneCache* cache) const;
+                                     bool coarse_to_fine, bool ends, double clearance, double self_clearance,
+                                     const Interrupt& stop, SceneCache* cache) const;
   // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
   bool CollideWorld(int32_t part, double clearance, SceneCache* cache, StateResult* out) const;
   // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
