@@ -104,9 +104,9 @@ class RemotePlanningTest : public ::testing::Test {
   std::unique_ptr<JointSpace> space_;
 };
 
-// Session answers equal the unary calls' and the core's: states, edges (with last_valid_t and the states
-// posed), a lazy planner's edge batches (a prefix up to the first invalid edge) and distances along a
-// trajectory, warm and cold. One calling thread opens one session and keeps it.
+// Session answers equal the unary calls' and the core's: states, edges (with last_valid_t), a lazy
+// planner's edge batches (a prefix up to the first invalid edge) and distances along a trajectory, warm
+// and cold. One calling thread opens one session and keeps it.
 TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
   planners::Rng rng(3);
   const planners::SceneStateValidity local_state(scene_);
@@ -128,7 +128,8 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
       const MotionCheck um = proximity::testing::ValueOrFail(unary_->CheckMotion(q, q1, {}));
       EXPECT_EQ(sm.valid, lm.valid) << "edge " << i;
       EXPECT_EQ(sm.last_valid_t, lm.last_valid_t) << "edge " << i;
-      EXPECT_EQ(sm.states, lm.states) << "edge " << i;
+      // (The states posed are work, not answer: they follow the per-pair hull warm starts each side's
+      // cache holds from its own earlier queries, so they are not compared.)
       EXPECT_EQ(um.valid, lm.valid) << "edge " << i;
       EXPECT_EQ(um.last_valid_t, lm.last_valid_t) << "edge " << i;
       free_edges += lm.valid;
