@@ -91,8 +91,9 @@ Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const Rigid
 // distance(q). Candidate pairs (robot part x world part, and the self pairs) are ordered by a cheap
 // lower bound (their world boxes' distance, raised to their convex stand-ins' distance when the boxes'
 // does not settle them) and queried in that order; a pair is skipped once its cheap bound already
-// meets the budget against the best upper bound found, and each query may stop early at that point. With L the smallest lower bound over all pairs (queried or skipped) and U the
-// smallest upper bound, the budget then holds for [L, U] (see the header and mesh_query.h).
+// meets the budget against the best upper bound found, and each query may stop early at that point.
+// With L the smallest lower bound over all pairs (queried or skipped) and U the smallest upper bound,
+// the budget then holds for [L, U] (see the header and mesh_query.h).
 Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
                                                    SceneCache* cache) const {
   DistanceRequest budget{request.rel_err, request.abs_err, request.max_distance};

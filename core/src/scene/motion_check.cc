@@ -79,8 +79,8 @@ Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<co
     Result<int64_t> steps = MotionSteps(length, request.prepass_resolution, "prepass_resolution");
     if (!steps.ok()) return steps.error();
     // The ends are left to the certified walk, which checks them first.
-    Result<MotionResult> sampled =
-        SampleSegment(q0, q1, steps.value(), true, false, request.clearance, SelfClearance(request), request.stop, cache);
+    Result<MotionResult> sampled = SampleSegment(q0, q1, steps.value(), true, false, request.clearance,
+                                                 SelfClearance(request), request.stop, cache);
     if (!sampled.ok() || sampled.value().t_collide >= 0.0 || sampled.value().stopped) return sampled;
     prepass = std::move(sampled).value();
   }

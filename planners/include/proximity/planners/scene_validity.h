@@ -83,11 +83,12 @@ class ScenePlanning {
   static constexpr double kDefaultQuickResolution = 0.1;
 
   /// The clearance (m) the simplifier's shortcuts keep from obstacles at their sampled states (the quick
-  /// check with MotionRequest::clearance, clearance_world_only: pairs of robot parts need only not
-  /// touch, since some arms hold links millimetres apart by design). A shortcut that grazes an obstacle at a sample is dear to certify (the
-  /// certified walk's steps shrink with the distance) and likelier to fail certification, sending the
-  /// simplifier round again: on the MotionBenchMaker problems 5 mm cut certification time by 40% and the
-  /// median time to a path by a fifth, for paths 1.5% longer.
+  /// check with MotionRequest::clearance and clearance_world_only: pairs of robot parts need only not
+  /// touch, since some arms hold links millimetres apart by design, a flange in its forearm's fork). A
+  /// shortcut that grazes an obstacle at a sample is dear to certify (the certified walk's steps shrink
+  /// with the distance) and likelier to fail certification, sending the simplifier round again: on the
+  /// MotionBenchMaker problems 5 mm cut certification time by 40% and the median time to a path by a
+  /// fifth, for paths 1.5% longer.
   static constexpr double kDefaultShortcutClearance = 0.005;
   /// `stop` (a cancelled call, an expired deadline) is asked inside every motion check, which then
   /// answers not valid; pass the same condition in the planner's Termination so the call ends.
