@@ -117,6 +117,17 @@ namespace internal {
 /// is inside the tetrahedron. Never NaN for finite input; flat simplices fall back to their faces.
 Vec3 SolveSimplex(GjkSimplex* s);
 
+/// A cached simplex re-posed at the relative pose X_AB (its support points stay on the shapes) and
+/// solved: the point of its hull closest to the origin, as SolveSimplex.
+inline Vec3 RePoseSimplex(const GjkSimplex& cached, const RigidTransform& X_AB, GjkSimplex* s) {
+  *s = cached;
+  for (int32_t i = 0; i < s->size; ++i) {
+    GjkVertex& u = s->vertices[i];
+    u.w = u.p_A - (X_AB.R * u.p_B + X_AB.p);
+  }
+  return SolveSimplex(s);
+}
+
 /// Cosine of the largest turn of the search direction after which a polytope's support search
 /// restarts from its seed vertices (ConvexPolytope's extreme vertices along 14 fixed directions) instead
 /// of climbing from the last support vertex: after a turn of more than about 37 degrees (typical of a
@@ -227,12 +238,7 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
   Vec3 v;
   bool v_in_set = false;  // Whether v is a point of A - B (else only a search direction).
   if (cache && cache->simplex.size > 0) {
-    s = cache->simplex;
-    for (int32_t i = 0; i < s.size; ++i) {
-      GjkVertex& u = s.vertices[i];
-      u.w = u.p_A - (X_AB.R * u.p_B + X_AB.p);
-    }
-    v = internal::SolveSimplex(&s);
+    v = internal::RePoseSimplex(cache->simplex, X_AB, &s);
     v_in_set = true;
   } else {
     s.size = 0;
@@ -345,12 +351,7 @@ GjkIntersectResult GjkIntersect(const ShapeA& a, const RigidTransform& X_WA, con
   bool decided = false;
   if (cache && !warm && cache->simplex.size == 4) {
     // The last query found them intersecting: its tetrahedron's points stay on the shapes.
-    s = cache->simplex;
-    for (int32_t i = 0; i < s.size; ++i) {
-      GjkVertex& u = s.vertices[i];
-      u.w = u.p_A - (X_AB.R * u.p_B + X_AB.p);
-    }
-    v = internal::SolveSimplex(&s);
+    v = internal::RePoseSimplex(cache->simplex, X_AB, &s);
     v_in_set = true;
     r.iterations = 1;
     const double contact = internal::ContactThreshold(margin, options.abs_tolerance, s);
