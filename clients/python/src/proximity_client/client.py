@@ -261,32 +261,23 @@ class Session:
             # session's life): re-send the scene and open the session again, on whichever server answers.
             # A lost server: open the session again after a backoff. The queries are idempotent.
             self._queue.put(_SESSION_END)
-            if error.code == grpc.StatusCode.NOT_FOUND and self._open is not None and client.auto_restore \
-                    and restores < client.restore_rounds and client.owns_scene(self.scene):
+            restore = error.code == grpc.StatusCode.NOT_FOUND and self._open is not None and client.auto_restore \
+                and restores < client.restore_rounds and client.owns_scene(self.scene)
+            if not restore and not client._backed_off(error, rounds):
+                self._closed = True
+                raise error from None
+            if restore:
                 restores += 1
-                try:
-                    client.restore_scene(self.scene)
-                    self._start()
-                except ProximityError:
-                    self._closed = True
-                    raise
-                self.reopened += 1
-                continue
-            if (error.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(error)) and client.retry is not None \
-                    and rounds < client.retry.rounds:
-                time.sleep(client.retry.backoff(rounds))
+            else:
                 rounds += 1
-                with client._lock:
-                    client.unavailable_retries += 1
-                try:
-                    self._start()
-                except ProximityError:
-                    self._closed = True
-                    raise
-                self.reopened += 1
-                continue
-            self._closed = True
-            raise error from None
+            try:
+                if restore:
+                    client.restore_scene(self.scene)
+                self._start()
+            except ProximityError:
+                self._closed = True
+                raise
+            self.reopened += 1
         self.round_trips += 1
         if self._open is not None:
             self._open = None
@@ -481,14 +472,21 @@ class Client:
                         and self.owns_scene(scene_id):
                     restores += 1
                     self.restore_scene(scene_id)
-                elif (e.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(e)) and self.retry is not None \
-                        and rounds < self.retry.rounds:
-                    time.sleep(self.retry.backoff(rounds))
+                elif self._backed_off(e, rounds):
                     rounds += 1
-                    with self._lock:
-                        self.unavailable_retries += 1
                 else:
                     raise
+
+    def _backed_off(self, error: ProximityError, rounds: int) -> bool:
+        """Whether ``error`` (after ``rounds`` repeats so far) is worth repeating: UNAVAILABLE, or a stream an
+        L7 proxy reset, within ``retry.rounds``. If so, waits the backoff and counts the repeat."""
+        if not (error.code == grpc.StatusCode.UNAVAILABLE or _reset_by_proxy(error)) or self.retry is None \
+                or rounds >= self.retry.rounds:
+            return False
+        time.sleep(self.retry.backoff(rounds))
+        with self._lock:
+            self.unavailable_retries += 1
+        return True
 
     def _scene(self, scene: Optional[str]) -> str:
         return self.scene if scene is None else scene
