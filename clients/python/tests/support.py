@@ -262,3 +262,44 @@ def fetch(url: str, timeout: float = 10.0) -> str:
 def same_scenes(a: Sequence[Any], b: Sequence[Any]) -> bool:
     """Whether two list_scenes answers hold the same scenes (ids and versions), in any order."""
     return sorted((s.scene_id, s.version) for s in a) == sorted((s.scene_id, s.version) for s in b)
+
+
+def run_through_a_kill(steps: int, step: Callable[[int], None], victim: "Daemon",
+                       replace: Callable[[], "Daemon"]) -> "Daemon":
+    """Runs ``step(0)`` .. ``step(steps - 1)`` on a worker thread; once a third are done, SIGKILLs ``victim``
+    (no drain: calls in flight on it are cut); once two thirds are done, starts its replacement with
+    ``replace()``. Waits for the worker and re-raises what it raised; asserts the kill came before the
+    run ended. Returns the replacement."""
+    done = 0
+    errors: List[BaseException] = []
+    progress = threading.Condition()
+
+    def drive() -> None:
+        nonlocal done
+        try:
+            for i in range(steps):
+                step(i)
+                with progress:
+                    done = i + 1
+                    progress.notify_all()
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            with progress:
+                errors.append(e)
+                progress.notify_all()
+
+    worker = threading.Thread(target=drive)
+    worker.start()
+    with progress:
+        assert progress.wait_for(lambda: done >= steps // 3 or errors, timeout=300)
+    victim.proc.send_signal(signal.SIGKILL)
+    victim.proc.wait()
+    with progress:
+        done_at_kill = done
+        assert progress.wait_for(lambda: done >= 2 * steps // 3 or errors, timeout=300)
+    fresh = replace()
+    worker.join(timeout=600)
+    assert not worker.is_alive()
+    if errors:
+        raise errors[0]
+    assert done_at_kill < steps, "the run ended before the kill"
+    return fresh

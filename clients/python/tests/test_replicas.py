@@ -10,7 +10,6 @@ calls it repeated and how many scenes it re-sent.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Dict, List
 
 import grpc
@@ -152,46 +151,20 @@ def test_a_replica_killed_mid_run_and_a_fresh_one_lose_no_query(tmp_path: Any) -
         client.create_scene_from_files(support.KR5_URDF, objects=_world())
         assert client.owns_scene(scene.scene_id)
 
-        done = 0
-        errors: List[BaseException] = []
         got_states: Dict[int, np.ndarray] = {}
         got_motions: Dict[int, Any] = {}
         got_paths: List[Any] = []
-        progress = threading.Condition()
 
-        def drive() -> None:
-            nonlocal done
-            try:
-                for i, c in enumerate(chunks):
-                    got_states[i] = client.check_states(c, scene=scene.scene_id, batch_size=500)
-                    j = i % len(q0)
-                    got_motions[j] = client.check_motion(q0[j], q1[j], scene=scene.scene_id)
-                    if i % 12 == 11:
-                        got_paths.append(client.validate_paths(paths, progress=False, scene=scene.scene_id))
-                    with progress:
-                        done = i + 1
-                        progress.notify_all()
-            except BaseException as e:  # noqa: BLE001 - reported by the main thread
-                with progress:
-                    errors.append(e)
-                    progress.notify_all()
+        def step(i: int) -> None:
+            got_states[i] = client.check_states(chunks[i], scene=scene.scene_id, batch_size=500)
+            j = i % len(q0)
+            got_motions[j] = client.check_motion(q0[j], q1[j], scene=scene.scene_id)
+            if i % 12 == 11:
+                got_paths.append(client.validate_paths(paths, progress=False, scene=scene.scene_id))
 
-        worker = threading.Thread(target=drive)
-        worker.start()
-        with progress:
-            assert progress.wait_for(lambda: done >= len(chunks) // 3 or errors, timeout=300)
-        victim.proc.send_signal(9)  # SIGKILL: no drain, calls in flight on it are cut
-        victim.proc.wait()
-        with progress:
-            done_at_kill = done
-        with progress:
-            assert progress.wait_for(lambda: done >= 2 * len(chunks) // 3 or errors, timeout=300)
         # A fresh replica where the dead one listened: it has only the built-in scene.
-        fresh = support.Daemon("--threads", "1", "--log-level", "warn", metrics=False, port=victim.port).start()
-        worker.join(timeout=600)
-        assert not worker.is_alive()
-        assert errors == [], errors
-        assert done_at_kill < len(chunks), "the run ended before the kill"
+        fresh = support.run_through_a_kill(len(chunks), step, victim, lambda: support.Daemon(
+            "--threads", "1", "--log-level", "warn", metrics=False, port=victim.port).start())
 
         # Every answer equals the single replica's.
         for i, expect in enumerate(expect_states):
