@@ -479,15 +479,12 @@ TEST(SceneDistance, AnswersDoNotDependOnTheCachesHistory) {
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
   for (const RobotCase& rc : robots) {
     SCOPED_TRACE(rc.name);
-    const auto robot = LoadRobot(rc);
-    ASSERT_NE(robot, nullptr);
     std::mt19937_64 rng(29);
-    SceneDescription d;
-    d.robot = robot;
-    d.objects = RandomWorld(rng, 0.8, 10);
+    const SceneDescription d = RandomWorldScene(rc, rng, 10);
+    ASSERT_NE(d.robot, nullptr);
     const auto scene = Scene::Build(d).value();
     std::vector<std::vector<double>> states;
-    for (int k = 0; k < testing::Cases(20); ++k) states.push_back(RandomState(rng, *robot));
+    for (int k = 0; k < testing::Cases(20); ++k) states.push_back(RandomState(rng, *d.robot));
     SceneCache warm;  // asked every state in order, after CLEAR on each (which warms the hull caches)
     for (const auto& q : states) {
       for (double rel : {0.0, 0.2}) {
