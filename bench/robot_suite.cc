@@ -205,9 +205,9 @@ class RobotSuite {
   void DistanceLine(double rel, int reps, const std::vector<double>& fcl_distance,
                     const std::vector<double>& peer_times);
   void DistanceRandom();
-
-  // Distance at states along each start -> goal edge, in order (a coherent sequence).
-  void DistanceAlongPath();
+  template <class NameOf>
+  void AddPeerAgreement(JsonLine& line, const std::vector<core::SceneDistanceResult>& results,
+                        const std::vector<double>& fcl_distance, NameOf&& name_of);
 
   // LINK on edges.
   void Link();
@@ -519,10 +519,24 @@ void RobotSuite::DistanceRandom() {
     results[i] = AnswerOrCount(scenes_[s.problem]->ComputeDistance(s.q, request, &cache_), &failures_);
   });
   Work work;
+  for (const auto& r : results) work.Add(r.stats);
+  JsonLine line = CaseLine(kSuite, "distance_random", times, work, kPeer, peer_times);
+  line.Add("robot", robot_->name());
+  AddPeerAgreement(line, results, fcl_distance, [&](int i) {
+    return "random " + problems()[random_states_[picked[i]].problem].name + " state " + std::to_string(picked[i]);
+  });
+  line.Print();
+}
+
+// The peer's distances against our intervals: how many lie outside (below our lower bound, which would
+// be our error, and above our upper bound, the peer's), by at most how much; the first few on stderr,
+// named by `name_of(i)`.
+template <class NameOf>
+void RobotSuite::AddPeerAgreement(JsonLine& line, const std::vector<core::SceneDistanceResult>& results,
+                                  const std::vector<double>& fcl_distance, NameOf&& name_of) {
   int64_t outside = 0, below_count = 0;
   double worst = 0.0;  // the largest gap between the peer's distance and our interval, metres
-  for (int i = 0; i < n; ++i) {
-    work.Add(results[i].stats);
+  for (size_t i = 0; i < results.size(); ++i) {
     const double tol = 1e-6 + 1e-6 * fcl_distance[i];
     const double below = results[i].lower_bound - fcl_distance[i], above = fcl_distance[i] - results[i].upper_bound;
     below_count += below > tol;
@@ -530,16 +544,13 @@ void RobotSuite::DistanceRandom() {
       ++outside;
       worst = std::max({worst, below, above});
       if (outside <= 5) {
-        std::cerr << "DISAGREE distance random " << problems()[random_states_[picked[i]].problem].name << " state "
-                  << picked[i] << ": ours [" << results[i].lower_bound << ", " << results[i].upper_bound << "], FCL "
-                  << fcl_distance[i] << "\n";
+        std::cerr << "DISAGREE distance " << name_of(static_cast<int>(i)) << ": ours [" << results[i].lower_bound
+                  << ", " << results[i].upper_bound << "], FCL " << fcl_distance[i] << "\n";
       }
     }
   }
-  JsonLine line = CaseLine(kSuite, "distance_random", times, work, kPeer, peer_times);
-  line.Add("robot", robot_->name()).Add("peer_outside_interval", outside).Add("peer_below_lower", below_count);
+  line.Add("peer_outside_interval", outside).Add("peer_below_lower", below_count);
   line.Add("peer_above_upper", outside - below_count).Add("peer_outside_max_m", worst);
-  line.Print();
 }
 
 // Our distance with relative error `rel` on the start and goal states, and its line.
@@ -554,26 +565,19 @@ void RobotSuite::DistanceLine(double rel, int reps, const std::vector<double>& f
     results[i] = AnswerOrCount(scenes_[s.problem]->ComputeDistance(s.q, request, &cache_), &failures_);
   });
   Work work;
-  int64_t outside = 0, pairs = 0, below = 0;
+  int64_t pairs = 0;
   double width = 0.0;
   for (int i = 0; i < n; ++i) {
     work.Add(results[i].stats);
     pairs += results[i].pairs_tested;
     width = std::max(width, results[i].upper_bound / std::max(results[i].lower_bound, 1e-300) - 1.0);
-    const double tol = 1e-6 + 1e-6 * fcl_distance[i];
-    below += fcl_distance[i] < results[i].lower_bound - tol;
-    if (fcl_distance[i] < results[i].lower_bound - tol || fcl_distance[i] > results[i].upper_bound + tol) {
-      ++outside;
-      if (outside <= 5) {
-        std::cerr << "DISAGREE distance " << problems()[start_goal_[i].problem].name << " state " << i << ": ours ["
-                  << results[i].lower_bound << ", " << results[i].upper_bound << "], FCL " << fcl_distance[i] << "\n";
-      }
-    }
   }
   JsonLine line = CaseLine(kSuite, rel == 0.0 ? "distance_exact" : "distance_rel_0.2", times, work, kPeer, peer_times);
-  line.Add("robot", robot_->name());
-  line.Add("rel_err", rel).Add("peer_outside_interval", outside).Add("peer_below_lower", below);
-  line.Add("peer_above_upper", outside - below).Add("max_relative_width", width);
+  line.Add("robot", robot_->name()).Add("rel_err", rel);
+  AddPeerAgreement(line, results, fcl_distance, [&](int i) {
+    return problems()[start_goal_[i].problem].name + " state " + std::to_string(i);
+  });
+  line.Add("max_relative_width", width);
   line.Add("pairs_tested_mean", static_cast<double>(pairs) / std::max(1, n));
   line.Print();
 }
@@ -587,53 +591,6 @@ void RobotSuite::Link() {
   const LinkTally tally = CountMisses();
   PrintLinkLines(tally);
   Continuous(tally);
-  DistanceAlongPath();
-}
-
-// Exact distance at kSteps states along every start -> goal edge, walked in order with one cache (the
-// GJK warm starts of the hull tests carry from one state to the next, as along a tracked trajectory),
-// beside the same states with the warm starts dropped before each query. Same answers; the lines say
-// how many hull tests the warm cache answered and at what iteration count.
-void RobotSuite::DistanceAlongPath() {
-  constexpr int kSteps = 40;
-  std::vector<int32_t> paths;
-  for (int32_t i = 0; i < num_edges(); ++i) {
-    if (edges_[i].start_goal) paths.push_back(i);
-  }
-  const int n = static_cast<int>(paths.size()) * kSteps;
-  if (n == 0) return;
-  std::vector<std::vector<double>> states(n);
-  for (int i = 0; i < n; ++i) {
-    const std::span<const double> q = Along(edges_[paths[i / kSteps]], static_cast<double>(i % kSteps) / (kSteps - 1));
-    states[i].assign(q.begin(), q.end());
-  }
-  const SceneDistanceRequest request;  // exact
-  std::vector<core::SceneDistanceResult> warm(n), cold(n);
-  auto scene_of = [&](int i) -> const Scene& { return *scenes_[edges_[paths[i / kSteps]].problem]; };
-  const int reps = options_.quick ? 1 : 2;
-  const auto warm_times = TimePerItem(n, reps, [&](int i) {
-    warm[i] = AnswerOrCount(scene_of(i).ComputeDistance(states[i], request, &cache_), &failures_);
-  });
-  const auto cold_times = TimePerItem(n, reps, [&](int i) {
-    for (auto& h : cache_.hull_caches) h.gjk = core::GjkCache{};
-    cold[i] = AnswerOrCount(scene_of(i).ComputeDistance(states[i], request, &cache_), &failures_);
-  });
-  Work warm_work, cold_work;
-  int64_t differ = 0;
-  for (int i = 0; i < n; ++i) {
-    warm_work.Add(warm[i].stats);
-    cold_work.Add(cold[i].stats);
-    const double tol = 1e-9 + 1e-9 * cold[i].upper_bound;
-    differ += std::abs(warm[i].lower_bound - cold[i].lower_bound) > tol ||
-              std::abs(warm[i].upper_bound - cold[i].upper_bound) > tol;
-  }
-  JsonLine line = CaseLine(kSuite, "distance_along_path", warm_times, warm_work,
-                           "ours, GJK warm starts dropped before each state", cold_times);
-  line.Add("robot", robot_->name()).Add("paths", static_cast<int64_t>(paths.size())).Add("steps", kSteps);
-  line.Add("cold_convex_iterations_per_test", cold_work.convex_iterations / std::max(1.0, cold_work.convex_tests));
-  line.Add("cold_convex_warm_share", cold_work.convex_warm / std::max(1.0, cold_work.convex_tests));
-  line.Add("answers_differ", differ);
-  line.Print();
 }
 
 // OMPL's default: longest valid segment = 1% of the space's maximum extent, which for a
