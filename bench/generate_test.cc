@@ -112,7 +112,7 @@ class GenerateTest : public ::testing::TestWithParam<TestRobot> {
 constexpr int kCount = 6;
 constexpr uint64_t kSeed = 7;
 
-TEST_P(GenerateTest, ProblemsAreFreeReadBackAndHalfCollideOnTheStraightLine) {
+TEST_P(GenerateTest, ProblemsAreFreeSolvableReadBackAndHalfCollideOnTheStraightLine) {
   GeneratorReport report;
   auto problems = GenerateProblems(robot_, kCount, kSeed, &report);
   ASSERT_TRUE(problems.ok()) << problems.error().message;
@@ -183,6 +183,16 @@ TEST_P(GenerateTest, ProblemsAreFreeReadBackAndHalfCollideOnTheStraightLine) {
     if (g.line_collides) {
       EXPECT_TRUE(collides) << "the generator found a collision the dense walk misses";
     }
+    // The problem has a solution: the generator's witness path joins the start to the goal, and the
+    // FCL checker finds it free when walked densely.
+    ASSERT_GE(g.witness.size(), 2u);
+    EXPECT_EQ(g.witness.front(), start.value());
+    EXPECT_EQ(g.witness.back(), goal.value());
+    for (const auto& q : g.witness) EXPECT_TRUE(model.WithinLimits(q));
+    const peers::DensePathResult witness = peers::DensePathCheck(fcl_robot, world, *scene.value(), g.witness, 1e-3, false);
+    ASSERT_TRUE(witness.error.empty()) << witness.error;
+    EXPECT_EQ(witness.segment, -1) << "the FCL checker finds a contact on segment " << witness.segment
+                                   << " of the witness path (" << g.witness.size() << " states)";
   }
   EXPECT_GE(2 * colliding_lines, kCount);
   EXPECT_EQ(report.line_collides, colliding_lines);

@@ -44,6 +44,11 @@ constexpr int kStateTries = 300;
 constexpr int kWorkcellTries = 40;
 // A goal lies at least this fraction of the joint space's diagonal away from its start.
 constexpr double kMinGoalDistance = 0.2;
+// The tree that proves a goal reachable: random states drawn, nodes kept at most, and its step as a
+// fraction of the least goal distance.
+constexpr int kTreeSamples = 1500;
+constexpr size_t kTreeNodes = 300;
+constexpr double kTreeStep = 0.5;
 
 // ---- Numbers and YAML text ----------------------------------------------------------------------
 
@@ -125,6 +130,15 @@ bool LineCollides(const Scene& scene, std::span<const double> q0, std::span<cons
   return m.ok() && !m.value().free && !m.value().undecided && !m.value().stopped;
 }
 
+// Whether the certified check finds the straight segment q0 -> q1 free.
+bool LineFree(const Scene& scene, std::span<const double> q0, std::span<const double> q1, core::SceneCache* cache) {
+  core::MotionRequest request;
+  request.narrow_collision = false;
+  request.prepass_resolution = 0.05;
+  const auto m = scene.CheckMotion(q0, q1, request, cache);
+  return m.ok() && m.value().free;
+}
+
 // ---- Sampling ---------------------------------------------------------------------------------------
 
 double Uniform(std::mt19937_64& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
@@ -141,16 +155,22 @@ double UpperLimit(const RobotModel& robot, int32_t i) {
   return std::isfinite(hi) ? hi : kPi;
 }
 
+// q rounded as written, kept within the limits.
+void RoundWithinLimits(const RobotModel& robot, std::vector<double>* q) {
+  for (int32_t i = 0; i < robot.num_positions(); ++i) {
+    const double lo = LowerLimit(robot, i), hi = UpperLimit(robot, i);
+    double& v = (*q)[static_cast<size_t>(i)];
+    v = Round(v, kUnitScale);
+    if (v > hi) v = std::floor(hi * kUnitScale) / kUnitScale;
+    if (v < lo) v = std::ceil(lo * kUnitScale) / kUnitScale;
+  }
+}
+
 // A uniform configuration within the limits (continuous joints in [-pi, pi]), rounded as written.
 std::vector<double> SampleConfiguration(const RobotModel& robot, std::mt19937_64& rng) {
   std::vector<double> q(static_cast<size_t>(robot.num_positions()));
-  for (int32_t i = 0; i < robot.num_positions(); ++i) {
-    const double lo = LowerLimit(robot, i), hi = UpperLimit(robot, i);
-    double v = Round(Uniform(rng, lo, hi), kUnitScale);
-    if (v > hi) v = std::floor(hi * kUnitScale) / kUnitScale;
-    if (v < lo) v = std::ceil(lo * kUnitScale) / kUnitScale;
-    q[static_cast<size_t>(i)] = v;
-  }
+  for (int32_t i = 0; i < robot.num_positions(); ++i) q[static_cast<size_t>(i)] = Uniform(rng, LowerLimit(robot, i), UpperLimit(robot, i));
+  RoundWithinLimits(robot, &q);
   return q;
 }
 
@@ -591,9 +611,11 @@ class Generator {
       const std::string probe = SceneYaml(model_.name(), name, prims, FullState(robot_, model_.DefaultConfiguration()));
       auto scene = BuildScene(probe, name, robot_.model);
       if (!scene.ok()) return scene.error();
-      std::vector<double> start, goal;
+      std::vector<std::vector<double>> path;
       bool collides = false;
-      if (!FindStartGoal(*scene.value(), need_collision, rng, &start, &goal, &collides)) continue;
+      if (!FindStartGoal(*scene.value(), need_collision, rng, &path, &collides)) continue;
+      const std::vector<double>& start = path.front();
+      const std::vector<double>& goal = path.back();
       const JointState start_state = FullState(robot_, start);
       out.scene_yaml = SceneYaml(model_.name(), name, prims, start_state);
       out.request_yaml = RequestYaml(robot_.group.empty() ? kAllJointsGroup : robot_.group, start_state,
@@ -605,6 +627,7 @@ class Generator {
         return core::Error{core::ErrorCode::kInternal, name + ": the written start or goal reads back differently"};
       }
       out.line_collides = collides;
+      out.witness = std::move(path);
       out.objects = static_cast<int>(prims.size());
       return out;
     }
@@ -615,21 +638,53 @@ class Generator {
   }
 
  private:
-  // A free start, then a free goal far enough from it whose straight line collides (or, when
-  // !need_collision, any free goal far enough; a colliding line is still preferred for a few tries).
-  bool FindStartGoal(const Scene& scene, bool need_collision, std::mt19937_64& rng, std::vector<double>* start,
-                     std::vector<double>* goal, bool* collides) {
+  // A free start; then a tree grown from it whose every edge the certified check finds free, and a goal
+  // among its nodes at least min_goal_distance_ from the start whose straight line collides (or, when
+  // !need_collision, any such node; a colliding line is still preferred for a few tries). *path is the
+  // tree's path from the start to the goal: every problem has a solution. Uniform goals need not: an arm
+  // whose elbow cannot fold through its upper arm has a +-2 pi elbow range cut in three pieces of free
+  // space, and a goal drawn in another piece than the start's has no path at all.
+  bool FindStartGoal(const Scene& scene, bool need_collision, std::mt19937_64& rng,
+                     std::vector<std::vector<double>>* path, bool* collides) {
+    std::vector<double> start;
     bool found = false;
     for (int t = 0; t < kStateTries && !found; ++t) {
-      *start = SampleConfiguration(model_, rng);
-      found = StateFree(scene, *start, &cache_);
+      start = SampleConfiguration(model_, rng);
+      found = StateFree(scene, start, &cache_);
     }
     if (!found) return false;
-    for (int t = 0; t < kStateTries; ++t) {
-      *goal = SampleConfiguration(model_, rng);
-      if (Distance(*start, *goal) < min_goal_distance_ || !StateFree(scene, *goal, &cache_)) continue;
-      *collides = LineCollides(scene, *start, *goal, &cache_);
-      if (*collides || (!need_collision && t >= 20)) return true;
+    std::vector<std::vector<double>> nodes{start};
+    std::vector<size_t> parent{0};
+    const double step = kTreeStep * min_goal_distance_;
+    for (int s = 0; s < kTreeSamples && nodes.size() < kTreeNodes; ++s) {
+      std::vector<double> q = SampleConfiguration(model_, rng);
+      size_t near = 0;
+      double d_near = Distance(nodes[0], q);
+      for (size_t n = 1; n < nodes.size(); ++n) {
+        const double d = Distance(nodes[n], q);
+        if (d < d_near) d_near = d, near = n;
+      }
+      if (d_near > step) {
+        for (size_t i = 0; i < q.size(); ++i) q[i] = nodes[near][i] + (q[i] - nodes[near][i]) * (step / d_near);
+        RoundWithinLimits(model_, &q);
+      }
+      if (!StateFree(scene, q, &cache_) || !LineFree(scene, nodes[near], q, &cache_)) continue;
+      nodes.push_back(std::move(q));
+      parent.push_back(near);
+    }
+    std::vector<size_t> far;
+    for (size_t n = 1; n < nodes.size(); ++n) {
+      if (Distance(start, nodes[n]) >= min_goal_distance_) far.push_back(n);
+    }
+    std::shuffle(far.begin(), far.end(), rng);
+    for (size_t t = 0; t < far.size() && t < static_cast<size_t>(kStateTries); ++t) {
+      *collides = LineCollides(scene, start, nodes[far[t]], &cache_);
+      if (!*collides && (need_collision || t < 20)) continue;
+      path->clear();
+      for (size_t n = far[t]; n != 0; n = parent[n]) path->push_back(nodes[n]);
+      path->push_back(start);
+      std::reverse(path->begin(), path->end());
+      return true;
     }
     return false;
   }

@@ -49,6 +49,9 @@ struct GeneratedProblem {
   std::string scene_yaml;      ///< sceneNNNN.yaml.
   std::string request_yaml;    ///< requestNNNN.yaml.
   bool line_collides = false;  ///< The straight start -> goal line collides (certified check).
+  /// A path from the start to the goal whose every segment the certified check finds free (the generator's
+  /// proof that the problem has a solution); not written to the files.
+  std::vector<std::vector<double>> witness;
   int objects = 0;
 };
 
