@@ -49,6 +49,8 @@ constexpr double kMinGoalDistance = 0.2;
 constexpr int kTreeSamples = 1500;
 constexpr size_t kTreeNodes = 300;
 constexpr double kTreeStep = 0.5;
+// Tree nodes nearest a goal whose straight lines to it are tried.
+constexpr size_t kConnectTries = 5;
 
 // ---- Numbers and YAML text ----------------------------------------------------------------------
 
@@ -638,12 +640,14 @@ class Generator {
   }
 
  private:
-  // A free start; then a tree grown from it whose every edge the certified check finds free, and a goal
-  // among its nodes at least min_goal_distance_ from the start whose straight line collides (or, when
-  // !need_collision, any such node; a colliding line is still preferred for a few tries). *path is the
-  // tree's path from the start to the goal: every problem has a solution. Uniform goals need not: an arm
-  // whose elbow cannot fold through its upper arm has a +-2 pi elbow range cut in three pieces of free
-  // space, and a goal drawn in another piece than the start's has no path at all.
+  // A free start; then a tree grown from it whose every edge the certified check finds free; then a
+  // uniform random free goal at least min_goal_distance_ from the start whose straight line collides
+  // (or, when !need_collision, any such goal; a colliding line is still preferred for a few tries)
+  // and which one of its kConnectTries nearest tree nodes sees along a free straight line. *path is the
+  // tree's path from the start to that node, then the goal: every problem has a solution. Uniform goals
+  // alone need not: an arm whose elbow cannot fold through its upper arm has a +-2 pi elbow range cut
+  // in three pieces of free space, and a goal drawn in another piece than the start's has no path at
+  // all. (The tree's own nodes would do as goals, but an RRT's nodes crowd the joint limits.)
   bool FindStartGoal(const Scene& scene, bool need_collision, std::mt19937_64& rng,
                      std::vector<std::vector<double>>* path, bool* collides) {
     std::vector<double> start;
@@ -658,12 +662,8 @@ class Generator {
     const double step = kTreeStep * min_goal_distance_;
     for (int s = 0; s < kTreeSamples && nodes.size() < kTreeNodes; ++s) {
       std::vector<double> q = SampleConfiguration(model_, rng);
-      size_t near = 0;
-      double d_near = Distance(nodes[0], q);
-      for (size_t n = 1; n < nodes.size(); ++n) {
-        const double d = Distance(nodes[n], q);
-        if (d < d_near) d_near = d, near = n;
-      }
+      const size_t near = NearestNodes(nodes, q, 1)[0];
+      const double d_near = Distance(nodes[near], q);
       if (d_near > step) {
         for (size_t i = 0; i < q.size(); ++i) q[i] = nodes[near][i] + (q[i] - nodes[near][i]) * (step / d_near);
         RoundWithinLimits(model_, &q);
@@ -672,21 +672,34 @@ class Generator {
       nodes.push_back(std::move(q));
       parent.push_back(near);
     }
-    std::vector<size_t> far;
-    for (size_t n = 1; n < nodes.size(); ++n) {
-      if (Distance(start, nodes[n]) >= min_goal_distance_) far.push_back(n);
-    }
-    std::shuffle(far.begin(), far.end(), rng);
-    for (size_t t = 0; t < far.size() && t < static_cast<size_t>(kStateTries); ++t) {
-      *collides = LineCollides(scene, start, nodes[far[t]], &cache_);
+    for (int t = 0; t < kStateTries; ++t) {
+      std::vector<double> goal = SampleConfiguration(model_, rng);
+      if (Distance(start, goal) < min_goal_distance_ || !StateFree(scene, goal, &cache_)) continue;
+      *collides = LineCollides(scene, start, goal, &cache_);
       if (!*collides && (need_collision || t < 20)) continue;
-      path->clear();
-      for (size_t n = far[t]; n != 0; n = parent[n]) path->push_back(nodes[n]);
-      path->push_back(start);
-      std::reverse(path->begin(), path->end());
-      return true;
+      for (size_t n : NearestNodes(nodes, goal, kConnectTries)) {
+        if (!LineFree(scene, nodes[n], goal, &cache_)) continue;
+        path->assign(1, std::move(goal));
+        for (size_t k = n; k != 0; k = parent[k]) path->push_back(nodes[k]);
+        path->push_back(start);
+        std::reverse(path->begin(), path->end());
+        return true;
+      }
     }
     return false;
+  }
+
+  // The indices of the (at most) k nodes nearest q, nearest first.
+  static std::vector<size_t> NearestNodes(const std::vector<std::vector<double>>& nodes, std::span<const double> q,
+                                          size_t k) {
+    std::vector<std::pair<double, size_t>> by_distance;
+    by_distance.reserve(nodes.size());
+    for (size_t n = 0; n < nodes.size(); ++n) by_distance.emplace_back(Distance(nodes[n], q), n);
+    k = std::min(k, by_distance.size());
+    std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k), by_distance.end());
+    std::vector<size_t> out(k);
+    for (size_t i = 0; i < k; ++i) out[i] = by_distance[i].second;
+    return out;
   }
 
   const LoadedRobot& robot_;
