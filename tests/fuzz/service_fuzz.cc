@@ -18,9 +18,11 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_builder.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -93,6 +95,9 @@ v1::CreateSceneRequest BaseSceneRequest() {
   return r;
 }
 
+struct Harness;
+Harness& H();
+
 struct Harness {
   server::Metrics metrics;
   server::SceneRegistry registry;
@@ -127,6 +132,10 @@ struct Harness {
     server = builder.BuildAndStart();
     PROX_FUZZ_CHECK(server != nullptr, "in-process server");
     stub = v1::ProximityService::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
+    // The harness is never destroyed, but gRPC's server threads would still run while the process's
+    // static objects are destroyed at exit (a use-after-free in a server thread, seen once when a
+    // replayed input ended the process): the server shuts down first.
+    std::atexit([] { H().server->Shutdown(std::chrono::system_clock::now()); });
   }
 
   // Back to the one base scene.
