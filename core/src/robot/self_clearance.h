@@ -28,16 +28,7 @@ struct SelfClearanceMap {
   bool hulls_settle = true;           // the convex stand-ins settle enough cells to be asked first
   std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled; negated
                                                 // (sign bit set) while open (see Scene::SelfPairClearance)
-  std::unique_ptr<std::atomic<uint8_t>[]> uses;  // per cell: how often an open bound fell short (saturating)
 
-  // Counts one more use of open cell c that its bound did not decide; true once there have been
-  // `settle_after` (the cell is then worth settling).
-  bool CountShortfall(int64_t c, uint8_t settle_after) const {
-    const uint8_t n = uses[c].load(std::memory_order_relaxed);
-    if (n + 1 >= settle_after) return true;
-    uses[c].store(static_cast<uint8_t>(n + 1), std::memory_order_relaxed);  // a lost update only delays
-    return false;
-  }
   // The distance at a grid point that settles its cell: the loss and a quarter more (the cell then
   // holds at least a quarter of the loss).
   double SettledBy() const { return 1.25 * loss; }

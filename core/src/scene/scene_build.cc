@@ -573,8 +573,6 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
   const int64_t n = map->num_cells();
   map->cells = std::make_unique<std::atomic<float>[]>(static_cast<size_t>(n));
   for (int64_t c = 0; c < n; ++c) map->cells[c].store(std::numeric_limits<float>::quiet_NaN(), std::memory_order_relaxed);
-  map->uses = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) map->uses[c].store(0, std::memory_order_relaxed);
   return map;
 }
 

@@ -72,8 +72,6 @@ constexpr double kSelfClearanceLoss = 0.015;
 constexpr double kSelfClearanceMinLoss = 0.0005;
 constexpr double kSelfClearanceLossShare = 0.75;
 constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 19;
-// A state check settles an open self-clearance cell on this many shortfalls (Scene::SelfPairClearance).
-constexpr uint8_t kSettleAfterUses = 8;
 
 // A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
 // (state_check.cc)

@@ -109,7 +109,7 @@ double Scene::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const dou
   return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
 }
 
-double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need, bool settle_now) const {
+double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   if (map == nullptr) return -1.0;
   const int64_t cell = map->Cell(q);
@@ -124,14 +124,9 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q,
   // an open cell is used again and its bound does not exceed `need`, a walk on the geometries
   // themselves settles it: it proves they keep SettledBy() apart, or finds them closer. States seen
   // once, as random sampling draws them, thus cost little more than without the map; a plan or a path
-  // check, which comes back to its neighbourhoods, gets the exact cells. The walk to SettledBy() costs
-  // many times the caller's own test of the pair at q (parts nested within millimetres meet in most of
-  // their hierarchies), so a state check settles a cell only on its kSettleAfterUses-th shortfall:
-  // cells a plan keeps coming back to are settled, the many a large joint range holds are not paid for
-  // one visit each. A certified motion check, which needs the bound itself, settles at once.
+  // check, which comes back to its neighbourhoods, gets the exact cells.
   const float open_bound = std::isnan(stored) ? 0.0f : -stored;
   if (!std::isnan(stored) && static_cast<double>(open_bound) > need) return open_bound;
-  if (!std::isnan(stored) && !settle_now && !map->CountShortfall(cell, kSettleAfterUses)) return open_bound;
   if (std::isnan(stored) && !map->hulls_settle) {
     map->cells[cell].store(-0.0f, std::memory_order_relaxed);
     return 0.0;
@@ -218,7 +213,7 @@ bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0,
       bound = SelfPairClearance(pair, q, padding);
       if (bound <= padding && fill_budget > 0 && SelfPairClearanceIfKnown(pair, q) < 0.0) {
         --fill_budget;
-        bound = SelfPairClearance(pair, q, padding, true);  // an open cell: its second step settles it
+        bound = SelfPairClearance(pair, q, padding);  // an open cell: its second step settles it
       }
     }
     return bound > padding;
@@ -267,7 +262,7 @@ Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_vi
   if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s.error();
   const Result<const SelfPair*> pair = FindSelfPair(link_a, link_b);
   if (!pair.ok()) return pair.error();
-  return pair.value() == nullptr ? -1.0 : SelfPairClearance(*pair.value(), q, 0.0, true);
+  return pair.value() == nullptr ? -1.0 : SelfPairClearance(*pair.value(), q, 0.0);
 }
 
 Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view link_b, std::span<const double> q0,

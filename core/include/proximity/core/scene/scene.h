@@ -504,10 +504,8 @@ class Scene {
                                                                          const RobotPart& b, int32_t ancestor);
   // A certified lower bound (m) on the distance between the pair's parts at q from its self-clearance
   // map, filling q's cell as far as deciding against `need` takes (see the definition); -1 when the
-  // pair has no map or q lies off its grid. An open cell is settled at once when `settle_now`, else
-  // only once it has fallen short of `need` kSettleAfterUses times (see the definition).
-  double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need,
-                           bool settle_now = false) const;
+  // pair has no map or q lies off its grid.
+  double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const;
   // The same when q's cell is filled already, else -1: never fills.
   double SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const;
   // Whether the pair's map proves it keeps more than `padding` apart everywhere on the joint-space
