@@ -189,7 +189,8 @@ TEST_P(GenerateTest, ProblemsAreFreeSolvableReadBackAndHalfCollideOnTheStraightL
     EXPECT_EQ(g.witness.front(), start.value());
     EXPECT_EQ(g.witness.back(), goal.value());
     for (const auto& q : g.witness) EXPECT_TRUE(model.WithinLimits(q));
-    const peers::DensePathResult witness = peers::DensePathCheck(fcl_robot, world, *scene.value(), g.witness, 1e-3, false);
+    const peers::DensePathResult witness =
+        peers::DensePathCheck(fcl_robot, world, *scene.value(), g.witness, 1e-3, false);
     ASSERT_TRUE(witness.error.empty()) << witness.error;
     EXPECT_EQ(witness.segment, -1) << "the FCL checker finds a contact on segment " << witness.segment
                                    << " of the witness path (" << g.witness.size() << " states)";

@@ -171,7 +171,9 @@ void RoundWithinLimits(const RobotModel& robot, std::vector<double>* q) {
 // A uniform configuration within the limits (continuous joints in [-pi, pi]), rounded as written.
 std::vector<double> SampleConfiguration(const RobotModel& robot, std::mt19937_64& rng) {
   std::vector<double> q(static_cast<size_t>(robot.num_positions()));
-  for (int32_t i = 0; i < robot.num_positions(); ++i) q[static_cast<size_t>(i)] = Uniform(rng, LowerLimit(robot, i), UpperLimit(robot, i));
+  for (int32_t i = 0; i < robot.num_positions(); ++i) {
+    q[static_cast<size_t>(i)] = Uniform(rng, LowerLimit(robot, i), UpperLimit(robot, i));
+  }
   RoundWithinLimits(robot, &q);
   return q;
 }
