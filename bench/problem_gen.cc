@@ -121,23 +121,25 @@ bool StateFree(const Scene& scene, std::span<const double> q, core::SceneCache* 
   return r.value().free;
 }
 
-// Whether the straight segment q0 -> q1 holds a colliding state (certified check, stopping at the first
-// collision it finds; an undecided graze does not count).
-bool LineCollides(const Scene& scene, std::span<const double> q0, std::span<const double> q1,
-                  core::SceneCache* cache) {
+// The certified check of the straight segment q0 -> q1, stopping at the first colliding state it finds.
+Result<core::MotionResult> CheckLine(const Scene& scene, std::span<const double> q0, std::span<const double> q1,
+                                     core::SceneCache* cache) {
   core::MotionRequest request;
   request.narrow_collision = false;
   request.prepass_resolution = 0.05;
-  const auto m = scene.CheckMotion(q0, q1, request, cache);
+  return scene.CheckMotion(q0, q1, request, cache);
+}
+
+// Whether the straight segment q0 -> q1 holds a colliding state (an undecided graze does not count).
+bool LineCollides(const Scene& scene, std::span<const double> q0, std::span<const double> q1,
+                  core::SceneCache* cache) {
+  const auto m = CheckLine(scene, q0, q1, cache);
   return m.ok() && !m.value().free && !m.value().undecided && !m.value().stopped;
 }
 
 // Whether the certified check finds the straight segment q0 -> q1 free.
 bool LineFree(const Scene& scene, std::span<const double> q0, std::span<const double> q1, core::SceneCache* cache) {
-  core::MotionRequest request;
-  request.narrow_collision = false;
-  request.prepass_resolution = 0.05;
-  const auto m = scene.CheckMotion(q0, q1, request, cache);
+  const auto m = CheckLine(scene, q0, q1, cache);
   return m.ok() && m.value().free;
 }
 
