@@ -317,7 +317,16 @@ TEST_F(SessionTest, DeadlinesEndIdleAndUnreadSessions) {
     v1::SessionResponse response;
     ASSERT_TRUE(RoundTrip(stream.get(), request, &response));
     EXPECT_FALSE(stream->Read(&response)) << "nothing more to read; the deadline ends the stream";
-    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    // Both ends time the deadline. On a loaded machine the server's expiry can reach the client as a
+    // reset stream (CANCELLED) before the client's own timer fires (DEADLINE_EXCEEDED); either way the
+    // stream ended by the deadline, not by the server answering.
+    const grpc::Status s = stream->Finish();
+    EXPECT_TRUE(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                s.error_code() == grpc::StatusCode::CANCELLED)
+        << s.error_code() << ": " << s.error_message();
+    EXPECT_TRUE(Eventually([&] {
+      return server_->metrics().HandledCount(Rpc::kSession, grpc::StatusCode::DEADLINE_EXCEEDED) == 1;
+    })) << "the server ends the idle session as its deadline's";
   }
   {
     auto context = Context(std::chrono::seconds(2));
