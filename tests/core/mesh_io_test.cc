@@ -556,6 +556,55 @@ TEST(LoadMeshErrors, ColladaIndexListWithAStrayByte) {
   EXPECT_TRUE(LoadMeshFromMemory(ReadBytes(Fixture("boxes_z_up.dae")), "dae", "fixture").ok());
 }
 
+// Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 10): a float_array whose count a stray byte made
+// unreadable (assimp reads it as 0) under an accessor of 4 points made assimp read past the empty array (a
+// crash). Accessors must fit in the arrays they name, and their numbers must be unsigned integers.
+TEST(LoadMeshErrors, ColladaAccessorPastItsArray) {
+  const std::string tetra =
+      "<COLLADA><library_geometries><geometry id=\"tet\"><mesh>"
+      "<source id=\"pos\"><float_array id=\"pos-array\" count=\"12\">0 0 0 1 0 0 0 1 0 0 0 1</float_array>"
+      "<technique_common><accessor source=\"#pos-array\" count=\"4\" stride=\"3\">"
+      "<param name=\"X\" type=\"float\"/><param name=\"Y\" type=\"float\"/><param name=\"Z\" type=\"float\"/>"
+      "</accessor></technique_common></source>"
+      "<source id=\"names\"><Name_array id=\"names-array\" count=\"12\">a b c d e f g h i j k l</Name_array>"
+      "<technique_common><accessor source=\"#names-array\" count=\"4\" stride=\"3\">"
+      "<param name=\"X\" type=\"name\"/></accessor></technique_common></source>"
+      "<vertices id=\"vtx\"><input semantic=\"POSITION\" source=\"#pos\"/></vertices>"
+      "<triangles count=\"4\"><input semantic=\"VERTEX\" source=\"#vtx\" offset=\"0\"/>"
+      "<p>0 2 1 0 1 3 0 3 2 1 2 3</p></triangles></mesh></geometry></library_geometries>"
+      "<library_visual_scenes><visual_scene id=\"scene\"><node id=\"a\"><instance_geometry url=\"#tet\"/></node>"
+      "</visual_scene></library_visual_scenes><scene><instance_visual_scene url=\"#scene\"/></scene></COLLADA>";
+  // The well-formed document loads (the Name_array beside it is read by no mesh input).
+  const Result<TriangleMesh> good = LoadMeshFromMemory(tetra, "dae", "tetra");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good.value().triangles.size(), 4u);
+  const auto changed = [&](const std::string& from, const std::string& to) {
+    std::string text = tetra;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+  };
+  struct Case {
+    std::string name, text, says;
+  };
+  const std::vector<Case> cases = {
+      {"stray byte in count", changed("count=\"12\">0", "count=\"\xbf" "2\">0"), "not an unsigned integer"},
+      {"short array", changed("count=\"12\">0", "count=\"9\">0"), "of an array of 9 values"},
+      {"offset past the end", changed("count=\"4\" stride", "offset=\"1\" count=\"4\" stride"), "from offset 1"},
+      {"negative count", changed("count=\"4\" stride", "count=\"-1\" stride"), "count=\"-1\""},
+      {"fractional stride", changed("stride=\"3\">", "stride=\"3.5\">"), "stride=\"3.5\""},
+      {"unknown array", changed("source=\"#pos-array\"", "source=\"#nowhere\""), "\"#nowhere\""},
+      {"names as positions", changed("source=\"#pos\"/>", "source=\"#names\"/>"), "holds names"},
+  };
+  for (const Case& c : cases) {
+    ExpectError(LoadMeshFromMemory(c.text, "dae", c.name), ErrorCode::kParseError, c.name, c.says);
+    ExpectError(LoadMeshFromMemory(c.text, "", c.name), ErrorCode::kParseError, c.name, c.says);
+  }
+  // The repository's COLLADA fixture still loads (the shared robots' files are loaded by the tests below).
+  EXPECT_TRUE(LoadMeshFromMemory(ReadBytes(Fixture("boxes_z_up.dae")), "dae", "fixture").ok());
+}
+
 // Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 5): a primitive with a count and no inputs made
 // assimp dereference a null pointer (a crash of the process that loads it).
 TEST(LoadMeshErrors, ColladaPrimitiveWithoutVertexInput) {

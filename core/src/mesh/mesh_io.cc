@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "proximity/core/mesh/mesh.h"
@@ -341,7 +342,8 @@ bool LooksLikeCollada(const std::string& extension, std::string_view bytes) {
 /// Returns f's first message, or nullopt.
 template <class F>
 std::optional<std::string> ForEachColladaElement(std::string_view bytes, std::string_view name, F&& f) {
-  const std::string open = "<" + std::string(name);
+  std::string open(1, '<');
+  open += name;  // not "<" + std::string(name): GCC 12 warns falsely (-Wrestrict) on that once inlined
   for (size_t at = bytes.find(open); at != std::string_view::npos; at = bytes.find(open, at + 1)) {
     const size_t after = at + open.size();
     if (after >= bytes.size()) break;
@@ -394,6 +396,142 @@ std::optional<std::string> CheckColladaPrimitiveInputs(std::string_view bytes) {
         if (inside.substr(in, inside.find('>', in) - in).find("VERTEX") != std::string_view::npos) return std::nullopt;
       }
       return "COLLADA <" + std::string(name) + "> at byte " + std::to_string(at) + " has no <input semantic=\"VERTEX\">";
+    });
+    if (bad) return bad;
+  }
+  return std::nullopt;
+}
+
+/// The value of attribute `name` in the opening tag that starts at `at` (up to its '>'), or nullopt.
+std::optional<std::string_view> ColladaAttribute(std::string_view bytes, size_t at, std::string_view name) {
+  const size_t end = std::min(bytes.find('>', at), bytes.size());
+  const std::string_view tag = bytes.substr(at, end - at);
+  for (size_t k = tag.find(name); k != std::string_view::npos; k = tag.find(name, k + 1)) {
+    if (k == 0 || !std::isspace(static_cast<unsigned char>(tag[k - 1]))) continue;
+    size_t v = k + name.size();
+    while (v < tag.size() && std::isspace(static_cast<unsigned char>(tag[v]))) ++v;
+    if (v >= tag.size() || tag[v] != '=') continue;
+    ++v;
+    while (v < tag.size() && std::isspace(static_cast<unsigned char>(tag[v]))) ++v;
+    if (v >= tag.size() || (tag[v] != '"' && tag[v] != '\'')) continue;
+    const size_t close = tag.find(tag[v], v + 1);
+    if (close == std::string_view::npos) return tag.substr(v + 1);
+    return tag.substr(v + 1, close - v - 1);
+  }
+  return std::nullopt;
+}
+
+/// The unsigned integer an attribute holds (white space around it allowed), or nullopt for anything else
+/// (a sign, a fraction, a stray byte, more than 2^32 - 1, which assimp reads as another number or 0).
+std::optional<uint64_t> ColladaUnsigned(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > 0xffffffffu) return std::nullopt;
+  return value;
+}
+
+/// Data arrays and accessors. assimp 5.2.5 reads an accessor's elements at offset + index * stride of its
+/// array without comparing with the array's size: an accessor that reaches past its array (a float_array
+/// whose count a stray byte made 0, found by mesh_fuzz) reads freed or unmapped memory, and a mesh input
+/// whose accessor names a Name_array or IDREF_array (strings, no numbers) dereferences null. So the count,
+/// stride and offset attributes must be unsigned integers, every accessor must name an array of the
+/// document and fit in it, and no <vertices> or primitive input may read strings.
+std::optional<std::string> CheckColladaAccessors(std::string_view bytes) {
+  struct Array {
+    uint64_t count = 0;
+    bool strings = false;
+  };
+  std::vector<std::pair<std::string, Array>> arrays;  // by id; an id given twice keeps the smaller count
+  const auto find_array = [&](std::string_view id) -> Array* {
+    for (auto& [name, array] : arrays) {
+      if (name == id) return &array;
+    }
+    return nullptr;
+  };
+  const auto number = [&](std::string_view element, size_t at, std::string_view name,
+                          uint64_t fallback) -> std::variant<uint64_t, std::string> {
+    const auto text = ColladaAttribute(bytes, at, name);
+    if (!text) return fallback;
+    const auto value = ColladaUnsigned(*text);
+    if (!value) {
+      return "COLLADA <" + std::string(element) + "> at byte " + std::to_string(at) + " has " + std::string(name) +
+             "=\"" + std::string(text->substr(0, 16)) + "\", not an unsigned integer";
+    }
+    return *value;
+  };
+  for (const std::string_view element : {std::string_view("float_array"), std::string_view("Name_array"),
+                                         std::string_view("IDREF_array")}) {
+    auto bad = ForEachColladaElement(bytes, element, [&](size_t at, size_t) -> std::optional<std::string> {
+      const auto count = number(element, at, "count", 0);
+      if (const auto* why = std::get_if<std::string>(&count)) return *why;
+      const std::string id(ColladaAttribute(bytes, at, "id").value_or(""));
+      Array array{std::get<uint64_t>(count), element != "float_array"};
+      if (Array* seen = find_array(id)) {
+        seen->count = std::min(seen->count, array.count);
+        seen->strings = seen->strings || array.strings;
+      } else {
+        arrays.emplace_back(id, array);
+      }
+      return std::nullopt;
+    });
+    if (bad) return bad;
+  }
+  // Each <source> id and whether its accessor reads strings.
+  std::vector<std::pair<std::string, bool>> sources;
+  auto bad = ForEachColladaElement(bytes, "accessor", [&](size_t at, size_t content) -> std::optional<std::string> {
+    uint64_t field[3] = {};
+    const char* const kNames[] = {"count", "offset", "stride"};
+    for (int k = 0; k < 3; ++k) {
+      const auto value = number("accessor", at, kNames[k], k == 2 ? 1 : 0);
+      if (const auto* why = std::get_if<std::string>(&value)) return *why;
+      field[k] = std::get<uint64_t>(value);
+    }
+    const std::string_view source = ColladaAttribute(bytes, at, "source").value_or("");
+    const Array* array = source.empty() || source.front() != '#' ? nullptr : find_array(source.substr(1));
+    if (array == nullptr) {
+      return "COLLADA <accessor> at byte " + std::to_string(at) + " names source \"" +
+             std::string(source.substr(0, 64)) + "\", not a data array of the document";
+    }
+    uint64_t params = 0;
+    if (content != std::string_view::npos) {
+      const std::string_view inside = bytes.substr(content, std::min(bytes.find("</accessor", content), bytes.size()) - content);
+      for (size_t p = inside.find("<param"); p != std::string_view::npos; p = inside.find("<param", p + 1)) ++params;
+    }
+    const auto [count, offset, stride] = field;
+    if (count > 0 && offset + (count - 1) * stride + std::max<uint64_t>(params, 1) > array->count) {
+      return "COLLADA <accessor> at byte " + std::to_string(at) + " reads " + std::to_string(count) +
+             " elements of stride " + std::to_string(stride) + " from offset " + std::to_string(offset) +
+             " of an array of " + std::to_string(array->count) + " values";
+    }
+    // The <source> this accessor belongs to: the last one opened before it.
+    const size_t source_at = bytes.rfind("<source", at);
+    if (source_at != std::string_view::npos) {
+      sources.emplace_back(std::string(ColladaAttribute(bytes, source_at, "id").value_or("")), array->strings);
+    }
+    return std::nullopt;
+  });
+  if (bad) return bad;
+  // Inputs of <vertices> and of primitives read numbers.
+  static constexpr std::string_view kGeometry[] = {"vertices", "triangles", "polylist",   "polygons",
+                                                   "trifans",  "tristrips", "lines",      "linestrips"};
+  for (const std::string_view name : kGeometry) {
+    const std::string close = "</" + std::string(name);
+    bad = ForEachColladaElement(bytes, name, [&](size_t, size_t content) -> std::optional<std::string> {
+      if (content == std::string_view::npos) return std::nullopt;
+      const std::string_view inside = bytes.substr(content, std::min(bytes.find(close, content), bytes.size()) - content);
+      for (size_t in = inside.find("<input"); in != std::string_view::npos; in = inside.find("<input", in + 1)) {
+        const std::string_view source = ColladaAttribute(inside, in, "source").value_or("");
+        if (source.empty() || source.front() != '#') continue;
+        for (const auto& [id, strings] : sources) {
+          if (strings && id == source.substr(1)) {
+            return "COLLADA <" + std::string(name) + "> input at byte " + std::to_string(content + in) +
+                   " reads source \"" + std::string(source.substr(0, 64)) + "\", which holds names, not numbers";
+          }
+        }
+      }
+      return std::nullopt;
     });
     if (bad) return bad;
   }
@@ -618,6 +756,7 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
       if (auto bad = CheckColladaPrimitiveInputs(bytes.value())) {
         return ParseError("cannot parse " + label + ": " + *bad);
       }
+      if (auto bad = CheckColladaAccessors(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
     }
     std::string why;
     const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension, &why);
@@ -642,6 +781,7 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     if (LooksLikeCollada(hint, bytes)) {
       if (auto bad = CheckColladaIndexLists(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
       if (auto bad = CheckColladaPrimitiveInputs(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+      if (auto bad = CheckColladaAccessors(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
     }
     std::string why;
     const aiScene* scene = ReadWithAssimp(importer, bytes, hint, &why);
