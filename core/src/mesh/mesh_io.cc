@@ -23,10 +23,25 @@
 #include <variant>
 #include <vector>
 
+#include "mesh_read.h"
 #include "proximity/core/mesh/mesh.h"
 
 namespace proximity::core {
+namespace internal {
+
+std::string FormatVec(const Vec3& v) {
+  std::ostringstream os;
+  os << "(" << v.x() << ", " << v.y() << ", " << v.z() << ")";
+  return os.str();
+}
+
+}  // namespace internal
+
 namespace {
+
+using internal::FormatVec;
+using internal::Gathered;
+using internal::ReadObj;
 
 // Degenerate triangles are left in on purpose (no aiProcess_FindDegenerates, which turns them into lines):
 // MakeTriangleMesh removes and counts them.
@@ -48,11 +63,6 @@ Affine ToAffine(const aiMatrix4x4& m) {
   return x;
 }
 
-std::string FormatVec(const Vec3& v) {
-  std::ostringstream os;
-  os << "(" << v.x() << ", " << v.y() << ", " << v.z() << ")";
-  return os.str();
-}
 
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -598,12 +608,6 @@ const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& byt
   return scene;
 }
 
-struct Gathered {
-  std::vector<Vec3> vertices;
-  std::vector<std::array<int32_t, 3>> triangles;
-  int32_t submeshes = 0;
-  int32_t skipped_non_triangles = 0;
-};
 
 /// Appends the triangles of every mesh instance in the node tree, with the node transform chain and then the
 /// per-axis scale applied to its vertices. Mirroring transforms get their triangles' winding reversed so that
@@ -684,14 +688,9 @@ Status ValidateOptions(const MeshLoadOptions& options, const std::string& label)
   return Status::Ok();
 }
 
-/// Turns an imported scene into one cleaned TriangleMesh.
-Result<TriangleMesh> FromScene(const aiScene* scene, const Assimp::Importer& importer, const std::string& extension,
-                               const MeshLoadOptions& options, const std::string& label, MeshLoadReport* report) {
-  if (scene == nullptr) return ParseError("cannot parse " + label + ": " + importer.GetErrorString());
-  if (scene->mRootNode == nullptr) return ParseError(label + " has no triangles (the file holds no scene)");
-  auto gathered = GatherTriangles(*scene, RootTransform(*scene, extension), options.scale, label);
-  if (!gathered.ok()) return gathered.error();
-  Gathered& g = gathered.value();
+/// One cleaned TriangleMesh from what a reader gathered.
+Result<TriangleMesh> Finish(Gathered g, const MeshLoadOptions& options, const std::string& label,
+                            MeshLoadReport* report) {
   if (g.triangles.empty()) {
     std::string message = label + " has no triangles";
     if (g.skipped_non_triangles > 0) {
@@ -709,6 +708,34 @@ Result<TriangleMesh> FromScene(const aiScene* scene, const Assimp::Importer& imp
     report->welded_vertices = cleaning.welded_vertices;
   }
   return mesh;
+}
+
+/// Parses a file's bytes by its extension or format hint: OBJ with the project's reader, every other
+/// format with assimp, after the checks that keep assimp's known failures (crashes, runaway allocation)
+/// away from it.
+Result<TriangleMesh> Parse(const std::string& bytes, const std::string& extension, const MeshLoadOptions& options,
+                           const std::string& label, MeshLoadReport* report) {
+  if (extension == "obj") {
+    Result<Gathered> gathered = ReadObj(bytes, options.scale, label);
+    if (!gathered.ok()) return gathered.error();
+    return Finish(std::move(gathered).value(), options, label, report);
+  }
+  Assimp::Importer importer;
+  if (ReadAsPly(importer, extension, bytes)) {
+    if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+  }
+  if (LooksLikeCollada(extension, bytes)) {
+    for (const auto check : {CheckColladaIndexLists, CheckColladaPrimitiveInputs, CheckColladaAccessors}) {
+      if (auto bad = check(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
+    }
+  }
+  std::string why;
+  const aiScene* scene = ReadWithAssimp(importer, bytes, extension, &why);
+  if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
+  if (scene->mRootNode == nullptr) return ParseError(label + " has no triangles (the file holds no scene)");
+  Result<Gathered> gathered = GatherTriangles(*scene, RootTransform(*scene, extension), options.scale, label);
+  if (!gathered.ok()) return gathered.error();
+  return Finish(std::move(gathered).value(), options, label, report);
 }
 
 /// Runs `load`, turning anything thrown into an Error.
@@ -747,21 +774,7 @@ Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& op
 
     std::string extension = Lower(std::filesystem::path(path).extension().string());
     if (!extension.empty()) extension.erase(0, 1);
-    Assimp::Importer importer;
-    if (ReadAsPly(importer, extension, bytes.value())) {
-      if (auto bad = CheckPly(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
-    }
-    if (LooksLikeCollada(extension, bytes.value())) {
-      if (auto bad = CheckColladaIndexLists(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
-      if (auto bad = CheckColladaPrimitiveInputs(bytes.value())) {
-        return ParseError("cannot parse " + label + ": " + *bad);
-      }
-      if (auto bad = CheckColladaAccessors(bytes.value())) return ParseError("cannot parse " + label + ": " + *bad);
-    }
-    std::string why;
-    const aiScene* scene = ReadWithAssimp(importer, bytes.value(), extension, &why);
-    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
-    return FromScene(scene, importer, extension, options, label, report);
+    return Parse(bytes.value(), extension, options, label, report);
   });
 }
 
@@ -774,19 +787,7 @@ Result<TriangleMesh> LoadMeshFromMemory(const std::string& bytes, const std::str
     if (bytes.empty()) return ParseError(label + " is empty");
     std::string hint = Lower(format_hint);
     if (!hint.empty() && hint.front() == '.') hint.erase(0, 1);
-    Assimp::Importer importer;
-    if (ReadAsPly(importer, hint, bytes)) {
-      if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
-    }
-    if (LooksLikeCollada(hint, bytes)) {
-      if (auto bad = CheckColladaIndexLists(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
-      if (auto bad = CheckColladaPrimitiveInputs(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
-      if (auto bad = CheckColladaAccessors(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
-    }
-    std::string why;
-    const aiScene* scene = ReadWithAssimp(importer, bytes, hint, &why);
-    if (scene == nullptr) return ParseError("cannot parse " + label + ": " + why);
-    return FromScene(scene, importer, hint, options, label, report);
+    return Parse(bytes, hint, options, label, report);
   });
 }
 

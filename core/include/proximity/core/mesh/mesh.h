@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// Triangle meshes: import from files (STL, OBJ, COLLADA, PLY through assimp), validation, and
-/// procedural meshes for tests and primitives.
+/// Triangle meshes: import from files (OBJ with the project's own reader; STL, COLLADA, PLY through
+/// assimp), validation, and procedural meshes for tests and primitives.
 
 #include <array>
 #include <cstdint>
@@ -34,14 +34,16 @@ struct MeshLoadOptions {
 
 /// What loading changed about the file's contents.
 struct MeshLoadReport {
-  int32_t submeshes = 0;                ///< assimp meshes merged into one (node transforms applied).
+  int32_t submeshes = 0;                ///< Meshes merged into one: assimp's (node transforms applied), or OBJ
+                                        ///< groups and materials that hold faces.
   int32_t skipped_non_triangles = 0;    ///< Point and line elements (polygons are triangulated).
   int32_t removed_degenerate = 0;       ///< Triangles with zero area (after welding) that were dropped.
   int32_t welded_vertices = 0;          ///< Input vertices merged into another.
 };
 
-/// Loads a mesh file through assimp. COLLADA files keep the geometry's own axes (the root-node up-axis
-/// rotation assimp adds is reset, as ROS loaders do); other node transforms are applied. Errors name
+/// Loads a mesh file: OBJ with the project's own reader, the other formats through assimp. COLLADA files
+/// keep the geometry's own axes (the root-node up-axis rotation assimp adds is reset, as ROS loaders do);
+/// other node transforms are applied. Errors name
 /// the file: missing, unreadable, not a mesh, no triangles, non-finite coordinates, bad options.
 [[nodiscard]] Result<TriangleMesh> LoadMesh(const std::string& path, const MeshLoadOptions& options = {},
                                             MeshLoadReport* report = nullptr);
