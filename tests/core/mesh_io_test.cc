@@ -502,6 +502,30 @@ TEST(LoadMeshErrors, ObjTextureLineAndAMissingMaterialLibrary) {
   EXPECT_EQ(r.value().triangles.size(), 1u);
 }
 
+// Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 11): OBJ bytes (an mtllib, PLY words among the
+// vertices) that corrupted assimp 5.2.5's heap (AddressSanitizer's allocator check failed). OBJ is read by
+// the project's own reader, and assimp's OBJ importer is taken out, so such bytes never reach it, with an
+// "obj" hint, with none, or with an extension assimp does not know: each names the bad line instead.
+TEST(LoadMeshErrors, ObjBytesThatCorruptedAssimpsHeap) {
+  const std::string input = ReadBytes(TestDataDir() + "/../fuzz/corpus/mesh_fuzz/regression_obj_assimp_heap_corruption");
+  ASSERT_GT(input.size(), 1u);
+  const std::string bytes = input.substr(1);  // the fuzzer's first byte picks the format
+  for (const std::string hint : {"obj", "", "unknownformat"}) {
+    ExpectError(LoadMeshFromMemory(bytes, hint, "heap " + hint), ErrorCode::kParseError, "heap " + hint,
+                "line 4: vertex coordinate 'end_headerne' is not a number");
+  }
+}
+
+// OBJ text without a usable extension is recognised by its content, as before, and read by the project's
+// reader.
+TEST(LoadMesh, ObjWithoutAnExtensionIsReadByItsContent) {
+  for (const std::string hint : {"", "txt", "unknownformat"}) {
+    const auto r = LoadMeshFromMemory("# a triangle\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", hint, "no extension");
+    ASSERT_TRUE(r.ok()) << hint << ": " << r.error().message;
+    EXPECT_EQ(r.value().triangles.size(), 1u);
+  }
+}
+
 // assimp follows an OBJ's mtllib to the real file system, whatever FileAccess allows; a FIFO there
 // blocked the load for ever. Loads open no file but the mesh's own.
 TEST(LoadMesh, ObjMaterialLibraryIsNeverOpened) {

@@ -1,3 +1,4 @@
+#include <assimp/BaseImporter.h>
 #include <assimp/IOStream.hpp>
 #include <assimp/IOSystem.hpp>
 #include <assimp/Importer.hpp>
@@ -562,33 +563,37 @@ class NoFiles final : public Assimp::IOSystem {
   void Close(Assimp::IOStream*) override {}
 };
 
-/// Turns every "mtllib" into "#tllib". When an OBJ's material library cannot be opened, assimp 5.2.5 parses
-/// the OBJ bytes themselves as the library, and a texture line there (map_Kd, map_Ks, ...) ahead of any
-/// newmtl writes through a null material: a crash. Materials are never used. Every occurrence goes, not
-/// only those at a line start, since assimp also ends lines at bytes such as NUL. Returns whether any did.
-bool DisableMaterialLibraries(std::string* bytes) {
-  bool changed = false;
-  for (size_t at = bytes->find("mtllib"); at != std::string::npos; at = bytes->find("mtllib", at + 6)) {
-    (*bytes)[at] = '#';
-    changed = true;
+/// Whether bytes with no usable extension are OBJ text, by the rule assimp's OBJ importer claims them: a
+/// line of the first 200 bytes that starts with an OBJ statement.
+bool LooksLikeObj(std::string_view bytes) {
+  static constexpr std::string_view kStatements[] = {"mtllib", "usemtl", "v ", "vt ", "vn ", "o ", "g ", "s ", "f "};
+  const std::string head = Lower(std::string(bytes.substr(0, 200)));
+  for (size_t line = 0; line < head.size(); line = head.find('\n', line) + 1) {
+    const size_t first = head.find_first_not_of(" \t", line);
+    if (first == std::string::npos) break;
+    for (const std::string_view s : kStatements) {
+      if (std::string_view(head).substr(first, s.size()) == s) return true;
+    }
+    if (head.find('\n', line) == std::string::npos) break;
   }
-  return changed;
+  return false;
 }
 
-/// assimp's post-processed scene of `bytes` (owned by `importer`), read with NoFiles and without material
-/// libraries; nullptr with *error set when assimp cannot read the bytes or their faces are unusable.
+/// assimp's post-processed scene of `bytes` (owned by `importer`), read with NoFiles and without assimp's
+/// OBJ importer; nullptr with *error set when assimp cannot read the bytes or their faces are unusable.
 /// Post-processing runs only after the raw faces are checked: assimp 5.2.5's triangulation asserts (aborts
 /// the process) on a face without indices, which several of its importers produce from malformed files.
 const aiScene* ReadWithAssimp(Assimp::Importer& importer, const std::string& bytes, const std::string& extension,
                               std::string* error) {
   importer.SetIOHandler(new NoFiles());
-  std::string edited;
-  const std::string* input = &bytes;
-  if (bytes.find("mtllib") != std::string::npos) {
-    edited = bytes;
-    if (DisableMaterialLibraries(&edited)) input = &edited;
+  // OBJ is the project's reader's: assimp's OBJ importer is taken out, so no bytes reach it by their
+  // content either (it wrote through a null material when an mtllib could not be opened, and corrupted
+  // its heap on other inputs mesh_fuzz found). Unregistering hands the importer object back: delete it.
+  if (Assimp::BaseImporter* obj = importer.GetImporter("obj")) {
+    importer.UnregisterLoader(obj);
+    delete obj;
   }
-  const aiScene* raw = importer.ReadFileFromMemory(input->data(), input->size(), 0, extension.c_str());
+  const aiScene* raw = importer.ReadFileFromMemory(bytes.data(), bytes.size(), 0, extension.c_str());
   if (raw == nullptr) {
     *error = importer.GetErrorString();
     return nullptr;
@@ -715,12 +720,13 @@ Result<TriangleMesh> Finish(Gathered g, const MeshLoadOptions& options, const st
 /// away from it.
 Result<TriangleMesh> Parse(const std::string& bytes, const std::string& extension, const MeshLoadOptions& options,
                            const std::string& label, MeshLoadReport* report) {
-  if (extension == "obj") {
+  Assimp::Importer importer;
+  const bool unknown = extension.empty() || !importer.IsExtensionSupported("." + extension);
+  if (extension == "obj" || (unknown && LooksLikeObj(bytes))) {
     Result<Gathered> gathered = ReadObj(bytes, options.scale, label);
     if (!gathered.ok()) return gathered.error();
     return Finish(std::move(gathered).value(), options, label, report);
   }
-  Assimp::Importer importer;
   if (ReadAsPly(importer, extension, bytes)) {
     if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
   }
