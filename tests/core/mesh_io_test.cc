@@ -502,12 +502,12 @@ TEST(LoadMeshErrors, ObjTextureLineAndAMissingMaterialLibrary) {
   EXPECT_EQ(r.value().triangles.size(), 1u);
 }
 
-// Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 11): OBJ bytes (an mtllib, PLY words among the
-// vertices) that corrupted assimp 5.2.5's heap (AddressSanitizer's allocator check failed). OBJ is read by
-// the project's own reader, and assimp's OBJ importer is taken out, so such bytes never reach it, with an
-// "obj" hint, with none, or with an extension assimp does not know: each names the bad line instead.
-TEST(LoadMeshErrors, ObjBytesThatCorruptedAssimpsHeap) {
-  const std::string input = ReadBytes(TestDataDir() + "/../fuzz/corpus/mesh_fuzz/regression_obj_assimp_heap_corruption");
+// OBJ is read by the project's reader, with an "obj" hint, with none, or with an extension assimp does not
+// know, and assimp's OBJ importer is taken out: these bytes (an mtllib, PLY words among the vertices; the
+// input during which a mesh_fuzz run stopped at heap corruption, which was a PLY's: finding 11, test
+// PlyElementsDeclaredTwice) get the reader's message naming the bad line, whatever the route.
+TEST(LoadMeshErrors, ObjBytesNeverReachAssimp) {
+  const std::string input = ReadBytes(TestDataDir() + "/../fuzz/corpus/mesh_fuzz/regression_obj_mtllib_and_ply_words");
   ASSERT_GT(input.size(), 1u);
   const std::string bytes = input.substr(1);  // the fuzzer's first byte picks the format
   for (const std::string hint : {"obj", "", "unknownformat"}) {
@@ -543,6 +543,34 @@ TEST(LoadMesh, ObjMaterialLibraryIsNeverOpened) {
   }).detach();
   ASSERT_EQ(loaded.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the load opened the FIFO";
   EXPECT_TRUE(loaded.get());
+}
+
+// Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 11): a PLY header declaring its vertex and face
+// elements twice. assimp 5.2.5 sizes its arrays by the first of each and writes the later ones past their
+// ends (heap corruption, seen by AddressSanitizer only when a damaged block was freed, inputs later; found
+// with valgrind over the fuzzer's corpus). One vertex element and one face or tristrips element only; the
+// format is given once.
+TEST(LoadMeshErrors, PlyElementsDeclaredTwice) {
+  const std::string input = ReadBytes(TestDataDir() + "/../fuzz/corpus/mesh_fuzz/regression_ply_duplicate_elements");
+  ASSERT_GT(input.size(), 1u);
+  ExpectError(LoadMeshFromMemory(input.substr(1), "ply", "fuzz ply"), ErrorCode::kParseError, "fuzz ply",
+              "format twice");
+  const std::string head = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                           "property float z\n";
+  const std::string body = "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  const std::string faces = "element face 1\nproperty list uchar int vertex_indices\n";
+  const std::string strips = "element tristrips 1\nproperty list uchar int vertex_indices\n";
+  ExpectError(LoadMeshFromMemory(head + faces + faces + "end_header\n" + body + "3 0 1 2\n", "ply", "two faces"),
+              ErrorCode::kParseError, "two faces", "second face element (after face)");
+  ExpectError(LoadMeshFromMemory(head + faces + strips + "end_header\n" + body + "3 0 1 2\n", "ply", "face, strip"),
+              ErrorCode::kParseError, "face, strip", "second tristrips element (after face)");
+  ExpectError(LoadMeshFromMemory(head + "element vertex 3\nproperty float x\n" + faces + "end_header\n" + body,
+                                 "ply", "two vertex"),
+              ErrorCode::kParseError, "two vertex", "second vertex element");
+  // One of each loads.
+  const auto one = LoadMeshFromMemory(head + faces + "end_header\n" + body, "ply", "one of each");
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one.value().triangles.size(), 1u);
 }
 
 // Found by mesh_fuzz: a binary PLY with a blank line after end_header. assimp reads its body from another

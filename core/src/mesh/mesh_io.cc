@@ -211,10 +211,19 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
       break;
     }
     if (words[0] == "format" && words.size() == 3) {
+      if (!format.empty()) return std::string("PLY header declares its format twice");
       format = words[1];
     } else if (words[0] == "element" && words.size() == 3) {
       PlyElement e;
       e.name = words[1];
+      // assimp 5.2.5 sizes its vertex and face arrays by the first vertex and face (or tristrips) element
+      // and writes every later one's past their ends (heap corruption mesh_fuzz found): one of each only.
+      for (const PlyElement& seen : elements) {
+        const auto faces = [](std::string_view n) { return n == "face" || n == "tristrips"; };
+        if ((e.name == "vertex" && seen.name == "vertex") || (faces(e.name) && faces(seen.name))) {
+          return "PLY header declares a second " + e.name + " element (after " + seen.name + "); one of each only";
+        }
+      }
       const auto [end, ec] = std::from_chars(words[2].data(), words[2].data() + words[2].size(), e.count);
       if (ec != std::errc() || end != words[2].data() + words[2].size()) {
         return "PLY element '" + e.name + "' has a bad count '" + std::string(words[2]) + "'";
