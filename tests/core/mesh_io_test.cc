@@ -657,6 +657,25 @@ TEST(LoadMeshErrors, ColladaAccessorPastItsArray) {
   EXPECT_TRUE(LoadMeshFromMemory(ReadBytes(Fixture("boxes_z_up.dae")), "dae", "fixture").ok());
 }
 
+// Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 12): a form feed inside a <p> list made assimp 5.2.5
+// allocate 1.6 to 6 GB. XML allows no control character but tab, line feed and carriage return.
+TEST(LoadMeshErrors, ColladaControlCharacter) {
+  const std::string input = ReadBytes(TestDataDir() + "/../fuzz/corpus/mesh_fuzz/regression_dae_form_feed_in_index_list");
+  ASSERT_GT(input.size(), 1u);
+  ExpectError(LoadMeshFromMemory(input.substr(1), "dae", "form feed"), ErrorCode::kParseError, "form feed",
+              "control character 0x0c");
+  std::string text = ReadBytes(Fixture("boxes_z_up.dae"));
+  for (const char c : {'\0', '\x01', '\v', '\x1f'}) {
+    std::string bad = text;
+    bad.insert(bad.find("<p>") + 3, 1, c);
+    ExpectError(LoadMeshFromMemory(bad, "dae", "control"), ErrorCode::kParseError, "control", "control character");
+  }
+  // Tabs, carriage returns and line feeds are XML white space: the fixture with them between indices loads.
+  std::string spaced = text;
+  spaced.insert(spaced.find("<p>") + 3, "\t\r\n");
+  EXPECT_TRUE(LoadMeshFromMemory(spaced, "dae", "white space").ok());
+}
+
 // Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 5): a primitive with a count and no inputs made
 // assimp dereference a null pointer (a crash of the process that loads it).
 TEST(LoadMeshErrors, ColladaPrimitiveWithoutVertexInput) {
