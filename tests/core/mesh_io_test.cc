@@ -676,6 +676,20 @@ TEST(LoadMeshErrors, ColladaControlCharacter) {
   EXPECT_TRUE(LoadMeshFromMemory(spaced, "dae", "white space").ok());
 }
 
+// The COLLADA checks read the document in linear time: a tag never closed, or many accessors outside any
+// <source>, once made every element search to the document's end or back to its start.
+TEST(LoadMeshErrors, ColladaChecksOfHostileDocumentsEnd) {
+  std::string unclosed = "<COLLADA><library_geometries>";
+  for (int k = 0; k < 100'000; ++k) unclosed += "<accessor ";
+  ExpectError(LoadMeshFromMemory(unclosed, "dae", "unclosed"), ErrorCode::kParseError, "unclosed",
+              "opening tag longer than 4096 bytes");
+  std::string orphans = "<COLLADA><library_geometries><float_array id=\"a\" count=\"3\">0 0 0</float_array>";
+  for (int k = 0; k < 50'000; ++k) orphans += "<accessor source=\"#a\" count=\"1\" stride=\"3\"/>";
+  orphans += "<accessor source=\"#a\" count=\"2\" stride=\"3\"/></library_geometries></COLLADA>";
+  ExpectError(LoadMeshFromMemory(orphans, "dae", "orphans"), ErrorCode::kParseError, "orphans",
+              "reads 2 elements of stride 3 from offset 0 of an array of 3 values");
+}
+
 // Found by mesh_fuzz (tests/fuzz/RESULTS.md, finding 5): a primitive with a count and no inputs made
 // assimp dereference a null pointer (a crash of the process that loads it).
 TEST(LoadMeshErrors, ColladaPrimitiveWithoutVertexInput) {

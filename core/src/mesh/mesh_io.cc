@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -64,7 +65,6 @@ Affine ToAffine(const aiMatrix4x4& m) {
   x.t << m.a4, m.b4, m.c4;
   return x;
 }
-
 
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -372,36 +372,92 @@ std::optional<std::string> CheckColladaCharacters(std::string_view bytes) {
   return std::nullopt;
 }
 
-/// Calls f(at, content) for every element <name ...> of a COLLADA document, found textually (not the
-/// longer names that start the same, <param> for <p>): `at` is where its tag starts, `content` the offset
-/// just after its opening tag, or npos for an element closed in its tag (<name/>) or a tag never closed.
-/// Returns f's first message, or nullopt.
+/// The first occurrence of `needle` at or after positions that never decrease, in linear time over all the
+/// calls together: a match still ahead of the position is reused. (Searching afresh from every element
+/// made the checks quadratic in a document of many unclosed tags.)
+class ForwardFind {
+ public:
+  ForwardFind(std::string_view bytes, std::string_view needle) : bytes_(bytes), needle_(needle) {}
+  size_t operator()(size_t from) {
+    if (!searched_ || (found_ != std::string_view::npos && found_ < from)) {
+      found_ = bytes_.find(needle_, from);
+      searched_ = true;
+    }
+    return found_;
+  }
+
+ private:
+  std::string_view bytes_, needle_;
+  size_t found_ = 0;
+  bool searched_ = false;
+};
+
+/// An element of a COLLADA document found textually: where its tag starts, its opening tag's text (up to
+/// its '>'), and where its content starts (npos for <name/> or a tag never closed).
+struct ColladaElement {
+  size_t at = 0;
+  std::string_view tag;
+  size_t content = std::string_view::npos;
+};
+
+/// Opening tags longer than this are refused where their attributes are read (no exporter writes one).
+constexpr size_t kColladaMaxTag = 4096;
+
+/// Calls f(element) for every element <name ...> of a COLLADA document, in order, found textually (not
+/// the longer names that start the same, <param> for <p>). Returns f's first message, or nullopt.
 template <class F>
 std::optional<std::string> ForEachColladaElement(std::string_view bytes, std::string_view name, F&& f) {
   std::string open(1, '<');
   open += name;  // not "<" + std::string(name): GCC 12 warns falsely (-Wrestrict) on that once inlined
+  ForwardFind tag_end(bytes, ">");
   for (size_t at = bytes.find(open); at != std::string_view::npos; at = bytes.find(open, at + 1)) {
     const size_t after = at + open.size();
     if (after >= bytes.size()) break;
     const char c = bytes[after];
     if (c != '>' && c != '/' && !std::isspace(static_cast<unsigned char>(c))) continue;
-    const size_t open_end = bytes.find('>', after);
-    const bool empty = open_end == std::string_view::npos || bytes[open_end - 1] == '/';
-    if (auto bad = f(at, empty ? std::string_view::npos : open_end + 1)) return bad;
+    const size_t end = tag_end(after);
+    ColladaElement e;
+    e.at = at;
+    e.tag = bytes.substr(at, (end == std::string_view::npos ? bytes.size() : end) - at);
+    if (end != std::string_view::npos && bytes[end - 1] != '/') e.content = end + 1;
+    if (auto bad = f(e)) return bad;
   }
   return std::nullopt;
 }
 
+/// The content of each element <name> in turn: from its opening tag to its closing tag, or to the next
+/// element of the same name when that comes first (these elements do not nest), so that the contents
+/// are disjoint and reading them all is linear.
+class ColladaContents {
+ public:
+  ColladaContents(std::string_view bytes, std::string_view name)
+      : bytes_(bytes),
+        close_needle_(std::string("</").append(name)),  // (GCC 12 warns falsely on "</" + std::string)
+        open_needle_(std::string("<").append(name)),
+        close_(bytes, close_needle_),
+        next_(bytes, open_needle_) {}
+  std::string_view operator()(const ColladaElement& e) {
+    if (e.content == std::string_view::npos) return {};
+    const size_t end = std::min({close_(e.content), next_(e.content), bytes_.size()});
+    return bytes_.substr(e.content, end - e.content);
+  }
+
+ private:
+  std::string_view bytes_;
+  std::string close_needle_, open_needle_;  // before the finders that view them
+  ForwardFind close_, next_;
+};
+
 /// Why a <p> or <vcount> list of the document holds something other than digits and white space, or nullopt.
 std::optional<std::string> CheckColladaIndexLists(std::string_view bytes) {
   for (const std::string_view tag : {std::string_view("p"), std::string_view("vcount")}) {
-    auto bad = ForEachColladaElement(bytes, tag, [&](size_t, size_t content) -> std::optional<std::string> {
-      if (content == std::string_view::npos) return std::nullopt;
-      const size_t close = bytes.find('<', content);
-      const std::string_view list = bytes.substr(content, (close == std::string_view::npos ? bytes.size() : close) - content);
-      for (const char v : list) {
+    ForwardFind next_tag(bytes, "<");
+    auto bad = ForEachColladaElement(bytes, tag, [&](const ColladaElement& e) -> std::optional<std::string> {
+      if (e.content == std::string_view::npos) return std::nullopt;
+      const size_t close = std::min(next_tag(e.content), bytes.size());
+      for (const char v : bytes.substr(e.content, close - e.content)) {
         if (!std::isdigit(static_cast<unsigned char>(v)) && !std::isspace(static_cast<unsigned char>(v))) {
-          return "COLLADA <" + std::string(tag) + "> list at byte " + std::to_string(content) +
+          return "COLLADA <" + std::string(tag) + "> list at byte " + std::to_string(e.content) +
                  " holds something other than unsigned integers";
         }
       }
@@ -412,36 +468,13 @@ std::optional<std::string> CheckColladaIndexLists(std::string_view bytes) {
   return std::nullopt;
 }
 
-/// Every COLLADA mesh primitive (<triangles>, <polylist>, <polygons>, <trifans>, <tristrips>, <lines>,
-/// <linestrips>) must have an <input> with semantic VERTEX, as the COLLADA schema requires: assimp 5.2.5
-/// dereferences that input without looking (a <polylist count="1"> with no input was a null dereference
-/// inside assimp). A primitive without one has no geometry anyway. An element's content runs to its
-/// closing tag (or the end of the bytes).
-std::optional<std::string> CheckColladaPrimitiveInputs(std::string_view bytes) {
-  static constexpr std::string_view kPrimitives[] = {"triangles", "polylist", "polygons",  "trifans",
-                                                     "tristrips", "lines",    "linestrips"};
-  for (const std::string_view name : kPrimitives) {
-    const std::string close = "</" + std::string(name);
-    auto bad = ForEachColladaElement(bytes, name, [&](size_t at, size_t content) -> std::optional<std::string> {
-      std::string_view inside;
-      if (content != std::string_view::npos) {
-        const size_t end = std::min(bytes.find(close, content), bytes.size());
-        inside = bytes.substr(content, end - content);
-      }
-      for (size_t in = inside.find("<input"); in != std::string_view::npos; in = inside.find("<input", in + 1)) {
-        if (inside.substr(in, inside.find('>', in) - in).find("VERTEX") != std::string_view::npos) return std::nullopt;
-      }
-      return "COLLADA <" + std::string(name) + "> at byte " + std::to_string(at) + " has no <input semantic=\"VERTEX\">";
-    });
-    if (bad) return bad;
-  }
-  return std::nullopt;
-}
+/// The mesh primitives of COLLADA: <triangles>, <polylist>, <polygons>, <trifans>, <tristrips>, <lines>,
+/// <linestrips>.
+constexpr std::string_view kColladaPrimitives[] = {"triangles", "polylist",  "polygons",  "trifans",
+                                                   "tristrips", "lines",     "linestrips"};
 
-/// The value of attribute `name` in the opening tag that starts at `at` (up to its '>'), or nullopt.
-std::optional<std::string_view> ColladaAttribute(std::string_view bytes, size_t at, std::string_view name) {
-  const size_t end = std::min(bytes.find('>', at), bytes.size());
-  const std::string_view tag = bytes.substr(at, end - at);
+/// The value of attribute `name` in an opening tag, or nullopt.
+std::optional<std::string_view> ColladaAttribute(std::string_view tag, std::string_view name) {
   for (size_t k = tag.find(name); k != std::string_view::npos; k = tag.find(name, k + 1)) {
     if (k == 0 || !std::isspace(static_cast<unsigned char>(tag[k - 1]))) continue;
     size_t v = k + name.size();
@@ -453,6 +486,44 @@ std::optional<std::string_view> ColladaAttribute(std::string_view bytes, size_t 
     const size_t close = tag.find(tag[v], v + 1);
     if (close == std::string_view::npos) return tag.substr(v + 1);
     return tag.substr(v + 1, close - v - 1);
+  }
+  return std::nullopt;
+}
+
+/// The <input> tags of an element's content, each with its text, in order (tags longer than
+/// kColladaMaxTag stop the walk with a message).
+template <class F>
+std::optional<std::string> ForEachColladaInput(std::string_view inside, size_t offset, F&& f) {
+  ForwardFind tag_end(inside, ">");
+  for (size_t in = inside.find("<input"); in != std::string_view::npos; in = inside.find("<input", in + 1)) {
+    const size_t end = std::min(tag_end(in), inside.size());
+    if (end - in > kColladaMaxTag) {
+      return "COLLADA <input> at byte " + std::to_string(offset + in) + " has an opening tag longer than " +
+             std::to_string(kColladaMaxTag) + " bytes";
+    }
+    if (auto bad = f(offset + in, inside.substr(in, end - in))) return bad;
+  }
+  return std::nullopt;
+}
+
+/// Every COLLADA mesh primitive must have an <input> with semantic VERTEX, as the COLLADA schema requires:
+/// assimp 5.2.5 dereferences that input without looking (a <polylist count="1"> with no input was a null
+/// dereference inside assimp). A primitive without one has no geometry anyway.
+std::optional<std::string> CheckColladaPrimitiveInputs(std::string_view bytes) {
+  for (const std::string_view name : kColladaPrimitives) {
+    ColladaContents contents(bytes, name);
+    auto bad = ForEachColladaElement(bytes, name, [&](const ColladaElement& e) -> std::optional<std::string> {
+      const std::string_view inside = contents(e);
+      bool vertex = false;
+      auto long_tag = ForEachColladaInput(inside, e.content, [&](size_t, std::string_view tag) -> std::optional<std::string> {
+        vertex = vertex || tag.find("VERTEX") != std::string_view::npos;
+        return std::nullopt;
+      });
+      if (long_tag) return long_tag;
+      if (vertex) return std::nullopt;
+      return "COLLADA <" + std::string(name) + "> at byte " + std::to_string(e.at) + " has no <input semantic=\"VERTEX\">";
+    });
+    if (bad) return bad;
   }
   return std::nullopt;
 }
@@ -475,99 +546,99 @@ std::optional<uint64_t> ColladaUnsigned(std::string_view text) {
 /// stride and offset attributes must be unsigned integers, every accessor must name an array of the
 /// document and fit in it, and no <vertices> or primitive input may read strings.
 std::optional<std::string> CheckColladaAccessors(std::string_view bytes) {
-  struct Array {
-    uint64_t count = 0;
-    bool strings = false;
+  const auto long_tag = [](std::string_view element, const ColladaElement& e) -> std::optional<std::string> {
+    if (e.tag.size() <= kColladaMaxTag) return std::nullopt;
+    return "COLLADA <" + std::string(element) + "> at byte " + std::to_string(e.at) +
+           " has an opening tag longer than " + std::to_string(kColladaMaxTag) + " bytes";
   };
-  std::vector<std::pair<std::string, Array>> arrays;  // by id; an id given twice keeps the smaller count
-  const auto find_array = [&](std::string_view id) -> Array* {
-    for (auto& [name, array] : arrays) {
-      if (name == id) return &array;
-    }
-    return nullptr;
-  };
-  const auto number = [&](std::string_view element, size_t at, std::string_view name,
-                          uint64_t fallback) -> std::variant<uint64_t, std::string> {
-    const auto text = ColladaAttribute(bytes, at, name);
+  const auto number = [](std::string_view element, const ColladaElement& e, std::string_view name,
+                         uint64_t fallback) -> std::variant<uint64_t, std::string> {
+    const auto text = ColladaAttribute(e.tag, name);
     if (!text) return fallback;
     const auto value = ColladaUnsigned(*text);
     if (!value) {
-      return "COLLADA <" + std::string(element) + "> at byte " + std::to_string(at) + " has " + std::string(name) +
+      return "COLLADA <" + std::string(element) + "> at byte " + std::to_string(e.at) + " has " + std::string(name) +
              "=\"" + std::string(text->substr(0, 16)) + "\", not an unsigned integer";
     }
     return *value;
   };
+  struct Array {
+    uint64_t count = 0;
+    bool strings = false;
+  };
+  std::unordered_map<std::string, Array> arrays;  // by id; an id given twice keeps the smaller count
   for (const std::string_view element : {std::string_view("float_array"), std::string_view("Name_array"),
                                          std::string_view("IDREF_array")}) {
-    auto bad = ForEachColladaElement(bytes, element, [&](size_t at, size_t) -> std::optional<std::string> {
-      const auto count = number(element, at, "count", 0);
+    auto bad = ForEachColladaElement(bytes, element, [&](const ColladaElement& e) -> std::optional<std::string> {
+      if (auto why = long_tag(element, e)) return why;
+      const auto count = number(element, e, "count", 0);
       if (const auto* why = std::get_if<std::string>(&count)) return *why;
-      const std::string id(ColladaAttribute(bytes, at, "id").value_or(""));
-      Array array{std::get<uint64_t>(count), element != "float_array"};
-      if (Array* seen = find_array(id)) {
-        seen->count = std::min(seen->count, array.count);
-        seen->strings = seen->strings || array.strings;
-      } else {
-        arrays.emplace_back(id, array);
-      }
+      const Array array{std::get<uint64_t>(count), element != "float_array"};
+      const auto [it, added] = arrays.try_emplace(std::string(ColladaAttribute(e.tag, "id").value_or("")), array);
+      if (!added) it->second = {std::min(it->second.count, array.count), it->second.strings || array.strings};
       return std::nullopt;
     });
     if (bad) return bad;
   }
-  // Each <source> id and whether its accessor reads strings.
-  std::vector<std::pair<std::string, bool>> sources;
-  auto bad = ForEachColladaElement(bytes, "accessor", [&](size_t at, size_t content) -> std::optional<std::string> {
+  // Where each <source> starts, and its id.
+  std::vector<std::pair<size_t, std::string>> sources;
+  auto bad = ForEachColladaElement(bytes, "source", [&](const ColladaElement& e) -> std::optional<std::string> {
+    if (auto why = long_tag("source", e)) return why;
+    sources.emplace_back(e.at, std::string(ColladaAttribute(e.tag, "id").value_or("")));
+    return std::nullopt;
+  });
+  if (bad) return bad;
+  std::unordered_map<std::string, bool> source_reads_strings;  // by the id of the <source> holding the accessor
+  ColladaContents accessor_contents(bytes, "accessor");
+  bad = ForEachColladaElement(bytes, "accessor", [&](const ColladaElement& e) -> std::optional<std::string> {
+    if (auto why = long_tag("accessor", e)) return why;
     uint64_t field[3] = {};
     const char* const kNames[] = {"count", "offset", "stride"};
     for (int k = 0; k < 3; ++k) {
-      const auto value = number("accessor", at, kNames[k], k == 2 ? 1 : 0);
+      const auto value = number("accessor", e, kNames[k], k == 2 ? 1 : 0);
       if (const auto* why = std::get_if<std::string>(&value)) return *why;
       field[k] = std::get<uint64_t>(value);
     }
-    const std::string_view source = ColladaAttribute(bytes, at, "source").value_or("");
-    const Array* array = source.empty() || source.front() != '#' ? nullptr : find_array(source.substr(1));
-    if (array == nullptr) {
-      return "COLLADA <accessor> at byte " + std::to_string(at) + " names source \"" +
+    const std::string_view source = ColladaAttribute(e.tag, "source").value_or("");
+    const auto array = source.empty() || source.front() != '#' ? arrays.end() : arrays.find(std::string(source.substr(1)));
+    if (array == arrays.end()) {
+      return "COLLADA <accessor> at byte " + std::to_string(e.at) + " names source \"" +
              std::string(source.substr(0, 64)) + "\", not a data array of the document";
     }
     uint64_t params = 0;
-    if (content != std::string_view::npos) {
-      const std::string_view inside = bytes.substr(content, std::min(bytes.find("</accessor", content), bytes.size()) - content);
-      for (size_t p = inside.find("<param"); p != std::string_view::npos; p = inside.find("<param", p + 1)) ++params;
-    }
+    const std::string_view inside = accessor_contents(e);
+    for (size_t p = inside.find("<param"); p != std::string_view::npos; p = inside.find("<param", p + 1)) ++params;
     const auto [count, offset, stride] = field;
-    if (count > 0 && offset + (count - 1) * stride + std::max<uint64_t>(params, 1) > array->count) {
-      return "COLLADA <accessor> at byte " + std::to_string(at) + " reads " + std::to_string(count) +
+    const uint64_t values = array->second.count;
+    if (count > 0 && offset + (count - 1) * stride + std::max<uint64_t>(params, 1) > values) {
+      return "COLLADA <accessor> at byte " + std::to_string(e.at) + " reads " + std::to_string(count) +
              " elements of stride " + std::to_string(stride) + " from offset " + std::to_string(offset) +
-             " of an array of " + std::to_string(array->count) + " values";
+             " of an array of " + std::to_string(values) + " values";
     }
     // The <source> this accessor belongs to: the last one opened before it.
-    const size_t source_at = bytes.rfind("<source", at);
-    if (source_at != std::string_view::npos) {
-      sources.emplace_back(std::string(ColladaAttribute(bytes, source_at, "id").value_or("")), array->strings);
+    const auto owner = std::upper_bound(sources.begin(), sources.end(), e.at,
+                                        [](size_t position, const auto& opened) { return position < opened.first; });
+    if (owner != sources.begin()) {
+      bool& strings = source_reads_strings[std::prev(owner)->second];
+      strings = strings || array->second.strings;
     }
     return std::nullopt;
   });
   if (bad) return bad;
   // Inputs of <vertices> and of primitives read numbers.
-  static constexpr std::string_view kGeometry[] = {"vertices", "triangles", "polylist",   "polygons",
-                                                   "trifans",  "tristrips", "lines",      "linestrips"};
-  for (const std::string_view name : kGeometry) {
-    const std::string close = "</" + std::string(name);
-    bad = ForEachColladaElement(bytes, name, [&](size_t, size_t content) -> std::optional<std::string> {
-      if (content == std::string_view::npos) return std::nullopt;
-      const std::string_view inside = bytes.substr(content, std::min(bytes.find(close, content), bytes.size()) - content);
-      for (size_t in = inside.find("<input"); in != std::string_view::npos; in = inside.find("<input", in + 1)) {
-        const std::string_view source = ColladaAttribute(inside, in, "source").value_or("");
-        if (source.empty() || source.front() != '#') continue;
-        for (const auto& [id, strings] : sources) {
-          if (strings && id == source.substr(1)) {
-            return "COLLADA <" + std::string(name) + "> input at byte " + std::to_string(content + in) +
-                   " reads source \"" + std::string(source.substr(0, 64)) + "\", which holds names, not numbers";
-          }
-        }
-      }
-      return std::nullopt;
+  std::vector<std::string_view> geometry(std::begin(kColladaPrimitives), std::end(kColladaPrimitives));
+  geometry.push_back("vertices");
+  for (const std::string_view name : geometry) {
+    ColladaContents contents(bytes, name);
+    bad = ForEachColladaElement(bytes, name, [&](const ColladaElement& e) -> std::optional<std::string> {
+      return ForEachColladaInput(contents(e), e.content, [&](size_t at, std::string_view tag) -> std::optional<std::string> {
+        const std::string_view source = ColladaAttribute(tag, "source").value_or("");
+        if (source.empty() || source.front() != '#') return std::nullopt;
+        const auto it = source_reads_strings.find(std::string(source.substr(1)));
+        if (it == source_reads_strings.end() || !it->second) return std::nullopt;
+        return "COLLADA <" + std::string(name) + "> input at byte " + std::to_string(at) + " reads source \"" +
+               std::string(source.substr(0, 64)) + "\", which holds names, not numbers";
+      });
     });
     if (bad) return bad;
   }
