@@ -14,7 +14,8 @@ set -euo pipefail
 # ROS 1 from Debian (no catkin, no MoveIt): rospy, a master, the standard messages' Python code and
 # definitions (ros-*-msgs, for genpy to generate proximity_msgs), rospkg: the ROS bridge (clients/ros).
 # nginx: the L7 gRPC proxy in front of replicas (deploy/nginx; ctest replica_proxy starts its own,
-# unprivileged, from a temporary folder).
+# unprivileged, from a temporary folder). valgrind: fuzz corpora replayed through the uninstrumented
+# libraries (scripts/fuzz_valgrind.sh).
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 python3-yaml bzip2
   libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev
@@ -34,6 +35,7 @@ PACKAGES=(
   python3-trajectory-msgs ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-shape-msgs ros-trajectory-msgs
   libjs-three chromium chromium-driver python3-selenium
   nginx
+  valgrind
 )
 
 missing=()
