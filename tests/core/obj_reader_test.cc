@@ -106,8 +106,8 @@ void ExpectSameAsAssimp(const std::string& path) {
   EXPECT_LE(worst, 1e-6 * std::max(1.0, extent)) << "largest coordinate difference";
 }
 
-TEST(ObjReader, MatchesAssimpOnTheRepositorysObjFiles) {
-  for (const std::string name : {"quad_and_line.obj"}) ExpectSameAsAssimp(testing::TestDataDir() + "/" + name);
+TEST(ObjReader, MatchesAssimpOnTheRepositorysObjFile) {
+  ExpectSameAsAssimp(testing::TestDataDir() + "/quad_and_line.obj");
 }
 
 TEST(ObjReader, MatchesAssimpOnTheSharedObjFiles) {
@@ -242,7 +242,7 @@ TEST(ObjReaderErrors, AHugeNonConvexFaceIsRefusedWithinItsBudget) {
   for (int i = 1; i <= n; ++i) obj << " " << i;
   obj << "\n";
   ExpectObjError(obj.str(), "too complex to triangulate");
-  // The same corners as a convex fan's worth of small faces load.
+  // A convex face of 64 corners is a fan: no ear clipping, no budget spent.
   std::ostringstream ok;
   ok << "v 0 0 0\n";
   for (int i = 0; i < 64; ++i) ok << "v " << std::cos(2.0 * M_PI * i / 64) << " " << std::sin(2.0 * M_PI * i / 64) << " 0\n";

@@ -11,14 +11,10 @@
 #include <unordered_map>
 #include <utility>
 
-namespace proximity::core {
-namespace {
+#include "mesh_read.h"
 
-/// Triangles whose height over their longest edge is at most this fraction of that edge are zero-area.
-/// The cross product of edges no longer than L carries a rounding error of a few ulps of L^2, about
-/// 1e-15 L^2, so a collinear triangle computes below the threshold while any triangle with a height of
-/// more than 1e-14 of its size is kept. The test is scale invariant.
-constexpr double kDegenerateRelativeHeight = 1e-14;
+namespace proximity::core {
+namespace internal {
 
 std::string FormatVec(const Vec3& v) {
   std::ostringstream os;
@@ -26,6 +22,18 @@ std::string FormatVec(const Vec3& v) {
   os << "(" << v.x() << ", " << v.y() << ", " << v.z() << ")";
   return os.str();
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::FormatVec;
+
+/// Triangles whose height over their longest edge is at most this fraction of that edge are zero-area.
+/// The cross product of edges no longer than L carries a rounding error of a few ulps of L^2, about
+/// 1e-15 L^2, so a collinear triangle computes below the threshold while any triangle with a height of
+/// more than 1e-14 of its size is kept. The test is scale invariant.
+constexpr double kDegenerateRelativeHeight = 1e-14;
 
 /// Exact coordinates as a hash key; -0.0 and +0.0 compare equal.
 struct ExactKey {

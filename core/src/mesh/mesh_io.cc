@@ -23,7 +23,6 @@
 #include <string_view>
 #include <utility>
 #include <unordered_map>
-#include <variant>
 #include <vector>
 
 #include "mesh_read.h"
@@ -32,10 +31,15 @@
 namespace proximity::core {
 namespace internal {
 
-std::string FormatVec(const Vec3& v) {
-  std::ostringstream os;
-  os << "(" << v.x() << ", " << v.y() << ", " << v.z() << ")";
-  return os.str();
+void SplitWords(std::string_view line, std::vector<std::string_view>* words) {
+  words->clear();
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    const size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words->push_back(line.substr(start, i - start));
+  }
 }
 
 }  // namespace internal
@@ -45,6 +49,7 @@ namespace {
 using internal::FormatVec;
 using internal::Gathered;
 using internal::ReadObj;
+using internal::SplitWords;
 
 // Degenerate triangles are left in on purpose (no aiProcess_FindDegenerates, which turns them into lines):
 // MakeTriangleMesh removes and counts them.
@@ -126,18 +131,6 @@ struct PlyElement {
   std::vector<PlyProperty> properties;
 };
 
-std::vector<std::string_view> SplitWords(std::string_view line) {
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    const size_t start = i;
-    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    if (i > start) words.push_back(line.substr(start, i - start));
-  }
-  return words;
-}
-
 /// Reads lines one at a time; the last line need not end with a newline.
 class LineReader {
  public:
@@ -199,13 +192,15 @@ std::string EmptyIndexList(const PlyElement& e, uint64_t i) {
 /// element it declares with face indices in range and none empty.
 std::optional<std::string> CheckPly(std::string_view bytes) {
   LineReader lines(bytes);
+  std::vector<std::string_view> words;
   auto first = lines.Next();
-  if (!first || SplitWords(*first) != std::vector<std::string_view>{"ply"}) return "PLY data does not start with 'ply'";
+  if (first) SplitWords(*first, &words);
+  if (!first || words != std::vector<std::string_view>{"ply"}) return "PLY data does not start with 'ply'";
   std::string format;
   std::vector<PlyElement> elements;
   bool ended = false;
   while (auto line = lines.Next()) {
-    const auto words = SplitWords(*line);
+    SplitWords(*line, &words);
     if (words.empty() || words[0] == "comment" || words[0] == "obj_info") continue;
     if (words[0] == "end_header") {
       ended = true;
@@ -275,11 +270,11 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
     for (const PlyElement& e : elements) {
       if (e.properties.empty()) continue;
       for (uint64_t i = 0; i < e.count; ++i) {
-        std::vector<std::string_view> words;
+        words.clear();
         while (words.empty()) {
           auto line = lines.Next();
           if (!line) return truncated(e, i);
-          words = SplitWords(*line);
+          SplitWords(*line, &words);
         }
         size_t w = 0;
         for (const PlyProperty& p : e.properties) {
@@ -339,12 +334,6 @@ bool LooksLikePly(std::string_view bytes) {
   return bytes.size() >= 4 && bytes.substr(0, 3) == "ply" && std::isspace(static_cast<unsigned char>(bytes[3]));
 }
 
-/// Whether assimp would read these bytes with its PLY importer: by extension, or by content when no importer
-/// claims the extension.
-bool ReadAsPly(const Assimp::Importer& importer, const std::string& extension, std::string_view head) {
-  if (extension == "ply") return true;
-  return (extension.empty() || !importer.IsExtensionSupported("." + extension)) && LooksLikePly(head);
-}
 
 // ----------------------------------------------------------------------------------------------------------
 // COLLADA index lists. assimp 5.2.5 turns a stray character in a <p> or <vcount> list (one byte changed in
@@ -552,13 +541,13 @@ std::optional<std::string> CheckColladaAccessors(std::string_view bytes) {
            " has an opening tag longer than " + std::to_string(kColladaMaxTag) + " bytes";
   };
   const auto number = [](std::string_view element, const ColladaElement& e, std::string_view name,
-                         uint64_t fallback) -> std::variant<uint64_t, std::string> {
+                         uint64_t fallback) -> Result<uint64_t> {
     const auto text = ColladaAttribute(e.tag, name);
     if (!text) return fallback;
     const auto value = ColladaUnsigned(*text);
     if (!value) {
-      return "COLLADA <" + std::string(element) + "> at byte " + std::to_string(e.at) + " has " + std::string(name) +
-             "=\"" + std::string(text->substr(0, 16)) + "\", not an unsigned integer";
+      return ParseError("COLLADA <" + std::string(element) + "> at byte " + std::to_string(e.at) + " has " +
+                        std::string(name) + "=\"" + std::string(text->substr(0, 16)) + "\", not an unsigned integer");
     }
     return *value;
   };
@@ -571,9 +560,9 @@ std::optional<std::string> CheckColladaAccessors(std::string_view bytes) {
                                          std::string_view("IDREF_array")}) {
     auto bad = ForEachColladaElement(bytes, element, [&](const ColladaElement& e) -> std::optional<std::string> {
       if (auto why = long_tag(element, e)) return why;
-      const auto count = number(element, e, "count", 0);
-      if (const auto* why = std::get_if<std::string>(&count)) return *why;
-      const Array array{std::get<uint64_t>(count), element != "float_array"};
+      const Result<uint64_t> count = number(element, e, "count", 0);
+      if (!count.ok()) return count.error().message;
+      const Array array{count.value(), element != "float_array"};
       const auto [it, added] = arrays.try_emplace(std::string(ColladaAttribute(e.tag, "id").value_or("")), array);
       if (!added) it->second = {std::min(it->second.count, array.count), it->second.strings || array.strings};
       return std::nullopt;
@@ -595,9 +584,9 @@ std::optional<std::string> CheckColladaAccessors(std::string_view bytes) {
     uint64_t field[3] = {};
     const char* const kNames[] = {"count", "offset", "stride"};
     for (int k = 0; k < 3; ++k) {
-      const auto value = number("accessor", e, kNames[k], k == 2 ? 1 : 0);
-      if (const auto* why = std::get_if<std::string>(&value)) return *why;
-      field[k] = std::get<uint64_t>(value);
+      const Result<uint64_t> value = number("accessor", e, kNames[k], k == 2 ? 1 : 0);
+      if (!value.ok()) return value.error().message;
+      field[k] = value.value();
     }
     const std::string_view source = ColladaAttribute(e.tag, "source").value_or("");
     const auto array = source.empty() || source.front() != '#' ? arrays.end() : arrays.find(std::string(source.substr(1)));
@@ -663,14 +652,12 @@ class NoFiles final : public Assimp::IOSystem {
 /// line of the first 200 bytes that starts with an OBJ statement.
 bool LooksLikeObj(std::string_view bytes) {
   static constexpr std::string_view kStatements[] = {"mtllib", "usemtl", "v ", "vt ", "vn ", "o ", "g ", "s ", "f "};
-  const std::string head = Lower(std::string(bytes.substr(0, 200)));
-  for (size_t line = 0; line < head.size(); line = head.find('\n', line) + 1) {
-    const size_t first = head.find_first_not_of(" \t", line);
-    if (first == std::string::npos) break;
+  std::istringstream head(Lower(std::string(bytes.substr(0, 200))));
+  for (std::string line; std::getline(head, line);) {
+    const std::string_view text = std::string_view(line).substr(std::min(line.find_first_not_of(" \t"), line.size()));
     for (const std::string_view s : kStatements) {
-      if (std::string_view(head).substr(first, s.size()) == s) return true;
+      if (text.starts_with(s)) return true;
     }
-    if (head.find('\n', line) == std::string::npos) break;
   }
   return false;
 }
@@ -816,14 +803,17 @@ Result<TriangleMesh> Finish(Gathered g, const MeshLoadOptions& options, const st
 /// away from it.
 Result<TriangleMesh> Parse(const std::string& bytes, const std::string& extension, const MeshLoadOptions& options,
                            const std::string& label, MeshLoadReport* report) {
-  Assimp::Importer importer;
-  const bool unknown = extension.empty() || !importer.IsExtensionSupported("." + extension);
-  if (extension == "obj" || (unknown && LooksLikeObj(bytes))) {
+  const auto read_obj = [&]() -> Result<TriangleMesh> {
     Result<Gathered> gathered = ReadObj(bytes, options.scale, label);
     if (!gathered.ok()) return gathered.error();
     return Finish(std::move(gathered).value(), options, label, report);
-  }
-  if (ReadAsPly(importer, extension, bytes)) {
+  };
+  if (extension == "obj") return read_obj();
+  Assimp::Importer importer;
+  // Without an extension assimp knows, a format is recognised by content, as assimp would.
+  const bool unknown = extension.empty() || !importer.IsExtensionSupported("." + extension);
+  if (unknown && LooksLikeObj(bytes)) return read_obj();
+  if (extension == "ply" || (unknown && LooksLikePly(bytes))) {
     if (auto bad = CheckPly(bytes)) return ParseError("cannot parse " + label + ": " + *bad);
   }
   if (LooksLikeCollada(extension, bytes)) {

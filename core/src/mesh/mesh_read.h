@@ -22,8 +22,12 @@ struct Gathered {
   int32_t skipped_non_triangles = 0;
 };
 
-/// "(x, y, z)" for messages.
+/// "(x, y, z)" for messages, every digit shown (defined in mesh.cc).
 std::string FormatVec(const Vec3& v);
+
+/// The white-space separated words of a line (std::isspace), into `words` (cleared first; the views
+/// point into `line`).
+void SplitWords(std::string_view line, std::vector<std::string_view>* words);
 
 /// Reads Wavefront OBJ text: vertex positions (`v`) and faces (`f`, corners `i`, `i/t`, `i//n` or `i/t/n`,
 /// negative indices counting back from the last vertex read). Polygons are triangulated in their own

@@ -3,6 +3,7 @@
 // line buffer per file) and out of that importer's material-library handling.
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -15,20 +16,6 @@
 
 namespace proximity::core::internal {
 namespace {
-
-bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' || c == '\0'; }
-
-/// Splits a line into its white-space separated words.
-void Words(std::string_view line, std::vector<std::string_view>* words) {
-  words->clear();
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && IsBlank(line[i])) ++i;
-    const size_t start = i;
-    while (i < line.size() && !IsBlank(line[i])) ++i;
-    if (i > start) words->push_back(line.substr(start, i - start));
-  }
-}
 
 std::string Quoted(std::string_view word) {
   constexpr size_t kShown = 32;
@@ -136,7 +123,7 @@ Result<Gathered> ReadObj(std::string_view bytes, const Vec3& scale, const std::s
   std::vector<Face> faces;
   Gathered out;
   int64_t group_faces = 0;  // faces of three or more corners since the last o, g or usemtl
-  std::vector<std::string_view> words;
+  std::vector<std::string_view> words;  // of the current line
   std::string joined;  // a line continued with a backslash
   int64_t line_number = 0;
   const auto error = [&](int64_t line, const std::string& what) {
@@ -154,7 +141,7 @@ Result<Gathered> ReadObj(std::string_view bytes, const Vec3& scale, const std::s
       return physical;
     };
     const auto continued = [](std::string_view* l) {
-      while (!l->empty() && IsBlank(l->back())) l->remove_suffix(1);
+      while (!l->empty() && std::isspace(static_cast<unsigned char>(l->back()))) l->remove_suffix(1);
       if (l->empty() || l->back() != '\\') return false;
       l->remove_suffix(1);
       return true;
@@ -172,7 +159,7 @@ Result<Gathered> ReadObj(std::string_view bytes, const Vec3& scale, const std::s
       }
       line = joined;
     }
-    Words(line, &words);
+    SplitWords(line, &words);
     if (words.empty() || words[0].front() == '#') continue;
     const std::string_view key = words[0];
     if (key == "v") {
