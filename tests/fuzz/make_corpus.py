@@ -21,12 +21,35 @@ CORPUS = HERE / "corpus"
 FORMATS = {"stl": 0, "obj": 1, "ply": 2, "dae": 3}
 # service_fuzz's first byte: the RPC, in server::Rpc's order.
 RPCS = ["CreateScene", "GetScene", "ListScenes", "UpdateWorld", "DeleteScene", "CheckState", "CheckStates",
-        "ComputeDistance", "CheckMotion", "CheckPath", "ValidatePaths", "TimeOfFirstContact", "Plan"]
+        "ComputeDistance", "CheckMotion", "CheckPath", "ValidatePaths", "TimeOfFirstContact", "Plan",
+        "GetLinkPoses", "GetSceneGeometry", "Session", "ComputeContacts", "ComputeSignedDistance", "NameScene"]
+# A Session seed holds the stream's requests separated by lines of "---"; the target reads them as
+# length-delimited messages (a varint byte count before each).
+SESSION = RPCS.index("Session")
 
 TETRA = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)]
 TETRA_FACES = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
 CUBE = [(x, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)]
 CUBE_QUADS = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+
+
+def encode(message, text):
+    """A text-format proximity.v1 message in its binary encoding (protoc --encode)."""
+    proto_dir = ROOT / "proto"
+    return subprocess.run(
+        ["protoc", "-I", str(proto_dir), "--encode=proximity.v1." + message,
+         str(proto_dir / "proximity" / "v1" / "proximity.proto")],
+        input=text.encode(), stdout=subprocess.PIPE, check=True).stdout
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
 
 
 def binary_stl(vertices, faces):
@@ -132,13 +155,13 @@ def main():
     for f in sorted((SEEDS / "mbm").glob("*.yaml")):
         write("mbm_fuzz", f.name, f.read_bytes())
 
-    proto_dir = ROOT / "proto"
     for f in sorted((SEEDS / "service").glob("*.txtpb")):
         rpc = int(f.name[:2])
-        encoded = subprocess.run(
-            ["protoc", "-I", str(proto_dir), "--encode=proximity.v1.%sRequest" % RPCS[rpc],
-             str(proto_dir / "proximity" / "v1" / "proximity.proto")],
-            input=f.read_bytes(), stdout=subprocess.PIPE, check=True).stdout
+        if rpc == SESSION:
+            messages = [encode("SessionRequest", part) for part in f.read_text().split("\n---\n")]
+            encoded = b"".join(varint(len(m)) + m for m in messages)
+        else:
+            encoded = encode(RPCS[rpc] + "Request", f.read_text())
         write("service_fuzz", f.stem, bytes([rpc]) + encoded)
 
 

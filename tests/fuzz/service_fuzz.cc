@@ -1,23 +1,29 @@
 // Request bytes of every RPC through proximityd's real handlers. The first byte picks the RPC, the rest
 // is parsed as that RPC's request message (bytes that do not parse are not requests: gRPC refuses them
 // before any handler runs). Unary handlers are called directly on a ProximityServiceImpl with a
-// grpc::ServerContext; ValidatePaths, whose handler needs a live stream, goes through an in-process
-// gRPC channel to the same service. The registry holds one scene, aliased "default": the planar
+// grpc::ServerContext; ValidatePaths and Session, whose handlers need a live stream, go through an
+// in-process gRPC channel to the same service. A Session input is a sequence of length-delimited
+// SessionRequest messages (each a varint byte count, then the message), sent one at a time, each
+// answer read before the next is sent, as the protocol's flow control has it. The registry holds one scene, aliased "default": the planar
 // 2-link arm (tests/data/robots) among a few world objects, with an attached tool; every input starts
 // from that registry (scenes a request made are removed, a deleted default scene comes back).
 //
 // Checked: no crash, no sanitizer report, no exception; every status is one the protocol documents
-// (OK, INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE) with
+// (OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE) with
 // a message when not OK; no NaN anywhere in a response; a failed request changes no scene; OK answers
 // agree with themselves (a free motion has t_free = 1, counts match, intervals are ordered, ...).
+// Differential: every session answer is the answer of the unary call with the same request (or both
+// fail with one code), and ComputeContacts finds contacts exactly when CheckState finds a collision.
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/reflection.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -26,6 +32,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -138,11 +145,9 @@ struct Harness {
     std::atexit([] { H().server->Shutdown(std::chrono::system_clock::now()); });
   }
 
-  // Back to the one base scene.
+  // Back to the one base scene, without names (erasing a scene drops its names).
   void Reset() {
-    for (const auto& entry : registry.List()) {
-      if (entry->id != base->id) registry.Erase(entry->id);
-    }
+    for (const auto& entry : registry.List()) registry.Erase(entry->id);
     PROX_FUZZ_CHECK(registry.Insert(base).ok(), "the base scene fits the registry");
   }
 };
@@ -160,6 +165,7 @@ void CheckStatus(const grpc::Status& s) {
       return;
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:  // NameScene: the name names another scene
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
     case grpc::StatusCode::CANCELLED:
@@ -287,6 +293,166 @@ void ValidatePaths(const uint8_t* data, size_t size) {
   if (status.ok()) {
     PROX_FUZZ_CHECK(seen.size() == static_cast<size_t>(request.paths_size()), "every path answered");
   }
+}
+
+// The unary answer to `request`, for the differential checks: the status, and the response when OK.
+template <class Request, class Response, class Call>
+grpc::Status Direct(const Request& request, Response* response, Call call) {
+  grpc::ServerContext context;
+  const grpc::Status status = call(&context, &request, response);
+  CheckStatus(status);
+  return status;
+}
+
+bool Stopped(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || s.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+// One session answer against its query: the same kind (or an error naming the query), the unary call's
+// answer to the same request on the session's scene, and whether it is valid (for until_invalid).
+bool CheckSessionAnswer(const v1::SessionQuery& query, const v1::SessionAnswer& answer, int index,
+                        const std::string& scene_id) {
+  PROX_FUZZ_CHECK(answer.id() == query.id(), "an answer echoes its query's id");
+  server::ProximityServiceImpl& s = *H().service;
+  // The unary call's status; nullopt where no unary call asks the same (no query kind, another scene).
+  std::optional<grpc::Status> unary;
+  bool valid = false;
+  // A query may name the session's scene id or nothing; anything else is refused by the session.
+  auto same_scene = [&](const std::string& id) { return id.empty() || id == scene_id; };
+  switch (query.query_case()) {
+    case v1::SessionQuery::kState: {
+      if (!same_scene(query.state().scene_id())) break;
+      v1::CheckStateRequest request = query.state();
+      request.set_scene_id(scene_id);
+      v1::CheckStateResponse response;
+      unary = Direct(request, &response, [&](auto* c, auto* q, auto* r) { return s.CheckState(c, q, r); });
+      if (answer.has_state()) {
+        valid = answer.state().free() && answer.state().within_limits();
+        if (unary->ok()) {
+          PROX_FUZZ_CHECK(answer.state().free() == response.free() &&
+                              answer.state().within_limits() == response.within_limits(),
+                          "a session's CLEAR answer is the unary CheckState's");
+        }
+      }
+      break;
+    }
+    case v1::SessionQuery::kMotion: {
+      if (!same_scene(query.motion().scene_id())) break;
+      v1::CheckMotionRequest request = query.motion();
+      request.set_scene_id(scene_id);
+      v1::CheckMotionResponse response;
+      unary = Direct(request, &response, [&](auto* c, auto* q, auto* r) { return s.CheckMotion(c, q, r); });
+      if (answer.has_motion()) {
+        CheckMotionResult(answer.motion().result());
+        valid = answer.motion().result().free();
+        if (unary->ok()) {
+          PROX_FUZZ_CHECK(answer.motion().result().free() == response.result().free() &&
+                              answer.motion().result().undecided() == response.result().undecided(),
+                          "a session's LINK answer is the unary CheckMotion's");
+        }
+      }
+      break;
+    }
+    case v1::SessionQuery::kDistance: {
+      if (!same_scene(query.distance().scene_id())) break;
+      v1::ComputeDistanceRequest request = query.distance();
+      request.set_scene_id(scene_id);
+      v1::ComputeDistanceResponse response;
+      unary = Direct(request, &response, [&](auto* c, auto* q, auto* r) { return s.ComputeDistance(c, q, r); });
+      if (answer.has_distance()) {
+        const v1::ComputeDistanceResponse& d = answer.distance();
+        PROX_FUZZ_CHECK(d.lower_bound() >= 0.0 && d.lower_bound() <= d.upper_bound(), "0 <= lower <= upper");
+        valid = d.lower_bound() > 0.0;
+        if (unary->ok()) {
+          // Both intervals are certified to hold the clearance (up to max_distance), so they meet.
+          const bool beyond = d.beyond_max_distance() || response.beyond_max_distance();
+          PROX_FUZZ_CHECK(beyond || (d.lower_bound() <= response.upper_bound() &&
+                                     response.lower_bound() <= d.upper_bound()),
+                          "a session's distance interval meets the unary ComputeDistance's");
+        }
+      }
+      break;
+    }
+    case v1::SessionQuery::QUERY_NOT_SET:
+      break;
+  }
+  if (!unary.has_value()) {
+    PROX_FUZZ_CHECK(answer.has_error() && answer.error().code() == grpc::StatusCode::INVALID_ARGUMENT,
+                    "a query of no kind or of another scene is refused");
+  }
+  if (answer.has_error()) {
+    const grpc::Status error(static_cast<grpc::StatusCode>(answer.error().code()), answer.error().message());
+    PROX_FUZZ_CHECK(!error.ok(), "an error answer has an error code");
+    CheckStatus(error);
+    PROX_FUZZ_CHECK(answer.error().message().starts_with("queries[" + std::to_string(index) + "]"),
+                    "an error answer names its query: " + answer.error().message());
+    if (unary.has_value() && !Stopped(*unary)) {
+      PROX_FUZZ_CHECK(unary->error_code() == error.error_code(),
+                      "a session's error answer has the unary call's code: " + std::to_string(error.error_code()) +
+                          " vs " + std::to_string(unary->error_code()) + " (" + unary->error_message() + ")");
+    }
+    return false;
+  }
+  PROX_FUZZ_CHECK(static_cast<int>(answer.answer_case()) == static_cast<int>(query.query_case()),
+                  "an answer is of its query's kind");
+  PROX_FUZZ_CHECK(unary->ok() || Stopped(*unary), "the unary call fails where the session answered: " +
+                                                      unary->error_message());
+  return valid;
+}
+
+void Session(const uint8_t* data, size_t size) {
+  constexpr int kMaxRequests = 16;
+  std::vector<v1::SessionRequest> requests;
+  pb::io::CodedInputStream in(data, static_cast<int>(size));
+  while (!in.ExpectAtEnd()) {
+    uint32_t bytes = 0;
+    if (!in.ReadVarint32(&bytes) || requests.size() == kMaxRequests) return;
+    const pb::io::CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(bytes));
+    v1::SessionRequest& request = requests.emplace_back();
+    if (!request.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() || in.BytesUntilLimit() != 0) return;
+    in.PopLimit(limit);
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stream = H().stub->Session(&context);
+  std::string scene_id;
+  size_t answered = 0;
+  for (const v1::SessionRequest& request : requests) {
+    if (!stream->Write(request)) break;
+    v1::SessionResponse response;
+    if (!stream->Read(&response)) break;
+    CheckNoNan(response);
+    if (answered == 0) {
+      PROX_FUZZ_CHECK(request.has_open() && response.has_opened(), "the first request opens, its answer says so");
+      const auto entry = H().registry.Find(request.open().scene_id());
+      PROX_FUZZ_CHECK(entry != nullptr && response.opened().scene_id() == entry->info.scene_id(),
+                      "the session opened the scene its request named");
+      PROX_FUZZ_CHECK(response.opened().dof() == static_cast<uint32_t>(BaseDof()), "dof is the scene's");
+      scene_id = response.opened().scene_id();
+    } else {
+      PROX_FUZZ_CHECK(!request.has_open() && !response.has_opened(), "a session opens once");
+    }
+    const int queries = request.queries_size();
+    const int answers = response.answers_size();
+    PROX_FUZZ_CHECK(answers <= queries, "no more answers than queries");
+    if (!request.until_invalid()) PROX_FUZZ_CHECK(answers == queries, "one answer per query");
+    if (queries > 0) PROX_FUZZ_CHECK(answers >= 1, "a batch of queries gets an answer");
+    for (int k = 0; k < answers; ++k) {
+      const bool valid = CheckSessionAnswer(request.queries(k), response.answers(k), k, scene_id);
+      if (request.until_invalid() && k + 1 < answers) {
+        PROX_FUZZ_CHECK(valid, "until_invalid answers no query after an invalid one");
+      }
+      if (k + 1 == answers && answers < queries) PROX_FUZZ_CHECK(!valid, "until_invalid stops at an invalid answer");
+    }
+    ++answered;
+  }
+  stream->WritesDone();
+  v1::SessionResponse extra;
+  PROX_FUZZ_CHECK(!stream->Read(&extra), "one answer per request");
+  const grpc::Status status = stream->Finish();
+  CheckStatus(status);
+  if (status.ok()) PROX_FUZZ_CHECK(answered == requests.size(), "an OK session answered every request");
+  PROX_FUZZ_CHECK(H().registry.size() == 1, "a session changes no scene");
 }
 
 }  // namespace
@@ -450,6 +616,71 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               const double norm = std::sqrt(poses[i + 3] * poses[i + 3] + poses[i + 4] * poses[i + 4] +
                                             poses[i + 5] * poses[i + 5] + poses[i + 6] * poses[i + 6]);
               PROX_FUZZ_CHECK(std::abs(norm - 1.0) < 1e-9 && poses[i + 6] >= 0.0, "unit quaternions with w >= 0");
+            }
+          });
+      break;
+    case server::Rpc::kSession:
+      Session(data, size);
+      break;
+    case server::Rpc::kComputeContacts:
+      Unary<v1::ComputeContactsRequest, v1::ComputeContactsResponse>(
+          data, size, [&](auto* c, auto* q, auto* r) { return s.ComputeContacts(c, q, r); },
+          [](const v1::ComputeContactsRequest& q, const v1::ComputeContactsResponse& r) {
+            const uint32_t max_points = q.max_points() > 0 ? q.max_points() : 8;
+            for (int i = 0; i < r.contacts_size(); ++i) {
+              const v1::PairContact& c = r.contacts(i);
+              PROX_FUZZ_CHECK(c.depth() > 0.0, "a contact has depth > 0");
+              PROX_FUZZ_CHECK(c.depth_lower() <= c.depth() && c.depth() <= c.depth_upper(),
+                              "depth_lower <= depth <= depth_upper");
+              PROX_FUZZ_CHECK(i == 0 || r.contacts(i - 1).depth() >= c.depth(), "contacts deepest first");
+              PROX_FUZZ_CHECK(static_cast<uint32_t>(c.points_size()) <= max_points, "at most max_points points");
+              PROX_FUZZ_CHECK(c.geometry_pairs() >= 1, "a contact has a colliding geometry pair");
+              const double n = std::sqrt(c.normal().x() * c.normal().x() + c.normal().y() * c.normal().y() +
+                                         c.normal().z() * c.normal().z());
+              PROX_FUZZ_CHECK(std::abs(n - 1.0) < 1e-6, "a contact normal is unit, got " + std::to_string(n));
+              PROX_FUZZ_CHECK(!c.pair().robot().empty() && !c.pair().other().empty(), "a contact names its pair");
+            }
+            if (q.exclude_world() || q.exclude_self()) return;
+            // Contacts exactly when CLEAR finds a collision (both count padded geometry).
+            v1::CheckStateRequest clear;
+            clear.set_scene_id(q.scene_id());
+            *clear.mutable_state() = q.state();
+            v1::CheckStateResponse answer;
+            const grpc::Status status = Direct(clear, &answer, [](auto* c, auto* cq, auto* cr) {
+              return H().service->CheckState(c, cq, cr);
+            });
+            PROX_FUZZ_CHECK(status.ok() || Stopped(status), "CheckState fails where ComputeContacts answered");
+            if (status.ok()) {
+              PROX_FUZZ_CHECK(answer.free() == (r.contacts_size() == 0),
+                              "contacts exactly when CheckState collides");
+              PROX_FUZZ_CHECK(answer.within_limits() == r.within_limits(), "within_limits is CheckState's");
+            }
+          });
+      break;
+    case server::Rpc::kComputeSignedDistance:
+      Unary<v1::ComputeSignedDistanceRequest, v1::ComputeSignedDistanceResponse>(
+          data, size, [&](auto* c, auto* q, auto* r) { return s.ComputeSignedDistance(c, q, r); },
+          [](const v1::ComputeSignedDistanceRequest&, const v1::ComputeSignedDistanceResponse& r) {
+            PROX_FUZZ_CHECK(r.lower() <= r.distance() && r.distance() <= r.upper(), "lower <= distance <= upper");
+            const double n = std::sqrt(r.normal().x() * r.normal().x() + r.normal().y() * r.normal().y() +
+                                       r.normal().z() * r.normal().z());
+            PROX_FUZZ_CHECK(std::abs(n - 1.0) < 1e-6, "the normal is unit, got " + std::to_string(n));
+            PROX_FUZZ_CHECK(!r.pair().robot().empty() && !r.pair().other().empty(), "the pair is named");
+          });
+      break;
+    case server::Rpc::kNameScene:
+      Unary<v1::NameSceneRequest, v1::NameSceneResponse>(
+          data, size, [&](auto* c, auto* q, auto* r) { return s.NameScene(c, q, r); },
+          [](const v1::NameSceneRequest& q, const v1::NameSceneResponse& r) {
+            CheckSceneInfo(r.scene());
+            const auto& names = r.scene().names();
+            const bool listed = std::find(names.begin(), names.end(), q.name()) != names.end();
+            const std::string holder = H().registry.NameHolder(q.name());
+            if (q.remove()) {
+              PROX_FUZZ_CHECK(!listed && holder.empty(), "a removed name names no scene");
+            } else {
+              PROX_FUZZ_CHECK(listed && holder == r.scene().scene_id(), "a given name names its scene");
+              PROX_FUZZ_CHECK(H().registry.Find(q.name()) != nullptr, "a name finds its scene");
             }
           });
       break;
