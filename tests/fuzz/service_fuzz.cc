@@ -345,10 +345,11 @@ bool CheckSessionAnswer(const v1::SessionQuery& query, const v1::SessionAnswer& 
       if (answer.has_motion()) {
         CheckMotionResult(answer.motion().result());
         valid = answer.motion().result().free();
+        // The verdict only: where a contact is bracketed (and whether the walk ended undecided at it)
+        // may differ with what the caches hold (MotionResult).
         if (unary->ok()) {
-          PROX_FUZZ_CHECK(answer.motion().result().free() == response.result().free() &&
-                              answer.motion().result().undecided() == response.result().undecided(),
-                          "a session's LINK answer is the unary CheckMotion's");
+          PROX_FUZZ_CHECK(answer.motion().result().free() == response.result().free(),
+                          "a session's LINK verdict is the unary CheckMotion's");
         }
       }
       break;
