@@ -4,16 +4,18 @@
 // grpc::ServerContext; ValidatePaths and Session, whose handlers need a live stream, go through an
 // in-process gRPC channel to the same service. A Session input is a sequence of length-delimited
 // SessionRequest messages (each a varint byte count, then the message), sent one at a time, each
-// answer read before the next is sent, as the protocol's flow control has it. The registry holds one scene, aliased "default": the planar
-// 2-link arm (tests/data/robots) among a few world objects, with an attached tool; every input starts
-// from that registry (scenes a request made are removed, a deleted default scene comes back).
+// answer read before the next is sent, as the protocol's flow control has it. The registry holds one
+// scene, aliased "default": the planar 2-link arm (tests/data/robots) among a few world objects, with
+// an attached tool; every input starts from that registry (scenes a request made are removed, a
+// deleted default scene comes back, names are dropped).
 //
 // Checked: no crash, no sanitizer report, no exception; every status is one the protocol documents
-// (OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE) with
-// a message when not OK; no NaN anywhere in a response; a failed request changes no scene; OK answers
-// agree with themselves (a free motion has t_free = 1, counts match, intervals are ordered, ...).
-// Differential: every session answer is the answer of the unary call with the same request (or both
-// fail with one code), and ComputeContacts finds contacts exactly when CheckState finds a collision.
+// (OK, INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED,
+// UNAVAILABLE) with a message when not OK; no NaN anywhere in a response; a failed request changes no
+// scene; OK answers agree with themselves (a free motion has t_free = 1, counts match, intervals are
+// ordered, ...). Differential: every session answer is the answer of the unary call with the same
+// request (or both fail with one code), and ComputeContacts finds contacts exactly when CheckState
+// finds a collision.
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
