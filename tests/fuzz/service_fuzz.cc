@@ -257,15 +257,22 @@ int64_t Rows(const v1::Configurations& c, int64_t dof) {
   return values / width;
 }
 
+// The unary answer to `request`, for the differential checks: the status, and the response when OK.
+template <class Request, class Response, class Call>
+grpc::Status Direct(const Request& request, Response* response, Call call) {
+  grpc::ServerContext context;
+  const grpc::Status status = call(&context, &request, response);
+  CheckStatus(status);
+  return status;
+}
+
 template <class Request, class Response, class Call>
 void Unary(const uint8_t* data, size_t size, Call call, void (*check)(const Request&, const Response&)) {
   Request request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
   Response response;
-  grpc::ServerContext context;
   const size_t scenes_before = H().registry.size();
-  const grpc::Status status = call(&context, &request, &response);
-  CheckStatus(status);
+  const grpc::Status status = Direct(request, &response, call);
   CheckNoNan(response);
   if (!status.ok()) {
     PROX_FUZZ_CHECK(H().registry.size() == scenes_before, "a failed request changed the loaded scenes");
@@ -297,17 +304,19 @@ void ValidatePaths(const uint8_t* data, size_t size) {
   }
 }
 
-// The unary answer to `request`, for the differential checks: the status, and the response when OK.
-template <class Request, class Response, class Call>
-grpc::Status Direct(const Request& request, Response* response, Call call) {
-  grpc::ServerContext context;
-  const grpc::Status status = call(&context, &request, response);
-  CheckStatus(status);
-  return status;
-}
-
 bool Stopped(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || s.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+// The unary call of a session query's embedded request on the session's scene; nullopt when the request
+// names another scene (which the session refuses: no unary call asks the same).
+template <class Request, class Response, class Call>
+std::optional<grpc::Status> OnSessionScene(const Request& embedded, const std::string& scene_id, Response* response,
+                                           Call call) {
+  if (!embedded.scene_id().empty() && embedded.scene_id() != scene_id) return std::nullopt;
+  Request request = embedded;
+  request.set_scene_id(scene_id);
+  return Direct(request, response, call);
 }
 
 // One session answer against its query: the same kind (or an error naming the query), the unary call's
@@ -319,16 +328,12 @@ bool CheckSessionAnswer(const v1::SessionQuery& query, const v1::SessionAnswer& 
   // The unary call's status; nullopt where no unary call asks the same (no query kind, another scene).
   std::optional<grpc::Status> unary;
   bool valid = false;
-  // A query may name the session's scene id or nothing; anything else is refused by the session.
-  auto same_scene = [&](const std::string& id) { return id.empty() || id == scene_id; };
   switch (query.query_case()) {
     case v1::SessionQuery::kState: {
-      if (!same_scene(query.state().scene_id())) break;
-      v1::CheckStateRequest request = query.state();
-      request.set_scene_id(scene_id);
       v1::CheckStateResponse response;
-      unary = Direct(request, &response, [&](auto* c, auto* q, auto* r) { return s.CheckState(c, q, r); });
-      if (answer.has_state()) {
+      unary = OnSessionScene(query.state(), scene_id, &response,
+                             [&](auto* c, auto* q, auto* r) { return s.CheckState(c, q, r); });
+      if (unary && answer.has_state()) {
         valid = answer.state().free() && answer.state().within_limits();
         if (unary->ok()) {
           PROX_FUZZ_CHECK(answer.state().free() == response.free() &&
@@ -339,12 +344,10 @@ bool CheckSessionAnswer(const v1::SessionQuery& query, const v1::SessionAnswer& 
       break;
     }
     case v1::SessionQuery::kMotion: {
-      if (!same_scene(query.motion().scene_id())) break;
-      v1::CheckMotionRequest request = query.motion();
-      request.set_scene_id(scene_id);
       v1::CheckMotionResponse response;
-      unary = Direct(request, &response, [&](auto* c, auto* q, auto* r) { return s.CheckMotion(c, q, r); });
-      if (answer.has_motion()) {
+      unary = OnSessionScene(query.motion(), scene_id, &response,
+                             [&](auto* c, auto* q, auto* r) { return s.CheckMotion(c, q, r); });
+      if (unary && answer.has_motion()) {
         CheckMotionResult(answer.motion().result());
         valid = answer.motion().result().free();
         // The verdict only: where a contact is bracketed (and whether the walk ended undecided at it)
@@ -357,12 +360,10 @@ bool CheckSessionAnswer(const v1::SessionQuery& query, const v1::SessionAnswer& 
       break;
     }
     case v1::SessionQuery::kDistance: {
-      if (!same_scene(query.distance().scene_id())) break;
-      v1::ComputeDistanceRequest request = query.distance();
-      request.set_scene_id(scene_id);
       v1::ComputeDistanceResponse response;
-      unary = Direct(request, &response, [&](auto* c, auto* q, auto* r) { return s.ComputeDistance(c, q, r); });
-      if (answer.has_distance()) {
+      unary = OnSessionScene(query.distance(), scene_id, &response,
+                             [&](auto* c, auto* q, auto* r) { return s.ComputeDistance(c, q, r); });
+      if (unary && answer.has_distance()) {
         const v1::ComputeDistanceResponse& d = answer.distance();
         PROX_FUZZ_CHECK(d.lower_bound() >= 0.0 && d.lower_bound() <= d.upper_bound(), "0 <= lower <= upper");
         valid = d.lower_bound() > 0.0;
