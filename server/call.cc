@@ -103,12 +103,17 @@ spdlog::level::level_enum CallRecorder::Level() const {
 // ------------------------------------------------------------------------------------------------
 // CallCancel, StreamWatchdog
 
+std::chrono::system_clock::time_point TimeAfter(std::chrono::system_clock::time_point t, double seconds) {
+  using TimePoint = std::chrono::system_clock::time_point;
+  const double room = std::chrono::duration<double>(TimePoint::max() - t).count();
+  if (!(seconds < room - 1.0)) return TimePoint::max();  // the 1 s: the cast's rounding
+  return t + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(std::max(seconds, 0.0)));
+}
+
 CallCancel::CallCancel(grpc::ServerContext* context, double max_seconds)
     : context_(context),
       start_(std::chrono::system_clock::now()),
-      deadline_(std::min(context->deadline(),
-                         start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                      std::chrono::duration<double>(max_seconds)))) {}
+      deadline_(std::min(context->deadline(), TimeAfter(start_, max_seconds))) {}
 
 grpc::Status CallCancel::status(std::string_view progress) const {
   // The server's deadline runs from when the request arrived, the client's from when it was sent: on

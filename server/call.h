@@ -101,6 +101,11 @@ class CallRecorder {
   nlohmann::json extra_ = nlohmann::json::object();
 };
 
+/// `t` plus `seconds`, saturating at the clock's end instead of overflowing: a call without a client
+/// deadline has none, and an operator's time limit may be longer than the clock can count (negative
+/// seconds count as 0).
+std::chrono::system_clock::time_point TimeAfter(std::chrono::system_clock::time_point t, double seconds);
+
 /// Whether a call should stop: the client cancelled it, its deadline passed, the server's
 /// --max-call-seconds ran out, or the server is shutting down (which cancels every call once the drain
 /// time is over). Cheap enough to ask between states (a clock read; the context itself at most once a

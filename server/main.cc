@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -230,6 +231,10 @@ int main(int argc, char** argv) {
     std::cerr << "proximityd: --max-call-seconds must be a finite number > 0\n";
     return 2;
   }
+  if (!(f.drain_seconds >= 0.0) || !std::isfinite(f.drain_seconds)) {
+    std::cerr << "proximityd: --drain-seconds must be a finite number >= 0\n";
+    return 2;
+  }
   ConfigureLogging(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText, level);
   f.server.default_scene = !f.no_default_scene;
   f.server.viewer = !f.no_viewer;
@@ -278,7 +283,8 @@ int main(int argc, char** argv) {
     sigwait(&signals, &sig);
     LogEvent(spdlog::level::info, "draining", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                                                {"drain_seconds", f.drain_seconds}});
-    server.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.drain_seconds * 1000.0)));
+    // A billion seconds (32 years) is as good as forever, and the clock can still count it.
+    server.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(std::min(f.drain_seconds, 1e9) * 1000.0)));
   });
   server.Wait();
   watcher.join();

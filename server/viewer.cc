@@ -11,6 +11,7 @@
 
 #include "proximity/core/base/file_access.h"
 #include "proximity/v1/proximity.grpc.pb.h"
+#include "server/call.h"
 #include "server/errors.h"
 
 namespace proximity::server {
@@ -98,16 +99,15 @@ std::vector<HttpRoute> ViewerRoutes(std::shared_ptr<grpc::Channel> channel, cons
   }
   auto stub = std::shared_ptr<Stub>(v1::ProximityService::NewStub(channel));
   const bool api = options.api_enabled;
-  const auto deadline = std::chrono::duration_cast<std::chrono::system_clock::duration>(
-      std::chrono::duration<double>(options.call_seconds));
-  routes.push_back({"POST", R"(/viewer/api/(\w+))", [stub, api, deadline](const HttpRequest& request) {
+  const double call_seconds = options.call_seconds;
+  routes.push_back({"POST", R"(/viewer/api/(\w+))", [stub, api, call_seconds](const HttpRequest& request) {
                       if (!api) return ErrorReply(ViewerNeedsClientCertificates());
                       const auto it = Methods().find(request.matches.at(0));
                       if (it == Methods().end()) {
                         return ErrorReply(ViewerUnknownMethod(request.matches[0], MethodList()));
                       }
                       grpc::ClientContext context;
-                      context.set_deadline(std::chrono::system_clock::now() + deadline);
+                      context.set_deadline(TimeAfter(std::chrono::system_clock::now(), call_seconds));
                       if (!request.authorization.empty()) {
                         context.AddMetadata("authorization", request.authorization);
                       }

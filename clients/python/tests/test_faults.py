@@ -13,8 +13,11 @@ batch; the cases here add concurrency, certified work, the server's logs, a stal
 """
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import threading
+import urllib.request
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
@@ -218,6 +221,34 @@ def test_max_call_seconds_bounds_calls_without_a_deadline(ref: Reference) -> Non
             rec = new_line(d, rpc, before, timeout=5)
             assert rec is not None and code_is(rec, "DeadlineExceeded"), rec
         assert not ref.check_all(c)
+
+
+def test_time_limits_beyond_the_clock_mean_no_limit(ref: Reference) -> None:
+    """--max-call-seconds and --drain-seconds accept any finite number: one longer than the clock can
+    count (1e12 s, about 32,000 years) is no limit, not an overflow into the past that would stop every
+    call at its start. SIGTERM with nothing in flight still ends the daemon at once."""
+    with support.Daemon("--max-call-seconds", "1e12", "--drain-seconds", "1e12") as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        assert not ref.check_all(c)
+        results = c.validate_paths(_stalled_paths(ref.free[2], 100), progress=False)
+        assert len(results) == 100 and all(r.free for r in results)
+        # The viewer's API calls the service with --max-call-seconds as their deadline.
+        request = urllib.request.Request(f"http://127.0.0.1:{d.metrics_port}/viewer/api/ListScenes", data=b"{}",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            reply = json.loads(answer.read())
+        assert {s["scene_id"] for s in reply["scenes"]} == {s.scene_id for s in c.list_scenes()}, reply
+        assert d.terminate(timeout=20) == 0
+
+
+@pytest.mark.parametrize("flag,value", [("--max-call-seconds", "nan"), ("--max-call-seconds", "0"),
+                                        ("--max-call-seconds", "inf"), ("--drain-seconds", "nan"),
+                                        ("--drain-seconds", "-1"), ("--drain-seconds", "inf"),
+                                        ("--max-plan-seconds", "nan")])
+def test_time_limits_that_are_not_numbers_of_seconds_are_refused(flag: str, value: str) -> None:
+    p = subprocess.run([str(support.DAEMON), "--listen", "127.0.0.1:0", flag, value],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and flag in p.stderr, (p.returncode, p.stderr)
 
 
 # ---- cancelled and stalled streams --------------------------------------------------------------------
