@@ -129,7 +129,8 @@ grpc::Status CallCancel::status(std::string_view progress) const {
 StreamWatchdog::StreamWatchdog(grpc::ServerContext* context, std::chrono::system_clock::time_point deadline)
     : thread_([this, context, deadline] {
         std::unique_lock lock(mutex_);
-        if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) context->TryCancel();
+        const auto until = TimeAfter(deadline, std::chrono::duration<double>(kGrace).count());
+        if (!done_cv_.wait_until(lock, until, [this] { return done_; })) context->TryCancel();
       }) {}
 
 StreamWatchdog::~StreamWatchdog() {

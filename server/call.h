@@ -166,8 +166,15 @@ class CallCancel {
 /// Ends a streaming call at its deadline even while a Write is blocked on a client that stopped reading:
 /// a synchronous Write returns only once flow control lets it, so the handler cannot notice the
 /// deadline itself. TryCancel makes the blocked Write return false.
+///
+/// It fires kGrace after the deadline: a handler that is not blocked notices the deadline itself
+/// between two states and ends the call with DEADLINE_EXCEEDED. Cancelling at the deadline itself would
+/// race that status, and on a loaded machine the client could see the server's CANCELLED before its own
+/// deadline timer ran.
 class StreamWatchdog {
  public:
+  static constexpr std::chrono::milliseconds kGrace{1000};
+
   StreamWatchdog(grpc::ServerContext* context, std::chrono::system_clock::time_point deadline);
   StreamWatchdog(const StreamWatchdog&) = delete;
   StreamWatchdog& operator=(const StreamWatchdog&) = delete;
@@ -207,7 +214,8 @@ class CallScope {
   }
   /// The stop condition as the core's Interrupt.
   core::Interrupt interrupt() { return cancel().interrupt(); }
-  /// Streaming calls: cancels the call at its deadline even while a Write is blocked (StreamWatchdog).
+  /// Streaming calls: cancels the call just after its deadline even while a Write is blocked
+  /// (StreamWatchdog).
   void WatchStream() {
     if (!watchdog_) watchdog_.emplace(context_, cancel().deadline());
   }

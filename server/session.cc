@@ -7,8 +7,8 @@
 // proximity.proto): a query the server cannot answer gets an error answer for its id; a protocol
 // violation, an oversize batch or response, the deadline, a cancellation or the drain end the stream.
 // Flow control: one batch is read, answered and written before the next is read, so a client that
-// stops reading holds at most one batch of answers here; the call's watchdog cancels the stream at its
-// deadline (or --max-call-seconds) even while a Read or Write is blocked.
+// stops reading holds at most one batch of answers here; the call's watchdog cancels the stream just
+// after its deadline (or --max-call-seconds) even while a Read or Write is blocked.
 
 #include <string>
 #include <utility>
@@ -223,7 +223,8 @@ grpc::Status ProximityServiceImpl::Session(
   return opening_.Serve(context, Rpc::kSession, {}, [&](CallScope& call) -> grpc::Status {
     const SessionSlot slot(&sessions_mutex_, &sessions_, &sessions_ended_, context);
     if (slot.refused()) return {grpc::StatusCode::UNAVAILABLE, "the server is draining; open the session elsewhere"};
-    // The watchdog ends the stream at its deadline or --max-call-seconds even while Read or Write blocks.
+    // The watchdog ends the stream just after its deadline or --max-call-seconds even while Read or
+    // Write blocks.
     call.WatchStream();
     v1::SessionRequest request;
     if (!stream->Read(&request)) {

@@ -199,8 +199,8 @@ def test_deadlines_inside_link_under_load(daemon: support.Daemon, client: Client
 
 
 def test_max_call_seconds_bounds_calls_without_a_deadline(ref: Reference) -> None:
-    """--max-call-seconds stops long LINK work that the client gave no deadline: DEADLINE_EXCEEDED after
-    about that long, and the daemon serves correctly afterwards."""
+    """--max-call-seconds stops long LINK work that the client gave no deadline, unary or streamed:
+    DEADLINE_EXCEEDED after about that long, and the daemon serves correctly afterwards."""
     limit = 1.0
     with support.Daemon("--max-call-seconds", str(limit)) as d, d.client(timeout=float("inf")) as c:
         c.wait_until_serving()
@@ -212,7 +212,12 @@ def test_max_call_seconds_bounds_calls_without_a_deadline(ref: Reference) -> Non
         for rpc, fn in (("CheckMotion", lambda: c.check_motion(*short, mode="discrete",
                                                                resolution=long_resolution(*short))),
                         ("CheckPath", lambda: c.check_path(there_and_back, mode="discrete",
-                                                           resolution=long_resolution(*short)))):
+                                                           resolution=long_resolution(*short))),
+                        # A stream: the server's stream watchdog must not pre-empt the handler's own
+                        # DEADLINE_EXCEEDED with a CANCELLED.
+                        ("ValidatePaths", lambda: c.validate_paths([there_and_back], mode="discrete",
+                                                                   resolution=long_resolution(*short),
+                                                                   progress=False))):
             before = len(rpc_lines(d, rpc))
             t0 = time.monotonic()
             with pytest.raises(DeadlineExceededError):
