@@ -259,6 +259,16 @@ def fetch(url: str, timeout: float = 10.0) -> str:
         return r.read().decode()
 
 
+def viewer_api(daemon: "Daemon", method: str, body: Dict[str, Any], timeout: float = 10.0) -> Dict[str, Any]:
+    """POSTs `body` to the daemon's viewer API method (on its metrics port) and returns the JSON reply;
+    raises urllib.error.HTTPError on a refusal."""
+    import urllib.request
+    request = urllib.request.Request(f"http://127.0.0.1:{daemon.metrics_port}/viewer/api/{method}",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
 def same_scenes(a: Sequence[Any], b: Sequence[Any]) -> bool:
     """Whether two list_scenes answers hold the same scenes (ids and versions), in any order."""
     return sorted((s.scene_id, s.version) for s in a) == sorted((s.scene_id, s.version) for s in b)

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Dict
 
@@ -74,10 +73,8 @@ def test_tls_and_mutual_tls(pki: Dict[str, Path]) -> None:
                     tls_key=str(pki["stranger_key"])) as stranger:
             assert _fails(stranger) == grpc.StatusCode.UNAVAILABLE
         # The viewer's HTTP port cannot check client certificates: its API refuses every call.
-        request = urllib.request.Request(f"http://127.0.0.1:{d.metrics_port}/viewer/api/ListScenes", data=b"{}",
-                                         headers={"Content-Type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=10)
+            support.viewer_api(d, "ListScenes", {})
         assert refused.value.code == 403 and b"--tls-client-ca" in refused.value.read()
 
 
