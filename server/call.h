@@ -53,6 +53,12 @@ struct ServiceLimits {
   /// Queries in one Session batch (--max-session-batch); a larger batch ends the stream with
   /// RESOURCE_EXHAUSTED naming the option.
   int64_t max_session_batch = 4096;
+  /// Caps on a robot and scene before they are built (--max-links, --max-joints, --max-link-triangles,
+  /// --max-self-pairs); max_memory_bytes is the registry's --max-memory-mb, which the build's estimate
+  /// must fit. A robot of 10,000 joints is refused at once instead of building for minutes past every
+  /// memory limit.
+  core::BuildLimits build = {.max_links = 1000, .max_joints = 1000, .max_link_triangles = 1'000'000,
+                             .max_self_pairs = 100'000, .max_memory_bytes = 0};
 };
 
 /// Records one call in the metrics and the log when it goes out of scope, whatever path the handler

@@ -13,6 +13,8 @@ grpc::StatusCode GrpcCode(core::ErrorCode code, ErrorScope scope) {
       return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case core::ErrorCode::kInternal:
       return grpc::StatusCode::INTERNAL;
+    case core::ErrorCode::kStopped:
+      return grpc::StatusCode::ABORTED;
   }
   return grpc::StatusCode::INTERNAL;
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -101,6 +102,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-scene-triangles", f.server.limits.max_scene_triangles, "Most triangles in one scene")
       ->capture_default_str();
+  app.add_option("--max-links", f.server.limits.build.max_links, "Most links of a robot (checked before building)")
+      ->capture_default_str();
+  app.add_option("--max-joints", f.server.limits.build.max_joints, "Most joints of a robot (checked before building)")
+      ->capture_default_str();
+  app.add_option("--max-link-triangles", f.server.limits.build.max_link_triangles,
+                 "Most triangles of one link's collision mesh (checked before its hierarchy is built)")
+      ->capture_default_str();
+  app.add_option("--max-self-pairs", f.server.limits.build.max_self_pairs,
+                 "Most robot part pairs a scene checks against each other (checked before pairing)")
+      ->capture_default_str();
   app.add_option("--max-concurrent-calls", f.server.max_concurrent_calls,
                  "Calls served at once; more get RESOURCE_EXHAUSTED (0: no limit)")
       ->capture_default_str();
@@ -161,6 +172,10 @@ int main(int argc, char** argv) {
         {"max-versions", [&](const YAML::Node& n) { f.server.registry.max_versions = n.as<int64_t>(); }},
         {"max-scene-triangles", [&](const YAML::Node& n) { f.server.limits.max_scene_triangles = n.as<int64_t>(); }},
         {"max-concurrent-calls", [&](const YAML::Node& n) { f.server.max_concurrent_calls = n.as<int>(); }},
+        {"max-links", [&](const YAML::Node& n) { f.server.limits.build.max_links = n.as<int64_t>(); }},
+        {"max-joints", [&](const YAML::Node& n) { f.server.limits.build.max_joints = n.as<int64_t>(); }},
+        {"max-link-triangles", [&](const YAML::Node& n) { f.server.limits.build.max_link_triangles = n.as<int64_t>(); }},
+        {"max-self-pairs", [&](const YAML::Node& n) { f.server.limits.build.max_self_pairs = n.as<int64_t>(); }},
         {"tls-cert", [&](const YAML::Node& n) { f.server.tls_cert_file = n.as<std::string>(); }},
         {"tls-key", [&](const YAML::Node& n) { f.server.tls_key_file = n.as<std::string>(); }},
         {"tls-client-ca", [&](const YAML::Node& n) { f.server.tls_client_ca_file = n.as<std::string>(); }},
@@ -208,6 +223,11 @@ int main(int argc, char** argv) {
       f.server.max_concurrent_calls < 0 || f.server.limits.max_scene_triangles < 1) {
     std::cerr << "proximityd: --max-scenes, --max-memory-mb, --max-versions and --max-concurrent-calls must be >= 0, "
                  "--max-scene-triangles >= 1\n";
+    return 2;
+  }
+  if (f.server.limits.build.max_links < 1 || f.server.limits.build.max_joints < 1 ||
+      f.server.limits.build.max_link_triangles < 1 || f.server.limits.build.max_self_pairs < 1) {
+    std::cerr << "proximityd: --max-links, --max-joints, --max-link-triangles and --max-self-pairs must be >= 1\n";
     return 2;
   }
   f.server.registry.max_memory_bytes = f.max_memory_mb << 20;
@@ -283,6 +303,16 @@ int main(int argc, char** argv) {
     sigwait(&signals, &sig);
     LogEvent(spdlog::level::info, "draining", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                                                {"drain_seconds", f.drain_seconds}});
+    // A backstop: calls are cancelled when the drain time is over and every loop asks its call's stop
+    // condition, but whatever still runs kDrainGraceSeconds later (a handler stuck outside any loop)
+    // must not keep the process alive: it exits then, with status 1 (not a clean drain).
+    constexpr double kDrainGraceSeconds = 3.0;
+    std::thread([seconds = std::min(f.drain_seconds, 1e9) + kDrainGraceSeconds] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      LogEvent(spdlog::level::err, "drain overran: exiting with calls still running", {{"after_seconds", seconds}});
+      std::fflush(stderr);
+      std::_Exit(1);
+    }).detach();
     // A billion seconds (32 years) is as good as forever, and the clock can still count it.
     server.Shutdown(std::chrono::milliseconds(static_cast<int64_t>(std::min(f.drain_seconds, 1e9) * 1000.0)));
   });

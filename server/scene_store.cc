@@ -27,9 +27,12 @@ struct RobotText {
   core::RobotLoadOptions options;
 };
 
-Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::FileAccess& files) {
+Result<RobotText> ReadRobotSource(const v1::RobotSource& robot, const core::FileAccess& files,
+                                  const core::BuildLimits& limits, core::Interrupt stop = {}) {
   RobotText out;
   out.options.files = files;
+  out.options.limits = limits;
+  out.options.stop = stop;
   for (const auto& [uri, bytes] : robot.files()) out.options.uploaded_files[uri] = bytes;
   if (robot.urdf().empty() == robot.urdf_path().empty()) {
     return core::InvalidArgument("robot: give the URDF as text (urdf) or a server path (urdf_path), exactly one");
@@ -165,7 +168,8 @@ void AccountMemory(SceneEntry* entry) {
 
 }  // namespace
 
-Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const core::FileAccess& file_access) {
+Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const core::FileAccess& file_access,
+                                  const core::BuildLimits& limits) {
   // Content, not routes: the request without its robot source, then the robot's URDF and SRDF text and
   // its mesh bytes in link order (from the server's files or the uploaded bundle alike), so a changed
   // mesh changes the id and the same files give the same id however they arrive.
@@ -176,7 +180,7 @@ Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const c
   canonical.clear_name();
   canonical.clear_reassign_name();
   hasher.Add("CreateSceneRequest", canonical);
-  auto text = ReadRobotSource(request.robot(), file_access);
+  auto text = ReadRobotSource(request.robot(), file_access, limits);
   if (!text.ok()) return text.error();
   hasher.Add("urdf", text.value().urdf);
   hasher.Add("srdf", text.value().srdf);
@@ -201,13 +205,14 @@ Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request, const c
 }
 
 Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
-                                                     const core::FileAccess& file_access, std::string id) {
+                                                     const core::FileAccess& file_access, std::string id,
+                                                     const core::BuildLimits& limits, core::Interrupt stop) {
   if (id.empty()) {
-    auto computed = CreateSceneId(request, file_access);
+    auto computed = CreateSceneId(request, file_access, limits);
     if (!computed.ok()) return computed.error();
     id = std::move(computed).value();
   }
-  auto text = ReadRobotSource(request.robot(), file_access);
+  auto text = ReadRobotSource(request.robot(), file_access, limits, stop);
   if (!text.ok()) return text.error();
   auto robot = core::RobotModel::FromUrdfString(text.value().urdf, text.value().srdf, text.value().options);
   if (!robot.ok()) return WithField("robot", robot.error());
@@ -256,6 +261,8 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
   }
   std::sort(d.padding.begin(), d.padding.end());
 
+  d.limits = limits;
+  d.stop = stop;
   auto scene = core::Scene::Build(std::move(d));
   if (!scene.ok()) return scene.error();
   entry->id = std::move(id);

@@ -44,15 +44,20 @@ struct SceneEntry {
 /// Builds the scene a CreateScene request describes and its content id. Errors are core errors about
 /// the request's content (map them with ErrorScope::kSceneContent); they name the field at fault.
 /// Server files (urdf_path, srdf_path, meshes, mesh_file parts) are read under `files`. `id`: the
-/// request's CreateSceneId when the caller computed it already ("" computes it).
+/// request's CreateSceneId when the caller computed it already ("" computes it). `limits` caps the robot
+/// and the scene before they are built (RESOURCE_EXHAUSTED naming the cap); `stop` is asked between
+/// links and pairs while building, which then ends with a kStopped error.
 [[nodiscard]] core::Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneRequest& request,
                                                                          const core::FileAccess& files = {},
-                                                                         std::string id = "");
+                                                                         std::string id = "",
+                                                                         const core::BuildLimits& limits = {},
+                                                                         core::Interrupt stop = {});
 /// The content id of the scene a CreateScene request describes, without building it: a hash of the
 /// request, the robot's URDF and SRDF text and the bytes of every mesh file the robot and the world
 /// name. Reads the files under `files`; errors as BuildScene's for missing or forbidden files.
 [[nodiscard]] core::Result<std::string> CreateSceneId(const v1::CreateSceneRequest& request,
-                                                      const core::FileAccess& files = {});
+                                                      const core::FileAccess& files = {},
+                                                      const core::BuildLimits& limits = {});
 /// The content id of the scene an UpdateWorld request makes of `parent`, without building it.
 [[nodiscard]] core::Result<std::string> UpdateSceneId(const SceneEntry& parent, const v1::UpdateWorldRequest& request,
                                                       const core::FileAccess& files = {});

@@ -45,6 +45,7 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   ServiceLimits limits = options.limits;
   limits.max_response_bytes = options.max_message_bytes;
   limits.max_concurrent_calls = options.max_concurrent_calls;
+  limits.build.max_memory_bytes = options.registry.max_memory_bytes;
   s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(), limits,
                                                        files.value(), options.auth_token);
 

@@ -84,7 +84,7 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
     // the build read each server file once (one snapshot), so the scene is the content its id names.
     core::FileAccess files = files_;
     files.snapshot = std::make_shared<core::FileSnapshot>();
-    auto id = CreateSceneId(*request, files);
+    auto id = CreateSceneId(*request, files, limits_.build);
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
     // A name another scene holds refuses the request before anything is built.
     if (!request->name().empty() && !request->reassign_name()) {
@@ -94,9 +94,12 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
     }
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
-    if (grpc::Status s = FindOrBuild(id.value(), [&] { return BuildScene(*request, files, id.value()); }, &created,
-                                     &entry);
+    if (grpc::Status s = FindOrBuild(
+            id.value(), [&] { return BuildScene(*request, files, id.value(), limits_.build, call.interrupt()); },
+            &created, &entry);
         !s.ok()) {
+      // A build the call's deadline or cancellation stopped ends as the call's own status.
+      if (call.cancel().stopped()) return call.cancel().status("while building the scene");
       return s;
     }
     call.set_entry(entry);

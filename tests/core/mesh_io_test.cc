@@ -284,18 +284,29 @@ TEST(LoadMesh, WeldToleranceOption) {
   EXPECT_EQ(tight.value().vertices.size(), 6u);
 }
 
-TEST(LoadMesh, DegenerateTrianglesAreRemovedAndCounted) {
-  const std::string obj =
-      "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 2 0 0\n"
-      "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
-      "f 1 2 5\n";  // collinear
+TEST(LoadMesh, DegenerateTrianglesAreRemovedWhereAnEdgeCoversThemAndKeptElsewhere) {
+  const std::string tetrahedron =
+      "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 2 0 0\nv 0.5 0 0\n"
+      "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n";
   MeshLoadReport report;
-  auto r = LoadMeshFromMemory(obj, "obj", "tetrahedron with a sliver", {}, &report);
+  // A sliver along the edge 1-2: nothing of the surface is lost without it.
+  std::string covered = tetrahedron;
+  covered.append("f 1 6 2\n");
+  auto r = LoadMeshFromMemory(covered, "obj", "tetrahedron with a covered sliver", {}, &report);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r.value().triangles.size(), 4u);
   EXPECT_EQ(r.value().vertices.size(), 4u);
   EXPECT_EQ(report.removed_degenerate, 1);
+  EXPECT_EQ(report.kept_degenerate, 0);
   EXPECT_TRUE(IsClosedAndConsistent(r.value()));
+  // A sliver from vertex 1 to (2, 0, 0) reaches out of the tetrahedron: it stays, as a segment.
+  std::string reaching = tetrahedron;
+  reaching.append("f 1 2 5\n");
+  auto out = LoadMeshFromMemory(reaching, "obj", "tetrahedron with a sliver", {}, &report);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out.value().triangles.size(), 5u);
+  EXPECT_EQ(report.removed_degenerate, 0);
+  EXPECT_EQ(report.kept_degenerate, 1);
 }
 
 // ----------------------------------------------------------------------------------------------------------
@@ -355,7 +366,7 @@ TEST(LoadMeshErrors, NoTriangles) {
   const std::string lines = dir.Write("lines.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nl 1 2\nl 2 3\n");
   ExpectError(LoadMesh(lines), ErrorCode::kParseError, lines, "has no triangles");
   const std::string flat = dir.Write("collinear.obj", "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n");
-  ExpectError(LoadMesh(flat), ErrorCode::kParseError, flat, "no triangles");
+  ExpectError(LoadMesh(flat), ErrorCode::kParseError, flat, "no triangle with an area");
   const std::string points = dir.Write("points.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\np 1\np 2\np 3\n");
   ExpectError(LoadMesh(points), ErrorCode::kParseError, points, "has no triangles");
   const std::string vertices_only = dir.Write("vertices.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\n");

@@ -132,7 +132,7 @@ TEST(MakeTriangleMesh, RejectsMeshesWithoutTriangles) {
       MakeTriangleMesh({Vec3::Zero(), Vec3::UnitX(), 2 * Vec3::UnitX()}, {{0, 1, 2}, {0, 0, 1}, {2, 1, 0}});
   ASSERT_FALSE(all_degenerate.ok());
   EXPECT_EQ(all_degenerate.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(all_degenerate.error().message.find("no triangles"), std::string::npos)
+  EXPECT_NE(all_degenerate.error().message.find("no triangle with an area"), std::string::npos)
       << all_degenerate.error().message;
   EXPECT_NE(all_degenerate.error().message.find("3"), std::string::npos) << all_degenerate.error().message;
 }
@@ -230,7 +230,9 @@ TEST(MakeTriangleMesh, ToleranceWeldingProperties) {
   }
 }
 
-TEST(MakeTriangleMesh, DropsAndCountsDegenerateTriangles) {
+// A degenerate triangle is its hull segment: dropped when that segment is an edge of a kept triangle
+// (nothing of the surface is lost), kept as a segment otherwise (a lone sliver can run through a link).
+TEST(MakeTriangleMesh, DropsDegenerateTrianglesOnlyWhereAnEdgeCoversThem) {
   const TriangleMesh box = MakeBoxMesh(Vec3::Ones());
   std::vector<Vec3> vertices = box.vertices;
   Triangles triangles = box.triangles;
@@ -238,16 +240,24 @@ TEST(MakeTriangleMesh, DropsAndCountsDegenerateTriangles) {
   vertices.push_back(Vec3(5, 5, 5));
   vertices.push_back(Vec3(6, 6, 6));
   vertices.push_back(Vec3(7, 7, 7));
-  triangles.push_back({n, n + 1, n + 2});  // collinear
-  triangles.push_back({0, 0, 1});          // repeated index
-  triangles.push_back({n + 1, 3, n + 1});  // repeated index
-  triangles.push_back({0, 1, 0});          // repeated index
+  vertices.push_back(Vec3(8, 8, 8));  // used by no triangle
+  triangles.push_back({n, n + 1, n + 2});  // collinear, no edge covers it: kept
+  triangles.push_back({0, 0, 1});          // repeated index on the box edge 0-1: dropped
+  triangles.push_back({n + 1, 3, n + 1});  // repeated index, segment 3-(6,6,6): kept
+  triangles.push_back({0, 1, 0});          // repeated index on the box edge 0-1: dropped
   MeshLoadReport report;
   auto r = MakeTriangleMesh(vertices, triangles, 0.0, &report);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(report.removed_degenerate, 4);
-  EXPECT_EQ(r.value().triangles, box.triangles);
-  EXPECT_EQ(r.value().vertices, box.vertices) << "vertices used only by dropped triangles go too";
+  EXPECT_EQ(report.removed_degenerate, 2);
+  EXPECT_EQ(report.kept_degenerate, 2);
+  Triangles expected = box.triangles;
+  expected.push_back({n, n + 1, n + 2});
+  expected.push_back({n + 1, 3, n + 1});
+  EXPECT_EQ(r.value().triangles, expected);
+  std::vector<Vec3> expected_vertices = box.vertices;
+  expected_vertices.insert(expected_vertices.end(), {Vec3(5, 5, 5), Vec3(6, 6, 6), Vec3(7, 7, 7)});
+  EXPECT_EQ(r.value().vertices, expected_vertices) << "vertices used by no kept triangle go";
+  EXPECT_EQ(CountDegenerateTriangles(r.value()), 2);
 }
 
 TEST(MakeTriangleMesh, TrianglesDegenerateAfterWeldingAreDropped) {

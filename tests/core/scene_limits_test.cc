@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -358,6 +359,89 @@ TEST(SceneLimits, SrdfStatesOutsideTheLimitsAreRefusedWhenUsed) {
   ASSERT_FALSE(far.ok());
   EXPECT_NE(far.error().message.find("shoulder"), std::string::npos) << far.error().message;
   EXPECT_NE(far.error().message.find("too_far"), std::string::npos) << far.error().message;
+}
+
+}  // namespace
+}  // namespace proximity::core
+
+namespace proximity::core {
+namespace {
+
+// A serial chain of `joints` revolute joints, each link a small box.
+std::string ChainUrdf(int joints) {
+  std::string xml = "<?xml version=\"1.0\"?>\n<robot name=\"chain\">\n";
+  for (int i = 0; i <= joints; ++i) {
+    xml += "<link name=\"l" + std::to_string(i) +
+           "\"><collision><geometry><box size=\"0.02 0.02 0.05\"/></geometry></collision></link>\n";
+  }
+  for (int i = 0; i < joints; ++i) {
+    xml += "<joint name=\"j" + std::to_string(i) + "\" type=\"revolute\"><parent link=\"l" + std::to_string(i) +
+           "\"/><child link=\"l" + std::to_string(i + 1) +
+           "\"/><origin xyz=\"0 0 0.06\"/><axis xyz=\"0 1 0\"/><limit lower=\"-1\" upper=\"1\" effort=\"1\" "
+           "velocity=\"1\"/></joint>\n";
+  }
+  return xml + "</robot>\n";
+}
+
+// A robot of 10,000 joints used to be built for minutes, past every memory limit. The caps refuse it
+// before anything is built, naming the cap; a stop ends a build that is within the caps.
+TEST(SceneLimits, BuildsAreCappedBeforeTheyStartAndStopWhenAsked) {
+  RobotLoadOptions options;
+  options.ros_package_path = "";
+  options.limits.max_links = 1000;
+  options.limits.max_joints = 1000;
+  const auto start = std::chrono::steady_clock::now();
+  auto big = RobotModel::FromUrdfString(ChainUrdf(10000), "", options);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(big.error().message.find("max_links"), std::string::npos) << big.error().message;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  options.limits.max_links = 0;
+  auto joints = RobotModel::FromUrdfString(ChainUrdf(2000), "", options);
+  ASSERT_FALSE(joints.ok());
+  EXPECT_NE(joints.error().message.find("max_joints"), std::string::npos) << joints.error().message;
+
+  // The model's tables against a memory cap.
+  RobotLoadOptions small = options;
+  small.limits = {};
+  small.limits.max_memory_bytes = 1 << 20;
+  auto tables = RobotModel::FromUrdfString(ChainUrdf(400), "", small);
+  ASSERT_FALSE(tables.ok());
+  EXPECT_NE(tables.error().message.find("max_memory_bytes"), std::string::npos) << tables.error().message;
+
+  // Self pairs: a 300-link chain has about 45,000 pairs of non-adjacent links.
+  RobotLoadOptions plain;
+  plain.ros_package_path = "";
+  auto chain = RobotModel::FromUrdfString(ChainUrdf(300), "", plain);
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  SceneDescription d;
+  d.robot = chain.value();
+  d.limits.max_self_pairs = 10000;
+  auto refused = Scene::Build(d);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(refused.error().message.find("max_self_pairs"), std::string::npos) << refused.error().message;
+  d.limits.max_self_pairs = 100000;
+  d.limits.max_memory_bytes = 4096;
+  auto too_big = Scene::Build(d);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.error().message.find("max_memory_bytes"), std::string::npos) << too_big.error().message;
+  d.limits = {};
+  EXPECT_TRUE(Scene::Build(d).ok());
+
+  // A stop ends the robot's load and the scene's build with kStopped, having done little.
+  StopAfter stop_load{5};
+  RobotLoadOptions stopped = plain;
+  stopped.stop = Interrupt(stop_load);
+  auto interrupted = RobotModel::FromUrdfString(ChainUrdf(300), "", stopped);
+  ASSERT_FALSE(interrupted.ok());
+  EXPECT_EQ(interrupted.error().code, ErrorCode::kStopped) << interrupted.error().message;
+  EXPECT_EQ(stop_load.asked, 5);
+  StopAfter stop_build{3};
+  d.stop = Interrupt(stop_build);
+  auto stopped_build = Scene::Build(d);
+  ASSERT_FALSE(stopped_build.ok());
+  EXPECT_EQ(stopped_build.error().code, ErrorCode::kStopped) << stopped_build.error().message;
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "resource_exhausted";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kStopped:
+      return "stopped";
   }
   return "unknown";
 }

@@ -9,6 +9,7 @@
 #include <numbers>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "mesh_read.h"
@@ -161,10 +162,14 @@ bool IsZeroArea(const Vec3& a, const Vec3& b, const Vec3& c) {
 
 }  // namespace
 
-/// Welding keeps the position of the first vertex of each group. A triangle is dropped when two of its
-/// corners weld together or when it has zero area by IsZeroArea. The remaining vertices keep their input
-/// order. Fills `removed_degenerate` and `welded_vertices` of `report` on success and leaves its other
-/// fields alone.
+/// Welding keeps the position of the first vertex of each group. A triangle that keeps an area is kept.
+/// A degenerate one (two corners welded together, or zero area by IsZeroArea) is geometrically its hull
+/// segment, or a point: it is dropped only when that segment is an edge of a kept triangle, or that point
+/// a vertex of one, so that dropping it removes no point of the surface. Any other degenerate triangle is
+/// kept as it is (the narrowphase treats it as its hull segment): a sliver can be long where it matters,
+/// and dropping it would make a collision through it unseen. The remaining vertices keep their input
+/// order. Fills `removed_degenerate`, `kept_degenerate` and `welded_vertices` of `report` on success and
+/// leaves its other fields alone.
 Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<std::array<int32_t, 3>> triangles,
                                       double weld_tolerance, MeshLoadReport* report) {
   if (!std::isfinite(weld_tolerance) || weld_tolerance < 0.0) {
@@ -200,19 +205,58 @@ Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<st
     if (representative[i] != static_cast<int32_t>(i)) ++welded;
   }
 
+  // Triangles with an area first; their edges and vertices are what a degenerate triangle may be covered by.
   std::vector<std::array<int32_t, 3>> kept;
+  std::vector<std::array<int32_t, 3>> degenerate;
   kept.reserve(triangles.size());
-  int32_t degenerate = 0;
   for (const auto& t : triangles) {
     const std::array<int32_t, 3> w = {representative[t[0]], representative[t[1]], representative[t[2]]};
-    if (w[0] == w[1] || w[1] == w[2] || w[2] == w[0] || IsZeroArea(vertices[w[0]], vertices[w[1]], vertices[w[2]])) {
-      ++degenerate;
+    const bool collapsed = w[0] == w[1] || w[1] == w[2] || w[2] == w[0];
+    if (collapsed || IsZeroArea(vertices[w[0]], vertices[w[1]], vertices[w[2]])) {
+      degenerate.push_back(w);
+    } else {
+      kept.push_back(w);
+    }
+  }
+  auto edge_key = [](int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(std::min(a, b))) << 32) |
+           static_cast<uint32_t>(std::max(a, b));
+  };
+  std::unordered_set<uint64_t> covered;  // Edges (a < b) and vertices (a == a) of the kept triangles.
+  if (!degenerate.empty()) {
+    covered.reserve(kept.size() * 4);
+    for (const auto& t : kept) {
+      for (int i = 0; i < 3; ++i) {
+        covered.insert(edge_key(t[i], t[(i + 1) % 3]));
+        covered.insert(edge_key(t[i], t[i]));
+      }
+    }
+  }
+  int32_t removed = 0;
+  int32_t kept_degenerate = 0;
+  for (const auto& w : degenerate) {
+    // The hull segment: the two corners farthest apart (a point when all three coincide).
+    int32_t a = w[0], b = w[1];
+    double longest = (vertices[w[0]] - vertices[w[1]]).squaredNorm();
+    for (const auto& [i, j] : {std::pair{1, 2}, std::pair{2, 0}}) {
+      const double l = (vertices[w[i]] - vertices[w[j]]).squaredNorm();
+      if (l > longest) {
+        longest = l;
+        a = w[i];
+        b = w[j];
+      }
+    }
+    if (vertices[a] == vertices[b]) b = a;
+    // A collinear middle corner lies on the hull segment, so the segment being an edge covers it too.
+    if (covered.contains(edge_key(a, b))) {
+      ++removed;
       continue;
     }
+    ++kept_degenerate;
     kept.push_back(w);
   }
-  if (kept.empty()) {
-    return InvalidArgument("mesh has no triangles left: all " + std::to_string(triangles.size()) +
+  if (kept_degenerate == static_cast<int32_t>(kept.size())) {
+    return InvalidArgument("mesh has no triangle with an area: all " + std::to_string(triangles.size()) +
                            " triangles have zero area (after welding)");
   }
 
@@ -231,10 +275,22 @@ Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<st
   for (const auto& t : kept) mesh.triangles.push_back({new_index[t[0]], new_index[t[1]], new_index[t[2]]});
 
   if (report != nullptr) {
-    report->removed_degenerate = degenerate;
+    report->removed_degenerate = removed;
+    report->kept_degenerate = kept_degenerate;
     report->welded_vertices = welded;
   }
   return mesh;
+}
+
+int32_t CountDegenerateTriangles(const TriangleMesh& mesh) {
+  int32_t count = 0;
+  for (const auto& t : mesh.triangles) {
+    if (t[0] == t[1] || t[1] == t[2] || t[2] == t[0] ||
+        IsZeroArea(mesh.vertices[t[0]], mesh.vertices[t[1]], mesh.vertices[t[2]])) {
+      ++count;
+    }
+  }
+  return count;
 }
 
 TriangleMesh MakeBoxMesh(const Vec3& size) {

@@ -793,6 +793,7 @@ Result<TriangleMesh> Finish(Gathered g, const MeshLoadOptions& options, const st
     report->submeshes = g.submeshes;
     report->skipped_non_triangles = g.skipped_non_triangles;
     report->removed_degenerate = cleaning.removed_degenerate;
+    report->kept_degenerate = cleaning.kept_degenerate;
     report->welded_vertices = cleaning.welded_vertices;
   }
   return mesh;

@@ -88,7 +88,7 @@ inline void ApplyJoint(const Joint& j, double value, double sin_value, double co
 
 }  // namespace
 
-Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader) {
+Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader, const Interrupt& stop) {
   self_clearance_memo_ = std::make_shared<internal::SelfClearanceMemo>();
   const int32_t n = num_links();
   if (num_joints() != n - 1) {
@@ -181,8 +181,7 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader) {
   }
 
   if (Status s = ApplySrdf(); !s.ok()) return s;
-  ComputeMotionTerms();
-  return {};
+  return ComputeMotionTerms(stop);
 }
 
 Status RobotModel::ApplySrdf() {
@@ -316,10 +315,11 @@ Status RobotModel::ApplySrdf() {
 // maximum of dist(p, axis_j) over k's geometry cover. Each lever is therefore a constant plus the sum of
 // |q_i| over the prismatic joints i after j on the path; along the segment |q_i(t)| is largest at an
 // end, so the bound holds for any q0, q1, inside limits or not.
-void RobotModel::ComputeMotionTerms() {
+Status RobotModel::ComputeMotionTerms(const Interrupt& stop) {
   motion_terms_.assign(links_.size(), {});
   std::vector<Ball> balls;
   for (LinkIndex k = 0; k < num_links(); ++k) {
+    if (stop()) return Stopped("robot: the load was stopped computing the motion bounds of link '" + links_[k].name + "'");
     balls.clear();
     for (const LinkGeometry& g : links_[k].geometries) CoverGeometry(g, &balls);
     double reach = 0.0;  // max |p - origin(C_k)|
@@ -357,6 +357,7 @@ void RobotModel::ComputeMotionTerms() {
     }
     std::reverse(terms.begin(), terms.end());
   }
+  return {};
 }
 
 double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1) const {

@@ -102,9 +102,11 @@ class UriResolver {
   Result<std::string> Resolve(const std::string& uri) {
     if (options_.uploaded_files.contains(uri)) return std::string(kUploadedFilePrefix) + uri;
     std::vector<std::string> tried;
-    const auto found = [&](const fs::path& p) -> std::optional<std::string> {
+    // `shown` is what a failure names instead of `p` (a path relative to the working directory is
+    // named as given: the error must not tell a remote caller where the daemon runs).
+    const auto found = [&](const fs::path& p, const fs::path& shown = {}) -> std::optional<std::string> {
       if (IsRegularFile(p) && options_.files.Allows(p.string())) return Canonical(p);
-      tried.push_back(p.string());
+      tried.push_back(shown.empty() ? p.string() : shown.string());
       return std::nullopt;
     };
     const auto fail = [&](const std::string& extra) -> Error {
@@ -156,8 +158,8 @@ class UriResolver {
       if (auto r = found(fs::path(options_.urdf_dir) / p)) return *r;
       return fail("");
     }
-    if (auto r = found(fs::absolute(p))) return *r;
-    return fail(" (no URDF directory was given for relative paths)");
+    if (auto r = found(fs::absolute(p), p)) return *r;
+    return fail(" (relative to the server's working directory: no URDF directory was given for relative paths)");
   }
 
  private:
@@ -271,6 +273,38 @@ Status CheckFiniteAttributes(const tinyxml2::XMLElement* e) {
 
 // Checks what urdfdom would only log: well-formed XML, unique names, existing parents and children,
 // one tree, limits where required, finite numbers. Returns the names in document order.
+// ResourceExhausted unless `value` is within `cap` (0: no cap); `what` counts it, `field` names the cap.
+Status CheckCap(int64_t value, int64_t cap, const std::string& what, const char* field) {
+  if (cap <= 0 || value <= cap) return {};
+  return ResourceExhausted(what + ": " + std::to_string(value) + ", more than the limit of " + std::to_string(cap) +
+                           " (" + field + ")");
+}
+
+// Bytes a mesh hierarchy takes per triangle, as an estimate before it is built (MeshModel::MemoryBytes
+// measures about 150-250 on real meshes: the triangles, the leaf order and two trees).
+constexpr int64_t kEstimatedBytesPerTriangle = 320;
+
+Status CheckLinkTriangles(const TriangleMesh& mesh, const BuildLimits& limits) {
+  return CheckCap(static_cast<int64_t>(mesh.triangles.size()), limits.max_link_triangles, "triangles",
+                  "max_link_triangles");
+}
+
+// The model's own tables grow with the square of its links (the allowed-pair matrix, and each link's
+// motion terms along its path to the root): bytes per link pair, as an upper bound.
+constexpr int64_t kModelBytesPerLinkPair = 1 + 48;
+
+// The caps on links, joints and the model's tables, before urdfdom parses the robot or anything is built.
+Status CheckOutlineLimits(const UrdfOutline& outline, const BuildLimits& limits) {
+  const auto links = static_cast<int64_t>(outline.links.size());
+  if (Status s = CheckCap(links, limits.max_links, "URDF: links", "max_links"); !s.ok()) return s;
+  if (Status s = CheckCap(static_cast<int64_t>(outline.joints.size()), limits.max_joints, "URDF: joints", "max_joints");
+      !s.ok()) {
+    return s;
+  }
+  return CheckCap(links * links * kModelBytesPerLinkPair, limits.max_memory_bytes,
+                  "URDF: estimated bytes of the model's link tables", "max_memory_bytes");
+}
+
 Result<UrdfOutline> OutlineUrdf(std::string_view xml, const std::string& source) {
   tinyxml2::XMLDocument doc;
   if (doc.Parse(xml.data(), xml.size()) != tinyxml2::XML_SUCCESS) {
@@ -400,15 +434,22 @@ bool Finite(const RigidTransform& X) { return X.R.allFinite() && X.p.allFinite()
 }  // namespace
 
 Result<std::shared_ptr<const MeshModel>> MeshCache::Get(const std::string& path, const Vec3& scale,
-                                                        const FileAccess& files) {
+                                                        const FileAccess& files, const BuildLimits& limits) {
   const Key key{path, {scale.x(), scale.y(), scale.z()}};
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = models_.find(key); it != models_.end()) return it->second;
+  if (auto it = models_.find(key); it != models_.end()) {
+    if (Status s = CheckCap(it->second->num_triangles(), limits.max_link_triangles, "triangles", "max_link_triangles");
+        !s.ok()) {
+      return s.error();
+    }
+    return it->second;
+  }
   MeshLoadOptions options;
   options.scale = scale;
   options.files = files;
   Result<TriangleMesh> mesh = LoadMesh(path, options);
   if (!mesh.ok()) return mesh.error();
+  if (Status s = CheckLinkTriangles(mesh.value(), limits); !s.ok()) return s.error();
   Result<std::shared_ptr<const MeshModel>> model = MeshModel::Build(std::move(mesh).value(), {}, path);
   if (!model.ok()) return model.error();
   models_.emplace(key, model.value());
@@ -457,6 +498,7 @@ Result<std::vector<std::string>> RobotModel::CollisionMeshFiles(std::string_view
                                                                  const RobotLoadOptions& options) {
   Result<UrdfOutline> outline = OutlineUrdf(urdf_xml, "URDF");
   if (!outline.ok()) return outline.error();
+  if (Status s = CheckOutlineLimits(outline.value(), options.limits); !s.ok()) return s.error();
   const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
   if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
   UriResolver resolver(options);
@@ -481,6 +523,7 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
                                                                      const RobotLoadOptions& options) {
   Result<UrdfOutline> outline = OutlineUrdf(urdf_xml, "URDF");
   if (!outline.ok()) return outline.error();
+  if (Status s = CheckOutlineLimits(outline.value(), options.limits); !s.ok()) return s.error();
   const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
   if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
 
@@ -568,7 +611,10 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   if (!load.mesh_cache) load.mesh_cache = std::make_shared<MeshCache>();
   UriResolver resolver(load);
   std::vector<std::string> visual_fallbacks;  // "link ('uri')"
+  const auto num_links = static_cast<int64_t>(model->links_.size());
+  int64_t estimated_bytes = num_links * num_links * kModelBytesPerLinkPair;
   for (Link& link : model->links_) {
+    if (options.stop()) return Stopped("URDF: the load was stopped at link '" + link.name + "'");
     const urdf::LinkConstSharedPtr ul = parsed->getLink(link.name);
     if (!ul) return read_differently("link '" + link.name + "'");
     std::string fell_back;
@@ -626,13 +672,22 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
             mesh_options.scale = g.mesh_scale;
             Result<TriangleMesh> loaded = LoadMeshFromMemory(
                 bytes, fs::path(m.filename).extension().string(), "uploaded file '" + m.filename + "'", mesh_options);
+            if (loaded.ok()) {
+              if (Status s = CheckLinkTriangles(loaded.value(), options.limits); !s.ok()) loaded = s.error();
+            }
             mesh = loaded.ok() ? MeshModel::Build(std::move(loaded).value(), {}, m.filename)
                                : Result<std::shared_ptr<const MeshModel>>(loaded.error());
           } else {
-            mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files);
+            mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files, options.limits);
           }
           if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
           g.mesh = mesh.value();
+          estimated_bytes += kEstimatedBytesPerTriangle * g.mesh->num_triangles();
+          if (Status s = CheckCap(estimated_bytes, options.limits.max_memory_bytes,
+                                  "URDF: estimated bytes of the robot's meshes and tables", "max_memory_bytes");
+              !s.ok()) {
+            return s.error();
+          }
           // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.
           if (auto hull = ConvexPolytope::Build(g.mesh->mesh(), g.mesh_path); hull.ok()) {
             g.hull = hull.value();
@@ -659,7 +714,7 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
     if (!srdf.ok()) return srdf.error();
     model->srdf_ = std::move(srdf).value();
   }
-  if (Status s = model->Finalize(mimic_leader); !s.ok()) return s.error();
+  if (Status s = model->Finalize(mimic_leader, options.stop); !s.ok()) return s.error();
   return std::shared_ptr<const RobotModel>(std::move(model));
 }
 

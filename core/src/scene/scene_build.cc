@@ -280,6 +280,39 @@ struct Scene::Names {
   }
 };
 
+// A warning for every mesh with triangles of zero area: they are checked as their hull segments (a
+// surface that should be closed may have a crack there), so the user hears of it once per scene.
+static std::vector<std::string> DegenerateTriangleWarnings(const SceneDescription& d) {
+  std::vector<std::string> warnings;
+  auto check = [&](const Geometry& g, const std::string& what) {
+    if (!g.is_mesh() || g.mesh == nullptr) return;
+    const int32_t n = CountDegenerateTriangles(g.mesh->mesh());
+    if (n == 0) return;
+    warnings.push_back(what + ": " + std::to_string(n) + " of " + std::to_string(g.mesh->num_triangles()) +
+                       " triangles have zero area; they are checked as line segments");
+  };
+  for (const Link& link : d.robot->links()) {
+    for (size_t g = 0; g < link.geometries.size(); ++g) {
+      const LinkGeometry& lg = link.geometries[g];
+      if (lg.type != ShapeType::kMesh || lg.mesh == nullptr) continue;
+      Geometry geometry;
+      geometry.mesh = lg.mesh;
+      check(geometry, "link '" + link.name + "' collision geometry " + std::to_string(g));
+    }
+  }
+  for (const WorldObject& obj : d.objects) {
+    for (size_t p = 0; p < obj.parts.size(); ++p) {
+      check(obj.parts[p].geometry, "object '" + obj.id + "' part " + std::to_string(p));
+    }
+  }
+  for (const AttachedObject& att : d.attached) {
+    for (size_t p = 0; p < att.parts.size(); ++p) {
+      check(att.parts[p].geometry, "attached object '" + att.id + "' part " + std::to_string(p));
+    }
+  }
+  return warnings;
+}
+
 Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   if (Status s = ValidateRobotPlacement(d); !s.ok()) return s.error();
   auto scene = std::shared_ptr<Scene>(new Scene());
@@ -290,10 +323,19 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   if (!names.ok()) return names.error();
   Result<std::vector<double>> padding = names.value().Padding(d);
   if (!padding.ok()) return padding.error();
+  scene->warnings_ = DegenerateTriangleWarnings(d);
+  // The entity matrices grow with the square of the robot's links and attached objects.
+  const auto entities = static_cast<int64_t>(names.value().num_entities());
+  const int64_t matrix_bytes = entities * (entities + static_cast<int64_t>(d.objects.size()));
+  if (d.limits.max_memory_bytes > 0 && matrix_bytes > d.limits.max_memory_bytes) {
+    return ResourceExhausted("scene: estimated bytes of the allowed-pair tables: " + std::to_string(matrix_bytes) +
+                             ", more than the limit of " + std::to_string(d.limits.max_memory_bytes) +
+                             " (max_memory_bytes)");
+  }
   scene->AllowRobotPairs(d, names.value());
   scene->AllowNamedPairs(d.allowed_pairs, names.value());
   scene->AddRobotParts(d, padding.value());
-  scene->PairRobotParts();
+  if (Status s = scene->PairRobotParts(d.limits, d.stop); !s.ok()) return s.error();
   scene->X_WB_ = d.X_WB;
   scene->objects_ = std::move(d.objects);
   scene->attached_ = std::move(d.attached);
@@ -401,20 +443,45 @@ void Scene::AddRobotParts(const SceneDescription& d, const std::vector<double>& 
 
 // The pairs of robot parts CLEAR tests (parts of two entities not allowed to touch), and the
 // self-clearance maps of link pairs that have one (the robot model keeps them across scenes).
-void Scene::PairRobotParts() {
+Status Scene::PairRobotParts(const BuildLimits& limits, const Interrupt& stop) {
   const RobotModel& robot = *robot_;
   const auto& parts = robot_parts_;
-  for (int32_t i = 0; i < static_cast<int32_t>(parts.size()); ++i)
-    for (int32_t j = i + 1; j < static_cast<int32_t>(parts.size()); ++j)
+  const auto n = static_cast<int32_t>(parts.size());
+  // Counted before anything is made: the caps refuse a robot whose pairs would not fit.
+  int64_t pairs = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (stop()) return Stopped("scene: the build was stopped counting self pairs");
+    for (int32_t j = i + 1; j < n; ++j) {
+      pairs += parts[i].entity != parts[j].entity && !AllowedEntities(parts[i].entity, parts[j].entity);
+    }
+  }
+  if (limits.max_self_pairs > 0 && pairs > limits.max_self_pairs) {
+    return ResourceExhausted("scene: self pairs (robot parts checked against each other): " + std::to_string(pairs) +
+                             ", more than the limit of " + std::to_string(limits.max_self_pairs) +
+                             " (max_self_pairs; an SRDF's disabled collisions lower it)");
+  }
+  const auto pair_bytes = pairs * static_cast<int64_t>(sizeof(SelfPair));
+  if (limits.max_memory_bytes > 0 && pair_bytes > limits.max_memory_bytes) {
+    return ResourceExhausted("scene: estimated bytes of the self pairs: " + std::to_string(pair_bytes) +
+                             ", more than the limit of " + std::to_string(limits.max_memory_bytes) +
+                             " (max_memory_bytes)");
+  }
+  self_pairs_.reserve(static_cast<size_t>(pairs));
+  for (int32_t i = 0; i < n; ++i) {
+    if (stop()) return Stopped("scene: the build was stopped pairing robot parts");
+    for (int32_t j = i + 1; j < n; ++j)
       if (parts[i].entity != parts[j].entity && !AllowedEntities(parts[i].entity, parts[j].entity))
         self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
+  }
   for (SelfPair& sp : self_pairs_) {
+    if (stop()) return Stopped("scene: the build was stopped making self-clearance maps");
     const RobotPart& a = parts[sp.a];
     const RobotPart& b = parts[sp.b];
     if (a.attached >= 0 || b.attached >= 0) continue;
     sp.clearance_map = robot.self_clearance_memo().Get({a.link, a.geometry_index, b.link, b.geometry_index},
                                                       [&] { return MakeSelfClearanceMap(robot, a, b, sp.ancestor); });
   }
+  return {};
 }
 
 // A median-split AABB tree over the world parts, so that each robot geometry meets only the parts

@@ -16,6 +16,7 @@ enum class ErrorCode {
   kParseError,       ///< A file exists but its contents cannot be understood.
   kResourceExhausted,///< A request exceeds a configured limit.
   kInternal,         ///< A broken invariant inside the library (a bug).
+  kStopped,          ///< The caller's Interrupt ended the work before it was done (a build).
 };
 
 /// Returns a stable lower-case name for a code ("invalid_argument", ...).
@@ -76,6 +77,7 @@ std::string FormatNumber(double v);
 inline Error ResourceExhausted(std::string message) {
   return {ErrorCode::kResourceExhausted, std::move(message)};
 }
+inline Error Stopped(std::string message) { return {ErrorCode::kStopped, std::move(message)}; }
 inline Error NotFound(std::string message) { return {ErrorCode::kNotFound, std::move(message)}; }
 inline Error ParseError(std::string message) { return {ErrorCode::kParseError, std::move(message)}; }
 

@@ -43,6 +43,17 @@ class Interrupt {
   const void* context_ = nullptr;
 };
 
+/// Caps on what building a robot model or a scene may take on, each checked before the work it bounds
+/// (a hostile URDF of 10,000 joints must be refused, not built); 0 means no cap. Refusals are
+/// kResourceExhausted errors that name the cap's field.
+struct BuildLimits {
+  int64_t max_links = 0;           ///< Links of a robot.
+  int64_t max_joints = 0;          ///< Joints of a robot (fixed ones included).
+  int64_t max_link_triangles = 0;  ///< Triangles of one link's collision mesh, checked before its hierarchy.
+  int64_t max_self_pairs = 0;      ///< Pairs of robot parts a scene checks against each other.
+  int64_t max_memory_bytes = 0;    ///< A build's estimated memory, estimated before its large allocations.
+};
+
 using Vec3 = Eigen::Vector3d;
 using Mat3 = Eigen::Matrix3d;
 

@@ -15,7 +15,8 @@
 namespace proximity::core {
 
 /// An indexed triangle mesh in its own frame M: vertices p_MV and counter-clockwise (outward) triangles.
-/// Every index is in range, every coordinate finite, and no triangle repeats a vertex index.
+/// Every index is in range and every coordinate finite. A triangle may be degenerate (zero area, or two
+/// corners on one vertex): geometrically its hull segment or a point, which the narrowphase treats as such.
 struct TriangleMesh {
   std::vector<Vec3> vertices;
   std::vector<std::array<int32_t, 3>> triangles;
@@ -37,7 +38,10 @@ struct MeshLoadReport {
   int32_t submeshes = 0;                ///< Meshes merged into one: assimp's (node transforms applied), or OBJ
                                         ///< groups and materials that hold faces.
   int32_t skipped_non_triangles = 0;    ///< Point and line elements (polygons are triangulated).
-  int32_t removed_degenerate = 0;       ///< Triangles with zero area (after welding) that were dropped.
+  int32_t removed_degenerate = 0;       ///< Triangles with zero area (after welding) that were dropped: each
+                                        ///< one's hull segment is an edge (or its point a vertex) of a kept
+                                        ///< triangle, so no point of the surface was lost.
+  int32_t kept_degenerate = 0;          ///< Triangles with zero area kept as their hull segment or point.
   int32_t welded_vertices = 0;          ///< Input vertices merged into another.
 };
 
@@ -56,11 +60,17 @@ struct MeshLoadReport {
                                                       MeshLoadReport* report = nullptr);
 
 /// Validates and cleans raw arrays into a TriangleMesh: checks indices and finiteness, welds
-/// vertices within `weld_tolerance`, drops zero-area triangles and unreferenced vertices.
+/// vertices within `weld_tolerance`, drops zero-area triangles whose hull segment is an edge of another
+/// triangle (keeping the others as segments), and unreferenced vertices. At least one triangle must keep
+/// an area.
 [[nodiscard]] Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices,
                                                     std::vector<std::array<int32_t, 3>> triangles,
                                                     double weld_tolerance = 0.0,
                                                     MeshLoadReport* report = nullptr);
+
+/// Triangles of zero area (two corners on one vertex, or a height at the rounding level of the longest
+/// edge): the ones MakeTriangleMesh keeps as their hull segment.
+int32_t CountDegenerateTriangles(const TriangleMesh& mesh);
 
 /// Axis-aligned box centred at the origin with full edge lengths `size`; 12 triangles.
 TriangleMesh MakeBoxMesh(const Vec3& size);

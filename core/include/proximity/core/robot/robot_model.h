@@ -43,9 +43,11 @@ using JointIndex = int32_t;
 class MeshCache {
  public:
   /// The built mesh of file `path` scaled per axis by `scale`; loads it on first use, reading it under
-  /// `files`. Errors name the file.
+  /// `files`. Errors name the file; a mesh with more triangles than `limits.max_link_triangles` is
+  /// refused before its hierarchy is built.
   [[nodiscard]] Result<std::shared_ptr<const MeshModel>> Get(const std::string& path, const Vec3& scale,
-                                                             const FileAccess& files = {});
+                                                             const FileAccess& files = {},
+                                                             const BuildLimits& limits = {});
   /// Number of distinct (path, scale) entries held.
   size_t size() const;
 
@@ -78,6 +80,11 @@ struct RobotLoadOptions {
   /// mesh URIs that resolve outside the roots count as missing and the package crawl skips roots
   /// outside them.
   FileAccess files;
+  /// Caps on links, joints, triangles per link and the model's estimated memory, checked before building.
+  BuildLimits limits;
+  /// Asked between links while meshes load and motion terms are computed: the load ends with a
+  /// kStopped error once it says so.
+  Interrupt stop;
 };
 
 /// What ResolveMeshUri puts before the URI of a file found in RobotLoadOptions::uploaded_files.
@@ -373,9 +380,9 @@ class RobotModel {
   // Orders, indexes and validates the tree, applies the SRDF, and precomputes the allowed set and the
   // motion terms. Called once by the loader after links_ and joints_ are filled in document order;
   // mimic_leader[j] is the document index of the joint j mimics, or -1.
-  [[nodiscard]] Status Finalize(const std::vector<JointIndex>& mimic_leader);
+  [[nodiscard]] Status Finalize(const std::vector<JointIndex>& mimic_leader, const Interrupt& stop = {});
   Status ApplySrdf();
-  void ComputeMotionTerms();
+  [[nodiscard]] Status ComputeMotionTerms(const Interrupt& stop);
   template <class F>
   void VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
                          double reach, F&& f) const;

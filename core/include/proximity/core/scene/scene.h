@@ -91,6 +91,11 @@ struct SceneDescription {
   /// paddings. `padding` overrides the default for the links or attached objects it names.
   double default_padding = 0.0;
   std::vector<std::pair<std::string, double>> padding;
+  /// Caps on the build (self pairs, estimated memory), checked before the pairs are made. Not part of
+  /// the scene's content: Description() leaves them at their defaults.
+  BuildLimits limits;
+  /// Asked while robot parts are paired and self-clearance maps made: Build ends with a kStopped error.
+  Interrupt stop;
 };
 
 /// A change to a scene's world; Scene::Update applies it to make a new scene (a new version).
@@ -477,7 +482,7 @@ class Scene {
   static RobotPart MakeRobotPart(int32_t link, int32_t entity, int32_t attached, Geometry geometry,
                                  const RigidTransform& X_LG);
   void AddRobotParts(const SceneDescription& d, const std::vector<double>& padding);
-  void PairRobotParts();
+  [[nodiscard]] Status PairRobotParts(const BuildLimits& limits, const Interrupt& stop);
   bool AllowedEntities(int32_t a, int32_t b) const {
     return entity_allowed_[static_cast<size_t>(a) * num_entities_ + static_cast<size_t>(b)] != 0;
   }
