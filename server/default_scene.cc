@@ -1,6 +1,8 @@
 #include "server/default_scene.h"
 
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "proximity/core/robot/robot_model.h"
@@ -43,15 +45,24 @@ DefaultObject MakeCylinder(std::string id, double radius, double length, const V
 
 }  // namespace
 
+bool IsBuiltInRobot(const std::string& urdf_path) {
+  std::error_code ec;
+  return urdf_path == DefaultRobotUrdfPath() ||
+         std::filesystem::equivalent(urdf_path, DefaultRobotUrdfPath(), ec);
+}
+
 DefaultSceneSpec DefaultScene(const std::string& urdf_path) {
   DefaultSceneSpec spec;
   spec.urdf_path = urdf_path;
-  // The dart-doc URDF mounts base_link on its root link "world" at xyz (0, -0.5, 0), rpy (-1.57, 0, 0)
-  // (DART's y-up world). Placing the root at the inverse of that mount puts base_link at the world
-  // origin with its z axis up, so the workcell below reads in the robot's own frame.
-  const double a = 1.57;
-  spec.q_WB = Quaternion(Eigen::AngleAxisd(a, Vec3::UnitX()));
-  spec.p_WB = -(spec.q_WB.toRotationMatrix() * Vec3(0.0, -0.5, 0.0));
+  if (IsBuiltInRobot(urdf_path)) {
+    // The built-in robot's data: the dart-doc URDF mounts base_link on its root link "world" at xyz
+    // (0, -0.5, 0), rpy (-1.57, 0, 0) (DART's y-up world). Placing the root at the inverse of that mount
+    // puts base_link at the world origin with its z axis up, so the workcell below reads in the robot's
+    // own frame. Any other robot stands as its URDF says: its root frame is the workcell's frame.
+    const double a = 1.57;
+    spec.q_WB = Quaternion(Eigen::AngleAxisd(a, Vec3::UnitX()));
+    spec.p_WB = -(spec.q_WB.toRotationMatrix() * Vec3(0.0, -0.5, 0.0));
+  }
   // The arm's shoulder is 0.33 m up and it reaches about 0.65 m; at home (all zeros) it stands up and
   // points its wrist forward (+x) at about 0.7 m height.
   spec.objects = {

@@ -50,7 +50,12 @@ struct DefaultSceneSpec {
 /// The KR5 URDF shipped by Debian's dart-doc, as found at build time.
 std::string DefaultRobotUrdfPath();
 
-/// The default workcell around the robot whose URDF is `urdf_path`.
+/// Whether `urdf_path` names the built-in robot's URDF (the same file).
+bool IsBuiltInRobot(const std::string& urdf_path);
+
+/// The default workcell around the robot whose URDF is `urdf_path`. The built-in robot is placed by its
+/// own data (undoing the y-up mount of its dart-doc URDF); any other robot's root frame is the
+/// workcell's frame, as its URDF says.
 DefaultSceneSpec DefaultScene(const std::string& urdf_path = DefaultRobotUrdfPath());
 
 /// Loads the robot (no ROS package crawl; mesh paths relative to the URDF; its visual geometry as

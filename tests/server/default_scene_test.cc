@@ -59,5 +59,35 @@ TEST(DefaultScene, HomeIsFreeAndRandomStatesOftenCollide) {
   EXPECT_LT(motions_colliding, m);
 }
 
+// The built-in robot's y-up mount is undone by its own data; another robot in the workcell stands as its
+// URDF says (before the fix the KR5's correction, a quarter turn about x, laid any robot on its side).
+TEST(DefaultScene, OnlyTheBuiltInRobotGetsItsMountCorrection) {
+  PROX_REQUIRE_DIR(testing::DartUrdfDir(), "Debian dart-doc's URDF folder");
+  const DefaultSceneSpec kr5 = DefaultScene();
+  EXPECT_TRUE(IsBuiltInRobot(DefaultRobotUrdfPath()));
+  // The built-in robot: base_link at the origin with its z axis up.
+  auto d = DefaultSceneDescription();
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  auto X_WL = d.value().robot->ForwardKinematics(std::vector<double>(6, 0.0));
+  ASSERT_TRUE(X_WL.ok()) << X_WL.error().message;
+  auto base = d.value().robot->FindLink("base_link");
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  const core::RigidTransform X_WBase = d.value().X_WB * X_WL.value()[base.value()];
+  EXPECT_LT(X_WBase.p.norm(), 1e-2) << X_WBase.p.transpose();
+  EXPECT_GT(X_WBase.R.col(2).z(), 0.999) << "the KR5's base does not stand upright";
+
+  // Two other robots: the WAM from dart-doc and the project's planar fixture. Their root frame is the
+  // workcell's frame (no rotation, no offset), and the workcell's objects are the same.
+  for (const std::string& urdf : {testing::DartUrdfDir() + "/wam/wam.urdf",
+                                  testing::TestDataDir() + "/robots/planar_2link.urdf"}) {
+    EXPECT_FALSE(IsBuiltInRobot(urdf)) << urdf;
+    const DefaultSceneSpec spec = DefaultScene(urdf);
+    EXPECT_EQ(spec.p_WB, core::Vec3::Zero()) << urdf;
+    EXPECT_TRUE(spec.q_WB.isApprox(Quaternion::Identity())) << urdf;
+    EXPECT_EQ(spec.objects.size(), kr5.objects.size());
+    EXPECT_FALSE(kr5.p_WB.isZero()) << "the built-in robot's mount correction is gone";
+  }
+}
+
 }  // namespace
 }  // namespace proximity::server
