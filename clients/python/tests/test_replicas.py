@@ -85,10 +85,19 @@ def test_address_lists_spread_calls_over_every_replica() -> None:
             with Client(target, timeout=60) as c:
                 assert c.target.startswith("ipv4:")
                 before = [_served(d, "CheckStates") for d in replicas]
-                for _ in range(8):
+                counts: List[List[int]] = []
+
+                # A subchannel may still be connecting when the first calls go out (round robin sends
+                # them to the ready ones), so calls continue until every replica has served one: with
+                # round robin that takes a few calls, with a policy that sticks to one replica it never
+                # happens.
+                def every_replica_served() -> bool:
                     c.check_states(probe)
-                after = [_served(d, "CheckStates") for d in replicas]
-                assert all(a > b for a, b in zip(after, before)), (before, after)
+                    counts.append([_served(d, "CheckStates") for d in replicas])
+                    return all(a > b for a, b in zip(counts[-1], before))
+
+                assert support.eventually(every_replica_served, timeout=30, interval=0.01), (before, counts[-1])
+                assert len(counts) <= 200, f"{len(counts)} calls before every replica served one"
     finally:
         for d in replicas:
             d.kill()
