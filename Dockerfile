@@ -11,7 +11,7 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
       libeigen3-dev libassimp-dev zlib1g-dev liburdfdom-dev libtinyxml2-dev libqhull-dev libyaml-cpp-dev \
       libcli11-dev \
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
-      libspdlog-dev libfmt-dev libcpp-httplib-dev nlohmann-json3-dev libxxhash-dev \
+      libspdlog-dev libfmt-dev libboost-dev nlohmann-json3-dev libxxhash-dev \
     && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -38,7 +38,7 @@ FROM debian:bookworm-slim
 # made with debootstrap has no docker-clean hook and would keep the downloaded .debs in the layer.
 RUN printf 'path-include=/usr/share/doc/dart/*\n' > /etc/dpkg/dpkg.cfg.d/zz-proximity-dart-doc \
     && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libabsl20220623 libassimp5 libcpp-httplib0.11 libfmt9 libgrpc29 libgrpc++1.51 libprotobuf32 \
+      libabsl20220623 libassimp5 libfmt9 libgrpc29 libgrpc++1.51 libprotobuf32 \
       libqhull-r8.0 libspdlog1.10 libstdc++6 libtinyxml2-9 liburdfdom-model3.0 libxxhash0 libyaml-cpp0.7 \
       dart-doc libjs-three \
     && apt-get clean && rm -rf /var/lib/apt/lists/* \

@@ -14,7 +14,7 @@
 #
 # Not installed: proximity::server and proximity::default_scene. They are proximityd's insides (headers
 # in server/, not under an include folder, included as "server/....h"), their interface changes with the
-# daemon, and they pull spdlog, cpp-httplib, nlohmann-json and xxhash into any consumer. Programs talk to
+# daemon, and they pull spdlog, Boost (Beast, Asio), nlohmann-json and xxhash into any consumer. Programs talk to
 # the service through its gRPC contract: proximity::remote (C++) or the Python client.
 #
 # Libraries are static unless BUILD_SHARED_LIBS=ON. Static is what every test here runs against, the

@@ -5,7 +5,8 @@ set -euo pipefail
 
 # zlib1g-dev: assimp's CMake config links libz.so, which libassimp-dev does not depend on.
 # python3 runs the CLI and benchmark checks (python3-yaml: an independent YAML cross-check); bzip2
-# extracts the MotionBenchMaker archive in tests. gRPC, Protobuf, spdlog, cpp-httplib: proximityd.
+# extracts the MotionBenchMaker archive in tests. gRPC, Protobuf, spdlog, Boost (Beast and Asio, header-only):
+# proximityd; cpp-httplib: the service tests' HTTP client.
 # python3-grpcio and friends: the Python client, its tests and the main job (Debian's /usr/bin/python3).
 # OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
 # clang-16, its runtime libraries (libFuzzer, sanitizers) and llvm-16 (llvm-symbolizer for readable
@@ -22,7 +23,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libcli11-dev
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
-  libspdlog-dev libfmt-dev libcpp-httplib-dev nlohmann-json3-dev libxxhash-dev
+  libspdlog-dev libfmt-dev libcpp-httplib-dev libboost-dev nlohmann-json3-dev libxxhash-dev
   python3-grpcio python3-protobuf python3-numpy python3-tqdm python3-pytest python3-prometheus-client
   python3-pip python3-setuptools
   libfcl-dev libccd-dev

@@ -127,6 +127,13 @@ int main(int argc, char** argv) {
   app.add_option("--viewer-three-dir", f.server.viewer_three_dir,
                  "Debian libjs-three's folder: the viewer serves its three.min.js and OrbitControls.js")
       ->capture_default_str();
+  app.add_option("--viewer-allowed-host", f.server.viewer_allowed_hosts,
+                 "HOST or HOST:PORT: another Host the viewer's API answers (a name browsers reach this server by), "
+                 "besides the metrics address, localhost, 127.0.0.1 and [::1] at the metrics port; repeatable");
+  // Hidden: for tests of the metrics port's timeouts.
+  app.add_option("--http-request-timeout-seconds", f.server.http_request_timeout_seconds,
+                 "How long the metrics port waits for a whole HTTP request")
+      ->group("");
   app.add_option("--default-scene-urdf", f.server.default_scene_urdf, "The built-in scene's robot URDF");
   app.add_option("--default-scene-srdf", f.server.default_scene_srdf,
                  "With --default-scene-urdf: its SRDF (allowed pairs, groups, named states)");
@@ -184,6 +191,14 @@ int main(int argc, char** argv) {
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"no-viewer", [&](const YAML::Node& n) { f.no_viewer = n.as<bool>(); }},
         {"viewer-three-dir", [&](const YAML::Node& n) { f.server.viewer_three_dir = n.as<std::string>(); }},
+        {"viewer-allowed-host", [&](const YAML::Node& n) {
+           f.server.viewer_allowed_hosts.clear();
+           if (n.IsSequence()) {
+             for (const auto& h : n) f.server.viewer_allowed_hosts.push_back(h.as<std::string>());
+           } else {
+             f.server.viewer_allowed_hosts.push_back(n.as<std::string>());
+           }
+         }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"default-scene-srdf", [&](const YAML::Node& n) { f.server.default_scene_srdf = n.as<std::string>(); }},
         {"default-scene-package",
@@ -249,6 +264,10 @@ int main(int argc, char** argv) {
   }
   if (!(f.server.limits.max_call_seconds > 0.0) || !std::isfinite(f.server.limits.max_call_seconds)) {
     std::cerr << "proximityd: --max-call-seconds must be a finite number > 0\n";
+    return 2;
+  }
+  if (!(f.server.http_request_timeout_seconds > 0.0) || !(f.server.http_request_timeout_seconds <= 86400.0)) {
+    std::cerr << "proximityd: --http-request-timeout-seconds must be in (0, 86400]\n";
     return 2;
   }
   if (!(f.drain_seconds >= 0.0) || !std::isfinite(f.drain_seconds)) {

@@ -1,10 +1,7 @@
 #include "server/metrics.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <sstream>
-#include <thread>
 
 #include "server/errors.h"
 
@@ -147,64 +144,6 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
     return false;
   }
   return !host->empty();
-}
-
-struct MetricsHttpServer::Impl {
-  httplib::Server http;
-  std::thread thread;
-};
-
-MetricsHttpServer::MetricsHttpServer() : impl_(std::make_unique<Impl>()) {}
-
-MetricsHttpServer::~MetricsHttpServer() { Stop(); }
-
-core::Status MetricsHttpServer::Start(const std::string& address, const Metrics* metrics, std::vector<HttpRoute> routes,
-                                      int64_t max_body_bytes) {
-  std::string host;
-  int port = 0;
-  if (!SplitHostPort(address, &host, &port)) {
-    return core::InvalidArgument("metrics address '" + address + "' is not host:port");
-  }
-  // httplib's default sets SO_REUSEPORT, which lets a second process bind a busy port; SO_REUSEADDR
-  // alone still allows a quick restart and makes a clash fail.
-  impl_->http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  impl_->http.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics->RenderText(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  impl_->http.set_payload_max_length(static_cast<size_t>(std::max<int64_t>(max_body_bytes, 0)));
-  for (HttpRoute& route : routes) {
-    auto serve = [handler = std::move(route.handler)](const httplib::Request& req, httplib::Response& res) {
-      HttpRequest request{req.path, req.body, req.get_header_value("Authorization"), {}};
-      for (size_t i = 1; i < req.matches.size(); ++i) request.matches.push_back(req.matches[i].str());
-      HttpReply reply = handler(request);
-      res.status = reply.status;
-      res.set_content(reply.body, reply.content_type);
-    };
-    if (route.method == "POST") {
-      impl_->http.Post(route.pattern, std::move(serve));
-    } else {
-      impl_->http.Get(route.pattern, std::move(serve));
-    }
-  }
-  if (port == 0) {
-    port = impl_->http.bind_to_any_port(host);
-    if (port < 0) return core::InvalidArgument("cannot listen for metrics on " + address);
-  } else if (!impl_->http.bind_to_port(host, port)) {
-    return core::InvalidArgument("cannot listen for metrics on " + address + " (is the port in use?)");
-  }
-  port_ = port;
-  impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
-  return {};
-}
-
-void MetricsHttpServer::Stop() {
-  if (impl_->thread.joinable()) {
-    impl_->http.stop();
-    impl_->thread.join();
-  }
 }
 
 }  // namespace proximity::server

@@ -112,6 +112,9 @@ struct HttpRequest {
   std::string body;
   std::string authorization;         ///< The Authorization header, or "".
   std::vector<std::string> matches;  ///< The route pattern's capture groups.
+  std::string content_type;          ///< The Content-Type header, or "".
+  std::string host;                  ///< The Host header, or "".
+  std::string origin;                ///< The Origin header, or "" (browsers send it with every POST).
 };
 /// Its answer.
 struct HttpReply {
@@ -120,14 +123,32 @@ struct HttpReply {
   std::string body;
 };
 /// A route: `method` ("GET" or "POST") on the paths matching `pattern` (a regular expression the whole
-/// path must match); handlers run on the HTTP server's threads.
+/// path must match); handlers run on the HTTP server's worker threads and may block.
 struct HttpRoute {
   std::string method;
   std::string pattern;
   std::function<HttpReply(const HttpRequest&)> handler;
 };
 
-/// Serves GET /metrics over HTTP on its own thread (cpp-httplib), and any routes added (the viewer).
+/// What the HTTP server lets its clients hold. A client that sends too slowly or holds too many
+/// connections costs one socket each, never a thread.
+struct HttpServerLimits {
+  /// A request (request line, headers and body) must arrive within this long from when the server starts
+  /// waiting for it; a keep-alive connection idle for this long is closed.
+  double request_timeout_seconds = 10.0;
+  /// Writing one response may take this long.
+  double write_timeout_seconds = 60.0;
+  int max_connections = 256;              ///< Open connections at once; more are closed as accepted.
+  int max_connections_per_address = 32;   ///< Open connections from one client address.
+  int max_requests_per_connection = 100;  ///< Then the response says `Connection: close`.
+  uint32_t max_header_bytes = 16 << 10;   ///< Request line and headers (431 beyond).
+  int workers = 4;                        ///< Threads that run route handlers.
+  int max_queued = 64;                    ///< Route requests waiting for a worker; more get 503.
+};
+
+/// Serves GET /metrics over HTTP/1.1 and 1.0 (Boost.Beast), and any routes added (the viewer). One
+/// thread does all network I/O for every connection and answers /metrics itself; route handlers run on
+/// a small pool of worker threads (http_server.cc).
 class MetricsHttpServer {
  public:
   MetricsHttpServer();
@@ -135,8 +156,11 @@ class MetricsHttpServer {
   /// Binds `address` ("host:port"; port 0 picks one) and starts serving `metrics` and `routes`; request
   /// bodies above `max_body_bytes` are refused (413).
   [[nodiscard]] core::Status Start(const std::string& address, const Metrics* metrics,
-                                   std::vector<HttpRoute> routes = {}, int64_t max_body_bytes = 1 << 20);
+                                   std::vector<HttpRoute> routes = {}, int64_t max_body_bytes = 1 << 20,
+                                   const HttpServerLimits& limits = {});
+  /// Closes the port and every connection and joins the threads (a handler running is waited for).
   void Stop();
+  /// The bound port (set before any request is served).
   int port() const { return port_; }
 
  private:

@@ -37,6 +37,9 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   const int threads = options.threads > 0 ? options.threads
                                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   s->pool_ = std::make_unique<WorkerPool>(threads);
+  for (const std::string& host : options.viewer_allowed_hosts) {
+    if (std::string error = AllowedHostError(host); !error.empty()) return core::InvalidArgument(error);
+  }
   if (options.max_file_bytes < 1) {
     return core::InvalidArgument("max file bytes must be >= 1, got " + std::to_string(options.max_file_bytes));
   }
@@ -157,6 +160,7 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   health->SetServingStatus(kServiceName, true);
 
   if (!options.metrics_listen.empty()) {
+    s->metrics_http_ = std::make_unique<MetricsHttpServer>();
     std::vector<HttpRoute> routes;
     if (options.viewer) {
       // The viewer's API reaches the service in process, through the same opening as any call.
@@ -167,13 +171,18 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
       viewer.three_dir = options.viewer_three_dir;
       viewer.call_seconds = options.limits.max_call_seconds;
       viewer.api_enabled = options.tls_client_ca_file.empty();
+      viewer.listen_address = options.metrics_listen;
+      // The routes live in the HTTP server, and the port is known before it serves any request.
+      viewer.bound_port = [http = s->metrics_http_.get()] { return http->port(); };
+      viewer.allowed_hosts = options.viewer_allowed_hosts;
       std::vector<std::string> warnings;
       routes = ViewerRoutes(s->server_->InProcessChannel(args), viewer, &warnings);
       for (const std::string& w : warnings) LogEvent(spdlog::level::warn, w);
     }
-    s->metrics_http_ = std::make_unique<MetricsHttpServer>();
+    HttpServerLimits http_limits;
+    http_limits.request_timeout_seconds = options.http_request_timeout_seconds;
     if (core::Status st = s->metrics_http_->Start(options.metrics_listen, s->metrics_.get(), std::move(routes),
-                                                  options.max_message_bytes);
+                                                  options.max_message_bytes, http_limits);
         !st.ok()) {
       s->metrics_http_.reset();
       s->Shutdown(std::chrono::milliseconds(0));

@@ -57,6 +57,11 @@ struct ServerOptions {
   bool viewer = true;
   /// Debian libjs-three's folder, whose three.min.js and OrbitControls.js the viewer serves.
   std::string viewer_three_dir = "/usr/share/javascript/three";
+  /// More Host header values (HOST or HOST:PORT) the viewer's API accepts besides the metrics address,
+  /// localhost, 127.0.0.1 and [::1] at the metrics port: the names a browser reaches this server by.
+  std::vector<std::string> viewer_allowed_hosts;
+  /// How long the metrics port waits for a whole HTTP request (and keeps an idle connection), seconds.
+  double http_request_timeout_seconds = 10.0;
   /// Close each client connection after about this long (gRPC's GRPC_ARG_MAX_CONNECTION_AGE_MS, with
   /// its +-10% jitter), so that clients re-resolve a DNS name and spread over replicas added since;
   /// 0: never. Calls in flight then have `max_connection_age_grace_seconds` to finish.
