@@ -381,7 +381,10 @@ TEST(ConvexFcl, SignedDistanceAgreesWithFclOrTheOracleDecides) {
             ours = r.value();
           });
         });
-        EXPECT_TRUE(ours.converged);
+        EXPECT_TRUE(ours.converged) << "distance " << ours.distance << " in [" << ours.lower_bound << ", "
+                                    << ours.upper_bound << "], method " << static_cast<int>(ours.method)
+                                    << ", GJK " << ours.gjk_iterations << " and EPA " << ours.epa_iterations
+                                    << " iterations, " << ours.epa_faces << " faces";
         if (std::abs(ours.distance) < 1e-6) {
           ++near_contact;  // Touching within FCL's tolerances: either answer is defensible.
           continue;

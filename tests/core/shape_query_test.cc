@@ -61,6 +61,7 @@ Triangle WorldTriangle(const TriangleMesh& m, int t, const RigidTransform& X_WM)
 struct Oracle {
   double distance = std::numeric_limits<double>::infinity();
   double lower = std::numeric_limits<double>::infinity();  // min of GJK's certified lower bounds
+  double realised = std::numeric_limits<double>::infinity();  // min distance between GJK's witnesses
   std::set<int> intersecting;
 };
 
@@ -75,6 +76,7 @@ Oracle BruteForce(const TriangleMesh& m, const RigidTransform& X_WM, const Shape
       const GjkResult g = GjkDistance(tri, I, s, X_WS);
       o.distance = std::min(o.distance, g.distance);
       o.lower = std::min(o.lower, g.lower_bound);
+      o.realised = std::min(o.realised, (g.p_WA - g.p_WB).norm());
     });
   }
   return o;
@@ -223,8 +225,12 @@ TEST_F(RealMeshTest, DistanceMatchesBruteForceOracle) {
         PROX_ASSERT_OK_AND_ASSIGN(r, ComputeMeshShapeDistance(*model, p.X_WM, shape, p.X_WS, {}));
         EXPECT_EQ(r.intersecting, !o.intersecting.empty());
         EXPECT_LE(r.lower_bound, r.upper_bound);
-        // The oracle runs in the world frame, the query in the mesh's: they agree up to rounding.
-        EXPECT_LE(r.lower_bound, o.distance * (1.0 + 1e-12));
+        // A certified lower bound never exceeds a distance the oracle realises (its witnesses lie in
+        // both sets). On curved shapes the oracle's |v| is no such bound: GJK stops with a gap, and its
+        // simplex's closest point can lie off a sliver simplex, below the truth (on a portable build,
+        // by 8e-13 here). The oracle runs in the world frame, the query in the mesh's: rounding apart.
+        EXPECT_LE(r.lower_bound, o.realised * (1.0 + 1e-12) + RoundingAllowance(1.0 + p.X_WS.p.norm()))
+            << "oracle |v| " << o.distance << " realised " << o.realised << " ours " << r.lower_bound;
         EXPECT_TRUE(std::isfinite(r.upper_bound));
         EXPECT_GE(r.stats.triangle_tests, 1);
         if (o.intersecting.empty()) {

@@ -95,6 +95,16 @@ double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, con
   return best;
 }
 
+double QueryRoundingAllowance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
+                              const RigidTransform& X_WB) {
+  auto reach = [](const TriangleMesh& m) {
+    double r = 0.0;
+    for (const Vec3& v : m.vertices) r = std::max(r, v.norm());
+    return 3.0 * r;
+  };
+  return core::RoundingAllowance(X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + reach(a) + reach(b));
+}
+
 double SignedVolume(const TriangleMesh& m) {
   double six_v = 0;
   for (const auto& t : m.triangles) six_v += m.vertices[t[0]].dot(m.vertices[t[1]].cross(m.vertices[t[2]]));

@@ -85,6 +85,13 @@ bool BruteForceCollide(const TriangleMesh& a, const RigidTransform& X_WA, const 
 double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
                           const RigidTransform& X_WB, int* tri_a = nullptr, int* tri_b = nullptr);
 
+/// At least the rounding allowance (RoundingAllowance) a distance query between meshes a and b at these
+/// poses lowers its lower bound by: the query's scale is the poses' translations plus each model's reach
+/// (its root sphere's centre and radius), and a bounding sphere's centre plus radius is at most three
+/// times the farthest vertex's distance from the origin.
+double QueryRoundingAllowance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
+                              const RigidTransform& X_WB);
+
 /// Volume enclosed by the mesh (divergence theorem); positive when the triangles face outward.
 double SignedVolume(const TriangleMesh& m);
 /// Every edge is used by exactly two triangles, once in each direction: the mesh is closed and

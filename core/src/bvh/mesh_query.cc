@@ -399,7 +399,11 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
 
   DistanceResult result;
   result.upper_bound = walk.upper;
-  result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
+  // Triangle distances and box bounds are computed in A's frame: rounded outward by their rounding's
+  // allowance (the poses' translations and both models' reach bound every coordinate on the way).
+  const double scale = X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + internal::ModelReach(a) +
+                       internal::ModelReach(b);
+  result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - RoundingAllowance(scale));
   result.intersecting = walk.upper == 0.0;
   result.beyond_max_distance = result.lower_bound >= request.max_distance;
   result.p_WA = X_WA * walk.best_pa;

@@ -15,6 +15,9 @@ void CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshMo
 /// Mesh-shape collision; `result` must be cleared.
 void CollideMeshShapeTrusted(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
                              const RigidTransform& X_WS, const CollisionRequest& request, CollisionResult* result);
+/// The largest distance of a model's points from its frame's origin, in every coordinate: its root
+/// sphere's centre plus radius (the scale of a query's rounding, RoundingAllowance).
+inline double ModelReach(const MeshModel& m) { return m.spheres()[0].center.norm() + m.spheres()[0].radius; }
 /// Whether two shapes share a point (ISA-GJK).
 bool ShapesIntersectTrusted(const Shape& a, const RigidTransform& X_WA, const Shape& b, const RigidTransform& X_WB);
 

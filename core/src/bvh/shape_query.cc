@@ -431,7 +431,11 @@ Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const Rig
     walk.UpdateThreshold();
     walk.Distance();
     result.upper_bound = walk.upper;
-    result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned));
+    // Rounded outward as in ComputeDistance (GJK's leaf bounds already are; the box bounds are not).
+    const Obb box = ShapeBoundingObb(shape);
+    const double scale = X_WM.p.cwiseAbs().maxCoeff() + X_WS.p.cwiseAbs().maxCoeff() + internal::ModelReach(mesh) +
+                         box.center.norm() + box.half_extents.norm();
+    result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - RoundingAllowance(scale));
     result.intersecting = walk.upper == 0.0;
     result.beyond_max_distance = result.lower_bound >= request.max_distance;
     result.p_WA = X_WM * walk.best_pa;

@@ -8,6 +8,7 @@
 #include <Eigen/Geometry>
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace proximity::core {
@@ -20,6 +21,20 @@ namespace proximity::core {
 inline constexpr double kWorldExtent = 1e4;
 inline constexpr double kMaxJointValue = 1e4;
 inline constexpr double kMaxMotionSteps = 1e7;
+
+/// How far rounding can move a distance or a distance bound computed from points whose coordinates are
+/// at most `scale` in magnitude (metres, in every frame the computation passes through, translations of
+/// the poses included). Each such value is a short chain of operations on those coordinates: a rigid
+/// transform (three products and three sums a coordinate, rotation entries themselves rounded), a
+/// difference, a dot or cross product, a square root, a division. Each step adds an error of at most a
+/// few units of the last place of `scale` (about 12 eps * scale in all for the longest chain, GJK's
+/// support-plane bound); kRoundingUlps doubles that twice over. Certified lower bounds are lowered by
+/// this allowance, so that they hold under any rounding, on any CPU and with any contraction of products
+/// into fused multiply-adds, not only on the build machine.
+inline constexpr double kRoundingUlps = 64.0;
+inline constexpr double RoundingAllowance(double scale) {
+  return kRoundingUlps * std::numeric_limits<double>::epsilon() * scale;
+}
 
 /// A caller's request to stop a long query early: a cancelled call, an expired deadline. Queries ask it
 /// between states, segments and advancement steps (never inside a hierarchy walk or a GJK loop); a query

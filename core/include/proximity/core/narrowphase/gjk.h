@@ -249,6 +249,9 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
   // polytope climbs restart from their seeds.
   Vec3 last_v = cache ? cache->v_A : Vec3::Zero();
   double lower = 0.0;  // Largest lower bound on the cores' distance seen.
+  // The largest coordinate the computation meets (support points in A's frame, the poses'
+  // translations, the margins): the scale of its rounding (RoundingAllowance).
+  double scale = X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + margin;
   bool converged = false;
   bool contact = false;
   while (r.iterations < options.max_iterations) {
@@ -266,11 +269,12 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
     GjkVertex w;
     internal::MinkowskiSupport(a, b, X_AB, -v, &start_a, &start_b, &w);
     ++r.support_calls;
+    scale = std::max({scale, w.p_A.cwiseAbs().maxCoeff(), (w.p_A - w.w).cwiseAbs().maxCoeff()});
     if (v_in_set) {
       const double vv = v.squaredNorm();
       const double vw = v.dot(w.w);
       if (vw > 0.0) lower = std::max(lower, vw / std::sqrt(vv));
-      if (lower > margin && lower - margin >= options.lower_bound_target) {
+      if (lower > margin && lower - margin - RoundingAllowance(scale) >= options.lower_bound_target) {
         r.reached_target = true;
         break;
       }
@@ -315,7 +319,8 @@ GjkResult GjkDistance(const ShapeA& a, const RigidTransform& X_WA, const ShapeB&
     r.p_WA = r.p_WB = X_WA * p_A;
   } else {
     r.distance = std::max(0.0, core_distance - margin);
-    r.lower_bound = std::min(r.distance, std::max(0.0, lower - margin));
+    // The support-plane bound holds at every iterate, converged or not; rounded outward here.
+    r.lower_bound = std::min(r.distance, std::max(0.0, lower - margin - RoundingAllowance(scale)));
     const Vec3 n = core_distance > 0.0 ? Vec3(v / core_distance) : Vec3::Zero();
     r.p_WA = X_WA * Vec3(c_A - margin_a * n);
     r.p_WB = X_WA * Vec3(c_B + margin_b * n);
