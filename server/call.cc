@@ -1,6 +1,7 @@
 #include "server/call.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "server/log.h"
 
@@ -83,6 +84,7 @@ CallRecorder::~CallRecorder() {
                            {"code", GrpcCodeName(status_.error_code())},
                            {"latency_ms", seconds * 1e3}};
   if (suppressed > 0) fields["suppressed_before"] = suppressed;
+  if (!client_.empty()) fields["client"] = client_;
   if (!scene_id_.empty()) fields["scene_id"] = Bounded(scene_id_, kMaxQuotedBytes);
   if (states_ >= 0) fields["states"] = states_;
   for (auto& [key, value] : extra_.items()) fields[key] = value;
@@ -153,14 +155,107 @@ grpc::Status CallScope::FitResponse(google::protobuf::Message* response, std::st
   return ResponseTooLarge(bytes, limits_->max_response_bytes, advice);
 }
 
-grpc::Status Opening::Authorize(grpc::ServerContext* context) const {
-  if (auth_token_.empty()) return grpc::Status::OK;
+Opening::Opening(SceneRegistry* registry, Metrics* metrics, const ServiceLimits* limits,
+                 std::vector<ClientToken> tokens)
+    : registry_(registry), metrics_(metrics), limits_(limits), tokens_(std::move(tokens)) {
+  for (ClientToken& t : tokens_) {
+    named_ = named_ || !t.name.empty();
+    t.token = "Bearer " + t.token;  // as the metadata carries it
+  }
+}
+
+grpc::Status Opening::Authorize(grpc::ServerContext* context, std::string_view* client) const {
+  if (tokens_.empty()) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   const auto it = metadata.find("authorization");
   const std::string_view given =
       it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-  if (!ConstantTimeEqual(given, "Bearer " + auth_token_)) return Unauthenticated();
+  // Every token is compared, none skipped once one matched: the time taken does not tell which one did.
+  size_t match = tokens_.size();
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    const bool equal = ConstantTimeEqual(given, tokens_[i].token);
+    match = equal ? i : match;
+  }
+  if (match == tokens_.size()) return Unauthenticated();
+  if (client != nullptr) *client = tokens_[match].name;
   return grpc::Status::OK;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The token file
+
+core::Result<std::vector<ClientToken>> ParseTokenFile(std::string_view text) {
+  constexpr size_t kMinTokenBytes = 16;
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  const auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+  };
+  std::vector<ClientToken> out;
+  std::vector<size_t> lines;  // where each token was read
+  bool single = false;
+  size_t line_no = 0;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    while (!line.empty() && space(line.front())) line.remove_prefix(1);
+    while (!line.empty() && space(line.back())) line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    std::vector<std::string_view> words;
+    for (size_t i = 0; i < line.size();) {
+      while (i < line.size() && space(line[i])) ++i;
+      size_t j = i;
+      while (j < line.size() && !space(line[j])) ++j;
+      if (j > i) words.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+    if (out.empty() && words.size() == 1) {
+      // Today's format: the one token, every caller the same client.
+      if (words[0].size() < kMinTokenBytes) {
+        return core::InvalidArgument(where + "the token must be at least " + std::to_string(kMinTokenBytes) +
+                                     " characters");
+      }
+      out.push_back({"", std::string(words[0])});
+      single = true;
+      continue;
+    }
+    if (single) {
+      return core::InvalidArgument(where + "the file's first token line holds a single token, so nothing but "
+                                   "blank lines and comments may follow it (write NAME TOKEN on every line to "
+                                   "name clients)");
+    }
+    if (words.size() != 2) {
+      return core::InvalidArgument(where + "expected NAME TOKEN (a client name, whitespace, its token), got " +
+                                   std::to_string(words.size()) + " words");
+    }
+    const std::string_view name = words[0];
+    const std::string_view token = words[1];
+    if (name.size() > 64 || !std::all_of(name.begin(), name.end(), name_char)) {
+      return core::InvalidArgument(where + "a client name must be 1 to 64 letters, digits, '.', '_' or '-'");
+    }
+    if (token.size() < kMinTokenBytes) {
+      return core::InvalidArgument(where + "the token of client '" + std::string(name) + "' must be at least " +
+                                   std::to_string(kMinTokenBytes) + " characters");
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out[k].name == name) {
+        return core::InvalidArgument(where + "client '" + std::string(name) + "' is named already on line " +
+                                     std::to_string(lines[k]));
+      }
+      if (out[k].token == token) {
+        return core::InvalidArgument(where + "client '" + std::string(name) + "' has the same token as client '" +
+                                     out[k].name + "' on line " + std::to_string(lines[k]) +
+                                     " (each client needs its own)");
+      }
+    }
+    out.push_back({std::string(name), std::string(token)});
+    lines.push_back(line_no);
+  }
+  if (out.empty()) return core::InvalidArgument("the file holds no token (only blank lines and comments)");
+  return out;
 }
 
 }  // namespace proximity::server

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "proximity/core/base/types.h"
 #include "server/convert.h"
@@ -89,6 +90,8 @@ class CallRecorder {
   }
   /// `id` must outlive the recorder.
   void set_scene_id(std::string_view id) { scene_id_ = id; }
+  /// The named client making the call, for its log line ("" leaves it out); must outlive the recorder.
+  void set_client(std::string_view client) { client_ = client; }
   void set_states(int64_t n) { states_ = n; }
   /// Adds a field to the call's log line.
   void set_field(const char* key, nlohmann::json value) { extra_[key] = std::move(value); }
@@ -103,6 +106,7 @@ class CallRecorder {
   // UNKNOWN until Finish: a handler that leaves without Finish is a bug and shows up as such.
   grpc::Status status_ = NoStatus();
   std::string_view scene_id_;  // points into the request (or the call's entry), which outlives the recorder
+  std::string_view client_;    // points into the opening's tokens, which outlive every call
   int64_t states_ = -1;
   nlohmann::json extra_ = nlohmann::json::object();
 };
@@ -210,6 +214,9 @@ class CallScope {
   }
 
   const ServiceLimits& limits() const { return *limits_; }
+  /// The named client making the call (its token's name), or "" when the server names no clients
+  /// (no token, or one unnamed token): everyone.
+  std::string_view client() const { return client_; }
   CallRecorder& record() { return recorder_; }
   Metrics& metrics() { return recorder_.metrics(); }
 
@@ -239,21 +246,36 @@ class CallScope {
 
   std::shared_ptr<const SceneEntry> entry_;  // first: the recorder's log line may name its id
   CallRecorder recorder_;
+  std::string_view client_;  // points into the opening's tokens
   grpc::ServerContext* context_;
   const ServiceLimits* limits_;
   std::optional<CallCancel> cancel_;
   std::optional<StreamWatchdog> watchdog_;
 };
 
+/// A bearer token the server accepts, and the client it names ("" for the one token of a single-token
+/// file: every caller is the same client, "everyone").
+struct ClientToken {
+  std::string name;
+  std::string token;
+};
+
+/// The tokens of an --auth-token-file's text. Either one token (the first line that is neither blank
+/// nor a comment is a single word; anything but comments after it is an error), or named clients, one a
+/// line as `NAME TOKEN` (whitespace between): names 1 to 64 of [A-Za-z0-9._-] and unique, tokens at least
+/// 16 characters and unique. Blank lines and lines starting with '#' are skipped. INVALID_ARGUMENT naming
+/// the line (1-based) at fault; no message quotes a token.
+core::Result<std::vector<ClientToken>> ParseTokenFile(std::string_view text);
+
 /// The opening every handler shares: record the call, authorize it, find its scene, run the handler's
 /// body and record the status it returns. A body is any callable taking the CallScope and returning the
 /// call's status (a lambda, inlined: no allocation or indirect call per request).
 class Opening {
  public:
-  /// The registry, metrics and limits must outlive the opening. `auth_token`, when not empty, is the
-  /// bearer token every call must carry ("authorization: Bearer <token>" metadata).
-  Opening(SceneRegistry* registry, Metrics* metrics, const ServiceLimits* limits, std::string auth_token)
-      : registry_(registry), metrics_(metrics), limits_(limits), auth_token_(std::move(auth_token)) {}
+  /// The registry, metrics and limits must outlive the opening. `tokens`, when not empty, are the
+  /// bearer tokens of which every call must carry one ("authorization: Bearer <token>" metadata); the
+  /// call's client is the matching token's name.
+  Opening(SceneRegistry* registry, Metrics* metrics, const ServiceLimits* limits, std::vector<ClientToken> tokens);
 
   /// Runs `body` as the call `rpc` once it is authorized (UNAUTHENTICATED otherwise). `scene_id`, when
   /// the call names a scene it does not look up (DeleteScene), goes into its log line; it must outlive
@@ -262,7 +284,7 @@ class Opening {
   grpc::Status Serve(grpc::ServerContext* context, Rpc rpc, std::string_view scene_id, Body&& body) const {
     CallScope call(context, metrics_, rpc, scene_id, limits_);
     const Slot slot(&in_flight_);
-    if (grpc::Status s = Admit(context, slot); !s.ok()) return call.Finish(std::move(s));
+    if (grpc::Status s = Admit(context, slot, &call); !s.ok()) return call.Finish(std::move(s));
     return call.Finish(body(call));
   }
 
@@ -272,14 +294,18 @@ class Opening {
   grpc::Status ServeScene(grpc::ServerContext* context, Rpc rpc, const std::string& scene_id, Body&& body) const {
     CallScope call(context, metrics_, rpc, scene_id, limits_);
     const Slot slot(&in_flight_);
-    if (grpc::Status s = Admit(context, slot); !s.ok()) return call.Finish(std::move(s));
+    if (grpc::Status s = Admit(context, slot, &call); !s.ok()) return call.Finish(std::move(s));
     call.entry_ = registry_->Find(scene_id);
     if (call.entry_ == nullptr) return call.Finish(SceneNotFound(scene_id));
     return call.Finish(body(call));
   }
 
-  /// OK when the server needs no token or the call carries it (compared in constant time).
-  grpc::Status Authorize(grpc::ServerContext* context) const;
+  /// OK when the server needs no token or the call carries one of its tokens; *client (when given)
+  /// is then that token's name. The call's token is compared with every token, each in constant time,
+  /// so the time taken does not tell which one matched.
+  grpc::Status Authorize(grpc::ServerContext* context, std::string_view* client = nullptr) const;
+  /// Whether the server's tokens name clients (a file of `NAME TOKEN` lines).
+  bool named_clients() const { return named_; }
 
  private:
   // One call in flight: counted while it lives.
@@ -296,18 +322,21 @@ class Opening {
     std::atomic<int32_t>* in_flight_;
     int32_t position_;  // calls in flight when this one arrived, itself included
   };
-  // Within --max-concurrent-calls, then authorized.
-  grpc::Status Admit(grpc::ServerContext* context, const Slot& slot) const {
+  // Within --max-concurrent-calls, then authorized; the call learns its client.
+  grpc::Status Admit(grpc::ServerContext* context, const Slot& slot, CallScope* call) const {
     if (limits_->max_concurrent_calls > 0 && slot.position() > limits_->max_concurrent_calls) {
       return TooManyConcurrentCalls(limits_->max_concurrent_calls);
     }
-    return Authorize(context);
+    grpc::Status status = Authorize(context, &call->client_);
+    call->recorder_.set_client(call->client_);
+    return status;
   }
 
   SceneRegistry* registry_;
   Metrics* metrics_;
   const ServiceLimits* limits_;
-  std::string auth_token_;
+  std::vector<ClientToken> tokens_;  // with "Bearer " before each token
+  bool named_ = false;
   mutable std::atomic<int32_t> in_flight_{0};  // calls inside Serve / ServeScene now
 };
 

@@ -57,6 +57,12 @@ grpc::Status Unauthenticated() {
           "this server needs a bearer token: send 'authorization: Bearer <token>' metadata"};
 }
 
+grpc::Status NotSceneOwner(std::string_view client, std::string_view id) {
+  return {grpc::StatusCode::PERMISSION_DENIED,
+          "client '" + std::string(client) + "' does not own scene '" + Bounded(id, kMaxQuotedBytes) +
+              "': a client deletes only scenes it created (the built-in scene belongs to nobody)"};
+}
+
 grpc::Status ResponseTooLarge(int64_t bytes, int64_t limit, std::string_view advice) {
   return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the response would be " + std::to_string(bytes) +
                                                     " bytes, more than the server's --max-message-bytes = " +

@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// The one place gRPC statuses are built: core errors translated to gRPC codes, and the few statuses
-/// the service makes itself (an unknown scene, a missing token, an oversized response, a call stopped
-/// by its client or its deadline). No other server file constructs a grpc::Status or names a code
+/// the service makes itself (an unknown scene, a missing token, another client's scene, an oversized
+/// response, a call stopped by its client or its deadline). No other server file constructs a grpc::Status or names a code
 /// (grpc::StatusCode::...).
 ///
 /// Codes: kInvalidArgument and kParseError -> INVALID_ARGUMENT, kResourceExhausted ->
@@ -62,6 +62,10 @@ grpc::Status SceneNameNotHeld(std::string_view name, std::string_view scene);
 
 /// UNAUTHENTICATED: the server needs a bearer token and the call did not carry it.
 grpc::Status Unauthenticated();
+
+/// PERMISSION_DENIED: the named client `client` does not own scene `id` (DeleteScene): other clients
+/// created it, or it is the built-in scene.
+grpc::Status NotSceneOwner(std::string_view client, std::string_view id);
 
 /// RESOURCE_EXHAUSTED: a response of `bytes` would exceed the server's --max-message-bytes (`limit`);
 /// `advice` tells the client how to ask for less.

@@ -35,6 +35,7 @@ struct Flags {
   bool no_default_scene = false;
   bool no_viewer = false;
   int64_t max_memory_mb = 4096;
+  int64_t max_memory_mb_per_client = 0;
   std::string auth_token_file;
 };
 
@@ -97,6 +98,14 @@ int main(int argc, char** argv) {
   app.add_option("--max-memory-mb", f.max_memory_mb,
                  "Most memory scenes may hold, MiB (least recently used scenes are evicted first; 0: no limit)")
       ->capture_default_str();
+  app.add_option("--max-scenes-per-client", f.server.registry.max_scenes_per_client,
+                 "Most scenes one named client (--auth-token-file NAME TOKEN lines) owns; its own least recently "
+                 "used scenes give way first, never another client's (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--max-memory-mb-per-client", f.max_memory_mb_per_client,
+                 "Most memory the scenes one named client owns may hold, MiB; its own least recently used scenes "
+                 "give way first, never another client's (0: no limit)")
+      ->capture_default_str();
   app.add_option("--max-versions", f.server.registry.max_versions,
                  "Most versions of one scene (its UpdateWorld chain) kept at once (0: no limit)")
       ->capture_default_str();
@@ -120,7 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls-client-ca", f.server.tls_client_ca_file,
                  "Mutual TLS: require client certificates signed by this CA (PEM)");
   app.add_option("--auth-token-file", f.auth_token_file,
-                 "Require 'authorization: Bearer <token>' on every call, the token read from this file");
+                 "Require 'authorization: Bearer <token>' on every call: the file holds one token, or one "
+                 "'NAME TOKEN' line per named client ('#' comments)");
   app.add_flag("--reflection", f.server.reflection, "Serve gRPC server reflection (off by default)");
   app.add_flag("--no-default-scene", f.no_default_scene, "Do not load the built-in KR5 workcell");
   app.add_flag("--no-viewer", f.no_viewer, "Do not serve the viewer (/viewer and its JSON API) on the metrics port");
@@ -177,6 +187,9 @@ int main(int argc, char** argv) {
         {"max-scenes", [&](const YAML::Node& n) { f.server.registry.max_scenes = n.as<int64_t>(); }},
         {"max-memory-mb", [&](const YAML::Node& n) { f.max_memory_mb = n.as<int64_t>(); }},
         {"max-versions", [&](const YAML::Node& n) { f.server.registry.max_versions = n.as<int64_t>(); }},
+        {"max-scenes-per-client",
+         [&](const YAML::Node& n) { f.server.registry.max_scenes_per_client = n.as<int64_t>(); }},
+        {"max-memory-mb-per-client", [&](const YAML::Node& n) { f.max_memory_mb_per_client = n.as<int64_t>(); }},
         {"max-scene-triangles", [&](const YAML::Node& n) { f.server.limits.max_scene_triangles = n.as<int64_t>(); }},
         {"max-concurrent-calls", [&](const YAML::Node& n) { f.server.max_concurrent_calls = n.as<int>(); }},
         {"max-links", [&](const YAML::Node& n) { f.server.limits.build.max_links = n.as<int64_t>(); }},
@@ -245,22 +258,29 @@ int main(int argc, char** argv) {
     std::cerr << "proximityd: --max-links, --max-joints, --max-link-triangles and --max-self-pairs must be >= 1\n";
     return 2;
   }
+  if (f.server.registry.max_scenes_per_client < 0 || f.max_memory_mb_per_client < 0) {
+    std::cerr << "proximityd: --max-scenes-per-client and --max-memory-mb-per-client must be >= 0\n";
+    return 2;
+  }
   f.server.registry.max_memory_bytes = f.max_memory_mb << 20;
+  f.server.registry.max_memory_bytes_per_client = f.max_memory_mb_per_client << 20;
   if (!f.auth_token_file.empty()) {
-    auto token = proximity::core::ReadFileUnder({}, f.auth_token_file);
-    if (!token.ok()) {
-      std::cerr << "proximityd: --auth-token-file: " << token.error().message << "\n";
+    auto text = proximity::core::ReadFileUnder({}, f.auth_token_file);
+    if (!text.ok()) {
+      std::cerr << "proximityd: --auth-token-file: " << text.error().message << "\n";
       return 2;
     }
-    // The token is the file's first line, without surrounding whitespace.
-    std::string t = token.value().substr(0, token.value().find('\n'));
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(0, 1);
-    if (t.size() < 16) {
-      std::cerr << "proximityd: --auth-token-file: the token must be at least 16 characters\n";
+    // One token, or named clients' (ParseTokenFile); errors name the line, never a token.
+    auto tokens = ParseTokenFile(text.value());
+    if (!tokens.ok()) {
+      std::cerr << "proximityd: --auth-token-file " << f.auth_token_file << ": " << tokens.error().message << "\n";
       return 2;
     }
-    f.server.auth_token = t;
+    if (tokens.value().size() == 1 && tokens.value().front().name.empty()) {
+      f.server.auth_token = tokens.value().front().token;
+    } else {
+      f.server.client_tokens = std::move(tokens).value();
+    }
   }
   if (!(f.server.limits.max_call_seconds > 0.0) || !std::isfinite(f.server.limits.max_call_seconds)) {
     std::cerr << "proximityd: --max-call-seconds must be a finite number > 0\n";

@@ -59,6 +59,17 @@ void Metrics::AddWork(int64_t states, int64_t distance_queries, int64_t bv_tests
   work_triangles_.fetch_add(static_cast<uint64_t>(triangle_tests), std::memory_order_relaxed);
 }
 
+void Metrics::SetClients(const std::vector<std::string>& names) {
+  std::lock_guard lock(clients_mutex_);
+  for (const std::string& name : names) clients_.try_emplace(name, 0, 0);
+}
+
+void Metrics::SetClientShares(const std::vector<std::tuple<std::string, int64_t, int64_t>>& shares) {
+  std::lock_guard lock(clients_mutex_);
+  for (auto& [name, share] : clients_) share = {0, 0};
+  for (const auto& [name, scenes, bytes] : shares) clients_[name] = {scenes, bytes};
+}
+
 uint64_t Metrics::HandledCount(Rpc rpc, grpc::StatusCode code) const {
   return rpcs_[Index(rpc)].handled[GrpcCodeIndex(code)].load(std::memory_order_relaxed);
 }
@@ -113,6 +124,23 @@ std::string Metrics::RenderText() const {
   out << "# HELP proximity_scene_bytes Bytes held by loaded scenes (each robot model once).\n"
          "# TYPE proximity_scene_bytes gauge\n";
   out << "proximity_scene_bytes " << scene_bytes_.load() << "\n";
+  {
+    std::lock_guard lock(clients_mutex_);
+    if (!clients_.empty()) {
+      // Client names are [A-Za-z0-9._-]: nothing to escape in a label value.
+      out << "# HELP proximity_client_scenes Scenes each named client owns (created or re-created by it, not yet "
+             "deleted by it or evicted from its share).\n# TYPE proximity_client_scenes gauge\n";
+      for (const auto& [name, share] : clients_) {
+        out << "proximity_client_scenes{client=\"" << name << "\"} " << share.first << "\n";
+      }
+      out << "# HELP proximity_client_scene_bytes Bytes held by the scenes each named client owns (each robot "
+             "model once; a scene several clients own counts in full for each).\n"
+             "# TYPE proximity_client_scene_bytes gauge\n";
+      for (const auto& [name, share] : clients_) {
+        out << "proximity_client_scene_bytes{client=\"" << name << "\"} " << share.second << "\n";
+      }
+    }
+  }
   out << "# HELP proximity_scene_evictions_total Scenes evicted (least recently used) to stay within the limits.\n"
          "# TYPE proximity_scene_evictions_total counter\n";
   out << "proximity_scene_evictions_total " << evictions_.load() << "\n";

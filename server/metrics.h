@@ -11,8 +11,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "proximity/core/base/result.h"
@@ -68,6 +72,11 @@ class Metrics {
   void SetScenesLoaded(int64_t n) { scenes_loaded_.store(n, std::memory_order_relaxed); }
   void SetSceneBytes(int64_t n) { scene_bytes_.store(n, std::memory_order_relaxed); }
   void AddEvictions(int64_t n) { evictions_.fetch_add(n, std::memory_order_relaxed); }
+  /// The named clients (--auth-token-file's NAME TOKEN lines): each has its scenes and bytes shown, 0
+  /// until it owns a scene. Without them no per-client series is rendered.
+  void SetClients(const std::vector<std::string>& names);
+  /// What each named client owns now (scenes, bytes); clients left out own nothing.
+  void SetClientShares(const std::vector<std::tuple<std::string, int64_t, int64_t>>& shares);
   /// A scene built from a request (CreateScene or UpdateWorld content not loaded yet).
   void AddSceneBuild() { scene_builds_.fetch_add(1, std::memory_order_relaxed); }
   /// A streamed response the client did not take (Write failed).
@@ -104,6 +113,8 @@ class Metrics {
   std::atomic<int64_t> failed_sends_{0};
   std::atomic<int64_t> oversize_responses_{0};
   std::atomic<int64_t> suppressed_logs_{0};
+  mutable std::mutex clients_mutex_;
+  std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> clients_;  // name -> (scenes, bytes)
 };
 
 /// One request to a route of the HTTP server besides /metrics.

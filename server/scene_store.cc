@@ -510,69 +510,140 @@ int64_t SceneRegistry::memory_bytes() const {
 }
 
 core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> SceneRegistry::Insert(
-    std::shared_ptr<const SceneEntry> entry, int64_t* evicted) {
+    std::shared_ptr<const SceneEntry> entry, int64_t* evicted, std::string_view client) {
   std::unique_lock lock(mutex_);
-  if (const auto it = scenes_.find(entry->id); it != scenes_.end()) {
-    it->second->last_used.store(Ticks(), std::memory_order_relaxed);
-    return std::make_pair(it->second, false);
+  const auto found = scenes_.find(entry->id);
+  const bool loaded = found != scenes_.end();
+  // Whether the client's scenes are held to its share (and only they make room for it).
+  const bool shares = !client.empty() && limits_.per_client();
+  const auto owns = [&](const SceneEntry* e) {
+    const auto it = owners_.find(e->id);
+    return it != owners_.end() && it->second.contains(client);
+  };
+  const auto owns_alone = [&](const SceneEntry* e) {
+    const auto it = owners_.find(e->id);
+    return it != owners_.end() && it->second.size() == 1 && it->second.contains(client);
+  };
+  if (loaded) {
+    found->second->last_used.store(Ticks(), std::memory_order_relaxed);
+    // Nobody named, an owner already, or the built-in scene (which belongs to nobody): nothing changes.
+    if (client.empty() || found->first == default_id_ || owns(found->second.get())) {
+      return std::make_pair(found->second, false);
+    }
+    if (!shares) {
+      owners_[found->first].emplace(client);
+      return std::make_pair(found->second, false);
+    }
+    // A new owner of a loaded scene: its share grows, so room is made for it as for a new scene.
   }
-  entry->last_used.store(Ticks(), std::memory_order_relaxed);
+  const std::shared_ptr<const SceneEntry> target = loaded ? found->second : std::move(entry);
+  if (!loaded) target->last_used.store(Ticks(), std::memory_order_relaxed);
   // Plan the evictions on the side, least recently used first; apply them only if they make room.
-  std::vector<const SceneEntry*> kept;
-  std::vector<const SceneEntry*> candidates;
+  std::vector<const SceneEntry*> kept;        // loaded once the plan is applied
+  std::vector<const SceneEntry*> candidates;  // may give way to the target
+  std::vector<const SceneEntry*> owned;       // the client's scenes once the plan is applied (shares only)
   for (const auto& [id, e] : scenes_) {
     kept.push_back(e.get());
-    if (id != default_id_) candidates.push_back(e.get());
+    if (id != default_id_ && e != target) candidates.push_back(e.get());
+    if (shares && e != target && owns(e.get())) owned.push_back(e.get());
   }
-  kept.push_back(entry.get());
+  if (!loaded) kept.push_back(target.get());
+  if (shares) owned.push_back(target.get());
   std::sort(candidates.begin(), candidates.end(), [](const SceneEntry* a, const SceneEntry* b) {
     return a->last_used.load(std::memory_order_relaxed) < b->last_used.load(std::memory_order_relaxed);
   });
-  std::vector<const SceneEntry*> victims;
-  // Evicts the least recently used candidate that `eligible` accepts; false when there is none.
-  auto evict_one = [&](auto eligible) {
+  std::vector<const SceneEntry*> victims;   // unloaded
+  std::vector<const SceneEntry*> released;  // stay loaded, no longer the client's (other clients own them)
+  const auto contains = [](const std::vector<const SceneEntry*>& v, const SceneEntry* e) {
+    return std::find(v.begin(), v.end(), e) != v.end();
+  };
+  // Makes the least recently used candidate that `eligible` accepts give way: unloaded, or with shares
+  // only released when other clients own it too. False when there is none.
+  auto give_way = [&](auto eligible) {
     for (const SceneEntry* c : candidates) {
-      if (std::find(victims.begin(), victims.end(), c) != victims.end() || !eligible(c)) continue;
-      victims.push_back(c);
-      kept.erase(std::find(kept.begin(), kept.end(), c));
+      if (contains(victims, c) || contains(released, c) || !eligible(c)) continue;
+      if (shares) owned.erase(std::find(owned.begin(), owned.end(), c));
+      if (shares && !owns_alone(c)) {
+        released.push_back(c);
+      } else {
+        victims.push_back(c);
+        kept.erase(std::find(kept.begin(), kept.end(), c));
+      }
       return true;
     }
     return false;
   };
+  // What the global limits may unload for the target: any scene, or with shares only the client's own.
+  const auto unloadable = [&](const SceneEntry* c) { return !shares || owns_alone(c); };
   auto refuse = [&](const std::string& why) -> core::Error { return core::ResourceExhausted(why); };
-  if (limits_.max_versions > 0) {
+  const std::string who = "client '" + std::string(client) + "'";
+  if (!loaded && limits_.max_versions > 0) {
     auto versions = [&] {
       return std::count_if(kept.begin(), kept.end(), [&](const SceneEntry* e) {
-        return e->lineage == entry->lineage && e->id != default_id_;
+        return e->lineage == target->lineage && e->id != default_id_;
       });
     };
     while (versions() > limits_.max_versions) {
-      if (!evict_one([&](const SceneEntry* c) { return c->lineage == entry->lineage; })) break;
+      if (!give_way([&](const SceneEntry* c) { return c->lineage == target->lineage && unloadable(c); })) break;
     }
   }
-  if (limits_.max_scenes > 0) {
+  if (shares && limits_.max_scenes_per_client > 0) {
+    while (static_cast<int64_t>(owned.size()) > limits_.max_scenes_per_client) {
+      if (!give_way(owns)) {
+        return refuse("scenes: " + who + " holds its share of --max-scenes-per-client = " +
+                      std::to_string(limits_.max_scenes_per_client) + " scenes and none of them can give way; " +
+                      "delete one of its scenes or raise the limit");
+      }
+    }
+  }
+  if (shares && limits_.max_memory_bytes_per_client > 0) {
+    while (Memory(owned) > limits_.max_memory_bytes_per_client) {
+      if (!give_way(owns)) {
+        return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and that exceeds " + who +
+                      "'s share of --max-memory-mb-per-client = " +
+                      Megabytes(limits_.max_memory_bytes_per_client));
+      }
+    }
+  }
+  if (!loaded && limits_.max_scenes > 0) {
     while (static_cast<int64_t>(kept.size()) > limits_.max_scenes) {
-      if (!evict_one([](const SceneEntry*) { return true; })) {
+      if (give_way(unloadable)) continue;
+      if (shares) {
         return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits_.max_scenes) +
-                      " scenes and none can be evicted; delete a scene or raise the limit");
+                      " scenes and " + who + " has no scene of its own left to evict (other clients' scenes " +
+                      "are not evicted for it); delete a scene or raise the limit");
       }
+      return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits_.max_scenes) +
+                    " scenes and none can be evicted; delete a scene or raise the limit");
     }
   }
-  if (limits_.max_memory_bytes > 0) {
+  if (!loaded && limits_.max_memory_bytes > 0) {
     while (Memory(kept) > limits_.max_memory_bytes) {
-      if (!evict_one([](const SceneEntry*) { return true; })) {
-        return refuse("scene needs about " + Megabytes(Memory({entry.get()})) + " MB, and with the scenes that " +
-                      "cannot be evicted that exceeds the server's --max-memory-mb = " +
-                      Megabytes(limits_.max_memory_bytes));
+      if (give_way(unloadable)) continue;
+      if (shares) {
+        return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and with the scenes " + who +
+                      " cannot evict (other clients' scenes are not evicted for it) that exceeds the server's " +
+                      "--max-memory-mb = " + Megabytes(limits_.max_memory_bytes));
       }
+      return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and with the scenes that " +
+                    "cannot be evicted that exceeds the server's --max-memory-mb = " +
+                    Megabytes(limits_.max_memory_bytes));
     }
+  }
+  for (const SceneEntry* r : released) {
+    const auto it = owners_.find(r->id);
+    it->second.erase(it->second.find(client));
   }
   for (const SceneEntry* v : victims) {
-    std::erase_if(names_, [&](const auto& n) { return n.second == v->id; });
-    scenes_.erase(v->id);
+    const std::string id = v->id;  // `v` goes with its map entry
+    std::erase_if(names_, [&](const auto& n) { return n.second == id; });
+    owners_.erase(id);
+    scenes_.erase(id);
   }
   if (evicted != nullptr) *evicted = static_cast<int64_t>(victims.size());
-  const auto [it, inserted] = scenes_.try_emplace(entry->id, std::move(entry));
+  if (!client.empty() && target->id != default_id_) owners_[target->id].emplace(client);
+  if (loaded) return std::make_pair(target, false);
+  const auto [it, inserted] = scenes_.try_emplace(target->id, target);
   return std::make_pair(it->second, inserted);
 }
 
@@ -581,8 +652,41 @@ bool SceneRegistry::Erase(std::string_view id) {
   const auto it = scenes_.find(Resolve(id));
   if (it == scenes_.end()) return false;
   std::erase_if(names_, [&](const auto& n) { return n.second == it->first; });
+  owners_.erase(it->first);
   scenes_.erase(it);
   return true;
+}
+
+SceneRegistry::ReleaseOutcome SceneRegistry::Release(std::string_view id, std::string_view client) {
+  std::unique_lock lock(mutex_);
+  const auto it = scenes_.find(Resolve(id));
+  if (it == scenes_.end()) return ReleaseOutcome::kNoScene;
+  const auto owners = owners_.find(it->first);
+  if (owners == owners_.end()) return ReleaseOutcome::kNotOwner;
+  const auto owner = owners->second.find(client);
+  if (owner == owners->second.end()) return ReleaseOutcome::kNotOwner;
+  owners->second.erase(owner);
+  if (!owners->second.empty()) return ReleaseOutcome::kReleased;
+  owners_.erase(owners);
+  std::erase_if(names_, [&](const auto& n) { return n.second == it->first; });
+  scenes_.erase(it);
+  return ReleaseOutcome::kErased;
+}
+
+std::vector<ClientShare> SceneRegistry::Shares() const {
+  std::shared_lock lock(mutex_);
+  std::map<std::string, std::vector<const SceneEntry*>, std::less<>> by_client;
+  for (const auto& [id, clients] : owners_) {
+    const auto scene = scenes_.find(id);
+    if (scene == scenes_.end()) continue;
+    for (const std::string& c : clients) by_client[c].push_back(scene->second.get());
+  }
+  std::vector<ClientShare> out;
+  out.reserve(by_client.size());
+  for (const auto& [name, entries] : by_client) {
+    out.push_back({name, static_cast<int64_t>(entries.size()), Memory(entries)});
+  }
+  return out;
 }
 
 std::vector<std::shared_ptr<const SceneEntry>> SceneRegistry::List() const {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -78,6 +79,20 @@ struct RegistryLimits {
   int64_t max_scenes = 0;        ///< Scenes loaded at once.
   int64_t max_memory_bytes = 0;  ///< Bytes held by scenes (each robot model counted once).
   int64_t max_versions = 0;      ///< Versions of one scene (its UpdateWorld chain) kept at once.
+  /// A named client's share: scenes it owns, and their bytes (each robot model counted once per client;
+  /// a scene several clients own counts in full for each). When either is set, a named client's scene
+  /// makes room only by evicting that client's own scenes, for these limits and the ones above alike.
+  int64_t max_scenes_per_client = 0;
+  int64_t max_memory_bytes_per_client = 0;
+
+  bool per_client() const { return max_scenes_per_client > 0 || max_memory_bytes_per_client > 0; }
+};
+
+/// What a named client owns now (SceneRegistry::Shares).
+struct ClientShare {
+  std::string client;
+  int64_t scenes = 0;
+  int64_t bytes = 0;  ///< Each robot model counted once.
 };
 
 /// Whether `name` may name a scene: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or
@@ -98,13 +113,29 @@ class SceneRegistry {
   /// Inserts `entry` unless its id is loaded; returns the loaded entry and whether it was inserted.
   /// To stay within the limits it first evicts the least recently used scenes (never the built-in
   /// one, never `entry`'s parent chain's newest); when that cannot make room, RESOURCE_EXHAUSTED
-  /// naming the limit, and nothing changes. `evicted` (when given) counts the scenes evicted.
+  /// naming the limit, and nothing changes. `evicted` (when given) counts the scenes evicted (unloaded).
+  ///
+  /// `client`, when not empty, is the named client that creates the scene: it becomes one of the
+  /// scene's owners (also when the scene was loaded already). With per-client limits set
+  /// (RegistryLimits::per_client), room for it is made only among the client's own scenes, least
+  /// recently used first: a scene other clients also own stays loaded (the client just stops owning
+  /// it), and one only the client owns is unloaded. The global limits then evict no other client's
+  /// scene either: RESOURCE_EXHAUSTED naming the limit instead.
   core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> Insert(std::shared_ptr<const SceneEntry> entry,
-                                                                         int64_t* evicted = nullptr);
+                                                                         int64_t* evicted = nullptr,
+                                                                         std::string_view client = {});
   /// Bytes held by the loaded scenes (each robot model counted once).
   int64_t memory_bytes() const;
   /// Removes `id` (or the alias's scene); false when it is not loaded.
   bool Erase(std::string_view id);
+  /// What Release did.
+  enum class ReleaseOutcome { kReleased, kErased, kNoScene, kNotOwner };
+  /// The named client `client` stops owning the scene `id` (or a name's scene): kReleased, or kErased when
+  /// no owner remains (the scene is removed with its names); kNotOwner when the client does not own it
+  /// (the built-in scene belongs to nobody), and nothing changes.
+  ReleaseOutcome Release(std::string_view id, std::string_view client);
+  /// What each named client that owns a scene owns, in name order.
+  std::vector<ClientShare> Shares() const;
   /// Every loaded scene, ordered by id.
   std::vector<std::shared_ptr<const SceneEntry>> List() const;
   size_t size() const;
@@ -134,6 +165,8 @@ class SceneRegistry {
   std::map<std::string, std::shared_ptr<const SceneEntry>, std::less<>> scenes_;
   std::string default_id_;
   std::map<std::string, std::string, std::less<>> names_;  // name -> id
+  // id -> the named clients owning it (a scene no named client owns is absent).
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> owners_;
 };
 
 }  // namespace proximity::server

@@ -49,8 +49,21 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
   limits.max_response_bytes = options.max_message_bytes;
   limits.max_concurrent_calls = options.max_concurrent_calls;
   limits.build.max_memory_bytes = options.registry.max_memory_bytes;
+  bool named = false;
+  for (const ClientToken& t : options.client_tokens) {
+    if (t.name.empty() || t.token.empty()) return core::InvalidArgument("every client token needs a name and a token");
+    named = true;
+  }
+  if (named && !options.auth_token.empty()) {
+    return core::InvalidArgument("give one unnamed token or named clients' tokens, not both");
+  }
+  if (options.registry.per_client() && !named) {
+    LogEvent(spdlog::level::warn,
+             "--max-scenes-per-client and --max-memory-mb-per-client apply to named clients only "
+             "(--auth-token-file with NAME TOKEN lines); every caller is one client here, held to the global limits");
+  }
   s->service_ = std::make_unique<ProximityServiceImpl>(s->registry_.get(), s->metrics_.get(), s->pool_.get(), limits,
-                                                       files.value(), options.auth_token);
+                                                       files.value(), options.auth_token, options.client_tokens);
 
   if (options.default_scene) {
     const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;

@@ -51,6 +51,10 @@ struct ServerOptions {
   std::string tls_client_ca_file;
   /// The bearer token every ProximityService call must carry; empty: none. Health stays open.
   std::string auth_token;
+  /// Named clients' tokens (--auth-token-file's NAME TOKEN lines): each call must carry one of them (or
+  /// `auth_token`), and is its client's. Named clients own the scenes they create and are held to
+  /// registry.max_scenes_per_client and max_memory_bytes_per_client.
+  std::vector<ClientToken> client_tokens;
   /// Serve gRPC server reflection (off unless asked: it tells any caller every message shape).
   bool reflection = false;
   /// Serve the viewer (viewer.h) on the metrics port: /viewer and its JSON API.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,46 +27,71 @@ constexpr std::string_view kPathWaypointsOption = "--max-path-waypoints";
 constexpr std::string_view kSceneTrianglesOption = "--max-scene-triangles";
 constexpr std::string_view kPlanSecondsOption = "--max-plan-seconds";
 
+// The opening's tokens: the one unnamed token, when given, and the named clients'.
+std::vector<ClientToken> Tokens(std::string auth_token, std::vector<ClientToken> client_tokens) {
+  if (!auth_token.empty()) client_tokens.insert(client_tokens.begin(), ClientToken{"", std::move(auth_token)});
+  return client_tokens;
+}
+
 }  // namespace
 
 ProximityServiceImpl::ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool,
-                                           ServiceLimits limits, core::FileAccess files, std::string auth_token)
+                                           ServiceLimits limits, core::FileAccess files, std::string auth_token,
+                                           std::vector<ClientToken> client_tokens)
     : registry_(registry),
       metrics_(metrics),
       pool_(pool),
       limits_(limits),
       files_(std::move(files)),
-      opening_(registry, metrics, &limits_, std::move(auth_token)) {}
+      opening_(registry, metrics, &limits_, Tokens(std::move(auth_token), client_tokens)) {
+  std::vector<std::string> names;
+  for (const ClientToken& t : client_tokens) {
+    if (!t.name.empty()) names.push_back(t.name);
+  }
+  metrics_->SetClients(names);
+}
+
+void ProximityServiceImpl::CountScenes() {
+  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
+  metrics_->SetSceneBytes(registry_->memory_bytes());
+  if (!opening_.named_clients()) return;
+  std::vector<std::tuple<std::string, int64_t, int64_t>> shares;
+  for (ClientShare& share : registry_->Shares()) shares.emplace_back(std::move(share.client), share.scenes, share.bytes);
+  metrics_->SetClientShares(shares);
+}
 
 // ------------------------------------------------------------------------------------------------
 // Scenes
 
-grpc::Status ProximityServiceImpl::Admit(std::shared_ptr<const SceneEntry> built, bool* created,
-                                         std::shared_ptr<const SceneEntry>* out) {
+grpc::Status ProximityServiceImpl::Admit(std::shared_ptr<const SceneEntry> built, std::string_view client,
+                                         bool* created, std::shared_ptr<const SceneEntry>* out) {
   const auto triangles = static_cast<int64_t>(built->info.triangles());
   if (core::Status s = CheckSceneTriangles(triangles, limits_.max_scene_triangles, kSceneTrianglesOption); !s.ok()) {
     return ToGrpcStatus(s);
   }
   int64_t evicted = 0;
-  auto inserted = registry_->Insert(std::move(built), &evicted);
+  auto inserted = registry_->Insert(std::move(built), &evicted, client);
   if (!inserted.ok()) return ToGrpcStatus(inserted.error());
   metrics_->AddEvictions(evicted);
-  metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
-  metrics_->SetSceneBytes(registry_->memory_bytes());
+  CountScenes();
   *out = inserted.value().first;
   *created = inserted.value().second;
   return grpc::Status::OK;
 }
 
 template <class Build>
-grpc::Status ProximityServiceImpl::FindOrBuild(const std::string& id, Build&& build, bool* created,
-                                               std::shared_ptr<const SceneEntry>* out) {
+grpc::Status ProximityServiceImpl::FindOrBuild(const std::string& id, std::string_view client, Build&& build,
+                                               bool* created, std::shared_ptr<const SceneEntry>* out) {
   *out = registry_->Find(id);
-  if (*out != nullptr) return grpc::Status::OK;
+  if (*out != nullptr) {
+    // A named client re-creating a loaded scene becomes one of its owners, within its share.
+    if (client.empty()) return grpc::Status::OK;
+    return Admit(*out, client, created, out);
+  }
   metrics_->AddSceneBuild();
   auto built = build();
   if (!built.ok()) return ToGrpcStatus(built.error(), ErrorScope::kSceneContent);
-  return Admit(std::move(built).value(), created, out);
+  return Admit(std::move(built).value(), client, created, out);
 }
 
 grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
@@ -95,8 +121,9 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
     if (grpc::Status s = FindOrBuild(
-            id.value(), [&] { return BuildScene(*request, files, id.value(), limits_.build, call.interrupt()); },
-            &created, &entry);
+            id.value(), call.client(),
+            [&] { return BuildScene(*request, files, id.value(), limits_.build, call.interrupt()); }, &created,
+            &entry);
         !s.ok()) {
       // A build the call's deadline or cancellation stopped ends as the call's own status.
       if (call.cancel().stopped()) return call.cancel().status("while building the scene");
@@ -159,8 +186,9 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
     if (!id.ok()) return ToGrpcStatus(id.error(), ErrorScope::kSceneContent);
     bool created = false;
     std::shared_ptr<const SceneEntry> entry;
-    if (grpc::Status s = FindOrBuild(id.value(), [&] { return UpdateScene(parent, *request, files, id.value()); },
-                                     &created, &entry);
+    if (grpc::Status s = FindOrBuild(id.value(), call.client(),
+                                     [&] { return UpdateScene(parent, *request, files, id.value()); }, &created,
+                                     &entry);
         !s.ok()) {
       return s;
     }
@@ -172,10 +200,25 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
 
 grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext* context, const v1::DeleteSceneRequest* request,
                                                v1::DeleteSceneResponse*) {
-  return opening_.Serve(context, Rpc::kDeleteScene, request->scene_id(), [&](CallScope&) -> grpc::Status {
-    if (!registry_->Erase(request->scene_id())) return SceneNotFound(request->scene_id());
-    metrics_->SetScenesLoaded(static_cast<int64_t>(registry_->size()));
-    metrics_->SetSceneBytes(registry_->memory_bytes());
+  return opening_.Serve(context, Rpc::kDeleteScene, request->scene_id(), [&](CallScope& call) -> grpc::Status {
+    if (call.client().empty()) {
+      if (!registry_->Erase(request->scene_id())) return SceneNotFound(request->scene_id());
+    } else {
+      // A named client gives up its own ownership; the scene goes once nobody owns it.
+      switch (registry_->Release(request->scene_id(), call.client())) {
+        case SceneRegistry::ReleaseOutcome::kNoScene:
+          return SceneNotFound(request->scene_id());
+        case SceneRegistry::ReleaseOutcome::kNotOwner:
+          return NotSceneOwner(call.client(), request->scene_id());
+        case SceneRegistry::ReleaseOutcome::kReleased:
+          call.record().set_field("unloaded", false);
+          break;
+        case SceneRegistry::ReleaseOutcome::kErased:
+          call.record().set_field("unloaded", true);
+          break;
+      }
+    }
+    CountScenes();
     return grpc::Status::OK;
   });
 }

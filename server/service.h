@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "proximity/core/base/file_access.h"
 #include "proximity/v1/proximity.grpc.pb.h"
@@ -25,10 +28,13 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
  public:
   /// The registry, metrics and pool must outlive the service.
   /// Requests read server files under `files` (confined to the operator's roots in proximityd).
-  /// `auth_token`, when not empty, is the bearer token every call must carry ("authorization:
-  /// Bearer <token>" metadata; UNAUTHENTICATED otherwise).
+  /// `auth_token`, when not empty, is a bearer token calls may carry ("authorization: Bearer <token>"
+  /// metadata); `client_tokens` are more, each naming the client that carries it. With any token, every
+  /// call must carry one (UNAUTHENTICATED otherwise). A named client owns the scenes it creates
+  /// (SceneRegistry::Insert), within its share of the registry, and deletes only those.
   ProximityServiceImpl(SceneRegistry* registry, Metrics* metrics, WorkerPool* pool, ServiceLimits limits,
-                       core::FileAccess files = {}, std::string auth_token = {});
+                       core::FileAccess files = {}, std::string auth_token = {},
+                       std::vector<ClientToken> client_tokens = {});
 
   grpc::Status CreateScene(grpc::ServerContext* context, const v1::CreateSceneRequest* request,
                            v1::CreateSceneResponse* response) override;
@@ -80,13 +86,17 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
                          v1::NameSceneResponse* response) override;
 
  private:
-  // Checks a built scene against the triangle limit and inserts it (evicting as the registry's limits
-  // say); *out is the loaded entry, *created whether it is new.
-  grpc::Status Admit(std::shared_ptr<const SceneEntry> built, bool* created, std::shared_ptr<const SceneEntry>* out);
-  // The loaded scene `id`, or the one `build()` makes (a core::Result of an entry; its errors are about
-  // the request's content) once admitted.
+  // Checks a built scene against the triangle limit and inserts it for `client` (evicting as the
+  // registry's limits say); *out is the loaded entry, *created whether it is new.
+  grpc::Status Admit(std::shared_ptr<const SceneEntry> built, std::string_view client, bool* created,
+                     std::shared_ptr<const SceneEntry>* out);
+  // The loaded scene `id` (a named `client` then owns it too), or the one `build()` makes (a
+  // core::Result of an entry; its errors are about the request's content) once admitted.
   template <class Build>
-  grpc::Status FindOrBuild(const std::string& id, Build&& build, bool* created, std::shared_ptr<const SceneEntry>* out);
+  grpc::Status FindOrBuild(const std::string& id, std::string_view client, Build&& build, bool* created,
+                           std::shared_ptr<const SceneEntry>* out);
+  // The scene gauges (loaded, bytes, each named client's share) as the registry holds them now.
+  void CountScenes();
 
   SceneRegistry* registry_;
   Metrics* metrics_;

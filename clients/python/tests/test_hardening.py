@@ -339,11 +339,13 @@ def test_default_scene_takes_an_srdf_and_packages() -> None:
             c.wait_until_serving()
             info = c.get_scene()
             assert info.robot_name == "wam" and info.dof == 7, info
-            answers[with_srdf] = c.check_state(np.zeros(info.dof))
+            # The robot's self contacts only: the WAM stands at the workcell's origin as its URDF says (the
+            # built-in KR5's mount correction is not applied to it), where the KR5-sized table may touch it.
+            answers[with_srdf] = {frozenset(p.pair.names) for p in c.contacts(np.zeros(info.dof), exclude_world=True,
+                                                                              max_pairs=4096).contacts}
     bare = answers[False]
-    assert not bare.free and bare.contact is not None and bare.contact.self_collision, bare
-    overlap = {bare.contact.robot, bare.contact.other}
+    assert bare, "the WAM's overlapping joint meshes do not collide without its SRDF"
     with_srdf = answers[True]
-    assert with_srdf.free or {with_srdf.contact.robot, with_srdf.contact.other} != overlap, with_srdf
+    assert not (bare & with_srdf), (bare, with_srdf)
     with pytest.raises(RuntimeError, match="--default-scene-package: expected NAME=DIR"):
         support.Daemon("--default-scene-urdf", str(wam), "--default-scene-package", "herb_description").start(timeout=30)
