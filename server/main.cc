@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/log.h"
 #include "server/server.h"
@@ -41,6 +42,17 @@ struct Flags {
 
 // A YAML key applies only where the flag was not given on the command line.
 using Setter = std::function<void(const YAML::Node&)>;
+
+// A repeatable flag's value in the config file: a list of strings, or one string.
+std::vector<std::string> StringList(const YAML::Node& n) {
+  std::vector<std::string> out;
+  if (n.IsSequence()) {
+    for (const auto& item : n) out.push_back(item.as<std::string>());
+  } else {
+    out.push_back(n.as<std::string>());
+  }
+  return out;
+}
 
 std::string ApplyConfigFile(const std::string& path, CLI::App& app, const std::map<std::string, Setter>& setters) {
   YAML::Node root;
@@ -175,14 +187,7 @@ int main(int argc, char** argv) {
         {"max-plan-seconds", [&](const YAML::Node& n) { f.server.limits.max_plan_seconds = n.as<double>(); }},
         {"max-session-batch", [&](const YAML::Node& n) { f.server.limits.max_session_batch = n.as<int64_t>(); }},
         {"max-call-seconds", [&](const YAML::Node& n) { f.server.limits.max_call_seconds = n.as<double>(); }},
-        {"allow-path-root", [&](const YAML::Node& n) {
-           f.server.allow_path_roots.clear();
-           if (n.IsSequence()) {
-             for (const auto& r : n) f.server.allow_path_roots.push_back(r.as<std::string>());
-           } else {
-             f.server.allow_path_roots.push_back(n.as<std::string>());
-           }
-         }},
+        {"allow-path-root", [&](const YAML::Node& n) { f.server.allow_path_roots = StringList(n); }},
         {"max-file-bytes", [&](const YAML::Node& n) { f.server.max_file_bytes = n.as<int64_t>(); }},
         {"max-scenes", [&](const YAML::Node& n) { f.server.registry.max_scenes = n.as<int64_t>(); }},
         {"max-memory-mb", [&](const YAML::Node& n) { f.max_memory_mb = n.as<int64_t>(); }},
@@ -204,14 +209,7 @@ int main(int argc, char** argv) {
         {"no-default-scene", [&](const YAML::Node& n) { f.no_default_scene = n.as<bool>(); }},
         {"no-viewer", [&](const YAML::Node& n) { f.no_viewer = n.as<bool>(); }},
         {"viewer-three-dir", [&](const YAML::Node& n) { f.server.viewer_three_dir = n.as<std::string>(); }},
-        {"viewer-allowed-host", [&](const YAML::Node& n) {
-           f.server.viewer_allowed_hosts.clear();
-           if (n.IsSequence()) {
-             for (const auto& h : n) f.server.viewer_allowed_hosts.push_back(h.as<std::string>());
-           } else {
-             f.server.viewer_allowed_hosts.push_back(n.as<std::string>());
-           }
-         }},
+        {"viewer-allowed-host", [&](const YAML::Node& n) { f.server.viewer_allowed_hosts = StringList(n); }},
         {"default-scene-urdf", [&](const YAML::Node& n) { f.server.default_scene_urdf = n.as<std::string>(); }},
         {"default-scene-srdf", [&](const YAML::Node& n) { f.server.default_scene_srdf = n.as<std::string>(); }},
         {"default-scene-package",
