@@ -297,6 +297,15 @@ TEST(UrdfTest, ResolvesPackagesThroughRosPackagePath) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("package://some_folder/meshes/t.stl"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("ROS_PACKAGE_PATH"), std::string::npos) << r.error().message;
+  // The server's folders are not told to whoever sent the URDF: neither the crawled roots nor a crawled
+  // package's folder (only what the caller gave, as the package map below, is named).
+  EXPECT_EQ(r.error().message.find(tmp.path.string()), std::string::npos) << r.error().message;
+  r = ResolveMeshUri("package://fancy_pkg/meshes/missing.stl", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.find(tmp.path.string()), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("(package 'fancy_pkg' under ROS_PACKAGE_PATH)/meshes/missing.stl"),
+            std::string::npos)
+      << r.error().message;
 
   // The explicit map wins over the crawl.
   WriteFile(tmp.path / "override/meshes/t.stl", "solid x\nendsolid x\n");

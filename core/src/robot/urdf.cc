@@ -135,14 +135,16 @@ class UriResolver {
         crawled_ = true;
       }
       if (auto it = packages_.find(pkg); it != packages_.end()) {
-        if (auto p = found(fs::path(it->second) / path)) return *p;
+        // Found by the crawl: the package's folder is the server's, not the caller's, and goes unnamed.
+        if (auto p = found(fs::path(it->second) / path, "(package '" + pkg + "' under ROS_PACKAGE_PATH)/" + path)) {
+          return *p;
+        }
       }
       std::string extra;
       if (!options_.package_dirs.contains(pkg)) extra += "; package '" + pkg + "' is not in the package map";
       if (!packages_.contains(pkg)) {
         extra += roots.empty() ? "; ROS_PACKAGE_PATH is empty"
-                               : "; no package.xml with <name>" + pkg + "</name> under ROS_PACKAGE_PATH '" +
-                                     ros_package_path_ + "'";
+                               : "; no package.xml with <name>" + pkg + "</name> under ROS_PACKAGE_PATH";
       }
       return fail(extra);
     }
