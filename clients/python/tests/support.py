@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -251,6 +251,29 @@ def eventually(condition: Callable[[], bool], timeout: float = 20.0, interval: f
             return False
         time.sleep(interval)
     return True
+
+
+def terminate_during(daemon: "Daemon", call: Callable[[], Any], after: float,
+                     timeout: float = 30.0) -> Tuple[int, float, List[BaseException], bool]:
+    """Runs `call` on a thread, sends the daemon SIGTERM `after` seconds later and waits for it to exit:
+    (its exit code, seconds from SIGTERM to exit, what the call raised, whether the call's thread still
+    runs 10 s after the exit)."""
+    errors: List[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's assertions
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(after)
+    start = time.monotonic()
+    rc = daemon.terminate(timeout=timeout)
+    elapsed = time.monotonic() - start
+    t.join(timeout=10)
+    return rc, elapsed, errors, t.is_alive()
 
 
 def fetch(url: str, timeout: float = 10.0) -> str:

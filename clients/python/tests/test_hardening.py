@@ -8,9 +8,7 @@ discrete check (the server worked 38 s past a 2 s deadline and blocked the drain
 """
 from __future__ import annotations
 
-import math
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -236,26 +234,13 @@ def test_sigterm_drains_mid_call() -> None:
             states = info.sample(50, rng)
             q0 = states[c.check_states(states)][0]
             short = np.stack([q0, q0 + 1e-3])
-            errors: List[BaseException] = []
-
-            def long_call() -> None:
-                try:
-                    c.check_motion(*short, mode="discrete", resolution=_long_resolution(short), timeout=120)
-                except BaseException as e:  # noqa: BLE001 - recorded for the assertion below
-                    errors.append(e)
-
-            t = threading.Thread(target=long_call)
-            t.start()
-            time.sleep(0.3)
-            start = time.monotonic()
-            rc = d.terminate(timeout=20)
-            elapsed = time.monotonic() - start
-            t.join(timeout=10)
+            rc, elapsed, errors, running = support.terminate_during(
+                d, lambda: c.check_motion(*short, mode="discrete", resolution=_long_resolution(short), timeout=120),
+                after=0.3, timeout=20)
             assert rc == 0, d.stderr_text()
             assert elapsed < 1.0 + 3.0, f"drain took {elapsed:.1f} s with a 1 s grace period"
-            assert not t.is_alive()
+            assert not running
             assert errors and isinstance(errors[0], ProximityError), errors
-            assert not math.isnan(elapsed)
 
 
 def test_visual_meshes_as_collision_geometry_by_path_and_by_bundle() -> None:
