@@ -43,8 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const core::Vec3& v : mesh.vertices) PROX_FUZZ_CHECK(v.allFinite(), "vertex coordinates are finite");
   for (const auto& t : mesh.triangles) {
     for (int32_t i : t) PROX_FUZZ_CHECK(i >= 0 && i < nv, "triangle index in range");
-    PROX_FUZZ_CHECK(t[0] != t[1] && t[1] != t[2] && t[0] != t[2], "no triangle repeats a vertex");
   }
+  // Degenerate triangles (zero area, or a repeated vertex) stay when no edge of another triangle covers
+  // them (they are checked as segments), and are counted; at least one triangle keeps an area.
+  const int32_t degenerate = core::CountDegenerateTriangles(mesh);
+  PROX_FUZZ_CHECK(degenerate < static_cast<int32_t>(mesh.triangles.size()), "a triangle with an area remains");
+  PROX_FUZZ_CHECK(report.kept_degenerate == degenerate, "the kept degenerate triangles are counted");
   PROX_FUZZ_CHECK(report.submeshes >= 1 && report.removed_degenerate >= 0 && report.welded_vertices >= 0,
                   "report counts");
 
