@@ -28,6 +28,12 @@ std::string FormatNumber(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
+Status CheckCap(int64_t value, int64_t cap, const std::string& what, std::string_view field) {
+  if (cap <= 0 || value <= cap) return {};
+  return ResourceExhausted(what + ": " + std::to_string(value) + ", more than the limit of " + std::to_string(cap) +
+                           " (" + std::string(field) + ")");
+}
+
 std::string Status::ToString() const {
   if (ok_) return "ok";
   return std::string(ErrorCodeName(error_.code)) + ": " + error_.message;

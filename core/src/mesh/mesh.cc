@@ -160,6 +160,11 @@ bool IsZeroArea(const Vec3& a, const Vec3& b, const Vec3& c) {
   return twice_area <= kDegenerateRelativeHeight * longest;
 }
 
+// Whether triangle t (indices into `vertices`) is degenerate: two corners on one vertex, or zero area.
+bool IsDegenerate(const std::array<int32_t, 3>& t, const std::vector<Vec3>& vertices) {
+  return t[0] == t[1] || t[1] == t[2] || t[2] == t[0] || IsZeroArea(vertices[t[0]], vertices[t[1]], vertices[t[2]]);
+}
+
 }  // namespace
 
 /// Welding keeps the position of the first vertex of each group. A triangle that keeps an area is kept.
@@ -211,12 +216,7 @@ Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<st
   kept.reserve(triangles.size());
   for (const auto& t : triangles) {
     const std::array<int32_t, 3> w = {representative[t[0]], representative[t[1]], representative[t[2]]};
-    const bool collapsed = w[0] == w[1] || w[1] == w[2] || w[2] == w[0];
-    if (collapsed || IsZeroArea(vertices[w[0]], vertices[w[1]], vertices[w[2]])) {
-      degenerate.push_back(w);
-    } else {
-      kept.push_back(w);
-    }
+    (IsDegenerate(w, vertices) ? degenerate : kept).push_back(w);
   }
   auto edge_key = [](int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(std::min(a, b))) << 32) |
@@ -246,7 +246,6 @@ Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<st
         b = w[j];
       }
     }
-    if (vertices[a] == vertices[b]) b = a;
     // A collinear middle corner lies on the hull segment, so the segment being an edge covers it too.
     if (covered.contains(edge_key(a, b))) {
       ++removed;
@@ -283,14 +282,8 @@ Result<TriangleMesh> MakeTriangleMesh(std::vector<Vec3> vertices, std::vector<st
 }
 
 int32_t CountDegenerateTriangles(const TriangleMesh& mesh) {
-  int32_t count = 0;
-  for (const auto& t : mesh.triangles) {
-    if (t[0] == t[1] || t[1] == t[2] || t[2] == t[0] ||
-        IsZeroArea(mesh.vertices[t[0]], mesh.vertices[t[1]], mesh.vertices[t[2]])) {
-      ++count;
-    }
-  }
-  return count;
+  return static_cast<int32_t>(std::count_if(mesh.triangles.begin(), mesh.triangles.end(),
+                                            [&](const auto& t) { return IsDegenerate(t, mesh.vertices); }));
 }
 
 TriangleMesh MakeBoxMesh(const Vec3& size) {

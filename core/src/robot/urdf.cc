@@ -275,13 +275,6 @@ Status CheckFiniteAttributes(const tinyxml2::XMLElement* e) {
 
 // Checks what urdfdom would only log: well-formed XML, unique names, existing parents and children,
 // one tree, limits where required, finite numbers. Returns the names in document order.
-// ResourceExhausted unless `value` is within `cap` (0: no cap); `what` counts it, `field` names the cap.
-Status CheckCap(int64_t value, int64_t cap, const std::string& what, const char* field) {
-  if (cap <= 0 || value <= cap) return {};
-  return ResourceExhausted(what + ": " + std::to_string(value) + ", more than the limit of " + std::to_string(cap) +
-                           " (" + field + ")");
-}
-
 // Bytes a mesh hierarchy takes per triangle, as an estimate before it is built (MeshModel::MemoryBytes
 // measures about 150-250 on real meshes: the triangles, the leaf order and two trees).
 constexpr int64_t kEstimatedBytesPerTriangle = 320;
@@ -440,10 +433,7 @@ Result<std::shared_ptr<const MeshModel>> MeshCache::Get(const std::string& path,
   const Key key{path, {scale.x(), scale.y(), scale.z()}};
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = models_.find(key); it != models_.end()) {
-    if (Status s = CheckCap(it->second->num_triangles(), limits.max_link_triangles, "triangles", "max_link_triangles");
-        !s.ok()) {
-      return s.error();
-    }
+    if (Status s = CheckLinkTriangles(it->second->mesh(), limits); !s.ok()) return s.error();
     return it->second;
   }
   MeshLoadOptions options;

@@ -284,30 +284,26 @@ struct Scene::Names {
 // surface that should be closed may have a crack there), so the user hears of it once per scene.
 static std::vector<std::string> DegenerateTriangleWarnings(const SceneDescription& d) {
   std::vector<std::string> warnings;
-  auto check = [&](const Geometry& g, const std::string& what) {
-    if (!g.is_mesh() || g.mesh == nullptr) return;
-    const int32_t n = CountDegenerateTriangles(g.mesh->mesh());
+  auto check = [&](const MeshModel* mesh, const std::string& what) {
+    if (mesh == nullptr) return;
+    const int32_t n = CountDegenerateTriangles(mesh->mesh());
     if (n == 0) return;
-    warnings.push_back(what + ": " + std::to_string(n) + " of " + std::to_string(g.mesh->num_triangles()) +
+    warnings.push_back(what + ": " + std::to_string(n) + " of " + std::to_string(mesh->num_triangles()) +
                        " triangles have zero area; they are checked as line segments");
   };
   for (const Link& link : d.robot->links()) {
     for (size_t g = 0; g < link.geometries.size(); ++g) {
-      const LinkGeometry& lg = link.geometries[g];
-      if (lg.type != ShapeType::kMesh || lg.mesh == nullptr) continue;
-      Geometry geometry;
-      geometry.mesh = lg.mesh;
-      check(geometry, "link '" + link.name + "' collision geometry " + std::to_string(g));
+      check(link.geometries[g].mesh.get(), "link '" + link.name + "' collision geometry " + std::to_string(g));
     }
   }
   for (const WorldObject& obj : d.objects) {
     for (size_t p = 0; p < obj.parts.size(); ++p) {
-      check(obj.parts[p].geometry, "object '" + obj.id + "' part " + std::to_string(p));
+      check(obj.parts[p].geometry.mesh.get(), "object '" + obj.id + "' part " + std::to_string(p));
     }
   }
   for (const AttachedObject& att : d.attached) {
     for (size_t p = 0; p < att.parts.size(); ++p) {
-      check(att.parts[p].geometry, "attached object '" + att.id + "' part " + std::to_string(p));
+      check(att.parts[p].geometry.mesh.get(), "attached object '" + att.id + "' part " + std::to_string(p));
     }
   }
   return warnings;
@@ -326,11 +322,10 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   scene->warnings_ = DegenerateTriangleWarnings(d);
   // The entity matrices grow with the square of the robot's links and attached objects.
   const auto entities = static_cast<int64_t>(names.value().num_entities());
-  const int64_t matrix_bytes = entities * (entities + static_cast<int64_t>(d.objects.size()));
-  if (d.limits.max_memory_bytes > 0 && matrix_bytes > d.limits.max_memory_bytes) {
-    return ResourceExhausted("scene: estimated bytes of the allowed-pair tables: " + std::to_string(matrix_bytes) +
-                             ", more than the limit of " + std::to_string(d.limits.max_memory_bytes) +
-                             " (max_memory_bytes)");
+  if (Status s = CheckCap(entities * (entities + static_cast<int64_t>(d.objects.size())), d.limits.max_memory_bytes,
+                          "scene: estimated bytes of the allowed-pair tables", "max_memory_bytes");
+      !s.ok()) {
+    return s.error();
   }
   scene->AllowRobotPairs(d, names.value());
   scene->AllowNamedPairs(d.allowed_pairs, names.value());
@@ -447,31 +442,31 @@ Status Scene::PairRobotParts(const BuildLimits& limits, const Interrupt& stop) {
   const RobotModel& robot = *robot_;
   const auto& parts = robot_parts_;
   const auto n = static_cast<int32_t>(parts.size());
+  const auto checked = [&](int32_t i, int32_t j) {
+    return parts[i].entity != parts[j].entity && !AllowedEntities(parts[i].entity, parts[j].entity);
+  };
   // Counted before anything is made: the caps refuse a robot whose pairs would not fit.
   int64_t pairs = 0;
   for (int32_t i = 0; i < n; ++i) {
     if (stop()) return Stopped("scene: the build was stopped counting self pairs");
-    for (int32_t j = i + 1; j < n; ++j) {
-      pairs += parts[i].entity != parts[j].entity && !AllowedEntities(parts[i].entity, parts[j].entity);
-    }
+    for (int32_t j = i + 1; j < n; ++j) pairs += checked(i, j);
   }
-  if (limits.max_self_pairs > 0 && pairs > limits.max_self_pairs) {
-    return ResourceExhausted("scene: self pairs (robot parts checked against each other): " + std::to_string(pairs) +
-                             ", more than the limit of " + std::to_string(limits.max_self_pairs) +
-                             " (max_self_pairs; an SRDF's disabled collisions lower it)");
+  if (Status s = CheckCap(pairs, limits.max_self_pairs, "scene: self pairs (robot parts checked against each other)",
+                          "max_self_pairs; an SRDF's disabled collisions lower it");
+      !s.ok()) {
+    return s;
   }
-  const auto pair_bytes = pairs * static_cast<int64_t>(sizeof(SelfPair));
-  if (limits.max_memory_bytes > 0 && pair_bytes > limits.max_memory_bytes) {
-    return ResourceExhausted("scene: estimated bytes of the self pairs: " + std::to_string(pair_bytes) +
-                             ", more than the limit of " + std::to_string(limits.max_memory_bytes) +
-                             " (max_memory_bytes)");
+  if (Status s = CheckCap(pairs * static_cast<int64_t>(sizeof(SelfPair)), limits.max_memory_bytes,
+                          "scene: estimated bytes of the self pairs", "max_memory_bytes");
+      !s.ok()) {
+    return s;
   }
   self_pairs_.reserve(static_cast<size_t>(pairs));
   for (int32_t i = 0; i < n; ++i) {
     if (stop()) return Stopped("scene: the build was stopped pairing robot parts");
-    for (int32_t j = i + 1; j < n; ++j)
-      if (parts[i].entity != parts[j].entity && !AllowedEntities(parts[i].entity, parts[j].entity))
-        self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
+    for (int32_t j = i + 1; j < n; ++j) {
+      if (checked(i, j)) self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
+    }
   }
   for (SelfPair& sp : self_pairs_) {
     if (stop()) return Stopped("scene: the build was stopped making self-clearance maps");

@@ -3,7 +3,9 @@
 /// Error values for everything a user's input can break (files, meshes, poses, requests).
 /// Queries and loaders return these instead of throwing.
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -77,6 +79,10 @@ std::string FormatNumber(double v);
 inline Error ResourceExhausted(std::string message) {
   return {ErrorCode::kResourceExhausted, std::move(message)};
 }
+/// OK when `value` is within `cap` (0: no cap), else kResourceExhausted "<what>: <value>, more than the
+/// limit of <cap> (<field>)": how every BuildLimits refusal reads.
+Status CheckCap(int64_t value, int64_t cap, const std::string& what, std::string_view field);
+
 inline Error Stopped(std::string message) { return {ErrorCode::kStopped, std::move(message)}; }
 inline Error NotFound(std::string message) { return {ErrorCode::kNotFound, std::move(message)}; }
 inline Error ParseError(std::string message) { return {ErrorCode::kParseError, std::move(message)}; }
