@@ -146,6 +146,17 @@ grpc::Status ViewerUnknownMethod(std::string_view method, std::string_view metho
                                                "'; it forwards " + std::string(methods)};
 }
 
+grpc::Status ViewerForeignHost(std::string_view what, std::string_view value) {
+  return {grpc::StatusCode::PERMISSION_DENIED,
+          "the viewer's API answers only its own page on this server: " + std::string(what) + " '" +
+              Bounded(value, 200) + "' is not one of its addresses (--viewer-allowed-host adds one)"};
+}
+
+grpc::Status ViewerNotJson(std::string_view content_type) {
+  return {grpc::StatusCode::INVALID_ARGUMENT,
+          "the viewer's API takes Content-Type: application/json, not '" + Bounded(content_type, 200) + "'"};
+}
+
 grpc::Status ViewerNeedsClientCertificates() {
   return {grpc::StatusCode::PERMISSION_DENIED,
           "the viewer's API is off: this server requires client certificates (--tls-client-ca), which its HTTP "

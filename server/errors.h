@@ -111,5 +111,9 @@ grpc::Status ViewerUnknownMethod(std::string_view method, std::string_view metho
 /// PERMISSION_DENIED: the server requires client certificates, which its HTTP port cannot check, so the
 /// viewer's API does not forward calls.
 grpc::Status ViewerNeedsClientCertificates();
+/// PERMISSION_DENIED: a viewer API request whose Host (or Origin, `what`) does not name this server.
+grpc::Status ViewerForeignHost(std::string_view what, std::string_view value);
+/// INVALID_ARGUMENT: a viewer API request that is not application/json (the viewer answers it 415).
+grpc::Status ViewerNotJson(std::string_view content_type);
 
 }  // namespace proximity::server

@@ -605,41 +605,30 @@ core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> SceneRegistry::
       }
     }
   }
+  // Why the global limits evict nothing more: with shares, only the client's own scenes may go.
+  const std::string none_left = shares ? who + " has no scene of its own left to evict (other clients' scenes are "
+                                               "not evicted for it)"
+                                       : "none can be evicted";
   if (!loaded && limits_.max_scenes > 0) {
     while (static_cast<int64_t>(kept.size()) > limits_.max_scenes) {
       if (give_way(unloadable)) continue;
-      if (shares) {
-        return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits_.max_scenes) +
-                      " scenes and " + who + " has no scene of its own left to evict (other clients' scenes " +
-                      "are not evicted for it); delete a scene or raise the limit");
-      }
       return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits_.max_scenes) +
-                    " scenes and none can be evicted; delete a scene or raise the limit");
+                    " scenes and " + none_left + "; delete a scene or raise the limit");
     }
   }
   if (!loaded && limits_.max_memory_bytes > 0) {
     while (Memory(kept) > limits_.max_memory_bytes) {
       if (give_way(unloadable)) continue;
-      if (shares) {
-        return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and with the scenes " + who +
-                      " cannot evict (other clients' scenes are not evicted for it) that exceeds the server's " +
-                      "--max-memory-mb = " + Megabytes(limits_.max_memory_bytes));
-      }
-      return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and with the scenes that " +
-                    "cannot be evicted that exceeds the server's --max-memory-mb = " +
-                    Megabytes(limits_.max_memory_bytes));
+      return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and the scenes it would " +
+                    "share the server with exceed --max-memory-mb = " + Megabytes(limits_.max_memory_bytes) +
+                    ": " + none_left);
     }
   }
   for (const SceneEntry* r : released) {
     const auto it = owners_.find(r->id);
     it->second.erase(it->second.find(client));
   }
-  for (const SceneEntry* v : victims) {
-    const std::string id = v->id;  // `v` goes with its map entry
-    std::erase_if(names_, [&](const auto& n) { return n.second == id; });
-    owners_.erase(id);
-    scenes_.erase(id);
-  }
+  for (const SceneEntry* v : victims) RemoveLocked(std::string(v->id));  // a copy: `v` goes with its entry
   if (evicted != nullptr) *evicted = static_cast<int64_t>(victims.size());
   if (!client.empty() && target->id != default_id_) owners_[target->id].emplace(client);
   if (loaded) return std::make_pair(target, false);
@@ -651,10 +640,14 @@ bool SceneRegistry::Erase(std::string_view id) {
   std::unique_lock lock(mutex_);
   const auto it = scenes_.find(Resolve(id));
   if (it == scenes_.end()) return false;
-  std::erase_if(names_, [&](const auto& n) { return n.second == it->first; });
-  owners_.erase(it->first);
-  scenes_.erase(it);
+  RemoveLocked(std::string(it->first));
   return true;
+}
+
+void SceneRegistry::RemoveLocked(const std::string& id) {
+  std::erase_if(names_, [&](const auto& n) { return n.second == id; });
+  owners_.erase(id);
+  scenes_.erase(id);
 }
 
 SceneRegistry::ReleaseOutcome SceneRegistry::Release(std::string_view id, std::string_view client) {
@@ -667,9 +660,7 @@ SceneRegistry::ReleaseOutcome SceneRegistry::Release(std::string_view id, std::s
   if (owner == owners->second.end()) return ReleaseOutcome::kNotOwner;
   owners->second.erase(owner);
   if (!owners->second.empty()) return ReleaseOutcome::kReleased;
-  owners_.erase(owners);
-  std::erase_if(names_, [&](const auto& n) { return n.second == it->first; });
-  scenes_.erase(it);
+  RemoveLocked(std::string(it->first));
   return ReleaseOutcome::kErased;
 }
 

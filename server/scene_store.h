@@ -159,6 +159,7 @@ class SceneRegistry {
  private:
   std::string_view Resolve(std::string_view id) const;  // caller holds mutex_
   int64_t MemoryLocked() const;                          // caller holds mutex_
+  void RemoveLocked(const std::string& id);              // the scene, its names and owners; caller holds mutex_
 
   RegistryLimits limits_;
   mutable std::shared_mutex mutex_;

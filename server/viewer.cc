@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -78,12 +79,6 @@ std::string MethodList() {
   std::string names;
   for (const auto& [name, forward] : Methods()) names += (names.empty() ? "" : ", ") + name;
   return names;
-}
-
-// A refusal of the API's own (not a forwarded call's), in the same {"code", "message"} form.
-HttpReply Refusal(int http_status, grpc::StatusCode code, const std::string& message) {
-  const nlohmann::json body = {{"code", GrpcCodeName(code)}, {"message", Bounded(message, kMaxMessageBytes)}};
-  return {http_status, "application/json", body.dump()};
 }
 
 std::string Lower(std::string_view s) {
@@ -169,13 +164,9 @@ class HostCheck {
 
   // The refusal of a call whose Host or Origin does not name this server, or nullopt.
   std::optional<HttpReply> Refuse(const HttpRequest& request) const {
-    const std::set<std::string> allowed = Allowed();
+    const std::set<std::string>& allowed = Allowed();
     const std::string host = Lower(Trim(request.host));
-    if (allowed.count(host) == 0) {
-      return Refusal(403, grpc::StatusCode::PERMISSION_DENIED,
-                     "the viewer's API answers only requests for this server: Host '" + Bounded(host, 200) +
-                         "' is not one of its addresses (--viewer-allowed-host adds one)");
-    }
+    if (allowed.count(host) == 0) return ErrorReply(ViewerForeignHost("Host", host));
     if (!request.origin.empty()) {
       const std::string origin = Lower(Trim(request.origin));
       std::string_view authority = origin;
@@ -187,17 +178,19 @@ class HostCheck {
           break;
         }
       }
-      if (!web || allowed.count(std::string(authority)) == 0) {
-        return Refusal(403, grpc::StatusCode::PERMISSION_DENIED,
-                       "the viewer's API answers only its own page: Origin '" + Bounded(origin, 200) +
-                           "' is not one of this server's addresses (--viewer-allowed-host adds one)");
-      }
+      if (!web || allowed.count(std::string(authority)) == 0) return ErrorReply(ViewerForeignHost("Origin", origin));
     }
     return std::nullopt;
   }
 
  private:
-  std::set<std::string> Allowed() const {
+  // Made on the first request, once the port is bound (it does not change afterwards).
+  const std::set<std::string>& Allowed() const {
+    std::call_once(allowed_once_, [this] { allowed_ = MakeAllowed(); });
+    return allowed_;
+  }
+
+  std::set<std::string> MakeAllowed() const {
     const int port = bound_port_ ? bound_port_() : 0;
     const std::string at = ':' + std::to_string(port);
     std::set<std::string> allowed;
@@ -221,6 +214,8 @@ class HostCheck {
   std::function<int()> bound_port_;
   std::string listen_host_;
   std::vector<std::pair<std::string, int>> extra_;
+  mutable std::once_flag allowed_once_;
+  mutable std::set<std::string> allowed_;
 };
 
 // Whether a Content-Type is JSON: application/json, with at most a charset parameter.
@@ -274,9 +269,9 @@ std::vector<HttpRoute> ViewerRoutes(std::shared_ptr<grpc::Channel> channel, cons
   routes.push_back({"POST", R"(/viewer/api/(\w+))", [stub, api, call_seconds, hosts](const HttpRequest& request) {
                       if (auto refused = hosts->Refuse(request)) return *std::move(refused);
                       if (!IsJson(request.content_type)) {
-                        return Refusal(415, grpc::StatusCode::INVALID_ARGUMENT,
-                                       "the viewer's API takes Content-Type: application/json, not '" +
-                                           Bounded(request.content_type, 200) + "'");
+                        HttpReply reply = ErrorReply(ViewerNotJson(request.content_type));
+                        reply.status = 415;  // Unsupported Media Type, which no gRPC code maps to
+                        return reply;
                       }
                       if (!api) return ErrorReply(ViewerNeedsClientCertificates());
                       const auto it = Methods().find(request.matches.at(0));
