@@ -199,6 +199,7 @@ class RobotSuite {
   void ClearStartGoal();
   void ClearRandom();
   void PrintRandomProfile(const SideRun& ours, const SideRun& peer);
+  void ClearBatch();
 
   // Distance on the start and goal states.
   void Distance();
@@ -473,6 +474,68 @@ void RobotSuite::PrintRandomProfile(const SideRun& ours, const SideRun& peer) {
             << Median(Select(peer.times_us, world_hit)) << "; self contact (" << Select(ours.times_us, self_hit).size()
             << ") " << Median(Select(ours.times_us, self_hit)) << " / " << Median(Select(peer.times_us, self_hit))
             << "\n";
+}
+
+// Case 2c: CLEAR many at once (Scene::CheckStates) on batches of kBatch new random states per problem,
+// states this run has not asked before: the batch's first pass (cold: the self-clearance maps' cells
+// the states land in may be unfilled), the same states one at a time (CheckState), the batch again,
+// and the peer one at a time. Times are per state, means over everything (a batch is timed whole).
+void RobotSuite::ClearBatch() {
+  constexpr int kBatch = 1000;
+  const int batches = std::max<int>(1, static_cast<int>(problems().size()) / (options_.quick ? 3 : 1));
+  std::mt19937_64 rng(options_.seed + 17);
+  std::vector<double> qs(static_cast<size_t>(kBatch) * static_cast<size_t>(dof_));
+  std::vector<StateResult> out(kBatch);
+  double first_s = 0.0, batch_s = 0.0, single_s = 0.0, peer_s = 0.0;
+  int64_t states = 0, disagree = 0, disagree_peer = 0, colliding = 0;
+  std::vector<char> peer_free(kBatch), single_free(kBatch);
+  for (int b = 0; b < batches; ++b) {
+    const int32_t k = b % static_cast<int32_t>(problems().size());
+    const Scene& scene = *scenes_[k];
+    for (int i = 0; i < kBatch; ++i) {
+      for (int32_t j = 0; j < dof_; ++j) {
+        qs[static_cast<size_t>(i) * dof_ + j] = std::uniform_real_distribution<double>(Lower(j), Upper(j))(rng);
+      }
+    }
+    const auto row = [&](int i) { return std::span<const double>(qs.data() + static_cast<size_t>(i) * dof_, dof_); };
+    double t0 = Now();
+    if (!scene.CheckStates(qs, out, &cache_).ok()) ++failures_;
+    first_s += Now() - t0;
+    t0 = Now();
+    for (int i = 0; i < kBatch; ++i) single_free[i] = AnswerOrCount(scene.CheckState(row(i), &cache_), &failures_).free;
+    single_s += Now() - t0;
+    t0 = Now();
+    if (!scene.CheckStates(qs, out, &cache_).ok()) ++failures_;
+    batch_s += Now() - t0;
+    t0 = Now();
+    for (int i = 0; i < kBatch; ++i) {
+      PoseFcl(row(i), scene);
+      peer_free[i] = fcl_robot_->Free(scene, *worlds_[k].manager);
+    }
+    peer_s += Now() - t0;
+    for (int i = 0; i < kBatch; ++i) {
+      disagree += out[i].free != static_cast<bool>(single_free[i]);
+      disagree_peer += out[i].free != static_cast<bool>(peer_free[i]);
+      colliding += !out[i].free;
+    }
+    states += kBatch;
+  }
+  const double n = static_cast<double>(states);
+  JsonLine line;
+  line.Add("suite", kSuite).Add("case", "clear_batch").Add("robot", robot_->name());
+  line.Add("n", states).Add("batch", kBatch).Add("lanes", std::string(core::BatchInstructionSet()));
+  line.Add("ours_first_pass_us", first_s / n * 1e6).Add("ours_us", batch_s / n * 1e6);
+  line.Add("ours_one_at_a_time_us", single_s / n * 1e6).Add("peer", kPeer).Add("peer_us", peer_s / n * 1e6);
+  line.Add("ratio", peer_s / std::max(1e-12, batch_s)).Add("ratio_first_pass", peer_s / std::max(1e-12, first_s));
+  line.Add("batch_over_one_at_a_time", single_s / std::max(1e-12, batch_s));
+  line.Add("colliding", static_cast<double>(colliding) / n);
+  line.Add("disagree_one_at_a_time", disagree).Add("disagree_peer", disagree_peer);
+  line.Add("target_ours_us", 0.25).Add("meets_target", batch_s / n * 1e6 <= 0.25);
+  line.Print();
+  if (disagree > 0) {
+    std::cerr << "robot: CheckStates disagreed with CheckState on " << disagree << " states\n";
+    ++failures_;
+  }
 }
 
 // Case 2b: distance(q) on the start and goal states (free states, as a planner or a controller asks
@@ -909,6 +972,7 @@ int RobotSuite::Run() {
   if (options_.RunsCase("clear")) {
     ClearStartGoal();
     ClearRandom();
+    ClearBatch();
   }
   if (options_.RunsCase("distance")) Distance();
   if (options_.RunsCase("link")) Link();

@@ -23,13 +23,14 @@ inline constexpr double kRoundShift = 6755399441055744.0;  // 1.5 * 2^52
 
 /// s[i] = sin(x[i]), c[i] = cos(x[i]) for i < n. The reduced argument r lies in [-pi/4, pi/4], where
 /// Taylor series through r^17 (sine) and r^18 (cosine) are exact to below 1e-19; the quadrant swaps
-/// and negates them.
-inline void SinCos(const double* x, double* s, double* c, int n) {
+/// and negates them. Always inlined: Scene::CheckStates' lane pass calls it from code built for several
+/// instruction sets (scene/lanes.h), and no out-of-line copy built for one of them may serve the others.
+[[gnu::always_inline]] inline void SinCos(const double* x, double* s, double* c, int n) {
   using namespace sincos_detail;
   // One pass without calls or branches (the compiler vectorizes it), then the library for the rare
   // argument out of range.
   for (int i = 0; i < n; ++i) {
-    const double v = std::abs(x[i]) <= kSinCosRange ? x[i] : 0.0;
+    const double v = __builtin_fabs(x[i]) <= kSinCosRange ? x[i] : 0.0;
     // Rounded to the nearest integer by adding and subtracting 1.5 * 2^52 (|v| * 2/pi < 2^51).
     const double k = (v * kTwoOverPi + kRoundShift) - kRoundShift;
     const double r = (v - k * kPio2Hi) - k * kPio2Lo;
@@ -61,7 +62,7 @@ inline void SinCos(const double* x, double* s, double* c, int n) {
     c[i] = ((quadrant + 1) & 2) != 0 ? -cos_v : cos_v;
   }
   for (int i = 0; i < n; ++i) {
-    if (!(std::abs(x[i]) <= kSinCosRange)) {
+    if (!(__builtin_fabs(x[i]) <= kSinCosRange)) {
       s[i] = std::sin(x[i]);
       c[i] = std::cos(x[i]);
     }

@@ -338,6 +338,7 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   scene->default_padding_ = d.default_padding;
   scene->padding_ = std::move(d.padding);
   scene->BuildBroadPhase();
+  scene->BuildLanePlan();
   return scene;
 }
 

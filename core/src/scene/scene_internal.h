@@ -20,6 +20,14 @@ inline bool Overlap(const Aabb& a, const Aabb& b) {
   return (a.min.array() <= b.max.array()).all() && (b.min.array() <= a.max.array()).all();
 }
 
+// Whether two boxes posed in the world overlap (the 15-axis test): the first test of every hierarchy
+// walk, done here without setting a walk up, so that pairs near each other but apart cost one test.
+inline bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
+  const Mat3 R_ab = a.R_MB.transpose() * b.R_MB;
+  const Vec3 T = a.R_MB.transpose() * (b.center - a.center);
+  return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
+}
+
 inline Obb GeometryBox(const Geometry& g) { return g.is_mesh() ? g.mesh->obb(0) : ShapeBoundingObb(g.shape); }
 
 // Calls f(ca, X_a, cb, X_b) with the convex stand-ins of a and b when one is a mesh with a hull and the

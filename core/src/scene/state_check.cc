@@ -80,14 +80,6 @@ bool HullsApart(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
   return apart;
 }
 
-// Whether two boxes posed in the world overlap (the 15-axis test): the first test of every hierarchy
-// walk, done here without setting a walk up, so that pairs near each other but apart cost one test.
-bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
-  const Mat3 R_ab = a.R_MB.transpose() * b.R_MB;
-  const Vec3 T = a.R_MB.transpose() * (b.center - a.center);
-  return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
-}
-
 }  // namespace
 
 namespace {

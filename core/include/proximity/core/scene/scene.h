@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -305,6 +306,12 @@ struct CollidingPartsResult {
   QueryStats stats;
 };
 
+namespace internal {
+class CertifiedMotion;
+struct LanePlan;
+struct LanePoses;
+}  // namespace internal
+
 /// Caller-owned scratch for scene queries (link poses, geometry bounds); one per thread. Queries take it
 /// by pointer: it is state the caller keeps between calls (buffers and warm starts), not an output.
 struct SceneCache {
@@ -320,11 +327,9 @@ struct SceneCache {
     GjkCache gjk;
   };
   std::vector<HullWarmStart> hull_caches;
+  /// CheckStates' poses of a block of configurations (kept to reuse its buffers).
+  std::shared_ptr<internal::LanePoses> lanes;
 };
-
-namespace internal {
-class CertifiedMotion;
-}  // namespace internal
 
 /// A robot in a world, immutable once built.
 class Scene {
@@ -347,6 +352,16 @@ class Scene {
   /// or beyond kWorldExtent.
   [[nodiscard]] Result<StateResult> CheckState(std::span<const double> q, SceneCache* cache,
                                                double clearance = 0.0) const;
+
+  /// CLEAR over many configurations at once: `qs` holds out.size() configurations of dof() values each,
+  /// row after row, and out[i] receives configuration i's answer, the one CheckState gives (the same
+  /// free/not free and first contact; the work counts are the batch's). Configurations go through
+  /// forward kinematics, part poses and bounds a block at a time across SIMD lanes (AVX-512, AVX2 or
+  /// the x86-64 baseline, whichever the CPU runs), the broad phase once per block, and the exact tests
+  /// only for the pairs whose boxes meet. Every configuration is validated before any is checked:
+  /// errors as CheckState, naming the configuration's index, and for qs.size() != out.size() * dof().
+  [[nodiscard]] Status CheckStates(std::span<const double> qs, std::span<StateResult> out, SceneCache* cache,
+                                   double clearance = 0.0) const;
 
   /// LINK(q0, q1): whether the straight joint-space segment q0 -> q1 is free, certified or sampled as
   /// `request` says. Continuous joints turn the short way (RobotModel::MotionEnd), in every motion query.
@@ -589,7 +604,17 @@ class Scene {
   size_t num_entities_ = 0;
   std::vector<uint8_t> entity_object_allowed_;  ///< num_entities x objects
   std::vector<uint8_t> entity_allowed_;         ///< num_entities x num_entities
+  std::shared_ptr<const internal::LanePlan> lane_plan_;  ///< What CheckStates' lane pass reads.
+  void BuildLanePlan();
+  // CheckStates on validated configurations, a block of at most kLanes of them.
+  void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, SceneCache* cache,
+                       StateResult* out) const;
 };
+
+/// The instruction set Scene::CheckStates poses its blocks of configurations with on this CPU: "avx512",
+/// "avx2" or "baseline" (x86-64 without either). The environment variable PROXIMITY_SIMD=avx2 or
+/// =baseline lowers it (for comparisons; answers are the same).
+std::string_view BatchInstructionSet();
 
 /// World bounds of a box (OBB in frame G posed at X_WG).
 Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);

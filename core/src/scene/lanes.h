@@ -1,0 +1,114 @@
+#pragma once
+/// @file
+/// Many configurations at once: forward kinematics, robot part poses and their world bounds for kLanes
+/// configurations in one pass, structure of arrays, so that each arithmetic step runs across SIMD lanes
+/// (Scene::CheckStates). The pass is compiled three times (lanes_kernel.inc): for the x86-64 baseline,
+/// for AVX2 + FMA and for AVX-512, and the best the CPU runs is chosen at first use (PROXIMITY_SIMD or
+/// ForceLaneTarget override it, for tests and comparisons).
+///
+/// What may appear in the kernel: only the plain structs below, raw pointers and arithmetic. No standard
+/// library or Eigen template is instantiated there: an inline function compiled for AVX-512 in one
+/// translation unit could otherwise be the copy the linker keeps for every caller, and a CPU without
+/// AVX-512 would stop on it.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace proximity::core::internal {
+
+/// Configurations per pass (8 doubles fill one AVX-512 register, two AVX2 ones).
+inline constexpr int kLanes = 8;
+
+struct alignas(64) LaneVec {
+  double v[kLanes];
+};
+
+/// A rigid transform per lane: R row-major (R[3 * row + col]), then p.
+struct LaneFrame {
+  LaneVec R[9];
+  LaneVec p[3];
+};
+
+/// An axis-aligned box per lane.
+struct LaneBox {
+  LaneVec min[3];
+  LaneVec max[3];
+};
+
+/// A joint as the pass applies it (RobotModel::joints() order: parents before children).
+struct LaneJoint {
+  enum Type : int32_t { kRevolute = 0, kPrismatic = 1, kFixed = 2 };
+  int32_t type = kFixed;
+  int32_t parent = 0;
+  int32_t child = 0;
+  int32_t active = -1;  ///< Entry in q, or -1 for a mimic (or fixed) joint.
+  int32_t mimic = -1;   ///< Mimic: value = multiplier * q[mimic] + offset.
+  double multiplier = 1.0;
+  double offset = 0.0;
+  int32_t axis_index = -1;  ///< The axis is sign * e_axis_index, or -1 for any other axis.
+  double axis_sign = 1.0;
+  double R_PJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  double p_PJ[3] = {0, 0, 0};
+  double axis[3] = {0, 0, 1};
+};
+
+/// A robot part (a link's geometry or an attached object's part) as the pass poses it.
+struct LanePart {
+  int32_t link = 0;
+  double R_LG[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};  ///< The geometry frame in the link frame.
+  double p_LG[3] = {0, 0, 0};
+  double R_LB[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};  ///< The bounding box's axes in the link frame.
+  double p_LBo[3] = {0, 0, 0};                   ///< The box's centre in the link frame.
+  double half[3] = {0, 0, 0};                    ///< The box's half extents (unpadded).
+  double padding = 0.0;
+};
+
+/// Everything the pass reads of a scene, made once when the scene is built.
+struct LanePlan {
+  int32_t num_links = 0;
+  int32_t dof = 0;
+  double R_WB[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  double p_WB[3] = {0, 0, 0};
+  std::vector<LaneJoint> joints;
+  std::vector<LanePart> parts;
+};
+
+/// The pass's output for one block of configurations.
+struct LanePoses {
+  std::vector<LaneFrame> links;     ///< X_WL per link.
+  std::vector<LaneFrame> geometry;  ///< X_WG per part.
+  std::vector<LaneFrame> boxes;     ///< Per part: the world bounding box's axes (R) and centre (p).
+  std::vector<LaneBox> bounds;      ///< Per part: the world AABB, grown by padding + margin.
+};
+
+/// The pass: poses for the configurations q[0..kLanes) (each dof values; a block with fewer
+/// configurations repeats one), boxes grown by each part's padding and `margin`. The output vectors must
+/// hold num_links and parts.size() entries.
+using PoseLanesFn = void (*)(const LaneJoint* joints, int32_t num_joints, const LanePart* parts, int32_t num_parts,
+                             const double* R_WB, const double* p_WB, const double* const* q, double margin,
+                             LaneFrame* links, LaneFrame* geometry, LaneFrame* boxes, LaneBox* bounds);
+
+enum class LaneTarget { kBaseline, kAvx2, kAvx512 };
+
+/// The pass for the chosen target.
+PoseLanesFn PoseLanesKernel();
+/// The target in use: the best the CPU runs, unless PROXIMITY_SIMD (baseline, avx2, avx512) or
+/// ForceLaneTarget chose a lower one.
+LaneTarget ActiveLaneTarget();
+/// For tests and benchmarks: use `target` (lowered to what the CPU runs), or go back to the automatic
+/// choice with nullopt. Not for use while other threads check states.
+void ForceLaneTarget(std::optional<LaneTarget> target);
+/// "baseline", "avx2" or "avx512".
+std::string_view LaneTargetName(LaneTarget target);
+
+void PoseLanesBaseline(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
+                       const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+void PoseLanesAvx2(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
+                   const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+void PoseLanesAvx512(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
+                     const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+
+}  // namespace proximity::core::internal

@@ -1,0 +1,221 @@
+/// @file
+/// CLEAR over many configurations (Scene::CheckStates): blocks of kLanes configurations posed across SIMD
+/// lanes (lanes.h), one broad-phase walk per robot part and block, and per configuration the exact tests
+/// CheckState would make, in the same order, only for the pairs whose boxes meet.
+
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "proximity/core/scene/scene.h"
+#include "scene/lanes.h"
+#include "scene/scene_internal.h"
+
+namespace proximity::core {
+
+using namespace internal;  // lanes.h, scene_internal.h
+
+namespace {
+
+void CopyRowMajor(const Mat3& R, double* out) {
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) out[3 * r + c] = R(r, c);
+}
+
+Mat3 LaneMatrix(const LaneVec* R, int k) {
+  Mat3 out;
+  out << R[0].v[k], R[1].v[k], R[2].v[k], R[3].v[k], R[4].v[k], R[5].v[k], R[6].v[k], R[7].v[k], R[8].v[k];
+  return out;
+}
+
+RigidTransform LaneTransform(const LaneFrame& X, int k) {
+  return {LaneMatrix(X.R, k), Vec3(X.p[0].v[k], X.p[1].v[k], X.p[2].v[k])};
+}
+
+// The lanes (bits) whose box overlaps `b` (touching counts, as Overlap).
+uint32_t OverlapMask(const LaneBox& a, const Aabb& b) {
+  uint32_t mask = 0;
+  for (int k = 0; k < kLanes; ++k) {
+    const bool overlap = a.min[0].v[k] <= b.max.x() && b.min.x() <= a.max[0].v[k] && a.min[1].v[k] <= b.max.y() &&
+                         b.min.y() <= a.max[1].v[k] && a.min[2].v[k] <= b.max.z() && b.min.z() <= a.max[2].v[k];
+    mask |= static_cast<uint32_t>(overlap) << k;
+  }
+  return mask;
+}
+
+uint32_t OverlapMask(const LaneBox& a, const LaneBox& b) {
+  uint32_t mask = 0;
+  for (int k = 0; k < kLanes; ++k) {
+    bool overlap = true;
+    for (int d = 0; d < 3; ++d) overlap = overlap && a.min[d].v[k] <= b.max[d].v[k] && b.min[d].v[k] <= a.max[d].v[k];
+    mask |= static_cast<uint32_t>(overlap) << k;
+  }
+  return mask;
+}
+
+// The box of the lanes in `mask`, together.
+Aabb LaneUnion(const LaneBox& a, uint32_t mask) {
+  Aabb out;
+  for (uint32_t m = mask; m != 0; m &= m - 1) {
+    const int k = std::countr_zero(m);
+    out.Extend(Aabb{Vec3(a.min[0].v[k], a.min[1].v[k], a.min[2].v[k]), Vec3(a.max[0].v[k], a.max[1].v[k], a.max[2].v[k])});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view BatchInstructionSet() { return LaneTargetName(ActiveLaneTarget()); }
+
+void Scene::BuildLanePlan() {
+  auto plan = std::make_shared<LanePlan>();
+  plan->num_links = robot_->num_links();
+  plan->dof = robot_->num_positions();
+  CopyRowMajor(X_WB_.R, plan->R_WB);
+  for (int d = 0; d < 3; ++d) plan->p_WB[d] = X_WB_.p[d];
+  for (const Joint& j : robot_->joints()) {
+    LaneJoint lj;
+    lj.type = j.type == JointType::kFixed ? LaneJoint::kFixed
+                                          : (j.type == JointType::kPrismatic ? LaneJoint::kPrismatic : LaneJoint::kRevolute);
+    lj.parent = j.parent_link;
+    lj.child = j.child_link;
+    lj.active = j.active_index;
+    lj.mimic = j.mimic_active_index;
+    lj.multiplier = j.mimic_multiplier;
+    lj.offset = j.mimic_offset;
+    CopyRowMajor(j.X_PJ.R, lj.R_PJ);
+    for (int d = 0; d < 3; ++d) {
+      lj.p_PJ[d] = j.X_PJ.p[d];
+      lj.axis[d] = j.axis_J[d];
+    }
+    // A coordinate axis (as ApplyJoint tells it): the rotation mixes two columns only.
+    const Vec3& a = j.axis_J;
+    const int k = a.x() != 0.0 ? 0 : (a.y() != 0.0 ? 1 : 2);
+    if ((a[k] == 1.0 || a[k] == -1.0) && a[(k + 1) % 3] == 0.0 && a[(k + 2) % 3] == 0.0) {
+      lj.axis_index = k;
+      lj.axis_sign = a[k];
+    }
+    plan->joints.push_back(lj);
+  }
+  for (const RobotPart& rp : robot_parts_) {
+    LanePart lp;
+    lp.link = rp.link;
+    CopyRowMajor(rp.X_LG.R, lp.R_LG);
+    CopyRowMajor(rp.R_LB, lp.R_LB);
+    for (int d = 0; d < 3; ++d) {
+      lp.p_LG[d] = rp.X_LG.p[d];
+      lp.p_LBo[d] = rp.p_LBo[d];
+      lp.half[d] = rp.local_box.half_extents[d];
+    }
+    lp.padding = rp.padding;
+    plan->parts.push_back(lp);
+  }
+  lane_plan_ = std::move(plan);
+}
+
+Status Scene::CheckStates(std::span<const double> qs, std::span<StateResult> out, SceneCache* cache,
+                          double clearance) const {
+  if (Status s = CheckClearance(clearance); !s.ok()) return s;
+  const size_t dof = static_cast<size_t>(robot_->num_positions());
+  if (qs.size() != out.size() * dof) {
+    return InvalidArgument("CheckStates: " + std::to_string(qs.size()) + " values for " + std::to_string(out.size()) +
+                           " configurations of " + std::to_string(dof) + " joints (" +
+                           std::to_string(out.size() * dof) + " expected)");
+  }
+  // Every configuration before any is checked: a bad one anywhere refuses the batch.
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (Status s = robot_->CheckConfiguration(qs.subspan(i * dof, dof)); !s.ok()) {
+      return Error{s.error().code, "configuration " + std::to_string(i) + ": " + s.error().message};
+    }
+  }
+  if (cache->lanes == nullptr) cache->lanes = std::make_shared<LanePoses>();
+  LanePoses& poses = *cache->lanes;
+  poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
+  poses.geometry.resize(robot_parts_.size());
+  poses.boxes.resize(robot_parts_.size());
+  poses.bounds.resize(robot_parts_.size());
+  for (size_t begin = 0; begin < out.size(); begin += kLanes) {
+    const auto lanes = static_cast<int32_t>(std::min<size_t>(kLanes, out.size() - begin));
+    const double* q[kLanes];
+    for (int32_t k = 0; k < kLanes; ++k) q[k] = qs.data() + (begin + static_cast<size_t>(k < lanes ? k : 0)) * dof;
+    CheckStateBlock(q, lanes, clearance, cache, out.data() + begin);
+  }
+  return {};
+}
+
+void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, SceneCache* cache,
+                            StateResult* out) const {
+  const LanePlan& plan = *lane_plan_;
+  LanePoses& poses = *cache->lanes;
+  PoseLanesKernel()(plan.joints.data(), static_cast<int32_t>(plan.joints.size()), plan.parts.data(),
+                    static_cast<int32_t>(plan.parts.size()), plan.R_WB, plan.p_WB, q, clearance, poses.links.data(),
+                    poses.geometry.data(), poses.boxes.data(), poses.bounds.data());
+  const size_t dof = static_cast<size_t>(plan.dof);
+  // Lanes still free; a lane leaves at its first contact, as CheckState returns at it.
+  uint32_t active = (uint32_t{1} << lanes) - 1;
+  for (int32_t k = 0; k < lanes; ++k) {
+    out[k] = StateResult();
+    out[k].free = true;
+    out[k].within_limits = robot_->WithinLimits(std::span<const double>(q[k], dof));
+  }
+  const auto part_box = [&](int32_t i, int k) {
+    const RobotPart& rp = robot_parts_[i];
+    const LaneFrame& b = poses.boxes[i];
+    return Obb{LaneMatrix(b.R, k), Vec3(b.p[0].v[k], b.p[1].v[k], b.p[2].v[k]),
+               (rp.local_box.half_extents.array() + (rp.padding + clearance)).matrix()};
+  };
+  const auto n = static_cast<int32_t>(robot_parts_.size());
+  // Robot parts against the world: the broad phase walked once with the block's box, then each lane's
+  // box against each part it reached, in the order CheckState visits them.
+  for (int32_t i = 0; i < n && active != 0; ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    const LaneBox& bounds = poses.bounds[i];
+    VisitWorldParts(LaneUnion(bounds, active), [&](int32_t w) {
+      const WorldPart& wp = world_parts_[w];
+      if (AllowedEntityObject(rp.entity, wp.object)) return false;
+      const ObjectPart& part = objects_[wp.object].parts[wp.part];
+      for (uint32_t m = active & OverlapMask(bounds, wp.bounds); m != 0; m &= m - 1) {
+        const int k = std::countr_zero(m);
+        StateResult& r = out[k];
+        ++r.pairs_tested;
+        ++r.stats.bv_tests;
+        if (!WorldBoxesOverlap(part_box(i, k), wp.box)) continue;
+        if (!PairCollides(rp.geometry, LaneTransform(poses.geometry[i], k), part.geometry, part.X_WG,
+                          rp.padding + clearance, &r.stats, HullCache(cache, WorldPairCache(i, w)))) {
+          continue;
+        }
+        r.free = false;
+        r.contact = WorldContact(i, wp.object);
+        active &= ~(uint32_t{1} << k);
+      }
+      return active == 0;
+    });
+  }
+  // Pairs of robot parts, in CheckState's order.
+  for (size_t s = 0; s < self_pairs_.size() && active != 0; ++s) {
+    const SelfPair& sp = self_pairs_[s];
+    const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance;
+    for (uint32_t m = active & OverlapMask(poses.bounds[sp.a], poses.bounds[sp.b]); m != 0; m &= m - 1) {
+      const int k = std::countr_zero(m);
+      if (sp.clearance_map != nullptr && SelfPairClearance(sp, std::span<const double>(q[k], dof), padding) > padding) {
+        continue;
+      }
+      StateResult& r = out[k];
+      ++r.pairs_tested;
+      ++r.stats.bv_tests;
+      if (!WorldBoxesOverlap(part_box(sp.a, k), part_box(sp.b, k))) continue;
+      if (PairCollides(robot_parts_[sp.a].geometry, LaneTransform(poses.geometry[sp.a], k),
+                       robot_parts_[sp.b].geometry, LaneTransform(poses.geometry[sp.b], k), padding, &r.stats,
+                       HullCache(cache, SelfPairCache(s)))) {
+        r.free = false;
+        r.contact = SelfContact(sp.a, sp.b);
+        active &= ~(uint32_t{1} << k);
+      }
+    }
+  }
+}
+
+}  // namespace proximity::core

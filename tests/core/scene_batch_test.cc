@@ -1,0 +1,182 @@
+// Scene::CheckStates, many configurations at once, against CheckState one at a time: the same free / not
+// free, limits flag and first contact on every configuration, for every lane build the CPU runs (the x86-64
+// baseline forced as well as AVX2 and AVX-512), on real robots in random workcells, with padding,
+// clearance and attached objects, and on a fixture of continuous, prismatic, mimic and fixed joints.
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/scene_fixtures.h"
+#include "core/test_util.h"
+#include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/scene.h"
+#include "scene/lanes.h"
+
+namespace proximity::core {
+namespace {
+
+// Every lane build this CPU runs.
+std::vector<internal::LaneTarget> Targets() {
+  std::vector<internal::LaneTarget> out;
+  for (auto t : {internal::LaneTarget::kBaseline, internal::LaneTarget::kAvx2, internal::LaneTarget::kAvx512}) {
+    internal::ForceLaneTarget(t);
+    if (internal::ActiveLaneTarget() == t) out.push_back(t);
+  }
+  internal::ForceLaneTarget(std::nullopt);
+  return out;
+}
+
+std::vector<RobotCase> BatchRobots() {
+  std::vector<RobotCase> out = Robots();  // panda, ur5, kr5 where their data is present
+  for (const RobotCase& r : Robots()) {
+    if (r.name != "ur5") continue;
+    RobotCase visual = r;
+    visual.name = "ur5_visual";
+    visual.options.collision_from_visual = true;
+    out.push_back(visual);
+  }
+  const std::string dart = testing::DartUrdfDir();
+  if (!dart.empty()) {
+    RobotCase wam{"wam", dart + "/wam/wam.urdf", testing::TestDataDir() + "/robots/wam.srdf", {}};
+    wam.options.package_dirs["herb_description"] = dart + "/wam";
+    wam.options.ros_package_path = "";
+    out.push_back(wam);
+  }
+  RobotCase mixed{"mixed_joints", testing::TestDataDir() + "/robots/mixed_joints.urdf", "", {}};
+  mixed.options.ros_package_path = "";
+  out.push_back(mixed);
+  return out;
+}
+
+// Checks `n` random states of `scene` both ways under every lane build; returns how many collided.
+int ExpectBatchEqualsOneAtATime(const Scene& scene, std::mt19937_64& rng, int n, double clearance,
+                                const std::string& what) {
+  const RobotModel& robot = scene.robot();
+  std::vector<double> qs;
+  for (int i = 0; i < n; ++i) {
+    std::vector<double> q = RandomState(rng, robot);
+    // Some states a little outside the limits: the flag must come back the same.
+    if (i % 97 == 0 && robot.num_positions() > 0) q[0] += 0.5;
+    qs.insert(qs.end(), q.begin(), q.end());
+  }
+  const auto dof = static_cast<size_t>(robot.num_positions());
+  SceneCache cache;
+  std::vector<StateResult> single(static_cast<size_t>(n));
+  int colliding = 0;
+  for (int i = 0; i < n; ++i) {
+    single[i] = testing::ValueOrFail(
+        scene.CheckState(std::span<const double>(qs.data() + static_cast<size_t>(i) * dof, dof), &cache, clearance));
+    colliding += !single[i].free;
+  }
+  for (internal::LaneTarget target : Targets()) {
+    internal::ForceLaneTarget(target);
+    SceneCache batch_cache;
+    std::vector<StateResult> batch(static_cast<size_t>(n));
+    const Status s = scene.CheckStates(qs, batch, &batch_cache, clearance);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    int shown = 0;
+    for (int i = 0; i < n; ++i) {
+      const StateResult& a = single[i];
+      const StateResult& b = batch[i];
+      const bool same = a.free == b.free && a.within_limits == b.within_limits &&
+                        (a.free || (a.contact.self == b.contact.self && a.contact.link == b.contact.link &&
+                                    a.contact.other_link == b.contact.other_link && a.contact.object == b.contact.object &&
+                                    a.contact.attached == b.contact.attached &&
+                                    a.contact.other_attached == b.contact.other_attached));
+      if (!same && ++shown <= 5) {
+        ADD_FAILURE() << what << " (" << internal::LaneTargetName(target) << ") state " << i << ": one at a time "
+                      << (a.free ? "free" : a.contact.Describe(scene)) << ", batched "
+                      << (b.free ? "free" : b.contact.Describe(scene));
+      }
+    }
+    EXPECT_EQ(shown, 0) << what << " (" << internal::LaneTargetName(target) << "): " << shown << " of " << n
+                        << " states differ";
+  }
+  internal::ForceLaneTarget(std::nullopt);
+  return colliding;
+}
+
+TEST(SceneBatch, EqualsOneAtATimeOnRealRobotsInRandomWorkcells) {
+  const std::vector<RobotCase> robots = BatchRobots();
+  if (robots.size() < 2) GTEST_SKIP() << "needs ../shared/data or Debian's dart-doc for its robots";
+  // 100,000 states per robot (fewer under the sanitizers), over four workcells of 12 objects.
+  const int per_world = testing::Cases(25000);
+  for (const RobotCase& rc : robots) {
+    std::mt19937_64 rng(7);
+    int colliding = 0, total = 0;
+    for (int w = 0; w < 4; ++w) {
+      SceneDescription d = RandomWorldScene(rc, rng, 12);
+      ASSERT_NE(d.robot, nullptr);
+      const auto scene = testing::ValueOrFail(Scene::Build(d));
+      colliding += ExpectBatchEqualsOneAtATime(*scene, rng, per_world, 0.0, rc.name + " world " + std::to_string(w));
+      total += per_world;
+    }
+    // The test means something only when both answers are common.
+    EXPECT_GT(colliding, total / 20) << rc.name;
+    EXPECT_LT(colliding, total - total / 20) << rc.name;
+  }
+}
+
+TEST(SceneBatch, PaddingClearanceAndAttachedObjectsAsOneAtATime) {
+  const std::vector<RobotCase> robots = BatchRobots();
+  if (robots.empty()) GTEST_SKIP() << "needs ../shared/data or Debian's dart-doc for its robots";
+  for (const RobotCase& rc : robots) {
+    std::mt19937_64 rng(11);
+    SceneDescription d = RandomWorldScene(rc, rng, 8);
+    ASSERT_NE(d.robot, nullptr);
+    d.default_padding = 0.01;
+    const std::string tip = d.robot->links().back().name;
+    d.padding.push_back({tip, 0.03});
+    AttachedObject tool;
+    tool.id = "held_box";
+    tool.link = tip;
+    AttachedPart box;
+    box.geometry.shape = Box{Vec3(0.03, 0.03, 0.08)};
+    box.X_LG.p = Vec3(0, 0, 0.1);
+    tool.parts.push_back(box);
+    d.attached.push_back(tool);
+    const auto scene = testing::ValueOrFail(Scene::Build(d));
+    const int n = testing::Cases(5000);
+    ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.0, rc.name + " padded, with a tool");
+    ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.02, rc.name + " padded, with a tool, clearance 0.02");
+  }
+}
+
+TEST(SceneBatch, AnySizeOfBatchAndBadInputRefusedWhole) {
+  const std::vector<RobotCase> robots = BatchRobots();
+  const RobotCase& rc = robots.back();  // the fixture, always present
+  std::mt19937_64 rng(3);
+  SceneDescription d = RandomWorldScene(rc, rng, 6);
+  ASSERT_NE(d.robot, nullptr);
+  const auto scene = testing::ValueOrFail(Scene::Build(d));
+  for (int n : {0, 1, 7, 8, 9, 17, 1001}) ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.0, "n = " + std::to_string(n));
+
+  const auto dof = static_cast<size_t>(scene->dof());
+  std::vector<double> qs;
+  for (int i = 0; i < 10; ++i) {
+    const std::vector<double> q = RandomState(rng, scene->robot());
+    qs.insert(qs.end(), q.begin(), q.end());
+  }
+  SceneCache cache;
+  std::vector<StateResult> out(10);
+  qs[5 * dof + 1] = std::nan("");
+  Status s = scene->CheckStates(qs, out, &cache);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.error().message.find("configuration 5"), std::string::npos) << s.error().message;
+  qs[5 * dof + 1] = 0.0;
+  s = scene->CheckStates(std::span<const double>(qs).first(qs.size() - 1), out, &cache);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("expected"), std::string::npos) << s.error().message;
+  s = scene->CheckStates(qs, out, &cache, -1.0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("clearance"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(scene->CheckStates(qs, out, &cache).ok());
+}
+
+}  // namespace
+}  // namespace proximity::core
