@@ -413,6 +413,13 @@ int MbmSuite::PlanProblem(size_t k) {
   const double t_problem = Now();
   Problem problem;
   if (int code = BuildProblem(k, &problem); code != 0) return code;
+  if (k == 0) {
+    // The robot's self-clearance maps fill in the background once its first scene is built
+    // (SelfClearanceFill): every problem is planned on filled maps.
+    const double t_fill = Now();
+    core::AwaitSelfClearanceFill();
+    std::cerr << "mbm: self-clearance maps filled in " << Now() - t_fill << " s\n";
+  }
   PlanOurs(k, problem);
   PlanPeer(k, problem);
   SecondOpinion(k, problem);

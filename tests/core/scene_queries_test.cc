@@ -357,6 +357,7 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
     ASSERT_NE(robot, nullptr);
     SceneDescription d;
     d.robot = robot;
+    d.self_clearance_fill = SelfClearanceFill::kOnUse;  // the cells filled by the asks below
     const auto scene = Scene::Build(d).value();
     std::mt19937_64 rng(41);
     int mapped_pairs = 0;
@@ -414,6 +415,76 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
   EXPECT_FALSE(scene->SelfClearanceBound(d.robot->link(1).name, d.robot->link(2).name,
                                          std::vector<double>(q.size() + 1, 0.0))
                    .ok());
+}
+
+// Maps filled ahead of the queries (SelfClearanceFill): at build, or by the background thread. Filled
+// maps decide most states where a pair is apart on the first ask, and still never claim more distance
+// than the exact one. A build whose stop fires leaves the rest to the background thread. (The UR5's
+// shoulder map takes seconds to fill; the arms here take well under one.)
+TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
+  std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> robots;
+  for (const RobotCase& rc : Robots()) {
+    if (rc.name != "ur5") robots.emplace_back(rc.name, LoadRobot(rc));
+  }
+  if (!testing::SharedDataDir().empty()) robots.emplace_back("mbm_panda", LoadMbmPanda());
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  for (const auto& [name, robot] : robots) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(robot, nullptr);
+    SceneDescription d;
+    d.robot = robot;
+    d.self_clearance_fill = SelfClearanceFill::kAtBuild;
+    const auto scene = Scene::Build(d).value();
+    EXPECT_TRUE(scene->SelfClearanceFilled());
+    std::mt19937_64 rng(47);
+    int asked = 0, apart = 0, decided = 0;
+    for (int32_t la = 0; la < robot->num_links(); ++la) {
+      for (int32_t lb = la + 1; lb < robot->num_links(); ++lb) {
+        if (robot->link(la).geometries.empty() || robot->link(lb).geometries.empty()) continue;
+        const std::string& a = robot->link(la).name;
+        const std::string& b = robot->link(lb).name;
+        for (int c = 0; c < testing::Cases(100); ++c) {
+          const auto q = RandomState(rng, *robot);
+          const double bound = scene->SelfClearanceBound(a, b, q).value();
+          if (bound < 0.0) break;  // no map for this pair
+          std::vector<RigidTransform> X_WL;
+          PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
+          const LinkGeometry& ga = robot->link(la).geometries[0];
+          const LinkGeometry& gb = robot->link(lb).geometries[0];
+          const double exact =
+              ExactDistance(FromLinkGeometry(ga), X_WL[la] * ga.X_LG, FromLinkGeometry(gb), X_WL[lb] * gb.X_LG);
+          EXPECT_LE(bound, exact + 1e-9) << a << " - " << b << ", case " << c;
+          ++asked;
+          apart += exact > 0.0;
+          decided += bound > 0.0;
+        }
+      }
+    }
+    if (asked == 0) continue;
+    EXPECT_GT(2 * decided, apart) << "filled maps decide most states where the links are apart on the first ask";
+  }
+  // The background thread: a fresh model's maps, filled once the thread is done.
+  const auto robot = LoadRobot(Robots().front());
+  ASSERT_NE(robot, nullptr);
+  SceneDescription d;
+  d.robot = robot;
+  d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  // The stop is asked while the parts are paired and, at build, every 64 cells of a fill: counted on a
+  // build that fills nothing, it is made to fire a few asks into the fill.
+  int64_t asks = 0, fire_after = -1;
+  auto stop = [&] { return ++asks > fire_after && fire_after >= 0; };
+  d.stop = Interrupt(stop);
+  const auto lazy = Scene::Build(d).value();
+  EXPECT_FALSE(lazy->SelfClearanceFilled()) << "kOnUse fills nothing ahead";
+  d.self_clearance_fill = SelfClearanceFill::kAtBuild;
+  fire_after = asks + 3;
+  asks = 0;
+  const auto stopped = Scene::Build(d);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  EXPECT_GT(asks, fire_after) << "the stop fired during the fill";
+  AwaitSelfClearanceFill();
+  EXPECT_TRUE(stopped.value()->SelfClearanceFilled()) << "the background thread takes over what the build left";
+  EXPECT_TRUE(lazy->SelfClearanceFilled()) << "the maps are the model's: every scene on it sees them filled";
 }
 
 // A segment the self-clearance map proves apart (as certified LINK asks it, cell by cell along the

@@ -4,7 +4,8 @@
 // those joints. A cell holds the distance between the geometries' convex stand-ins at its grid point
 // less the most the pair can move relative to each other between that point and any configuration
 // nearer to it than to the others, so it bounds the distance everywhere in the cell. Cells are filled
-// on first use and kept by the robot model for every scene built on it.
+// ahead of the queries (SelfClearanceFill) or on first use, and kept by the robot model for every scene
+// built on it.
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -26,6 +27,10 @@ struct SelfClearanceMap {
   std::array<int32_t, 2> count{};     // grid points per dimension (>= 2), spanning the joint's limits
   double loss = 0.0;                  // relative motion bound over half a step in every dimension
   bool hulls_settle = true;           // the convex stand-ins settle enough cells to be asked first
+  // The fill ahead of the queries (Scene::FillSelfClearanceMaps): kUnfilled, kClaimed by a fill in
+  // progress, or kFilled (every cell settled or proven open by the geometries themselves).
+  static constexpr int32_t kUnfilled = 0, kClaimed = 1, kFilled = 2;
+  mutable std::atomic<int32_t> fill{kUnfilled};
   std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled; negated
                                                 // (sign bit set) while open (see Scene::SelfPairClearance)
 

@@ -17,6 +17,7 @@
 #include "proximity/core/bvh/mesh_query.h"
 #include "robot/self_clearance.h"
 #include "scene/scene_internal.h"
+#include "scene/self_clearance_fill.h"
 
 namespace proximity::core {
 
@@ -339,6 +340,11 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   scene->padding_ = std::move(d.padding);
   scene->BuildBroadPhase();
   scene->BuildLanePlan();
+  scene->self_clearance_fill_ = d.self_clearance_fill;
+  if (d.self_clearance_fill == SelfClearanceFill::kAtBuild) (void)scene->FillSelfClearanceMaps(d.stop);
+  if (d.self_clearance_fill != SelfClearanceFill::kOnUse && scene->HasUnclaimedSelfClearanceMaps()) {
+    internal::QueueSelfClearanceFill(scene);
+  }
   return scene;
 }
 
@@ -648,6 +654,7 @@ SceneDescription Scene::Description() const {
   d.allowed_pairs = allowed_pairs_;
   d.default_padding = default_padding_;
   d.padding = padding_;
+  d.self_clearance_fill = self_clearance_fill_;
   return d;
 }
 

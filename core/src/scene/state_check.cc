@@ -168,6 +168,56 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q,
   return value;
 }
 
+bool Scene::FillSelfClearanceMaps(const Interrupt& stop) const {
+  bool all = true;
+  std::vector<double> q = robot_->DefaultConfiguration();
+  for (const SelfPair& pair : self_pairs_) {
+    const internal::SelfClearanceMap* map = pair.clearance_map;
+    if (map == nullptr) continue;
+    int32_t state = internal::SelfClearanceMap::kUnfilled;
+    if (!map->fill.compare_exchange_strong(state, internal::SelfClearanceMap::kClaimed)) {
+      all = all && state == internal::SelfClearanceMap::kFilled;
+      continue;
+    }
+    bool done = true;
+    const int64_t n = map->num_cells();
+    for (int64_t cell = 0; cell < n; ++cell) {
+      if ((cell & 63) == 0 && stop()) {
+        done = false;
+        break;
+      }
+      double values[2];
+      map->GridPoint(cell, values);
+      for (int32_t d = 0; d < map->dims; ++d) q[static_cast<size_t>(map->active[d])] = values[d];
+      if (SelfPairClearanceIfKnown(pair, q) >= 0.0) continue;
+      // Both steps: the stand-ins (or the open mark), then, for a cell they leave open, the geometries.
+      SelfPairClearance(pair, q, 0.0);
+      if (SelfPairClearanceIfKnown(pair, q) < 0.0) SelfPairClearance(pair, q, std::numeric_limits<double>::infinity());
+    }
+    map->fill.store(done ? internal::SelfClearanceMap::kFilled : internal::SelfClearanceMap::kUnfilled);
+    all = all && done;
+  }
+  return all;
+}
+
+bool Scene::SelfClearanceFilled() const {
+  for (const SelfPair& pair : self_pairs_) {
+    if (pair.clearance_map != nullptr && pair.clearance_map->fill.load() != internal::SelfClearanceMap::kFilled) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Scene::HasUnclaimedSelfClearanceMaps() const {
+  for (const SelfPair& pair : self_pairs_) {
+    if (pair.clearance_map != nullptr && pair.clearance_map->fill.load() == internal::SelfClearanceMap::kUnfilled) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
                                double padding, int fill_budget) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;

@@ -77,6 +77,25 @@ struct AttachedObject {
   std::vector<std::string> touch_links;
 };
 
+/// When the self-clearance maps of a scene's robot are filled. A map holds certified lower bounds on the
+/// distance of two link geometries that one or two revolute joints move relative to each other (a
+/// wrist's links), on a grid over those joints; CLEAR and LINK decide such pairs with one look-up where
+/// a cell is filled, and fill the cells they meet otherwise (a few distance walks each, paid by that
+/// query). The maps belong to the robot model and serve every scene built on it; each is filled once.
+enum class SelfClearanceFill {
+  /// By one background thread at the lowest scheduling priority, as soon as the scene is built: queries
+  /// stop paying for cells once it is done (from milliseconds for most arms to seconds for large maps).
+  kBackground,
+  /// Before Build returns (the description's `stop` ends it early; the rest fills as kBackground).
+  kAtBuild,
+  /// Only by the queries that meet the cells.
+  kOnUse,
+};
+
+/// Blocks until the background thread has filled every map queued so far (or dropped those of scenes
+/// destroyed meanwhile). For benchmarks and tests that measure queries on filled maps.
+void AwaitSelfClearanceFill();
+
 /// What a scene is built from.
 struct SceneDescription {
   std::shared_ptr<const RobotModel> robot;
@@ -97,6 +116,8 @@ struct SceneDescription {
   BuildLimits limits;
   /// Asked while robot parts are paired and self-clearance maps made: Build ends with a kStopped error.
   Interrupt stop;
+  /// When the robot's self-clearance maps are filled. Not part of the scene's content.
+  SelfClearanceFill self_clearance_fill = SelfClearanceFill::kBackground;
 };
 
 /// A change to a scene's world; Scene::Update applies it to make a new scene (a new version).
@@ -308,6 +329,7 @@ struct CollidingPartsResult {
 
 namespace internal {
 class CertifiedMotion;
+class SelfClearanceFiller;
 struct LanePlan;
 struct LanePoses;
 }  // namespace internal
@@ -396,6 +418,9 @@ class Scene {
   /// uses the maps itself. Errors for unknown link names or a wrong size of q.
   [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
                                                   std::span<const double> q) const;
+  /// Whether every self-clearance map of the scene's link pairs is filled ahead of the queries
+  /// (SceneDescription::self_clearance_fill); true for a scene without maps. For tests and diagnostics.
+  bool SelfClearanceFilled() const;
   /// Whether the self-clearance map of the two links (as above) proves them apart everywhere on the
   /// joint-space segment q0 -> q1, as certified LINK asks it (filling cells within the same budget);
   /// false when it does not or the pair has none. For tests and diagnostics. Errors as above.
@@ -452,6 +477,7 @@ class Scene {
 
  private:
   friend class internal::CertifiedMotion;  // certified LINK's walker (src/scene/motion_certified.cc)
+  friend class internal::SelfClearanceFiller;  // fills the maps in the background (self_clearance_fill.cc)
 
   Scene() = default;
 
@@ -526,6 +552,12 @@ class Scene {
   // map, filling q's cell as far as deciding against `need` takes (see the definition); -1 when the
   // pair has no map or q lies off its grid.
   double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const;
+  // Fills every cell of the maps of this scene's self pairs that no other fill has claimed (both steps
+  // of SelfPairClearance, so that no query pays for a walk), until `stop` says so: maps it could not
+  // finish are released for another fill. Returns whether every map is filled.
+  bool FillSelfClearanceMaps(const Interrupt& stop) const;
+  // Whether some map of this scene's self pairs is neither filled nor being filled.
+  bool HasUnclaimedSelfClearanceMaps() const;
   // The same when q's cell is filled already, else -1: never fills.
   double SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const;
   // Whether the pair's map proves it keeps more than `padding` apart everywhere on the joint-space
@@ -605,6 +637,7 @@ class Scene {
   std::vector<uint8_t> entity_object_allowed_;  ///< num_entities x objects
   std::vector<uint8_t> entity_allowed_;         ///< num_entities x num_entities
   std::shared_ptr<const internal::LanePlan> lane_plan_;  ///< What CheckStates' lane pass reads.
+  SelfClearanceFill self_clearance_fill_ = SelfClearanceFill::kBackground;
   void BuildLanePlan();
   // CheckStates on validated configurations, a block of at most kLanes of them.
   void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, SceneCache* cache,
