@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <random>
 #include <string>
@@ -143,6 +145,78 @@ TEST(SceneBatch, PaddingClearanceAndAttachedObjectsAsOneAtATime) {
     const int n = testing::Cases(5000);
     ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.0, rc.name + " padded, with a tool");
     ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.02, rc.name + " padded, with a tool, clearance 0.02");
+  }
+}
+
+// The sampled motion check takes its states kLanes at a time (a rake across the edge when coarse to
+// fine): its answer must be the one of checking the same states one by one in the same order.
+TEST(SceneBatch, SampledMotionsAnswerAsStateByState) {
+  const std::vector<RobotCase> robots = BatchRobots();
+  if (robots.size() < 2) GTEST_SKIP() << "needs ../shared/data or Debian's dart-doc for its robots";
+  for (const RobotCase& rc : robots) {
+    std::mt19937_64 rng(19);
+    SceneDescription d = RandomWorldScene(rc, rng, 12);
+    ASSERT_NE(d.robot, nullptr);
+    const auto scene = testing::ValueOrFail(Scene::Build(d));
+    const RobotModel& robot = scene->robot();
+    SceneCache cache;
+    int colliding = 0;
+    const int edges = testing::Cases(10000);
+    for (int e = 0; e < edges; ++e) {
+      const std::vector<double> q0 = RandomState(rng, robot);
+      std::vector<double> q1 = q0;
+      std::uniform_real_distribution<double> delta(-0.6, 0.6);
+      for (double& v : q1) v += delta(rng);
+      MotionRequest request;
+      request.mode = MotionRequest::Mode::kDiscrete;
+      request.resolution = 0.05;
+      request.coarse_to_fine = e % 2 == 0;
+      request.check_ends = e % 3 != 0;
+      request.clearance = e % 5 == 0 ? 0.01 : 0.0;
+      request.clearance_world_only = e % 10 == 0;
+      const MotionResult m = testing::ValueOrFail(scene->CheckMotion(q0, q1, request, &cache));
+      // The same states one by one, in the same order.
+      std::vector<double> end(q1.size());
+      robot.MotionEnd(q0, q1, end);
+      double length2 = 0.0;
+      for (size_t j = 0; j < q0.size(); ++j) length2 += (end[j] - q0[j]) * (end[j] - q0[j]);
+      const auto n = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(length2) / request.resolution)));
+      std::vector<int64_t> order;
+      if (!request.coarse_to_fine) {
+        for (int64_t i = request.check_ends ? 0 : 1; i <= (request.check_ends ? n : n - 1); ++i) order.push_back(i);
+      } else {
+        if (request.check_ends) order = {0, n};
+        int64_t stride = 1;
+        while (stride * 2 < n) stride *= 2;
+        for (; stride >= 1; stride /= 2)
+          for (int64_t i = stride; i < n; i += 2 * stride) order.push_back(i);
+      }
+      int64_t first = -1;
+      StateContact contact;
+      std::vector<double> q(q0.size());
+      for (int64_t i : order) {
+        const double t = static_cast<double>(i) / static_cast<double>(n);
+        for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (end[j] - q0[j]);
+        // CheckState takes one clearance for every pair; world-only clearance is left out of the oracle.
+        if (request.clearance_world_only) break;
+        const StateResult r = testing::ValueOrFail(scene->CheckState(q, &cache, request.clearance));
+        if (!r.free) {
+          first = i;
+          contact = r.contact;
+          break;
+        }
+      }
+      if (request.clearance_world_only) continue;
+      colliding += first >= 0;
+      ASSERT_EQ(m.free, first < 0) << rc.name << " edge " << e;
+      if (first < 0) continue;
+      EXPECT_EQ(m.t_collide, static_cast<double>(first) / static_cast<double>(n)) << rc.name << " edge " << e;
+      EXPECT_EQ(m.contact.link, contact.link) << rc.name << " edge " << e;
+      EXPECT_EQ(m.contact.object, contact.object) << rc.name << " edge " << e;
+      EXPECT_EQ(m.contact.other_link, contact.other_link) << rc.name << " edge " << e;
+    }
+    EXPECT_GT(colliding, edges / 20) << rc.name;
+    EXPECT_LT(colliding, edges - edges / 20) << rc.name;
   }
 }
 

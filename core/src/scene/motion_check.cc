@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
+#include "scene/lanes.h"
 #include "scene/scene_internal.h"
 
 namespace proximity::core {
@@ -88,59 +89,71 @@ Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<co
                               request.stop, cache, std::move(prepass));
 }
 
-// States q0 + (i / n) (q1 - q0), i = 0..n (n from MotionSteps), each checked by CLEAR until one
-// collides (recorded in the result). In order from q0, or coarse to fine: the ends, then the odd multiples
-// of the largest power of two below n, then of half of it, and so on: the same states, each once, so the
-// same answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
-// `stop` is asked every kStopPollStates states; when it says stop, MotionResult::stopped is set.
+// States q0 + (i / n) (q1 - q0), i = 0..n (n from MotionSteps), checked by CLEAR until one collides
+// (recorded in the result). In order from q0, or coarse to fine: the ends, then the odd multiples of the
+// largest power of two below n, then of half of it, and so on: the same states, each once, so the same
+// answer, but a collision anywhere is met after a few of them. `ends` false leaves q0 and q1 out.
+// The states go kLanes at a time in that order through CheckStates' lane pass (a rake across the
+// segment when coarse to fine), and the first colliding state in the order is the one reported, as if
+// they had been checked one by one; MotionResult::states counts every state posed. `stop` is asked
+// before each block; when it says stop, MotionResult::stopped is set.
 Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
                                           bool coarse_to_fine, bool ends, double clearance, double self_clearance,
                                           const Interrupt& stop, SceneCache* cache) const {
   MotionResult result;
-  std::vector<double> q(q0.size());
-  int64_t visited = 0;
-  // Checks state i; true when it collides (or the check must stop).
-  auto collides = [&](int64_t i, Status* status) {
-    if ((++visited & (kStopPollStates - 1)) == 0 && stop()) {
-      result.stopped = true;
-      return true;
-    }
-    const double t = static_cast<double>(i) / static_cast<double>(n);
-    for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
-    const Result<StateResult> state = CheckStateWith(q, clearance, self_clearance, cache);
-    if (!state.ok()) {
-      *status = state.status();
-      return true;
-    }
-    const StateResult& r = state.value();
-    ++result.states;
-    result.stats += r.stats;
-    if (r.free) return false;
-    result.t_collide = t;
-    result.t_free = coarse_to_fine || i == 0 ? 0.0 : static_cast<double>(i - 1) / static_cast<double>(n);
-    result.contact = r.contact;
-    return true;
-  };
-  Status status;
-  auto answer = [&]() -> Result<MotionResult> {
-    if (!status.ok()) return status.error();
-    return result;
-  };
-  if (!coarse_to_fine) {
-    for (int64_t i = ends ? 0 : 1; i <= (ends ? n : n - 1); ++i) {
-      if (collides(i, &status)) return answer();
-    }
-    return answer();
-  }
-  if (ends && (collides(0, &status) || collides(n, &status))) return answer();
+  // The visiting order, one index at a time (-1 when done).
+  int64_t next_in_order = ends ? 0 : 1;
+  const int64_t last_in_order = ends ? n : n - 1;
+  int64_t end_step = ends ? 0 : 2;  // coarse to fine: 0 -> state 0, 1 -> state n, 2 -> the strides
   int64_t stride = 1;
   while (stride * 2 < n) stride *= 2;
-  for (; stride >= 1; stride /= 2) {
-    for (int64_t i = stride; i < n; i += 2 * stride) {
-      if (collides(i, &status)) return answer();
+  int64_t at = stride;
+  auto next = [&]() -> int64_t {
+    if (!coarse_to_fine) return next_in_order <= last_in_order ? next_in_order++ : -1;
+    if (end_step < 2) return end_step++ == 0 ? 0 : n;
+    while (stride >= 1) {
+      if (at < n) {
+        const int64_t i = at;
+        at += 2 * stride;
+        return i;
+      }
+      stride /= 2;
+      at = stride;
+    }
+    return -1;
+  };
+  const size_t dof = q0.size();
+  std::vector<double> rows(static_cast<size_t>(internal::kLanes) * dof);
+  const double* q[internal::kLanes];
+  int64_t index[internal::kLanes];
+  StateResult out[internal::kLanes];
+  PrepareLanes(cache);
+  while (true) {
+    int32_t m = 0;
+    for (int64_t i; m < internal::kLanes && (i = next()) >= 0; ++m) {
+      index[m] = i;
+      const double t = static_cast<double>(i) / static_cast<double>(n);
+      double* row = rows.data() + static_cast<size_t>(m) * dof;
+      for (size_t j = 0; j < dof; ++j) row[j] = q0[j] + t * (q1[j] - q0[j]);
+    }
+    if (m == 0) return result;
+    if (stop()) {
+      result.stopped = true;
+      return result;
+    }
+    for (int32_t k = 0; k < internal::kLanes; ++k) q[k] = rows.data() + static_cast<size_t>(k < m ? k : 0) * dof;
+    CheckStateBlock(q, m, clearance, self_clearance, cache, out);
+    result.states += m;
+    for (int32_t k = 0; k < m; ++k) result.stats += out[k].stats;
+    for (int32_t k = 0; k < m; ++k) {
+      if (out[k].free) continue;
+      const int64_t i = index[k];
+      result.t_collide = static_cast<double>(i) / static_cast<double>(n);
+      result.t_free = coarse_to_fine || i == 0 ? 0.0 : static_cast<double>(i - 1) / static_cast<double>(n);
+      result.contact = out[k].contact;
+      return result;
     }
   }
-  return answer();
 }
 
 Result<MotionResult> Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,

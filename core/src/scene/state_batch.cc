@@ -131,23 +131,27 @@ Status Scene::CheckStates(std::span<const double> qs, std::span<StateResult> out
       return Error{s.error().code, "configuration " + std::to_string(i) + ": " + s.error().message};
     }
   }
+  PrepareLanes(cache);
+  for (size_t begin = 0; begin < out.size(); begin += kLanes) {
+    const auto lanes = static_cast<int32_t>(std::min<size_t>(kLanes, out.size() - begin));
+    const double* q[kLanes];
+    for (int32_t k = 0; k < kLanes; ++k) q[k] = qs.data() + (begin + static_cast<size_t>(k < lanes ? k : 0)) * dof;
+    CheckStateBlock(q, lanes, clearance, clearance, cache, out.data() + begin);
+  }
+  return {};
+}
+
+void Scene::PrepareLanes(SceneCache* cache) const {
   if (cache->lanes == nullptr) cache->lanes = std::make_shared<LanePoses>();
   LanePoses& poses = *cache->lanes;
   poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
   poses.geometry.resize(robot_parts_.size());
   poses.boxes.resize(robot_parts_.size());
   poses.bounds.resize(robot_parts_.size());
-  for (size_t begin = 0; begin < out.size(); begin += kLanes) {
-    const auto lanes = static_cast<int32_t>(std::min<size_t>(kLanes, out.size() - begin));
-    const double* q[kLanes];
-    for (int32_t k = 0; k < kLanes; ++k) q[k] = qs.data() + (begin + static_cast<size_t>(k < lanes ? k : 0)) * dof;
-    CheckStateBlock(q, lanes, clearance, cache, out.data() + begin);
-  }
-  return {};
 }
 
-void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, SceneCache* cache,
-                            StateResult* out) const {
+void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
+                            SceneCache* cache, StateResult* out) const {
   const LanePlan& plan = *lane_plan_;
   LanePoses& poses = *cache->lanes;
   PoseLanesKernel()(plan.joints.data(), static_cast<int32_t>(plan.joints.size()), plan.parts.data(),
@@ -197,7 +201,7 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
   // Pairs of robot parts, in CheckState's order.
   for (size_t s = 0; s < self_pairs_.size() && active != 0; ++s) {
     const SelfPair& sp = self_pairs_[s];
-    const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + clearance;
+    const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + self_clearance;
     for (uint32_t m = active & OverlapMask(poses.bounds[sp.a], poses.bounds[sp.b]); m != 0; m &= m - 1) {
       const int k = std::countr_zero(m);
       if (sp.clearance_map != nullptr && SelfPairClearance(sp, std::span<const double>(q[k], dof), padding) > padding) {

@@ -639,9 +639,12 @@ class Scene {
   std::shared_ptr<const internal::LanePlan> lane_plan_;  ///< What CheckStates' lane pass reads.
   SelfClearanceFill self_clearance_fill_ = SelfClearanceFill::kBackground;
   void BuildLanePlan();
-  // CheckStates on validated configurations, a block of at most kLanes of them.
-  void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, SceneCache* cache,
-                       StateResult* out) const;
+  // CheckStates on validated configurations, a block of `lanes` <= kLanes of them (q holds kLanes
+  // pointers; those past `lanes` repeat one of the others): `clearance` for robot-world pairs,
+  // `self_clearance` for pairs of robot parts, as CheckStateWith. PrepareLanes(cache) first.
+  void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
+                       SceneCache* cache, StateResult* out) const;
+  void PrepareLanes(SceneCache* cache) const;
 };
 
 /// The instruction set Scene::CheckStates poses its blocks of configurations with on this CPU: "avx512",
