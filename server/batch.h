@@ -1,12 +1,12 @@
 #pragma once
 /// @file
-/// How a batch request's items are spread over the worker pool. RunChunked runs many small items
-/// (CheckStates' states) in chunks, each chunk on one slot; StreamResults runs larger items
-/// (ValidatePaths' paths) one task each and sends each result as it is made, one send at a time. Both
-/// stop starting items once the call's stop condition holds (cancelled, past its deadline, the client
-/// gone) or an item failed, and report how far they got and the first error; the handler turns that
-/// into its status (errors.h). Everything here is a template over the items: no allocation or indirect
-/// call per item beyond the pool's one per task.
+/// How a batch request's items are spread over the worker pool. RunChunked runs many small items in
+/// chunks, each chunk on one slot, and RunChunkedRuns the same a run of items at a time (CheckStates'
+/// states); StreamResults runs larger items (ValidatePaths' paths) one task each and sends each result
+/// as it is made, one send at a time. All stop starting items once the call's stop condition holds
+/// (cancelled, past its deadline, the client gone) or an item failed, and report how far they got and
+/// the first error; the handler turns that into its status (errors.h). Everything here is a template
+/// over the items: no allocation or indirect call per item beyond the pool's one per task.
 ///
 /// A stop condition is anything with `bool Stopped()` (polls; may become true), `bool stopped() const`
 /// (whether it has, without polling) and `Stop()` (makes it true). CallCancel (call.h) is the server's.
@@ -82,6 +82,35 @@ BatchOutcome RunChunked(WorkerPool& pool, int64_t n, Stop& stop, Item&& item) {
         error.Set(s.error());
         break;
       }
+    }
+    done.fetch_add(i - begin, std::memory_order_relaxed);
+  });
+  return {done.load(), static_cast<bool>(stop.stopped()), error.error()};
+}
+
+/// RunChunked for items that are cheaper checked several at a time (CheckStates' states, posed across
+/// SIMD lanes): `run(begin, end, slot) -> core::Status` handles the items [begin, end) in order on one
+/// slot, a run being at most `max_run` items of one chunk (the chunks as RunChunked's). Asks
+/// `stop.Stopped()` before each run, so a chunk ends within one run of the stop condition, and starts
+/// none once it holds or a run failed. `done` counts the items of the runs that returned OK.
+template <BatchStop Stop, class Run>
+BatchOutcome RunChunkedRuns(WorkerPool& pool, int64_t n, int64_t max_run, Stop& stop, Run&& run) {
+  FirstError error;
+  std::atomic<int64_t> done{0};
+  const Chunks chunks = ChunksOf(n, pool.slots());
+  const int64_t step = std::max<int64_t>(1, max_run);
+  pool.ParallelFor(chunks.count, [&](int64_t c, int slot) {
+    const int64_t begin = c * chunks.size;
+    const int64_t end = std::min(n, begin + chunks.size);
+    int64_t i = begin;
+    while (i < end) {
+      if (error.failed() || stop.Stopped()) break;
+      const int64_t run_end = std::min(end, i + step);
+      if (core::Status s = run(i, run_end, slot); !s.ok()) {
+        error.Set(s.error());
+        break;
+      }
+      i = run_end;
     }
     done.fetch_add(i - begin, std::memory_order_relaxed);
   });

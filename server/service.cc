@@ -248,10 +248,16 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, cons
 
 namespace {
 
+// CheckStates' states per Scene::CheckStates call (a run, RunChunkedRuns): enough to fill the SIMD
+// lanes many times over, few enough that the deadline and a cancellation are asked every millisecond
+// or so (a few microseconds a state).
+constexpr int64_t kStatesRun = 256;
+
 // One worker's scratch and tallies in a CheckStates call: no sharing between workers inside the loop.
 struct StatesSlot {
   core::SceneCache cache;
-  std::vector<double> q;
+  std::vector<double> q;                   // a run's configurations, row after row
+  std::vector<core::StateResult> results;  // their answers
   Work work;
   int64_t free_count = 0;
   std::vector<std::pair<int64_t, core::StateContact>> contacts;
@@ -282,22 +288,41 @@ grpc::Status ProximityServiceImpl::CheckStates(grpc::ServerContext* context, con
     response->mutable_within_limits()->Resize(static_cast<int>(n), false);
     bool* free = response->mutable_free()->mutable_data();
     bool* within = response->mutable_within_limits()->mutable_data();
+    const auto dof = static_cast<size_t>(scene.dof());
     std::vector<StatesSlot> slots(static_cast<size_t>(pool_->slots()));
-    for (StatesSlot& s : slots) s.q.resize(static_cast<size_t>(scene.dof()));
+    for (StatesSlot& s : slots) {
+      s.q.resize(static_cast<size_t>(std::min(n, kStatesRun)) * dof);
+      s.results.resize(static_cast<size_t>(std::min(n, kStatesRun)));
+    }
     const bool contacts = request->include_contacts();
-    const BatchOutcome outcome = RunChunked(*pool_, n, call.cancel(), [&](int64_t i, int slot_index) -> core::Status {
-      StatesSlot& slot = slots[static_cast<size_t>(slot_index)];
-      states.Row(i, slot.q.data());
-      const core::Result<core::StateResult> checked = scene.CheckState(slot.q, &slot.cache);
-      if (!checked.ok()) return WithField("states: configuration " + std::to_string(i), checked.error());
-      const core::StateResult& r = checked.value();
+    const auto record = [&](StatesSlot& slot, int64_t i, const core::StateResult& r) {
       free[i] = r.free;
       within[i] = r.within_limits;
       slot.free_count += r.free ? 1 : 0;
       slot.work += StateWork(r);
       if (contacts && !r.free) slot.contacts.emplace_back(i, r.contact);
+    };
+    const auto run = [&](int64_t begin, int64_t end, int slot_index) -> core::Status {
+      StatesSlot& slot = slots[static_cast<size_t>(slot_index)];
+      const auto count = static_cast<size_t>(end - begin);
+      for (size_t k = 0; k < count; ++k) states.Row(begin + static_cast<int64_t>(k), slot.q.data() + k * dof);
+      const std::span<core::StateResult> results(slot.results.data(), count);
+      if (scene.CheckStates(std::span<const double>(slot.q.data(), count * dof), results, &slot.cache).ok()) {
+        for (size_t k = 0; k < count; ++k) record(slot, begin + static_cast<int64_t>(k), results[k]);
+        return {};
+      }
+      // A configuration the core refuses (a value beyond its range): the run one state at a time, so
+      // that the states before it count and the error names it as one state's check does.
+      for (size_t k = 0; k < count; ++k) {
+        const int64_t i = begin + static_cast<int64_t>(k);
+        const core::Result<core::StateResult> checked =
+            scene.CheckState(std::span<const double>(slot.q.data() + k * dof, dof), &slot.cache);
+        if (!checked.ok()) return WithField("states: configuration " + std::to_string(i), checked.error());
+        record(slot, i, checked.value());
+      }
       return {};
-    });
+    };
+    const BatchOutcome outcome = RunChunkedRuns(*pool_, n, kStatesRun, call.cancel(), run);
 
     Work work;
     int64_t free_count = 0;

@@ -1,7 +1,8 @@
 // The Session RPC: one opening (token, --max-concurrent-calls, scene lookup) per stream, then batches
-// of CLEAR, LINK and distance queries answered in order on the handler's thread. The session owns its
-// scratch (configurations, the SceneCache with its link poses and GJK warm starts) and its request and
-// response messages, reused from batch to batch: a warm query allocates only what its answer needs.
+// of CLEAR, LINK and distance queries answered in order on the handler's thread (consecutive CLEARs by
+// one Scene::CheckStates call). The session owns its scratch (configurations, the SceneCache with its
+// link poses and GJK warm starts) and its request and response messages, reused from batch to batch: a
+// warm query allocates only what its answer needs.
 //
 // What is an error answer and what ends the stream is the contract's (SessionRequest in
 // proximity.proto): a query the server cannot answer gets an error answer for its id; a protocol
@@ -10,6 +11,7 @@
 // stops reading holds at most one batch of answers here; the call's watchdog cancels the stream just
 // after its deadline (or --max-call-seconds) even while a Read or Write is blocked.
 
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +47,18 @@ class SessionState {
     response->clear_answers();
     const int n = request.queries_size();
     for (int i = 0; i < n; ++i) {
+      // A run of CLEARs is checked at once (Scene::CheckStates); until_invalid stops at the first state
+      // that is not valid, and cold caches start every query afresh, so those go one at a time.
+      if (!request.until_invalid() && !cold_) {
+        int end = i;
+        while (end < n && request.queries(end).query_case() == v1::SessionQuery::kState) ++end;
+        if (end - i >= 2) {
+          AnswerStates(request, i, end, response);
+          queries_ += end - i;
+          i = end - 1;
+          continue;
+        }
+      }
       const v1::SessionQuery& query = request.queries(i);
       v1::SessionAnswer* answer = response->add_answers();
       answer->set_id(query.id());
@@ -87,32 +101,79 @@ class SessionState {
                                  "' (leave it empty, or open another session)");
   }
 
+  // Errors name their field within the query ("state.state: ..."); the query's place is added here,
+  // so that a query that succeeds builds no message.
+  void Fail(int i, core::Error e, v1::SessionAnswer* answer) {
+    e.message = "queries[" + std::to_string(i) + "]." + e.message;
+    ++errors_;
+    ErrorAnswer(e, answer);
+  }
+
+  // A state query's configuration into *q, or its error.
+  core::Status ResolveStateQuery(const v1::SessionQuery& query, std::vector<double>* q) const {
+    const v1::CheckStateRequest& in = query.state();
+    if (core::Status s = SameScene(in.scene_id(), "state"); !s.ok()) return s;
+    return ResolveState(scene_.robot(), in.state(), "state.state", q);
+  }
+
+  // A state query's answer from its CLEAR.
+  void StateAnswer(const core::StateResult& r, v1::SessionAnswer* answer) {
+    v1::CheckStateResponse* out = answer->mutable_state();
+    ToWire(scene_, r, out);
+    const Work work = StateWork(r);
+    work.ToWire(out->mutable_stats());
+    clear_work_ += work;
+    ++clear_;
+  }
+
+  // The state queries [begin, end) of `request`, answered into `response` in order: those that resolve
+  // are checked by one Scene::CheckStates call, the others are error answers. A configuration the core
+  // refuses (a value beyond its range) sends the run through AnswerOne, one query at a time, so that
+  // every answer, error or not, is the one a lone query gets.
+  void AnswerStates(const v1::SessionRequest& request, int begin, int end, v1::SessionResponse* response) {
+    const auto dof = static_cast<size_t>(scene_.dof());
+    const int first = response->answers_size();
+    rows_.clear();
+    checked_.clear();
+    for (int i = begin; i < end; ++i) {
+      const v1::SessionQuery& query = request.queries(i);
+      v1::SessionAnswer* answer = response->add_answers();
+      answer->set_id(query.id());
+      if (core::Status s = ResolveStateQuery(query, &q0_); !s.ok()) {
+        Fail(i, s.error(), answer);
+        continue;
+      }
+      rows_.insert(rows_.end(), q0_.begin(), q0_.end());
+      checked_.push_back(i);
+    }
+    if (checked_.empty()) return;
+    results_.resize(checked_.size());
+    const std::span<core::StateResult> results(results_.data(), checked_.size());
+    if (scene_.CheckStates(std::span<const double>(rows_.data(), checked_.size() * dof), results, Cache()).ok()) {
+      for (size_t k = 0; k < checked_.size(); ++k) {
+        StateAnswer(results[k], response->mutable_answers(first + checked_[k] - begin));
+      }
+      return;
+    }
+    for (const int i : checked_) {
+      bool valid = true;
+      (void)AnswerOne(i, request.queries(i), response->mutable_answers(first + i - begin), &valid);
+    }
+  }
+
   grpc::Status AnswerOne(int i, const v1::SessionQuery& query, v1::SessionAnswer* answer, bool* valid) {
-    // Errors name their field within the query ("state.state: ..."); the query's place is added here,
-    // so that a query that succeeds builds no message.
     auto fail = [&](core::Error e) {
-      e.message = "queries[" + std::to_string(i) + "]." + e.message;
-      ++errors_;
       *valid = false;
-      ErrorAnswer(e, answer);
+      Fail(i, std::move(e), answer);
       return grpc::Status::OK;
     };
     switch (query.query_case()) {
       case v1::SessionQuery::kState: {
-        const v1::CheckStateRequest& in = query.state();
-        if (core::Status s = SameScene(in.scene_id(), "state"); !s.ok()) return fail(s.error());
-        if (core::Status s = ResolveState(scene_.robot(), in.state(), "state.state", &q0_); !s.ok()) {
-          return fail(s.error());
-        }
+        if (core::Status s = ResolveStateQuery(query, &q0_); !s.ok()) return fail(s.error());
         const core::Result<core::StateResult> checked = scene_.CheckState(q0_, Cache());
         if (!checked.ok()) return fail(WithField("state", checked.error()));
         const core::StateResult& r = checked.value();
-        v1::CheckStateResponse* out = answer->mutable_state();
-        ToWire(scene_, r, out);
-        const Work work = StateWork(r);
-        work.ToWire(out->mutable_stats());
-        clear_work_ += work;
-        ++clear_;
+        StateAnswer(r, answer);
         *valid = r.free && r.within_limits;
         return grpc::Status::OK;
       }
@@ -178,6 +239,10 @@ class SessionState {
   const core::Scene& scene_;
   bool cold_;
   std::vector<double> q0_, q1_;
+  // A run of state queries: their configurations row after row, their places and CLEARs.
+  std::vector<double> rows_;
+  std::vector<int> checked_;
+  std::vector<core::StateResult> results_;
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
   int64_t batches_ = 0, queries_ = 0, errors_ = 0;

@@ -63,6 +63,14 @@ class Checker {
     ++stats_->state_checks;
     return context_.state->IsValid(q);
   }
+  // Valid() of every row of `rows` (configurations of dof() values, row after row) in one call
+  // (StateValidityChecker::AreValid: one batch check in process, one round trip to a remote scene); each
+  // row counted as Valid() counts it.
+  Result<std::vector<uint8_t>> ValidRows(std::span<const double> rows) {
+    const int32_t dof = context_.space.dof();
+    stats_->state_checks += static_cast<int64_t>(rows.size() / static_cast<size_t>(dof));
+    return context_.state->AreValid(rows, dof);
+  }
   // The straight segment a -> b (b's wrapping coordinates taken the short way round), decisively.
   Result<MotionCheck> Motion(std::span<const double> a, std::span<const double> b) {
     ++stats_->motion_checks;

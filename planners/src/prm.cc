@@ -3,7 +3,8 @@
 // edge as it is added; LazyPRM adds them unchecked and checks only those on candidate shortest paths,
 // removing what fails, until a candidate passes. With a quick motion check in the context, PRM's edges
 // and LazyPRM's first look at a candidate's edges use it, and the decisive check runs only on the
-// edges of a candidate path (an edge it rejects leaves the roadmap).
+// edges of a candidate path (an edge it rejects leaves the roadmap). PRM checks its samples a batch at a
+// time ahead of taking them (SampleValid), LazyPRM a candidate's unchecked vertices in one batch.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,6 +35,9 @@ class PrmPlanner final : public Planner {
     component_.clear();
     nn_.Clear();
     rng_.seed(options_.seed);
+    ahead_q_.clear();
+    ahead_valid_.clear();
+    ahead_next_ = 0;
   }
 
   Result<PlanResult> Solve(std::span<const double> start, std::span<const double> goal,
@@ -71,7 +75,8 @@ class PrmPlanner final : public Planner {
       context_.space.Sample(rng_, sample);
       Known known = Known::kUnknown;
       if (!lazy_) {
-        const Result<bool> valid = checker.Valid(sample);
+        const int64_t left = termination.max_iterations > 0 ? termination.max_iterations - iteration + 1 : kLookahead;
+        const Result<bool> valid = SampleValid(&checker, sample, left);
         if (!valid.ok()) return valid.error();
         if (!valid.value()) continue;
         known = Known::kValid;
@@ -88,6 +93,37 @@ class PrmPlanner final : public Planner {
     double length;
     Known known;
   };
+
+  // PRM's samples are checked kLookahead at a time, in one AreValid call (one batch check in process,
+  // one round trip to a remote scene): the sample just drawn and those rng_ gives next, drawn from a copy
+  // of it. The loop still draws every sample from rng_ and takes a batch's answer only for the sample it
+  // equals, so the samples, the answers and rng_'s state are those of checking one sample at a time;
+  // anything else that draws from rng_ meanwhile (the simplifier of a candidate path) makes the next
+  // sample differ, and the rest of the batch is dropped. Up to kLookahead - 1 checks go to samples the
+  // loop never takes (the query solved, or its time up); the iteration limit bounds the batch.
+  static constexpr int64_t kLookahead = 32;
+
+  // Whether `sample`, just drawn from rng_, is valid; `left` bounds the samples this Solve may still take
+  // (this one included).
+  Result<bool> SampleValid(Checker* checker, std::span<const double> sample, int64_t left) {
+    const size_t dof = sample.size();
+    if (ahead_next_ < ahead_valid_.size() &&
+        std::equal(sample.begin(), sample.end(), ahead_q_.begin() + static_cast<std::ptrdiff_t>(ahead_next_ * dof))) {
+      return ahead_valid_[ahead_next_++] != 0;
+    }
+    const auto count = static_cast<size_t>(std::clamp<int64_t>(left, 1, kLookahead));
+    ahead_q_.resize(count * dof);
+    std::copy(sample.begin(), sample.end(), ahead_q_.begin());
+    Rng ahead = rng_;
+    for (size_t k = 1; k < count; ++k) context_.space.Sample(ahead, std::span<double>(ahead_q_.data() + k * dof, dof));
+    ahead_valid_.clear();
+    ahead_next_ = 0;
+    Result<std::vector<uint8_t>> valid = checker->ValidRows(ahead_q_);
+    if (!valid.ok()) return valid.error();
+    ahead_valid_ = std::move(valid).value();
+    ahead_next_ = 1;
+    return ahead_valid_[0] != 0;
+  }
 
   Result<PlanResult> Done(Clock* clock, PlanResult* result) {
     if (Status s = Finish(context_, options_, clock, rng_, result); !s.ok()) return s.error();
@@ -177,14 +213,23 @@ class PrmPlanner final : public Planner {
     PlanStats* stats = &result->stats;
     std::vector<int32_t> vertices;
     if (!ShortestPath(s, g, &vertices)) return Status::Ok();
-    bool ok = true;
+    // The path's unchecked vertices, all of them in one batch.
+    std::vector<int32_t> unknown;
+    std::vector<double> rows;
     for (int32_t v : vertices) {
-      Known& known = vertex_[static_cast<size_t>(v)];
-      if (known != Known::kUnknown) continue;
-      const Result<bool> valid = checker->Valid(Q(v));
+      if (vertex_[static_cast<size_t>(v)] != Known::kUnknown) continue;
+      unknown.push_back(v);
+      const std::span<const double> q = Q(v);
+      rows.insert(rows.end(), q.begin(), q.end());
+    }
+    bool ok = true;
+    if (!unknown.empty()) {
+      const Result<std::vector<uint8_t>> valid = checker->ValidRows(rows);
       if (!valid.ok()) return valid.status();
-      known = valid.value() ? Known::kValid : Known::kInvalid;
-      ok = ok && valid.value();
+      for (size_t k = 0; k < unknown.size(); ++k) {
+        vertex_[static_cast<size_t>(unknown[k])] = valid.value()[k] != 0 ? Known::kValid : Known::kInvalid;
+        ok = ok && valid.value()[k] != 0;
+      }
     }
     if (!ok) return Status::Ok();
     std::vector<int32_t> path_edges;
@@ -290,6 +335,10 @@ class PrmPlanner final : public Planner {
   std::vector<int32_t> component_;
   NearestNeighbors nn_;
   std::vector<std::pair<int32_t, double>> neighbors_;
+  // SampleValid's batch: its samples row after row, their answers, and the next one the loop takes.
+  std::vector<double> ahead_q_;
+  std::vector<uint8_t> ahead_valid_;
+  size_t ahead_next_ = 0;
 };
 
 }  // namespace

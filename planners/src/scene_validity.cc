@@ -24,6 +24,23 @@ core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotionsUntilInvalid
   return checks;
 }
 
+core::Result<std::vector<uint8_t>> StateValidityChecker::AreValid(std::span<const double> qs, int32_t dof) const {
+  if (dof < 1 || qs.size() % static_cast<size_t>(dof) != 0) {
+    return core::InvalidArgument("AreValid: " + std::to_string(qs.size()) + " values are not rows of " +
+                                 std::to_string(dof));
+  }
+  const auto d = static_cast<size_t>(dof);
+  std::vector<uint8_t> valid(qs.size() / d, 0);
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const core::Result<bool> row = IsValid(qs.subspan(i * d, d));
+    if (!row.ok()) {
+      return core::Error{row.error().code, "configuration " + std::to_string(i) + ": " + row.error().message};
+    }
+    valid[i] = row.value() ? 1 : 0;
+  }
+  return valid;
+}
+
 core::MotionRequest PlanningMotionRequest(double prepass_resolution) {
   core::MotionRequest request;
   request.mode = core::MotionRequest::Mode::kCertified;
@@ -71,6 +88,24 @@ core::Result<bool> SceneStateValidity::IsValid(std::span<const double> q) const 
   const core::Result<core::StateResult> result = scene_->CheckState(q, cache.get());
   if (!result.ok()) return result.error();
   return result.value().free && result.value().within_limits;
+}
+
+core::Result<std::vector<uint8_t>> SceneStateValidity::AreValid(std::span<const double> qs, int32_t dof) const {
+  // Rows of another length: IsValid's error for row 0, as the default gives it.
+  if (dof != scene_->dof()) return StateValidityChecker::AreValid(qs, dof);
+  if (qs.size() % static_cast<size_t>(dof) != 0) {
+    return core::InvalidArgument("AreValid: " + std::to_string(qs.size()) + " values are not rows of " +
+                                 std::to_string(dof));
+  }
+  const size_t n = qs.size() / static_cast<size_t>(dof);
+  std::vector<uint8_t> valid(n, 0);
+  if (n == 0) return valid;
+  checks_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  std::vector<core::StateResult> results(n);
+  PooledCache cache(&pool_);
+  if (core::Status s = scene_->CheckStates(qs, results, cache.get()); !s.ok()) return s.error();
+  for (size_t i = 0; i < n; ++i) valid[i] = results[i].free && results[i].within_limits ? 1 : 0;
+  return valid;
 }
 
 core::Result<MotionCheck> SceneMotionValidator::CheckMotion(std::span<const double> q0,

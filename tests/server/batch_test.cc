@@ -222,6 +222,77 @@ TEST(BatchTest, ChunkedBatchReportsTheFirstErrorAndStartsNoMoreItems) {
   }
 }
 
+// RunChunkedRuns: every item in exactly one run, runs of at most max_run items within one chunk, in
+// increasing order on their slot; the stop condition asked before each run (so a run once started
+// finishes, and `done` counts whole runs); a failed run stops the batch and counts none of its items.
+TEST(BatchTest, RunsCoverEveryItemOnceWithinTheirChunks) {
+  WorkerPool pool(4);
+  const int64_t n = 100'003;
+  const int64_t max_run = 100;
+  Marks marks(n);
+  std::vector<std::atomic<int64_t>> last(static_cast<size_t>(pool.slots()));
+  for (auto& l : last) l.store(-1);
+  std::atomic<int> bad_runs{0};
+  TestStop stop;
+  const Chunks chunks = ChunksOf(n, pool.slots());
+  ASSERT_GT(chunks.size, max_run) << "the test needs chunks of several runs";
+  const BatchOutcome outcome = RunChunkedRuns(pool, n, max_run, stop, [&](int64_t begin, int64_t end, int slot) {
+    const bool one_chunk = begin / chunks.size == (end - 1) / chunks.size;
+    if (end <= begin || end - begin > max_run || !one_chunk) bad_runs.fetch_add(1);
+    // A run that ends before its chunk does is a full one.
+    if (end - begin < max_run && end % chunks.size != 0 && end != n) bad_runs.fetch_add(1);
+    if (last[static_cast<size_t>(slot)].exchange(begin) >= begin) bad_runs.fetch_add(1);
+    for (int64_t i = begin; i < end; ++i) marks.runs[static_cast<size_t>(i)].fetch_add(1);
+    return core::Status{};
+  });
+  EXPECT_EQ(outcome.done, n);
+  EXPECT_FALSE(outcome.stopped || outcome.error.has_value());
+  EXPECT_EQ(bad_runs.load(), 0);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(marks.runs[static_cast<size_t>(i)].load(), 1) << "item " << i;
+
+  // One thread, stopped at the 7th poll: six whole runs ran.
+  {
+    WorkerPool one(1);
+    TestStop at(/*after=*/6);
+    int64_t items = 0;
+    const BatchOutcome stopped = RunChunkedRuns(one, 5000, 64, at, [&](int64_t begin, int64_t end, int) {
+      items += end - begin;
+      return core::Status{};
+    });
+    EXPECT_TRUE(stopped.stopped);
+    EXPECT_EQ(stopped.done, 6 * 64);
+    EXPECT_EQ(items, 6 * 64);
+  }
+  // One thread, the run holding item 1037 fails: the runs before it are done, none after it starts.
+  {
+    WorkerPool one(1);
+    TestStop never;
+    int64_t last_begin = -1;
+    const BatchOutcome failed = RunChunkedRuns(one, 4000, 64, never, [&](int64_t begin, int64_t end, int) {
+      last_begin = begin;
+      if (begin <= 1037 && 1037 < end) return core::Status(core::InvalidArgument("states: configuration 1037: bad"));
+      return core::Status{};
+    });
+    ASSERT_TRUE(failed.error.has_value());
+    EXPECT_EQ(failed.error->message, "states: configuration 1037: bad");
+    EXPECT_FALSE(failed.stopped);
+    EXPECT_LE(failed.done, 1037);
+    EXPECT_GT(failed.done, 1037 - 64);
+    EXPECT_LE(last_begin, 1037);
+  }
+  // Nothing to do.
+  {
+    TestStop never;
+    int calls = 0;
+    const BatchOutcome empty = RunChunkedRuns(pool, 0, 64, never, [&](int64_t, int64_t, int) {
+      ++calls;
+      return core::Status{};
+    });
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(empty.done, 0);
+  }
+}
+
 TEST(BatchTest, StreamSendsEveryResultOnceOneSendAtATime) {
   WorkerPool pool(4);
   const int64_t n = 2000;

@@ -224,6 +224,74 @@ TEST_F(SessionTest, BadQueriesAreErrorAnswersAndTheSessionGoesOn) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// A run of consecutive state queries (checked at once, Scene::CheckStates) answers as lone queries do:
+// 300 random states with bad ones among them (too short, not finite, another scene: error answers naming
+// their place) and a distance query splitting the run, each answer equal to the core's; then the run
+// again with a value beyond the core's range in one state, whose query alone gets the core's error.
+TEST_F(SessionTest, RunsOfStateQueriesAnswerAsLoneQueries) {
+  std::mt19937_64 rng(41);
+  core::SceneCache cache;
+  auto context = Context();
+  auto stream = Open(context.get());
+  const int n = 300;
+  const std::vector<std::vector<double>> states = RandomStates(rng, core_->robot(), n);
+  for (const bool beyond : {false, true}) {
+    SCOPED_TRACE(beyond ? "a value beyond the core's range" : "bad queries in the run");
+    v1::SessionRequest request = beyond ? v1::SessionRequest() : Opening();
+    for (int k = 0; k < n; ++k) AddState(&request, 700 + static_cast<uint64_t>(k), states[static_cast<size_t>(k)]);
+    std::vector<std::pair<int, std::string>> errors;  // (query, the start of its error message)
+    if (beyond) {
+      request.mutable_queries(201)->mutable_state()->mutable_state()->set_positions(0, 1e300);
+      errors = {{201, "queries[201].state: q[0] "}};
+    } else {
+      request.mutable_queries(10)->mutable_state()->mutable_state()->mutable_positions()->RemoveLast();
+      request.mutable_queries(11)->mutable_state()->mutable_state()->set_positions(1, std::nan(""));
+      request.mutable_queries(12)->mutable_state()->set_scene_id("another-scene");
+      errors = {{10, "queries[10].state.state"}, {11, "queries[11].state.state"}, {12, "queries[12].state.scene_id"}};
+      v1::ComputeDistanceRequest* distance = request.mutable_queries(150)->mutable_distance();
+      *distance->mutable_state() = Positions(states[150]);
+      distance->set_rel_err(0.05);
+    }
+    v1::SessionResponse response;
+    ASSERT_TRUE(RoundTrip(stream.get(), request, &response));
+    ASSERT_EQ(response.answers_size(), n);
+    int colliding = 0;
+    size_t next_error = 0;
+    for (int k = 0; k < n; ++k) {
+      const std::string where = "query " + std::to_string(k);
+      const v1::SessionAnswer& a = response.answers(k);
+      EXPECT_EQ(a.id(), 700 + static_cast<uint64_t>(k)) << where;
+      if (next_error < errors.size() && errors[next_error].first == k) {
+        ASSERT_TRUE(a.has_error()) << where;
+        EXPECT_EQ(a.error().code(), static_cast<int32_t>(grpc::StatusCode::INVALID_ARGUMENT)) << a.error().message();
+        EXPECT_EQ(a.error().message().rfind(errors[next_error].second, 0), 0u) << a.error().message();
+        if (beyond) {
+          EXPECT_NE(a.error().message().find("beyond"), std::string::npos) << a.error().message();
+        }
+        ++next_error;
+        continue;
+      }
+      if (!beyond && k == 150) {
+        ASSERT_TRUE(a.has_distance()) << where;
+        continue;
+      }
+      ASSERT_TRUE(a.has_state()) << where << (a.has_error() ? ": " + a.error().message() : "");
+      const core::StateResult cs =
+          proximity::testing::ValueOrFail(core_->CheckState(states[static_cast<size_t>(k)], &cache));
+      EXPECT_EQ(a.state().free(), cs.free) << where;
+      EXPECT_EQ(a.state().within_limits(), cs.within_limits) << where;
+      if (!cs.free) ExpectSamePair(*core_, cs.contact, a.state().contact(), where);
+      EXPECT_EQ(a.state().stats().states(), 1) << where;
+      colliding += !cs.free;
+    }
+    EXPECT_EQ(next_error, errors.size());
+    EXPECT_GT(colliding, n / 10);
+    EXPECT_LT(colliding, n * 9 / 10);
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 // until_invalid: the answers are the prefix up to the first edge that is not free, as a lazy planner
 // wants them; without it every edge is answered.
 TEST_F(SessionTest, UntilInvalidAnswersThePrefixUpToTheFirstInvalid) {

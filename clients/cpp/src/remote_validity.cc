@@ -798,6 +798,13 @@ Result<bool> RemoteStateValidity::IsValid(std::span<const double> q) const {
   return scene_->CheckState(q);
 }
 
+Result<std::vector<uint8_t>> RemoteStateValidity::AreValid(std::span<const double> qs, int32_t dof) const {
+  if (dof >= 1) {
+    checks_.fetch_add(static_cast<int64_t>(qs.size() / static_cast<size_t>(dof)), std::memory_order_relaxed);
+  }
+  return scene_->CheckStates(qs, dof);
+}
+
 Result<planners::MotionCheck> RemoteMotionValidator::CheckMotion(std::span<const double> q0,
                                                                  std::span<const double> q1) const {
   checks_.fetch_add(1, std::memory_order_relaxed);

@@ -72,7 +72,7 @@ const char* PlanOutcomeName(PlanOutcome outcome);
 /// What a Solve call did.
 struct PlanStats {
   int64_t iterations = 0;       ///< Samples drawn.
-  int64_t state_checks = 0;     ///< StateValidityChecker calls.
+  int64_t state_checks = 0;     ///< Configurations the StateValidityChecker checked (IsValid, AreValid rows).
   int64_t motion_checks = 0;    ///< Decisive MotionValidator calls (planning and simplification).
   int64_t quick_motion_checks = 0;  ///< Calls of the context's quick_motion validator.
   int64_t certification_failures = 0;  ///< Candidate-path edges the quick check passed and `motion` rejected.

@@ -32,8 +32,12 @@ class SceneStateValidity final : public StateValidityChecker {
  public:
   explicit SceneStateValidity(std::shared_ptr<const core::Scene> scene) : scene_(std::move(scene)) {}
   [[nodiscard]] core::Result<bool> IsValid(std::span<const double> q) const override;
+  /// IsValid's answers for every row, from one Scene::CheckStates call (the rows posed across SIMD lanes
+  /// a block at a time): free and within the limits. Rows of another length than the scene's dof() are
+  /// answered as IsValid answers them (the error for row 0).
+  [[nodiscard]] core::Result<std::vector<uint8_t>> AreValid(std::span<const double> qs, int32_t dof) const override;
   const core::Scene& scene() const { return *scene_; }
-  /// IsValid calls so far.
+  /// Configurations checked so far (IsValid calls and AreValid rows).
   int64_t checks() const { return checks_.load(std::memory_order_relaxed); }
 
  private:

@@ -21,7 +21,7 @@ namespace proximity::planners {
 
 /// Work a validity object did, for planner statistics.
 struct ValidityCounters {
-  int64_t state_checks = 0;   ///< IsValid calls.
+  int64_t state_checks = 0;   ///< Configurations checked (IsValid calls and AreValid rows).
   int64_t motion_checks = 0;  ///< CheckMotion calls.
   int64_t motion_states = 0;  ///< Configurations whose geometry the motion checks posed.
 };
@@ -42,6 +42,13 @@ class StateValidityChecker {
   virtual ~StateValidityChecker() = default;
   /// Whether q is valid. Errors for a malformed q (wrong size, NaN) or a failed remote call. Thread-safe.
   [[nodiscard]] virtual core::Result<bool> IsValid(std::span<const double> q) const = 0;
+  /// Whether each configuration of `qs` is valid: qs holds qs.size() / dof configurations of `dof` values
+  /// each, row after row, and the answer one flag per row, 1 where IsValid answers true for that row and
+  /// 0 where it answers false. Errors as IsValid's, naming the row ("configuration i: ..."; one bad row
+  /// fails the batch), and for dof < 1 or a size that is not whole rows. The default asks IsValid row by
+  /// row; the scene's checker checks the rows at once (Scene::CheckStates, across SIMD lanes) and a
+  /// remote checker sends them in one request (a planner's batch of samples). Thread-safe.
+  [[nodiscard]] virtual core::Result<std::vector<uint8_t>> AreValid(std::span<const double> qs, int32_t dof) const;
 };
 
 /// Whether the straight joint-space segment q0 -> q1 is valid at every configuration along it.

@@ -216,13 +216,18 @@ std::string RobotSceneRequest(const std::string& urdf, const std::string& srdf,
 /// can be built without the robot in process.
 [[nodiscard]] Result<planners::JointSpace> RemoteSpace(const RemoteScene& scene);
 
-/// planners::StateValidityChecker answered by RemoteScene::CheckState. Thread-safe.
+/// planners::StateValidityChecker answered by RemoteScene::CheckState, and a batch of states by
+/// RemoteScene::CheckStates in one round trip. Thread-safe.
 class RemoteStateValidity final : public planners::StateValidityChecker {
  public:
   /// `scene` must not be null.
   explicit RemoteStateValidity(std::shared_ptr<const RemoteScene> scene) : scene_(std::move(scene)) {}
   [[nodiscard]] Result<bool> IsValid(std::span<const double> q) const override;
-  /// IsValid calls so far.
+  /// IsValid's answers for every row from the CheckStates RPC with packed rows: one request (one per
+  /// options().batch_rows rows beyond that), which the server checks a block of rows at a time. An error
+  /// names the request's rows and the server's message the row within them.
+  [[nodiscard]] Result<std::vector<uint8_t>> AreValid(std::span<const double> qs, int32_t dof) const override;
+  /// Configurations checked so far (IsValid calls and AreValid rows).
   int64_t checks() const { return checks_.load(std::memory_order_relaxed); }
   const RemoteScene& scene() const { return *scene_; }
 
