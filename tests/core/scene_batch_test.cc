@@ -131,16 +131,8 @@ TEST(SceneBatch, PaddingClearanceAndAttachedObjectsAsOneAtATime) {
     SceneDescription d = RandomWorldScene(rc, rng, 8);
     ASSERT_NE(d.robot, nullptr);
     d.default_padding = 0.01;
-    const std::string tip = d.robot->links().back().name;
-    d.padding.push_back({tip, 0.03});
-    AttachedObject tool;
-    tool.id = "held_box";
-    tool.link = tip;
-    AttachedPart box;
-    box.geometry.shape = Box{Vec3(0.03, 0.03, 0.08)};
-    box.X_LG.p = Vec3(0, 0, 0.1);
-    tool.parts.push_back(box);
-    d.attached.push_back(tool);
+    d.padding.push_back({d.robot->links().back().name, 0.03});
+    d = WithTool(std::move(d), "held_bar");
     const auto scene = testing::ValueOrFail(Scene::Build(d));
     const int n = testing::Cases(5000);
     ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.0, rc.name + " padded, with a tool");

@@ -83,6 +83,22 @@ inline SceneDescription RandomWorldScene(const RobotCase& rc, std::mt19937_64& r
   return d;
 }
 
+// A 30 cm bar carried by the last link: checked against the world and the other links, never
+// against its carrier, and certified along motions (its motion bound comes from its own reach).
+inline SceneDescription WithTool(SceneDescription d, const std::string& id = "tool") {
+  const RobotModel& robot = *d.robot;
+  const std::string tip = robot.link(robot.num_links() - 1).name;
+  AttachedObject tool;
+  tool.id = id;
+  tool.link = tip;
+  AttachedPart bar;
+  bar.geometry.shape = Box{Vec3(0.02, 0.02, 0.15)};
+  bar.X_LG.p = Vec3(0.0, 0.0, 0.2);
+  tool.parts.push_back(bar);
+  d.attached.push_back(tool);
+  return d;
+}
+
 // The Panda the MotionBenchMaker problems were made with (../shared/data/robots/mbm_panda).
 inline std::shared_ptr<const RobotModel> LoadMbmPanda() {
   const std::string dir = testing::SharedDataDir() + "/robots/mbm_panda";

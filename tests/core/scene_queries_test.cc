@@ -812,21 +812,6 @@ TEST(ScenePadding, BadPaddingIsRejected) {
   EXPECT_NE(r.error().message.find("no_such_link"), std::string::npos) << r.error().message;
 }
 
-// A 30 cm bar carried by the last link: checked against the world and the other links, never
-// against its carrier, and certified along motions (its motion bound comes from its own reach).
-SceneDescription WithTool(SceneDescription d) {
-  const RobotModel& robot = *d.robot;
-  const std::string tip = robot.link(robot.num_links() - 1).name;
-  AttachedObject tool;
-  tool.id = "tool";
-  tool.link = tip;
-  AttachedPart bar;
-  bar.geometry.shape = Box{Vec3(0.02, 0.02, 0.15)};
-  bar.X_LG.p = Vec3(0.0, 0.0, 0.2);
-  tool.parts.push_back(bar);
-  d.attached.push_back(tool);
-  return d;
-}
 
 TEST(SceneAttached, ClearAndCertifiedLinkIncludeAttachedObjects) {
   const auto robots = Robots();
