@@ -21,6 +21,10 @@
 namespace proximity::core {
 namespace {
 
+// The differential counts are for the optimized build; under a sanitizer, whose job here is memory and
+// threading faults in the batched paths, a fortieth of them.
+int Sized(int n) { return testing::kSanitizedSlowdown == 1 ? n : std::max(8, n / 40); }
+
 // Every lane build this CPU runs.
 std::vector<internal::LaneTarget> Targets() {
   std::vector<internal::LaneTarget> out;
@@ -105,8 +109,8 @@ int ExpectBatchEqualsOneAtATime(const Scene& scene, std::mt19937_64& rng, int n,
 TEST(SceneBatch, EqualsOneAtATimeOnRealRobotsInRandomWorkcells) {
   const std::vector<RobotCase> robots = BatchRobots();
   if (robots.size() < 2) GTEST_SKIP() << "needs ../shared/data or Debian's dart-doc for its robots";
-  // 100,000 states per robot (fewer under the sanitizers), over four workcells of 12 objects.
-  const int per_world = testing::Cases(25000);
+  // 100,000 states per robot (Sized), over four workcells of 12 objects.
+  const int per_world = Sized(25000);
   for (const RobotCase& rc : robots) {
     std::mt19937_64 rng(7);
     int colliding = 0, total = 0;
@@ -134,7 +138,7 @@ TEST(SceneBatch, PaddingClearanceAndAttachedObjectsAsOneAtATime) {
     d.padding.push_back({d.robot->links().back().name, 0.03});
     d = WithTool(std::move(d), "held_bar");
     const auto scene = testing::ValueOrFail(Scene::Build(d));
-    const int n = testing::Cases(5000);
+    const int n = Sized(5000);
     ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.0, rc.name + " padded, with a tool");
     ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.02, rc.name + " padded, with a tool, clearance 0.02");
   }
@@ -153,7 +157,7 @@ TEST(SceneBatch, SampledMotionsAnswerAsStateByState) {
     const RobotModel& robot = scene->robot();
     SceneCache cache;
     int colliding = 0;
-    const int edges = testing::Cases(10000);
+    const int edges = Sized(10000);
     for (int e = 0; e < edges; ++e) {
       const std::vector<double> q0 = RandomState(rng, robot);
       std::vector<double> q1 = q0;
