@@ -80,10 +80,12 @@ class ServiceTest : public ::testing::Test {
     auto scene = core::Scene::Build(std::move(d).value());
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     core_ = std::move(scene).value();
-    // Both default scenes' self-clearance maps fill in the background; the tests compare work counts of
-    // the daemon's answers and the core's, which match only on maps in the same state: filled.
-    core::AwaitSelfClearanceFill();
   }
+
+  /// Both default scenes' self-clearance maps fill in the background: a test that compares work counts
+  /// of the daemon's answers with the core's waits for them first (the counts match only on maps in
+  /// the same state: filled).
+  static void AwaitFilledMaps() { core::AwaitSelfClearanceFill(); }
 
   void TearDown() override {
     stub_.reset();

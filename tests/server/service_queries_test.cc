@@ -12,6 +12,7 @@ namespace proximity::server::testing {
 namespace {
 
 TEST_F(ServiceTest, CheckStateMatchesCoreOnTheDefaultScene) {
+  AwaitFilledMaps();  // the work counts compared below
   std::mt19937_64 rng(7);
   core::SceneCache cache;
   int colliding = 0;
@@ -123,6 +124,7 @@ TEST_F(ServiceTest, JointNamesInAnyOrderGiveTheSameAnswer) {
 }
 
 TEST_F(ServiceTest, CheckMotionMatchesCoreCertifiedAndDiscrete) {
+  AwaitFilledMaps();  // the work counts compared below
   std::mt19937_64 rng(10);
   core::SceneCache cache;
   for (int k = 0; k < Cases(150); ++k) {

@@ -75,6 +75,7 @@ class SessionTest : public ServiceTest {
 // Three batches of mixed queries (CLEAR, certified and discrete LINK, distance), warm and cold: every
 // answer equals the core's in process, in the batch's order with its id; the opening names the scene.
 TEST_F(SessionTest, AnswersEqualTheCoreInOrderWarmAndCold) {
+  AwaitFilledMaps();  // the work counts compared below
   std::mt19937_64 rng(31);
   core::SceneCache cache;
   for (const bool cold : {false, true}) {
@@ -150,6 +151,7 @@ TEST_F(SessionTest, AnswersEqualTheCoreInOrderWarmAndCold) {
 // The answers equal the unary calls' for the same requests (the session is the unary call without its
 // per-call setup).
 TEST_F(SessionTest, AnswersEqualTheUnaryCalls) {
+  AwaitFilledMaps();  // the work counts compared below
   std::mt19937_64 rng(5);
   auto context = Context();
   auto stream = Open(context.get());
