@@ -72,6 +72,23 @@ class RemoteValidityTest : public ::testing::Test {
     return q;
   }
 
+  // n seeded random states, a tenth of them just past one joint's upper limit, row after row.
+  std::vector<double> SampleRows(int n, uint64_t seed) const {
+    const auto d = static_cast<size_t>(space_->dof());
+    planners::Rng rng(seed);
+    std::uniform_int_distribution<int32_t> joint(0, space_->dof() - 1);
+    std::vector<double> rows(static_cast<size_t>(n) * d);
+    for (int i = 0; i < n; ++i) {
+      const std::span<double> q(rows.data() + static_cast<size_t>(i) * d, d);
+      space_->Sample(rng, q);
+      if (i % 10 == 0) {
+        const auto j = static_cast<size_t>(joint(rng));
+        q[j] = space_->upper()[j] + 0.01;
+      }
+    }
+    return rows;
+  }
+
   std::unique_ptr<Daemon> daemon_;
   std::shared_ptr<const RemoteScene> remote_;
   std::shared_ptr<const core::Scene> scene_;
@@ -97,16 +114,11 @@ TEST_F(RemoteValidityTest, InfoAndRemoteSpaceMatchTheSceneInProcess) {
 // packed batch RPC in requests of 300, equal SceneStateValidity in process.
 TEST_F(RemoteValidityTest, IsValidAndBatchesEqualTheSceneInProcess) {
   const int n = testing::Cases(2000);
-  planners::Rng rng(2024);
-  std::vector<Configuration> states(static_cast<size_t>(n), Configuration(static_cast<size_t>(space_->dof())));
-  std::uniform_int_distribution<int32_t> joint(0, space_->dof() - 1);
+  const auto d = static_cast<size_t>(space_->dof());
+  const std::vector<double> rows = SampleRows(n, 2024);
+  std::vector<Configuration> states;
   for (int i = 0; i < n; ++i) {
-    Configuration& q = states[static_cast<size_t>(i)];
-    space_->Sample(rng, q);
-    if (i % 10 == 0) {
-      const auto j = static_cast<size_t>(joint(rng));
-      q[j] = space_->upper()[j] + 0.01;
-    }
+    states.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(i * d), rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
   }
   const RemoteStateValidity remote(remote_);
   const planners::SceneStateValidity local(scene_);
@@ -151,17 +163,7 @@ TEST_F(RemoteValidityTest, AreValidEqualsTheSceneInProcessInOneRequest) {
   const int n = testing::Cases(2000);
   const int32_t dof = space_->dof();
   const auto d = static_cast<size_t>(dof);
-  planners::Rng rng(2025);
-  std::uniform_int_distribution<int32_t> joint(0, dof - 1);
-  std::vector<double> rows(static_cast<size_t>(n) * d);
-  for (int i = 0; i < n; ++i) {
-    const std::span<double> q(rows.data() + static_cast<size_t>(i) * d, d);
-    space_->Sample(rng, q);
-    if (i % 10 == 0) {
-      const auto j = static_cast<size_t>(joint(rng));
-      q[j] = space_->upper()[j] + 0.01;
-    }
-  }
+  std::vector<double> rows = SampleRows(n, 2025);
   const RemoteStateValidity remote(remote_);
   const planners::SceneStateValidity local(scene_);
   std::vector<uint8_t> expected(static_cast<size_t>(n));
