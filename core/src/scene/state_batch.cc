@@ -180,20 +180,11 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
     VisitWorldParts(LaneUnion(bounds, active), [&](int32_t w) {
       const WorldPart& wp = world_parts_[w];
       if (AllowedEntityObject(rp.entity, wp.object)) return false;
-      const ObjectPart& part = objects_[wp.object].parts[wp.part];
       for (uint32_t m = active & OverlapMask(bounds, wp.bounds); m != 0; m &= m - 1) {
         const int k = std::countr_zero(m);
-        StateResult& r = out[k];
-        ++r.pairs_tested;
-        ++r.stats.bv_tests;
-        if (!WorldBoxesOverlap(part_box(i, k), wp.box)) continue;
-        if (!PairCollides(rp.geometry, LaneTransform(poses.geometry[i], k), part.geometry, part.X_WG,
-                          rp.padding + clearance, &r.stats, HullCache(cache, WorldPairCache(i, w)))) {
-          continue;
+        if (WorldPairCollides(i, w, LaneTransform(poses.geometry[i], k), part_box(i, k), clearance, cache, &out[k])) {
+          active &= ~(uint32_t{1} << k);
         }
-        r.free = false;
-        r.contact = WorldContact(i, wp.object);
-        active &= ~(uint32_t{1} << k);
       }
       return active == 0;
     });
@@ -207,15 +198,8 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
       if (sp.clearance_map != nullptr && SelfPairClearance(sp, std::span<const double>(q[k], dof), padding) > padding) {
         continue;
       }
-      StateResult& r = out[k];
-      ++r.pairs_tested;
-      ++r.stats.bv_tests;
-      if (!WorldBoxesOverlap(part_box(sp.a, k), part_box(sp.b, k))) continue;
-      if (PairCollides(robot_parts_[sp.a].geometry, LaneTransform(poses.geometry[sp.a], k),
-                       robot_parts_[sp.b].geometry, LaneTransform(poses.geometry[sp.b], k), padding, &r.stats,
-                       HullCache(cache, SelfPairCache(s)))) {
-        r.free = false;
-        r.contact = SelfContact(sp.a, sp.b);
+      if (SelfPairCollides(s, LaneTransform(poses.geometry[sp.a], k), part_box(sp.a, k),
+                           LaneTransform(poses.geometry[sp.b], k), part_box(sp.b, k), padding, cache, &out[k])) {
         active &= ~(uint32_t{1} << k);
       }
     }

@@ -200,22 +200,19 @@ bool Scene::FillSelfClearanceMaps(const Interrupt& stop) const {
   return all;
 }
 
-bool Scene::SelfClearanceFilled() const {
+bool Scene::AnySelfClearanceMap(int32_t fill, bool equal) const {
   for (const SelfPair& pair : self_pairs_) {
-    if (pair.clearance_map != nullptr && pair.clearance_map->fill.load() != internal::SelfClearanceMap::kFilled) {
-      return false;
-    }
+    if (pair.clearance_map != nullptr && (pair.clearance_map->fill.load() == fill) == equal) return true;
   }
-  return true;
+  return false;
+}
+
+bool Scene::SelfClearanceFilled() const {
+  return !AnySelfClearanceMap(internal::SelfClearanceMap::kFilled, false);
 }
 
 bool Scene::HasUnclaimedSelfClearanceMaps() const {
-  for (const SelfPair& pair : self_pairs_) {
-    if (pair.clearance_map != nullptr && pair.clearance_map->fill.load() == internal::SelfClearanceMap::kUnfilled) {
-      return true;
-    }
-  }
-  return false;
+  return AnySelfClearanceMap(internal::SelfClearanceMap::kUnfilled, true);
 }
 
 bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
@@ -347,23 +344,43 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
   return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
 }
 
+bool Scene::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
+                              SceneCache* cache, StateResult* out) const {
+  const RobotPart& rp = robot_parts_[i];
+  const WorldPart& wp = world_parts_[w];
+  ++out->pairs_tested;
+  ++out->stats.bv_tests;
+  if (!WorldBoxesOverlap(box, wp.box)) return false;
+  const ObjectPart& part = objects_[wp.object].parts[wp.part];
+  if (!PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
+                    HullCache(cache, WorldPairCache(i, w)))) {
+    return false;
+  }
+  out->free = false;
+  out->contact = WorldContact(i, wp.object);
+  return true;
+}
+
+bool Scene::SelfPairCollides(size_t s, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
+                             const Obb& box_b, double padding, SceneCache* cache, StateResult* out) const {
+  const SelfPair& sp = self_pairs_[s];
+  ++out->pairs_tested;
+  ++out->stats.bv_tests;
+  if (!WorldBoxesOverlap(box_a, box_b)) return false;
+  if (!PairCollides(robot_parts_[sp.a].geometry, X_a, robot_parts_[sp.b].geometry, X_b, padding, &out->stats,
+                    HullCache(cache, SelfPairCache(s)))) {
+    return false;
+  }
+  out->free = false;
+  out->contact = SelfContact(sp.a, sp.b);
+  return true;
+}
+
 bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateResult* out) const {
   const RobotPart& rp = robot_parts_[i];
-  const RigidTransform& X_WG = cache->X_WG[i];
-  return VisitWorldParts(cache->part_bounds[i], [&](int32_t k) {
-    const WorldPart& wp = world_parts_[k];
-    if (AllowedEntityObject(rp.entity, wp.object)) return false;
-    const ObjectPart& part = objects_[wp.object].parts[wp.part];
-    ++out->pairs_tested;
-    ++out->stats.bv_tests;
-    if (!WorldBoxesOverlap(cache->part_boxes[i], wp.box)) return false;
-    if (!PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
-                      HullCache(cache, WorldPairCache(i, k)))) {
-      return false;
-    }
-    out->free = false;
-    out->contact = WorldContact(i, wp.object);
-    return true;
+  return VisitWorldParts(cache->part_bounds[i], [&](int32_t w) {
+    return !AllowedEntityObject(rp.entity, world_parts_[w].object) &&
+           WorldPairCollides(i, w, cache->X_WG[i], cache->part_boxes[i], clearance, cache, out);
   });
 }
 
@@ -430,13 +447,8 @@ Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clea
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
     if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding) > padding) continue;
-    ++result.pairs_tested;
-    ++result.stats.bv_tests;
-    if (!WorldBoxesOverlap(cache->part_boxes[sp.a], cache->part_boxes[sp.b])) continue;
-    if (PairCollides(robot_parts_[sp.a].geometry, X_WG[sp.a], robot_parts_[sp.b].geometry, X_WG[sp.b], padding,
-                     &result.stats, HullCache(cache, SelfPairCache(s)))) {
-      result.free = false;
-      result.contact = SelfContact(sp.a, sp.b);
+    if (SelfPairCollides(s, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding, cache,
+                         &result)) {
       return result;
     }
   }

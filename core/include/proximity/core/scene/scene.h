@@ -558,6 +558,8 @@ class Scene {
   bool FillSelfClearanceMaps(const Interrupt& stop) const;
   // Whether some map of this scene's self pairs is neither filled nor being filled.
   bool HasUnclaimedSelfClearanceMaps() const;
+  // Whether some map of this scene's self pairs has (equal) or has not (!equal) the fill state `fill`.
+  bool AnySelfClearanceMap(int32_t fill, bool equal) const;
   // The same when q's cell is filled already, else -1: never fills.
   double SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const;
   // Whether the pair's map proves it keeps more than `padding` apart everywhere on the joint-space
@@ -610,6 +612,12 @@ class Scene {
                                      const Interrupt& stop, SceneCache* cache) const;
   // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
   bool CollideWorld(int32_t part, double clearance, SceneCache* cache, StateResult* out) const;
+  // One robot-world pair (part i, world part w) or self pair s, posed as given: counted in *out, boxes
+  // first, then the exact test; a contact is recorded in *out. CheckState and CheckStates share them.
+  bool WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
+                         SceneCache* cache, StateResult* out) const;
+  bool SelfPairCollides(size_t s, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
+                        const Obb& box_b, double padding, SceneCache* cache, StateResult* out) const;
   // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
   // last served another scene; null when the scene has too many pairs to keep one each.
   GjkCache* HullCache(SceneCache* cache, size_t index) const;
