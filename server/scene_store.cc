@@ -461,6 +461,7 @@ std::string SceneRegistry::NameHolder(std::string_view name) const {
 
 v1::SceneInfo SceneRegistry::Info(const SceneEntry& entry) const {
   v1::SceneInfo info = entry.info;
+  info.set_self_clearance_filled(entry.scene->SelfClearanceFilled());  // changes after the build: asked now
   std::shared_lock lock(mutex_);
   for (const auto& [name, id] : names_) {
     if (id == entry.id) info.add_names(name);

@@ -13,6 +13,15 @@ namespace {
 
 TEST_F(ServiceTest, CheckStateMatchesCoreOnTheDefaultScene) {
   AwaitFilledMaps();  // the work counts compared below
+  {  // GetScene says so (the readiness signal a caller polls instead of the in-process wait)
+    v1::GetSceneRequest request;
+    request.set_scene_id("default");
+    v1::GetSceneResponse response;
+    const grpc::Status status = stub_->GetScene(Context().get(), request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_TRUE(response.scene().self_clearance_filled());
+    EXPECT_EQ(response.scene().self_clearance_filled(), core_->SelfClearanceFilled());
+  }
   std::mt19937_64 rng(7);
   core::SceneCache cache;
   int colliding = 0;

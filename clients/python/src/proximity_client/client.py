@@ -589,6 +589,21 @@ class Client:
         return self._restoring(sid, lambda: SceneInfo.from_proto(
             self._unary("GetScene", pb.GetSceneRequest(scene_id=sid), timeout).scene))
 
+    def wait_until_self_clearance_filled(self, scene: Optional[str] = None, timeout: float = 120.0,
+                                         interval: float = 0.05) -> SceneInfo:
+        """Polls the scene until its self-clearance maps are filled (they fill in the background after a
+        build; answers are exact either way, faster once filled): a warm-up before timing or load.
+        Raises DeadlineExceededError after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.get_scene(scene, timeout=max(0.05, min(10.0, deadline - time.monotonic())))
+            if info.self_clearance_filled:
+                return info
+            if time.monotonic() >= deadline:
+                raise error_for(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                f"scene {info.label}: self-clearance maps not filled after {timeout:g} s", "GetScene")
+            time.sleep(interval)
+
     def list_scenes(self, timeout: Optional[float] = None) -> List[SceneInfo]:
         """Every scene loaded on the server that answers (in id order, fetched a page at a time)."""
         scenes: List[SceneInfo] = []

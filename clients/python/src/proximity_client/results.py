@@ -91,6 +91,9 @@ class SceneInfo:
     created: Optional[bool] = None
     #: The scene's names on the server (aliases accepted wherever the id is).
     names: List[str] = field(default_factory=list)
+    #: Whether the robot's self-clearance maps are filled (they fill in the background after a build;
+    #: answers are exact either way, faster once filled). True for a robot without maps.
+    self_clearance_filled: bool = False
 
     @property
     def label(self) -> str:
@@ -135,7 +138,8 @@ class SceneInfo:
             link_names=list(m.link_names), object_ids=list(m.object_ids),
             attached_object_ids=list(m.attached_object_ids),
             named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles,
-            warnings=list(m.warnings), names=list(m.names))
+            warnings=list(m.warnings), names=list(m.names),
+            self_clearance_filled=m.self_clearance_filled)
 
 
 @dataclass(frozen=True)
