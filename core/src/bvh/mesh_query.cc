@@ -7,12 +7,11 @@
 #include <string>
 
 #include "bvh/bound_heap.h"
+#include "bvh/walk_stack.h"
 #include "proximity/core/narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {
-
-constexpr int kStackReserve = 128;
 
 // "Exact" answers are intervals of relative width at most this: pairs whose bound is within rounding
 // of the upper bound (faces at exactly the closest distance, common on boxes and CAD meshes) are
@@ -52,17 +51,26 @@ struct CollideWalk : PairWalk {
     return ObbsOverlap(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB));
   }
 
-  // Returns true when the walk should stop (first contact found, or the contact list is full).
-  bool Run(const CollisionRequest& request, CollisionResult* result) {
+  // Whether leaf triangle ka of A and leaf triangle kb of B share a point (the walk's exact test).
+  bool LeavesIntersect(int32_t ka, int32_t kb) {
+    Vec3 vb[3];
+    TriangleInA(kb, vb);
+    const LeafTriangle& ta = A.leaf_triangles()[ka];
+    ++stats.triangle_tests;
+    return TrianglesIntersect(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2]);
+  }
+
+  // Walks the pairs of overlapping boxes depth first, calling on_contact(ka, kb) for each intersecting
+  // pair of leaf triangles until it returns true; returns whether it did.
+  template <class OnContact>
+  bool Walk(OnContact&& on_contact) {
     struct Entry {
       int32_t a, b;
     };
-    std::vector<Entry> stack;
-    stack.reserve(kStackReserve);
-    if (Overlap(0, 0)) stack.push_back({0, 0});
+    internal::WalkStack<Entry> stack;
+    if (Overlap(0, 0)) stack.push({0, 0});
     while (!stack.empty()) {
-      const Entry e = stack.back();
-      stack.pop_back();
+      const Entry e = stack.pop();
       const BvhNode& na = A.nodes()[e.a];
       const BvhNode& nb = B.nodes()[e.b];
       if (na.is_leaf() && nb.is_leaf()) {
@@ -73,26 +81,34 @@ struct CollideWalk : PairWalk {
             const LeafTriangle& ta = A.leaf_triangles()[ka];
             ++stats.triangle_tests;
             if (!TrianglesIntersect(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2])) continue;
-            result->colliding = true;
-            result->contacts.push_back({A.triangle_id(ka), B.triangle_id(kb)});
-            if (!request.all_contacts) return true;
-            if (static_cast<int32_t>(result->contacts.size()) >= request.max_contacts) {
-              result->truncated = true;
-              return true;
-            }
+            if (on_contact(ka, kb)) return true;
           }
         }
         continue;
       }
       if (DescendA(e.a, e.b)) {
         for (int32_t c = na.first + 1; c >= na.first; --c)
-          if (Overlap(c, e.b)) stack.push_back({c, e.b});
+          if (Overlap(c, e.b)) stack.push({c, e.b});
       } else {
         for (int32_t c = nb.first + 1; c >= nb.first; --c)
-          if (Overlap(e.a, c)) stack.push_back({e.a, c});
+          if (Overlap(e.a, c)) stack.push({e.a, c});
       }
     }
     return false;
+  }
+
+  // Returns true when the walk should stop (first contact found, or the contact list is full).
+  bool Run(const CollisionRequest& request, CollisionResult* result) {
+    return Walk([&](int32_t ka, int32_t kb) {
+      result->colliding = true;
+      result->contacts.push_back({A.triangle_id(ka), B.triangle_id(kb)});
+      if (!request.all_contacts) return true;
+      if (static_cast<int32_t>(result->contacts.size()) >= request.max_contacts) {
+        result->truncated = true;
+        return true;
+      }
+      return false;
+    });
   }
 };
 
@@ -355,6 +371,26 @@ void internal::CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, co
   CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
   walk.Run(request, result);
   result->stats = walk.stats;
+}
+
+bool internal::LeafPairIntersects(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                  const RigidTransform& X_WB, LeafPair pair, QueryStats* stats) {
+  if (pair.a < 0 || pair.b < 0 || pair.a >= a.num_triangles() || pair.b >= b.num_triangles()) return false;
+  CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
+  const bool hit = walk.LeavesIntersect(pair.a, pair.b);
+  *stats += walk.stats;
+  return hit;
+}
+
+bool internal::CollideFirstTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                   const RigidTransform& X_WB, LeafPair* contact, QueryStats* stats) {
+  CollideWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}};
+  const bool hit = walk.Walk([&](int32_t ka, int32_t kb) {
+    *contact = {ka, kb};
+    return true;
+  });
+  *stats += walk.stats;
+  return hit;
 }
 
 Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,

@@ -12,6 +12,20 @@ namespace proximity::core::internal {
 /// First-contact mesh-mesh collision; `result` must be cleared.
 void CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b, const RigidTransform& X_WB,
                     const CollisionRequest& request, CollisionResult* result);
+/// Two leaf triangles, one of each model, by their index in the model's leaf order
+/// (MeshModel::leaf_triangles); -1: none.
+struct LeafPair {
+  int32_t a = -1;
+  int32_t b = -1;
+};
+/// Whether leaf triangle pair.a of `a` and pair.b of `b` share a point, tested as the collision walk
+/// tests them; false for a pair out of the models' range. Adds the work to `stats`.
+bool LeafPairIntersects(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                        const RigidTransform& X_WB, LeafPair pair, QueryStats* stats);
+/// First-contact mesh-mesh collision (CollideTrusted without a contact list): the contact found is
+/// written to `contact`. Adds the work to `stats`.
+bool CollideFirstTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                         const RigidTransform& X_WB, LeafPair* contact, QueryStats* stats);
 /// Mesh-shape collision; `result` must be cleared.
 void CollideMeshShapeTrusted(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
                              const RigidTransform& X_WS, const CollisionRequest& request, CollisionResult* result);

@@ -3,6 +3,7 @@
 #include "bvh/query_internal.h"
 
 #include "bvh/bound_heap.h"
+#include "bvh/walk_stack.h"
 
 #include <algorithm>
 #include <cmath>
@@ -164,12 +165,10 @@ struct MeshShapeWalk {
   }
 
   void Collide(const CollisionRequest& request, CollisionResult* result) {
-    std::vector<int32_t> stack;
-    stack.reserve(kStackReserve);
-    if (Overlap(0)) stack.push_back(0);
+    internal::WalkStack<int32_t> stack;
+    if (Overlap(0)) stack.push(0);
     while (!stack.empty()) {
-      const int32_t n = stack.back();
-      stack.pop_back();
+      const int32_t n = stack.pop();
       const BvhNode& node = mesh.nodes()[n];
       if (node.is_leaf()) {
         for (int32_t k = node.first; k < node.first + node.count; ++k) {
@@ -185,7 +184,7 @@ struct MeshShapeWalk {
         continue;
       }
       for (int32_t c = node.first + 1; c >= node.first; --c)
-        if (Overlap(c)) stack.push_back(c);
+        if (Overlap(c)) stack.push(c);
     }
   }
 

@@ -33,6 +33,17 @@ struct SelfClearanceMap {
   mutable std::atomic<int32_t> fill{kUnfilled};
   std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled; negated
                                                 // (sign bit set) while open (see Scene::SelfPairClearance)
+  // For two meshes, per cell: a pair of leaf triangles (MeshModel::leaf_triangles of a, of b) that meet
+  // at the cell's grid point, found when the cell is filled (Witness packs them), or kNoWitness. CLEAR
+  // in the cell tests that pair first: near the grid point it still meets, and one triangle test proves
+  // the contact a hierarchy walk would look for. Null for pairs with a primitive.
+  static constexpr uint64_t kNoWitness = ~uint64_t{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> witness;
+  static uint64_t Witness(int32_t leaf_a, int32_t leaf_b) {
+    return uint64_t{static_cast<uint32_t>(leaf_a)} << 32 | static_cast<uint32_t>(leaf_b);
+  }
+  static int32_t WitnessA(uint64_t w) { return static_cast<int32_t>(static_cast<uint32_t>(w >> 32)); }
+  static int32_t WitnessB(uint64_t w) { return static_cast<int32_t>(static_cast<uint32_t>(w)); }
 
   // The distance at a grid point that settles its cell: the loss and a quarter more (the cell then
   // holds at least a quarter of the loss).

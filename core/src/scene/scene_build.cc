@@ -642,6 +642,10 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
   const int64_t n = map->num_cells();
   map->cells = std::make_unique<std::atomic<float>[]>(static_cast<size_t>(n));
   for (int64_t c = 0; c < n; ++c) map->cells[c].store(std::numeric_limits<float>::quiet_NaN(), std::memory_order_relaxed);
+  if (a.geometry.is_mesh() && b.geometry.is_mesh()) {
+    map->witness = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
+    for (int64_t c = 0; c < n; ++c) map->witness[c].store(internal::SelfClearanceMap::kNoWitness, std::memory_order_relaxed);
+  }
   return map;
 }
 

@@ -198,8 +198,9 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
       if (sp.clearance_map != nullptr && SelfPairClearance(sp, std::span<const double>(q[k], dof), padding) > padding) {
         continue;
       }
-      if (SelfPairCollides(s, LaneTransform(poses.geometry[sp.a], k), part_box(sp.a, k),
-                           LaneTransform(poses.geometry[sp.b], k), part_box(sp.b, k), padding, cache, &out[k])) {
+      if (SelfPairCollides(s, std::span<const double>(q[k], dof), LaneTransform(poses.geometry[sp.a], k),
+                           part_box(sp.a, k), LaneTransform(poses.geometry[sp.b], k), part_box(sp.b, k), padding, cache,
+                           &out[k])) {
         active &= ~(uint32_t{1} << k);
       }
     }

@@ -163,6 +163,15 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q,
   const Result<DistanceResult> exact = GeometryDistance(a.geometry, X_a, b.geometry, X_b, request);
   double lower = open_bound;
   if (exact.ok() && !exact.value().intersecting) lower = std::max(lower, exact.value().lower_bound - map->loss);
+  if (exact.ok() && exact.value().lower_bound < settled && map->witness != nullptr) {
+    // Closer than the cell settles (the walk stops early: it does not say whether they meet): if the
+    // geometries meet at the grid point, the triangles that do, for CLEAR in this cell to test first.
+    internal::LeafPair contact;
+    QueryStats unused;
+    if (internal::CollideFirstTrusted(*a.geometry.mesh, X_a, *b.geometry.mesh, X_b, &contact, &unused)) {
+      map->witness[cell].store(internal::SelfClearanceMap::Witness(contact.a, contact.b), std::memory_order_relaxed);
+    }
+  }
   const float value = FloorToFloat(std::max(0.0, lower));
   map->cells[cell].store(value, std::memory_order_relaxed);
   return value;
@@ -316,12 +325,17 @@ Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view lin
 bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                          double padding, QueryStats* stats, GjkCache* hull_cache) {
   if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, hull_cache)) return false;
-  if (padding <= 0.0) {
+  if (padding <= 0.0 && a.is_mesh() && b.is_mesh()) {
     // Poses and shapes of a built scene are valid: the unvalidated entry points.
+    QueryStats work;
+    internal::LeafPair contact;
+    const bool colliding = internal::CollideFirstTrusted(*a.mesh, X_a, *b.mesh, X_b, &contact, &work);
+    if (stats != nullptr) *stats += work;
+    return colliding;
+  }
+  if (padding <= 0.0) {
     CollisionResult r;
-    if (a.is_mesh() && b.is_mesh()) {
-      internal::CollideTrusted(*a.mesh, X_a, *b.mesh, X_b, {}, &r);
-    } else if (a.is_mesh()) {
+    if (a.is_mesh()) {
       internal::CollideMeshShapeTrusted(*a.mesh, X_a, b.shape, X_b, {}, &r);
     } else if (b.is_mesh()) {
       internal::CollideMeshShapeTrusted(*b.mesh, X_b, a.shape, X_a, {}, &r);
@@ -361,19 +375,34 @@ bool Scene::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, 
   return true;
 }
 
-bool Scene::SelfPairCollides(size_t s, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
-                             const Obb& box_b, double padding, SceneCache* cache, StateResult* out) const {
+bool Scene::SelfPairCollides(size_t s, std::span<const double> q, const RigidTransform& X_a, const Obb& box_a,
+                             const RigidTransform& X_b, const Obb& box_b, double padding, SceneCache* cache,
+                             StateResult* out) const {
   const SelfPair& sp = self_pairs_[s];
   ++out->pairs_tested;
   ++out->stats.bv_tests;
   if (!WorldBoxesOverlap(box_a, box_b)) return false;
-  if (!PairCollides(robot_parts_[sp.a].geometry, X_a, robot_parts_[sp.b].geometry, X_b, padding, &out->stats,
-                    HullCache(cache, SelfPairCache(s)))) {
-    return false;
+  if (SelfPairMeetsAtWitness(sp, q, X_a, X_b, padding, &out->stats) ||
+      PairCollides(robot_parts_[sp.a].geometry, X_a, robot_parts_[sp.b].geometry, X_b, padding, &out->stats,
+                   HullCache(cache, SelfPairCache(s)))) {
+    out->free = false;
+    out->contact = SelfContact(sp.a, sp.b);
+    return true;
   }
-  out->free = false;
-  out->contact = SelfContact(sp.a, sp.b);
-  return true;
+  return false;
+}
+
+bool Scene::SelfPairMeetsAtWitness(const SelfPair& pair, std::span<const double> q, const RigidTransform& X_a,
+                                   const RigidTransform& X_b, double padding, QueryStats* stats) const {
+  const internal::SelfClearanceMap* map = pair.clearance_map;
+  if (padding > 0.0 || map == nullptr || map->witness == nullptr) return false;
+  const int64_t cell = map->Cell(q);
+  if (cell < 0) return false;
+  const uint64_t w = map->witness[cell].load(std::memory_order_relaxed);
+  if (w == internal::SelfClearanceMap::kNoWitness) return false;
+  const internal::LeafPair leaves{internal::SelfClearanceMap::WitnessA(w), internal::SelfClearanceMap::WitnessB(w)};
+  return internal::LeafPairIntersects(*robot_parts_[pair.a].geometry.mesh, X_a, *robot_parts_[pair.b].geometry.mesh,
+                                      X_b, leaves, stats);
 }
 
 bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateResult* out) const {
@@ -447,8 +476,8 @@ Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clea
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
     if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding) > padding) continue;
-    if (SelfPairCollides(s, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding, cache,
-                         &result)) {
+    if (SelfPairCollides(s, q, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
+                         cache, &result)) {
       return result;
     }
   }

@@ -616,8 +616,13 @@ class Scene {
   // first, then the exact test; a contact is recorded in *out. CheckState and CheckStates share them.
   bool WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
                          SceneCache* cache, StateResult* out) const;
-  bool SelfPairCollides(size_t s, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
-                        const Obb& box_b, double padding, SceneCache* cache, StateResult* out) const;
+  bool SelfPairCollides(size_t s, std::span<const double> q, const RigidTransform& X_a, const Obb& box_a,
+                        const RigidTransform& X_b, const Obb& box_b, double padding, SceneCache* cache,
+                        StateResult* out) const;
+  // Whether the pair's map holds a witness for q's cell (two meshes, no padding) whose triangles meet at
+  // these poses: a proven contact.
+  bool SelfPairMeetsAtWitness(const SelfPair& pair, std::span<const double> q, const RigidTransform& X_a,
+                              const RigidTransform& X_b, double padding, QueryStats* stats) const;
   // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
   // last served another scene; null when the scene has too many pairs to keep one each.
   GjkCache* HullCache(SceneCache* cache, size_t index) const;
