@@ -117,6 +117,30 @@ class Checker {
     stats_->certification_failures += !decisive.value().valid;
     return decisive.value().valid;
   }
+  // The segments a[i] -> b[i], every one, by the check Motion() (decisive) or Shortcut() makes, in one
+  // call to its validator (MotionValidator::CheckMotions: one round trip for a remote validator); each
+  // counted as that check counts it.
+  Result<std::vector<MotionCheck>> Edges(bool decisive, std::span<const Configuration> a,
+                                         std::span<const Configuration> b) {
+    const MotionValidator* validator = context_.motion;
+    int64_t* counter = &stats_->motion_checks;
+    if (!decisive && (context_.shortcut_motion != nullptr || context_.quick_motion != nullptr)) {
+      validator = context_.shortcut_motion != nullptr ? context_.shortcut_motion : context_.quick_motion;
+      counter = &stats_->quick_motion_checks;
+    }
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    starts_.resize(a.size() * dof);
+    ends_.resize(a.size() * dof);
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::copy(a[i].begin(), a[i].end(), starts_.begin() + static_cast<std::ptrdiff_t>(i * dof));
+      context_.space.SegmentEnd(a[i], b[i], std::span<double>(ends_.data() + i * dof, dof));
+    }
+    Result<std::vector<MotionCheck>> checks = validator->CheckMotions(starts_, ends_, context_.space.dof());
+    if (!checks.ok()) return checks;
+    *counter += static_cast<int64_t>(checks.value().size());
+    for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
+    return checks;
+  }
   // Whether Quick() answers are final (no separate decisive check).
   bool quick_is_final() const { return context_.quick_motion == nullptr; }
   const JointSpace& space() const { return context_.space; }

@@ -6,22 +6,38 @@
 
 namespace proximity::planners {
 
-core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotionsUntilInvalid(std::span<const double> starts,
-                                                                                 std::span<const double> ends,
-                                                                                 int32_t dof) const {
+namespace {
+
+// CheckMotion over the rows of starts and ends, stopping after the first invalid one when asked.
+core::Result<std::vector<MotionCheck>> CheckMotionRows(const MotionValidator& validator, std::span<const double> starts,
+                                                       std::span<const double> ends, int32_t dof, bool until_invalid,
+                                                       const char* what) {
   if (dof < 1 || starts.size() != ends.size() || starts.size() % static_cast<size_t>(dof) != 0) {
-    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start and " +
+    return core::InvalidArgument(std::string(what) + ": " + std::to_string(starts.size()) + " start and " +
                                  std::to_string(ends.size()) + " end values are not rows of " + std::to_string(dof));
   }
   std::vector<MotionCheck> checks;
   const auto d = static_cast<size_t>(dof);
   for (size_t i = 0; i < starts.size(); i += d) {
-    core::Result<MotionCheck> check = CheckMotion(starts.subspan(i, d), ends.subspan(i, d));
+    core::Result<MotionCheck> check = validator.CheckMotion(starts.subspan(i, d), ends.subspan(i, d));
     if (!check.ok()) return check.error();
     checks.push_back(check.value());
-    if (!check.value().valid) break;
+    if (until_invalid && !check.value().valid) break;
   }
   return checks;
+}
+
+}  // namespace
+
+core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotionsUntilInvalid(std::span<const double> starts,
+                                                                                 std::span<const double> ends,
+                                                                                 int32_t dof) const {
+  return CheckMotionRows(*this, starts, ends, dof, true, "CheckMotionsUntilInvalid");
+}
+
+core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotions(std::span<const double> starts,
+                                                                     std::span<const double> ends, int32_t dof) const {
+  return CheckMotionRows(*this, starts, ends, dof, false, "CheckMotions");
 }
 
 core::Result<std::vector<uint8_t>> StateValidityChecker::AreValid(std::span<const double> qs, int32_t dof) const {

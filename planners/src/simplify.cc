@@ -10,61 +10,103 @@ namespace {
 
 // Quick shortenings tried before giving up on one (SimplifyQuick).
 constexpr int32_t kSimplifyAttempts = 3;
+// Shortcuts proposed together and checked in one batch (one round trip to a remote validator).
+constexpr size_t kShortcutBatch = 8;
 
-using EdgeCheck = Result<MotionCheck> (internal::Checker::*)(std::span<const double>, std::span<const double>);
-
-// Drops waypoint i+1 whenever waypoints i and i+2 see each other directly.
-Status ReduceVertices(internal::Checker* checker, EdgeCheck check, std::vector<Configuration>* path,
+// Drops waypoints whose neighbours see each other directly: every other waypoint's pair of neighbours
+// (path[i], path[i + 2]) for i of one parity is checked in one batch and the waypoints between the
+// valid pairs dropped, the parities taking turns until neither drops one. `decisive`: Motion() checks,
+// else Shortcut() checks.
+Status ReduceVertices(internal::Checker* checker, bool decisive, std::vector<Configuration>* path,
                       internal::Clock* clock, int64_t* iteration) {
   PlanOutcome why;
-  for (size_t i = 0; i + 2 < path->size();) {
+  std::vector<Configuration> a, b;
+  int idle = 0;
+  for (size_t parity = 0; idle < 2 && path->size() > 2; parity ^= 1) {
     if (clock->Expired((*iteration)++, &why)) return Status::Ok();
-    const Result<MotionCheck> motion = (checker->*check)((*path)[i], (*path)[i + 2]);
-    if (!motion.ok()) return motion.status();
-    if (motion.value().valid) {
-      path->erase(path->begin() + static_cast<std::ptrdiff_t>(i + 1));
-    } else {
-      ++i;
+    a.clear();
+    b.clear();
+    for (size_t i = parity; i + 2 < path->size(); i += 2) {
+      a.push_back((*path)[i]);
+      b.push_back((*path)[i + 2]);
     }
+    if (a.empty()) {
+      ++idle;
+      continue;
+    }
+    const Result<std::vector<MotionCheck>> checks = checker->Edges(decisive, a, b);
+    if (!checks.ok()) return checks.status();
+    bool dropped = false;
+    for (size_t k = a.size(); k-- > 0;) {
+      if (!checks.value()[k].valid) continue;
+      path->erase(path->begin() + static_cast<std::ptrdiff_t>(parity + 2 * k + 1));
+      dropped = true;
+    }
+    idle = dropped ? 0 : idle + 1;
   }
   return Status::Ok();
 }
 
-// Vertex reduction, random partial shortcuts, vertex reduction, each new edge checked by `check`.
-Status Shorten(internal::Checker* checker, EdgeCheck check, const JointSpace& space, std::vector<Configuration>* path,
+// Vertex reduction, random partial shortcuts, vertex reduction, each new edge checked by Motion()
+// (`decisive`) or Shortcut(). Shortcuts are proposed up to kShortcutBatch at a time on stretches of the
+// path that do not overlap, checked in one batch, and the valid ones applied.
+Status Shorten(internal::Checker* checker, bool decisive, const JointSpace& space, std::vector<Configuration>* path,
                Rng& rng, int32_t max_rounds, internal::Clock* clock) {
   int64_t iteration = 0;
-  if (Status s = ReduceVertices(checker, check, path, clock, &iteration); !s.ok()) return s;
+  if (Status s = ReduceVertices(checker, decisive, path, clock, &iteration); !s.ok()) return s;
   // Shortcuts between random points on two different segments: the new points lie on validated
   // segments, so only the new edge between them needs a check.
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  Configuration a(static_cast<size_t>(space.dof())), b(a.size());
+  struct Proposal {
+    size_t i, j;  // the shortcut runs from a point on segment i to one on segment j
+  };
+  std::vector<Proposal> batch;
+  std::vector<Configuration> as, bs;
   PlanOutcome why;
-  for (int32_t round = 0; round < max_rounds && path->size() > 2; ++round) {
+  for (int32_t round = 0; round < max_rounds && path->size() > 2;) {
     if (clock->Expired(iteration++, &why)) break;
     const size_t segments = path->size() - 1;
     std::uniform_int_distribution<size_t> pick(0, segments - 1);
-    size_t i = pick(rng), j = pick(rng);
-    if (i == j) continue;
-    if (i > j) std::swap(i, j);
-    const double ti = unit(rng), tj = unit(rng);
-    space.Interpolate((*path)[i], (*path)[i + 1], ti, a);
-    space.Interpolate((*path)[j], (*path)[j + 1], tj, b);
-    // The shortcut must be shorter than the stretch of path it replaces.
-    double old_length = space.Distance(a, (*path)[i + 1]) + space.Distance((*path)[j], b);
-    for (size_t k = i + 1; k < j; ++k) old_length += space.Distance((*path)[k], (*path)[k + 1]);
-    if (space.Distance(a, b) >= old_length - 1e-12) continue;
-    const Result<MotionCheck> motion = (checker->*check)(a, b);
-    if (!motion.ok()) return motion.status();
-    if (!motion.value().valid) continue;
-    // path[0..i], a, b, path[j+1..]; points equal to a segment end are not repeated.
-    std::vector<Configuration> next(path->begin(), path->begin() + static_cast<std::ptrdiff_t>(i + 1));
-    if (space.Distance(a, next.back()) > 0.0) next.push_back(a);
-    if (space.Distance(b, (*path)[j + 1]) > 0.0) next.push_back(b);
-    next.insert(next.end(), path->begin() + static_cast<std::ptrdiff_t>(j + 1), path->end());
-    *path = std::move(next);
+    batch.clear();
+    as.clear();
+    bs.clear();
+    Configuration a(static_cast<size_t>(space.dof())), b(a.size());
+    while (round < max_rounds && batch.size() < kShortcutBatch) {
+      ++round;
+      size_t i = pick(rng), j = pick(rng);
+      if (i == j) continue;
+      if (i > j) std::swap(i, j);
+      const double ti = unit(rng), tj = unit(rng);
+      if (std::any_of(batch.begin(), batch.end(), [&](const Proposal& p) { return !(j < p.i || p.j < i); })) continue;
+      space.Interpolate((*path)[i], (*path)[i + 1], ti, a);
+      space.Interpolate((*path)[j], (*path)[j + 1], tj, b);
+      // The shortcut must be shorter than the stretch of path it replaces.
+      double old_length = space.Distance(a, (*path)[i + 1]) + space.Distance((*path)[j], b);
+      for (size_t k = i + 1; k < j; ++k) old_length += space.Distance((*path)[k], (*path)[k + 1]);
+      if (space.Distance(a, b) >= old_length - 1e-12) continue;
+      batch.push_back({i, j});
+      as.push_back(a);
+      bs.push_back(b);
+    }
+    if (batch.empty()) continue;
+    const Result<std::vector<MotionCheck>> checks = checker->Edges(decisive, as, bs);
+    if (!checks.ok()) return checks.status();
+    // Applied from the last stretch of the path to the first: the earlier ones keep their indices.
+    std::vector<size_t> order(batch.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return batch[x].i > batch[y].i; });
+    for (size_t k : order) {
+      if (!checks.value()[k].valid) continue;
+      const size_t i = batch[k].i, j = batch[k].j;
+      // path[0..i], a, b, path[j+1..]; points equal to a segment end are not repeated.
+      std::vector<Configuration> next(path->begin(), path->begin() + static_cast<std::ptrdiff_t>(i + 1));
+      if (space.Distance(as[k], next.back()) > 0.0) next.push_back(as[k]);
+      if (space.Distance(bs[k], (*path)[j + 1]) > 0.0) next.push_back(bs[k]);
+      next.insert(next.end(), path->begin() + static_cast<std::ptrdiff_t>(j + 1), path->end());
+      *path = std::move(next);
+    }
   }
-  return ReduceVertices(checker, check, path, clock, &iteration);
+  return ReduceVertices(checker, decisive, path, clock, &iteration);
 }
 
 }  // namespace
@@ -94,23 +136,32 @@ Status SimplifyQuick(const PlanningContext& context, std::vector<Configuration>*
   for (int32_t attempt = 0; attempt < kSimplifyAttempts; ++attempt) {
     if (attempt > 0 && clock.Expired(0, &why)) return Status::Ok();
     std::vector<Configuration> candidate = *path;
-    if (Status s = Shorten(&checker, &Checker::Shortcut, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
+    if (Status s = Shorten(&checker, false, context.space, &candidate, rng, max_rounds, &clock); !s.ok()) {
       return s;
     }
     bool failed = false;
     for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
       failed = among(rejected, candidate[k], candidate[k + 1]);
     }
+    // The edges not decided yet, in path order, decided in one call up to the first that fails.
+    std::vector<std::span<const double>> starts, ends;
     for (size_t k = 0; k + 1 < candidate.size() && !failed; ++k) {
       if (among(decided, candidate[k], candidate[k + 1])) continue;
-      const Result<MotionCheck> motion = checker.Motion(candidate[k], candidate[k + 1]);
-      if (!motion.ok()) return motion.status();
-      if (!motion.value().valid) {
-        ++stats->certification_failures;
-        rejected.emplace_back(candidate[k], candidate[k + 1]);
-        failed = true;
-      } else {
-        decided.emplace_back(candidate[k], candidate[k + 1]);
+      starts.emplace_back(candidate[k]);
+      ends.emplace_back(candidate[k + 1]);
+    }
+    if (!failed && !starts.empty()) {
+      const Result<std::vector<MotionCheck>> checks = checker.MotionsUntilInvalid(starts, ends);
+      if (!checks.ok()) return checks.status();
+      for (size_t k = 0; k < checks.value().size(); ++k) {
+        const Configuration a(starts[k].begin(), starts[k].end()), b(ends[k].begin(), ends[k].end());
+        if (checks.value()[k].valid) {
+          decided.emplace_back(a, b);
+        } else {
+          ++stats->certification_failures;
+          rejected.emplace_back(a, b);
+          failed = true;
+        }
       }
     }
     if (!failed) {
@@ -131,7 +182,7 @@ Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* 
   internal::Clock clock(termination);
   internal::Checker checker(context, counts);
   if (checker.quick_is_final()) {
-    return Shorten(&checker, &internal::Checker::Motion, context.space, path, rng, max_rounds, &clock);
+    return Shorten(&checker, true, context.space, path, rng, max_rounds, &clock);
   }
   // With a quick check: shorten a copy by quick checks, then decide only the copy's new edges (edges
   // it shares with the given path were decided already). Should one fail, shorten again with decisive
@@ -141,7 +192,7 @@ Status SimplifyPath(const PlanningContext& context, std::vector<Configuration>* 
       !s.ok() || certified) {
     return s;
   }
-  return Shorten(&checker, &internal::Checker::Motion, context.space, path, rng, max_rounds, &clock);
+  return Shorten(&checker, true, context.space, path, rng, max_rounds, &clock);
 }
 
 }  // namespace proximity::planners

@@ -162,6 +162,21 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
       EXPECT_EQ(unary[e].last_valid_t, local[e].last_valid_t) << "batch " << b << " edge " << e;
     }
     prefixes_short += local.size() < 12;
+    // Every edge of the batch (the simplifier's shortcuts): the one-by-one answers, in one round trip.
+    const auto all = proximity::testing::ValueOrFail(local_motion.CheckMotions(starts, ends, space_->dof()));
+    const int64_t calls_before = remote_->calls();
+    const auto remote_all = proximity::testing::ValueOrFail(remote_->CheckMotions(starts, ends, space_->dof(), {}));
+    const auto unary_all = proximity::testing::ValueOrFail(unary_->CheckMotions(starts, ends, space_->dof(), {}));
+    ASSERT_EQ(all.size(), 12u);
+    ASSERT_EQ(remote_all.size(), all.size()) << "batch " << b;
+    ASSERT_EQ(unary_all.size(), all.size()) << "batch " << b;
+    EXPECT_EQ(remote_->calls() - calls_before, 12) << "one session message of 12 queries";
+    for (size_t e = 0; e < all.size(); ++e) {
+      EXPECT_EQ(remote_all[e].valid, all[e].valid) << "batch " << b << " edge " << e;
+      EXPECT_EQ(remote_all[e].last_valid_t, all[e].last_valid_t) << "batch " << b << " edge " << e;
+      EXPECT_EQ(unary_all[e].last_valid_t, all[e].last_valid_t) << "batch " << b << " edge " << e;
+      if (e < local.size()) EXPECT_EQ(all[e].valid, local[e].valid) << "batch " << b << " edge " << e;
+    }
   }
   EXPECT_GT(prefixes_short, 0) << "no batch met a colliding edge";
 

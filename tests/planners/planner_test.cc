@@ -457,6 +457,68 @@ TEST(Planner, SimplifyKeepsEveryEdgeValid) {
   EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1);
 }
 
+// A validator that forwards to another and counts the batches (CheckMotions calls) and the segments
+// checked one at a time (CheckMotion calls).
+class CountingMotion final : public MotionValidator {
+ public:
+  explicit CountingMotion(const MotionValidator& inner) : inner_(inner) {}
+  core::Result<MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1) const override {
+    ++singles;
+    return inner_.CheckMotion(q0, q1);
+  }
+  core::Result<std::vector<MotionCheck>> CheckMotions(std::span<const double> starts, std::span<const double> ends,
+                                                      int32_t dof) const override {
+    ++batches;
+    largest = std::max<int64_t>(largest, static_cast<int64_t>(starts.size()) / dof);
+    return MotionValidator::CheckMotions(starts, ends, dof);  // CheckMotion row by row (counted above)
+  }
+  bool certified() const override { return inner_.certified(); }
+  std::string Describe() const override { return "counting " + inner_.Describe(); }
+  mutable int64_t singles = 0, batches = 0, largest = 0;
+
+ private:
+  const MotionValidator& inner_;
+};
+
+// The simplifier proposes its shortcuts and vertex drops in batches (one call, one round trip to a
+// remote validator, per batch), and the result keeps every edge valid.
+TEST(Planner, SimplifyChecksItsShortcutsInBatches) {
+  SceneSetup setup(PassageScene(false));
+  PlannerOptions options;
+  options.simplify = false;
+  auto raw = Plan(setup.context, std::vector<double>{-2.4, 0.0}, std::vector<double>{2.4, 0.0}, options, Termination{});
+  ASSERT_TRUE(raw.ok() && raw.value().solved());
+  // The raw path with each edge cut in ten (points on valid edges): many waypoints, as a sampling
+  // planner's paths have before simplification.
+  std::vector<Configuration> dense{raw.value().path.front()};
+  for (size_t k = 0; k + 1 < raw.value().path.size(); ++k) {
+    for (int s = 1; s <= 10; ++s) {
+      Configuration p(raw.value().path[k].size());
+      setup.context.space.Interpolate(raw.value().path[k], raw.value().path[k + 1], s / 10.0, p);
+      dense.push_back(p);
+    }
+  }
+  for (uint64_t seed : {3u, 4u, 5u}) {
+    std::vector<Configuration> path = dense;
+    CountingMotion counting(*setup.context.motion);
+    PlanningContext context = setup.context;
+    context.motion = &counting;
+    context.quick_motion = nullptr;
+    context.shortcut_motion = nullptr;
+    Rng rng(seed);
+    PlanStats stats;
+    ASSERT_TRUE(SimplifyPath(context, &path, rng, 200, Termination{}, &stats).ok());
+    EXPECT_EQ(counting.singles, stats.motion_checks) << "every check went through a batch";
+    EXPECT_GT(counting.largest, 1);
+    EXPECT_LT(counting.batches * 2, counting.singles) << "batches of more than two on average";
+    EXPECT_LE(PathLength(setup.context.space, path), PathLength(setup.context.space, dense) + 1e-12);
+    EXPECT_LT(path.size(), dense.size() / 4);
+    EXPECT_EQ(path.front(), raw.value().path.front());
+    EXPECT_EQ(path.back(), raw.value().path.back());
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, path), -1) << "seed " << seed;
+  }
+}
+
 // A quick check that passes every segment: everything it lets through is left to the decisive check.
 class PassEverything final : public MotionValidator {
  public:

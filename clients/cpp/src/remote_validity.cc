@@ -456,15 +456,19 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   return out;
 }
 
-Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotionsUntilInvalid(
-    std::span<const double> starts, std::span<const double> ends, int32_t dof,
-    const core::MotionRequest& request) const {
+Result<std::vector<planners::MotionCheck>> RemoteScene::Motions(std::span<const double> starts,
+                                                                std::span<const double> ends, int32_t dof,
+                                                                const core::MotionRequest& request,
+                                                                bool until_invalid) const {
+  const char* what = until_invalid ? "CheckMotionsUntilInvalid" : "CheckMotions";
   if (impl_->options.use_session) {
-    return impl_->WithSession(
-        *this, [&](RemoteSession& s) { return s.CheckMotionsUntilInvalid(starts, ends, dof, request); });
+    return impl_->WithSession(*this, [&](RemoteSession& s) {
+      return until_invalid ? s.CheckMotionsUntilInvalid(starts, ends, dof, request)
+                           : s.CheckMotions(starts, ends, dof, request);
+    });
   }
   if (dof < 1 || starts.size() != ends.size() || starts.size() % static_cast<size_t>(dof) != 0) {
-    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start and " +
+    return core::InvalidArgument(std::string(what) + ": " + std::to_string(starts.size()) + " start and " +
                                  std::to_string(ends.size()) + " end values are not rows of " + std::to_string(dof));
   }
   std::vector<planners::MotionCheck> checks;
@@ -473,9 +477,21 @@ Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotionsUntilInvalid
     Result<planners::MotionCheck> check = CheckMotion(starts.subspan(i, d), ends.subspan(i, d), request);
     if (!check.ok()) return check.error();
     checks.push_back(check.value());
-    if (!check.value().valid) break;
+    if (until_invalid && !check.value().valid) break;
   }
   return checks;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotionsUntilInvalid(
+    std::span<const double> starts, std::span<const double> ends, int32_t dof,
+    const core::MotionRequest& request) const {
+  return Motions(starts, ends, dof, request, true);
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotions(std::span<const double> starts,
+                                                                     std::span<const double> ends, int32_t dof,
+                                                                     const core::MotionRequest& request) const {
+  return Motions(starts, ends, dof, request, false);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -726,14 +742,15 @@ Result<planners::MotionCheck> RemoteSession::CheckMotion(std::span<const double>
   return Impl::ToCheck(a.value()->motion());
 }
 
-Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotionsUntilInvalid(std::span<const double> starts,
-                                                                                   std::span<const double> ends,
-                                                                                   int32_t dof,
-                                                                                   const core::MotionRequest& request) {
+Result<std::vector<planners::MotionCheck>> RemoteSession::Motions(std::span<const double> starts,
+                                                                  std::span<const double> ends, int32_t dof,
+                                                                  const core::MotionRequest& request,
+                                                                  bool until_invalid) {
   Impl& s = *impl_;
-  if (Status st = Impl::Rows(starts, dof, "CheckMotionsUntilInvalid"); !st.ok()) return st.error();
+  const char* what = until_invalid ? "CheckMotionsUntilInvalid" : "CheckMotions";
+  if (Status st = Impl::Rows(starts, dof, what); !st.ok()) return st.error();
   if (starts.size() != ends.size()) {
-    return core::InvalidArgument("CheckMotionsUntilInvalid: " + std::to_string(starts.size()) + " start values but " +
+    return core::InvalidArgument(std::string(what) + ": " + std::to_string(starts.size()) + " start values but " +
                                  std::to_string(ends.size()) + " end values");
   }
   const auto d = static_cast<size_t>(dof);
@@ -741,22 +758,38 @@ Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotionsUntilInval
   std::vector<planners::MotionCheck> checks;
   if (n == 0) return checks;
   s.request.clear_queries();
-  s.request.set_until_invalid(true);
+  s.request.set_until_invalid(until_invalid);
   for (size_t i = 0; i < n; ++i) s.AddMotion(static_cast<int>(i), starts.subspan(i * d, d), ends.subspan(i * d, d), request);
   if (Status st = s.RoundTrip(); !st.ok()) return st.error();
-  // A prefix: up to the first edge that is not free (or fails: that answer is the error).
+  // Every edge; or with until_invalid a prefix, up to the first edge that is not free (or fails: that
+  // answer is the error).
   const int answered = s.response.answers_size();
   for (int i = 0; i < answered; ++i) {
     auto a = s.AnswerAt(i, v1::SessionAnswer::kMotion);
     if (!a.ok()) return a.error();
     checks.push_back(Impl::ToCheck(a.value()->motion()));
   }
-  if (checks.empty() || (checks.back().valid && checks.size() != n)) {
+  const bool complete = until_invalid ? !checks.empty() && (!checks.back().valid || checks.size() == n)
+                                      : checks.size() == n;
+  if (!complete) {
     return s.Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(n) + " edges sent, " +
-                                                                  std::to_string(answered) +
-                                                                  " answers received, the last one free"));
+                                                                  std::to_string(answered) + " answers received" +
+                                                                  (until_invalid ? ", the last one free" : "")));
   }
   return checks;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotionsUntilInvalid(std::span<const double> starts,
+                                                                                   std::span<const double> ends,
+                                                                                   int32_t dof,
+                                                                                   const core::MotionRequest& request) {
+  return Motions(starts, ends, dof, request, true);
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotions(std::span<const double> starts,
+                                                                       std::span<const double> ends, int32_t dof,
+                                                                       const core::MotionRequest& request) {
+  return Motions(starts, ends, dof, request, false);
 }
 
 Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const double> rows, int32_t dof,
@@ -813,14 +846,24 @@ Result<planners::MotionCheck> RemoteMotionValidator::CheckMotion(std::span<const
   return check;
 }
 
-Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotionsUntilInvalid(
-    std::span<const double> starts, std::span<const double> ends, int32_t dof) const {
-  Result<std::vector<planners::MotionCheck>> checks = scene_->CheckMotionsUntilInvalid(starts, ends, dof, request_);
+Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::Counted(
+    Result<std::vector<planners::MotionCheck>> checks) const {
   if (checks.ok()) {
     checks_.fetch_add(static_cast<int64_t>(checks.value().size()), std::memory_order_relaxed);
     for (const planners::MotionCheck& c : checks.value()) states_.fetch_add(c.states, std::memory_order_relaxed);
   }
   return checks;
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotionsUntilInvalid(
+    std::span<const double> starts, std::span<const double> ends, int32_t dof) const {
+  return Counted(scene_->CheckMotionsUntilInvalid(starts, ends, dof, request_));
+}
+
+Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotions(std::span<const double> starts,
+                                                                               std::span<const double> ends,
+                                                                               int32_t dof) const {
+  return Counted(scene_->CheckMotions(starts, ends, dof, request_));
 }
 
 std::string RemoteMotionValidator::Describe() const {

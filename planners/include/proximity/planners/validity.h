@@ -64,6 +64,12 @@ class MotionValidator {
   /// segment by segment; a remote validator sends them in one round trip (a lazy planner's candidate path).
   [[nodiscard]] virtual core::Result<std::vector<MotionCheck>> CheckMotionsUntilInvalid(
       std::span<const double> starts, std::span<const double> ends, int32_t dof) const;
+  /// Checks every segment starts[i] -> ends[i] (as above): one answer per segment, CheckMotion's. The
+  /// default calls CheckMotion segment by segment; a remote validator sends them in one round trip (the
+  /// simplifier's batch of shortcuts).
+  [[nodiscard]] virtual core::Result<std::vector<MotionCheck>> CheckMotions(std::span<const double> starts,
+                                                                             std::span<const double> ends,
+                                                                             int32_t dof) const;
   /// True when "valid" is certified (never valid when any configuration on the segment collides);
   /// false for sampled checks, which can miss what lies between samples.
   virtual bool certified() const = 0;

@@ -138,6 +138,11 @@ class RemoteScene {
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
       std::span<const double> starts, std::span<const double> ends, int32_t dof,
       const core::MotionRequest& request) const;
+  /// Every segment starts[i] -> ends[i] as `request` says (planners::MotionValidator::CheckMotions): one
+  /// session round trip (one unary call per segment without sessions).
+  [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
+                                                                        std::span<const double> ends, int32_t dof,
+                                                                        const core::MotionRequest& request) const;
 
   /// Queries answered so far (an RPC each without sessions; a session query each with them) and how many
   /// failed (an error answer, or a call or stream that failed).
@@ -154,6 +159,9 @@ class RemoteScene {
   struct Impl;
   explicit RemoteScene(std::unique_ptr<Impl> impl);
   Result<RemoteSceneInfo> InfoWithin(std::chrono::milliseconds deadline) const;
+  Result<std::vector<planners::MotionCheck>> Motions(std::span<const double> starts, std::span<const double> ends,
+                                                     int32_t dof, const core::MotionRequest& request,
+                                                     bool until_invalid) const;
 
   std::unique_ptr<Impl> impl_;
   mutable std::atomic<int64_t> calls_{0};
@@ -195,6 +203,10 @@ class RemoteSession {
   /// As RemoteScene::CheckMotionsUntilInvalid, in one round trip.
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
       std::span<const double> starts, std::span<const double> ends, int32_t dof, const core::MotionRequest& request);
+  /// As RemoteScene::CheckMotions, in one round trip (at most the server's --max-session-batch segments).
+  [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
+                                                                        std::span<const double> ends, int32_t dof,
+                                                                        const core::MotionRequest& request);
   /// Distance intervals at each row (rel_err >= 0: the upper bound may exceed the lower by that
   /// fraction), in one round trip.
   [[nodiscard]] Result<std::vector<RemoteDistance>> Distances(std::span<const double> rows, int32_t dof,
@@ -203,6 +215,9 @@ class RemoteSession {
   int64_t round_trips() const;
 
  private:
+  Result<std::vector<planners::MotionCheck>> Motions(std::span<const double> starts, std::span<const double> ends,
+                                                     int32_t dof, const core::MotionRequest& request,
+                                                     bool until_invalid);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -237,7 +252,8 @@ class RemoteStateValidity final : public planners::StateValidityChecker {
 };
 
 /// planners::MotionValidator answered by RemoteScene::CheckMotion (certified by default), and a lazy
-/// planner's candidate edges by RemoteScene::CheckMotionsUntilInvalid in one round trip. Thread-safe.
+/// planner's candidate edges by RemoteScene::CheckMotionsUntilInvalid and the simplifier's shortcuts by
+/// RemoteScene::CheckMotions, each batch in one round trip. Thread-safe.
 class RemoteMotionValidator final : public planners::MotionValidator {
  public:
   /// `scene` must not be null.
@@ -247,6 +263,9 @@ class RemoteMotionValidator final : public planners::MotionValidator {
                                                           std::span<const double> q1) const override;
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
       std::span<const double> starts, std::span<const double> ends, int32_t dof) const override;
+  [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
+                                                                        std::span<const double> ends,
+                                                                        int32_t dof) const override;
   bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
   /// "remote certified (127.0.0.1:50051, scene 'default')".
   std::string Describe() const override;
@@ -256,6 +275,9 @@ class RemoteMotionValidator final : public planners::MotionValidator {
   const RemoteScene& scene() const { return *scene_; }
 
  private:
+  // Counts the checks and states of a batch's answers.
+  Result<std::vector<planners::MotionCheck>> Counted(Result<std::vector<planners::MotionCheck>> checks) const;
+
   std::shared_ptr<const RemoteScene> scene_;
   core::MotionRequest request_;
   mutable std::atomic<int64_t> checks_{0};
