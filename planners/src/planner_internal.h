@@ -81,18 +81,18 @@ class Checker {
   // counted as Motion() counts it.
   Result<std::vector<MotionCheck>> MotionsUntilInvalid(std::span<const std::span<const double>> a,
                                                        std::span<const std::span<const double>> b) {
-    const auto dof = static_cast<size_t>(context_.space.dof());
-    starts_.resize(a.size() * dof);
-    ends_.resize(a.size() * dof);
-    for (size_t i = 0; i < a.size(); ++i) {
-      std::copy(a[i].begin(), a[i].end(), starts_.begin() + static_cast<std::ptrdiff_t>(i * dof));
-      context_.space.SegmentEnd(a[i], b[i], std::span<double>(ends_.data() + i * dof, dof));
-    }
-    Result<std::vector<MotionCheck>> checks =
-        context_.motion->CheckMotionsUntilInvalid(starts_, ends_, context_.space.dof());
-    if (!checks.ok()) return checks;
-    stats_->motion_checks += static_cast<int64_t>(checks.value().size());
-    for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
+    Result<std::vector<MotionCheck>> checks = UntilInvalid(*context_.motion, a, b);
+    if (checks.ok()) stats_->motion_checks += static_cast<int64_t>(checks.value().size());
+    return checks;
+  }
+  // The quick checks of the segments a[i] -> b[i] in order, up to and including the first that is not
+  // valid, in one call to the quick validator (the decisive one when the context has none); each counted
+  // as Quick() counts it.
+  Result<std::vector<MotionCheck>> QuickUntilInvalid(std::span<const std::span<const double>> a,
+                                                     std::span<const std::span<const double>> b) {
+    if (context_.quick_motion == nullptr) return MotionsUntilInvalid(a, b);
+    Result<std::vector<MotionCheck>> checks = UntilInvalid(*context_.quick_motion, a, b);
+    if (checks.ok()) stats_->quick_motion_checks += static_cast<int64_t>(checks.value().size());
     return checks;
   }
   // The tree-growing check: the quick one when the context has it.
@@ -146,6 +146,23 @@ class Checker {
   const JointSpace& space() const { return context_.space; }
 
  private:
+  // `validator`'s CheckMotionsUntilInvalid of a[i] -> b[i] (b's wrapping coordinates the short way
+  // round); the states counted.
+  Result<std::vector<MotionCheck>> UntilInvalid(const MotionValidator& validator,
+                                                std::span<const std::span<const double>> a,
+                                                std::span<const std::span<const double>> b) {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    starts_.resize(a.size() * dof);
+    ends_.resize(a.size() * dof);
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::copy(a[i].begin(), a[i].end(), starts_.begin() + static_cast<std::ptrdiff_t>(i * dof));
+      context_.space.SegmentEnd(a[i], b[i], std::span<double>(ends_.data() + i * dof, dof));
+    }
+    Result<std::vector<MotionCheck>> checks = validator.CheckMotionsUntilInvalid(starts_, ends_, context_.space.dof());
+    if (!checks.ok()) return checks;
+    for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
+    return checks;
+  }
   Result<MotionCheck> Segment(const MotionValidator& validator, std::span<const double> a,
                               std::span<const double> b) {
     context_.space.SegmentEnd(a, b, end_);

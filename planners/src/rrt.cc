@@ -141,7 +141,7 @@ class RrtPlanner final : public Planner {
             expired = true;
             break;
           }
-          auto step = Grow(&checker, b, target, range, &reached);
+          auto step = Connect(&checker, b, target, range, &reached);
           if (!step.ok()) return step.error();
           g = step.value();
         }
@@ -226,6 +226,55 @@ class RrtPlanner final : public Planner {
     return Status::Ok();
   }
 
+  // Up to kConnectSteps steps of Grow toward `target` at once, checked as one batch: the steps' states
+  // in one call (Checker::ValidRows), then their segments in order up to the first that fails, short of
+  // the first invalid state (Checker::QuickUntilInvalid). The steps are the points Grow would make one
+  // at a time (each `range` on from the last toward the target: each new vertex is the tree's nearest to
+  // it), and the vertices added are those Grow would add; a remote scene answers in two round trips
+  // instead of two per step. Returns what the last step did; *added: the last vertex added.
+  Result<Growth> Connect(Checker* checker, Tree* tree, std::span<const double> target, double range, int32_t* added) {
+    constexpr int kConnectSteps = 8;
+    const JointSpace& space = context_.space;
+    const auto dof = static_cast<size_t>(space.dof());
+    const int32_t near = tree->Nearest(target);
+    steps_.resize(kConnectSteps * dof);  // no reallocation below: `last` may point into it
+    size_t n = 0;
+    bool reach = false;
+    while (n < static_cast<size_t>(kConnectSteps) && !reach) {
+      std::span<const double> last = n == 0 ? tree->q(near) : std::span<const double>(steps_.data() + (n - 1) * dof, dof);
+      std::span<double> q(steps_.data() + n * dof, dof);
+      const double d = space.Distance(last, target);
+      reach = d <= range;
+      if (reach) {
+        std::copy(target.begin(), target.end(), q.begin());
+      } else {
+        space.Interpolate(last, target, range / d, q);
+      }
+      ++n;
+    }
+    const Result<std::vector<uint8_t>> valid = checker->ValidRows(std::span<const double>(steps_.data(), n * dof));
+    if (!valid.ok()) return valid.error();
+    size_t states = 0;  // steps up to the first invalid state
+    while (states < n && valid.value()[states] != 0) ++states;
+    if (states == 0) return Growth::kTrapped;
+    std::vector<std::span<const double>> a, b;
+    for (size_t k = 0; k < states; ++k) {
+      a.push_back(k == 0 ? tree->q(near) : std::span<const double>(steps_.data() + (k - 1) * dof, dof));
+      b.emplace_back(steps_.data() + k * dof, dof);
+    }
+    const Result<std::vector<MotionCheck>> motions = checker->QuickUntilInvalid(a, b);
+    if (!motions.ok()) return motions.error();
+    int32_t parent = near;
+    for (const MotionCheck& m : motions.value()) {
+      if (!m.valid) return Growth::kTrapped;
+      const size_t k = static_cast<size_t>(&m - motions.value().data());
+      parent = tree->Add(std::span<const double>(steps_.data() + k * dof, dof), parent, checker->quick_is_final());
+      *added = parent;
+    }
+    if (motions.value().size() < n) return Growth::kTrapped;  // an invalid state ended the steps
+    return reach ? Growth::kReached : Growth::kAdvanced;
+  }
+
   // Extends `tree` from its vertex nearest `target` by at most `range` toward it.
   Result<Growth> Grow(Checker* checker, Tree* tree, std::span<const double> target, double range, int32_t* added) {
     const JointSpace& space = context_.space;
@@ -247,6 +296,7 @@ class RrtPlanner final : public Planner {
   PlanningContext context_;
   PlannerOptions options_;
   bool connect_;
+  std::vector<double> steps_;  // Connect's steps, row after row
 };
 
 }  // namespace
