@@ -196,6 +196,11 @@ class OneAtATime final : public StateValidityChecker {
  public:
   explicit OneAtATime(const StateValidityChecker* inner) : inner_(inner) {}
   core::Result<bool> IsValid(std::span<const double> q) const override { return inner_->IsValid(q); }
+  core::Result<std::vector<uint8_t>> AreValid(std::span<const double> qs, int32_t dof) const override {
+    largest_batch = std::max<int64_t>(largest_batch, static_cast<int64_t>(qs.size()) / std::max(1, dof));
+    return StateValidityChecker::AreValid(qs, dof);  // IsValid row by row
+  }
+  mutable int64_t largest_batch = 0;  // the most rows one AreValid call asked
 
  private:
   const StateValidityChecker* inner_;
@@ -304,16 +309,16 @@ TEST(SceneValidity, AreValidEqualsIsValidRowByRow) {
   EXPECT_FALSE(validity.AreValid(rows, 0).ok());
 }
 
-// PRM and LazyPRM check states in batches (AreValid); over a checker whose AreValid is the default (IsValid
-// row by row), the same seed gives the same path after the same checks.
+// PRM, LazyPRM and RRT-Connect (its connections) check states in batches (AreValid); over a checker whose
+// AreValid is the default (IsValid row by row), the same seed gives the same path after the same checks.
 TEST(Planner, BatchedStateChecksPlanAsOneAtATime) {
   SceneSetup setup(PassageScene(false));
-  const OneAtATime one_at_a_time(setup.context.state);
-  PlanningContext rowwise = setup.context;
-  rowwise.state = &one_at_a_time;
   const std::vector<double> start{-2.4, 0.3}, goal{2.4, -0.3};
-  for (PlannerType type : {PlannerType::kPrm, PlannerType::kLazyPrm}) {
+  for (PlannerType type : {PlannerType::kPrm, PlannerType::kLazyPrm, PlannerType::kRrtConnect}) {
     SCOPED_TRACE(PlannerTypeName(type));
+    const OneAtATime one_at_a_time(setup.context.state);
+    PlanningContext rowwise = setup.context;
+    rowwise.state = &one_at_a_time;
     for (uint64_t seed : {3u, 4u}) {
       PlannerOptions options;
       options.type = type;
@@ -326,6 +331,7 @@ TEST(Planner, BatchedStateChecksPlanAsOneAtATime) {
       EXPECT_EQ(batched.value().stats.state_checks, rows.value().stats.state_checks) << "seed " << seed;
       EXPECT_EQ(batched.value().stats.iterations, rows.value().stats.iterations) << "seed " << seed;
     }
+    EXPECT_GT(one_at_a_time.largest_batch, 1) << "no batch of states";
   }
 }
 
