@@ -128,13 +128,7 @@ class Checker {
       validator = context_.shortcut_motion != nullptr ? context_.shortcut_motion : context_.quick_motion;
       counter = &stats_->quick_motion_checks;
     }
-    const auto dof = static_cast<size_t>(context_.space.dof());
-    starts_.resize(a.size() * dof);
-    ends_.resize(a.size() * dof);
-    for (size_t i = 0; i < a.size(); ++i) {
-      std::copy(a[i].begin(), a[i].end(), starts_.begin() + static_cast<std::ptrdiff_t>(i * dof));
-      context_.space.SegmentEnd(a[i], b[i], std::span<double>(ends_.data() + i * dof, dof));
-    }
+    Segments(a, b);
     Result<std::vector<MotionCheck>> checks = validator->CheckMotions(starts_, ends_, context_.space.dof());
     if (!checks.ok()) return checks;
     *counter += static_cast<int64_t>(checks.value().size());
@@ -146,11 +140,9 @@ class Checker {
   const JointSpace& space() const { return context_.space; }
 
  private:
-  // `validator`'s CheckMotionsUntilInvalid of a[i] -> b[i] (b's wrapping coordinates the short way
-  // round); the states counted.
-  Result<std::vector<MotionCheck>> UntilInvalid(const MotionValidator& validator,
-                                                std::span<const std::span<const double>> a,
-                                                std::span<const std::span<const double>> b) {
+  // The segments a[i] -> b[i] as rows of starts_ and ends_ (b's wrapping coordinates the short way round).
+  template <class Points>
+  void Segments(const Points& a, const Points& b) {
     const auto dof = static_cast<size_t>(context_.space.dof());
     starts_.resize(a.size() * dof);
     ends_.resize(a.size() * dof);
@@ -158,6 +150,12 @@ class Checker {
       std::copy(a[i].begin(), a[i].end(), starts_.begin() + static_cast<std::ptrdiff_t>(i * dof));
       context_.space.SegmentEnd(a[i], b[i], std::span<double>(ends_.data() + i * dof, dof));
     }
+  }
+  // `validator`'s CheckMotionsUntilInvalid of a[i] -> b[i]; the states counted.
+  Result<std::vector<MotionCheck>> UntilInvalid(const MotionValidator& validator,
+                                                std::span<const std::span<const double>> a,
+                                                std::span<const std::span<const double>> b) {
+    Segments(a, b);
     Result<std::vector<MotionCheck>> checks = validator.CheckMotionsUntilInvalid(starts_, ends_, context_.space.dof());
     if (!checks.ok()) return checks;
     for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
