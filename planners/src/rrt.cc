@@ -265,9 +265,8 @@ class RrtPlanner final : public Planner {
     const Result<std::vector<MotionCheck>> motions = checker->QuickUntilInvalid(a, b);
     if (!motions.ok()) return motions.error();
     int32_t parent = near;
-    for (const MotionCheck& m : motions.value()) {
-      if (!m.valid) return Growth::kTrapped;
-      const size_t k = static_cast<size_t>(&m - motions.value().data());
+    for (size_t k = 0; k < motions.value().size(); ++k) {
+      if (!motions.value()[k].valid) return Growth::kTrapped;
       parent = tree->Add(std::span<const double>(steps_.data() + k * dof, dof), parent, checker->quick_is_final());
       *added = parent;
     }

@@ -195,12 +195,10 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
     const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + self_clearance;
     for (uint32_t m = active & OverlapMask(poses.bounds[sp.a], poses.bounds[sp.b]); m != 0; m &= m - 1) {
       const int k = std::countr_zero(m);
-      if (sp.clearance_map != nullptr && SelfPairClearance(sp, std::span<const double>(q[k], dof), padding) > padding) {
-        continue;
-      }
-      if (SelfPairCollides(s, std::span<const double>(q[k], dof), LaneTransform(poses.geometry[sp.a], k),
-                           part_box(sp.a, k), LaneTransform(poses.geometry[sp.b], k), part_box(sp.b, k), padding, cache,
-                           &out[k])) {
+      const int64_t cell = SelfPairCell(sp, std::span<const double>(q[k], dof));
+      if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding) > padding) continue;
+      if (SelfPairCollides(s, cell, LaneTransform(poses.geometry[sp.a], k), part_box(sp.a, k),
+                           LaneTransform(poses.geometry[sp.b], k), part_box(sp.b, k), padding, cache, &out[k])) {
         active &= ~(uint32_t{1} << k);
       }
     }

@@ -101,10 +101,16 @@ double Scene::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const dou
   return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
 }
 
+int64_t Scene::SelfPairCell(const SelfPair& pair, std::span<const double> q) {
+  return pair.clearance_map == nullptr ? -1 : pair.clearance_map->Cell(q);
+}
+
 double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const {
+  return SelfPairClearanceInCell(pair, SelfPairCell(pair, q), need);
+}
+
+double Scene::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
-  if (map == nullptr) return -1.0;
-  const int64_t cell = map->Cell(q);
   if (cell < 0) return -1.0;
   const float stored = map->cells[cell].load(std::memory_order_relaxed);
   if (!std::isnan(stored) && !std::signbit(stored)) return stored;
@@ -163,9 +169,10 @@ double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q,
   const Result<DistanceResult> exact = GeometryDistance(a.geometry, X_a, b.geometry, X_b, request);
   double lower = open_bound;
   if (exact.ok() && !exact.value().intersecting) lower = std::max(lower, exact.value().lower_bound - map->loss);
-  if (exact.ok() && exact.value().lower_bound < settled && map->witness != nullptr) {
-    // Closer than the cell settles (the walk stops early: it does not say whether they meet): if the
-    // geometries meet at the grid point, the triangles that do, for CLEAR in this cell to test first.
+  if (exact.ok() && exact.value().lower_bound <= 0.0 && map->witness != nullptr) {
+    // Not proven apart (the walk stops early at points closer than the cell settles, so it does not say
+    // whether they meet): if the geometries meet at the grid point, the triangles that do, for CLEAR in
+    // this cell to test first.
     internal::LeafPair contact;
     QueryStats unused;
     if (internal::CollideFirstTrusted(*a.geometry.mesh, X_a, *b.geometry.mesh, X_b, &contact, &unused)) {
@@ -325,15 +332,15 @@ Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view lin
 bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                          double padding, QueryStats* stats, GjkCache* hull_cache) {
   if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, hull_cache)) return false;
-  if (padding <= 0.0 && a.is_mesh() && b.is_mesh()) {
-    // Poses and shapes of a built scene are valid: the unvalidated entry points.
-    QueryStats work;
-    internal::LeafPair contact;
-    const bool colliding = internal::CollideFirstTrusted(*a.mesh, X_a, *b.mesh, X_b, &contact, &work);
-    if (stats != nullptr) *stats += work;
-    return colliding;
-  }
   if (padding <= 0.0) {
+    // Poses and shapes of a built scene are valid: the unvalidated entry points.
+    if (a.is_mesh() && b.is_mesh()) {
+      QueryStats work;
+      internal::LeafPair contact;
+      const bool colliding = internal::CollideFirstTrusted(*a.mesh, X_a, *b.mesh, X_b, &contact, &work);
+      if (stats != nullptr) *stats += work;
+      return colliding;
+    }
     CollisionResult r;
     if (a.is_mesh()) {
       internal::CollideMeshShapeTrusted(*a.mesh, X_a, b.shape, X_b, {}, &r);
@@ -375,14 +382,14 @@ bool Scene::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, 
   return true;
 }
 
-bool Scene::SelfPairCollides(size_t s, std::span<const double> q, const RigidTransform& X_a, const Obb& box_a,
+bool Scene::SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a,
                              const RigidTransform& X_b, const Obb& box_b, double padding, SceneCache* cache,
                              StateResult* out) const {
   const SelfPair& sp = self_pairs_[s];
   ++out->pairs_tested;
   ++out->stats.bv_tests;
   if (!WorldBoxesOverlap(box_a, box_b)) return false;
-  if (SelfPairMeetsAtWitness(sp, q, X_a, X_b, padding, &out->stats) ||
+  if (SelfPairMeetsAtWitness(sp, cell, X_a, X_b, padding, &out->stats) ||
       PairCollides(robot_parts_[sp.a].geometry, X_a, robot_parts_[sp.b].geometry, X_b, padding, &out->stats,
                    HullCache(cache, SelfPairCache(s)))) {
     out->free = false;
@@ -392,12 +399,10 @@ bool Scene::SelfPairCollides(size_t s, std::span<const double> q, const RigidTra
   return false;
 }
 
-bool Scene::SelfPairMeetsAtWitness(const SelfPair& pair, std::span<const double> q, const RigidTransform& X_a,
+bool Scene::SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const RigidTransform& X_a,
                                    const RigidTransform& X_b, double padding, QueryStats* stats) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
-  if (padding > 0.0 || map == nullptr || map->witness == nullptr) return false;
-  const int64_t cell = map->Cell(q);
-  if (cell < 0) return false;
+  if (padding > 0.0 || cell < 0 || map->witness == nullptr) return false;
   const uint64_t w = map->witness[cell].load(std::memory_order_relaxed);
   if (w == internal::SelfClearanceMap::kNoWitness) return false;
   const internal::LeafPair leaves{internal::SelfClearanceMap::WitnessA(w), internal::SelfClearanceMap::WitnessB(w)};
@@ -475,8 +480,9 @@ Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clea
     if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
-    if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding) > padding) continue;
-    if (SelfPairCollides(s, q, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
+    const int64_t cell = SelfPairCell(sp, q);
+    if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding) > padding) continue;
+    if (SelfPairCollides(s, cell, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
                          cache, &result)) {
       return result;
     }

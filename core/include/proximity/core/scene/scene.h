@@ -552,6 +552,10 @@ class Scene {
   // map, filling q's cell as far as deciding against `need` takes (see the definition); -1 when the
   // pair has no map or q lies off its grid.
   double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const;
+  // The same for cell `cell` of the pair's map (SelfPairCell); -1 for cell -1.
+  double SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need) const;
+  // q's cell in the pair's self-clearance map; -1 when the pair has no map or q lies off its grid.
+  static int64_t SelfPairCell(const SelfPair& pair, std::span<const double> q);
   // Fills every cell of the maps of this scene's self pairs that no other fill has claimed (both steps
   // of SelfPairClearance, so that no query pays for a walk), until `stop` says so: maps it could not
   // finish are released for another fill. Returns whether every map is filled.
@@ -616,13 +620,13 @@ class Scene {
   // first, then the exact test; a contact is recorded in *out. CheckState and CheckStates share them.
   bool WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
                          SceneCache* cache, StateResult* out) const;
-  bool SelfPairCollides(size_t s, std::span<const double> q, const RigidTransform& X_a, const Obb& box_a,
-                        const RigidTransform& X_b, const Obb& box_b, double padding, SceneCache* cache,
-                        StateResult* out) const;
-  // Whether the pair's map holds a witness for q's cell (two meshes, no padding) whose triangles meet at
+  // `cell`: the state's cell in the pair's map (SelfPairCell), whose witness is tested first.
+  bool SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
+                        const Obb& box_b, double padding, SceneCache* cache, StateResult* out) const;
+  // Whether the pair's map holds a witness for `cell` (two meshes, no padding) whose triangles meet at
   // these poses: a proven contact.
-  bool SelfPairMeetsAtWitness(const SelfPair& pair, std::span<const double> q, const RigidTransform& X_a,
-                              const RigidTransform& X_b, double padding, QueryStats* stats) const;
+  bool SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b,
+                              double padding, QueryStats* stats) const;
   // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
   // last served another scene; null when the scene has too many pairs to keep one each.
   GjkCache* HullCache(SceneCache* cache, size_t index) const;
