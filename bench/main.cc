@@ -96,8 +96,10 @@ int main(int argc, char** argv) {
   app.add_option("--problems", options.problems_dir,
                  "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
                  "in family folders, any depth); --quick keeps the first 5 of each family");
-  app.add_option("--cases", options.cases, "robot: run only these case groups (clear, distance, link)")
-      ->check(CLI::IsMember({"clear", "distance", "link"}))
+  app.add_option("--cases", options.cases,
+                 "robot: run only these case groups (clear, distance, link); service: only these (states, paths, "
+                 "track, latency, plan)")
+      ->check(CLI::IsMember({"clear", "distance", "link", "states", "paths", "track", "latency", "plan"}))
       ->delimiter(',');
   app.add_option("--out", options.out_dir, "generate: the new folder to write the problems into");
   app.add_option("--count", options.count, "generate: how many problems (default 100)");
@@ -121,7 +123,13 @@ int main(int argc, char** argv) {
       if (app.count(flag) > 0) return misuse(std::string(flag) + " needs --robot");
     }
   }
-  if (suite != "robot" && app.count("--cases") > 0) return misuse("--cases applies to the robot suite only");
+  if (suite != "robot" && suite != "service" && app.count("--cases") > 0) {
+    return misuse("--cases applies to the robot and service suites only");
+  }
+  for (const std::string& c : options.cases) {
+    const bool service_case = c == "states" || c == "paths" || c == "track" || c == "latency" || c == "plan";
+    if (service_case != (suite == "service")) return misuse("--cases " + c + " is not a case group of " + suite);
+  }
   if (suite != "generate") {
     for (const char* flag : {"--out", "--count"}) {
       if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to generate only");

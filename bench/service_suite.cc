@@ -767,13 +767,19 @@ int RunService(const SuiteOptions& options) {
   f.scene = std::move(scene).value();
   std::mt19937_64 rng(options.seed);
   int failures = 0;
-  failures += ClearBatches(options, f, rng);
-  failures += UnaryCheckState(options, f, rng);
-  failures += ValidatePathsStream(options, f, rng);
-  failures += SessionTrack(options, f, rng);
-  failures += SessionLatency(options, f, rng);
-  failures += RemotePlan(options, f, rng);
-  failures += RemotePlanMbm(options, f);
+  // Case groups (--cases): states (clear batches, unary CheckState), paths, track, latency, plan (remote
+  // planning on the default scene and on the MotionBenchMaker problems).
+  if (options.RunsCase("states")) {
+    failures += ClearBatches(options, f, rng);
+    failures += UnaryCheckState(options, f, rng);
+  }
+  if (options.RunsCase("paths")) failures += ValidatePathsStream(options, f, rng);
+  if (options.RunsCase("track")) failures += SessionTrack(options, f, rng);
+  if (options.RunsCase("latency")) failures += SessionLatency(options, f, rng);
+  if (options.RunsCase("plan")) {
+    failures += RemotePlan(options, f, rng);
+    failures += RemotePlanMbm(options, f);
+  }
   return failures == 0 ? 0 : 1;
 }
 

@@ -32,6 +32,25 @@ void ErrorAnswer(const core::Error& error, v1::SessionAnswer* answer) {
   out->set_message(s.error_message());
 }
 
+// A batch's chains: none, or lengths >= 1 that sum to its number of queries (and only with
+// until_invalid, where they mean something).
+core::Status CheckChains(const v1::SessionRequest& request) {
+  if (request.chains_size() == 0) return {};
+  if (!request.until_invalid()) {
+    return core::InvalidArgument("chains: given without until_invalid (chains stop at their first invalid query)");
+  }
+  int64_t sum = 0;
+  for (int c = 0; c < request.chains_size(); ++c) {
+    if (request.chains(c) == 0) return core::InvalidArgument("chains[" + std::to_string(c) + "]: 0; a chain holds >= 1 query");
+    sum += request.chains(c);
+  }
+  if (sum != request.queries_size()) {
+    return core::InvalidArgument("chains: lengths summing to " + std::to_string(sum) + " for a batch of " +
+                                 std::to_string(request.queries_size()) + " queries");
+  }
+  return {};
+}
+
 // One open session: its scene, scratch and tallies.
 class SessionState {
  public:
@@ -46,6 +65,33 @@ class SessionState {
   grpc::Status Answer(const v1::SessionRequest& request, v1::SessionResponse* response) {
     response->clear_answers();
     const int n = request.queries_size();
+    if (request.until_invalid() && request.chains_size() > 0) {
+      // Chains (their lengths checked by the caller): each stops after its first invalid query. Their
+      // states are CLEARed at once first (one Scene::CheckStates call; a CLEAR's answer does not depend
+      // on when it is asked), and answered from that where a chain gets to them.
+      const bool batched = !cold_ && CheckStateQueries(request);
+      int begin = 0;
+      for (const uint32_t length : request.chains()) {
+        const int end = begin + static_cast<int>(length);
+        for (int i = begin; i < end; ++i) {
+          const v1::SessionQuery& query = request.queries(i);
+          v1::SessionAnswer* answer = response->add_answers();
+          answer->set_id(query.id());
+          bool valid = true;
+          if (batched && query.query_case() == v1::SessionQuery::kState) {
+            const core::StateResult& r = results_[static_cast<size_t>(state_at_[static_cast<size_t>(i)])];
+            StateAnswer(r, answer);
+            valid = r.free && r.within_limits;
+          } else if (grpc::Status s = AnswerOne(i, query, answer, &valid); !s.ok()) {
+            return s;
+          }
+          ++queries_;
+          if (!valid) break;
+        }
+        begin = end;
+      }
+      return grpc::Status::OK;
+    }
     for (int i = 0; i < n; ++i) {
       // A run of CLEARs is checked at once (Scene::CheckStates); until_invalid stops at the first state
       // that is not valid, and cold caches start every query afresh, so those go one at a time.
@@ -161,6 +207,29 @@ class SessionState {
     }
   }
 
+  // Every state query of `request` CLEARed by one Scene::CheckStates call: results_[state_at_[i]] is
+  // query i's. False (nothing kept) when there are fewer than two, or one does not resolve or the core
+  // refuses it: those go one at a time, so that every answer, error or not, is a lone query's.
+  bool CheckStateQueries(const v1::SessionRequest& request) {
+    const auto dof = static_cast<size_t>(scene_.dof());
+    rows_.clear();
+    state_at_.assign(static_cast<size_t>(request.queries_size()), -1);
+    int32_t count = 0;
+    for (int i = 0; i < request.queries_size(); ++i) {
+      const v1::SessionQuery& query = request.queries(i);
+      if (query.query_case() != v1::SessionQuery::kState) continue;
+      if (!ResolveStateQuery(query, &q0_).ok()) return false;
+      rows_.insert(rows_.end(), q0_.begin(), q0_.end());
+      state_at_[static_cast<size_t>(i)] = count++;
+    }
+    if (count < 2) return false;
+    results_.resize(static_cast<size_t>(count));
+    return scene_
+        .CheckStates(std::span<const double>(rows_.data(), static_cast<size_t>(count) * dof),
+                     std::span<core::StateResult>(results_.data(), static_cast<size_t>(count)), Cache())
+        .ok();
+  }
+
   grpc::Status AnswerOne(int i, const v1::SessionQuery& query, v1::SessionAnswer* answer, bool* valid) {
     auto fail = [&](core::Error e) {
       *valid = false;
@@ -243,6 +312,7 @@ class SessionState {
   std::vector<double> rows_;
   std::vector<int> checked_;
   std::vector<core::StateResult> results_;
+  std::vector<int32_t> state_at_;  // chains: query -> its row of results_ (-1: not a state)
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
   int64_t batches_ = 0, queries_ = 0, errors_ = 0;
@@ -326,6 +396,10 @@ grpc::Status ProximityServiceImpl::Session(
             "queries: a batch of " + std::to_string(request.queries_size()) + " queries exceeds the server's " +
             std::string(kSessionBatchOption) + " = " + std::to_string(limits_.max_session_batch) +
             "; split the batch"));
+        break;
+      }
+      if (core::Status chains = CheckChains(request); !chains.ok()) {
+        status = ToGrpcStatus(chains.error());
         break;
       }
       status = session.Answer(request, &response);

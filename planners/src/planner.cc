@@ -106,14 +106,15 @@ Status Begin(const PlanningContext& context, const PlannerOptions& options, Chec
   *done = true;
   if (Status s = checker->space().Check(start, "start"); !s.ok()) return s;
   if (Status s = checker->space().Check(goal, "goal"); !s.ok()) return s;
-  for (auto [q, outcome] : {std::pair{start, PlanOutcome::kInvalidStart}, std::pair{goal, PlanOutcome::kInvalidGoal}}) {
-    const Result<bool> valid = checker->Valid(q);
-    if (!valid.ok()) return valid.status();
-    if (!valid.value()) {
-      result->outcome = outcome;
-      result->stats.plan_time_s = clock->Elapsed();
-      return Status::Ok();
-    }
+  // Both ends in one batch (one round trip to a remote scene); the start's answer counts first.
+  std::vector<double> ends(start.begin(), start.end());
+  ends.insert(ends.end(), goal.begin(), goal.end());
+  const Result<std::vector<uint8_t>> valid = checker->ValidRows(ends);
+  if (!valid.ok()) return valid.status();
+  if (valid.value()[0] == 0 || valid.value()[1] == 0) {
+    result->outcome = valid.value()[0] == 0 ? PlanOutcome::kInvalidStart : PlanOutcome::kInvalidGoal;
+    result->stats.plan_time_s = clock->Elapsed();
+    return Status::Ok();
   }
   const Result<bool> direct = checker->Decide(start, goal);
   if (!direct.ok()) return direct.status();

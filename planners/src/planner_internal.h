@@ -95,6 +95,37 @@ class Checker {
     if (checks.ok()) stats_->quick_motion_checks += static_cast<int64_t>(checks.value().size());
     return checks;
   }
+  // Chains of a tree's steps: chain c starts from froms[c] and goes through the next chains[c] rows of
+  // `steps` (each step's state, then the segment to it from the step before), each decided in order up
+  // to its first invalid step by the quick check (the decisive one when the context has none):
+  // MotionValidator::CheckStepsUntilInvalid, one batch of states in process, one round trip to a remote
+  // scene for every chain. Counted as Valid() and Quick() count them.
+  Result<std::vector<StepChecks>> StepChains(std::span<const std::span<const double>> froms,
+                                             std::span<const double> steps, std::span<const int32_t> chains) {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    const size_t n = steps.size() / dof;
+    starts_.resize(n * dof);
+    ends_.resize(n * dof);
+    size_t k = 0;
+    for (size_t c = 0; c < chains.size(); ++c) {
+      for (int32_t j = 0; j < chains[c]; ++j, ++k) {
+        std::span<const double> a = j == 0 ? froms[c] : steps.subspan((k - 1) * dof, dof);
+        std::copy(a.begin(), a.end(), starts_.begin() + static_cast<std::ptrdiff_t>(k * dof));
+        context_.space.SegmentEnd(a, steps.subspan(k * dof, dof), std::span<double>(ends_.data() + k * dof, dof));
+      }
+    }
+    const bool quick = context_.quick_motion != nullptr;
+    const MotionValidator& validator = quick ? *context_.quick_motion : *context_.motion;
+    Result<std::vector<StepChecks>> checks =
+        validator.CheckStepsUntilInvalid(*context_.state, steps, starts_, ends_, chains, context_.space.dof());
+    if (!checks.ok()) return checks;
+    for (const StepChecks& chain : checks.value()) {
+      stats_->state_checks += chain.state_checks;
+      (quick ? stats_->quick_motion_checks : stats_->motion_checks) += static_cast<int64_t>(chain.motions.size());
+      for (const MotionCheck& c : chain.motions) stats_->motion_states += c.states;
+    }
+    return checks;
+  }
   // The tree-growing check: the quick one when the context has it.
   Result<MotionCheck> Quick(std::span<const double> a, std::span<const double> b) {
     if (context_.quick_motion == nullptr) return Motion(a, b);

@@ -68,7 +68,13 @@ class Tree {
   NearestNeighbors nn_;
 };
 
-enum class Growth { kTrapped, kAdvanced, kReached };
+// What Extend did toward one target: the last vertex it added (-1: none), whether every step was valid,
+// and whether the steps reached the target (the last vertex is then the target's configuration).
+struct Extension {
+  int32_t last = -1;
+  bool complete = false;
+  bool reached = false;
+};
 
 class RrtPlanner final : public Planner {
  public:
@@ -94,73 +100,84 @@ class RrtPlanner final : public Planner {
     Tree start_tree(space), goal_tree(space);
     start_tree.Add(start, -1, true);
     goal_tree.Add(goal, -1, true);
-    Configuration sample(static_cast<size_t>(space.dof()));
+    const auto dof = static_cast<size_t>(space.dof());
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     Tree* a = &start_tree;
     Tree* b = &goal_tree;
     bool solved = false;
-    for (int64_t iteration = 0;; ++iteration) {
-      if (clock.Expired(iteration, &result.outcome)) break;
-      ++result.stats.iterations;
-      bool toward_goal = false;
-      if (!connect_ && unit(rng) < options_.goal_bias) {
-        sample.assign(goal.begin(), goal.end());
-        toward_goal = true;
-      } else {
-        space.Sample(rng, sample);
+    std::vector<double> samples;
+    std::vector<char> toward_goal;
+    std::vector<Extension> grown;
+    std::vector<std::span<const double>> targets;
+    const int64_t max_samples = clock.termination().max_iterations;
+    for (int64_t round = 0, drawn = 0;; ++round) {
+      if (clock.Expired(drawn, &result.outcome)) break;
+      // A round's samples: 1, 2, 4, then kRoundSamples a round, each grown one step from tree a's vertex
+      // nearest it (the tree as the round found it), all decided in one batch.
+      int64_t count = std::min<int64_t>(kRoundSamples, int64_t{1} << std::min<int64_t>(round, 3));
+      if (max_samples > 0) count = std::min(count, max_samples - drawn);
+      drawn += count;
+      result.stats.iterations += count;
+      samples.resize(static_cast<size_t>(count) * dof);
+      toward_goal.assign(static_cast<size_t>(count), 0);
+      for (size_t k = 0; k < static_cast<size_t>(count); ++k) {
+        std::span<double> q(samples.data() + k * dof, dof);
+        if (!connect_ && unit(rng) < options_.goal_bias) {
+          std::copy(goal.begin(), goal.end(), q.begin());
+          toward_goal[k] = 1;
+        } else {
+          space.Sample(rng, q);
+        }
       }
-      int32_t added = -1;
-      auto grown = Grow(&checker, a, sample, range, &added);
-      if (!grown.ok()) return grown.error();
+      if (Status s = Extend(&checker, a, samples, range, 1, &grown); !s.ok()) return s.error();
+      // The first sample in order whose step reached it (RRT: the goal) or whose new vertex the other
+      // tree connects to (RRT-Connect) gives the round's candidate path.
+      int32_t va = -1, vb = -1;
       if (!connect_) {
-        if (grown.value() == Growth::kReached && toward_goal) {
-          // The goal joined the tree: a candidate path from the root to it.
-          std::vector<Configuration> candidate = Candidate(*a, added, nullptr, -1);
-          candidate.back().assign(goal.begin(), goal.end());
-          if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
-          if (done) return Stats(start_tree, goal_tree, std::move(result));
-          bool certified = false;
-          if (Status s = Certify(&checker, a, added, nullptr, -1, &certified, &result.stats); !s.ok()) return s.error();
-          if (!certified) continue;
+        for (size_t k = 0; k < grown.size() && va < 0; ++k) {
+          if (toward_goal[k] && grown[k].reached) va = grown[k].last;
+        }
+      } else {
+        // Connect the other tree to every new vertex as far as it goes.
+        targets.clear();
+        std::vector<int32_t> from;
+        for (const Extension& e : grown) {
+          if (e.last < 0) continue;
+          targets.push_back(a->q(e.last));
+          from.push_back(e.last);
+        }
+        if (!targets.empty()) {
+          std::vector<int32_t> joined;
+          bool expired = false;
+          if (Status s = ConnectAll(&checker, &clock, drawn - 1, b, targets, range, &joined, &expired, &result.outcome);
+              !s.ok()) {
+            return s.error();
+          }
+          if (expired) break;
+          for (size_t t = 0; t < joined.size() && va < 0; ++t) {
+            if (joined[t] < 0) continue;
+            va = from[t];
+            vb = joined[t];
+          }
+        }
+      }
+      if (va >= 0) {
+        std::vector<Configuration> candidate = Candidate(*a, va, connect_ ? b : nullptr, vb);
+        if (!connect_) candidate.back().assign(goal.begin(), goal.end());
+        if (connect_ && a == &goal_tree) std::reverse(candidate.begin(), candidate.end());
+        if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
+        if (done) return Stats(start_tree, goal_tree, std::move(result));
+        bool certified = false;
+        if (Status s = Certify(&checker, a, va, connect_ ? b : nullptr, vb, &certified, &result.stats); !s.ok()) {
+          return s.error();
+        }
+        if (certified) {
           result.path = std::move(candidate);
           solved = true;
           break;
         }
-        continue;
       }
-      if (grown.value() != Growth::kTrapped) {
-        // Connect the other tree to the new vertex as far as it goes.
-        const Configuration target(a->q(added).begin(), a->q(added).end());
-        int32_t reached = -1;
-        Growth g = Growth::kAdvanced;
-        bool expired = false;
-        while (g == Growth::kAdvanced) {
-          // A connection takes distance / range steps: as many as the caller's range makes it, so each
-          // step asks the clock too (a range of 1e-300 must still end on time).
-          if (clock.Expired(iteration, &result.outcome)) {
-            expired = true;
-            break;
-          }
-          auto step = Connect(&checker, b, target, range, &reached);
-          if (!step.ok()) return step.error();
-          g = step.value();
-        }
-        if (expired) break;
-        if (g == Growth::kReached) {
-          std::vector<Configuration> candidate = Candidate(*a, added, b, reached);
-          if (a == &goal_tree) std::reverse(candidate.begin(), candidate.end());
-          if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
-          if (done) return Stats(start_tree, goal_tree, std::move(result));
-          bool certified = false;
-          if (Status s = Certify(&checker, a, added, b, reached, &certified, &result.stats); !s.ok()) return s.error();
-          if (certified) {
-            result.path = std::move(candidate);
-            solved = true;
-            break;
-          }
-        }
-      }
-      std::swap(a, b);
+      if (connect_) std::swap(a, b);
     }
     if (solved) result.outcome = PlanOutcome::kSolved;
     if (Status s = Finish(context_, options_, &clock, rng, &result); !s.ok()) return s.error();
@@ -168,6 +185,11 @@ class RrtPlanner final : public Planner {
   }
 
  private:
+  // Samples a round grows toward at most (the lanes of a batch of states).
+  static constexpr int64_t kRoundSamples = 8;
+  // Steps a connection decides in one batch.
+  static constexpr int32_t kConnectSteps = 8;
+
   static PlanResult Stats(const Tree& start_tree, const Tree& goal_tree, PlanResult result) {
     result.stats.vertices = start_tree.size() + goal_tree.size();
     result.stats.edges = result.stats.vertices - 2;
@@ -226,76 +248,108 @@ class RrtPlanner final : public Planner {
     return Status::Ok();
   }
 
-  // Up to kConnectSteps steps of Grow toward `target` at once, checked as one batch: the steps' states
-  // in one call (Checker::ValidRows), then their segments in order up to the first that fails, short of
-  // the first invalid state (Checker::QuickUntilInvalid). The steps are the points Grow would make one
-  // at a time (each `range` on from the last toward the target: each new vertex is the tree's nearest to
-  // it), and the vertices added are those Grow would add; a remote scene answers in two round trips
-  // instead of two per step. Returns what the last step did; *added: the last vertex added.
-  Result<Growth> Connect(Checker* checker, Tree* tree, std::span<const double> target, double range, int32_t* added) {
-    constexpr int kConnectSteps = 8;
+  // Grows `tree` toward each row of `targets` (row after row) from its vertex nearest that target (the
+  // tree as it is on entry), by up to `max_steps` steps of at most `range` each (the points Grow would
+  // make one at a time), every target's steps a chain of one batch (Checker::StepChains: one batch of
+  // states in process, one round trip to a remote scene). Each chain's valid steps join the tree, each
+  // the parent of the next. One Extension per target.
+  Status Extend(Checker* checker, Tree* tree, std::span<const double> targets, double range, int32_t max_steps,
+                std::vector<Extension>* out) {
     const JointSpace& space = context_.space;
     const auto dof = static_cast<size_t>(space.dof());
-    const int32_t near = tree->Nearest(target);
-    steps_.resize(kConnectSteps * dof);  // no reallocation below: `last` may point into it
+    const size_t count = targets.size() / dof;
+    near_.resize(count);
+    chains_.resize(count);
+    reach_.assign(count, 0);
+    steps_.resize(count * static_cast<size_t>(max_steps) * dof);  // no reallocation below: `last` may point into it
     size_t n = 0;
-    bool reach = false;
-    while (n < static_cast<size_t>(kConnectSteps) && !reach) {
-      std::span<const double> last = n == 0 ? tree->q(near) : std::span<const double>(steps_.data() + (n - 1) * dof, dof);
-      std::span<double> q(steps_.data() + n * dof, dof);
-      const double d = space.Distance(last, target);
-      reach = d <= range;
-      if (reach) {
-        std::copy(target.begin(), target.end(), q.begin());
-      } else {
-        space.Interpolate(last, target, range / d, q);
+    for (size_t t = 0; t < count; ++t) {
+      const std::span<const double> target = targets.subspan(t * dof, dof);
+      near_[t] = tree->Nearest(target);
+      int32_t length = 0;
+      bool reach = false;
+      while (length < max_steps && !reach) {
+        std::span<const double> last =
+            length == 0 ? tree->q(near_[t]) : std::span<const double>(steps_.data() + (n - 1) * dof, dof);
+        std::span<double> q(steps_.data() + n * dof, dof);
+        const double d = space.Distance(last, target);
+        reach = d <= range;
+        if (reach) {
+          std::copy(target.begin(), target.end(), q.begin());
+        } else {
+          space.Interpolate(last, target, range / d, q);
+        }
+        ++length;
+        ++n;
       }
-      ++n;
+      chains_[t] = length;
+      reach_[t] = reach ? 1 : 0;
     }
-    const Result<std::vector<uint8_t>> valid = checker->ValidRows(std::span<const double>(steps_.data(), n * dof));
-    if (!valid.ok()) return valid.error();
-    size_t states = 0;  // steps up to the first invalid state
-    while (states < n && valid.value()[states] != 0) ++states;
-    if (states == 0) return Growth::kTrapped;
-    std::vector<std::span<const double>> a, b;
-    for (size_t k = 0; k < states; ++k) {
-      a.push_back(k == 0 ? tree->q(near) : std::span<const double>(steps_.data() + (k - 1) * dof, dof));
-      b.emplace_back(steps_.data() + k * dof, dof);
+    froms_.clear();
+    for (size_t t = 0; t < count; ++t) froms_.push_back(tree->q(near_[t]));
+    const Result<std::vector<StepChecks>> checks =
+        checker->StepChains(froms_, std::span<const double>(steps_.data(), n * dof), chains_);
+    if (!checks.ok()) return checks.status();
+    out->assign(count, Extension{});
+    size_t first = 0;
+    for (size_t t = 0; t < count; ++t) {
+      const StepChecks& chain = checks.value()[t];
+      Extension& e = (*out)[t];
+      int32_t parent = near_[t];
+      for (size_t k = 0; k < chain.valid_steps; ++k) {
+        parent = tree->Add(std::span<const double>(steps_.data() + (first + k) * dof, dof), parent,
+                           checker->quick_is_final());
+        e.last = parent;
+      }
+      e.complete = chain.valid_steps == static_cast<size_t>(chains_[t]);
+      e.reached = e.complete && reach_[t] != 0;
+      first += static_cast<size_t>(chains_[t]);
     }
-    const Result<std::vector<MotionCheck>> motions = checker->QuickUntilInvalid(a, b);
-    if (!motions.ok()) return motions.error();
-    int32_t parent = near;
-    for (size_t k = 0; k < motions.value().size(); ++k) {
-      if (!motions.value()[k].valid) return Growth::kTrapped;
-      parent = tree->Add(std::span<const double>(steps_.data() + k * dof, dof), parent, checker->quick_is_final());
-      *added = parent;
-    }
-    if (motions.value().size() < n) return Growth::kTrapped;  // an invalid state ended the steps
-    return reach ? Growth::kReached : Growth::kAdvanced;
+    return Status::Ok();
   }
 
-  // Extends `tree` from its vertex nearest `target` by at most `range` toward it.
-  Result<Growth> Grow(Checker* checker, Tree* tree, std::span<const double> target, double range, int32_t* added) {
-    const JointSpace& space = context_.space;
-    const int32_t near = tree->Nearest(target);
-    const double d = space.Distance(tree->q(near), target);
-    Configuration q(target.begin(), target.end());
-    const bool reach = d <= range;
-    if (!reach) space.Interpolate(tree->q(near), target, range / d, q);
-    const Result<bool> valid = checker->Valid(q);
-    if (!valid.ok()) return valid.error();
-    if (!valid.value()) return Growth::kTrapped;
-    const Result<MotionCheck> motion = checker->Quick(tree->q(near), q);
-    if (!motion.ok()) return motion.error();
-    if (!motion.value().valid) return Growth::kTrapped;
-    *added = tree->Add(q, near, checker->quick_is_final());
-    return reach ? Growth::kReached : Growth::kAdvanced;
+  // RRT-Connect's connection of `tree` toward each of `targets` (other-tree vertices), as far as it
+  // goes: kConnectSteps steps a target per batch (Extend), the targets still advancing (every step
+  // valid, target not reached) going on in the next batch. (*joined)[t]: the tree's vertex at target t
+  // when reached, else -1. The clock is asked before each batch (a tiny range makes many), as at the
+  // round's last sample (`sample`): *expired, and *why, when it ended the connection.
+  Status ConnectAll(Checker* checker, Clock* clock, int64_t sample, Tree* tree,
+                    std::span<const std::span<const double>> targets, double range, std::vector<int32_t>* joined,
+                    bool* expired, PlanOutcome* why) {
+    joined->assign(targets.size(), -1);
+    std::vector<size_t> open(targets.size());
+    for (size_t t = 0; t < open.size(); ++t) open[t] = t;
+    std::vector<double> rows;
+    std::vector<Extension> steps;
+    while (!open.empty()) {
+      if (clock->Expired(sample, why)) {
+        *expired = true;
+        return Status::Ok();
+      }
+      rows.clear();
+      for (size_t t : open) rows.insert(rows.end(), targets[t].begin(), targets[t].end());
+      if (Status s = Extend(checker, tree, rows, range, kConnectSteps, &steps); !s.ok()) return s;
+      std::vector<size_t> next;
+      for (size_t i = 0; i < open.size(); ++i) {
+        if (steps[i].reached) {
+          (*joined)[open[i]] = steps[i].last;
+        } else if (steps[i].complete) {
+          next.push_back(open[i]);
+        }
+      }
+      open = std::move(next);
+    }
+    return Status::Ok();
   }
 
   PlanningContext context_;
   PlannerOptions options_;
   bool connect_;
-  std::vector<double> steps_;  // Connect's steps, row after row
+  // Extend's scratch: steps row after row, per target its nearest vertex, steps and whether they reach.
+  std::vector<double> steps_;
+  std::vector<int32_t> near_, chains_;
+  std::vector<char> reach_;
+  std::vector<std::span<const double>> froms_;
 };
 
 }  // namespace

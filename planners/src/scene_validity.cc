@@ -40,6 +40,76 @@ core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotions(std::span<c
   return CheckMotionRows(*this, starts, ends, dof, false, "CheckMotions");
 }
 
+core::Status CheckStepChains(std::span<const double> states, std::span<const double> starts,
+                             std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) {
+  if (dof < 1 || states.size() % static_cast<size_t>(dof) != 0 || starts.size() != states.size() ||
+      ends.size() != states.size()) {
+    return core::InvalidArgument("CheckStepsUntilInvalid: " + std::to_string(states.size()) + " state, " +
+                                 std::to_string(starts.size()) + " start and " + std::to_string(ends.size()) +
+                                 " end values are not the same rows of " + std::to_string(dof));
+  }
+  int64_t sum = 0;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    if (chains[c] < 1) {
+      return core::InvalidArgument("CheckStepsUntilInvalid: chain " + std::to_string(c) + " has " +
+                                   std::to_string(chains[c]) + " steps; a chain has >= 1");
+    }
+    sum += chains[c];
+  }
+  const auto steps = static_cast<int64_t>(states.size() / static_cast<size_t>(dof));
+  if (!chains.empty() && sum != steps) {
+    return core::InvalidArgument("CheckStepsUntilInvalid: chains of " + std::to_string(sum) + " steps for " +
+                                 std::to_string(steps) + " steps");
+  }
+  return {};
+}
+
+core::Result<std::vector<StepChecks>> MotionValidator::CheckStepsUntilInvalid(
+    const StateValidityChecker& state_checker, std::span<const double> states, std::span<const double> starts,
+    std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) const {
+  if (core::Status s = CheckStepChains(states, starts, ends, chains, dof); !s.ok()) return s.error();
+  const auto d = static_cast<size_t>(dof);
+  const size_t n = states.size() / d;
+  const int32_t whole[1] = {static_cast<int32_t>(n)};
+  if (chains.empty()) chains = whole;
+  std::vector<StepChecks> out(chains.size());
+  if (n == 0) return out;
+  // Every state at once: one IsValid for one step, else one batch.
+  std::vector<uint8_t> valid;
+  if (n == 1) {
+    const core::Result<bool> one = state_checker.IsValid(states);
+    if (!one.ok()) return one.error();
+    valid.assign(1, one.value() ? 1 : 0);
+  } else {
+    core::Result<std::vector<uint8_t>> rows = state_checker.AreValid(states, dof);
+    if (!rows.ok()) return rows.error();
+    valid = std::move(rows).value();
+  }
+  size_t first = 0;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const auto length = static_cast<size_t>(chains[c]);
+    StepChecks& chain = out[c];
+    chain.state_checks = static_cast<int64_t>(length);
+    size_t valid_states = 0;
+    while (valid_states < length && valid[first + valid_states] != 0) ++valid_states;
+    const std::span<const double> a = starts.subspan(first * d, valid_states * d);
+    const std::span<const double> b = ends.subspan(first * d, valid_states * d);
+    first += length;
+    if (valid_states == 0) continue;
+    if (valid_states == 1) {
+      const core::Result<MotionCheck> motion = CheckMotion(a, b);
+      if (!motion.ok()) return motion.error();
+      chain.motions.push_back(motion.value());
+    } else {
+      core::Result<std::vector<MotionCheck>> motions = CheckMotionsUntilInvalid(a, b, dof);
+      if (!motions.ok()) return motions.error();
+      chain.motions = std::move(motions).value();
+    }
+    while (chain.valid_steps < chain.motions.size() && chain.motions[chain.valid_steps].valid) ++chain.valid_steps;
+  }
+  return out;
+}
+
 core::Result<std::vector<uint8_t>> StateValidityChecker::AreValid(std::span<const double> qs, int32_t dof) const {
   if (dof < 1 || qs.size() % static_cast<size_t>(dof) != 0) {
     return core::InvalidArgument("AreValid: " + std::to_string(qs.size()) + " values are not rows of " +

@@ -210,6 +210,94 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
   EXPECT_EQ(remote_->failures(), 0);
 }
 
+// A planner's step chains (CheckStepsUntilInvalid): in process (states in one batch), over a session
+// (every chain in one message) and over unary calls, each chain's answers are those of asking IsValid
+// and CheckMotion step by step up to its first invalid step.
+TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
+  planners::Rng rng(19);
+  core::MotionRequest quick;
+  quick.mode = core::MotionRequest::Mode::kDiscrete;
+  quick.resolution = 0.05;
+  const planners::SceneStateValidity local_state(scene_);
+  const planners::SceneMotionValidator local_quick(scene_, quick);
+  const RemoteStateValidity session_state(remote_), unary_state(unary_);
+  const RemoteMotionValidator session_quick(remote_, quick), unary_quick(unary_, quick);
+  const auto dof = static_cast<size_t>(space_->dof());
+  int stopped = 0, complete = 0;
+  for (int batch = 0; batch < 12; ++batch) {
+    std::vector<double> states, starts, ends;
+    std::vector<int32_t> chains;
+    const int count = 1 + batch % 8;
+    for (int c = 0; c < count; ++c) {
+      Configuration from(dof), to(dof);
+      space_->Sample(rng, from);
+      const int32_t steps = 1 + static_cast<int32_t>(rng() % 4);
+      for (int32_t k = 0; k < steps; ++k) {
+        space_->Sample(rng, to);
+        space_->Interpolate(from, to, 0.1, to);
+        states.insert(states.end(), to.begin(), to.end());
+        starts.insert(starts.end(), from.begin(), from.end());
+        ends.insert(ends.end(), to.begin(), to.end());
+        from = to;
+      }
+      chains.push_back(steps);
+    }
+    // The reference: each chain step by step, state first, up to its first invalid step.
+    std::vector<planners::StepChecks> expected(chains.size());
+    size_t k = 0;
+    for (size_t c = 0; c < chains.size(); ++c) {
+      bool invalid = false;
+      for (int32_t j = 0; j < chains[c]; ++j, ++k) {
+        if (invalid) continue;
+        const std::span<const double> q(states.data() + k * dof, dof);
+        if (!proximity::testing::ValueOrFail(local_state.IsValid(q))) {
+          invalid = true;
+          continue;
+        }
+        const MotionCheck m = proximity::testing::ValueOrFail(local_quick.CheckMotion(
+            std::span<const double>(starts.data() + k * dof, dof), std::span<const double>(ends.data() + k * dof, dof)));
+        expected[c].motions.push_back(m);
+        invalid = !m.valid;
+        expected[c].valid_steps += m.valid;
+      }
+      (expected[c].valid_steps < static_cast<size_t>(chains[c]) ? stopped : complete) += 1;
+    }
+    const int64_t calls_before = remote_->calls();
+    RemoteSession counted(*remote_);
+    std::vector<std::vector<planners::StepChecks>> sides;  // session, in process, validators: session, unary
+    sides.push_back(proximity::testing::ValueOrFail(
+        counted.CheckStepsUntilInvalid(states, starts, ends, chains, space_->dof(), quick)));
+    EXPECT_EQ(counted.round_trips(), 1) << "batch " << batch;
+    sides.push_back(proximity::testing::ValueOrFail(
+        local_quick.CheckStepsUntilInvalid(local_state, states, starts, ends, chains, space_->dof())));
+    sides.push_back(proximity::testing::ValueOrFail(
+        session_quick.CheckStepsUntilInvalid(session_state, states, starts, ends, chains, space_->dof())));
+    sides.push_back(proximity::testing::ValueOrFail(
+        unary_quick.CheckStepsUntilInvalid(unary_state, states, starts, ends, chains, space_->dof())));
+    for (size_t side = 0; side < sides.size(); ++side) {
+      const std::vector<planners::StepChecks>& answers = sides[side];
+      ASSERT_EQ(answers.size(), expected.size()) << "batch " << batch << " side " << side;
+      for (size_t c = 0; c < expected.size(); ++c) {
+        const std::string where =
+            "batch " + std::to_string(batch) + " side " + std::to_string(side) + " chain " + std::to_string(c);
+        EXPECT_EQ(answers[c].valid_steps, expected[c].valid_steps) << where;
+        ASSERT_EQ(answers[c].motions.size(), expected[c].motions.size()) << where;
+        for (size_t m = 0; m < expected[c].motions.size(); ++m) {
+          EXPECT_EQ(answers[c].motions[m].valid, expected[c].motions[m].valid) << where << " segment " << m;
+          EXPECT_EQ(answers[c].motions[m].last_valid_t, expected[c].motions[m].last_valid_t) << where;
+        }
+      }
+    }
+    EXPECT_GT(remote_->calls(), calls_before);
+  }
+  EXPECT_GT(stopped, 3);
+  EXPECT_GT(complete, 3);
+  // The session validator counts the states the server answered and the segments it checked.
+  EXPECT_GT(session_state.checks(), 0);
+  EXPECT_GT(session_quick.checks(), 0);
+  EXPECT_EQ(remote_->failures(), 0);
+}
+
 // Our planners over the remote scene (sessions, and unary calls) find the same paths as in process,
 // problem by problem, with the same seed; lazily certified (a sampled quick check grows the trees, the
 // candidate path's edges are certified in one round trip).

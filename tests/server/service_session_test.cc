@@ -328,6 +328,94 @@ TEST_F(SessionTest, UntilInvalidAnswersThePrefixUpToTheFirstInvalid) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// Chains (a planner's batch of tree extensions): each chain of state and discrete-motion queries is
+// answered in order up to its own first query that is not valid (or fails), the other chains going on;
+// every answer equals the core's for its query.
+TEST_F(SessionTest, ChainsStopEachAtItsOwnFirstInvalidQuery) {
+  std::mt19937_64 rng(12);
+  core::SceneCache cache;
+  core::MotionRequest discrete;
+  discrete.mode = core::MotionRequest::Mode::kDiscrete;
+  discrete.resolution = 0.05;
+  v1::SessionRequest request = Opening();
+  request.set_until_invalid(true);
+  // Per query: whether the core calls it valid; -1 for the one malformed query.
+  std::vector<int> valid;
+  std::vector<int> lengths;
+  const int chains = 60;
+  for (int c = 0; c < chains; ++c) {
+    const int steps = 1 + static_cast<int>(rng() % 4);
+    std::vector<double> from = RandomState(rng, core_->robot());
+    for (int k = 0; k < steps; ++k) {
+      std::vector<double> to = RandomState(rng, core_->robot());
+      const double t = std::uniform_real_distribution<double>(0.02, 0.3)(rng);
+      for (size_t i = 0; i < to.size(); ++i) to[i] = from[i] + t * (to[i] - from[i]);
+      const auto id = static_cast<uint64_t>(request.queries_size());
+      AddState(&request, id, to);
+      const core::StateResult st = proximity::testing::ValueOrFail(core_->CheckState(to, &cache));
+      valid.push_back(st.free && st.within_limits ? 1 : 0);
+      AddMotion(&request, id + 1, from, to, v1::MOTION_MODE_DISCRETE, discrete.resolution);
+      const core::MotionResult m = proximity::testing::ValueOrFail(core_->CheckMotion(from, to, discrete, &cache));
+      valid.push_back(m.free ? 1 : 0);
+      from = to;
+    }
+    lengths.push_back(2 * steps);
+    request.add_chains(static_cast<uint32_t>(2 * steps));
+  }
+  // Every chain's states CLEARed at once (as the server does when all resolve), then again with one
+  // malformed state in chain 3: an error answer that ends that chain only.
+  auto context = Context();
+  auto stream = Open(context.get());
+  int malformed = 0;
+  for (int c = 0; c < 3; ++c) malformed += lengths[static_cast<size_t>(c)];
+  for (const bool with_malformed : {false, true}) {
+    SCOPED_TRACE(with_malformed ? "a malformed state in chain 3" : "every query well formed");
+    if (with_malformed) {
+      request.clear_open();
+      request.mutable_queries(malformed)->mutable_state()->mutable_state()->mutable_positions()->RemoveLast();
+      valid[static_cast<size_t>(malformed)] = -1;
+    }
+    // The expected answers: each chain's prefix up to its first query that is not valid.
+    std::vector<int> expected;
+    int first = 0, stopped = 0, complete = 0;
+    for (int length : lengths) {
+      int k = first;
+      for (; k < first + length; ++k) {
+        expected.push_back(k);
+        if (valid[static_cast<size_t>(k)] != 1) break;
+      }
+      (k < first + length ? stopped : complete) += 1;
+      first += length;
+    }
+    ASSERT_GT(stopped, 5);
+    ASSERT_GT(complete, 5);
+    v1::SessionResponse response;
+    ASSERT_TRUE(RoundTrip(stream.get(), request, &response));
+    ASSERT_EQ(response.answers_size(), static_cast<int>(expected.size()));
+    for (size_t a = 0; a < expected.size(); ++a) {
+      const int k = expected[a];
+      const v1::SessionAnswer& answer = response.answers(static_cast<int>(a));
+      const std::string where = "answer " + std::to_string(a) + " (query " + std::to_string(k) + ")";
+      EXPECT_EQ(answer.id(), static_cast<uint64_t>(k)) << where;
+      if (valid[static_cast<size_t>(k)] < 0) {
+        ASSERT_TRUE(answer.has_error()) << where;
+        EXPECT_EQ(answer.error().message().rfind("queries[" + std::to_string(k) + "].state.state", 0), 0u)
+            << answer.error().message();
+      } else if (k % 2 == 0) {
+        ASSERT_TRUE(answer.has_state()) << where;
+        EXPECT_EQ(answer.state().free() && answer.state().within_limits(), valid[static_cast<size_t>(k)] == 1)
+            << where;
+        EXPECT_EQ(answer.state().stats().states(), 1) << where;
+      } else {
+        ASSERT_TRUE(answer.has_motion()) << where;
+        EXPECT_EQ(answer.motion().result().free(), valid[static_cast<size_t>(k)] == 1) << where;
+      }
+    }
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 // Protocol violations end the stream with a status that says what was wrong.
 TEST_F(SessionTest, ProtocolViolationsEndTheStream) {
   const std::vector<double> home(static_cast<size_t>(core_->dof()), 0.0);
@@ -342,12 +430,24 @@ TEST_F(SessionTest, ProtocolViolationsEndTheStream) {
   v1::SessionRequest twice = Opening();
   v1::SessionRequest oversize = Opening();
   for (int k = 0; k < 4097; ++k) AddState(&oversize, static_cast<uint64_t>(k), home);
+  // Chains that do not describe the batch.
+  v1::SessionRequest short_chains = Opening(), empty_chain = Opening(), loose_chains = Opening();
+  for (v1::SessionRequest* r : {&short_chains, &empty_chain, &loose_chains}) {
+    for (int k = 0; k < 4; ++k) AddState(r, static_cast<uint64_t>(k), home);
+    r->set_until_invalid(r != &loose_chains);
+  }
+  for (uint32_t length : {2u, 1u}) short_chains.add_chains(length);
+  for (uint32_t length : {2u, 0u, 2u}) empty_chain.add_chains(length);
+  for (uint32_t length : {2u, 2u}) loose_chains.add_chains(length);
   const std::vector<Case> cases = {
       {"no open", {no_open}, grpc::StatusCode::INVALID_ARGUMENT, "must carry open"},
       {"unknown scene", {Opening("no-such-scene")}, grpc::StatusCode::NOT_FOUND, "no-such-scene"},
       {"empty scene id", {Opening("")}, grpc::StatusCode::INVALID_ARGUMENT, "open.scene_id"},
       {"open twice", {Opening(), twice}, grpc::StatusCode::INVALID_ARGUMENT, "opens once"},
       {"oversize batch", {oversize}, grpc::StatusCode::RESOURCE_EXHAUSTED, "--max-session-batch = 4096"},
+      {"chains short of the batch", {short_chains}, grpc::StatusCode::INVALID_ARGUMENT, "summing to 3 for a batch of 4"},
+      {"an empty chain", {empty_chain}, grpc::StatusCode::INVALID_ARGUMENT, "chains[1]: 0"},
+      {"chains without until_invalid", {loose_chains}, grpc::StatusCode::INVALID_ARGUMENT, "without until_invalid"},
   };
   for (const Case& c : cases) {
     auto context = Context();

@@ -494,6 +494,41 @@ Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotions(std::span<c
   return Motions(starts, ends, dof, request, false);
 }
 
+Result<std::vector<planners::StepChecks>> RemoteScene::CheckStepsUntilInvalid(
+    std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
+    std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request) const {
+  if (impl_->options.use_session) {
+    return impl_->WithSession(*this, [&](RemoteSession& s) {
+      return s.CheckStepsUntilInvalid(states, starts, ends, chains, dof, request);
+    });
+  }
+  if (Status st = planners::CheckStepChains(states, starts, ends, chains, dof); !st.ok()) return st.error();
+  const auto d = static_cast<size_t>(dof);
+  const int32_t whole[1] = {static_cast<int32_t>(states.size() / d)};
+  if (chains.empty()) chains = whole;
+  std::vector<planners::StepChecks> out(chains.size());
+  if (states.empty()) return out;
+  const Result<std::vector<uint8_t>> valid = CheckStates(states, dof);
+  if (!valid.ok()) return valid.error();
+  size_t first = 0;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const auto length = static_cast<size_t>(chains[c]);
+    planners::StepChecks& chain = out[c];
+    chain.state_checks = static_cast<int64_t>(length);
+    size_t m = 0;
+    while (m < length && valid.value()[first + m] != 0) ++m;
+    if (m > 0) {
+      Result<std::vector<planners::MotionCheck>> motions =
+          Motions(starts.subspan(first * d, m * d), ends.subspan(first * d, m * d), dof, request, true);
+      if (!motions.ok()) return motions.error();
+      chain.motions = std::move(motions).value();
+    }
+    while (chain.valid_steps < chain.motions.size() && chain.motions[chain.valid_steps].valid) ++chain.valid_steps;
+    first += length;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------------------------------------
 // RemoteSession
 
@@ -645,7 +680,9 @@ struct RemoteSession::Impl {
   }
 
   // The answer to query i of the last round trip, checked: its kind, or the server's error for it.
-  Result<const v1::SessionAnswer*> AnswerAt(int i, v1::SessionAnswer::AnswerCase kind) {
+  Result<const v1::SessionAnswer*> AnswerAt(int i, v1::SessionAnswer::AnswerCase kind) { return AnswerAt(i, kind, i); }
+  // The same for answer i to query `query` (chains skip the queries after a chain's first invalid one).
+  Result<const v1::SessionAnswer*> AnswerAt(int i, v1::SessionAnswer::AnswerCase kind, int query) {
     scene->calls_.fetch_add(1, std::memory_order_relaxed);
     if (i >= response.answers_size()) {
       return Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(request.queries_size()) +
@@ -657,7 +694,7 @@ struct RemoteSession::Impl {
     if (a.answer_case() == v1::SessionAnswer::kError) {
       return Failure(grpc::Status(static_cast<grpc::StatusCode>(a.error().code()), a.error().message()));
     }
-    if (a.answer_case() != kind || a.id() != static_cast<uint64_t>(i)) {
+    if (a.answer_case() != kind || a.id() != static_cast<uint64_t>(query)) {
       return Failure(grpc::Status(grpc::StatusCode::INTERNAL, "answer " + std::to_string(i) + " is not the query's"));
     }
     return &a;
@@ -792,6 +829,71 @@ Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotions(std::span
   return Motions(starts, ends, dof, request, false);
 }
 
+Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
+    std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
+    std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request) {
+  Impl& s = *impl_;
+  if (Status st = planners::CheckStepChains(states, starts, ends, chains, dof); !st.ok()) return st.error();
+  const auto d = static_cast<size_t>(dof);
+  const size_t n = states.size() / d;
+  const int32_t whole[1] = {static_cast<int32_t>(n)};
+  if (chains.empty()) chains = whole;
+  std::vector<planners::StepChecks> out(chains.size());
+  if (n == 0) return out;
+  // Query 2k: step k's state; 2k + 1: its segment. A chain of m steps is 2m queries; the server stops
+  // each chain after its first query that is not free.
+  s.request.clear_queries();
+  s.request.set_until_invalid(true);
+  s.request.clear_chains();
+  for (size_t k = 0; k < n; ++k) {
+    SetPositions(states.subspan(k * d, d), s.Add(static_cast<int>(2 * k))->mutable_state()->mutable_state());
+    s.AddMotion(static_cast<int>(2 * k + 1), starts.subspan(k * d, d), ends.subspan(k * d, d), request);
+  }
+  for (const int32_t length : chains) s.request.add_chains(static_cast<uint32_t>(2 * length));
+  const Status sent = s.RoundTrip();
+  s.request.clear_chains();
+  if (!sent.ok()) return sent.error();
+  // The answers: each chain's prefix, chain after chain, each ending with its first invalid query or
+  // complete. Answer ids are the queries' places, so every answer is checked against its query.
+  const int answered = s.response.answers_size();
+  int at = 0;  // the next answer
+  size_t step = 0;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    planners::StepChecks& chain = out[c];
+    const auto length = static_cast<size_t>(chains[c]);
+    bool invalid = false;
+    for (size_t j = 0; j < 2 * length && !invalid; ++j) {
+      const int query = static_cast<int>(2 * step + j);
+      if (at >= answered || s.response.answers(at).id() != static_cast<uint64_t>(query)) {
+        return s.Failure(grpc::Status(grpc::StatusCode::INTERNAL,
+                                      "chain " + std::to_string(c) + ": query " + std::to_string(query) +
+                                          " unanswered though the chain had not failed (" + std::to_string(answered) +
+                                          " answers to " + std::to_string(2 * n) + " queries)"));
+      }
+      if (j % 2 == 0) {
+        auto a = s.AnswerAt(at, v1::SessionAnswer::kState, query);
+        if (!a.ok()) return a.error();
+        ++chain.state_checks;
+        invalid = !(a.value()->state().free() && a.value()->state().within_limits());
+      } else {
+        auto a = s.AnswerAt(at, v1::SessionAnswer::kMotion, query);
+        if (!a.ok()) return a.error();
+        chain.motions.push_back(Impl::ToCheck(a.value()->motion()));
+        invalid = !chain.motions.back().valid;
+        chain.valid_steps += !invalid;
+      }
+      ++at;
+    }
+    step += length;
+  }
+  if (at != answered) {
+    return s.Failure(grpc::Status(grpc::StatusCode::INTERNAL, std::to_string(answered) + " answers to " +
+                                                                  std::to_string(2 * n) + " step queries, " +
+                                                                  std::to_string(at) + " expected"));
+  }
+  return out;
+}
+
 Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const double> rows, int32_t dof,
                                                              double rel_err) {
   Impl& s = *impl_;
@@ -864,6 +966,26 @@ Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotions(s
                                                                                std::span<const double> ends,
                                                                                int32_t dof) const {
   return Counted(scene_->CheckMotions(starts, ends, dof, request_));
+}
+
+Result<std::vector<planners::StepChecks>> RemoteMotionValidator::CheckStepsUntilInvalid(
+    const planners::StateValidityChecker& state_checker, std::span<const double> states,
+    std::span<const double> starts, std::span<const double> ends, std::span<const int32_t> chains,
+    int32_t dof) const {
+  const auto* remote = dynamic_cast<const RemoteStateValidity*>(&state_checker);
+  if (remote == nullptr || &remote->scene() != scene_.get()) {
+    return MotionValidator::CheckStepsUntilInvalid(state_checker, states, starts, ends, chains, dof);
+  }
+  Result<std::vector<planners::StepChecks>> checks =
+      scene_->CheckStepsUntilInvalid(states, starts, ends, chains, dof, request_);
+  if (checks.ok()) {
+    for (const planners::StepChecks& chain : checks.value()) {
+      remote->checks_.fetch_add(chain.state_checks, std::memory_order_relaxed);
+      checks_.fetch_add(static_cast<int64_t>(chain.motions.size()), std::memory_order_relaxed);
+      for (const planners::MotionCheck& c : chain.motions) states_.fetch_add(c.states, std::memory_order_relaxed);
+    }
+  }
+  return checks;
 }
 
 std::string RemoteMotionValidator::Describe() const {

@@ -36,6 +36,16 @@ struct MotionCheck {
   int64_t states = 0;
 };
 
+/// The answer to MotionValidator::CheckStepsUntilInvalid.
+struct StepChecks {
+  /// Steps whose state and segment are both valid: steps 0 .. valid_steps - 1 (a prefix).
+  size_t valid_steps = 0;
+  /// States checked (every step's for a batch of states, else up to the first invalid one).
+  int64_t state_checks = 0;
+  /// The segments checked, in step order: CheckMotion's answers, a prefix of the steps' segments.
+  std::vector<MotionCheck> motions;
+};
+
 /// Whether a configuration is valid: collision-free (world and self) and within the joint limits.
 class StateValidityChecker {
  public:
@@ -70,11 +80,32 @@ class MotionValidator {
   [[nodiscard]] virtual core::Result<std::vector<MotionCheck>> CheckMotions(std::span<const double> starts,
                                                                              std::span<const double> ends,
                                                                              int32_t dof) const;
+  /// A planner's steps in chains (a tree's extensions): step k is the state states[k] (checked by
+  /// `state_checker`) and the segment starts[k] -> ends[k] (checked by this validator), rows of `dof`
+  /// values; a step is valid when both are. The steps form consecutive chains of chains[c] steps (each
+  /// >= 1, summing to the number of steps; one chain when `chains` is empty). Each chain is decided in
+  /// order up to its first step that is not valid, as asking IsValid and CheckMotion step by step
+  /// (state first) would, independently of the other chains: one StepChecks per chain. The default
+  /// checks every state in one AreValid call (a batch across SIMD lanes in process; IsValid for a
+  /// single step), then each chain's segments up to its first invalid state by CheckMotionsUntilInvalid
+  /// (CheckMotion for one). A remote validator whose `state_checker` asks the same server scene sends
+  /// every chain's states and segments in one round trip. Errors as those calls', and for rows or chains
+  /// that do not match.
+  [[nodiscard]] virtual core::Result<std::vector<StepChecks>> CheckStepsUntilInvalid(
+      const StateValidityChecker& state_checker, std::span<const double> states, std::span<const double> starts,
+      std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) const;
   /// True when "valid" is certified (never valid when any configuration on the segment collides);
   /// false for sampled checks, which can miss what lies between samples.
   virtual bool certified() const = 0;
   /// A short description for logs and benchmark lines ("certified", "discrete 0.0123 rad").
   virtual std::string Describe() const = 0;
 };
+
+/// CheckStepsUntilInvalid's argument checks, for its implementations: states, starts and ends the same
+/// whole rows of dof >= 1 values, chains of >= 1 steps summing to the steps (or none). The error names
+/// what does not match.
+[[nodiscard]] core::Status CheckStepChains(std::span<const double> states, std::span<const double> starts,
+                                           std::span<const double> ends, std::span<const int32_t> chains,
+                                           int32_t dof);
 
 }  // namespace proximity::planners

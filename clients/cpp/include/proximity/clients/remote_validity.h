@@ -144,6 +144,16 @@ class RemoteScene {
                                                                         std::span<const double> ends, int32_t dof,
                                                                         const core::MotionRequest& request) const;
 
+  /// A planner's steps in chains (planners::MotionValidator::CheckStepsUntilInvalid): step k is
+  /// CheckState of states[k], then the segment starts[k] -> ends[k] checked as `request` says; each chain
+  /// is decided in order up to its first state or segment that is not valid. Through a session: every
+  /// chain's states and segments interleaved in one message (SessionRequest.chains), one round trip.
+  /// Without sessions: one CheckStates call for the states, then one call per segment of each chain up
+  /// to its first invalid state.
+  [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
+      std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
+      std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request) const;
+
   /// Queries answered so far (an RPC each without sessions; a session query each with them) and how many
   /// failed (an error answer, or a call or stream that failed).
   int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
@@ -207,6 +217,11 @@ class RemoteSession {
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
                                                                         std::span<const double> ends, int32_t dof,
                                                                         const core::MotionRequest& request);
+  /// As RemoteScene::CheckStepsUntilInvalid, in one round trip (2 queries a step: at most half the
+  /// server's --max-session-batch steps).
+  [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
+      std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
+      std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request);
   /// Distance intervals at each row (rel_err >= 0: the upper bound may exceed the lower by that
   /// fraction), in one round trip.
   [[nodiscard]] Result<std::vector<RemoteDistance>> Distances(std::span<const double> rows, int32_t dof,
@@ -247,6 +262,7 @@ class RemoteStateValidity final : public planners::StateValidityChecker {
   const RemoteScene& scene() const { return *scene_; }
 
  private:
+  friend class RemoteMotionValidator;  // counts the states of the steps it sends
   std::shared_ptr<const RemoteScene> scene_;
   mutable std::atomic<int64_t> checks_{0};
 };
@@ -266,6 +282,12 @@ class RemoteMotionValidator final : public planners::MotionValidator {
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
                                                                         std::span<const double> ends,
                                                                         int32_t dof) const override;
+  /// With a RemoteStateValidity of the same RemoteScene: RemoteScene::CheckStepsUntilInvalid (one round
+  /// trip over a session), each checker counting its own checks. Any other state checker: the default.
+  [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
+      const planners::StateValidityChecker& state_checker, std::span<const double> states,
+      std::span<const double> starts, std::span<const double> ends, std::span<const int32_t> chains,
+      int32_t dof) const override;
   bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
   /// "remote certified (127.0.0.1:50051, scene 'default')".
   std::string Describe() const override;
