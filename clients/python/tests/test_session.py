@@ -83,6 +83,42 @@ def test_until_invalid_answers_up_to_the_first_edge_that_is_not_free(client: Cli
     assert len(everything) == len(edges)
 
 
+def test_chains_stop_each_at_its_own_first_invalid_query(client: Client, info: SceneInfo,
+                                                        rng: np.random.Generator) -> None:
+    # Chains of a planner's steps: per step its state, then the edge to it; each chain answered up to its
+    # first query that is not free, as asking one by one would.
+    queries, chains, expected = [], [], []
+    for c in range(40):
+        q = info.sample(1, rng)[0]
+        length = 1 + c % 3
+        for _ in range(length):
+            nxt = q + 0.3 * (info.sample(1, rng)[0] - q)
+            queries.append(pb.SessionQuery(id=len(queries), state=pb.CheckStateRequest(
+                state=pb.JointPositions(positions=nxt.tolist()))))
+            queries.append(pb.SessionQuery(id=len(queries), motion=pb.CheckMotionRequest(
+                start=pb.JointPositions(positions=q.tolist()), goal=pb.JointPositions(positions=nxt.tolist()))))
+            q = nxt
+        chains.append(2 * length)
+    first = 0
+    for length in chains:
+        for k in range(first, first + length):
+            expected.append(k)
+            query = queries[k]
+            if k % 2 == 0:
+                state = client.check_state(np.array(query.state.state.positions))
+                free = state.free and state.within_limits
+            else:
+                free = client.check_motion(np.array(query.motion.start.positions),
+                                           np.array(query.motion.goal.positions)).free
+            if not free:
+                break
+        first += length
+    assert len(expected) < len(queries), "no chain stopped early"
+    with client.session() as s:
+        answers = s.run(queries, until_invalid=True, chains=chains)
+    assert [a.id for a in answers] == expected
+
+
 def test_bad_queries_raise_their_error_and_the_session_goes_on(client: Client, info: SceneInfo) -> None:
     home = np.zeros(info.dof)
     with client.session() as s:

@@ -238,12 +238,16 @@ class Session:
         except grpc.RpcError:
             pass
 
-    def run(self, queries: Sequence["pb.SessionQuery"], until_invalid: bool = False) -> List["pb.SessionAnswer"]:
+    def run(self, queries: Sequence["pb.SessionQuery"], until_invalid: bool = False,
+            chains: Optional[Sequence[int]] = None) -> List["pb.SessionAnswer"]:
         """One round trip with raw ``pb.SessionQuery`` messages: their ``pb.SessionAnswer`` messages in order
-        (with ``until_invalid``, up to the first that is not free)."""
+        (with ``until_invalid``, up to the first that is not free). ``chains`` (with ``until_invalid``):
+        the queries are consecutive chains of these lengths, each answered up to its own first query that is
+        not free, the others going on (a planner's batch of tree extensions in one round trip); the
+        answers are the chains' prefixes in order, matched to queries by ``id``."""
         if self._closed:
             raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
-        request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid)
+        request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid, chains=list(chains or []))
         client, restores, rounds = self._client, 0, 0
         while True:
             if self._open is not None:
