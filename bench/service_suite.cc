@@ -580,6 +580,7 @@ int RemotePlan(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
     if (!valid(a) || !valid(b) || space.Distance(a, b) < 1.0) continue;
     if (!f.scene->CheckMotion(a, b, {}, &cache).value_or({}).free) ends.emplace_back(a, b);
   }
+  core::AwaitSelfClearanceFill();  // the default scene's maps, here and in the server (see RemotePlanMbm)
   PlanSides sides;
   for (size_t p = 0; p < ends.size(); ++p) {
     if (PlanThreeWays(f.scene, session_scene.value(), unary_scene.value(), ends[p].first, ends[p].second,
@@ -699,6 +700,10 @@ int RemotePlanMbm(const SuiteOptions& options, Fixture& f) {
     ro.use_session = false;
     auto unary_scene = clients::RemoteScene::Connect(ro);
     if (!unary_scene.ok()) return 1;
+    // Both scenes (the server's and the one in process) plan on filled self-clearance maps, as a
+    // long-lived scene does: their background fill would otherwise run beside whichever side plans
+    // first (the server is in this process, so one wait covers both).
+    core::AwaitSelfClearanceFill();
     PlanSides one;
     if (PlanThreeWays(built.value()->scene, session_scene.value(), unary_scene.value(), ends.value().first,
                       ends.value().second, options.seed + k, time_limit_s, &one) != 0) {
