@@ -59,13 +59,9 @@ class Checker {
   Checker(const PlanningContext& context, PlanStats* stats) : context_(context), stats_(stats) {
     end_.resize(static_cast<size_t>(context.space.dof()));
   }
-  Result<bool> Valid(std::span<const double> q) {
-    ++stats_->state_checks;
-    return context_.state->IsValid(q);
-  }
-  // Valid() of every row of `rows` (configurations of dof() values, row after row) in one call
+  // Whether each row of `rows` (configurations of dof() values, row after row) is valid, in one call
   // (StateValidityChecker::AreValid: one batch check in process, one round trip to a remote scene); each
-  // row counted as Valid() counts it.
+  // row counted as a state check.
   Result<std::vector<uint8_t>> ValidRows(std::span<const double> rows) {
     const int32_t dof = context_.space.dof();
     stats_->state_checks += static_cast<int64_t>(rows.size() / static_cast<size_t>(dof));
@@ -85,21 +81,11 @@ class Checker {
     if (checks.ok()) stats_->motion_checks += static_cast<int64_t>(checks.value().size());
     return checks;
   }
-  // The quick checks of the segments a[i] -> b[i] in order, up to and including the first that is not
-  // valid, in one call to the quick validator (the decisive one when the context has none); each counted
-  // as Quick() counts it.
-  Result<std::vector<MotionCheck>> QuickUntilInvalid(std::span<const std::span<const double>> a,
-                                                     std::span<const std::span<const double>> b) {
-    if (context_.quick_motion == nullptr) return MotionsUntilInvalid(a, b);
-    Result<std::vector<MotionCheck>> checks = UntilInvalid(*context_.quick_motion, a, b);
-    if (checks.ok()) stats_->quick_motion_checks += static_cast<int64_t>(checks.value().size());
-    return checks;
-  }
   // Chains of a tree's steps: chain c starts from froms[c] and goes through the next chains[c] rows of
   // `steps` (each step's state, then the segment to it from the step before), each decided in order up
   // to its first invalid step by the quick check (the decisive one when the context has none):
   // MotionValidator::CheckStepsUntilInvalid, one batch of states in process, one round trip to a remote
-  // scene for every chain. Counted as Valid() and Quick() count them.
+  // scene for every chain. Counted as ValidRows() and Quick() count them.
   Result<std::vector<StepChecks>> StepChains(std::span<const std::span<const double>> froms,
                                              std::span<const double> steps, std::span<const int32_t> chains) {
     const auto dof = static_cast<size_t>(context_.space.dof());
