@@ -13,36 +13,30 @@ constexpr int32_t kSimplifyAttempts = 3;
 // Shortcuts proposed together and checked in one batch (one round trip to a remote validator).
 constexpr size_t kShortcutBatch = 8;
 
-// Drops waypoints whose neighbours see each other directly: every other waypoint's pair of neighbours
-// (path[i], path[i + 2]) for i of one parity is checked in one batch and the waypoints between the
-// valid pairs dropped, the parities taking turns until neither drops one. `decisive`: Motion() checks,
-// else Shortcut() checks.
+// Drops waypoints whose neighbours see each other directly: every waypoint's pair of neighbours
+// (path[i], path[i + 2]) is checked in one batch, and waypoints whose pair is valid are dropped from the
+// first on, never two in a row (each dropped waypoint's neighbours stay, so the edge that replaces it
+// is the one checked); passes repeat until one drops none. `decisive`: Motion() checks, else
+// Shortcut() checks.
 Status ReduceVertices(internal::Checker* checker, bool decisive, std::vector<Configuration>* path,
                       internal::Clock* clock, int64_t* iteration) {
   PlanOutcome why;
-  std::vector<Configuration> a, b;
-  int idle = 0;
-  for (size_t parity = 0; idle < 2 && path->size() > 2; parity ^= 1) {
+  std::vector<Configuration> a, b, kept;
+  while (path->size() > 2) {
     if (clock->Expired((*iteration)++, &why)) return Status::Ok();
-    a.clear();
-    b.clear();
-    for (size_t i = parity; i + 2 < path->size(); i += 2) {
-      a.push_back((*path)[i]);
-      b.push_back((*path)[i + 2]);
-    }
-    if (a.empty()) {
-      ++idle;
-      continue;
-    }
+    a.assign(path->begin(), path->end() - 2);
+    b.assign(path->begin() + 2, path->end());
     const Result<std::vector<MotionCheck>> checks = checker->Edges(decisive, a, b);
     if (!checks.ok()) return checks.status();
-    bool dropped = false;
-    for (size_t k = a.size(); k-- > 0;) {
-      if (!checks.value()[k].valid) continue;
-      path->erase(path->begin() + static_cast<std::ptrdiff_t>(parity + 2 * k + 1));
-      dropped = true;
+    // Waypoint j goes when its neighbours see each other and j - 1 stays (then j + 1 stays too).
+    std::vector<char> drop(path->size(), 0);
+    for (size_t j = 1; j + 1 < path->size(); ++j) drop[j] = checks.value()[j - 1].valid && !drop[j - 1];
+    kept.clear();
+    for (size_t j = 0; j < path->size(); ++j) {
+      if (!drop[j]) kept.push_back((*path)[j]);
     }
-    idle = dropped ? 0 : idle + 1;
+    if (kept.size() == path->size()) return Status::Ok();
+    path->swap(kept);
   }
   return Status::Ok();
 }
