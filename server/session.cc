@@ -41,7 +41,9 @@ core::Status CheckChains(const v1::SessionRequest& request) {
   }
   int64_t sum = 0;
   for (int c = 0; c < request.chains_size(); ++c) {
-    if (request.chains(c) == 0) return core::InvalidArgument("chains[" + std::to_string(c) + "]: 0; a chain holds >= 1 query");
+    if (request.chains(c) == 0) {
+      return core::InvalidArgument("chains[" + std::to_string(c) + "]: 0; a chain holds >= 1 query");
+    }
     sum += request.chains(c);
   }
   if (sum != request.queries_size()) {
