@@ -443,6 +443,27 @@ void Session(const uint8_t* data, size_t size) {
     PROX_FUZZ_CHECK(answers <= queries, "no more answers than queries");
     if (!request.until_invalid()) PROX_FUZZ_CHECK(answers == queries, "one answer per query");
     if (queries > 0) PROX_FUZZ_CHECK(answers >= 1, "a batch of queries gets an answer");
+    if (request.until_invalid() && request.chains_size() > 0) {
+      // Chains (the server answered, so they describe the batch): each chain's answers are a prefix of
+      // its queries, complete or ending with its first invalid one.
+      int64_t sum = 0;
+      for (const uint32_t length : request.chains()) sum += length;
+      PROX_FUZZ_CHECK(sum == queries, "answered chains sum to the batch");
+      int at = 0, first = 0;
+      for (const uint32_t length : request.chains()) {
+        PROX_FUZZ_CHECK(length >= 1, "answered chains hold a query each");
+        for (int k = first; k < first + static_cast<int>(length); ++k) {
+          PROX_FUZZ_CHECK(at < answers, "a chain is answered up to its first invalid query");
+          const bool valid = CheckSessionAnswer(request.queries(k), response.answers(at), k, scene_id);
+          ++at;
+          if (!valid) break;
+        }
+        first += static_cast<int>(length);
+      }
+      PROX_FUZZ_CHECK(at == answers, "no answers beyond the chains'");
+      ++answered;
+      continue;
+    }
     for (int k = 0; k < answers; ++k) {
       const bool valid = CheckSessionAnswer(request.queries(k), response.answers(k), k, scene_id);
       if (request.until_invalid() && k + 1 < answers) {
