@@ -3,6 +3,8 @@
 // MotionBenchMaker-format problems for any robot (problem_gen.h). Bad input exits with code 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -42,6 +44,10 @@ std::map<std::string, SuiteFn>& Suites() {
 namespace {
 
 using proximity::bench::kBadInput;
+
+// --cases: the robot suite's case groups and the service suite's.
+constexpr std::array<const char*, 3> kRobotCases = {"clear", "distance", "link"};
+constexpr std::array<const char*, 5> kServiceCases = {"states", "paths", "track", "latency", "plan"};
 
 // The suites that take a robot and problems.
 bool TakesRobot(const std::string& suite) { return suite == "robot" || suite == "mbm" || suite == "generate"; }
@@ -96,10 +102,12 @@ int main(int argc, char** argv) {
   app.add_option("--problems", options.problems_dir,
                  "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
                  "in family folders, any depth); --quick keeps the first 5 of each family");
+  std::vector<std::string> all_cases(kRobotCases.begin(), kRobotCases.end());
+  all_cases.insert(all_cases.end(), kServiceCases.begin(), kServiceCases.end());
   app.add_option("--cases", options.cases,
                  "robot: run only these case groups (clear, distance, link); service: only these (states, paths, "
                  "track, latency, plan)")
-      ->check(CLI::IsMember({"clear", "distance", "link", "states", "paths", "track", "latency", "plan"}))
+      ->check(CLI::IsMember(all_cases))
       ->delimiter(',');
   app.add_option("--out", options.out_dir, "generate: the new folder to write the problems into");
   app.add_option("--count", options.count, "generate: how many problems (default 100)");
@@ -127,7 +135,7 @@ int main(int argc, char** argv) {
     return misuse("--cases applies to the robot and service suites only");
   }
   for (const std::string& c : options.cases) {
-    const bool service_case = c == "states" || c == "paths" || c == "track" || c == "latency" || c == "plan";
+    const bool service_case = std::find(kServiceCases.begin(), kServiceCases.end(), c) != kServiceCases.end();
     if (service_case != (suite == "service")) return misuse("--cases " + c + " is not a case group of " + suite);
   }
   if (suite != "generate") {

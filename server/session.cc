@@ -67,27 +67,22 @@ class SessionState {
   grpc::Status Answer(const v1::SessionRequest& request, v1::SessionResponse* response) {
     response->clear_answers();
     const int n = request.queries_size();
-    if (request.until_invalid() && request.chains_size() > 0) {
-      // Chains (their lengths checked by the caller): each stops after its first invalid query. Their
-      // states are CLEARed at once first (one Scene::CheckStates call; a CLEAR's answer does not depend
-      // on when it is asked), and answered from that where a chain gets to them.
+    if (request.until_invalid()) {
+      // Chains (their lengths checked by the caller; the whole batch when none are given), each stopped
+      // after its first invalid query. The states are CLEARed at once first (one Scene::CheckStates
+      // call; a CLEAR's answer does not depend on when it is asked) and answered from that where a chain
+      // gets to them.
       const bool batched = !cold_ && CheckStateQueries(request);
+      const uint32_t whole[1] = {static_cast<uint32_t>(n)};
+      const std::span<const uint32_t> chains =
+          request.chains_size() > 0 ? std::span<const uint32_t>(request.chains().data(), request.chains().size())
+                                    : std::span<const uint32_t>(whole);
       int begin = 0;
-      for (const uint32_t length : request.chains()) {
+      for (const uint32_t length : chains) {
         const int end = begin + static_cast<int>(length);
         for (int i = begin; i < end; ++i) {
-          const v1::SessionQuery& query = request.queries(i);
-          v1::SessionAnswer* answer = response->add_answers();
-          answer->set_id(query.id());
           bool valid = true;
-          if (batched && query.query_case() == v1::SessionQuery::kState) {
-            const core::StateResult& r = results_[static_cast<size_t>(state_at_[static_cast<size_t>(i)])];
-            StateAnswer(r, answer);
-            valid = r.free && r.within_limits;
-          } else if (grpc::Status s = AnswerOne(i, query, answer, &valid); !s.ok()) {
-            return s;
-          }
-          ++queries_;
+          if (grpc::Status s = AnswerQuery(request, i, batched, response, &valid); !s.ok()) return s;
           if (!valid) break;
         }
         begin = end;
@@ -95,9 +90,9 @@ class SessionState {
       return grpc::Status::OK;
     }
     for (int i = 0; i < n; ++i) {
-      // A run of CLEARs is checked at once (Scene::CheckStates); until_invalid stops at the first state
-      // that is not valid, and cold caches start every query afresh, so those go one at a time.
-      if (!request.until_invalid() && !cold_) {
+      // A run of CLEARs is checked at once (Scene::CheckStates); cold caches start every query afresh, so
+      // those go one at a time.
+      if (!cold_) {
         int end = i;
         while (end < n && request.queries(end).query_case() == v1::SessionQuery::kState) ++end;
         if (end - i >= 2) {
@@ -107,13 +102,8 @@ class SessionState {
           continue;
         }
       }
-      const v1::SessionQuery& query = request.queries(i);
-      v1::SessionAnswer* answer = response->add_answers();
-      answer->set_id(query.id());
       bool valid = true;
-      if (grpc::Status s = AnswerOne(i, query, answer, &valid); !s.ok()) return s;
-      ++queries_;
-      if (request.until_invalid() && !valid) break;
+      if (grpc::Status s = AnswerQuery(request, i, false, response, &valid); !s.ok()) return s;
     }
     return grpc::Status::OK;
   }
@@ -230,6 +220,24 @@ class SessionState {
         .CheckStates(std::span<const double>(rows_.data(), static_cast<size_t>(count) * dof),
                      std::span<core::StateResult>(results_.data(), static_cast<size_t>(count)), Cache())
         .ok();
+  }
+
+  // Query i of `request` answered into a new answer of `response` and counted: a state from the batch
+  // CheckStateQueries made when `batched`, anything else by AnswerOne.
+  grpc::Status AnswerQuery(const v1::SessionRequest& request, int i, bool batched, v1::SessionResponse* response,
+                           bool* valid) {
+    const v1::SessionQuery& query = request.queries(i);
+    v1::SessionAnswer* answer = response->add_answers();
+    answer->set_id(query.id());
+    if (batched && query.query_case() == v1::SessionQuery::kState) {
+      const core::StateResult& r = results_[static_cast<size_t>(state_at_[static_cast<size_t>(i)])];
+      StateAnswer(r, answer);
+      *valid = r.free && r.within_limits;
+    } else if (grpc::Status s = AnswerOne(i, query, answer, valid); !s.ok()) {
+      return s;
+    }
+    ++queries_;
+    return grpc::Status::OK;
   }
 
   grpc::Status AnswerOne(int i, const v1::SessionQuery& query, v1::SessionAnswer* answer, bool* valid) {

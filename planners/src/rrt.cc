@@ -108,7 +108,6 @@ class RrtPlanner final : public Planner {
     std::vector<double> samples;
     std::vector<char> toward_goal;
     std::vector<Extension> grown;
-    std::vector<std::span<const double>> targets;
     const int64_t max_samples = clock.termination().max_iterations;
     for (int64_t round = 0, drawn = 0;; ++round) {
       if (clock.Expired(drawn, &result.outcome)) break;
@@ -139,17 +138,14 @@ class RrtPlanner final : public Planner {
         }
       } else {
         // Connect the other tree to every new vertex as far as it goes.
-        targets.clear();
         std::vector<int32_t> from;
         for (const Extension& e : grown) {
-          if (e.last < 0) continue;
-          targets.push_back(a->q(e.last));
-          from.push_back(e.last);
+          if (e.last >= 0) from.push_back(e.last);
         }
-        if (!targets.empty()) {
+        if (!from.empty()) {
           std::vector<int32_t> joined;
           bool expired = false;
-          if (Status s = ConnectAll(&checker, &clock, drawn - 1, b, targets, range, &joined, &expired, &result.outcome);
+          if (Status s = ConnectAll(&checker, &clock, drawn - 1, b, *a, from, range, &joined, &expired, &result.outcome);
               !s.ok()) {
             return s.error();
           }
@@ -308,14 +304,14 @@ class RrtPlanner final : public Planner {
     return Status::Ok();
   }
 
-  // RRT-Connect's connection of `tree` toward each of `targets` (other-tree vertices), as far as it
-  // goes: kConnectSteps steps a target per batch (Extend), the targets still advancing (every step
-  // valid, target not reached) going on in the next batch. (*joined)[t]: the tree's vertex at target t
-  // when reached, else -1. The clock is asked before each batch (a tiny range makes many), as at the
-  // round's last sample (`sample`): *expired, and *why, when it ended the connection.
-  Status ConnectAll(Checker* checker, Clock* clock, int64_t sample, Tree* tree,
-                    std::span<const std::span<const double>> targets, double range, std::vector<int32_t>* joined,
-                    bool* expired, PlanOutcome* why) {
+  // RRT-Connect's connection of `tree` toward each of `other`'s vertices `targets`, as far as it goes:
+  // kConnectSteps steps a target per batch (Extend), the targets still advancing (every step valid,
+  // target not reached) going on in the next batch. (*joined)[t]: the tree's vertex at target t when
+  // reached, else -1. The clock is asked before each batch (a tiny range makes many), as at the round's
+  // last sample (`sample`): *expired, and *why, when it ended the connection.
+  Status ConnectAll(Checker* checker, Clock* clock, int64_t sample, Tree* tree, const Tree& other,
+                    std::span<const int32_t> targets, double range, std::vector<int32_t>* joined, bool* expired,
+                    PlanOutcome* why) {
     joined->assign(targets.size(), -1);
     std::vector<size_t> open(targets.size());
     for (size_t t = 0; t < open.size(); ++t) open[t] = t;
@@ -327,7 +323,7 @@ class RrtPlanner final : public Planner {
         return Status::Ok();
       }
       rows.clear();
-      for (size_t t : open) rows.insert(rows.end(), targets[t].begin(), targets[t].end());
+      for (size_t t : open) rows.insert(rows.end(), other.q(targets[t]).begin(), other.q(targets[t]).end());
       if (Status s = Extend(checker, tree, rows, range, kConnectSteps, &steps); !s.ok()) return s;
       std::vector<size_t> next;
       for (size_t i = 0; i < open.size(); ++i) {

@@ -64,27 +64,15 @@ core::Status CheckStepChains(std::span<const double> states, std::span<const dou
   return {};
 }
 
-core::Result<std::vector<StepChecks>> MotionValidator::CheckStepsUntilInvalid(
-    const StateValidityChecker& state_checker, std::span<const double> states, std::span<const double> starts,
-    std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) const {
-  if (core::Status s = CheckStepChains(states, starts, ends, chains, dof); !s.ok()) return s.error();
-  const auto d = static_cast<size_t>(dof);
-  const size_t n = states.size() / d;
-  const int32_t whole[1] = {static_cast<int32_t>(n)};
+core::Result<std::vector<StepChecks>> DecideChainSegments(
+    std::span<const uint8_t> valid, std::span<const double> starts, std::span<const double> ends,
+    std::span<const int32_t> chains, int32_t dof,
+    const std::function<core::Result<std::vector<MotionCheck>>(std::span<const double>, std::span<const double>)>&
+        until_invalid) {
+  const int32_t whole[1] = {static_cast<int32_t>(valid.size())};
   if (chains.empty()) chains = whole;
+  const auto d = static_cast<size_t>(dof);
   std::vector<StepChecks> out(chains.size());
-  if (n == 0) return out;
-  // Every state at once: one IsValid for one step, else one batch.
-  std::vector<uint8_t> valid;
-  if (n == 1) {
-    const core::Result<bool> one = state_checker.IsValid(states);
-    if (!one.ok()) return one.error();
-    valid.assign(1, one.value() ? 1 : 0);
-  } else {
-    core::Result<std::vector<uint8_t>> rows = state_checker.AreValid(states, dof);
-    if (!rows.ok()) return rows.error();
-    valid = std::move(rows).value();
-  }
   size_t first = 0;
   for (size_t c = 0; c < chains.size(); ++c) {
     const auto length = static_cast<size_t>(chains[c]);
@@ -92,22 +80,36 @@ core::Result<std::vector<StepChecks>> MotionValidator::CheckStepsUntilInvalid(
     chain.state_checks = static_cast<int64_t>(length);
     size_t valid_states = 0;
     while (valid_states < length && valid[first + valid_states] != 0) ++valid_states;
-    const std::span<const double> a = starts.subspan(first * d, valid_states * d);
-    const std::span<const double> b = ends.subspan(first * d, valid_states * d);
-    first += length;
-    if (valid_states == 0) continue;
-    if (valid_states == 1) {
-      const core::Result<MotionCheck> motion = CheckMotion(a, b);
-      if (!motion.ok()) return motion.error();
-      chain.motions.push_back(motion.value());
-    } else {
-      core::Result<std::vector<MotionCheck>> motions = CheckMotionsUntilInvalid(a, b, dof);
+    if (valid_states > 0) {
+      core::Result<std::vector<MotionCheck>> motions =
+          until_invalid(starts.subspan(first * d, valid_states * d), ends.subspan(first * d, valid_states * d));
       if (!motions.ok()) return motions.error();
       chain.motions = std::move(motions).value();
     }
     while (chain.valid_steps < chain.motions.size() && chain.motions[chain.valid_steps].valid) ++chain.valid_steps;
+    first += length;
   }
   return out;
+}
+
+core::Result<std::vector<StepChecks>> MotionValidator::CheckStepsUntilInvalid(
+    const StateValidityChecker& state_checker, std::span<const double> states, std::span<const double> starts,
+    std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) const {
+  if (core::Status s = CheckStepChains(states, starts, ends, chains, dof); !s.ok()) return s.error();
+  // Every state at once: one IsValid for one step, else one batch.
+  std::vector<uint8_t> valid;
+  if (states.size() == static_cast<size_t>(dof)) {
+    const core::Result<bool> one = state_checker.IsValid(states);
+    if (!one.ok()) return one.error();
+    valid.assign(1, one.value() ? 1 : 0);
+  } else if (!states.empty()) {
+    core::Result<std::vector<uint8_t>> rows = state_checker.AreValid(states, dof);
+    if (!rows.ok()) return rows.error();
+    valid = std::move(rows).value();
+  }
+  return DecideChainSegments(valid, starts, ends, chains, dof, [&](std::span<const double> a, std::span<const double> b) {
+    return CheckMotionsUntilInvalid(a, b, dof);
+  });
 }
 
 core::Result<std::vector<uint8_t>> StateValidityChecker::AreValid(std::span<const double> qs, int32_t dof) const {

@@ -21,12 +21,12 @@ constexpr size_t kShortcutBatch = 8;
 Status ReduceVertices(internal::Checker* checker, bool decisive, std::vector<Configuration>* path,
                       internal::Clock* clock, int64_t* iteration) {
   PlanOutcome why;
-  std::vector<Configuration> a, b, kept;
+  std::vector<Configuration> kept;
   while (path->size() > 2) {
     if (clock->Expired((*iteration)++, &why)) return Status::Ok();
-    a.assign(path->begin(), path->end() - 2);
-    b.assign(path->begin() + 2, path->end());
-    const Result<std::vector<MotionCheck>> checks = checker->Edges(decisive, a, b);
+    const std::span<const Configuration> waypoints(*path);
+    const Result<std::vector<MotionCheck>> checks =
+        checker->Edges(decisive, waypoints.first(waypoints.size() - 2), waypoints.subspan(2));
     if (!checks.ok()) return checks.status();
     // Waypoint j goes when its neighbours see each other and j - 1 stays (then j + 1 stays too).
     std::vector<char> drop(path->size(), 0);

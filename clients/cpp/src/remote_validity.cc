@@ -503,30 +503,16 @@ Result<std::vector<planners::StepChecks>> RemoteScene::CheckStepsUntilInvalid(
     });
   }
   if (Status st = planners::CheckStepChains(states, starts, ends, chains, dof); !st.ok()) return st.error();
-  const auto d = static_cast<size_t>(dof);
-  const int32_t whole[1] = {static_cast<int32_t>(states.size() / d)};
-  if (chains.empty()) chains = whole;
-  std::vector<planners::StepChecks> out(chains.size());
-  if (states.empty()) return out;
-  const Result<std::vector<uint8_t>> valid = CheckStates(states, dof);
-  if (!valid.ok()) return valid.error();
-  size_t first = 0;
-  for (size_t c = 0; c < chains.size(); ++c) {
-    const auto length = static_cast<size_t>(chains[c]);
-    planners::StepChecks& chain = out[c];
-    chain.state_checks = static_cast<int64_t>(length);
-    size_t m = 0;
-    while (m < length && valid.value()[first + m] != 0) ++m;
-    if (m > 0) {
-      Result<std::vector<planners::MotionCheck>> motions =
-          Motions(starts.subspan(first * d, m * d), ends.subspan(first * d, m * d), dof, request, true);
-      if (!motions.ok()) return motions.error();
-      chain.motions = std::move(motions).value();
-    }
-    while (chain.valid_steps < chain.motions.size() && chain.motions[chain.valid_steps].valid) ++chain.valid_steps;
-    first += length;
+  std::vector<uint8_t> valid;
+  if (!states.empty()) {
+    Result<std::vector<uint8_t>> rows = CheckStates(states, dof);
+    if (!rows.ok()) return rows.error();
+    valid = std::move(rows).value();
   }
-  return out;
+  return planners::DecideChainSegments(valid, starts, ends, chains, dof,
+                                       [&](std::span<const double> a, std::span<const double> b) {
+                                         return Motions(a, b, dof, request, true);
+                                       });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -863,13 +849,9 @@ Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
     const auto length = static_cast<size_t>(chains[c]);
     bool invalid = false;
     for (size_t j = 0; j < 2 * length && !invalid; ++j) {
+      // AnswerAt checks that the answer exists and is this query's: a chain answered short of its
+      // first invalid query is an error.
       const int query = static_cast<int>(2 * step + j);
-      if (at >= answered || s.response.answers(at).id() != static_cast<uint64_t>(query)) {
-        return s.Failure(grpc::Status(grpc::StatusCode::INTERNAL,
-                                      "chain " + std::to_string(c) + ": query " + std::to_string(query) +
-                                          " unanswered though the chain had not failed (" + std::to_string(answered) +
-                                          " answers to " + std::to_string(2 * n) + " queries)"));
-      }
       if (j % 2 == 0) {
         auto a = s.AnswerAt(at, v1::SessionAnswer::kState, query);
         if (!a.ok()) return a.error();

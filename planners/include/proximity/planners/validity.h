@@ -11,6 +11,7 @@
 /// malformed configuration) with which planners stop instead of guessing.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -107,5 +108,16 @@ class MotionValidator {
 [[nodiscard]] core::Status CheckStepChains(std::span<const double> states, std::span<const double> starts,
                                            std::span<const double> ends, std::span<const int32_t> chains,
                                            int32_t dof);
+
+/// The rest of CheckStepsUntilInvalid once every step's state is known (`valid`, one flag per step, as
+/// AreValid gives them), for its implementations: each chain's segments up to its first invalid state,
+/// decided by `until_invalid` (CheckMotionsUntilInvalid over rows of starts and ends), assembled into one
+/// StepChecks per chain (every state of a chain counted as checked). Arguments as CheckStepChains
+/// accepts them (not checked again); an error of `until_invalid` is returned as it is.
+[[nodiscard]] core::Result<std::vector<StepChecks>> DecideChainSegments(
+    std::span<const uint8_t> valid, std::span<const double> starts, std::span<const double> ends,
+    std::span<const int32_t> chains, int32_t dof,
+    const std::function<core::Result<std::vector<MotionCheck>>(std::span<const double>, std::span<const double>)>&
+        until_invalid);
 
 }  // namespace proximity::planners
