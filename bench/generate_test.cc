@@ -142,6 +142,7 @@ TEST_P(GenerateTest, ProblemsAreFreeSolvableReadBackAndHalfCollideOnTheStraightL
   const core::RobotModel& model = *robot_.model;
   const Workspace& ws = report.workspace;
   peers::FclRobot fcl_robot(model);
+  const auto maps = core::SelfClearanceMaps::For(robot_.model);
   core::SceneCache cache;
   std::vector<core::RigidTransform> X_WL;
   int colliding_lines = 0;
@@ -157,7 +158,7 @@ TEST_P(GenerateTest, ProblemsAreFreeSolvableReadBackAndHalfCollideOnTheStraightL
     for (int32_t i = 0; i < model.num_positions(); ++i) {
       EXPECT_EQ(p.request.goals[0].joint_constraints[static_cast<size_t>(i)].joint_name, model.active_joint_names()[i]);
     }
-    auto scene = BuildProblemScene(p, robot_.model);
+    auto scene = BuildProblemScene(p, maps);
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     peers::FclWorld world(*scene.value());
     const auto start = mbm::MbmStartConfiguration(p.request, model);

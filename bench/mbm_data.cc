@@ -159,7 +159,10 @@ core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& ro
 int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* data) {
   if (!options.robot.given() && options.problems_dir.empty()) {
     const int code = LoadDefaultData(suite, options, data);
-    if (code == 0) data->robot_label = FileLabel(data->robot->name());
+    if (code == 0) {
+      data->robot_label = FileLabel(data->robot->name());
+      data->maps = core::SelfClearanceMaps::For(data->robot);
+    }
     return code;
   }
   if (options.problems_dir.empty()) {
@@ -199,14 +202,16 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
     data->robot = panda.robot;
   }
   data->robot_label = FileLabel(data->robot->name());
+  data->maps = core::SelfClearanceMaps::For(data->robot);
   if (!ProblemsFitRobot(suite, *data)) return kBadInput;
   return 0;
 }
 
 core::Result<std::shared_ptr<const core::Scene>> BuildProblemScene(const mbm::MbmProblem& p,
-                                                                 const std::shared_ptr<const core::RobotModel>& robot) {
-  auto description = mbm::MbmSceneDescription(p.scene, robot);
+                                                                 const std::shared_ptr<core::SelfClearanceMaps>& maps) {
+  auto description = mbm::MbmSceneDescription(p.scene, maps->robot());
   if (!description.ok()) return description.error();
+  description.value().self_clearance_maps = maps;
   return core::Scene::Build(std::move(description).value());
 }
 

@@ -38,6 +38,8 @@ struct MbmData {
   TempDir tmp;
   std::vector<mbm::MbmProblem> problems;
   std::shared_ptr<const core::RobotModel> robot;
+  /// The robot's self-clearance maps, shared by every problem's scene (made with the robot).
+  std::shared_ptr<core::SelfClearanceMaps> maps;
   /// The robot's name as a file-name part (FileLabel), for log file names.
   std::string robot_label;
   /// What the problems are, for logs: "MotionBenchMaker Panda problems" or the --problems folder.
@@ -59,9 +61,10 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
 /// not a folder or holds no problem; reader errors name the file.
 [[nodiscard]] core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& root);
 
-/// Problem `p`'s scene on `robot`: its MotionBenchMaker description, built.
+/// Problem `p`'s scene on the robot of `maps`: its MotionBenchMaker description, built with those
+/// self-clearance maps (shared with the robot's other scenes).
 [[nodiscard]] core::Result<std::shared_ptr<const core::Scene>> BuildProblemScene(
-    const mbm::MbmProblem& p, const std::shared_ptr<const core::RobotModel>& robot);
+    const mbm::MbmProblem& p, const std::shared_ptr<core::SelfClearanceMaps>& maps);
 
 /// Problem `p`'s start and goal configurations on `robot`.
 [[nodiscard]] core::Result<std::pair<std::vector<double>, std::vector<double>>> ProblemEnds(

@@ -540,13 +540,15 @@ std::string RequestYaml(const std::string& group, const JointState& start, const
   return y.str();
 }
 
-// The scene a scene text describes for `robot`, as a reader of the file would build it.
+// The scene a scene text describes for the robot of `maps`, as a reader of the file would build it, with
+// those self-clearance maps.
 Result<std::shared_ptr<const Scene>> BuildScene(const std::string& text, const std::string& name,
-                                                const std::shared_ptr<const RobotModel>& robot) {
+                                                const std::shared_ptr<core::SelfClearanceMaps>& maps) {
   auto parsed = mbm::LoadMbmSceneFromString(text, name);
   if (!parsed.ok()) return parsed.error();
-  auto description = mbm::MbmSceneDescription(parsed.value(), robot);
+  auto description = mbm::MbmSceneDescription(parsed.value(), maps->robot());
   if (!description.ok()) return description.error();
+  description.value().self_clearance_maps = maps;
   return Scene::Build(std::move(description).value());
 }
 
@@ -593,7 +595,8 @@ bool AnyFreeState(const LoadedRobot& robot, uint64_t seed, std::string* error) {
 class Generator {
  public:
   Generator(const LoadedRobot& robot, uint64_t seed, const Workspace& ws)
-      : robot_(robot), model_(*robot.model), seed_(seed), ws_(ws), min_goal_distance_(kMinGoalDistance * JointSpaceDiagonal(model_)) {}
+      : robot_(robot), model_(*robot.model), seed_(seed), ws_(ws), min_goal_distance_(kMinGoalDistance * JointSpaceDiagonal(model_)),
+        maps_(core::SelfClearanceMaps::For(robot.model)) {}
 
   // Problem `index` (0-based); `tried` counts the workcells it took.
   Result<GeneratedProblem> Make(int index, int* tried) {
@@ -615,7 +618,7 @@ class Generator {
       if (prims.empty()) continue;
       // The scene as its file reads; the start state written into it is only informative.
       const std::string probe = SceneYaml(model_.name(), name, prims, FullState(robot_, model_.DefaultConfiguration()));
-      auto scene = BuildScene(probe, name, robot_.model);
+      auto scene = BuildScene(probe, name, maps_);
       if (!scene.ok()) return scene.error();
       std::vector<std::vector<double>> path;
       bool collides = false;
@@ -711,6 +714,7 @@ class Generator {
   const uint64_t seed_;
   const Workspace& ws_;
   const double min_goal_distance_;
+  const std::shared_ptr<core::SelfClearanceMaps> maps_;  // every workcell's scene shares them
   core::SceneCache cache_;
 };
 

@@ -320,7 +320,7 @@ int RobotSuite::Load() {
 // Problem k's scenes, its start and goal states and its family.
 int RobotSuite::AddProblem(int32_t k) {
   const MbmProblem& p = problems()[k];
-  auto scene = BuildProblemScene(p, robot_);
+  auto scene = BuildProblemScene(p, data_.maps);
   auto ends = ProblemEnds(p, *robot_);
   if (!scene.ok() || !ends.ok()) {
     std::cerr << "robot: " << p.name << ": " << (!scene.ok() ? scene.error() : ends.error()).message << "\n";

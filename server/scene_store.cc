@@ -157,6 +157,9 @@ void AccountMemory(SceneEntry* entry) {
       if (g.hull != nullptr) entry->robot_bytes += g.hull->MemoryBytes();
     }
   }
+  // The self-clearance maps go with the robot model: a scene's updates share both (Scene::Update), and
+  // every map is made whole by the build.
+  entry->robot_bytes += scene.self_clearance_maps()->bytes();
   entry->world_bytes = static_cast<int64_t>(sizeof(SceneEntry) + sizeof(core::Scene));
   for (const core::WorldObject& o : scene.objects()) {
     for (const core::ObjectPart& part : o.parts) entry->world_bytes += GeometryBytes(part.geometry) + 256;

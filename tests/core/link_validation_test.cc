@@ -56,6 +56,7 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
     SCOPED_TRACE(rs.name);
     const RobotModel& robot = *rs.robot;
     std::vector<std::shared_ptr<const Scene>> scenes;
+    const auto maps = SelfClearanceMaps::For(rs.robot);  // shared by the problems' scenes
     for (const mbm::MbmProblem& p : problems.value()) {
       mbm::MbmScene world = p.scene;
       if (rs.name != "mbm_panda") {  // the scenes' allowed pairs name Panda links
@@ -65,6 +66,7 @@ TEST(LinkValidation, TenThousandEdgesPerRobotInMbmScenesWithoutAMiss) {
       }
       auto d = mbm::MbmSceneDescription(world, rs.robot);
       ASSERT_TRUE(d.ok()) << p.name << ": " << d.error().message;
+      d.value().self_clearance_maps = maps;
       scenes.push_back(Scene::Build(d.value()).value());
     }
     MotionRequest discrete;

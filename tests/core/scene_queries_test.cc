@@ -468,6 +468,7 @@ TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
   ASSERT_NE(robot, nullptr);
   SceneDescription d;
   d.robot = robot;
+  d.self_clearance_maps = SelfClearanceMaps::For(robot);  // both scenes below share them
   d.self_clearance_fill = SelfClearanceFill::kOnUse;
   // The stop is asked while the parts are paired and, at build, every 64 cells of a fill: counted on a
   // build that fills nothing, it is made to fire a few asks into the fill.
@@ -484,7 +485,68 @@ TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
   EXPECT_GT(asks, fire_after) << "the stop fired during the fill";
   AwaitSelfClearanceFill();
   EXPECT_TRUE(stopped.value()->SelfClearanceFilled()) << "the background thread takes over what the build left";
-  EXPECT_TRUE(lazy->SelfClearanceFilled()) << "the maps are the model's: every scene on it sees them filled";
+  EXPECT_TRUE(lazy->SelfClearanceFilled()) << "scenes given one SelfClearanceMaps share it: both see the maps filled";
+}
+
+// The maps belong to whoever builds the scenes, not to the robot model: a scene given none makes its
+// own (another scene on the same model does not see what it fills), scenes given one object share it,
+// Update and Description hand it on, and maps made for another robot model are refused by name.
+TEST(SelfClearanceMaps, OwnedByWhoeverBuildsScenesNotByTheRobotModel) {
+  std::shared_ptr<const RobotModel> robot;
+  for (const RobotCase& rc : Robots()) {
+    auto r = LoadRobot(rc);
+    ASSERT_NE(r, nullptr);
+    SceneDescription probe;
+    probe.robot = r;
+    probe.self_clearance_fill = SelfClearanceFill::kOnUse;
+    if (Scene::Build(probe).value()->self_clearance_maps()->num_maps() > 0) {
+      robot = r;
+      break;
+    }
+  }
+  if (robot == nullptr) GTEST_SKIP() << "no test robot with a self-clearance map (needs dart-doc or ../shared/data)";
+  SceneDescription d;
+  d.robot = robot;
+  d.self_clearance_fill = SelfClearanceFill::kAtBuild;
+  const auto filled = Scene::Build(d).value();
+  ASSERT_NE(filled->self_clearance_maps(), nullptr);
+  EXPECT_EQ(filled->self_clearance_maps()->robot(), robot);
+  EXPECT_TRUE(filled->SelfClearanceFilled());
+  const int64_t maps = filled->self_clearance_maps()->num_maps();
+  EXPECT_GT(maps, 0);
+  EXPECT_GT(filled->self_clearance_maps()->bytes(), maps * static_cast<int64_t>(sizeof(float)));
+
+  // Another scene on the same model, given no maps: its own, unfilled.
+  d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  const auto own = Scene::Build(d).value();
+  EXPECT_NE(own->self_clearance_maps(), filled->self_clearance_maps());
+  EXPECT_EQ(own->self_clearance_maps()->num_maps(), maps);
+  AwaitSelfClearanceFill();
+  EXPECT_FALSE(own->SelfClearanceFilled()) << "the model keeps no maps: the first scene's fill is not this one's";
+
+  // Given the first scene's maps: shared, filled.
+  d.self_clearance_maps = filled->self_clearance_maps();
+  const auto shared = Scene::Build(d).value();
+  EXPECT_EQ(shared->self_clearance_maps(), filled->self_clearance_maps());
+  EXPECT_TRUE(shared->SelfClearanceFilled());
+  EXPECT_EQ(filled->self_clearance_maps()->num_maps(), maps) << "the same pairs make no new maps";
+
+  // Handed on by Update and Description.
+  const auto updated = own->Update(WorldUpdate{}).value();
+  EXPECT_EQ(updated->self_clearance_maps(), own->self_clearance_maps());
+  EXPECT_EQ(own->Description().self_clearance_maps, own->self_clearance_maps());
+
+  // Maps made for another model (the same files loaded again) are refused, naming them.
+  SceneDescription other;
+  other.robot = LoadRobot(Robots().front());
+  ASSERT_NE(other.robot, nullptr);
+  other.self_clearance_maps = filled->self_clearance_maps();
+  if (other.robot != robot) {
+    const auto refused = Scene::Build(other);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(refused.error().message.find("self_clearance_maps"), std::string::npos) << refused.error().message;
+  }
 }
 
 // A segment the self-clearance map proves apart (as certified LINK asks it, cell by cell along the

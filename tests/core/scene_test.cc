@@ -103,9 +103,11 @@ TEST(Scene, ClearAgreesWithAnFclPerLinkChecker) {
     const auto robot = LoadRobot(rc);
     ASSERT_NE(robot, nullptr);
     std::mt19937_64 rng(41);
+    const auto maps = SelfClearanceMaps::For(robot);  // the three worlds' scenes share them
     for (int world = 0; world < 3; ++world) {
       SceneDescription d;
       d.robot = robot;
+      d.self_clearance_maps = maps;
       d.objects = RandomWorld(rng, 0.8, 12 + 6 * world);
       // The first world's self-clearance maps fill on use, the others' at build (in the optimized build:
       // the UR5's take seconds): then every cell holds its bound and, where the meshes meet at its grid

@@ -214,6 +214,7 @@ TEST(OmplAdapter, RrtConnectSolvesMotionBenchMakerPandaProblems) {
   ASSERT_TRUE(problems.ok()) << problems.error().message;
   int solved = 0, edges = 0, family = 0;
   const int families = testing::Cases(7);  // four under a sanitizer
+  const auto maps = core::SelfClearanceMaps::For(robot);  // shared by the problems' scenes
   std::string last_family;
   for (const mbm::MbmProblem& p : problems.value()) {
     if (p.family == last_family) continue;  // the first problem of each family
@@ -222,6 +223,7 @@ TEST(OmplAdapter, RrtConnectSolvesMotionBenchMakerPandaProblems) {
     SCOPED_TRACE(p.name);
     auto d = mbm::MbmSceneDescription(p.scene, robot);
     ASSERT_TRUE(d.ok()) << d.error().message;
+    d.value().self_clearance_maps = maps;
     auto scene = BuildScene(std::move(d).value());
     ASSERT_NE(scene, nullptr);
     auto start = mbm::MbmStartConfiguration(p.request, *robot);

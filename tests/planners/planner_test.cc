@@ -24,6 +24,7 @@ namespace {
 using core::Box;
 using core::RigidTransform;
 using core::Scene;
+using core::SelfClearanceMaps;
 using core::SceneCache;
 using core::Vec3;
 
@@ -712,6 +713,7 @@ TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
   ASSERT_NE(robot, nullptr);
   peers::FclRobot fcl_robot(*robot);
   const int families = testing::Cases(7);
+  const auto maps = SelfClearanceMaps::For(robot);  // shared by the problems' scenes
   std::string last_family;
   int solved = 0, tried = 0, family = 0;
   for (const mbm::MbmProblem& p : problems.value()) {
@@ -720,6 +722,7 @@ TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
     if (++family > families) break;
     auto description = mbm::MbmSceneDescription(p.scene, robot);
     ASSERT_TRUE(description.ok()) << description.error().message;
+    description.value().self_clearance_maps = maps;
     auto scene = Scene::Build(description.value());
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     SceneSetup setup(scene.value());

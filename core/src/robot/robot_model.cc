@@ -3,7 +3,6 @@
 
 #include "proximity/core/robot/robot_model.h"
 #include "robot/sincos.h"
-#include "robot/self_clearance.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -89,7 +88,6 @@ inline void ApplyJoint(const Joint& j, double value, double sin_value, double co
 }  // namespace
 
 Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader, const Interrupt& stop) {
-  self_clearance_memo_ = std::make_shared<internal::SelfClearanceMemo>();
   const int32_t n = num_links();
   if (num_joints() != n - 1) {
     return InvalidArgument("URDF: " + std::to_string(n) + " links need " + std::to_string(n - 1) + " joints, found " +

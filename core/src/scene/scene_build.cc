@@ -15,7 +15,7 @@
 
 #include "proximity/core/scene/scene.h"
 #include "proximity/core/bvh/mesh_query.h"
-#include "robot/self_clearance.h"
+#include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
 #include "scene/self_clearance_fill.h"
 
@@ -153,6 +153,11 @@ Status ValidateRobotExtent(const RobotModel& robot) {
 // The robot is set and placed within the accepted extent, with its geometry and joint origins.
 Status ValidateRobotPlacement(const SceneDescription& d) {
   if (d.robot == nullptr) return InvalidArgument("scene: no robot");
+  if (d.self_clearance_maps != nullptr && d.self_clearance_maps->robot() != d.robot) {
+    return InvalidArgument("scene: self_clearance_maps were made for robot model '" +
+                           d.self_clearance_maps->robot()->name() + "', not this scene's robot model '" +
+                           d.robot->name() + "' (one SelfClearanceMaps per robot model)");
+  }
   if (Status s = ValidatePose(d.X_WB, "robot base pose X_WB"); !s.ok()) return s;
   if (d.X_WB.p.cwiseAbs().maxCoeff() > kWorldExtent) {
     return InvalidArgument("scene: robot base pose X_WB lies beyond the accepted extent of " +
@@ -316,6 +321,7 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   static std::atomic<uint64_t> serials{0};
   scene->serial_ = ++serials;
   scene->robot_ = d.robot;
+  scene->self_clearance_maps_ = d.self_clearance_maps != nullptr ? d.self_clearance_maps : SelfClearanceMaps::For(d.robot);
   Result<Names> names = Names::Index(d);
   if (!names.ok()) return names.error();
   Result<std::vector<double>> padding = names.value().Padding(d);
@@ -480,7 +486,7 @@ Status Scene::PairRobotParts(const BuildLimits& limits, const Interrupt& stop) {
     const RobotPart& a = parts[sp.a];
     const RobotPart& b = parts[sp.b];
     if (a.attached >= 0 || b.attached >= 0) continue;
-    sp.clearance_map = robot.self_clearance_memo().Get({a.link, a.geometry_index, b.link, b.geometry_index},
+    sp.clearance_map = self_clearance_maps_->memo_->Get({a.link, a.geometry_index, b.link, b.geometry_index},
                                                       [&] { return MakeSelfClearanceMap(robot, a, b, sp.ancestor); });
   }
   return {};
@@ -659,6 +665,7 @@ SceneDescription Scene::Description() const {
   d.default_padding = default_padding_;
   d.padding = padding_;
   d.self_clearance_fill = self_clearance_fill_;
+  d.self_clearance_maps = self_clearance_maps_;
   return d;
 }
 

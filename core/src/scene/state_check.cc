@@ -13,7 +13,7 @@
 #include "proximity/core/scene/scene.h"
 #include "proximity/core/bvh/mesh_query.h"
 #include "bvh/query_internal.h"
-#include "robot/self_clearance.h"
+#include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
 
 namespace proximity::core {

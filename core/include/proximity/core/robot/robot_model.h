@@ -28,11 +28,6 @@
 #include "proximity/core/base/types.h"
 
 namespace proximity::core {
-namespace internal {
-class SelfClearanceMemo;
-struct SelfClearanceMap;
-}  // namespace internal
-
 /// Index of a link in RobotModel::links(); the root is 0 and parents come before children.
 using LinkIndex = int32_t;
 /// Index of a joint in RobotModel::joints(); joint i has child link i + 1.
@@ -355,8 +350,6 @@ class RobotModel {
   /// The lever radius (m) of joint j for link k, valid for every q within limits: an upper bound on the
   /// distance from joint j's axis to any point of k's geometry. 0 when j does not move k or is prismatic.
   double LeverRadius(LinkIndex k, JointIndex j) const;
-  /// Per-pair tables shared by every scene built on this model (see Scene), filled as queries need them.
-  internal::SelfClearanceMemo& self_clearance_memo() const { return *self_clearance_memo_; }
 
  private:
   // One moving joint on the path from the root to a link, for MotionBound.
@@ -405,7 +398,6 @@ class RobotModel {
   std::vector<std::string> warnings_;
   std::vector<uint8_t> allowed_;                  // num_links x num_links, row-major
   std::vector<std::vector<MotionTerm>> motion_terms_;  // per link, root to tip
-  std::shared_ptr<internal::SelfClearanceMemo> self_clearance_memo_;  // made by Finalize
 };
 
 }  // namespace proximity::core

@@ -23,6 +23,7 @@
 #include "proximity/core/bvh/mesh_query.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/self_clearance_maps.h"
 #include "proximity/core/bvh/shape_query.h"
 #include "proximity/core/base/types.h"
 
@@ -118,6 +119,10 @@ struct SceneDescription {
   Interrupt stop;
   /// When the robot's self-clearance maps are filled. Not part of the scene's content.
   SelfClearanceFill self_clearance_fill = SelfClearanceFill::kBackground;
+  /// The self-clearance maps to make, fill and read, shared with the other scenes given the same object
+  /// (SelfClearanceMaps::For(robot) once per robot model); null: the scene makes its own. Must be for
+  /// `robot`. Not part of the scene's content.
+  std::shared_ptr<SelfClearanceMaps> self_clearance_maps;
 };
 
 /// A change to a scene's world; Scene::Update applies it to make a new scene (a new version).
@@ -330,6 +335,7 @@ struct CollidingPartsResult {
 namespace internal {
 class CertifiedMotion;
 class SelfClearanceFiller;
+struct SelfClearanceMap;
 struct LanePlan;
 struct LanePoses;
 }  // namespace internal
@@ -364,6 +370,8 @@ class Scene {
 
   const RobotModel& robot() const { return *robot_; }
   const std::shared_ptr<const RobotModel>& robot_ptr() const { return robot_; }
+  /// The self-clearance maps this scene reads (its description's, or its own).
+  const std::shared_ptr<SelfClearanceMaps>& self_clearance_maps() const { return self_clearance_maps_; }
   const std::vector<WorldObject>& objects() const { return objects_; }
   const RigidTransform& X_WB() const { return X_WB_; }
 
@@ -636,6 +644,7 @@ class Scene {
   size_t SelfPairCache(size_t self_pair) const { return robot_parts_.size() * world_parts_.size() + self_pair; }
 
   std::shared_ptr<const RobotModel> robot_;
+  std::shared_ptr<SelfClearanceMaps> self_clearance_maps_;  // never null; shared with other scenes
   RigidTransform X_WB_;
   uint64_t serial_ = 0;  // unique among the scenes of this process (SceneCache::hull_scene)
   std::vector<WorldObject> objects_;

@@ -4,8 +4,8 @@
 // those joints. A cell holds the distance between the geometries' convex stand-ins at its grid point
 // less the most the pair can move relative to each other between that point and any configuration
 // nearer to it than to the others, so it bounds the distance everywhere in the cell. Cells are filled
-// ahead of the queries (SelfClearanceFill) or on first use, and kept by the robot model for every scene
-// built on it.
+// ahead of the queries (SelfClearanceFill) or on first use, and kept by a SelfClearanceMaps object
+// (proximity/core/scene/self_clearance_maps.h) for every scene that shares it.
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -50,6 +50,11 @@ struct SelfClearanceMap {
   double SettledBy() const { return 1.25 * loss; }
 
   int64_t num_cells() const { return dims == 1 ? count[0] : int64_t{count[0]} * count[1]; }
+  // Bytes of the cells and witnesses.
+  int64_t bytes() const {
+    const int64_t per_cell = int64_t{sizeof(std::atomic<float>)} + (witness ? int64_t{sizeof(std::atomic<uint64_t>)} : 0);
+    return int64_t{sizeof(SelfClearanceMap)} + num_cells() * per_cell;
+  }
   // The cell whose grid point is nearest q, or -1 when a joint value lies off the grid (outside the
   // joint's limits, or NaN).
   int64_t Cell(std::span<const double> q) const {
@@ -73,8 +78,8 @@ struct SelfClearanceMap {
   }
 };
 
-// The maps of one robot model, by (link a, geometry index in a, link b, geometry index in b). Shared by
-// every scene built on the model; a pair no map suits is remembered as null.
+// The maps of one robot model, by (link a, geometry index in a, link b, geometry index in b). Held by a
+// SelfClearanceMaps object for every scene that shares it; a pair no map suits is remembered as null.
 class SelfClearanceMemo {
  public:
   template <class Make>
@@ -84,9 +89,22 @@ class SelfClearanceMemo {
     if (it == maps_.end()) it = maps_.emplace(key, make()).first;
     return it->second.get();
   }
+  // Maps made (null entries not counted) and their bytes.
+  int64_t num_maps() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t n = 0;
+    for (const auto& [key, map] : maps_) n += map != nullptr;
+    return n;
+  }
+  int64_t bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t total = 0;
+    for (const auto& [key, map] : maps_) total += map != nullptr ? map->bytes() : 0;
+    return total;
+  }
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::array<int32_t, 4>, std::unique_ptr<SelfClearanceMap>> maps_;
 };
 
