@@ -65,6 +65,42 @@ TEST(SceneFiles, TheIdAndTheBuildSeeTheSameFileContent) {
   std::filesystem::remove_all(dir);
 }
 
+// The scene memory the daemon's caps count holds the robot's self-clearance maps, once per robot model:
+// a scene's updates share the model and its maps.
+TEST(SceneMemory, CountsTheSelfClearanceMapsOnceWithTheRobotModel) {
+  PROX_REQUIRE_DIR(proximity::testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the KR5)");
+  v1::CreateSceneRequest request = PlanarRequest();  // its block, on the KR5 (whose wrist gets maps)
+  request.mutable_robot()->clear_urdf();
+  request.mutable_robot()->set_urdf_path(proximity::testing::DartUrdfDir() + "/KR5/KR5 sixx R650.urdf");
+  auto built = BuildScene(request);
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const SceneEntry& entry = *built.value();
+  const int64_t maps = entry.scene->self_clearance_maps()->bytes();
+  ASSERT_GT(maps, 0) << "the KR5's wrist links get self-clearance maps";
+  int64_t geometry = 0;
+  for (const core::Link& link : entry.scene->robot().links()) {
+    for (const core::LinkGeometry& g : link.geometries) {
+      geometry += (g.mesh != nullptr ? g.mesh->MemoryBytes() : 0) + (g.hull != nullptr ? g.hull->MemoryBytes() : 0);
+    }
+  }
+  EXPECT_EQ(entry.robot_bytes, geometry + maps) << "the robot model's meshes and hulls, and its maps";
+
+  v1::UpdateWorldRequest update;
+  update.set_scene_id(entry.id);
+  v1::CollisionObject* o = update.add_objects();
+  o->set_id("block");
+  o->set_operation(v1::CollisionObject::OPERATION_REMOVE);
+  auto updated = UpdateScene(entry, update);
+  ASSERT_TRUE(updated.ok()) << updated.error().message;
+  EXPECT_EQ(updated.value()->scene->self_clearance_maps(), entry.scene->self_clearance_maps());
+  EXPECT_EQ(updated.value()->robot_bytes, entry.robot_bytes);
+
+  SceneRegistry registry;
+  ASSERT_TRUE(registry.Insert(built.value()).ok());
+  ASSERT_TRUE(registry.Insert(updated.value()).ok());
+  EXPECT_EQ(registry.memory_bytes(), entry.robot_bytes + entry.world_bytes + updated.value()->world_bytes);
+}
+
 TEST_F(ServiceTest, SceneIdsAreContentHashes) {
   v1::CreateSceneResponse a, b, c;
   ASSERT_TRUE(stub_->CreateScene(Context().get(), PlanarRequest(), &a).ok());
