@@ -29,6 +29,13 @@ bool HoldsProblems(const fs::path& dir) {
 }
 
 // The default data: the MotionBenchMaker Panda problems and the mbm_panda robot of ../shared/data.
+// The robot of `data`, its label and its self-clearance maps.
+void SetRobot(MbmData* data, std::shared_ptr<const core::RobotModel> robot) {
+  data->robot = std::move(robot);
+  data->robot_label = FileLabel(data->robot->name());
+  data->maps = core::SelfClearanceMaps::For(data->robot);
+}
+
 int LoadDefaultData(const std::string& suite, const SuiteOptions& options, MbmData* data) {
   const std::string problems_root = options.data_dir + "/scenes/mbm/problems/panda";
   const std::string robot_dir = options.data_dir + "/robots/mbm_panda";
@@ -69,7 +76,7 @@ int LoadDefaultData(const std::string& suite, const SuiteOptions& options, MbmDa
     std::cerr << suite << ": " << robot.error().message << "\n";
     return 1;
   }
-  data->robot = robot.value();
+  SetRobot(data, robot.value());
   return 0;
 }
 
@@ -158,12 +165,7 @@ core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& ro
 
 int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* data) {
   if (!options.robot.given() && options.problems_dir.empty()) {
-    const int code = LoadDefaultData(suite, options, data);
-    if (code == 0) {
-      data->robot_label = FileLabel(data->robot->name());
-      data->maps = core::SelfClearanceMaps::For(data->robot);
-    }
-    return code;
+    return LoadDefaultData(suite, options, data);
   }
   if (options.problems_dir.empty()) {
     std::cerr << suite << ": --robot needs --problems DIR (the default problems are for the default robot; "
@@ -190,7 +192,7 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
       std::cerr << suite << ": " << robot.error().message << "\n";
       return kBadInput;
     }
-    data->robot = robot.value().model;
+    SetRobot(data, robot.value().model);
     for (const auto& [name, value] : robot.value().frozen) {
       std::cerr << suite << ": joint " << name << " (outside --group " << robot.value().group << ") held at " << value << "\n";
     }
@@ -199,10 +201,8 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
     defaults.quick = true;  // Only the robot is used; the extracted problems need no archive.
     MbmData panda;
     if (int code = LoadDefaultData(suite, defaults, &panda); code != 0) return code;
-    data->robot = panda.robot;
+    SetRobot(data, panda.robot);
   }
-  data->robot_label = FileLabel(data->robot->name());
-  data->maps = core::SelfClearanceMaps::For(data->robot);
   if (!ProblemsFitRobot(suite, *data)) return kBadInput;
   return 0;
 }
