@@ -608,6 +608,23 @@ Result<std::vector<RigidTransform>> RobotModel::ForwardKinematics(std::span<cons
   return X_WL;
 }
 
+void RobotModel::PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL,
+                               std::span<double> J) const {
+  std::fill(J.begin(), J.end(), 0.0);
+  for (JointIndex j = links_[k].parent_joint; j >= 0; j = links_[joints_[j].parent_link].parent_joint) {
+    const Joint& joint = joints_[j];
+    if (joint.type == JointType::kFixed) continue;
+    const int32_t source = joint.is_mimic() ? joint.mimic_active_index : joint.active_index;
+    if (source < 0) continue;
+    const double scale = joint.is_mimic() ? joint.mimic_multiplier : 1.0;
+    // The joint's axis and origin do not move with its own value: they are those of frame J on the parent.
+    const RigidTransform& X_WP = X_WL[joint.parent_link];
+    const Vec3 axis_W = X_WP.R * (joint.X_PJ.R * joint.axis_J);
+    const Vec3 column = joint.type == JointType::kPrismatic ? axis_W : Vec3(axis_W.cross(p_W - X_WP * joint.X_PJ.p));
+    for (int i = 0; i < 3; ++i) J[3 * static_cast<size_t>(source) + i] += scale * column[i];
+  }
+}
+
 Result<bool> RobotModel::AllowedCollision(std::string_view a, std::string_view b) const {
   Result<LinkIndex> ia = FindLink(a);
   if (!ia.ok()) return ia.error();

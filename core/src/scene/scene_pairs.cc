@@ -2,6 +2,8 @@
 /// Pairs of posed geometries: every colliding pair at a state (CLEAR run to the end), and the pairs
 /// between two named things. What the contact module measures depths and signed distances on.
 
+#include <algorithm>
+#include <cmath>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +15,77 @@
 namespace proximity::core {
 
 using internal::Overlap;
+
+Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
+                                             SceneCache* cache) const {
+  if (!std::isfinite(request.horizon) || request.horizon < 0.0 || request.horizon > kWorldExtent) {
+    return InvalidArgument("horizon must be finite and in [0, " + std::to_string(kWorldExtent) + "] m, got " +
+                           std::to_string(request.horizon));
+  }
+  if (request.max_pairs < 1) {
+    return InvalidArgument("max_pairs must be >= 1, got " + std::to_string(request.max_pairs));
+  }
+  // Bounds grown by padding + horizon: a pair whose grown boxes miss each other is farther than the horizon.
+  if (Status s = PoseParts(q, cache, request.horizon); !s.ok()) return s.error();
+  NearbyPartsResult result;
+  result.within_limits = robot_->WithinLimits(q);
+  result.num_robot_parts = static_cast<int32_t>(robot_parts_.size());
+  result.num_world_parts = static_cast<int32_t>(world_parts_.size());
+  const Vec3 horizon = Vec3::Constant(request.horizon);
+  // Growing a box by the horizon and shrinking it back rounds its corners by a few units of the last
+  // place at the world's extent: the bounds are lowered by that much so that they stay certified.
+  constexpr double kBoxRounding = RoundingAllowance(4.0 * kWorldExtent);
+  auto shrunk = [&](int32_t i) {  // the part's box grown by its padding only
+    const Aabb& b = cache->part_bounds[i];
+    return Aabb{b.min + horizon, b.max - horizon};
+  };
+  auto add = [&](NearbyPart p) {
+    if (static_cast<int32_t>(result.pairs.size()) >= request.max_pairs) {
+      result.truncated = true;
+      return false;
+    }
+    result.pairs.push_back(std::move(p));
+    return true;
+  };
+  const int32_t num_parts = static_cast<int32_t>(robot_parts_.size());
+  if (request.world) {
+    for (int32_t i = 0; i < num_parts; ++i) {
+      const RobotPart& rp = robot_parts_[i];
+      const Aabb box = shrunk(i);
+      const bool full = VisitWorldParts(cache->part_bounds[i], [&](int32_t k) {
+        const WorldPart& wp = world_parts_[k];
+        if (AllowedEntityObject(rp.entity, wp.object)) return false;
+        const ObjectPart& part = objects_[wp.object].parts[wp.part];
+        const double bound = std::max(0.0, AabbDistance(box, wp.bounds) - kBoxRounding);
+        if (bound > request.horizon) return false;
+        return !add({{WorldContact(i, wp.object), &rp.geometry, cache->X_WG[i], &part.geometry, part.X_WG, rp.padding,
+                      false},
+                     i,
+                     k,
+                     bound});
+      });
+      if (full) return result;
+    }
+  }
+  if (request.self) {
+    for (const SelfPair& sp : self_pairs_) {
+      const RobotPart& a = robot_parts_[sp.a];
+      const RobotPart& b = robot_parts_[sp.b];
+      const double padding = a.padding + b.padding;
+      // Each box is grown by its own padding, so their distance bounds the clearance beyond both.
+      const double bound = std::max(0.0, AabbDistance(shrunk(sp.a), shrunk(sp.b)) - kBoxRounding);
+      if (bound > request.horizon) continue;
+      if (!add({{SelfContact(sp.a, sp.b), &a.geometry, cache->X_WG[sp.a], &b.geometry, cache->X_WG[sp.b], padding,
+                 false},
+                sp.a,
+                sp.b,
+                bound})) {
+        return result;
+      }
+    }
+  }
+  return result;
+}
 
 Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, const CollidingPartsRequest& request,
                                                    SceneCache* cache) const {

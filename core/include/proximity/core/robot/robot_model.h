@@ -296,6 +296,14 @@ class RobotModel {
   [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
                                          const RigidTransform& X_WB = RigidTransform::Identity()) const;
 
+  /// The linear Jacobian of a point fixed to link k, at world position p_W, given the link poses X_WL
+  /// at the configuration (ForwardKinematics): column j of `J` (3 x num_positions(), column-major, so
+  /// J[3 j + i] is coordinate i) is d p_W / d q_j, the point's velocity per unit rate of active joint j
+  /// (revolute: axis_W x (p_W - o_W) about the joint's axis through its origin o_W; prismatic: axis_W),
+  /// mimic joints adding their multiplier's share to the joint they follow. Columns of joints that do
+  /// not move link k are zero. Preconditions: X_WL holds num_links() poses, J 3 num_positions() values.
+  void PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL, std::span<double> J) const;
+
   /// Whether the pair (a, b) is excluded from collision checking by default: SRDF disabled pairs, links
   /// joined by a joint (parent and child), links rigidly connected through fixed joints, and a == b.
   /// Symmetric. Precondition: valid indices.

@@ -332,6 +332,38 @@ struct CollidingPartsResult {
   QueryStats stats;
 };
 
+/// Options for Scene::NearbyParts.
+struct NearbyPartsRequest {
+  /// Metres, finite, in [0, kWorldExtent]: pairs whose padded clearance may be at most this are kept.
+  double horizon = 0.1;
+  bool world = true;  ///< Include robot-world pairs.
+  bool self = true;   ///< Include robot-robot pairs.
+  int32_t max_pairs = 1 << 16;  ///< At most this many pairs (>= 1); NearbyPartsResult::truncated beyond.
+};
+
+/// A geometry pair the broad phase keeps, with its cheap bound and stable indices.
+struct NearbyPart {
+  PosedPartPair parts;
+  /// The robot side's index among the scene's robot geometries (stable for the scene's life).
+  int32_t robot_part = -1;
+  /// The other side: the world part's index among the scene's world parts, or (self) the other robot
+  /// geometry's index. Together with `parts.pair.self` and robot_part, a key that names the pair in
+  /// the scene.
+  int32_t other_part = -1;
+  /// A certified lower bound on the pair's padded clearance (m): the distance between their world boxes
+  /// grown by the padding, never more than the truth.
+  double box_clearance = 0.0;
+};
+
+/// The pairs near each other at a state (Scene::NearbyParts).
+struct NearbyPartsResult {
+  std::vector<NearbyPart> pairs;  ///< World pairs first (by robot geometry), then self pairs, in scene order.
+  bool truncated = false;         ///< More pairs than max_pairs are near.
+  bool within_limits = true;
+  int32_t num_robot_parts = 0;    ///< Robot geometries in the scene (bounds on the keys above).
+  int32_t num_world_parts = 0;
+};
+
 namespace internal {
 class CertifiedMotion;
 class SelfClearanceFiller;
@@ -448,6 +480,14 @@ class Scene {
   [[nodiscard]] Result<CollidingPartsResult> CollidingParts(std::span<const double> q,
                                                             const CollidingPartsRequest& request,
                                                             SceneCache* cache) const;
+
+  /// Every checked geometry pair (allowed pairs skipped) whose padded clearance may be within
+  /// `request.horizon` at q, by the broad phase alone: world boxes within the horizon of each other
+  /// (a superset of the pairs that are; no exact test is made). Leaves the link poses at q in
+  /// cache->X_WL, for Jacobians. What a clearance tracker starts each frame from. Errors as CheckState,
+  /// and for a horizon that is not finite, negative or beyond kWorldExtent, or max_pairs < 1.
+  [[nodiscard]] Result<NearbyPartsResult> NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
+                                                      SceneCache* cache) const;
 
   /// Every geometry pair between the two things named (each a link name, an attached object id or a
   /// world object id), posed at q, whether or not the scene checks the pair (PosedPartPair::allowed).

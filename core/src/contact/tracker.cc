@@ -1,0 +1,439 @@
+/// @file
+/// Clearance tracking (tracker.h): the broad phase's nearby pairs decided nearest first by warm V-Clip,
+/// GJK and hierarchy walks, the k closest reported with normals, features and joint gradients.
+
+#include "proximity/core/contact/tracker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "proximity/core/bvh/shape_query.h"
+#include "proximity/core/contact/epa.h"
+
+namespace proximity::core {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Nearby pairs one frame may keep (a horizon that keeps more is refused, not truncated: the k nearest
+// could be among the pairs left out).
+constexpr int32_t kMaxTrackCandidates = 1 << 18;
+// When V-Clip hands a query to GJK its distance is within eps_rel^2 (1e-10, GjkOptions' default) of the
+// truth; lower bounds take off ten times that.
+constexpr double kGjkRelativeGap = 1e-9;
+
+// Calls f with the convex shape that stands for g: a primitive itself, or a mesh's hull (exact for a
+// mesh that is its hull's surface, a lower bound for any other). False when g is a mesh without a hull.
+template <class F>
+bool VisitConvex(const Geometry& g, F&& f) {
+  if (g.is_mesh()) {
+    if (g.hull == nullptr) return false;
+    f(*g.hull);
+    return true;
+  }
+  std::visit(
+      [&](const auto& s) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::shared_ptr<const ConvexPolytope>>) {
+          f(*s);
+        } else {
+          f(s);
+        }
+      },
+      g.shape);
+  return true;
+}
+
+// Whether g is convex as a solid: a primitive, or a mesh that is its hull's surface.
+bool IsConvex(const Geometry& g) { return !g.is_mesh() || (g.hull != nullptr && g.hull_is_surface); }
+
+// Coordinates' scale of a posed polyhedron, for the rounding allowance.
+double PosedScale(const VClipPolyhedron& p, const RigidTransform& X) { return X.p.cwiseAbs().maxCoeff() + p.scale(); }
+
+TrackFeature Feature(const VClipFeature& f) {
+  if (!f.valid()) return {};
+  return {static_cast<TrackFeatureType>(static_cast<int8_t>(f.type)), f.index};
+}
+
+Vec3 UnitOr(const Vec3& v, const Vec3& fallback) {
+  const double n = v.norm();
+  return n > 0.0 && std::isfinite(n) ? Vec3(v / n) : fallback;
+}
+
+Status ValidateTrackRequest(const TrackRequest& r) {
+  if (!std::isfinite(r.horizon) || r.horizon < 0.0 || r.horizon > kWorldExtent) {
+    return InvalidArgument("horizon must be finite and in [0, " + std::to_string(kWorldExtent) + "] m, got " +
+                           std::to_string(r.horizon));
+  }
+  if (r.max_pairs < 1 || r.max_pairs > kMaxTrackPairs) {
+    return InvalidArgument("max_pairs must be in [1, " + std::to_string(kMaxTrackPairs) + "], got " +
+                           std::to_string(r.max_pairs));
+  }
+  DistanceRequest budget{r.rel_err, r.abs_err, kInf};
+  return ValidateDistanceRequest(budget);
+}
+
+}  // namespace
+
+// A nearby pair on its way through the frame: its cheap bound, and whether the hulls have raised it.
+struct Tracker::Candidate {
+  int32_t index;   // into the broad phase's pairs
+  double cheap;    // certified lower bound on the padded clearance
+  bool refined;
+};
+
+Tracker::Tracker(std::shared_ptr<const Scene> scene) : scene_(std::move(scene)) {}
+
+void Tracker::Reset() { pairs_.clear(); }
+
+int64_t Tracker::MemoryBytes() const {
+  int64_t bytes = static_cast<int64_t>(sizeof(*this));
+  for (const auto& [key, s] : pairs_) {
+    bytes += static_cast<int64_t>(sizeof(key) + sizeof(s));
+    if (s.walk) bytes += static_cast<int64_t>(sizeof(DistanceCache) + s.walk->front.capacity() * sizeof(NodePairBound));
+  }
+  for (const auto& [key, p] : polyhedra_) {
+    if (p == nullptr) continue;
+    bytes += static_cast<int64_t>(sizeof(*p) + p->vertices().size() * sizeof(VClipPolyhedron::Vertex) +
+                                  p->edges().size() * sizeof(VClipPolyhedron::Edge) +
+                                  p->faces().size() * sizeof(VClipPolyhedron::Face) +
+                                  p->planes().size() * sizeof(VClipVoronoiPlane) +
+                                  (p->vertex_edges().size() + p->loop_vertices().size() + p->loop_edges().size()) *
+                                      sizeof(int32_t));
+  }
+  return bytes;
+}
+
+// The V-Clip polyhedron standing for g (its hull, a box, a polytope), built on first use; null for
+// curved primitives, meshes without a hull and flat boxes.
+const VClipPolyhedron* Tracker::Polyhedron(const Geometry& g) {
+  const void* key = g.is_mesh() ? static_cast<const void*>(g.hull.get()) : static_cast<const void*>(&g);
+  if (key == nullptr) return nullptr;
+  auto it = polyhedra_.find(key);
+  if (it != polyhedra_.end()) return it->second.get();
+  std::shared_ptr<const VClipPolyhedron> built;
+  std::shared_ptr<const ConvexPolytope> polytope;
+  if (g.is_mesh()) {
+    polytope = g.hull;
+  } else if (const auto* p = std::get_if<std::shared_ptr<const ConvexPolytope>>(&g.shape)) {
+    polytope = *p;
+  } else if (const auto* b = std::get_if<Box>(&g.shape)) {
+    std::vector<Vec3> corners;
+    for (int i = 0; i < 8; ++i) {
+      corners.emplace_back((i & 1 ? 1 : -1) * b->half_extents.x(), (i & 2 ? 1 : -1) * b->half_extents.y(),
+                           (i & 4 ? 1 : -1) * b->half_extents.z());
+    }
+    Result<std::shared_ptr<const ConvexPolytope>> hull = ConvexPolytope::Build(corners, "box");
+    if (hull.ok()) polytope = hull.value();  // a flat box has no polyhedron: GJK decides it
+  }
+  if (polytope != nullptr) {
+    Result<std::shared_ptr<const VClipPolyhedron>> p = VClipPolyhedron::Build(*polytope);
+    if (p.ok()) built = p.value();
+  }
+  return polyhedra_.emplace(key, std::move(built)).first->second.get();
+}
+
+Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
+  if (Status s = ValidateTrackRequest(request); !s.ok()) return s.error();
+  NearbyPartsRequest near;
+  near.horizon = request.horizon;
+  near.world = request.world;
+  near.self = request.self;
+  near.max_pairs = kMaxTrackCandidates;
+  Result<NearbyPartsResult> nearby = scene_->NearbyParts(q, near, &cache_);
+  if (!nearby.ok()) return nearby.error();
+  const NearbyPartsResult& found = nearby.value();
+  if (found.truncated) {
+    return InvalidArgument("horizon " + std::to_string(request.horizon) + " m keeps more than " +
+                           std::to_string(kMaxTrackCandidates) + " geometry pairs near each other: lower it");
+  }
+  ++frame_;
+  const RobotModel& robot = scene_->robot();
+  const std::vector<NearbyPart>& pairs = found.pairs;
+  const int32_t n = static_cast<int32_t>(pairs.size());
+  TrackResult result;
+  result.within_limits = found.within_limits;
+  result.candidates = n;
+
+  // Warm-start state per pair, keyed by the pair's indices in the scene.
+  const uint64_t num_robot = static_cast<uint64_t>(found.num_robot_parts);
+  const uint64_t num_world = static_cast<uint64_t>(found.num_world_parts);
+  std::vector<PairState*> states(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const NearbyPart& p = pairs[i];
+    const uint64_t a = static_cast<uint64_t>(p.robot_part), b = static_cast<uint64_t>(p.other_part);
+    const uint64_t key = p.parts.pair.self ? num_robot * num_world + a * num_robot + b : a * num_world + b;
+    states[i] = &pairs_[key];  // node-based: references stay valid as the map grows
+    states[i]->frame = frame_;
+  }
+
+  // The k best upper bounds so far, overall or per link (a self pair counts for both of its links): a
+  // pair whose lower bound exceeds them cannot be reported.
+  const int32_t k = request.max_pairs;
+  const bool per_link = request.per_link;
+  std::vector<std::priority_queue<double>> best(per_link ? static_cast<size_t>(robot.num_links()) : 1);
+  auto link_threshold = [&](int32_t link) {
+    const std::priority_queue<double>& h = best[per_link ? static_cast<size_t>(link) : 0];
+    return static_cast<int32_t>(h.size()) < k ? request.horizon : std::min(request.horizon, h.top());
+  };
+  auto threshold = [&](const StateContact& pair) {
+    double t = link_threshold(pair.link);
+    if (per_link && pair.self) t = std::max(t, link_threshold(pair.other_link));
+    return t;
+  };
+  auto record = [&](const StateContact& pair, double upper) {
+    auto push = [&](int32_t link) {
+      std::priority_queue<double>& h = best[per_link ? static_cast<size_t>(link) : 0];
+      h.push(upper);
+      if (static_cast<int32_t>(h.size()) > k) h.pop();
+    };
+    push(pair.link);
+    if (per_link && pair.self) push(pair.other_link);
+  };
+
+  // Candidates leave a min-heap by their cheap bound; a non-convex pair goes back once with its hulls'
+  // bound before it is walked, so that walks run in order of the tighter bounds.
+  std::vector<Candidate> heap;
+  heap.reserve(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) heap.push_back({i, pairs[i].box_clearance, false});
+  auto later = [](const Candidate& x, const Candidate& y) { return x.cheap > y.cheap; };
+  std::make_heap(heap.begin(), heap.end(), later);
+
+  std::vector<TrackedPair> decided;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Candidate c = heap.back();
+    heap.pop_back();
+    const NearbyPart& p = pairs[c.index];
+    const double t = threshold(p.parts.pair);
+    if (c.cheap > t) {
+      if (!per_link) break;  // every remaining bound is at least this one
+      continue;
+    }
+    if (request.stop()) {
+      result.stopped = true;
+      return result;
+    }
+    PairState& st = *states[c.index];
+    const Geometry& a = *p.parts.robot;
+    const Geometry& b = *p.parts.other;
+    const RigidTransform& X_a = p.parts.X_WR;
+    const RigidTransform& X_b = p.parts.X_WO;
+    const double pad = p.parts.padding;
+    const bool use_vclip = request.convex == TrackConvexMethod::kVClip;
+    const VClipPolyhedron* poly_a = use_vclip ? Polyhedron(a) : nullptr;
+    const VClipPolyhedron* poly_b = use_vclip && poly_a != nullptr ? Polyhedron(b) : nullptr;
+    const bool convex = IsConvex(a) && IsConvex(b);
+
+    if (!convex && !c.refined) {
+      // The hulls' distance bounds the meshes' from below (each mesh lies inside its hull).
+      c.refined = true;
+      double hull = -1.0;
+      if (poly_a != nullptr && poly_b != nullptr) {
+        const VClipResult v = VClipDistance(*poly_a, X_a, *poly_b, X_b, &st.vclip);
+        ++result.vclip;
+        result.vclip_transitions += v.transitions;
+        hull = v.penetrating ? 0.0
+                             : std::max(0.0, v.fell_back_to_gjk ? v.distance * (1.0 - kGjkRelativeGap)
+                                                                : v.distance) -
+                                   RoundingAllowance(PosedScale(*poly_a, X_a) + PosedScale(*poly_b, X_b));
+      } else {
+        VisitConvex(a, [&](const auto& sa) {
+          VisitConvex(b, [&](const auto& sb) {
+            GjkOptions o;
+            o.lower_bound_target = t + pad;
+            const GjkResult g = GjkDistance(sa, X_a, sb, X_b, &st.gjk, o);
+            ++result.gjk;
+            hull = g.intersecting ? 0.0 : g.lower_bound;
+          });
+        });
+      }
+      if (hull - pad > c.cheap) {
+        c.cheap = hull - pad;
+        heap.push_back(c);
+        std::push_heap(heap.begin(), heap.end(), later);
+        continue;
+      }
+    }
+
+    TrackedPair tp;
+    tp.robot_part = p.robot_part;
+    tp.other_part = p.other_part;
+    tp.distance.pair = p.parts.pair;
+    double lower_raw = 0.0, upper_raw = kInf, signed_raw = 0.0;
+    const Vec3 centres = UnitOr(X_a.p - X_b.p, Vec3::UnitZ());
+    const Vec3 last_normal = st.normal_W.squaredNorm() > 0.0 ? st.normal_W : centres;
+    // Convex solids that overlap have distance 0; a convex mesh is a surface, though, and one wholly
+    // inside the other is apart from it: overlapping pairs with a mesh side go on to the walk, which
+    // keeps the surface semantics, with the overlap's normal.
+    Vec3 overlap_normal = Vec3::Zero();
+    const bool has_mesh = a.is_mesh() || b.is_mesh();
+    if (convex && poly_a != nullptr && poly_b != nullptr) {
+      const VClipResult v = VClipDistance(*poly_a, X_a, *poly_b, X_b, &st.vclip);
+      ++result.vclip;
+      result.vclip_transitions += v.transitions;
+      tp.method = TrackMethod::kVClip;
+      tp.feature_robot = Feature(v.feature_a);
+      tp.feature_other = Feature(v.feature_b);
+      if (v.penetrating) {
+        // Overlapping: EPA gives the depth and the direction that separates them.
+        Status status;
+        VisitConvex(a, [&](const auto& sa) {
+          VisitConvex(b, [&](const auto& sb) {
+            Result<SignedDistanceResult> sd = ComputeSignedDistance(sa, X_a, sb, X_b, &st.gjk);
+            ++result.gjk;
+            if (!sd.ok()) {
+              status = sd.error();
+              return;
+            }
+            signed_raw = std::min(0.0, sd.value().distance);
+            tp.normal_W = UnitOr(-sd.value().normal_W, last_normal);
+            tp.distance.p_W_robot = sd.value().p_WA;
+            tp.distance.p_W_other = sd.value().p_WB;
+          });
+        });
+        if (!status.ok()) return status.error();
+        lower_raw = upper_raw = 0.0;
+        overlap_normal = tp.normal_W;
+      } else {
+        upper_raw = std::max(v.distance, (v.p_WA - v.p_WB).norm());
+        lower_raw = std::max(0.0, (v.fell_back_to_gjk ? v.distance * (1.0 - kGjkRelativeGap) : v.distance) -
+                                      RoundingAllowance(PosedScale(*poly_a, X_a) + PosedScale(*poly_b, X_b)));
+        signed_raw = v.distance;
+        tp.normal_W = UnitOr(v.p_WA - v.p_WB, last_normal);
+        tp.distance.p_W_robot = v.p_WA;
+        tp.distance.p_W_other = v.p_WB;
+      }
+    } else if (convex) {
+      Status status;
+      VisitConvex(a, [&](const auto& sa) {
+        VisitConvex(b, [&](const auto& sb) {
+          Result<SignedDistanceResult> sd = ComputeSignedDistance(sa, X_a, sb, X_b, &st.gjk);
+          ++result.gjk;
+          if (!sd.ok()) {
+            status = sd.error();
+            return;
+          }
+          const SignedDistanceResult& r = sd.value();
+          tp.distance.p_W_robot = r.p_WA;
+          tp.distance.p_W_other = r.p_WB;
+          tp.normal_W = UnitOr(-r.normal_W, last_normal);
+          if (r.intersecting || r.distance <= 0.0) {
+            lower_raw = upper_raw = 0.0;
+            signed_raw = std::min(0.0, r.distance);
+            overlap_normal = tp.normal_W;
+          } else {
+            upper_raw = std::max(r.distance, (r.p_WA - r.p_WB).norm());
+            lower_raw = std::max(0.0, r.lower_bound);
+            signed_raw = r.distance;
+          }
+        });
+      });
+      if (!status.ok()) return status.error();
+      tp.method = TrackMethod::kGjk;
+    }
+    if (!convex || (has_mesh && overlap_normal.squaredNorm() > 0.0)) {
+      // The exact walk, warm from the pair's last triangles (and, between two meshes, its last front);
+      // it may stop once it proves the pair beyond what this frame still reports.
+      DistanceRequest req{request.rel_err, request.abs_err, t + pad};
+      auto walk = [&]() -> Result<DistanceResult> {
+        ++result.walks;
+        if (a.is_mesh() && b.is_mesh()) {
+          if (st.walk == nullptr) st.walk = std::make_unique<DistanceCache>();
+          return ComputeDistance(*a.mesh, X_a, *b.mesh, X_b, req, st.walk.get());
+        }
+        if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_a, b.shape, X_b, req);
+        Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, X_b, a.shape, X_a, req);
+        if (r.ok()) {
+          std::swap(r.value().p_WA, r.value().p_WB);
+          std::swap(r.value().triangles.triangle_a, r.value().triangles.triangle_b);
+        }
+        return r;
+      };
+      Result<DistanceResult> r = walk();
+      if (!r.ok()) return r.error();
+      // A relative budget on the raw distance is too loose for the padded clearance: when it is missed
+      // there, the exact distance meets any budget.
+      auto padded_met = [&](const DistanceResult& d) {
+        const double lo = std::max(0.0, d.lower_bound - pad), hi = std::max(0.0, d.upper_bound - pad);
+        return hi <= lo * (1.0 + request.rel_err) || hi - lo <= request.abs_err;
+      };
+      if (pad > 0.0 && !r.value().beyond_max_distance && !r.value().intersecting && !padded_met(r.value())) {
+        req.rel_err = req.abs_err = 0.0;
+        r = walk();
+        if (!r.ok()) return r.error();
+      }
+      const DistanceResult& d = r.value();
+      result.stats += d.stats;
+      if (d.beyond_max_distance) continue;  // at least t away: neither reported nor within the horizon
+      tp.method = TrackMethod::kWalk;
+      lower_raw = d.intersecting ? 0.0 : d.lower_bound;
+      upper_raw = d.intersecting ? 0.0 : d.upper_bound;
+      signed_raw = upper_raw;
+      tp.distance.p_W_robot = d.p_WA;
+      tp.distance.p_W_other = d.p_WB;
+      const Vec3 touching = overlap_normal.squaredNorm() > 0.0 ? overlap_normal : last_normal;
+      tp.normal_W = d.intersecting ? touching : UnitOr(d.p_WA - d.p_WB, touching);
+      tp.feature_robot = d.triangles.triangle_a >= 0 ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_a}
+                                                     : TrackFeature{};
+      tp.feature_other = d.triangles.triangle_b >= 0 ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_b}
+                                                     : TrackFeature{};
+    }
+    ++result.decided;
+    tp.distance.upper = std::max(0.0, upper_raw - pad);
+    // The cheap bound holds for the pair too (and may exceed what a walk stopped at).
+    tp.distance.lower = std::min(tp.distance.upper, std::max({0.0, lower_raw - pad, c.cheap}));
+    tp.signed_distance = signed_raw - pad;
+    tp.same_features = st.has_features && st.feature_robot == tp.feature_robot && st.feature_other == tp.feature_other;
+    st.feature_robot = tp.feature_robot;
+    st.feature_other = tp.feature_other;
+    st.has_features = true;
+    st.normal_W = tp.normal_W;
+    if (tp.distance.lower > request.horizon) continue;
+    record(p.parts.pair, tp.distance.upper);
+    decided.push_back(std::move(tp));
+  }
+
+  // The k nearest, overall or per link.
+  std::stable_sort(decided.begin(), decided.end(),
+                   [](const TrackedPair& x, const TrackedPair& y) { return x.distance.upper < y.distance.upper; });
+  std::vector<int32_t> count(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
+  for (TrackedPair& tp : decided) {
+    const StateContact& pair = tp.distance.pair;
+    const size_t la = per_link ? static_cast<size_t>(pair.link) : 0;
+    const size_t lb = per_link && pair.self ? static_cast<size_t>(pair.other_link) : la;
+    if (count[la] >= k && count[lb] >= k) continue;
+    ++count[la];
+    if (lb != la) ++count[lb];
+    if (tp.same_features) ++result.same_features;
+    if (request.gradient) {
+      // d/dq of |p_robot - p_other| with both points fixed to their bodies: n . (J_robot - J_other).
+      const size_t dof = static_cast<size_t>(robot.num_positions());
+      jacobian_a_.resize(3 * dof);
+      jacobian_b_.assign(3 * dof, 0.0);
+      robot.PointJacobian(pair.link, tp.distance.p_W_robot, cache_.X_WL, jacobian_a_);
+      if (pair.self) robot.PointJacobian(pair.other_link, tp.distance.p_W_other, cache_.X_WL, jacobian_b_);
+      tp.gradient.resize(dof);
+      for (size_t j = 0; j < dof; ++j) {
+        double g = 0.0;
+        for (size_t i = 0; i < 3; ++i) g += tp.normal_W[static_cast<int>(i)] * (jacobian_a_[3 * j + i] - jacobian_b_[3 * j + i]);
+        tp.gradient[j] = g;
+      }
+    }
+    result.pairs.push_back(std::move(tp));
+  }
+
+  // Pairs that left the horizon are forgotten.
+  for (auto it = pairs_.begin(); it != pairs_.end();) {
+    it = it->second.frame == frame_ ? std::next(it) : pairs_.erase(it);
+  }
+  return result;
+}
+
+
+}  // namespace proximity::core
