@@ -18,6 +18,7 @@ namespace proximity::bench {
 int RunConvex(const SuiteOptions& options);
 int RunEnvRob(const SuiteOptions& options);
 int RunRobot(const SuiteOptions& options);
+int RunTrack(const SuiteOptions& options);
 #ifdef PROX_BENCH_MBM
 int RunMbm(const SuiteOptions& options);
 #endif
@@ -30,6 +31,7 @@ std::map<std::string, SuiteFn>& Suites() {
       {"convex", &RunConvex},
       {"envrob", &RunEnvRob},
       {"robot", &RunRobot},
+      {"track", &RunTrack},
 #ifdef PROX_BENCH_MBM
       {"mbm", &RunMbm},
 #endif
@@ -50,7 +52,9 @@ constexpr std::array<const char*, 3> kRobotCases = {"clear", "distance", "link"}
 constexpr std::array<const char*, 5> kServiceCases = {"states", "paths", "track", "latency", "plan"};
 
 // The suites that take a robot and problems.
-bool TakesRobot(const std::string& suite) { return suite == "robot" || suite == "mbm" || suite == "generate"; }
+bool TakesRobot(const std::string& suite) {
+  return suite == "robot" || suite == "mbm" || suite == "track" || suite == "generate";
+}
 
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");

@@ -104,11 +104,12 @@ inline std::shared_ptr<fcl::CollisionGeometryd> FclLinkGeometry(const core::Link
   return nullptr;
 }
 
-/// A world primitive as an FCL shape and its pose X_WG (a core::Sphere may sit off its frame's
-/// origin); null for shapes other than box, cylinder and sphere.
+/// A world part as an FCL geometry and its pose X_WG (a core::Sphere may sit off its frame's origin):
+/// meshes as BVHModel<OBBRSS>; null for primitives other than box, cylinder and sphere.
 inline std::shared_ptr<fcl::CollisionGeometryd> FclWorldGeometry(const core::ObjectPart& part,
                                                                  fcl::Transform3d* X_WG) {
   *X_WG = FclPose(part.X_WG);
+  if (part.geometry.is_mesh()) return FclMesh<fcl::OBBRSSd>(part.geometry.mesh->mesh());
   if (const auto* b = std::get_if<core::Box>(&part.geometry.shape)) {
     return std::make_shared<fcl::Boxd>(2.0 * b->half_extents);
   }

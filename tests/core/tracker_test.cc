@@ -447,6 +447,63 @@ TEST(Tracker, OverlappingConvexPairsSayTouchingWithANormalAndAGradient) {
   }
 }
 
+TEST(Tracker, ConvexMeshesOffTheirHullsKeepTheUpperBoundOnTheSurface) {
+  // A box whose +x face has a vertex at its centre pushed 0.3 mm inward: accepted as its hull's surface
+  // at the URDF loader's 1 mm tolerance, yet 0.3 mm farther than its hull from a sphere ahead of that
+  // face. A tracker that took the hulls' distance for the mesh's would claim an upper bound below the
+  // truth.
+  TriangleMesh m;
+  AddBox(&m, Vec3::Zero(), Vec3(0.05, 0.05, 0.05));
+  // Replace the +x face (vertices 1, 3, 5, 7: x = +0.05) by four triangles around a dented centre.
+  std::erase_if(m.triangles, [&](const std::array<int32_t, 3>& t) {
+    return m.vertices[t[0]].x() > 0 && m.vertices[t[1]].x() > 0 && m.vertices[t[2]].x() > 0;
+  });
+  m.vertices.push_back(Vec3(0.05 - 3e-4, 0, 0));
+  const int32_t c = static_cast<int32_t>(m.vertices.size()) - 1;
+  m.triangles.push_back({1, 3, c});
+  m.triangles.push_back({3, 7, c});
+  m.triangles.push_back({7, 5, c});
+  m.triangles.push_back({5, 1, c});
+  Geometry dented;
+  dented.hull = testing::ValueOrFail(ConvexPolytope::Build(m));
+  dented.hull_is_surface = IsHullSurface(m, *dented.hull, 1e-3);
+  ASSERT_TRUE(dented.hull_is_surface);
+  dented.mesh = testing::ValueOrFail(MeshModel::Build(m));
+  const std::string urdf = R"(<robot name="slider"><link name="base"/><link name="tool"/>
+    <joint name="x" type="prismatic"><parent link="base"/><child link="tool"/><axis xyz="1 0 0"/>
+      <limit lower="-5" upper="5" effort="1" velocity="1"/></joint></robot>)";
+  SceneDescription d;
+  d.robot = testing::ValueOrFail(RobotModel::FromUrdfString(urdf));
+  d.attached.push_back(Attach("dented", "tool", dented, RigidTransform()));
+  d.objects.push_back(Object("ball", Geometry::Primitive(Sphere{Vec3::Zero(), 0.01}),
+                             RigidTransform(Mat3::Identity(), Vec3(0.2, 0.0, 0.0))));
+  d.objects.push_back(Object("block", Geometry::Primitive(Box{Vec3(0.01, 0.01, 0.01)}),
+                             RigidTransform(testing::RandomRotation(*std::make_unique<std::mt19937_64>(3)),
+                                            Vec3(0.2, 0.002, -0.001))));
+  auto scene = testing::ValueOrFail(Scene::Build(std::move(d)));
+  for (TrackConvexMethod method : {TrackConvexMethod::kVClip, TrackConvexMethod::kGjk}) {
+    Tracker tracker(scene);
+    TrackRequest request;
+    request.convex = method;
+    request.max_pairs = 4;
+    int checked = 0;
+    for (double x = 0.0; x < 0.12; x += 1e-3) {
+      const std::vector<double> q = {x};
+      const TrackResult r = testing::ValueOrFail(tracker.Update(q, request));
+      const auto posed = PosedPairs(*scene, q);
+      for (const TrackedPair& p : r.pairs) {
+        const PosedPartPair& pp = posed.at(Key(p));
+        const double truth = BruteDistance(*pp.robot, pp.X_WR, *pp.other, pp.X_WO);
+        ASSERT_GE(p.distance.upper, truth - kTol) << x;
+        ASSERT_LE(p.distance.lower, truth + kTol) << x;
+        EXPECT_NEAR((p.distance.p_W_robot - p.distance.p_W_other).norm(), p.distance.upper, 1e-9);
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 100);
+  }
+}
+
 TEST(Tracker, RefusesBadInputByNameAndKeepsItsState) {
   auto scene = ArmScene(12);
   Tracker tracker(scene);

@@ -240,7 +240,11 @@ struct MeshShapeWalk {
 
   // A first upper bound: greedy descent to the leaf whose sphere is nearest the shape's bounding
   // sphere at each step; one triangle test and 2 * depth sphere tests.
-  void Seed() {
+  void Seed(int32_t warm_leaf) {
+    if (warm_leaf >= 0) {
+      TestTriangle(warm_leaf);
+      return;
+    }
     int32_t n = 0;
     auto gap = [&](int32_t x) {
       ++stats.bv_tests;
@@ -264,7 +268,7 @@ struct MeshShapeWalk {
   // Best-first over mesh nodes by OBB lower bound; the nearer child of an expanded node is walked at
   // once when no queued node has a smaller bound. Stops when the smallest bound reaches the threshold,
   // which then certifies the lower bound.
-  void Distance() {
+  void Distance(int32_t warm_leaf = -1) {
     // A root box already max_distance away settles the query without a triangle test (upper stays
     // infinite: beyond_max_distance, only the interval holds).
     const double root = LowerBound(0);
@@ -272,7 +276,7 @@ struct MeshShapeWalk {
       stop(root);
       return;
     }
-    Seed();
+    Seed(warm_leaf);
     if (upper == 0.0) return;
     internal::BoundHeap<Entry> heap;
     heap.Reserve(kStackReserve);
@@ -414,7 +418,8 @@ bool internal::ShapesIntersectTrusted(const Shape& a, const RigidTransform& X_WA
 }
 
 Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
-                                                const RigidTransform& X_WS, const DistanceRequest& request) {
+                                                const RigidTransform& X_WS, const DistanceRequest& request,
+                                                MeshShapeDistanceCache* cache) {
   if (Status s = ValidatePose(X_WM, "X_WM"); !s.ok()) return s.error();
   if (Status s = ValidatePose(X_WS, "X_WS"); !s.ok()) return s.error();
   if (Status s = ValidateShape(shape); !s.ok()) return s.error();
@@ -428,7 +433,13 @@ Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const Rig
     walk.max_distance = request.max_distance;
     walk.stop_below = request.stop_below;
     walk.UpdateThreshold();
-    walk.Distance();
+    const bool warm = cache != nullptr && cache->mesh == &mesh && cache->leaf >= 0 &&
+                      cache->leaf < mesh.num_triangles();
+    walk.Distance(warm ? cache->leaf : -1);
+    if (cache != nullptr) {
+      cache->mesh = &mesh;
+      cache->leaf = walk.best_k;
+    }
     result.upper_bound = walk.upper;
     // Rounded outward as in ComputeDistance (GJK's leaf bounds already are; the box bounds are not).
     const Obb box = ShapeBoundingObb(shape);

@@ -15,6 +15,7 @@
 
 #include "proximity/core/bvh/shape_query.h"
 #include "proximity/core/contact/epa.h"
+#include "proximity/core/narrowphase/triangle.h"
 
 namespace proximity::core {
 
@@ -27,6 +28,12 @@ constexpr int32_t kMaxTrackCandidates = 1 << 18;
 // When V-Clip hands a query to GJK its distance is within eps_rel^2 (1e-10, GjkOptions' default) of the
 // truth; lower bounds take off ten times that.
 constexpr double kGjkRelativeGap = 1e-9;
+// An exact interval's relative width (mesh_query.h), and what GJK certifies on the curved surfaces of
+// cylinders and cones (shape_query.h).
+constexpr double kExactRelativeWidth = 1e-12;
+constexpr double kCurvedRelativeWidth = 1e-9;
+
+bool Curved(const Shape& s) { return std::holds_alternative<Cylinder>(s) || std::holds_alternative<Cone>(s); }
 
 // Calls f with the convex shape that stands for g: a primitive itself, or a mesh's hull (exact for a
 // mesh that is its hull's surface, a lower bound for any other). False when g is a mesh without a hull.
@@ -65,6 +72,42 @@ Vec3 UnitOr(const Vec3& v, const Vec3& fallback) {
   return n > 0.0 && std::isfinite(n) ? Vec3(v / n) : fallback;
 }
 
+// The distance, at the current poses, between the pair's closest triangles of its last walk (two
+// meshes), or the last closest triangle and the primitive (a mesh and a primitive): a pair of points on
+// the surfaces, so an upper bound on their distance. False when the pair has no last walk.
+template <class State>
+bool LastSurfacePoints(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                       const State& st, double* u, Vec3* p_a, Vec3* p_b) {
+  if (a.is_mesh() && b.is_mesh()) {
+    const DistanceCache* c = st.walk.get();
+    if (c == nullptr || c->model_a != a.mesh.get() || c->model_b != b.mesh.get() || c->leaf_a < 0 ||
+        c->leaf_b < 0 || c->leaf_a >= a.mesh->num_triangles() || c->leaf_b >= b.mesh->num_triangles()) {
+      return false;
+    }
+    const LeafTriangle& ta = a.mesh->leaf_triangle(c->leaf_a);
+    const LeafTriangle& tb = b.mesh->leaf_triangle(c->leaf_b);
+    *u = TriangleDistance(X_a * ta.v[0], X_a * ta.v[1], X_a * ta.v[2], X_b * tb.v[0], X_b * tb.v[1], X_b * tb.v[2],
+                          p_a, p_b);
+    return true;
+  }
+  const bool mesh_a = a.is_mesh();
+  const Geometry& m = mesh_a ? a : b;
+  const Geometry& s = mesh_a ? b : a;
+  const RigidTransform& X_m = mesh_a ? X_a : X_b;
+  const RigidTransform& X_s = mesh_a ? X_b : X_a;
+  if (st.shape_walk.mesh != m.mesh.get() || st.shape_walk.leaf < 0 || st.shape_walk.leaf >= m.mesh->num_triangles()) {
+    return false;
+  }
+  const LeafTriangle& t = m.mesh->leaf_triangle(st.shape_walk.leaf);
+  const Triangle tri{X_m * t.v[0], X_m * t.v[1], X_m * t.v[2]};
+  GjkResult g;
+  VisitConvex(s, [&](const auto& shape) { g = GjkDistance(tri, RigidTransform(), shape, X_s); });
+  *u = (g.p_WA - g.p_WB).norm();  // both points lie on their sets: a true upper bound
+  *p_a = mesh_a ? g.p_WA : g.p_WB;
+  *p_b = mesh_a ? g.p_WB : g.p_WA;
+  return true;
+}
+
 Status ValidateTrackRequest(const TrackRequest& r) {
   if (!std::isfinite(r.horizon) || r.horizon < 0.0 || r.horizon > kWorldExtent) {
     return InvalidArgument("horizon must be finite and in [0, " + std::to_string(kWorldExtent) + "] m, got " +
@@ -80,43 +123,12 @@ Status ValidateTrackRequest(const TrackRequest& r) {
 
 }  // namespace
 
-// A nearby pair on its way through the frame: its cheap bound, and whether the hulls have raised it.
-struct Tracker::Candidate {
-  int32_t index;   // into the broad phase's pairs
-  double cheap;    // certified lower bound on the padded clearance
-  bool refined;
-};
 
-Tracker::Tracker(std::shared_ptr<const Scene> scene) : scene_(std::move(scene)) {}
+namespace {
 
-void Tracker::Reset() { pairs_.clear(); }
-
-int64_t Tracker::MemoryBytes() const {
-  int64_t bytes = static_cast<int64_t>(sizeof(*this));
-  for (const auto& [key, s] : pairs_) {
-    bytes += static_cast<int64_t>(sizeof(key) + sizeof(s));
-    if (s.walk) bytes += static_cast<int64_t>(sizeof(DistanceCache) + s.walk->front.capacity() * sizeof(NodePairBound));
-  }
-  for (const auto& [key, p] : polyhedra_) {
-    if (p == nullptr) continue;
-    bytes += static_cast<int64_t>(sizeof(*p) + p->vertices().size() * sizeof(VClipPolyhedron::Vertex) +
-                                  p->edges().size() * sizeof(VClipPolyhedron::Edge) +
-                                  p->faces().size() * sizeof(VClipPolyhedron::Face) +
-                                  p->planes().size() * sizeof(VClipVoronoiPlane) +
-                                  (p->vertex_edges().size() + p->loop_vertices().size() + p->loop_edges().size()) *
-                                      sizeof(int32_t));
-  }
-  return bytes;
-}
-
-// The V-Clip polyhedron standing for g (its hull, a box, a polytope), built on first use; null for
-// curved primitives, meshes without a hull and flat boxes.
-const VClipPolyhedron* Tracker::Polyhedron(const Geometry& g) {
-  const void* key = g.is_mesh() ? static_cast<const void*>(g.hull.get()) : static_cast<const void*>(&g);
-  if (key == nullptr) return nullptr;
-  auto it = polyhedra_.find(key);
-  if (it != polyhedra_.end()) return it->second.get();
-  std::shared_ptr<const VClipPolyhedron> built;
+// The V-Clip polyhedron standing for g (its hull, a box, a polytope); null for curved primitives,
+// meshes without a hull and flat boxes.
+Result<std::shared_ptr<const VClipPolyhedron>> BuildPolyhedron(const Geometry& g) {
   std::shared_ptr<const ConvexPolytope> polytope;
   if (g.is_mesh()) {
     polytope = g.hull;
@@ -131,11 +143,79 @@ const VClipPolyhedron* Tracker::Polyhedron(const Geometry& g) {
     Result<std::shared_ptr<const ConvexPolytope>> hull = ConvexPolytope::Build(corners, "box");
     if (hull.ok()) polytope = hull.value();  // a flat box has no polyhedron: GJK decides it
   }
-  if (polytope != nullptr) {
-    Result<std::shared_ptr<const VClipPolyhedron>> p = VClipPolyhedron::Build(*polytope);
-    if (p.ok()) built = p.value();
+  if (polytope == nullptr) return std::shared_ptr<const VClipPolyhedron>();
+  return VClipPolyhedron::Build(*polytope);
+}
+
+int64_t PolyhedronBytes(const VClipPolyhedron& p) {
+  return static_cast<int64_t>(sizeof(p) + p.vertices().size() * sizeof(VClipPolyhedron::Vertex) +
+                              p.edges().size() * sizeof(VClipPolyhedron::Edge) +
+                              p.faces().size() * sizeof(VClipPolyhedron::Face) +
+                              p.planes().size() * sizeof(VClipVoronoiPlane) +
+                              (p.vertex_edges().size() + p.loop_vertices().size() + p.loop_edges().size()) *
+                                  sizeof(int32_t));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const TrackingGeometry>> TrackingGeometry::Build(const Scene& scene) {
+  std::shared_ptr<TrackingGeometry> g(new TrackingGeometry());
+  // Geometry shared by several parts (one link mesh, one box shape object) gets one polyhedron.
+  std::unordered_map<const void*, std::shared_ptr<const VClipPolyhedron>> built;
+  auto make = [&](const Geometry& geometry) -> Result<std::shared_ptr<const VClipPolyhedron>> {
+    const void* key = geometry.is_mesh() ? static_cast<const void*>(geometry.hull.get()) : nullptr;
+    if (key != nullptr) {
+      auto it = built.find(key);
+      if (it != built.end()) return it->second;
+    }
+    Result<std::shared_ptr<const VClipPolyhedron>> p = BuildPolyhedron(geometry);
+    if (!p.ok()) return p.error();
+    if (p.value() != nullptr) g->bytes_ += PolyhedronBytes(*p.value());
+    if (key != nullptr) built.emplace(key, p.value());
+    return p.value();
+  };
+  g->robot_.reserve(static_cast<size_t>(scene.num_robot_parts()));
+  for (int32_t i = 0; i < scene.num_robot_parts(); ++i) {
+    Result<std::shared_ptr<const VClipPolyhedron>> p = make(scene.robot_part_geometry(i));
+    if (!p.ok()) return p.error();
+    g->robot_.push_back(p.value());
   }
-  return polyhedra_.emplace(key, std::move(built)).first->second.get();
+  g->world_.reserve(static_cast<size_t>(scene.num_world_parts()));
+  for (int32_t k = 0; k < scene.num_world_parts(); ++k) {
+    Result<std::shared_ptr<const VClipPolyhedron>> p = make(scene.world_part_geometry(k));
+    if (!p.ok()) return p.error();
+    g->world_.push_back(p.value());
+  }
+  g->bytes_ += static_cast<int64_t>(sizeof(TrackingGeometry) + (g->robot_.size() + g->world_.size()) *
+                                                                  sizeof(std::shared_ptr<const VClipPolyhedron>));
+  return std::shared_ptr<const TrackingGeometry>(std::move(g));
+}
+
+bool TrackingGeometry::Fits(const Scene& scene) const {
+  return static_cast<int32_t>(robot_.size()) == scene.num_robot_parts() &&
+         static_cast<int32_t>(world_.size()) == scene.num_world_parts();
+}
+
+Tracker::Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)
+    : scene_(std::move(scene)), geometry_(std::move(geometry)) {
+  if (geometry_ == nullptr || !geometry_->Fits(*scene_)) {
+    // Polyhedra of hulls a scene accepted always build; a failure leaves V-Clip out (GJK decides).
+    Result<std::shared_ptr<const TrackingGeometry>> g = TrackingGeometry::Build(*scene_);
+    if (g.ok()) geometry_ = g.value();
+  }
+}
+
+void Tracker::Reset() { pairs_.clear(); }
+
+int64_t Tracker::MemoryBytes() const {
+  int64_t bytes = static_cast<int64_t>(sizeof(*this));
+  for (const auto& [key, s] : pairs_) {
+    bytes += static_cast<int64_t>(sizeof(key) + sizeof(s));
+    if (s.walk) bytes += static_cast<int64_t>(sizeof(DistanceCache) + s.walk->front.capacity() * sizeof(NodePairBound));
+  }
+  bytes += static_cast<int64_t>(nearby_.pairs.capacity() * sizeof(NearbyPart) + states_.capacity() * sizeof(void*) +
+                                heap_.capacity() * sizeof(Candidate) + decided_.capacity() * sizeof(TrackedPair));
+  return bytes;  // the shared TrackingGeometry is counted by its owner
 }
 
 Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
@@ -145,9 +225,8 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
   near.world = request.world;
   near.self = request.self;
   near.max_pairs = kMaxTrackCandidates;
-  Result<NearbyPartsResult> nearby = scene_->NearbyParts(q, near, &cache_);
-  if (!nearby.ok()) return nearby.error();
-  const NearbyPartsResult& found = nearby.value();
+  if (Status s = scene_->NearbyParts(q, near, &cache_, &nearby_); !s.ok()) return s.error();
+  const NearbyPartsResult& found = nearby_;
   if (found.truncated) {
     return InvalidArgument("horizon " + std::to_string(request.horizon) + " m keeps more than " +
                            std::to_string(kMaxTrackCandidates) + " geometry pairs near each other: lower it");
@@ -163,7 +242,8 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
   // Warm-start state per pair, keyed by the pair's indices in the scene.
   const uint64_t num_robot = static_cast<uint64_t>(found.num_robot_parts);
   const uint64_t num_world = static_cast<uint64_t>(found.num_world_parts);
-  std::vector<PairState*> states(static_cast<size_t>(n));
+  std::vector<PairState*>& states = states_;
+  states.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     const NearbyPart& p = pairs[i];
     const uint64_t a = static_cast<uint64_t>(p.robot_part), b = static_cast<uint64_t>(p.other_part);
@@ -198,20 +278,22 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
 
   // Candidates leave a min-heap by their cheap bound; a non-convex pair goes back once with its hulls'
   // bound before it is walked, so that walks run in order of the tighter bounds.
-  std::vector<Candidate> heap;
-  heap.reserve(static_cast<size_t>(n));
+  std::vector<Candidate>& heap = heap_;
+  heap.clear();
   for (int32_t i = 0; i < n; ++i) heap.push_back({i, pairs[i].box_clearance, false});
   auto later = [](const Candidate& x, const Candidate& y) { return x.cheap > y.cheap; };
   std::make_heap(heap.begin(), heap.end(), later);
 
-  std::vector<TrackedPair> decided;
+  std::vector<TrackedPair>& decided = decided_;
+  decided.clear();
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Candidate c = heap.back();
     heap.pop_back();
     const NearbyPart& p = pairs[c.index];
     const double t = threshold(p.parts.pair);
-    if (c.cheap > t) {
+    // Beyond the horizon, or no better than the k-th best found (a tie cannot change what is reported).
+    if (c.cheap > t || (c.cheap == t && t < request.horizon)) {
       if (!per_link) break;  // every remaining bound is at least this one
       continue;
     }
@@ -226,8 +308,10 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
     const RigidTransform& X_b = p.parts.X_WO;
     const double pad = p.parts.padding;
     const bool use_vclip = request.convex == TrackConvexMethod::kVClip;
-    const VClipPolyhedron* poly_a = use_vclip ? Polyhedron(a) : nullptr;
-    const VClipPolyhedron* poly_b = use_vclip && poly_a != nullptr ? Polyhedron(b) : nullptr;
+    const VClipPolyhedron* poly_a = use_vclip && geometry_ != nullptr ? geometry_->robot(p.robot_part) : nullptr;
+    const VClipPolyhedron* poly_b = poly_a == nullptr ? nullptr
+                                    : p.parts.pair.self ? geometry_->robot(p.other_part)
+                                                        : geometry_->world(p.other_part);
     const bool convex = IsConvex(a) && IsConvex(b);
 
     if (!convex && !c.refined) {
@@ -273,6 +357,37 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
     // keeps the surface semantics, with the overlap's normal.
     Vec3 overlap_normal = Vec3::Zero();
     const bool has_mesh = a.is_mesh() || b.is_mesh();
+    bool need_walk = false;
+    double hull_floor = 0.0;  // a certified lower bound on the raw distance from the convex stand-ins
+    // A convex mesh lies inside its hull but on it only up to the tolerance it was accepted with (a
+    // vertex may sit a little inside a merged face): the hulls' distance (lower_raw) is a lower bound,
+    // and the upper bound must be realised on the mesh surfaces. The pair's last closest triangles
+    // give one in a single test; when it meets the hulls' bound within the budget (or rounding) the
+    // pair is settled, otherwise the warm walk decides it.
+    auto surface_upper = [&] {
+      double u = kInf;
+      Vec3 p_a, p_b;
+      if (!LastSurfacePoints(a, X_a, b, X_b, st, &u, &p_a, &p_b)) {
+        need_walk = true;
+        hull_floor = lower_raw;
+        return;
+      }
+      const double lo = std::max(0.0, lower_raw - pad), hi = std::max(0.0, u - pad);
+      // Exact up to rounding, and on curved primitives up to what GJK certifies there (mesh_query.h).
+      const bool curved = (!a.is_mesh() && Curved(a.shape)) || (!b.is_mesh() && Curved(b.shape));
+      const double slack =
+          std::max((curved ? kCurvedRelativeWidth : kExactRelativeWidth) * hi,
+                   2.0 * RoundingAllowance(X_a.p.cwiseAbs().maxCoeff() + X_b.p.cwiseAbs().maxCoeff() + 1.0));
+      if (hi <= lo * (1.0 + request.rel_err) + slack || hi - lo <= request.abs_err + slack) {
+        upper_raw = u;
+        tp.distance.p_W_robot = p_a;
+        tp.distance.p_W_other = p_b;
+        ++result.surface_checks;
+      } else {
+        need_walk = true;
+        hull_floor = lower_raw;
+      }
+    };
     if (convex && poly_a != nullptr && poly_b != nullptr) {
       const VClipResult v = VClipDistance(*poly_a, X_a, *poly_b, X_b, &st.vclip);
       ++result.vclip;
@@ -308,6 +423,7 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
         tp.normal_W = UnitOr(v.p_WA - v.p_WB, last_normal);
         tp.distance.p_W_robot = v.p_WA;
         tp.distance.p_W_other = v.p_WB;
+        if (has_mesh) surface_upper();
       }
     } else if (convex) {
       Status status;
@@ -336,8 +452,10 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
       });
       if (!status.ok()) return status.error();
       tp.method = TrackMethod::kGjk;
+      if (has_mesh && overlap_normal.squaredNorm() == 0.0) surface_upper();
     }
-    if (!convex || (has_mesh && overlap_normal.squaredNorm() > 0.0)) {
+    if (!convex || (has_mesh && overlap_normal.squaredNorm() > 0.0)) need_walk = true;
+    if (need_walk) {
       // The exact walk, warm from the pair's last triangles (and, between two meshes, its last front);
       // it may stop once it proves the pair beyond what this frame still reports.
       DistanceRequest req{request.rel_err, request.abs_err, t + pad};
@@ -347,8 +465,8 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
           if (st.walk == nullptr) st.walk = std::make_unique<DistanceCache>();
           return ComputeDistance(*a.mesh, X_a, *b.mesh, X_b, req, st.walk.get());
         }
-        if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_a, b.shape, X_b, req);
-        Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, X_b, a.shape, X_a, req);
+        if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_a, b.shape, X_b, req, &st.shape_walk);
+        Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, X_b, a.shape, X_a, req, &st.shape_walk);
         if (r.ok()) {
           std::swap(r.value().p_WA, r.value().p_WB);
           std::swap(r.value().triangles.triangle_a, r.value().triangles.triangle_b);
@@ -372,17 +490,22 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
       result.stats += d.stats;
       if (d.beyond_max_distance) continue;  // at least t away: neither reported nor within the horizon
       tp.method = TrackMethod::kWalk;
-      lower_raw = d.intersecting ? 0.0 : d.lower_bound;
+      lower_raw = d.intersecting ? 0.0 : std::max(d.lower_bound, hull_floor);
       upper_raw = d.intersecting ? 0.0 : d.upper_bound;
       signed_raw = upper_raw;
       tp.distance.p_W_robot = d.p_WA;
       tp.distance.p_W_other = d.p_WB;
       const Vec3 touching = overlap_normal.squaredNorm() > 0.0 ? overlap_normal : last_normal;
       tp.normal_W = d.intersecting ? touching : UnitOr(d.p_WA - d.p_WB, touching);
-      tp.feature_robot = d.triangles.triangle_a >= 0 ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_a}
-                                                     : TrackFeature{};
-      tp.feature_other = d.triangles.triangle_b >= 0 ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_b}
-                                                     : TrackFeature{};
+      if (!convex) {
+        // Convex pairs keep the features of their polyhedra; the others name the closest triangles.
+        tp.feature_robot = d.triangles.triangle_a >= 0
+                               ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_a}
+                               : TrackFeature{};
+        tp.feature_other = d.triangles.triangle_b >= 0
+                               ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_b}
+                               : TrackFeature{};
+      }
     }
     ++result.decided;
     tp.distance.upper = std::max(0.0, upper_raw - pad);

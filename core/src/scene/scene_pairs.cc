@@ -18,6 +18,13 @@ using internal::Overlap;
 
 Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
                                              SceneCache* cache) const {
+  NearbyPartsResult result;
+  if (Status s = NearbyParts(q, request, cache, &result); !s.ok()) return s.error();
+  return result;
+}
+
+Status Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCache* cache,
+                          NearbyPartsResult* out) const {
   if (!std::isfinite(request.horizon) || request.horizon < 0.0 || request.horizon > kWorldExtent) {
     return InvalidArgument("horizon must be finite and in [0, " + std::to_string(kWorldExtent) + "] m, got " +
                            std::to_string(request.horizon));
@@ -26,8 +33,10 @@ Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const Ne
     return InvalidArgument("max_pairs must be >= 1, got " + std::to_string(request.max_pairs));
   }
   // Bounds grown by padding + horizon: a pair whose grown boxes miss each other is farther than the horizon.
-  if (Status s = PoseParts(q, cache, request.horizon); !s.ok()) return s.error();
-  NearbyPartsResult result;
+  if (Status s = PoseParts(q, cache, request.horizon); !s.ok()) return s;
+  NearbyPartsResult& result = *out;
+  result.pairs.clear();
+  result.truncated = false;
   result.within_limits = robot_->WithinLimits(q);
   result.num_robot_parts = static_cast<int32_t>(robot_parts_.size());
   result.num_world_parts = static_cast<int32_t>(world_parts_.size());
@@ -64,7 +73,7 @@ Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const Ne
                      k,
                      bound});
       });
-      if (full) return result;
+      if (full) return {};
     }
   }
   if (request.self) {
@@ -80,11 +89,11 @@ Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const Ne
                 sp.a,
                 sp.b,
                 bound})) {
-        return result;
+        return {};
       }
     }
   }
-  return result;
+  return {};
 }
 
 Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, const CollidingPartsRequest& request,

@@ -44,6 +44,7 @@
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
 #include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/bvh/shape_query.h"
 #include "proximity/core/contact/vclip.h"
 #include "proximity/core/narrowphase/gjk.h"
 #include "proximity/core/scene/scene.h"
@@ -134,15 +135,43 @@ struct TrackResult {
   int32_t vclip_transitions = 0;
   int32_t gjk = 0;             ///< GJK queries (exact pairs and hull bounds).
   int32_t walks = 0;           ///< Hierarchy walks.
+  /// Convex mesh pairs settled by their hulls' distance and one test of their last closest triangles.
+  int32_t surface_checks = 0;
   int32_t same_features = 0;   ///< Reported pairs whose features did not change.
   QueryStats stats;
 };
 
-/// Caller-owned clearance tracking over one scene (see the file comment). Not thread-safe; cheap to
-/// create (convex polyhedra are built on first use and kept).
+/// The V-Clip polyhedra of a scene's convex geometry (link and world meshes' hulls, boxes, polytopes),
+/// built once per scene and shared by every tracker on it: immutable, so any number of threads may
+/// read it. Null entries stand for geometry V-Clip does not take (curved primitives, meshes without a
+/// hull, flat boxes).
+class TrackingGeometry {
+ public:
+  /// Builds the polyhedra of every robot and world part of `scene` (a few tens of microseconds per
+  /// hull of a few hundred vertices). Errors only if a hull is broken (kInternal).
+  [[nodiscard]] static Result<std::shared_ptr<const TrackingGeometry>> Build(const Scene& scene);
+
+  /// The polyhedron of robot part i / world part k (NearbyPart indices), or null.
+  const VClipPolyhedron* robot(int32_t i) const { return robot_[static_cast<size_t>(i)].get(); }
+  const VClipPolyhedron* world(int32_t k) const { return world_[static_cast<size_t>(k)].get(); }
+  /// Whether it was built for a scene with these many robot and world parts.
+  bool Fits(const Scene& scene) const;
+  /// Bytes held (approximate), for memory caps.
+  int64_t MemoryBytes() const { return bytes_; }
+
+ private:
+  TrackingGeometry() = default;
+  std::vector<std::shared_ptr<const VClipPolyhedron>> robot_, world_;
+  int64_t bytes_ = 0;
+};
+
+/// Caller-owned clearance tracking over one scene (see the file comment). Not thread-safe (one per
+/// controller, session or thread); cheap to create when given the scene's TrackingGeometry.
 class Tracker {
  public:
-  explicit Tracker(std::shared_ptr<const Scene> scene);
+  /// `geometry`: the scene's polyhedra (TrackingGeometry::Build), shared; null builds them for this
+  /// tracker alone. Precondition: `geometry`, when given, was built for `scene`.
+  explicit Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry = nullptr);
 
   /// One frame at configuration q. Errors (kInvalidArgument, naming the field) for q as CheckState, a
   /// bad horizon, max_pairs or budget; the tracker's state is then untouched.
@@ -163,19 +192,28 @@ class Tracker {
     VClipCache vclip;
     GjkCache gjk;
     std::unique_ptr<DistanceCache> walk;
+    MeshShapeDistanceCache shape_walk;
     TrackFeature feature_robot, feature_other;
     Vec3 normal_W = Vec3::Zero();
     bool has_features = false;
   };
-  struct Candidate;
-
-  const VClipPolyhedron* Polyhedron(const Geometry& g);
+  // A nearby pair on its way through the frame: its cheap bound, and whether the hulls have raised it.
+  struct Candidate {
+    int32_t index;   // into the broad phase's pairs
+    double cheap;    // certified lower bound on the padded clearance
+    bool refined;
+  };
 
   std::shared_ptr<const Scene> scene_;
+  std::shared_ptr<const TrackingGeometry> geometry_;
   SceneCache cache_;
   uint64_t frame_ = 0;
   std::unordered_map<uint64_t, PairState> pairs_;
-  std::unordered_map<const void*, std::shared_ptr<const VClipPolyhedron>> polyhedra_;
+  // Buffers kept between frames.
+  NearbyPartsResult nearby_;
+  std::vector<PairState*> states_;
+  std::vector<Candidate> heap_;
+  std::vector<TrackedPair> decided_;
   std::vector<double> jacobian_a_, jacobian_b_;
 };
 

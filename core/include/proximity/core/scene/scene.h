@@ -488,6 +488,18 @@ class Scene {
   /// and for a horizon that is not finite, negative or beyond kWorldExtent, or max_pairs < 1.
   [[nodiscard]] Result<NearbyPartsResult> NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
                                                       SceneCache* cache) const;
+  /// The same into `out`, whose buffers are reused (a tracker's every frame allocates nothing).
+  [[nodiscard]] Status NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCache* cache,
+                                   NearbyPartsResult* out) const;
+  /// The scene's robot geometries (links' and attached objects'), by NearbyPart::robot_part.
+  int32_t num_robot_parts() const { return static_cast<int32_t>(robot_parts_.size()); }
+  const Geometry& robot_part_geometry(int32_t i) const { return robot_parts_[static_cast<size_t>(i)].geometry; }
+  /// The world objects' parts, by NearbyPart::other_part (world pairs).
+  int32_t num_world_parts() const { return static_cast<int32_t>(world_parts_.size()); }
+  const Geometry& world_part_geometry(int32_t k) const {
+    const WorldPart& w = world_parts_[static_cast<size_t>(k)];
+    return objects_[static_cast<size_t>(w.object)].parts[static_cast<size_t>(w.part)].geometry;
+  }
 
   /// Every geometry pair between the two things named (each a link name, an attached object id or a
   /// world object id), posed at q, whether or not the scene checks the pair (PosedPartPair::allowed).
