@@ -521,6 +521,15 @@ Work ContactWork(const core::ContinuousResult& r) {
   return w;
 }
 
+Work TrackWork(const core::TrackResult& r) {
+  Work w;
+  w.states = 1;
+  w.pairs_tested = r.decided;
+  w.distance_queries = r.decided;
+  w.Add(r.stats);
+  return w;
+}
+
 void ToWire(const core::Scene& scene, const core::StateResult& r, v1::CheckStateResponse* out) {
   out->set_free(r.free);
   out->set_within_limits(r.within_limits);
@@ -544,6 +553,59 @@ void ToWire(const core::Scene& scene, const core::ContinuousResult& r, v1::TimeO
   out->set_undecided(r.undecided);
   if (r.nearest.pair.link >= 0 || r.nearest.pair.object >= 0) ToWire(scene, r.nearest, out->mutable_nearest());
   out->set_iterations(r.iterations);
+}
+
+namespace {
+v1::TrackFeatureType ToWire(core::TrackFeatureType type) {
+  switch (type) {
+    case core::TrackFeatureType::kVertex: return v1::TRACK_FEATURE_TYPE_VERTEX;
+    case core::TrackFeatureType::kEdge: return v1::TRACK_FEATURE_TYPE_EDGE;
+    case core::TrackFeatureType::kFace: return v1::TRACK_FEATURE_TYPE_FACE;
+    case core::TrackFeatureType::kTriangle: return v1::TRACK_FEATURE_TYPE_TRIANGLE;
+    case core::TrackFeatureType::kNone: break;
+  }
+  return v1::TRACK_FEATURE_TYPE_UNSPECIFIED;
+}
+
+v1::TrackMethod ToWire(core::TrackMethod method) {
+  switch (method) {
+    case core::TrackMethod::kVClip: return v1::TRACK_METHOD_VCLIP;
+    case core::TrackMethod::kGjk: return v1::TRACK_METHOD_GJK;
+    case core::TrackMethod::kWalk: return v1::TRACK_METHOD_WALK;
+  }
+  return v1::TRACK_METHOD_UNSPECIFIED;
+}
+
+void ToWire(const core::TrackFeature& f, v1::TrackFeature* out) {
+  out->set_type(ToWire(f.type));
+  out->set_index(f.type == core::TrackFeatureType::kNone ? -1 : f.index);
+}
+}  // namespace
+
+void ToWire(const core::Scene& scene, const core::TrackResult& r, v1::TrackResponse* out) {
+  out->mutable_pairs()->Reserve(static_cast<int>(r.pairs.size()));
+  for (const core::TrackedPair& p : r.pairs) {
+    v1::TrackedPair* w = out->add_pairs();
+    ToWire(scene, p.distance, w->mutable_distance());
+    w->set_signed_distance(p.signed_distance);
+    ToWire(p.normal_W, w->mutable_normal());
+    ToWire(p.feature_robot, w->mutable_feature_robot());
+    ToWire(p.feature_other, w->mutable_feature_other());
+    w->set_same_features(p.same_features);
+    w->set_method(ToWire(p.method));
+    w->mutable_gradient()->Add(p.gradient.begin(), p.gradient.end());
+  }
+  out->set_within_limits(r.within_limits);
+  out->set_candidates(static_cast<uint32_t>(std::max(0, r.candidates)));
+  out->set_decided(static_cast<uint32_t>(std::max(0, r.decided)));
+  out->set_vclip(static_cast<uint32_t>(std::max(0, r.vclip)));
+  out->set_gjk(static_cast<uint32_t>(std::max(0, r.gjk)));
+  out->set_walks(static_cast<uint32_t>(std::max(0, r.walks)));
+  out->set_same_features(static_cast<uint32_t>(std::max(0, r.same_features)));
+}
+
+bool TrackApart(const core::TrackResult& r) {
+  return std::all_of(r.pairs.begin(), r.pairs.end(), [](const core::TrackedPair& p) { return p.distance.lower > 0.0; });
 }
 
 namespace {
@@ -616,6 +678,47 @@ core::SceneDistanceRequest ToDistanceRequest(const v1::ComputeDistanceRequest& r
   query.world = !request.exclude_world();
   query.self = !request.exclude_self();
   return query;
+}
+
+Result<core::TrackRequest> ToTrackRequest(const v1::TrackRequest& request, std::string_view field) {
+  core::TrackRequest out;
+  const double horizon = request.horizon();
+  if (!std::isfinite(horizon) || horizon < 0.0 || horizon > core::kWorldExtent) {
+    return core::InvalidArgument(Str(field) + "horizon: must be finite and in [0, " + Num(core::kWorldExtent) +
+                                 "] m (0 means " + Num(kDefaultTrackHorizon) + "), got " + Num(horizon));
+  }
+  out.horizon = horizon == 0.0 ? kDefaultTrackHorizon : horizon;
+  if (request.max_pairs() > static_cast<uint32_t>(core::kMaxTrackPairs)) {
+    return core::InvalidArgument(Str(field) + "max_pairs: at most " + std::to_string(core::kMaxTrackPairs) +
+                                 " (0 means " + std::to_string(kDefaultTrackPairs) + "), got " +
+                                 std::to_string(request.max_pairs()));
+  }
+  out.max_pairs = request.max_pairs() == 0 ? kDefaultTrackPairs : static_cast<int32_t>(request.max_pairs());
+  for (const auto& [name, value] : {std::pair<const char*, double>{"rel_err", request.rel_err()},
+                                    std::pair<const char*, double>{"abs_err", request.abs_err()}}) {
+    if (!std::isfinite(value) || value < 0.0) {
+      return core::InvalidArgument(Str(field) + name + ": must be finite and >= 0, got " + Num(value));
+    }
+  }
+  out.rel_err = request.rel_err();
+  out.abs_err = request.abs_err();
+  switch (request.convex()) {
+    case v1::TRACK_CONVEX_METHOD_UNSPECIFIED:
+    case v1::TRACK_CONVEX_METHOD_VCLIP:
+      out.convex = core::TrackConvexMethod::kVClip;
+      break;
+    case v1::TRACK_CONVEX_METHOD_GJK:
+      out.convex = core::TrackConvexMethod::kGjk;
+      break;
+    default:
+      return core::InvalidArgument(Str(field) + "convex: unknown TrackConvexMethod " +
+                                   std::to_string(static_cast<int>(request.convex())));
+  }
+  out.per_link = request.per_link();
+  out.world = !request.exclude_world();
+  out.self = !request.exclude_self();
+  out.gradient = !request.skip_gradient();
+  return out;
 }
 
 Result<core::ContinuousRequest> ToContinuousRequest(double tolerance) {

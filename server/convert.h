@@ -14,6 +14,7 @@
 #include "proximity/core/base/result.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/base/file_access.h"
+#include "proximity/core/contact/tracker.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/planner.h"
@@ -140,11 +141,17 @@ Work MotionWork(const core::MotionResult& r);
 Work MotionWork(const core::PathResult& r);
 Work DistanceWork(const core::SceneDistanceResult& r);
 Work ContactWork(const core::ContinuousResult& r);
+/// A track query's: one state, its decided pairs as distance queries.
+Work TrackWork(const core::TrackResult& r);
 
 /// Answers on the wire (their work stats apart).
 void ToWire(const core::Scene& scene, const core::StateResult& r, v1::CheckStateResponse* out);
 void ToWire(const core::Scene& scene, const core::SceneDistanceResult& r, v1::ComputeDistanceResponse* out);
 void ToWire(const core::Scene& scene, const core::ContinuousResult& r, v1::TimeOfFirstContactResponse* out);
+void ToWire(const core::Scene& scene, const core::TrackResult& r, v1::TrackResponse* out);
+/// Whether a track answer proves its pairs apart: every reported pair's lower bound > 0 (no pair: nothing
+/// within the horizon). What until_invalid calls valid, as a distance answer's lower_bound > 0.
+bool TrackApart(const core::TrackResult& r);
 
 /// Triangles of the inline meshes a request adds (objects and attached objects), counted from the
 /// request: nothing is read or built.
@@ -176,6 +183,17 @@ struct Paths {
 /// The distance query of a ComputeDistance request. The core checks the budget (finite, >= 0) and
 /// names the bad field; 0 max_distance on the wire means no cap.
 core::SceneDistanceRequest ToDistanceRequest(const v1::ComputeDistanceRequest& request);
+
+/// Defaults of a wire TrackRequest's zero horizon and max_pairs.
+inline constexpr double kDefaultTrackHorizon = 0.25;
+inline constexpr int32_t kDefaultTrackPairs = 8;
+
+/// The tracker's options of a wire TrackRequest (not its state): horizon (0 means kDefaultTrackHorizon;
+/// finite, in [0, core::kWorldExtent]), max_pairs (0 means kDefaultTrackPairs; at most
+/// core::kMaxTrackPairs), the budgets (finite, >= 0), the pair kinds, the gradient and the convex method.
+/// Errors name the field under `field` ("track." gives "track.horizon: ...").
+[[nodiscard]] core::Result<core::TrackRequest> ToTrackRequest(const v1::TrackRequest& request,
+                                                              std::string_view field);
 
 /// The continuous-check options of a tolerance (0 means 1e-5; negative or not finite is refused).
 [[nodiscard]] core::Result<core::ContinuousRequest> ToContinuousRequest(double tolerance);

@@ -12,8 +12,8 @@ static_assert(static_cast<size_t>(Metrics::kNumCodes) == kNumGrpcCodes, "one han
 namespace {
 
 constexpr const char* kService = "proximity.v1.ProximityService";
-constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link", "path",
-                                                          "ccd",   "plan",     "poses"};
+constexpr const char* kQueryKindNames[kNumQueryKinds] = {"clear", "distance", "link",  "path",
+                                                          "ccd",   "plan",     "poses", "track"};
 
 std::string Labels(Rpc rpc) {
   return std::string("grpc_service=\"") + kService + "\",grpc_method=\"" + RpcName(rpc) + "\",grpc_type=\"" +

@@ -51,9 +51,9 @@ const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);
 
 /// What proximity_queries_total counts, per state, segment, path, query or planning call; poses per
-/// configuration whose link poses GetLinkPoses computed.
-enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd, kPlan, kPoses };
-inline constexpr int kNumQueryKinds = 7;
+/// configuration whose link poses GetLinkPoses computed; track per session track query answered.
+enum class QueryKind : int { kClear, kDistance, kLink, kPath, kCcd, kPlan, kPoses, kTrack };
+inline constexpr int kNumQueryKinds = 8;
 
 class Metrics {
  public:

@@ -481,7 +481,7 @@ int64_t Memory(const std::vector<const SceneEntry*>& entries) {
   int64_t total = 0;
   std::set<const core::RobotModel*> robots;
   for (const SceneEntry* e : entries) {
-    total += e->world_bytes;
+    total += e->world_bytes + e->tracking_bytes.load(std::memory_order_relaxed);
     if (robots.insert(&e->scene->robot()).second) total += e->robot_bytes;
   }
   return total;
@@ -489,6 +489,19 @@ int64_t Memory(const std::vector<const SceneEntry*>& entries) {
 
 std::string Megabytes(int64_t bytes) { return core::FormatNumber(std::ceil(static_cast<double>(bytes) / (1 << 20))); }
 }  // namespace
+
+std::shared_ptr<const core::TrackingGeometry> TrackingGeometryOf(const SceneEntry& entry, bool* built) {
+  bool made = false;
+  std::call_once(entry.tracking_once, [&] {
+    made = true;
+    core::Result<std::shared_ptr<const core::TrackingGeometry>> g = core::TrackingGeometry::Build(*entry.scene);
+    if (!g.ok()) return;
+    entry.tracking = std::move(g).value();
+    entry.tracking_bytes.store(entry.tracking->MemoryBytes(), std::memory_order_relaxed);
+  });
+  if (built != nullptr) *built = made;
+  return entry.tracking;
+}
 
 std::shared_ptr<const SceneEntry> SceneRegistry::Find(std::string_view id) const {
   std::shared_lock lock(mutex_);

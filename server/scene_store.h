@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "proximity/core/base/result.h"
+#include "proximity/core/contact/tracker.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/v1/proximity.pb.h"
 #include "server/convert.h"
@@ -40,7 +41,18 @@ struct SceneEntry {
   int64_t world_bytes = 0;
   /// When the entry was last looked up (steady clock ticks), for least-recently-used eviction.
   mutable std::atomic<int64_t> last_used{0};
+  /// The scene's V-Clip polyhedra for clearance tracking, made at the first track query on this version
+  /// (TrackingGeometryOf) and shared by every session's tracker on it; their bytes count with the entry's
+  /// from then on.
+  mutable std::once_flag tracking_once;
+  mutable std::shared_ptr<const core::TrackingGeometry> tracking;
+  mutable std::atomic<int64_t> tracking_bytes{0};
 };
+
+/// The entry's tracking geometry (core::TrackingGeometry::Build on its scene), built once whoever asks
+/// first (others wait for it) and kept with the entry. Null when it cannot be built (a broken hull): a
+/// tracker then builds what it can for itself. `built` (when given) says whether this call built it.
+std::shared_ptr<const core::TrackingGeometry> TrackingGeometryOf(const SceneEntry& entry, bool* built = nullptr);
 
 /// Builds the scene a CreateScene request describes and its content id. Errors are core errors about
 /// the request's content (map them with ErrorScope::kSceneContent); they name the field at fault.

@@ -1,8 +1,9 @@
 // The Session RPC: one opening (token, --max-concurrent-calls, scene lookup) per stream, then batches
-// of CLEAR, LINK and distance queries answered in order on the handler's thread (consecutive CLEARs by
-// one Scene::CheckStates call). The session owns its scratch (configurations, the SceneCache with its
-// link poses and GJK warm starts) and its request and response messages, reused from batch to batch: a
-// warm query allocates only what its answer needs.
+// of CLEAR, LINK, distance and track queries answered in order on the handler's thread (consecutive
+// CLEARs by one Scene::CheckStates call). The session owns its scratch (configurations, the SceneCache
+// with its link poses and GJK warm starts), its clearance tracker (made at the first track query, on the
+// scene version's shared TrackingGeometry) and its request and response messages, reused from batch to
+// batch: a warm query allocates only what its answer needs.
 //
 // What is an error answer and what ends the stream is the contract's (SessionRequest in
 // proximity.proto): a query the server cannot answer gets an error answer for its id; a protocol
@@ -11,6 +12,8 @@
 // stops reading holds at most one batch of answers here; the call's watchdog cancels the stream just
 // after its deadline (or --max-call-seconds) even while a Read or Write is blocked.
 
+#include <algorithm>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -56,7 +59,8 @@ core::Status CheckChains(const v1::SessionRequest& request) {
 // One open session: its scene, scratch and tallies.
 class SessionState {
  public:
-  SessionState(CallScope* call, bool cold) : call_(call), scene_(call->scene()), cold_(cold) {
+  SessionState(CallScope* call, bool cold, SceneRegistry* registry)
+      : call_(call), registry_(registry), scene_(call->scene()), cold_(cold) {
     const auto dof = static_cast<size_t>(scene_.dof());
     q0_.reserve(dof);
     q1_.reserve(dof);
@@ -114,10 +118,16 @@ class SessionState {
     rec.Count(QueryKind::kClear, clear_, clear_work_);
     rec.Count(QueryKind::kLink, link_, link_work_);
     rec.Count(QueryKind::kDistance, distance_, distance_work_);
-    rec.set_states(clear_work_.states + link_work_.states + distance_work_.states);
+    rec.Count(QueryKind::kTrack, track_, track_work_);
+    rec.set_states(clear_work_.states + link_work_.states + distance_work_.states + track_work_.states);
     rec.set_field("batches", batches_);
     rec.set_field("queries", queries_);
     rec.set_field("query_errors", errors_);
+    if (track_ > 0) {
+      rec.set_field("track_queries", track_);
+      // What the tracker held (its warm starts and buffers; the shared polyhedra count with the scene).
+      rec.set_field("tracker_bytes", tracker_bytes_);
+    }
   }
 
   int64_t queries() const { return queries_; }
@@ -129,6 +139,17 @@ class SessionState {
     if (!cold_) return &cache_;
     cold_cache_ = core::SceneCache();
     return &cold_cache_;
+  }
+
+  // The session's tracker, made at its first track query on the scene version's shared polyhedra (built
+  // by the first session that tracks on this version). Cold caches: a new tracker for every query.
+  core::Tracker* Tracker() {
+    if (tracker_ != nullptr && !cold_) return tracker_.get();
+    bool built = false;
+    std::shared_ptr<const core::TrackingGeometry> geometry = TrackingGeometryOf(call_->entry(), &built);
+    if (built && registry_ != nullptr) call_->metrics().SetSceneBytes(registry_->memory_bytes());
+    tracker_ = std::make_unique<core::Tracker>(call_->entry().scene, std::move(geometry));
+    return tracker_.get();
   }
 
   // The embedded request's scene_id is empty or the session's.
@@ -303,10 +324,35 @@ class SessionState {
         *valid = r.lower_bound > 0.0;
         return grpc::Status::OK;
       }
+      case v1::SessionQuery::kTrack: {
+        const v1::TrackRequest& in = query.track();
+        if (core::Status s = SameScene(in.scene_id(), "track"); !s.ok()) return fail(s.error());
+        if (core::Status s = ResolveState(scene_.robot(), in.state(), "track.state", &q0_); !s.ok()) {
+          return fail(s.error());
+        }
+        core::Result<core::TrackRequest> options = ToTrackRequest(in, "track.");
+        if (!options.ok()) return fail(options.error());
+        core::TrackRequest request = std::move(options).value();
+        request.stop = call_->interrupt();
+        core::Tracker* tracker = Tracker();
+        const core::Result<core::TrackResult> tracked = tracker->Update(q0_, request);
+        tracker_bytes_ = std::max(tracker_bytes_, tracker->MemoryBytes());
+        if (!tracked.ok()) return fail(WithField("track", tracked.error()));
+        const core::TrackResult& r = tracked.value();
+        const Work work = TrackWork(r);
+        track_work_ += work;
+        if (r.stopped) return call_->cancel().status(Progress());
+        v1::TrackResponse* out = answer->mutable_track();
+        ToWire(scene_, r, out);
+        work.ToWire(out->mutable_stats());
+        ++track_;
+        *valid = TrackApart(r);
+        return grpc::Status::OK;
+      }
       case v1::SessionQuery::QUERY_NOT_SET:
         break;
     }
-    return fail(core::InvalidArgument("query: none of state, motion or distance is set (a query kind this "
+    return fail(core::InvalidArgument("query: none of state, motion, distance or track is set (a query kind this "
                                       "server does not know?)"));
   }
 
@@ -315,6 +361,7 @@ class SessionState {
   }
 
   CallScope* call_;
+  SceneRegistry* registry_;
   const core::Scene& scene_;
   bool cold_;
   std::vector<double> q0_, q1_;
@@ -325,9 +372,11 @@ class SessionState {
   std::vector<int32_t> state_at_;  // chains: query -> its row of results_ (-1: not a state)
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
+  std::unique_ptr<core::Tracker> tracker_;
+  int64_t tracker_bytes_ = 0;  // the most the tracker held after a query
   int64_t batches_ = 0, queries_ = 0, errors_ = 0;
-  int64_t clear_ = 0, link_ = 0, distance_ = 0;
-  Work clear_work_, link_work_, distance_work_;
+  int64_t clear_ = 0, link_ = 0, distance_ = 0, track_ = 0;
+  Work clear_work_, link_work_, distance_work_, track_work_;
 };
 
 // A session's place in the service's set of open sessions while it lives.
@@ -387,7 +436,7 @@ grpc::Status ProximityServiceImpl::Session(
     call.set_entry(std::move(entry));
     const SceneEntry& scene = call.entry();
 
-    SessionState session(&call, open.cold_caches());
+    SessionState session(&call, open.cold_caches(), registry_);
     v1::SessionResponse response;
     v1::SessionOpened* opened = response.mutable_opened();
     opened->set_scene_id(scene.info.scene_id());
