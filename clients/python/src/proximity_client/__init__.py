@@ -24,7 +24,7 @@ from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineE
                      ResourceExhaustedError, UnavailableError, UnimplementedError)
 from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGroup, GeometryPart, JointLimit, LinkPoses,
                       MotionResult, Pair, PairContact, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
-                      SignedDistance, StateResult, StatesResult, WorkStats)
+                      SignedDistance, StateResult, StatesResult, TrackedPair, TrackFeature, TrackResult, WorkStats)
 
 __all__ = [
     "__version__", "geometry", "kinematics", "Client", "PathStream", "Session", "DEFAULT_SCENE", "DEFAULT_TARGET",
@@ -34,5 +34,6 @@ __all__ = [
     "UnimplementedError", "InternalError",
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
     "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats", "LinkPoses", "SceneGeometry",
-    "GeometryGroup", "GeometryPart", "ContactsResult", "PairContact", "SignedDistance",
+    "GeometryGroup", "GeometryPart", "ContactsResult", "PairContact", "SignedDistance", "TrackResult", "TrackedPair",
+    "TrackFeature",
 ]

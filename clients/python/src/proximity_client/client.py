@@ -19,7 +19,7 @@ from .channel import RetryPolicy, Target, channel_options, resolve_target
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
 from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
-                      SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, WorkStats)
+                      SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, TrackResult, WorkStats)
 
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
 #: SRDF group state.
@@ -46,6 +46,36 @@ def _mode(mode: str) -> int:
         return _MODES[mode]
     except KeyError:
         raise ValueError(f"mode must be 'certified' or 'discrete', not {mode!r}") from None
+
+
+_CONVEX = {
+    "vclip": pb.TRACK_CONVEX_METHOD_VCLIP,
+    "gjk": pb.TRACK_CONVEX_METHOD_GJK,
+}
+#: Track query defaults (the server's for a zero horizon and max_pairs).
+DEFAULT_TRACK_HORIZON = 0.25
+DEFAULT_TRACK_PAIRS = 8
+_UINT32_MAX = (1 << 32) - 1
+
+
+def track_request(q: Configuration, horizon: float = DEFAULT_TRACK_HORIZON, max_pairs: int = DEFAULT_TRACK_PAIRS,
+                  per_link: bool = False, world: bool = True, self_pairs: bool = True, rel_err: float = 0.0,
+                  abs_err: float = 0.0, gradient: bool = True, convex: str = "vclip") -> "pb.TrackRequest":
+    """The wire TrackRequest of :meth:`Session.track`'s arguments. Values the wire cannot carry raise
+    ValueError naming the argument (``max_pairs`` below 0, an unknown ``convex``); the server checks the
+    rest (the configuration, horizon, max_pairs and budgets) and names the field it refuses."""
+    try:
+        method = _CONVEX[str(convex).lower().replace("-", "")]
+    except KeyError:
+        raise ValueError(f"convex must be 'vclip' or 'gjk', not {convex!r}") from None
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)):
+        raise ValueError(f"max_pairs must be an int, not {max_pairs!r}")
+    if not 0 <= int(max_pairs) <= _UINT32_MAX:
+        raise ValueError(f"max_pairs must be >= 0 (0 means {DEFAULT_TRACK_PAIRS}; the server allows at most 4096), "
+                         f"got {max_pairs}")
+    return pb.TrackRequest(state=joint_positions(q), horizon=float(horizon), max_pairs=int(max_pairs),
+                           per_link=bool(per_link), exclude_world=not world, exclude_self=not self_pairs,
+                           rel_err=float(rel_err), abs_err=float(abs_err), skip_gradient=not gradient, convex=method)
 
 
 def _planner(name: str) -> int:
@@ -175,7 +205,8 @@ def _reset_by_proxy(e: ProximityError) -> bool:
 
 class Session:
     """A query session on one scene (the ``Session`` RPC): one stream, opened once, answering batches of
-    CLEAR, LINK and distance queries in order, with the server's caches kept warm from query to query.
+    CLEAR, LINK, distance and track queries in order, with the server's caches kept warm from query to
+    query (and one clearance tracker, warm from one :meth:`track` to the next).
 
     Made by :meth:`Client.session`; use it as a context manager (or call :meth:`close`). Each method is
     one round trip; the batch methods send all their queries in one. A query the server cannot answer
@@ -341,6 +372,34 @@ class Session:
             max_distance=float(max_distance or 0.0), per_pair=per_pair)) for i, q in enumerate(states)]
         return [DistanceResult.from_proto(r) for r in self._answers(queries, "distance")]
 
+    def track(self, q: Configuration, horizon: float = DEFAULT_TRACK_HORIZON, max_pairs: int = DEFAULT_TRACK_PAIRS,
+              per_link: bool = False, world: bool = True, self_pairs: bool = True, rel_err: float = 0.0,
+              abs_err: float = 0.0, gradient: bool = True, *, convex: str = "vclip") -> TrackResult:
+        """Clearance tracking at ``q`` (a controller's measured state), one round trip: the ``max_pairs``
+        nearest robot-world (``world``) and robot-robot (``self_pairs``) pairs within ``horizon`` metres,
+        overall or, with ``per_link``, per robot link, each with its certified interval, witness points,
+        normal, closest features and, with ``gradient``, the gradient of its distance with respect to the
+        joints. The session's tracker is warm-started from its previous track query (V-Clip from the last
+        closest features, GJK from the last simplex, walks from the last closest triangles), so small
+        steps are cheap and ``same_features`` tells which pairs kept theirs; answers are the same warm or
+        cold. ``rel_err`` / ``abs_err`` budget the intervals of pairs with a non-convex mesh (convex pairs
+        are exact); ``convex="gjk"`` decides convex polyhedra by GJK instead of V-Clip. A zero ``horizon``
+        or ``max_pairs`` means the server's default (0.25 m, 8); at most 1e4 m and 4096.
+
+        A bad argument raises :class:`~proximity_client.errors.InvalidArgumentError` naming the field
+        (``queries[0].track.horizon: ...``) and the session goes on, its tracker unchanged."""
+        request = track_request(q, horizon, max_pairs, per_link, world, self_pairs, rel_err, abs_err, gradient, convex)
+        reported = request.horizon if request.horizon > 0 else DEFAULT_TRACK_HORIZON
+        answer = self._answers([pb.SessionQuery(id=0, track=request)], "track")[0]
+        return TrackResult.from_proto(answer, reported)
+
+    def track_stream(self, configurations: Iterable[Configuration], **options: Any) -> Iterator[TrackResult]:
+        """:meth:`track` at each configuration in turn (a trajectory, or a live source of measured states),
+        one round trip each with the tracker warm from the last: yields one :class:`TrackResult` per
+        configuration as it is answered. ``options`` are :meth:`track`'s."""
+        for q in configurations:
+            yield self.track(q, **options)
+
 
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
@@ -437,11 +496,20 @@ class Client:
         # scene id -> ("create", CreateSceneRequest) or ("update", parent id, UpdateWorldRequest)
         self._recipes: Dict[str, Tuple[Any, ...]] = {}
         self._lock = threading.Lock()
+        # scene -> [session or None, lock]: the sessions track() keeps, one per scene.
+        self._track_sessions: Dict[str, List[Any]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Closes the channel."""
+        """Closes the sessions :meth:`track` keeps, then the channel."""
+        with self._lock:
+            kept, self._track_sessions = list(self._track_sessions.values()), {}
+        for entry in kept:
+            with entry[1]:
+                if entry[0] is not None:
+                    entry[0].close()
+                    entry[0] = None
         self._channel.close()
 
     def __enter__(self) -> "Client":
@@ -708,6 +776,36 @@ class Client:
         query from empty server caches (for measurement). Unary methods stay the way for one-off calls."""
         t = None if timeout is None or math.isinf(timeout) else max(float(timeout), 0.0)
         return Session(self, self._scene(scene), t, cold_caches)
+
+    #: Deadline (seconds) of each session :meth:`track` opens; the next call after it opens another.
+    TRACK_SESSION_SECONDS = 300.0
+
+    def track(self, q: Configuration, *, scene: Optional[str] = None, **options: Any) -> TrackResult:
+        """Clearance tracking at ``q`` (:meth:`Session.track`, whose ``options`` it takes) on a session the
+        client keeps for ``scene``: consecutive calls on one scene share that session's tracker, so they
+        are warm (``same_features`` along small steps). The session is opened at the first call, kept
+        until :meth:`close`, and opened again (its first frame cold, the answers the same) when it ended:
+        its deadline (``TRACK_SESSION_SECONDS``), the server's ``--max-call-seconds``, a lost server.
+        Thread-safe: calls on one scene take turns. Errors as :meth:`Session.track`'s."""
+        sid = self._scene(scene)
+        with self._lock:
+            entry = self._track_sessions.get(sid)
+            if entry is None:
+                entry = self._track_sessions[sid] = [None, threading.Lock()]
+        with entry[1]:
+            for attempt in range(2):
+                fresh = entry[0] is None or entry[0]._closed
+                if fresh:
+                    entry[0] = self.session(sid, timeout=self.TRACK_SESSION_SECONDS)
+                try:
+                    return entry[0].track(q, **options)
+                except ProximityError as e:
+                    # A query's own error leaves the session open; a session that ended (its deadline, the
+                    # server's call limit, a drain) is opened again once, unless it was just opened.
+                    if not entry[0]._closed or fresh or attempt or e.code not in (
+                            grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE):
+                        raise
+        raise AssertionError("unreachable")
 
     def check_state(self, q: Configuration, *, scene: Optional[str] = None,
                     timeout: Optional[float] = None) -> StateResult:
@@ -1028,5 +1126,5 @@ def _progress_bar(total: int, enabled: Union[bool, str], unit: str) -> Any:
                 mininterval=0.1 if tty else 1.0)
 
 
-__all__ = ["Client", "PathStream", "Configuration", "PathLike", "joint_positions", "configurations",
-           "DEFAULT_TARGET", "DEFAULT_SCENE", "MAX_MESSAGE_BYTES"]
+__all__ = ["Client", "PathStream", "Configuration", "PathLike", "joint_positions", "configurations", "track_request",
+           "DEFAULT_TARGET", "DEFAULT_SCENE", "MAX_MESSAGE_BYTES", "DEFAULT_TRACK_HORIZON", "DEFAULT_TRACK_PAIRS"]

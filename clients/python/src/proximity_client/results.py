@@ -454,7 +454,7 @@ class SceneGeometry:
 
 __all__ = ["Pair", "WorkStats", "JointLimit", "SceneInfo", "StateResult", "StatesResult", "PairDistance",
            "DistanceResult", "MotionResult", "PathResult", "ContactResult", "PlanStats", "PlanResult", "LinkPoses",
-           "GeometryPart", "GeometryGroup", "SceneGeometry"]
+           "GeometryPart", "GeometryGroup", "SceneGeometry", "TrackFeature", "TrackedPair", "TrackResult"]
 
 
 def _vec(m: "pb.Vector3") -> np.ndarray:
@@ -540,3 +540,108 @@ class SignedDistance:
         return SignedDistance(Pair.from_proto(m.pair), m.distance, m.lower, m.upper, _vec(m.normal),
                               _vec(m.point_robot), _vec(m.point_other), m.allowed,
                               _METHODS.get(m.method, str(m.method)), m.within_limits)
+
+
+#: Wire TrackFeatureType -> name.
+_FEATURE_TYPES = {0: "none", 1: "vertex", 2: "edge", 3: "face", 4: "triangle"}
+#: Wire TrackMethod -> name.
+_TRACK_METHODS = {0: "", 1: "vclip", 2: "gjk", 3: "walk"}
+
+
+@dataclass(frozen=True)
+class TrackFeature:
+    """A closest feature on one side of a tracked pair: a ``"vertex"``, ``"edge"`` or ``"face"`` of the
+    side's convex polyhedron (its hull's), a ``"triangle"`` of its mesh (index as loaded), or ``"none"``
+    (a curved side: sphere, capsule, cylinder, cone). The same from frame to frame while it stays closest."""
+
+    type: str
+    index: int  #: -1 with "none"
+
+    @staticmethod
+    def from_proto(m: "pb.TrackFeature") -> "TrackFeature":
+        kind = _FEATURE_TYPES.get(m.type, str(m.type))
+        return TrackFeature(kind, -1 if kind == "none" else m.index)
+
+
+@dataclass(frozen=True)
+class TrackedPair:
+    """One of the nearest pairs of a tracked frame: its certified clearance interval ``lower <= clearance
+    <= upper`` (metres, padding subtracted) with the witness points realising ``upper`` (world frame), the
+    signed distance (negative by the overlap depth for overlapping convex pairs), the unit ``normal``
+    (moving the robot's witness along it increases the distance), the closest features on both sides,
+    whether they are those of the previous frame, how the distance was found (``"vclip"``, ``"gjk"`` or
+    ``"walk"``) and the ``gradient`` of the distance with respect to the joints (shape ``(dof,)`` in the
+    scene's joint order; empty when not asked for)."""
+
+    pair: Pair
+    lower: float
+    upper: float
+    point_robot: np.ndarray
+    point_other: np.ndarray
+    signed_distance: float
+    normal: np.ndarray
+    feature_robot: TrackFeature
+    feature_other: TrackFeature
+    same_features: bool
+    method: str
+    gradient: np.ndarray
+
+    @property
+    def names(self) -> Tuple[str, str]:
+        """(robot, other)."""
+        return self.pair.names
+
+    @staticmethod
+    def from_proto(m: "pb.TrackedPair") -> "TrackedPair":
+        d = m.distance
+        return TrackedPair(Pair.from_proto(d.pair), d.lower, d.upper, _vec(d.point_robot), _vec(d.point_other),
+                           m.signed_distance, _vec(m.normal), TrackFeature.from_proto(m.feature_robot),
+                           TrackFeature.from_proto(m.feature_other), m.same_features,
+                           _TRACK_METHODS.get(m.method, str(m.method)), np.array(m.gradient, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    """One tracked frame (a session's track query): the nearest pairs within ``horizon``, nearest first
+    (by upper bound), and what the server did. A pair left out has a lower bound at least the
+    ``max_pairs``-th upper bound reported (per link with ``per_link``) or lies beyond the horizon, so
+    :attr:`lower` is a certified lower bound on the clearance (over the pairs asked for)."""
+
+    pairs: List[TrackedPair]
+    within_limits: bool
+    horizon: float       #: metres: the horizon asked for
+    candidates: int      #: geometry pairs the broad phase found within the horizon
+    decided: int         #: pairs whose distance was computed (others were left out on bounds)
+    vclip: int           #: V-Clip queries (exact pairs and hull bounds)
+    gjk: int             #: GJK / EPA queries
+    walks: int           #: hierarchy walks
+    same_features: int   #: reported pairs whose features did not change since the previous frame
+    stats: WorkStats
+
+    @property
+    def nearest(self) -> Optional[TrackedPair]:
+        """The pair with the smallest upper bound, or None when nothing is within the horizon."""
+        return self.pairs[0] if self.pairs else None
+
+    @property
+    def lower(self) -> float:
+        """Certified lower bound on the clearance: the smallest reported lower bound, or the horizon when
+        no pair is within it."""
+        return min((p.lower for p in self.pairs), default=self.horizon)
+
+    @property
+    def upper(self) -> float:
+        """Upper bound on the clearance: the nearest pair's upper bound (``inf`` when none is reported)."""
+        return self.pairs[0].upper if self.pairs else math.inf
+
+    @property
+    def gradients(self) -> np.ndarray:
+        """Every reported pair's gradient, shape ``(len(pairs), dof)`` (``(n, 0)`` without gradients)."""
+        if not self.pairs:
+            return np.zeros((0, 0))
+        return np.stack([p.gradient for p in self.pairs])
+
+    @staticmethod
+    def from_proto(m: "pb.TrackResponse", horizon: float) -> "TrackResult":
+        return TrackResult([TrackedPair.from_proto(p) for p in m.pairs], m.within_limits, float(horizon), m.candidates,
+                           m.decided, m.vclip, m.gjk, m.walks, m.same_features, WorkStats.from_proto(m.stats))
