@@ -183,13 +183,24 @@ def test_client_track_keeps_one_warm_session_per_scene(daemon: support.Daemon, i
         c.track(a, scene="track-test")
         c.track(a, scene="track-test")
         assert _sessions_started(daemon) - started == 2
-        # The answers are the session's answers.
+        # The answers are a session's answers.
         with c.session() as s:
             mine, kept = s.track(a), c.track(a)
             assert [p.pair for p in mine.pairs] == [p.pair for p in kept.pairs]
             assert [p.upper for p in mine.pairs] == pytest.approx([p.upper for p in kept.pairs], rel=1e-12, abs=1e-12)
-    # close() ended the kept sessions, each OK.
-    assert support.eventually(lambda: _sessions_handled_ok(daemon) - handled == 3, 10)
+        assert _sessions_started(daemon) - started == 3
+        # end_track closes a scene's session (twice is harmless); the bound on kept sessions closes the least
+        # recently tracked scene's.
+        c.end_track("track-test")
+        c.end_track("track-test")
+        assert support.eventually(lambda: _sessions_handled_ok(daemon) - handled == 2, 10)
+        c.TRACK_SESSIONS = 1
+        c.track(a, scene="track-test")  # opens one, closes the default scene's
+        assert support.eventually(lambda: _sessions_handled_ok(daemon) - handled == 3, 10)
+        assert c.track(a).same_features == 0, "the default scene's session was closed: a new one, cold"
+        assert _sessions_started(daemon) - started == 5
+    # close() ended the last kept session, OK.
+    assert support.eventually(lambda: _sessions_handled_ok(daemon) - handled == 5, 10)
 
 
 def _sessions_handled_ok(daemon: support.Daemon) -> float:

@@ -404,6 +404,41 @@ class Session:
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
+class _TrackSlot:
+    """The session :meth:`Client.track` keeps for one scene; its lock makes calls on the scene take turns."""
+
+    def __init__(self, scene: str) -> None:
+        self.scene = scene
+        self.lock = threading.Lock()
+        self.session: Optional[Session] = None
+        self.ended = False
+
+    def track(self, client: "Client", q: Configuration, options: Dict[str, Any]) -> TrackResult:
+        """One track query (the caller holds ``lock``): on the kept session, opened (again) when needed."""
+        for attempt in range(2):
+            fresh = self.session is None or self.session._closed
+            if fresh:
+                self.session = client.session(self.scene, timeout=client.TRACK_SESSION_SECONDS)
+            assert self.session is not None
+            try:
+                return self.session.track(q, **options)
+            except ProximityError as e:
+                # A query's own error leaves the session open; a session that ended (its deadline, the
+                # server's call limit, a drain) is opened again once, unless it was just opened.
+                if not self.session._closed or fresh or attempt or e.code not in (
+                        grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE):
+                    raise
+        raise AssertionError("unreachable")
+
+    def end(self) -> None:
+        """Closes the session (waiting for a call in flight on it); the slot is not used again."""
+        with self.lock:
+            self.ended = True
+            if self.session is not None:
+                self.session.close()
+                self.session = None
+
+
 class Client:
     """A connection to proximityd.
 
@@ -496,20 +531,18 @@ class Client:
         # scene id -> ("create", CreateSceneRequest) or ("update", parent id, UpdateWorldRequest)
         self._recipes: Dict[str, Tuple[Any, ...]] = {}
         self._lock = threading.Lock()
-        # scene -> [session or None, lock]: the sessions track() keeps, one per scene.
-        self._track_sessions: Dict[str, List[Any]] = {}
+        # scene -> the session track() keeps for it, least recently used first.
+        self._track_slots: "collections.OrderedDict[str, _TrackSlot]" = collections.OrderedDict()
 
     # -- plumbing ----------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Closes the sessions :meth:`track` keeps, then the channel."""
         with self._lock:
-            kept, self._track_sessions = list(self._track_sessions.values()), {}
-        for entry in kept:
-            with entry[1]:
-                if entry[0] is not None:
-                    entry[0].close()
-                    entry[0] = None
+            kept = list(self._track_slots.values())
+            self._track_slots.clear()
+        for slot in kept:
+            slot.end()
         self._channel.close()
 
     def __enter__(self) -> "Client":
@@ -779,33 +812,44 @@ class Client:
 
     #: Deadline (seconds) of each session :meth:`track` opens; the next call after it opens another.
     TRACK_SESSION_SECONDS = 300.0
+    #: Scenes :meth:`track` keeps a session for at once (each holds a stream, and a server thread, open);
+    #: a call on one more closes the least recently tracked scene's.
+    TRACK_SESSIONS = 4
 
     def track(self, q: Configuration, *, scene: Optional[str] = None, **options: Any) -> TrackResult:
         """Clearance tracking at ``q`` (:meth:`Session.track`, whose ``options`` it takes) on a session the
         client keeps for ``scene``: consecutive calls on one scene share that session's tracker, so they
-        are warm (``same_features`` along small steps). The session is opened at the first call, kept
-        until :meth:`close`, and opened again (its first frame cold, the answers the same) when it ended:
-        its deadline (``TRACK_SESSION_SECONDS``), the server's ``--max-call-seconds``, a lost server.
+        are warm (``same_features`` along small steps). The session is opened at the first call and kept
+        until :meth:`end_track` or :meth:`close` (or until ``TRACK_SESSIONS`` other scenes were tracked
+        since); it is opened again (its first frame cold, the answers the same) when it ended: its
+        deadline (``TRACK_SESSION_SECONDS``), the server's ``--max-call-seconds``, a lost server.
         Thread-safe: calls on one scene take turns. Errors as :meth:`Session.track`'s."""
         sid = self._scene(scene)
+        while True:
+            evicted: List[_TrackSlot] = []
+            with self._lock:
+                slot = self._track_slots.get(sid)
+                if slot is None:
+                    slot = self._track_slots[sid] = _TrackSlot(sid)
+                    while len(self._track_slots) > max(1, int(self.TRACK_SESSIONS)):
+                        evicted.append(self._track_slots.popitem(last=False)[1])
+                else:
+                    self._track_slots.move_to_end(sid)
+            for old in evicted:
+                old.end()
+            with slot.lock:
+                if slot.ended:
+                    continue  # ended while this call waited for it: take the scene's new slot
+                return slot.track(self, q, options)
+
+    def end_track(self, scene: Optional[str] = None) -> None:
+        """Closes the session :meth:`track` keeps for ``scene`` (its next call opens another); nothing when
+        there is none. A caller that moves on to another scene version ends the old one's."""
+        sid = self._scene(scene)
         with self._lock:
-            entry = self._track_sessions.get(sid)
-            if entry is None:
-                entry = self._track_sessions[sid] = [None, threading.Lock()]
-        with entry[1]:
-            for attempt in range(2):
-                fresh = entry[0] is None or entry[0]._closed
-                if fresh:
-                    entry[0] = self.session(sid, timeout=self.TRACK_SESSION_SECONDS)
-                try:
-                    return entry[0].track(q, **options)
-                except ProximityError as e:
-                    # A query's own error leaves the session open; a session that ended (its deadline, the
-                    # server's call limit, a drain) is opened again once, unless it was just opened.
-                    if not entry[0]._closed or fresh or attempt or e.code not in (
-                            grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE):
-                        raise
-        raise AssertionError("unreachable")
+            slot = self._track_slots.pop(sid, None)
+        if slot is not None:
+            slot.end()
 
     def check_state(self, q: Configuration, *, scene: Optional[str] = None,
                     timeout: Optional[float] = None) -> StateResult:
