@@ -361,6 +361,22 @@ def body_types(pair: Optional[Pair], attached_ids: Iterable[str]) -> Tuple[str, 
     return c["contact_body_1"], c["body_type_1"], c["contact_body_2"], c["body_type_2"]
 
 
+def point(v: Sequence[float]) -> Dict[str, float]:
+    """A geometry_msgs/Point (or Vector3)-shaped dict of three values."""
+    return _point(v)
+
+
+def clearance_pair(p: Any, attached_ids: Iterable[str] = ()) -> Dict[str, Any]:
+    """A proximity_msgs/ClearancePair-shaped dict of a proximity_client TrackedPair (a track query's)."""
+    b1, t1, b2, t2 = body_types(p.pair, attached_ids)
+    return {"body_1": b1, "body_type_1": t1, "link_1": p.pair.link, "body_2": b2, "body_type_2": t2,
+            "link_2": p.pair.other_link if p.pair.self_collision else "",
+            "lower": float(p.lower), "upper": float(p.upper), "signed_distance": float(p.signed_distance),
+            "point_1": _point(p.point_robot), "point_2": _point(p.point_other), "normal": _point(p.normal),
+            "gradient": [float(g) for g in p.gradient], "same_features": bool(p.same_features),
+            "method": str(p.method)}
+
+
 def planner_name(planner_id: str) -> str:
     """proximity's planner for a MoveIt/OMPL planner_id ("RRTConnect", "RRTConnectkConfigDefault",
     "rrt_connect", ""); BadRequest for others."""
@@ -397,5 +413,6 @@ def joint_trajectory(joint_names: Sequence[str], path: np.ndarray, times: Sequen
 
 __all__ = ["BadRequest", "JointSpace", "get", "duration", "duration_seconds", "joint_state_values",
            "trajectory_rows", "pose_values", "compose", "inverse", "object_parts", "part_in_frame",
-           "wire_pose_values", "contact_information", "body_types", "planner_name", "time_waypoints",
+           "wire_pose_values", "contact_information", "body_types", "point", "clearance_pair", "planner_name",
+           "time_waypoints",
            "joint_trajectory", "PLAN_ERROR_CODES"]

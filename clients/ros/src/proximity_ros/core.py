@@ -27,7 +27,7 @@ import numpy as np
 
 from proximity_client import Client, ProximityError
 from proximity_client._stubs import pb
-from proximity_client.results import SceneInfo
+from proximity_client.results import SceneInfo, TrackResult
 
 from . import convert
 from .convert import BadRequest, JointSpace, get
@@ -83,17 +83,35 @@ class BridgeCore:
             else the URDF's root link, or ``base_link`` for the built-in scene.
         default_urdf: the built-in scene's URDF, read for joint velocity limits.
         clearance_rel_err: relative error budget of clearance intervals (0.05: upper <= 1.05 lower).
+        clearance_horizon: metres (> 0, at most 1e4): :meth:`clearance` reports the pairs within it.
+        clearance_max_pairs: how many (1 to 4096) of them, nearest first, overall or per robot link
+            with ``clearance_per_link``.
         default_velocity: rad/s (m/s) for joints whose URDF gives no velocity limit.
         log: ``log(level, text)`` for refusals and notes ("info", "warn", "error").
     """
 
     def __init__(self, client: Client, *, planning_frame: Optional[str] = None, default_urdf: str = DEFAULT_URDF,
-                 clearance_rel_err: float = 0.05, default_velocity: float = 1.0,
+                 clearance_rel_err: float = 0.05, clearance_horizon: float = 0.25, clearance_max_pairs: int = 8,
+                 clearance_per_link: bool = False, default_velocity: float = 1.0,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         self.client = client
         self._frame_override = planning_frame or None
         self._default_urdf = default_urdf
         self.clearance_rel_err = float(clearance_rel_err)
+        if not math.isfinite(self.clearance_rel_err) or self.clearance_rel_err < 0:
+            raise ValueError(f"clearance_rel_err must be finite and >= 0, got {clearance_rel_err!r}")
+        self.clearance_horizon = float(clearance_horizon)
+        if not math.isfinite(self.clearance_horizon) or not 0 < self.clearance_horizon <= 1e4:
+            raise ValueError(f"clearance_horizon must be in (0, 10000] metres, got {clearance_horizon!r}")
+        if isinstance(clearance_max_pairs, bool) or int(clearance_max_pairs) != clearance_max_pairs or \
+                not 1 <= int(clearance_max_pairs) <= 4096:
+            raise ValueError(f"clearance_max_pairs must be an integer in [1, 4096], got {clearance_max_pairs!r}")
+        self.clearance_max_pairs = int(clearance_max_pairs)
+        if not isinstance(clearance_per_link, bool):
+            raise ValueError(f"clearance_per_link must be true or false, got {clearance_per_link!r}")
+        self.clearance_per_link = clearance_per_link
+        self._track_lock = threading.Lock()       # the clearance's track session, one query at a time
+        self._track_scene: Optional[str] = None   # the scene whose track session the client keeps
         self.default_velocity = float(default_velocity)
         self._log = log or (lambda level, text: None)
         self._lock = threading.RLock()           # scene changes, one at a time
@@ -579,27 +597,49 @@ class BridgeCore:
             out["error_code"] = {"val": -2}  # INVALID_MOTION_PLAN
         return out
 
+    def track(self, q: np.ndarray, scene_id: str) -> TrackResult:
+        """One track query at ``q`` with the clearance options, on the session the client keeps for
+        ``scene_id`` (warm from the previous state); the previous scene version's session is ended."""
+        with self._track_lock:
+            if self._track_scene is not None and self._track_scene != scene_id:
+                self.client.end_track(self._track_scene)
+            self._track_scene = scene_id
+            return self.client.track(q, scene=scene_id, horizon=self.clearance_horizon,
+                                     max_pairs=self.clearance_max_pairs, per_link=self.clearance_per_link,
+                                     rel_err=self.clearance_rel_err)
+
     def clearance(self, stamp: Optional[Mapping[str, int]] = None, frame_id: Optional[str] = None) -> Optional[Dict[str, Any]]:
-        """The certified clearance at the current joint state (a proximity_msgs/Clearance-shaped dict),
-        or None while some scene joint has had no value yet."""
+        """The certified clearance at the current joint state (a proximity_msgs/Clearance-shaped dict): the
+        nearest pairs within the horizon (one track query, warm from the previous state) with their
+        intervals, points, normals and joint gradients, and the robot's interval and nearest pair; or None
+        while some scene joint has had no value yet."""
         s = self.scene()
         cur = self.current()
         if any(n not in cur for n in s.space.names):
             return None
         q = np.array([cur[n] for n in s.space.names])
-        d = self.client.distance(q, rel_err=self.clearance_rel_err, scene=s.scene_id)
-        valid = d.within_limits and d.lower > 0.0
-        if d.within_limits and d.lower <= 0.0:
+        t = self.track(q, s.scene_id)
+        attached = s.info.attached_object_ids
+        if t.pairs:
+            # The pairs left out are no nearer than those reported: the smallest lower bound is the robot's.
+            nearest = t.nearest
+            assert nearest is not None
+            lower, upper, pair, p1, p2 = t.lower, t.upper, nearest.pair, nearest.point_robot, nearest.point_other
+        else:
+            # Nothing within the horizon: the interval and the nearest pair beyond it from one ComputeDistance.
+            d = self.client.distance(q, rel_err=self.clearance_rel_err, scene=s.scene_id)
+            lower, upper, pair, p1, p2 = d.lower, d.upper, d.nearest.pair, d.nearest.point_robot, d.nearest.point_other
+        valid = t.within_limits and lower > 0.0
+        if t.within_limits and lower <= 0.0:
             valid = bool(self.client.check_state(q, scene=s.scene_id).free)
-        b1, t1, b2, t2 = convert.body_types(d.nearest.pair, s.info.attached_object_ids)
-        p1, p2 = d.nearest.point_robot, d.nearest.point_other
+        b1, t1, b2, t2 = convert.body_types(pair, attached)
         return {"header": {"stamp": dict(stamp or _stamp_now()), "frame_id": frame_id or s.planning_frame},
-                "scene_id": s.scene_id, "valid": bool(valid), "within_limits": bool(d.within_limits),
-                "lower": float(d.lower), "upper": float(d.upper),
+                "scene_id": s.scene_id, "valid": bool(valid), "within_limits": bool(t.within_limits),
+                "lower": float(lower), "upper": float(upper),
                 "body_1": b1, "body_type_1": t1, "body_2": b2, "body_type_2": t2,
-                "point_1": {"x": float(p1[0]), "y": float(p1[1]), "z": float(p1[2])},
-                "point_2": {"x": float(p2[0]), "y": float(p2[1]), "z": float(p2[2])},
-                "dropped": int(self.dropped_states)}
+                "point_1": convert.point(p1), "point_2": convert.point(p2),
+                "dropped": int(self.dropped_states), "joint_names": list(s.space.names),
+                "pairs": [convert.clearance_pair(p, attached) for p in t.pairs]}
 
 
 def _pose_kwargs(X: Sequence[float]) -> Dict[str, Any]:

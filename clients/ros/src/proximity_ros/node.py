@@ -14,6 +14,7 @@ proximityd's built-in scene; or ``files``, ``parameter``, ``default``), ``~robot
 ``~robot_description_semantic`` (parameter names), ``~urdf_file``, ``~srdf_file``, ``~package_dirs``
 (``{name: folder}`` or ``["name=folder", ...]``), ``~urdf_dir`` (folder of relative mesh paths in a
 parameter URDF), ``~planning_frame``, ``~param_poll_period`` (s), ``~clearance_rel_err``,
+``~clearance_horizon`` (m, 0.25), ``~clearance_max_pairs`` (8), ``~clearance_per_link`` (false),
 ``~default_velocity``, ``~joint_states_topic``.
 
 Run it with ``<build>/clients/ros/proximity_bridge`` or ``scripts/ros-bridge.sh``.
@@ -42,6 +43,18 @@ def _log(level: str, text: str) -> None:
     {"info": rospy.loginfo, "warn": rospy.logwarn, "error": rospy.logerr}.get(level, rospy.loginfo)(text)
 
 
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _integer(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
 def _package_dirs(value: Any) -> Dict[str, str]:
     if not value:
         return {}
@@ -65,8 +78,16 @@ class BridgeNode:
         self.target = str(rospy.get_param("~target", "127.0.0.1:50051"))
         timeout = float(rospy.get_param("~timeout", 60.0))
         self.client = Client(self.target, timeout=timeout)
+        per_link = rospy.get_param("~clearance_per_link", False)
+        if isinstance(per_link, str) and per_link.lower() in ("true", "false"):
+            per_link = per_link.lower() == "true"
         self.core = BridgeCore(self.client, planning_frame=rospy.get_param("~planning_frame", "") or None,
                                clearance_rel_err=float(rospy.get_param("~clearance_rel_err", 0.05)),
+                               clearance_horizon=_number(rospy.get_param("~clearance_horizon", 0.25),
+                                                         "~clearance_horizon"),
+                               clearance_max_pairs=_integer(rospy.get_param("~clearance_max_pairs", 8),
+                                                            "~clearance_max_pairs"),
+                               clearance_per_link=per_link,
                                default_velocity=float(rospy.get_param("~default_velocity", 1.0)), log=_log)
         self.mode = str(rospy.get_param("~robot", "auto"))
         if self.mode not in ("auto", "files", "parameter", "default"):
