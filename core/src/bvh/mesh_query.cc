@@ -159,17 +159,58 @@ struct DistanceWalk : PairWalk {
     return d;
   }
 
-  // Exact distance between two leaves' triangles (also updates the upper bound).
-  double TestLeaves(int32_t na, int32_t nb) {
+  // Exact distance between two leaves' triangles (also updates the upper bound); *axis receives the
+  // unit direction from A's closest point to B's (zero when they touch).
+  double TestLeaves(int32_t na, int32_t nb, Vec3* axis) {
     const BvhNode& a = A.nodes()[na];
     const BvhNode& b = B.nodes()[nb];
     double d = std::numeric_limits<double>::infinity();
+    *axis = Vec3::Zero();
     for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
       Vec3 vb[3];
       TriangleInA(kb, vb);
-      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) d = std::min(d, TestTriangles(ka, kb, vb));
+      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) {
+        const LeafTriangle& ta = A.leaf_triangles()[ka];
+        Vec3 pa, pb;
+        ++stats.triangle_tests;
+        const double t = TriangleDistance(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2], &pa, &pb);
+        if (t < upper) {
+          upper = t;
+          best_ka = ka;
+          best_kb = kb;
+          best_pa = pa;
+          best_pb = pb;
+          UpdateThreshold();
+        }
+        if (t < d) {
+          d = t;
+          *axis = t > 0.0 ? Vec3((pb - pa) / t) : Vec3::Zero();
+        }
+      }
     }
     return d;
+  }
+
+  // A lower bound on the distance between two leaves' triangles: the gap of their vertices projected
+  // on the unit axis (A's frame), 0 when they overlap along it. Holds for any unit axis.
+  double LeafGap(int32_t na, int32_t nb, const Vec3& axis) {
+    const BvhNode& a = A.nodes()[na];
+    const BvhNode& b = B.nodes()[nb];
+    double max_a = -std::numeric_limits<double>::infinity();
+    for (int32_t ka = a.first; ka < a.first + a.count; ++ka) {
+      const LeafTriangle& t = A.leaf_triangles()[ka];
+      for (const Vec3& v : t.v) max_a = std::max(max_a, axis.dot(v));
+    }
+    // B's vertices projected through X_AB: axis . (R v + p) = (R^T axis) . v + axis . p.
+    const Vec3 axis_B = X_AB.R.transpose() * axis;
+    const double shift = axis.dot(X_AB.p);
+    double min_b = std::numeric_limits<double>::infinity();
+    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
+      const LeafTriangle& t = B.leaf_triangles()[kb];
+      for (const Vec3& v : t.v) min_b = std::min(min_b, axis_B.dot(v));
+    }
+    ++stats.bv_tests;
+    return std::max(0.0, min_b + shift - max_a);
   }
 
   // A first upper bound: the cached pair, or a greedy descent to the leaf pair whose spheres are
@@ -205,16 +246,18 @@ struct DistanceWalk : PairWalk {
   }
 
   // A pair the walk stops at: its bound joins the certified lower bound and the front.
-  void Stop(int32_t a, int32_t b, double bound) {
+  void Stop(int32_t a, int32_t b, double bound, const Vec3& axis = Vec3::Zero()) {
     min_pruned = std::min(min_pruned, bound);
-    if (front_out != nullptr) front_out->push_back({a, b, bound});
+    if (front_out != nullptr) front_out->push_back({a, b, bound, axis});
   }
 
   struct Entry {
     int32_t a, b;
     double bound;
     bool stale;  // bound carried over from an earlier pose, lowered by the motion since
+    int32_t axis = -1;  // stale leaf pairs: their closest direction, an index into `axes`
   };
+  std::vector<Vec3> axes;  // the carried front's leaf directions (CarriedFront)
 
   // Best-first: node pairs leave a min-heap in order of their lower bounds, so the walk expands only
   // pairs whose bound is below the final distance (within the budget), and stops as soon as the
@@ -222,9 +265,11 @@ struct DistanceWalk : PairWalk {
   // `start` must cover every triangle pair (the root pair, or a cached front).
   void Run(std::vector<Entry> start) {
     internal::BoundHeap<Entry> heap;
+    // A stopped pair keeps its closest direction, if it carries one.
+    auto stop = [&](const Entry& e) { Stop(e.a, e.b, e.bound, e.axis >= 0 ? axes[static_cast<size_t>(e.axis)] : Vec3::Zero()); };
     auto push = [&](const Entry& e) {
       if (e.bound >= threshold) {
-        Stop(e.a, e.b, e.bound);
+        stop(e);
         return;
       }
       heap.Push(e);
@@ -233,7 +278,7 @@ struct DistanceWalk : PairWalk {
       std::vector<Entry> live;
       live.reserve(start.size());
       for (const Entry& e : start) {
-        if (e.bound >= threshold) Stop(e.a, e.b, e.bound); else live.push_back(e);
+        if (e.bound >= threshold) stop(e); else live.push_back(e);
       }
       heap.Assign(std::move(live));
     }
@@ -250,7 +295,7 @@ struct DistanceWalk : PairWalk {
     Entry e = pop();
     for (;;) {
       if (e.bound >= threshold) {
-        Stop(e.a, e.b, e.bound);  // every queued pair has a bound at least this large
+        stop(e);  // every queued pair has a bound at least this large
         break;
       }
       const BvhNode& na = A.nodes()[e.a];
@@ -261,7 +306,7 @@ struct DistanceWalk : PairWalk {
         // leaf pair goes straight to its exact triangle distance, the tightest bound there is.)
         e = {e.a, e.b, std::max(e.bound, LowerBound(e.a, e.b)), false};
         if (e.bound >= threshold) {
-          Stop(e.a, e.b, e.bound);
+          stop(e);
         } else if (!heap.empty() && heap.top().bound < e.bound) {
           push(e);
         } else {
@@ -273,7 +318,20 @@ struct DistanceWalk : PairWalk {
       }
       if (leaves) {
         dive = false;
-        Stop(e.a, e.b, TestLeaves(e.a, e.b));
+        if (e.stale && e.axis >= 0) {
+          // A carried leaf pair: its gap along its last closest direction first (tight when the motion
+          // since is tangential); the triangles only when that no longer prunes it.
+          const Vec3& axis = axes[static_cast<size_t>(e.axis)];
+          const double gap = LeafGap(e.a, e.b, axis);
+          if (gap >= threshold) {
+            Stop(e.a, e.b, gap, axis);
+            if (heap.empty()) break;
+            e = pop();
+            continue;
+          }
+        }
+        Vec3 axis;
+        Stop(e.a, e.b, TestLeaves(e.a, e.b, &axis), axis);
         if (upper == 0.0 || heap.empty()) break;
         e = pop();
         continue;
@@ -298,22 +356,30 @@ struct DistanceWalk : PairWalk {
       e = pop();
     }
     // Pairs still queued were never reached; they keep their bounds in the front.
-    for (const Entry& r : heap.entries()) Stop(r.a, r.b, r.bound);
+    for (const Entry& r : heap.entries()) stop(r);
   }
 
   // The cached front at the current pose: each bound lowered by how far any point of B's node can
   // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere).
-  std::vector<Entry> CarriedFront(const DistanceCache& cache) const {
+  // Leaf pairs keep their closest direction (in `axes`), for LeafGap.
+  std::vector<Entry> CarriedFront(const DistanceCache& cache) {
     std::vector<Entry> out;
     out.reserve(cache.front.size());
+    axes.clear();
+    const SphereMotion moved(cache.X_AB, X_AB);
     int32_t last_b = -1;
     double motion = 0.0;
     for (const NodePairBound& f : cache.front) {
       if (f.node_b != last_b) {
-        motion = SphereMotionBound(cache.X_AB, X_AB, B.spheres()[f.node_b]);
+        motion = moved.Of(B.spheres()[f.node_b]);
         last_b = f.node_b;
       }
-      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true});
+      int32_t axis = -1;
+      if (f.axis_A.squaredNorm() > 0.0) {
+        axis = static_cast<int32_t>(axes.size());
+        axes.push_back(f.axis_A);
+      }
+      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true, axis});
     }
     return out;
   }
@@ -408,7 +474,10 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
   std::vector<NodePairBound> front;
-  if (cache != nullptr) walk.front_out = &front;
+  if (cache != nullptr) {
+    front.reserve(cache->front.size() + 64);
+    walk.front_out = &front;
+  }
   // Roots already max_distance apart settle the query without a triangle test (upper stays infinite:
   // beyond_max_distance, only the interval holds; the front is the root pair).
   const double root = std::isfinite(request.max_distance) ? walk.LowerBound(0, 0) : 0.0;

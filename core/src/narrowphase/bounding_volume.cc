@@ -160,6 +160,13 @@ double SphereMotionBound(const RigidTransform& X_AB0, const RigidTransform& X_AB
   return d * (1.0 + 1e-12) + 1e-15 * (s.center.norm() + s.radius + X_AB0.p.norm() + X_AB1.p.norm());
 }
 
+SphereMotion::SphereMotion(const RigidTransform& X_AB0, const RigidTransform& X_AB1)
+    : dR_(X_AB1.R - X_AB0.R), dp_(X_AB1.p - X_AB0.p), poses_(X_AB0.p.norm() + X_AB1.p.norm()) {
+  // As SphereMotionBound: the spectral norm of dR bounded from its entries.
+  const Mat3 abs_dR = dR_.cwiseAbs();
+  spin_ = std::min(dR_.norm(), std::sqrt(abs_dR.colwise().sum().maxCoeff() * abs_dR.rowwise().sum().maxCoeff()));
+}
+
 double AabbDistance(const Aabb& a, const Aabb& b) {
   const Vec3 gap = (a.min - b.max).cwiseMax(b.min - a.max).cwiseMax(0.0);
   return gap.norm();

@@ -81,6 +81,11 @@ struct NodePairBound {
   int32_t node_a = 0;
   int32_t node_b = 0;
   double bound = 0.0;
+  /// Two leaves whose triangles were tested: the unit direction, in A's frame, from the closest point
+  /// on A's triangles to the closest on B's (zero when none: inner nodes, touching leaves). At a new
+  /// pose the gap of the leaves' vertices projected on it is a lower bound on their distance that stays
+  /// tight when the motion since is mostly tangential (a wrist turning about its axis).
+  Vec3 axis_A = Vec3::Zero();
 };
 
 /// Caller-owned warm-start state for repeated distance queries of one pair of models along a motion.
@@ -90,8 +95,9 @@ struct NodePairBound {
 ///  - the front of the last walk: node pairs it stopped at, which together cover every triangle pair,
 ///    each with a lower bound. At the new pose each bound is lowered by a certified bound on how far
 ///    the second model's node moved relative to the first (from the change of relative pose and the
-///    node's bounding sphere), and only pairs that this no longer prunes are tested again. Answers
-///    are the same as without a cache; only the work changes.
+///    node's bounding sphere); a leaf pair whose lowered bound no longer prunes it is first bounded by
+///    the gap of its vertices along its last closest direction, and only pairs that neither prunes are
+///    tested again. Answers are the same as without a cache; only the work changes.
 struct DistanceCache {
   const MeshModel* model_a = nullptr;
   const MeshModel* model_b = nullptr;

@@ -99,6 +99,23 @@ inline double ObbDistanceLowerBound(const Vec3& half_a, const Vec3& half_b, cons
 /// rotations (no cancellation) and for any 3x3 matrices, not only exact rotations.
 double SphereMotionBound(const RigidTransform& X_AB0, const RigidTransform& X_AB1, const Sphere& s);
 
+/// SphereMotionBound for many spheres under one change of pose: the rotation's change and its norm
+/// bound computed once, then each sphere's bound in a few operations (the same bounds, to the bit).
+class SphereMotion {
+ public:
+  SphereMotion(const RigidTransform& X_AB0, const RigidTransform& X_AB1);
+  double Of(const Sphere& s) const {
+    const double d = (dR_ * s.center + dp_).norm() + spin_ * s.radius;
+    return d * (1.0 + 1e-12) + 1e-15 * (s.center.norm() + s.radius + poses_);
+  }
+
+ private:
+  Mat3 dR_;
+  Vec3 dp_;
+  double spin_ = 0.0;
+  double poses_ = 0.0;  // |p0| + |p1|
+};
+
 /// Exact distance between two AABBs in one frame (0 when they overlap).
 double AabbDistance(const Aabb& a, const Aabb& b);
 
