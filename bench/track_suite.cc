@@ -6,6 +6,9 @@
 //                      over the same pairs (MoveIt-style: links against the world manager, then links
 //                      against links), with the agreement of all three;
 //   track_nearest_gjk  the same tracker with GJK warm starts instead of V-Clip (the per-run choice);
+//   track_nearest_1nm  the tracker and the cold distance(q) both with a 1 nm absolute budget: meshes
+//                      stored in single precision (STL) sit nanometres off their convex hulls, which
+//                      an exact answer must settle triangle by triangle every frame;
 //   track_per_link     every link's nearest pair (what a control barrier function asks), beside a tracker
 //                      made afresh each frame (cold).
 // Robot: --robot flags (robot_input.h), by default the KUKA KR5 of Debian's dart-doc.
@@ -188,6 +191,10 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
   core::TrackRequest nearest;
   nearest.horizon = 0.1 * ws.reach;
   nearest.max_pairs = 1;
+  core::TrackRequest nearest_nm = nearest;
+  nearest_nm.abs_err = 1e-9;
+  core::SceneDistanceRequest cold_nm;
+  cold_nm.abs_err = 1e-9;
   core::TrackRequest nearest_gjk = nearest;
   nearest_gjk.convex = core::TrackConvexMethod::kGjk;
   core::TrackRequest per_link = nearest;
@@ -212,8 +219,9 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
       }
     }
   };
-  std::vector<double> ours, ours_gjk, ours_link, cold, cold_link, peer;
-  std::vector<core::TrackResult> r_all, rg_all, rl_all, rc_all;
+  std::vector<double> ours, ours_gjk, ours_link, cold, cold_link, peer, ours_nm, cold_nm_times;
+  std::vector<core::TrackResult> r_all, rg_all, rl_all, rc_all, rn_all;
+  std::vector<core::SceneDistanceResult> en_all;
   std::vector<core::SceneDistanceResult> e_all;
   std::vector<double> fcl_all;
   std::unique_ptr<core::Tracker> tracker;
@@ -225,10 +233,13 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
   };
   run(tracking(nearest, &r_all), &ours);
   run(tracking(nearest_gjk, &rg_all), &ours_gjk);
+  run(tracking(nearest_nm, &rn_all), &ours_nm);
   run(tracking(per_link, &rl_all), &ours_link);
   core::SceneCache cache;
   run([&](const std::vector<double>& q, bool) { e_all.push_back(scene->ComputeDistance(q, {}, &cache).value()); },
       &cold);
+  run([&](const std::vector<double>& q, bool) { en_all.push_back(scene->ComputeDistance(q, cold_nm, &cache).value()); },
+      &cold_nm_times);
   run([&](const std::vector<double>& q, bool) { rc_all.push_back(core::Tracker(scene, geometry).Update(q, per_link).value()); },
       &cold_link);
   std::vector<core::RigidTransform> X_WL(robot.num_links());
@@ -241,7 +252,8 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
 
   int64_t agree = 0, compared = 0, peer_outside = 0, peer_compared = 0, in_contact = 0;
   int64_t vclip = 0, transitions = 0, gjk = 0, walks = 0, decided = 0, reported = 0, same = 0;
-  int64_t link_pairs = 0, link_same = 0;
+  int64_t link_pairs = 0, link_same = 0, surface = 0;
+  int64_t nearest_by[3] = {0, 0, 0};  // the nearest pair's method: V-Clip, GJK, walk
   Work work, work_cold;
   for (size_t i = 0; i < r_all.size(); ++i) {
     if (i % static_cast<size_t>(frames) == 0) continue;  // the cold first frames
@@ -260,6 +272,8 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
     decided += r.decided;
     reported += static_cast<int64_t>(r.pairs.size());
     same += r.same_features;
+    surface += r.surface_checks;
+    if (!r.pairs.empty()) ++nearest_by[static_cast<int>(r.pairs[0].method)];
     link_pairs += static_cast<int64_t>(rl.pairs.size());
     link_same += rl.same_features;
     // Agreement: the tracker's nearest is distance(q)'s (when within the horizon), and the GJK and cold
@@ -273,7 +287,14 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
       for (size_t k = 0; same_links && k < rl.pairs.size(); ++k) {
         same_links = std::abs(rl.pairs[k].distance.upper - rc.pairs[k].distance.upper) <= tol;
       }
-      agree += same_nearest && same_links;
+      // With the 1 nm budget both intervals hold the exact distance and are at most 1 nm wide.
+      const core::TrackResult& rn = rn_all[i];
+      const core::SceneDistanceResult& en = en_all[i];
+      const bool nm_ok = !rn.pairs.empty() && rn.pairs[0].distance.lower <= e.upper_bound + tol &&
+                         rn.pairs[0].distance.upper >= e.lower_bound - tol &&
+                         rn.pairs[0].distance.upper - rn.pairs[0].distance.lower <= 1e-9 + tol &&
+                         en.lower_bound <= e.upper_bound + tol && en.upper_bound >= e.lower_bound - tol;
+      agree += same_nearest && same_links && nm_ok;
       ++peer_compared;
       peer_outside += fcl < e.lower_bound - 1e-6 || fcl > e.upper_bound + 1e-6;
     }
@@ -295,8 +316,14 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
   a.Add("vclip_per_frame", vclip / n).Add("transitions_per_vclip", vclip > 0 ? transitions / double(vclip) : 0.0);
   a.Add("gjk_per_frame", gjk / n).Add("walks_per_frame", walks / n).Add("decided_per_frame", decided / n);
   a.Add("same_features_share", reported > 0 ? same / double(reported) : 0.0);
+  a.Add("surface_checks_per_frame", surface / n);
+  a.Add("nearest_by_vclip", nearest_by[0]).Add("nearest_by_gjk", nearest_by[1]).Add("nearest_by_walk", nearest_by[2]);
   a.Add("convex_choice", Median(ours_gjk) < p50 ? "gjk" : "vclip");
   a.Print();
+  JsonLine nm = CaseLine(kSuite, "track_nearest_1nm", ours_nm, none, "FCL distance (MoveIt-style)", peer);
+  common(nm);
+  nm.Add("cold_us", Median(cold_nm_times)).Add("ratio_cold", Median(cold_nm_times) / Median(ours_nm));
+  nm.Print();
   JsonLine g = CaseLine(kSuite, "track_nearest_gjk", ours_gjk, none, "FCL distance (MoveIt-style)", peer);
   common(g);
   g.Add("cold_us", Median(cold)).Add("ratio_cold", Median(cold) / Median(ours_gjk));
