@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   app.add_option("--ompl-log", options.ompl_log,
                  "Planning suites: folder to write OMPL benchmark logs to (one per problem family)");
   auto* robot = app.add_option("--robot", options.robot.urdf,
-                               "robot, mbm, generate: the robot's URDF (required by generate; robot and mbm need "
-                               "--problems with it, and without it run the MotionBenchMaker Panda of --data)");
+                               "robot, mbm, track, generate: the robot's URDF (required by generate; robot and mbm "
+                               "need --problems with it, and without it run the MotionBenchMaker Panda of --data; "
+                               "track makes its own worlds, and without it runs the KR5 of dart-doc)");
   app.add_option("--srdf", options.robot.srdf,
                  "With --robot: its SRDF (allowed pairs, groups). Without it, links joined by a joint are "
                  "allowed pairs (MoveIt's Adjacent) and every other pair is checked");
@@ -127,8 +128,11 @@ int main(int argc, char** argv) {
   };
   if (!TakesRobot(suite)) {
     for (const char* flag : {"--robot", "--srdf", "--package", "--group", "--problems", "--out", "--count"}) {
-      if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to the robot and mbm suites and generate");
+      if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to the robot, mbm and track suites and generate");
     }
+  }
+  if (suite == "track" && app.count("--problems") > 0) {
+    return misuse("--problems applies to the robot and mbm suites (track makes its own worlds)");
   }
   if (!robot->count()) {
     for (const char* flag : {"--srdf", "--package", "--group"}) {
