@@ -10,6 +10,12 @@
 //                          Session: warm (the session's caches carried from state to state) beside cold
 //                          (cold_caches: empty caches every query), unary ComputeDistance calls, and in
 //                          process (warm and cold caches); per query, with the ratios between them.
+//   session_tracker        clearance tracking over a session along a 1 kHz trajectory (steps of 1e-3 rad,
+//                          default track options): one track query per round trip, p50 / p99 per frame,
+//                          beside core::Tracker in process on the same frames and the session floor (an
+//                          empty batch's round trip, measured in the same run); ratio_to_floor_plus_inprocess
+//                          = p50 / (floor p50 + in-process p50), the session's cost beyond its transport
+//                          and the tracker's own (target <= 1.5).
 //   session_state, session_edge, session_batch64, unary_state, unary_edge
 //                          latency per query (p50, p99): one CLEAR or one certified LINK per round trip on
 //                          a session, 64 CLEARs per round trip (per query), and the unary calls.
@@ -26,6 +32,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +46,7 @@
 #include "bench_util.h"
 #include "mbm_data.h"
 #include "proximity/clients/remote_validity.h"
+#include "proximity/core/contact/tracker.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
@@ -342,6 +350,111 @@ int SessionTrack(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) 
   line.Add("inprocess_cold_over_warm", Median(local_cold_us) / Median(local_us));
   line.Print();
   return agree == static_cast<int64_t>(3 * n) ? 0 : 1;
+}
+
+// A 1 kHz trajectory: legs from free states, each joint moving by at most `step` rad a frame, turned
+// back at its limits.
+std::vector<std::vector<double>> KilohertzTrajectory(const core::Scene& scene, std::mt19937_64& rng, int legs,
+                                                     int frames, double step) {
+  const core::RobotModel& robot = scene.robot();
+  std::vector<std::vector<double>> out;
+  core::SceneCache cache;
+  while (static_cast<int>(out.size()) < legs * frames) {
+    std::vector<double> q = RandomState(rng, robot);
+    if (!scene.CheckState(q, &cache).value_or({}).free) continue;
+    std::vector<double> v(q.size());
+    double largest = 0.0;
+    for (double& x : v) largest = std::max(largest, std::abs(x = std::uniform_real_distribution<double>(-1, 1)(rng)));
+    for (double& x : v) x *= step / largest;
+    for (int k = 0; k < frames; ++k) {
+      out.push_back(q);
+      for (size_t j = 0; j < q.size(); ++j) {
+        if (q[j] + v[j] > robot.upper_limits()[j] || q[j] + v[j] < robot.lower_limits()[j]) v[j] = -v[j];
+        q[j] += v[j];
+      }
+    }
+  }
+  return out;
+}
+
+// Clearance tracking along a 1 kHz trajectory: a session's track queries (one per round trip) beside
+// core::Tracker in process and the session floor measured here.
+int SessionTracker(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng) {
+  const int legs = options.quick ? 2 : 5, frames = options.quick ? 1000 : 2000;
+  const std::vector<std::vector<double>> track = KilohertzTrajectory(*f.scene, rng, legs, frames, 1e-3);
+  const size_t n = track.size();
+  const core::TrackRequest query;  // the defaults: horizon 0.25 m, the 8 nearest pairs, gradients
+  // In process: one tracker, warm from frame to frame, on the scene's shared polyhedra.
+  auto geometry = core::TrackingGeometry::Build(*f.scene);
+  if (!geometry.ok()) {
+    std::cerr << "service: TrackingGeometry: " << geometry.error().message << "\n";
+    return 1;
+  }
+  core::Tracker tracker(f.scene, geometry.value());
+  std::vector<double> local_us;
+  std::vector<std::vector<double>> uppers(n);
+  Work work;
+  int64_t pairs = 0, same = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double t0 = Now();
+    const core::Result<core::TrackResult> r = tracker.Update(track[i], query);
+    local_us.push_back((Now() - t0) * 1e6);
+    if (!r.ok()) {
+      std::cerr << "service: Tracker::Update: " << r.error().message << "\n";
+      return 1;
+    }
+    for (const core::TrackedPair& p : r.value().pairs) uppers[i].push_back(p.distance.upper);
+    pairs += static_cast<int64_t>(r.value().pairs.size());
+    same += r.value().same_features;
+    work.Add(r.value().stats);
+  }
+  // The floor: an empty batch's round trip on a session, right before the tracker's.
+  std::vector<double> floor_us;
+  {
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    v1::SessionResponse response;
+    for (size_t i = 0; i < std::min<size_t>(n, 5000); ++i) {
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) return 1;
+      floor_us.push_back((Now() - t0) * 1e6);
+    }
+  }
+  std::vector<double> us;
+  int64_t agree = 0;
+  {
+    BenchSession session(f.stub.get(), false);
+    v1::SessionRequest request;
+    v1::TrackRequest* t = request.add_queries()->mutable_track();
+    v1::SessionResponse response;
+    for (size_t i = 0; i < n; ++i) {
+      SetQ(track[i], t->mutable_state());
+      const double t0 = Now();
+      if (!session.RoundTrip(&request, &response)) {
+        std::cerr << "service: Session failed\n";
+        return 1;
+      }
+      us.push_back((Now() - t0) * 1e6);
+      const v1::SessionAnswer& a = response.answers(0);
+      bool same_answer = a.has_track() && a.track().pairs_size() == static_cast<int>(uppers[i].size());
+      for (int k = 0; same_answer && k < a.track().pairs_size(); ++k) {
+        same_answer = a.track().pairs(k).distance().upper() == uppers[i][static_cast<size_t>(k)];
+      }
+      agree += same_answer ? 1 : 0;
+    }
+  }
+  const double floor = Median(floor_us), local = Median(local_us), ours = Median(us);
+  JsonLine line = CaseLine(kSuite, "session_tracker", us, work, "in-process core::Tracker, warm", local_us);
+  line.Add("agree", agree).Add("frames", static_cast<int64_t>(n)).Add("step_rad", 1e-3);
+  line.Add("p50_us", ours).Add("p99_us", Percentile(us, 0.99));
+  line.Add("inprocess_p50_us", local).Add("inprocess_p99_us", Percentile(local_us, 0.99));
+  line.Add("floor_p50_us", floor).Add("floor_p99_us", Percentile(floor_us, 0.99));
+  line.Add("floor_plus_inprocess_us", floor + local);
+  line.Add("ratio_to_floor_plus_inprocess", ours / (floor + local)).Add("target_ratio", 1.5);
+  line.Add("pairs_per_frame", static_cast<double>(pairs) / static_cast<double>(n));
+  line.Add("same_features_fraction", pairs > 0 ? static_cast<double>(same) / static_cast<double>(pairs) : 0.0);
+  line.Print();
+  return agree == static_cast<int64_t>(n) ? 0 : 1;
 }
 
 // Latency per query: one CLEAR or certified LINK per session round trip, 64 CLEARs per round trip, and
@@ -779,7 +892,10 @@ int RunService(const SuiteOptions& options) {
     failures += UnaryCheckState(options, f, rng);
   }
   if (options.RunsCase("paths")) failures += ValidatePathsStream(options, f, rng);
-  if (options.RunsCase("track")) failures += SessionTrack(options, f, rng);
+  if (options.RunsCase("track")) {
+    failures += SessionTrack(options, f, rng);
+    failures += SessionTracker(options, f, rng);
+  }
   if (options.RunsCase("latency")) failures += SessionLatency(options, f, rng);
   if (options.RunsCase("plan")) {
     failures += RemotePlan(options, f, rng);
