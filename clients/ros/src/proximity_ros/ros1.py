@@ -6,10 +6,17 @@
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+import functools
+from collections.abc import Mapping
+from typing import Any, Dict, Tuple
 
 import genpy
 import genpy.message
+
+# Mapping is collections.abc's, not typing's: isinstance against typing's alias goes through its
+# __instancecheck__ at several times the cost, and fill() runs for every field of every message the node
+# publishes (a ~clearance message at the joint-state rate has dozens).
+
 
 def to_dict(msg: Any) -> Any:
     """A genpy message (or value) as dicts, lists and numbers."""
@@ -32,6 +39,7 @@ def _time(cls: type, value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
 def _element_class(slot_type: str) -> type:
     base = slot_type.split("[", 1)[0]
     if base == "Header":
@@ -39,25 +47,34 @@ def _element_class(slot_type: str) -> type:
     return genpy.message.get_message_class(base)
 
 
+# Per message class: field -> (slot type, its base type, whether it is an array).
+_SLOT_TYPES: Dict[type, Dict[str, Tuple[str, str, bool]]] = {}
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def fill(msg: Any, data: Mapping[str, Any]) -> Any:
     """Writes ``data`` (dict-shaped, as :func:`to_dict` gives) into genpy message ``msg``; fields not in
     ``data`` keep their values. Returns ``msg``."""
-    types: Dict[str, str] = dict(zip(msg.__slots__, msg._slot_types))
+    types = _SLOT_TYPES.get(type(msg))
+    if types is None:
+        types = _SLOT_TYPES[type(msg)] = {name: (t, t.split("[", 1)[0], t.endswith("]"))
+                                          for name, t in zip(msg.__slots__, msg._slot_types)}
     for name, value in data.items():
         if name not in types:
             raise KeyError(f"{type(msg).__name__} has no field {name!r}")
-        t = types[name]
-        base = t.split("[", 1)[0]
-        is_array = t.endswith("]")
+        t, base, is_array = types[name]
         if base in ("time", "duration"):
             cls = genpy.Time if base == "time" else genpy.Duration
             setattr(msg, name, [_time(cls, v) for v in value] if is_array else _time(cls, value))
         elif is_array and ("/" in base or base == "Header"):
             cls = _element_class(t)
-            setattr(msg, name, [fill(cls(), v) if isinstance(v, Mapping) else v for v in value])
+            setattr(msg, name, [fill(cls(), v) if _is_mapping(v) else v for v in value])
         elif is_array:
             setattr(msg, name, value if isinstance(value, (bytes, str)) else list(value))
-        elif isinstance(value, Mapping):
+        elif _is_mapping(value):
             fill(getattr(msg, name), value)
         else:
             setattr(msg, name, value)
