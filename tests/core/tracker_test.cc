@@ -504,6 +504,36 @@ TEST(Tracker, ConvexMeshesOffTheirHullsKeepTheUpperBoundOnTheSurface) {
   }
 }
 
+TEST(Tracker, SharesTrackingGeometryOnlyWithItsOwnScene) {
+  // Two scenes with the same numbers of parts but other shapes: polyhedra built for the first must not
+  // answer for the second.
+  auto first = ArmScene(21);
+  auto second = ArmScene(22);
+  ASSERT_EQ(first->num_world_parts(), second->num_world_parts());
+  auto geometry = testing::ValueOrFail(TrackingGeometry::Build(*first));
+  EXPECT_TRUE(geometry->Fits(*first));
+  EXPECT_FALSE(geometry->Fits(*second));
+  Tracker shared(first, geometry), other(second, geometry);
+  std::mt19937_64 rng(23);
+  TrackRequest request;
+  request.horizon = 0.3;
+  request.max_pairs = kMaxTrackPairs;
+  int checked = 0;
+  for (const auto& q : Trajectory(second->robot(), rng, testing::Cases(60), 1e-3, 20)) {
+    ASSERT_TRUE(shared.Update(q, request).ok());
+    const TrackResult r = testing::ValueOrFail(other.Update(q, request));
+    const auto posed = PosedPairs(*second, q);
+    for (const TrackedPair& p : r.pairs) {
+      const PosedPartPair& pp = posed.at(Key(p));
+      const double d = std::max(0.0, BruteDistance(*pp.robot, pp.X_WR, *pp.other, pp.X_WO) - pp.padding);
+      ASSERT_LE(p.distance.lower, d + kTol);
+      ASSERT_GE(p.distance.upper, d - kTol);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
 TEST(Tracker, RefusesBadInputByNameAndKeepsItsState) {
   auto scene = ArmScene(12);
   Tracker tracker(scene);

@@ -24,7 +24,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Nearby pairs one frame may keep (a horizon that keeps more is refused, not truncated: the k nearest
 // could be among the pairs left out).
-constexpr int32_t kMaxTrackCandidates = 1 << 18;
+constexpr int32_t kMaxTrackCandidates = 1 << 16;
 // When V-Clip hands a query to GJK its distance is within eps_rel^2 (1e-10, GjkOptions' default) of the
 // truth; lower bounds take off ten times that.
 constexpr double kGjkRelativeGap = 1e-9;
@@ -160,6 +160,7 @@ int64_t PolyhedronBytes(const VClipPolyhedron& p) {
 
 Result<std::shared_ptr<const TrackingGeometry>> TrackingGeometry::Build(const Scene& scene) {
   std::shared_ptr<TrackingGeometry> g(new TrackingGeometry());
+  g->scene_ = scene.serial();
   // Geometry shared by several parts (one link mesh, one box shape object) gets one polyhedron.
   std::unordered_map<const void*, std::shared_ptr<const VClipPolyhedron>> built;
   auto make = [&](const Geometry& geometry) -> Result<std::shared_ptr<const VClipPolyhedron>> {
@@ -189,11 +190,6 @@ Result<std::shared_ptr<const TrackingGeometry>> TrackingGeometry::Build(const Sc
   g->bytes_ += static_cast<int64_t>(sizeof(TrackingGeometry) + (g->robot_.size() + g->world_.size()) *
                                                                   sizeof(std::shared_ptr<const VClipPolyhedron>));
   return std::shared_ptr<const TrackingGeometry>(std::move(g));
-}
-
-bool TrackingGeometry::Fits(const Scene& scene) const {
-  return static_cast<int32_t>(robot_.size()) == scene.num_robot_parts() &&
-         static_cast<int32_t>(world_.size()) == scene.num_world_parts();
 }
 
 Tracker::Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)

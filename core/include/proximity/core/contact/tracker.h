@@ -154,8 +154,8 @@ class TrackingGeometry {
   /// The polyhedron of robot part i / world part k (NearbyPart indices), or null.
   const VClipPolyhedron* robot(int32_t i) const { return robot_[static_cast<size_t>(i)].get(); }
   const VClipPolyhedron* world(int32_t k) const { return world_[static_cast<size_t>(k)].get(); }
-  /// Whether it was built for a scene with these many robot and world parts.
-  bool Fits(const Scene& scene) const;
+  /// Whether it was built for this scene (by its serial number).
+  bool Fits(const Scene& scene) const { return scene.serial() == scene_; }
   /// Bytes held (approximate), for memory caps.
   int64_t MemoryBytes() const { return bytes_; }
 
@@ -163,14 +163,15 @@ class TrackingGeometry {
   TrackingGeometry() = default;
   std::vector<std::shared_ptr<const VClipPolyhedron>> robot_, world_;
   int64_t bytes_ = 0;
+  uint64_t scene_ = 0;  // Scene::serial() of the scene it was built for
 };
 
 /// Caller-owned clearance tracking over one scene (see the file comment). Not thread-safe (one per
 /// controller, session or thread); cheap to create when given the scene's TrackingGeometry.
 class Tracker {
  public:
-  /// `geometry`: the scene's polyhedra (TrackingGeometry::Build), shared; null builds them for this
-  /// tracker alone. Precondition: `geometry`, when given, was built for `scene`.
+  /// `geometry`: the scene's polyhedra (TrackingGeometry::Build), shared; null, or geometry built for
+  /// another scene, builds them for this tracker alone.
   explicit Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry = nullptr);
 
   /// One frame at configuration q. Errors (kInvalidArgument, naming the field) for q as CheckState, a

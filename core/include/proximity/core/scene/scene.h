@@ -520,6 +520,9 @@ class Scene {
   SceneDescription Description() const;
   /// 0 for a built scene; +1 per Update.
   uint64_t version() const { return version_; }
+  /// Unique among the scenes of this process, never reused: what per-scene state (warm starts,
+  /// prebuilt polyhedra) is stamped with to recognise its scene.
+  uint64_t serial() const { return serial_; }
   /// What Build accepted but the user should hear about, one sentence each: allowed pairs naming
   /// something that is neither a link, an attached object nor a world object (accepted and ignored, as
   /// MoveIt does). Empty for most scenes.
