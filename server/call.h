@@ -54,6 +54,10 @@ struct ServiceLimits {
   /// Queries in one Session batch (--max-session-batch); a larger batch ends the stream with
   /// RESOURCE_EXHAUSTED naming the option.
   int64_t max_session_batch = 4096;
+  /// Bytes a session's clearance tracker may keep between track queries (its warm starts, one per pair
+  /// near the robot: a wide horizon on a large scene keeps many); past it the tracker forgets them, so
+  /// the next track query starts cold (its answers are the same). 0: no limit.
+  int64_t max_tracker_bytes = int64_t{64} << 20;
   /// Caps on a robot and scene before they are built (--max-links, --max-joints, --max-link-triangles,
   /// --max-self-pairs); max_memory_bytes is the registry's --max-memory-mb, which the build's estimate
   /// must fit. A robot of 10,000 joints is refused at once instead of building for minutes past every

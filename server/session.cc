@@ -59,8 +59,8 @@ core::Status CheckChains(const v1::SessionRequest& request) {
 // One open session: its scene, scratch and tallies.
 class SessionState {
  public:
-  SessionState(CallScope* call, bool cold, SceneRegistry* registry)
-      : call_(call), registry_(registry), scene_(call->scene()), cold_(cold) {
+  SessionState(CallScope* call, bool cold, SceneRegistry* registry, int64_t max_tracker_bytes)
+      : call_(call), registry_(registry), scene_(call->scene()), cold_(cold), max_tracker_bytes_(max_tracker_bytes) {
     const auto dof = static_cast<size_t>(scene_.dof());
     q0_.reserve(dof);
     q1_.reserve(dof);
@@ -127,6 +127,7 @@ class SessionState {
       rec.set_field("track_queries", track_);
       // What the tracker held (its warm starts and buffers; the shared polyhedra count with the scene).
       rec.set_field("tracker_bytes", tracker_bytes_);
+      if (tracker_resets_ > 0) rec.set_field("tracker_resets", tracker_resets_);
     }
   }
 
@@ -336,7 +337,12 @@ class SessionState {
         request.stop = call_->interrupt();
         core::Tracker* tracker = Tracker();
         const core::Result<core::TrackResult> tracked = tracker->Update(q0_, request);
-        tracker_bytes_ = std::max(tracker_bytes_, tracker->MemoryBytes());
+        const int64_t bytes = tracker->MemoryBytes();
+        tracker_bytes_ = std::max(tracker_bytes_, bytes);
+        if (max_tracker_bytes_ > 0 && bytes > max_tracker_bytes_) {
+          tracker->Reset();  // past the cap: the next query starts cold (the same answers)
+          ++tracker_resets_;
+        }
         if (!tracked.ok()) return fail(WithField("track", tracked.error()));
         const core::TrackResult& r = tracked.value();
         const Work work = TrackWork(r);
@@ -373,7 +379,9 @@ class SessionState {
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
   std::unique_ptr<core::Tracker> tracker_;
+  int64_t max_tracker_bytes_;
   int64_t tracker_bytes_ = 0;  // the most the tracker held after a query
+  int64_t tracker_resets_ = 0;  // times it held more than max_tracker_bytes_ and forgot its warm starts
   int64_t batches_ = 0, queries_ = 0, errors_ = 0;
   int64_t clear_ = 0, link_ = 0, distance_ = 0, track_ = 0;
   Work clear_work_, link_work_, distance_work_, track_work_;
@@ -436,7 +444,7 @@ grpc::Status ProximityServiceImpl::Session(
     call.set_entry(std::move(entry));
     const SceneEntry& scene = call.entry();
 
-    SessionState session(&call, open.cold_caches(), registry_);
+    SessionState session(&call, open.cold_caches(), registry_, limits_.max_tracker_bytes);
     v1::SessionResponse response;
     v1::SessionOpened* opened = response.mutable_opened();
     opened->set_scene_id(scene.info.scene_id());
@@ -464,7 +472,7 @@ grpc::Status ProximityServiceImpl::Session(
       status = session.Answer(request, &response);
       if (!status.ok()) break;
       session.AddBatch();
-      status = call.FitResponse(&response, "send smaller batches or leave out per_pair");
+      status = call.FitResponse(&response, "send smaller batches, leave out per_pair or lower track max_pairs");
       if (!status.ok()) break;
       if (!stream->Write(response)) {
         call.metrics().AddFailedSend();

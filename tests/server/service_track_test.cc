@@ -122,21 +122,19 @@ void ExpectVec(const core::Vec3& v, const v1::Vector3& w, const std::string& whe
   EXPECT_NEAR(w.z(), v.z(), kEqual) << where;
 }
 
-// The wire answer equals the in-process frame; `same_features` compared only when asked (a cold
-// session's answers have none).
+// The wire answer equals the in-process frame of a tracker with the same history: pairs, intervals,
+// points, normals, features, features kept, methods, gradients and work counters.
 void ExpectSameFrame(const core::Scene& scene, const core::TrackResult& c, const v1::TrackResponse& w,
-                     const std::string& where, bool same_features = true) {
+                     const std::string& where) {
   ASSERT_EQ(w.pairs_size(), static_cast<int>(c.pairs.size())) << where;
   EXPECT_EQ(w.within_limits(), c.within_limits) << where;
   EXPECT_EQ(w.candidates(), static_cast<uint32_t>(c.candidates)) << where;
   EXPECT_EQ(w.stats().states(), 1) << where;
-  if (same_features) {
-    EXPECT_EQ(w.decided(), static_cast<uint32_t>(c.decided)) << where;
-    EXPECT_EQ(w.vclip(), static_cast<uint32_t>(c.vclip)) << where;
-    EXPECT_EQ(w.gjk(), static_cast<uint32_t>(c.gjk)) << where;
-    EXPECT_EQ(w.walks(), static_cast<uint32_t>(c.walks)) << where;
-    EXPECT_EQ(w.same_features(), static_cast<uint32_t>(c.same_features)) << where;
-  }
+  EXPECT_EQ(w.decided(), static_cast<uint32_t>(c.decided)) << where;
+  EXPECT_EQ(w.vclip(), static_cast<uint32_t>(c.vclip)) << where;
+  EXPECT_EQ(w.gjk(), static_cast<uint32_t>(c.gjk)) << where;
+  EXPECT_EQ(w.walks(), static_cast<uint32_t>(c.walks)) << where;
+  EXPECT_EQ(w.same_features(), static_cast<uint32_t>(c.same_features)) << where;
   for (size_t i = 0; i < c.pairs.size(); ++i) {
     const core::TrackedPair& p = c.pairs[i];
     const v1::TrackedPair& q = w.pairs(static_cast<int>(i));
@@ -151,17 +149,11 @@ void ExpectSameFrame(const core::Scene& scene, const core::TrackResult& c, const
     ExpectVec(p.normal_W, q.normal(), at + " normal");
     EXPECT_EQ(FromWire(q.feature_robot().type()), p.feature_robot.type) << at;
     EXPECT_EQ(FromWire(q.feature_other().type()), p.feature_other.type) << at;
-    if (p.feature_robot.type != core::TrackFeatureType::kNone) {
-      EXPECT_EQ(q.feature_robot().index(), p.feature_robot.index) << at;
-    } else {
-      EXPECT_EQ(q.feature_robot().index(), -1) << at;
-    }
-    if (p.feature_other.type != core::TrackFeatureType::kNone) {
-      EXPECT_EQ(q.feature_other().index(), p.feature_other.index) << at;
-    } else {
-      EXPECT_EQ(q.feature_other().index(), -1) << at;
-    }
-    if (same_features) EXPECT_EQ(q.same_features(), p.same_features) << at;
+    EXPECT_EQ(q.feature_robot().index(),
+              p.feature_robot.type == core::TrackFeatureType::kNone ? -1 : p.feature_robot.index) << at;
+    EXPECT_EQ(q.feature_other().index(),
+              p.feature_other.type == core::TrackFeatureType::kNone ? -1 : p.feature_other.index) << at;
+    EXPECT_EQ(q.same_features(), p.same_features) << at;
     EXPECT_EQ(q.method(), MethodOf(p.method)) << at;
     ASSERT_EQ(q.gradient_size(), static_cast<int>(p.gradient.size())) << at;
     for (size_t j = 0; j < p.gradient.size(); ++j) {
@@ -189,6 +181,50 @@ class TrackSessionTest : public ServiceTest {
   static bool RoundTrip(Stream* stream, const v1::SessionRequest& request, v1::SessionResponse* response) {
     return stream->Write(request) && stream->Read(response);
   }
+
+  // What AnswersEqualTheInProcessTrackerFrameByFrame compared.
+  struct Tally {
+    int64_t frames = 0, pairs = 0, vclip = 0, gjk = 0, walks = 0, same = 0;
+    std::map<v1::TrackMethod, int64_t> methods;  // reported pairs by method
+  };
+
+  // `track` on a new session of `scene_id`, one track query per round trip, each answer compared with a
+  // core::Tracker's on `scene` in process.
+  void TrackAndCompare(const std::shared_ptr<const core::Scene>& scene, const std::string& scene_id,
+                       const std::vector<std::vector<double>>& track, const core::TrackRequest& options,
+                       const std::string& label, Tally* tally) {
+    core::Tracker tracker(scene);
+    auto context = Context();
+    auto stream = Open(context.get());
+    v1::SessionRequest request = Opening(false, scene_id);
+    for (size_t f = 0; f < track.size(); ++f) {
+      const std::string where = label + " frame " + std::to_string(f);
+      AddTrack(&request, f, track[f], options);
+      v1::SessionResponse response;
+      ASSERT_TRUE(RoundTrip(stream.get(), request, &response)) << where;
+      ASSERT_EQ(response.answers_size(), 1) << where;
+      const v1::SessionAnswer& a = response.answers(0);
+      EXPECT_EQ(a.id(), f) << where;
+      ASSERT_TRUE(a.has_track()) << where << (a.has_error() ? ": " + a.error().message() : "");
+      const core::TrackResult c = proximity::testing::ValueOrFail(tracker.Update(track[f], options));
+      ExpectSameFrame(*scene, c, a.track(), where);
+      if (::testing::Test::HasFailure()) return;
+      ++tally->frames;
+      for (const v1::TrackedPair& p : a.track().pairs()) {
+        ++tally->methods[p.method()];
+        EXPECT_EQ(p.gradient_size(), options.gradient ? scene->dof() : 0) << where;
+      }
+      tally->pairs += static_cast<int64_t>(c.pairs.size());
+      tally->vclip += c.vclip;
+      tally->gjk += c.gjk;
+      tally->walks += c.walks;
+      tally->same += c.same_features;
+      request.Clear();
+    }
+    stream->WritesDone();
+    const grpc::Status s = stream->Finish();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
 };
 
 // One track query per round trip along small-step trajectories, with several option sets (overall and
@@ -211,54 +247,24 @@ TEST_F(TrackSessionTest, AnswersEqualTheInProcessTrackerFrameByFrame) {
   option_sets[4].convex = core::TrackConvexMethod::kGjk;
   option_sets[5].gradient = false;
   option_sets[5].abs_err = 1e-3;
-  int64_t pairs = 0, vclip = 0, gjk = 0, walks = 0, same = 0, frames_answered = 0;
-  std::map<v1::TrackMethod, int64_t> methods;
+  Tally tally;
   for (const bool on_tool : {false, true}) {
-  const std::shared_ptr<const core::Scene>& scene = on_tool ? tool : core_;
-  const std::vector<std::vector<double>> track = Trajectory(*scene, rng, 3, frames, 0.01);
-  for (size_t o = 0; o < option_sets.size(); ++o) {
-    const core::TrackRequest& options = option_sets[o];
-    core::Tracker tracker(scene);
-    auto context = Context();
-    auto stream = Open(context.get());
-    v1::SessionRequest request = Opening(false, on_tool ? tool_id : "default");
-    for (size_t f = 0; f < track.size(); ++f) {
-      const std::string where =
-          std::string(on_tool ? "tool scene" : "default scene") + " options " + std::to_string(o) + " frame " + std::to_string(f);
-      AddTrack(&request, f, track[f], options);
-      v1::SessionResponse response;
-      ASSERT_TRUE(RoundTrip(stream.get(), request, &response)) << where;
-      ASSERT_EQ(response.answers_size(), 1) << where;
-      const v1::SessionAnswer& a = response.answers(0);
-      EXPECT_EQ(a.id(), f) << where;
-      ASSERT_TRUE(a.has_track()) << where << (a.has_error() ? ": " + a.error().message() : "");
-      const core::TrackResult c = proximity::testing::ValueOrFail(tracker.Update(track[f], options));
-      ExpectSameFrame(*scene, c, a.track(), where);
+    const std::shared_ptr<const core::Scene>& scene = on_tool ? tool : core_;
+    const std::vector<std::vector<double>> track = Trajectory(*scene, rng, 3, frames, 0.01);
+    for (size_t o = 0; o < option_sets.size(); ++o) {
+      const std::string label = std::string(on_tool ? "tool scene" : "default scene") + " options " + std::to_string(o);
+      TrackAndCompare(scene, on_tool ? tool_id : "default", track, option_sets[o], label, &tally);
       if (::testing::Test::HasFailure()) return;
-      ++frames_answered;
-      for (const v1::TrackedPair& p : a.track().pairs()) ++methods[p.method()];
-      pairs += static_cast<int64_t>(c.pairs.size());
-      vclip += c.vclip;
-      gjk += c.gjk;
-      walks += c.walks;
-      same += c.same_features;
-      if (!options.gradient) {
-        for (const v1::TrackedPair& p : a.track().pairs()) EXPECT_EQ(p.gradient_size(), 0) << where;
-      } else {
-        for (const v1::TrackedPair& p : a.track().pairs()) EXPECT_EQ(p.gradient_size(), scene->dof()) << where;
-      }
-      request.Clear();
     }
-    stream->WritesDone();
-    const grpc::Status s = stream->Finish();
-    EXPECT_TRUE(s.ok()) << s.error_message();
   }
-  }
+  const int64_t pairs = tally.pairs, same = tally.same;
+  std::map<v1::TrackMethod, int64_t>& methods = tally.methods;
   std::printf("[ track ] %lld pairs compared (%lld V-Clip, %lld GJK queries, %lld walks; %lld same features); "
               "reported by V-Clip %lld, GJK %lld, walks %lld\n",
-              static_cast<long long>(pairs), static_cast<long long>(vclip), static_cast<long long>(gjk),
-              static_cast<long long>(walks), static_cast<long long>(same),
-              static_cast<long long>(methods[v1::TRACK_METHOD_VCLIP]), static_cast<long long>(methods[v1::TRACK_METHOD_GJK]),
+              static_cast<long long>(pairs), static_cast<long long>(tally.vclip), static_cast<long long>(tally.gjk),
+              static_cast<long long>(tally.walks), static_cast<long long>(same),
+              static_cast<long long>(methods[v1::TRACK_METHOD_VCLIP]),
+              static_cast<long long>(methods[v1::TRACK_METHOD_GJK]),
               static_cast<long long>(methods[v1::TRACK_METHOD_WALK]));
   EXPECT_GT(pairs, 1000);
   // Every way of deciding a pair was compared.
@@ -268,7 +274,7 @@ TEST_F(TrackSessionTest, AnswersEqualTheInProcessTrackerFrameByFrame) {
   EXPECT_GT(same, pairs / 2) << "warm frames keep their features";
   // The session's queries count in the metrics as track queries.
   EXPECT_NE(server_->metrics().RenderText().find("proximity_queries_total{kind=\"track\"} " +
-                                                 std::to_string(frames_answered) + "\n"),
+                                                 std::to_string(tally.frames) + "\n"),
             std::string::npos);
 }
 
@@ -474,7 +480,7 @@ TEST_F(TrackSessionTest, DeadlineAndCancellationEndALongTrackBatch) {
   // What one such query costs in process: the batch would take seconds.
   core::Tracker probe(core_);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int k = 0; k < 20; ++k) (void)proximity::testing::ValueOrFail(probe.Update(states[static_cast<size_t>(k)], slow));
+  for (size_t k = 0; k < 20; ++k) (void)proximity::testing::ValueOrFail(probe.Update(states[k], slow));
   const double per_query = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 20;
   const double batch_seconds = per_query * static_cast<double>(states.size());
   std::printf("[ track ] a slow track query: %.0f us; the batch would take %.1f s\n", per_query * 1e6, batch_seconds);
@@ -549,6 +555,40 @@ TEST_F(TrackSessionTest, TheTrackingGeometryIsSharedAndCounted) {
   bool built = true;
   EXPECT_EQ(TrackingGeometryOf(*entry, &built), entry->tracking);
   EXPECT_FALSE(built) << "built once per scene version";
+}
+
+// A tracker past the server's max_tracker_bytes forgets its warm starts after each query: every frame
+// answers as a new tracker in process does (no features kept, the same work).
+TEST_F(TrackSessionTest, ATrackerPastItsByteCapStartsEachFrameCold) {
+  ServerOptions options = TestOptions();
+  options.limits.max_tracker_bytes = 1;
+  auto started = ProximityServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  auto stub = v1::ProximityService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(started.value()->port()), grpc::InsecureChannelCredentials()));
+  std::mt19937_64 rng(76);
+  const std::vector<std::vector<double>> track = Trajectory(*core_, rng, 1, 30, 1e-3);
+  core::TrackRequest query;
+  auto context = Context();
+  auto stream = stub->Session(context.get());
+  v1::SessionRequest request = Opening();
+  int64_t pairs = 0;
+  for (size_t f = 0; f < track.size(); ++f) {
+    AddTrack(&request, f, track[f], query);
+    v1::SessionResponse response;
+    ASSERT_TRUE(RoundTrip(stream.get(), request, &response));
+    ASSERT_TRUE(response.answers(0).has_track());
+    const v1::TrackResponse& t = response.answers(0).track();
+    core::Tracker fresh(core_);
+    ExpectSameFrame(*core_, proximity::testing::ValueOrFail(fresh.Update(track[f], query)), t,
+                    "frame " + std::to_string(f));
+    EXPECT_EQ(t.same_features(), 0u) << "frame " << f;
+    pairs += t.pairs_size();
+    request.Clear();
+  }
+  EXPECT_GT(pairs, 30);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace
