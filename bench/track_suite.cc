@@ -40,17 +40,6 @@ using core::Vec3;
 constexpr char kSuite[] = "track";
 constexpr double kStep = 1e-3;  // rad (or m) per frame and joint: 1 kHz at up to 1 rad/s
 
-// A closed box's 12 triangles.
-void AddBox(core::TriangleMesh* m, const Vec3& c, const Vec3& h) {
-  const int32_t base = static_cast<int32_t>(m->vertices.size());
-  for (int i = 0; i < 8; ++i) {
-    m->vertices.push_back(c + Vec3((i & 1 ? 1 : -1) * h.x(), (i & 2 ? 1 : -1) * h.y(), (i & 4 ? 1 : -1) * h.z()));
-  }
-  const int32_t f[12][3] = {{0, 2, 1}, {1, 2, 3}, {4, 5, 6}, {5, 7, 6}, {0, 1, 4}, {1, 5, 4},
-                            {2, 6, 3}, {3, 6, 7}, {0, 4, 2}, {2, 4, 6}, {1, 3, 5}, {3, 7, 5}};
-  for (const auto& t : f) m->triangles.push_back({base + t[0], base + t[1], base + t[2]});
-}
-
 core::Result<Geometry> MeshGeometry(core::TriangleMesh mesh) {
   Geometry g;
   auto hull = core::ConvexPolytope::Build(mesh);
@@ -95,9 +84,12 @@ core::Result<std::vector<core::WorldObject>> TrackWorld(const Workspace& ws, int
       }
       default: {  // a U-shaped bracket: not convex
         core::TriangleMesh m;
-        AddBox(&m, Vec3(0, 0, -a), Vec3(a, 0.3 * b, 0.2 * a));
-        AddBox(&m, Vec3(-a, 0, 0), Vec3(0.2 * a, 0.3 * b, a));
-        AddBox(&m, Vec3(a, 0, 0), Vec3(0.2 * a, 0.3 * b, a));
+        auto slab = [&](const Vec3& centre, const Vec3& half) {
+          core::AppendMesh(&m, core::MakeBoxMesh(2 * half), RigidTransform(core::Mat3::Identity(), centre));
+        };
+        slab(Vec3(0, 0, -a), Vec3(a, 0.3 * b, 0.2 * a));
+        slab(Vec3(-a, 0, 0), Vec3(0.2 * a, 0.3 * b, a));
+        slab(Vec3(a, 0, 0), Vec3(0.2 * a, 0.3 * b, a));
         auto mesh = MeshGeometry(std::move(m));
         if (!mesh.ok()) return mesh.error();
         g = mesh.value();

@@ -26,17 +26,6 @@ namespace {
 
 constexpr double kTol = 1e-9;
 
-// A closed box's 12 triangles, centred at c with half extents h.
-void AddBox(TriangleMesh* m, const Vec3& c, const Vec3& h) {
-  const int32_t base = static_cast<int32_t>(m->vertices.size());
-  for (int i = 0; i < 8; ++i) {
-    m->vertices.push_back(c + Vec3((i & 1 ? 1 : -1) * h.x(), (i & 2 ? 1 : -1) * h.y(), (i & 4 ? 1 : -1) * h.z()));
-  }
-  const int32_t f[12][3] = {{0, 2, 1}, {1, 2, 3}, {4, 5, 6}, {5, 7, 6}, {0, 1, 4}, {1, 5, 4},
-                            {2, 6, 3}, {3, 6, 7}, {0, 4, 2}, {2, 4, 6}, {1, 3, 5}, {3, 7, 5}};
-  for (const auto& t : f) m->triangles.push_back({base + t[0], base + t[1], base + t[2]});
-}
-
 Geometry MeshGeometry(TriangleMesh mesh) {
   Geometry g;
   auto hull = ConvexPolytope::Build(mesh);
@@ -50,9 +39,12 @@ Geometry MeshGeometry(TriangleMesh mesh) {
 // A U-shaped bracket (three boxes' surfaces): not convex.
 Geometry Bracket(double size) {
   TriangleMesh m;
-  AddBox(&m, Vec3(0, 0, -size), Vec3(size, 0.3 * size, 0.2 * size));
-  AddBox(&m, Vec3(-size, 0, 0), Vec3(0.2 * size, 0.3 * size, size));
-  AddBox(&m, Vec3(size, 0, 0), Vec3(0.2 * size, 0.3 * size, size));
+  auto slab = [&](const Vec3& centre, const Vec3& half) {
+    AppendMesh(&m, MakeBoxMesh(2 * half), RigidTransform(Mat3::Identity(), centre));
+  };
+  slab(Vec3(0, 0, -size), Vec3(size, 0.3 * size, 0.2 * size));
+  slab(Vec3(-size, 0, 0), Vec3(0.2 * size, 0.3 * size, size));
+  slab(Vec3(size, 0, 0), Vec3(0.2 * size, 0.3 * size, size));
   return MeshGeometry(std::move(m));
 }
 
@@ -453,7 +445,7 @@ TEST(Tracker, ConvexMeshesOffTheirHullsKeepTheUpperBoundOnTheSurface) {
   // face. A tracker that took the hulls' distance for the mesh's would claim an upper bound below the
   // truth.
   TriangleMesh m;
-  AddBox(&m, Vec3::Zero(), Vec3(0.05, 0.05, 0.05));
+  AppendMesh(&m, MakeBoxMesh(Vec3(0.1, 0.1, 0.1)));
   // Replace the +x face (vertices 1, 3, 5, 7: x = +0.05) by four triangles around a dented centre.
   std::erase_if(m.triangles, [&](const std::array<int32_t, 3>& t) {
     return m.vertices[t[0]].x() > 0 && m.vertices[t[1]].x() > 0 && m.vertices[t[2]].x() > 0;

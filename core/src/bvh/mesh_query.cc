@@ -143,11 +143,17 @@ struct DistanceWalk : PairWalk {
     return ObbDistanceLowerBound(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB), threshold);
   }
 
-  double TestTriangles(int32_t ka, int32_t kb, const Vec3* vb) {
+  // Distance between leaf triangle ka of A and triangle vb (B's, in A's frame), with the closest points
+  // (also updates the upper bound).
+  double TestTriangles(int32_t ka, int32_t kb, const Vec3* vb, Vec3* pa_out = nullptr, Vec3* pb_out = nullptr) {
     const LeafTriangle& ta = A.leaf_triangles()[ka];
     Vec3 pa, pb;
     ++stats.triangle_tests;
     const double d = TriangleDistance(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2], &pa, &pb);
+    if (pa_out != nullptr) {
+      *pa_out = pa;
+      *pb_out = pb;
+    }
     if (d < upper) {
       upper = d;
       best_ka = ka;
@@ -170,18 +176,8 @@ struct DistanceWalk : PairWalk {
       Vec3 vb[3];
       TriangleInA(kb, vb);
       for (int32_t ka = a.first; ka < a.first + a.count; ++ka) {
-        const LeafTriangle& ta = A.leaf_triangles()[ka];
         Vec3 pa, pb;
-        ++stats.triangle_tests;
-        const double t = TriangleDistance(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2], &pa, &pb);
-        if (t < upper) {
-          upper = t;
-          best_ka = ka;
-          best_kb = kb;
-          best_pa = pa;
-          best_pb = pb;
-          UpdateThreshold();
-        }
+        const double t = TestTriangles(ka, kb, vb, &pa, &pb);
         if (t < d) {
           d = t;
           *axis = t > 0.0 ? Vec3((pb - pa) / t) : Vec3::Zero();

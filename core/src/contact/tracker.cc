@@ -348,6 +348,15 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
     double lower_raw = 0.0, upper_raw = kInf, signed_raw = 0.0;
     const Vec3 centres = UnitOr(X_a.p - X_b.p, Vec3::UnitZ());
     const Vec3 last_normal = st.normal_W.squaredNorm() > 0.0 ? st.normal_W : centres;
+    // GJK, and EPA when they overlap, on the pair's convex shapes, warm from the pair's last simplex.
+    auto signed_distance = [&]() -> Result<SignedDistanceResult> {
+      Result<SignedDistanceResult> out = Error{ErrorCode::kInternal, "no convex shape"};
+      VisitConvex(a, [&](const auto& sa) {
+        VisitConvex(b, [&](const auto& sb) { out = ComputeSignedDistance(sa, X_a, sb, X_b, &st.gjk); });
+      });
+      ++result.gjk;
+      return out;
+    };
     // Convex solids that overlap have distance 0; a convex mesh is a surface, though, and one wholly
     // inside the other is apart from it: overlapping pairs with a mesh side go on to the walk, which
     // keeps the surface semantics, with the overlap's normal.
@@ -393,22 +402,12 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
       tp.feature_other = Feature(v.feature_b);
       if (v.penetrating) {
         // Overlapping: EPA gives the depth and the direction that separates them.
-        Status status;
-        VisitConvex(a, [&](const auto& sa) {
-          VisitConvex(b, [&](const auto& sb) {
-            Result<SignedDistanceResult> sd = ComputeSignedDistance(sa, X_a, sb, X_b, &st.gjk);
-            ++result.gjk;
-            if (!sd.ok()) {
-              status = sd.error();
-              return;
-            }
-            signed_raw = std::min(0.0, sd.value().distance);
-            tp.normal_W = UnitOr(-sd.value().normal_W, last_normal);
-            tp.distance.p_W_robot = sd.value().p_WA;
-            tp.distance.p_W_other = sd.value().p_WB;
-          });
-        });
-        if (!status.ok()) return status.error();
+        Result<SignedDistanceResult> sd = signed_distance();
+        if (!sd.ok()) return sd.error();
+        signed_raw = std::min(0.0, sd.value().distance);
+        tp.normal_W = UnitOr(-sd.value().normal_W, last_normal);
+        tp.distance.p_W_robot = sd.value().p_WA;
+        tp.distance.p_W_other = sd.value().p_WB;
         lower_raw = upper_raw = 0.0;
         overlap_normal = tp.normal_W;
       } else {
@@ -422,31 +421,21 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
         if (has_mesh) surface_upper();
       }
     } else if (convex) {
-      Status status;
-      VisitConvex(a, [&](const auto& sa) {
-        VisitConvex(b, [&](const auto& sb) {
-          Result<SignedDistanceResult> sd = ComputeSignedDistance(sa, X_a, sb, X_b, &st.gjk);
-          ++result.gjk;
-          if (!sd.ok()) {
-            status = sd.error();
-            return;
-          }
-          const SignedDistanceResult& r = sd.value();
-          tp.distance.p_W_robot = r.p_WA;
-          tp.distance.p_W_other = r.p_WB;
-          tp.normal_W = UnitOr(-r.normal_W, last_normal);
-          if (r.intersecting || r.distance <= 0.0) {
-            lower_raw = upper_raw = 0.0;
-            signed_raw = std::min(0.0, r.distance);
-            overlap_normal = tp.normal_W;
-          } else {
-            upper_raw = std::max(r.distance, (r.p_WA - r.p_WB).norm());
-            lower_raw = std::max(0.0, r.lower_bound);
-            signed_raw = r.distance;
-          }
-        });
-      });
-      if (!status.ok()) return status.error();
+      Result<SignedDistanceResult> sd = signed_distance();
+      if (!sd.ok()) return sd.error();
+      const SignedDistanceResult& r = sd.value();
+      tp.distance.p_W_robot = r.p_WA;
+      tp.distance.p_W_other = r.p_WB;
+      tp.normal_W = UnitOr(-r.normal_W, last_normal);
+      if (r.intersecting || r.distance <= 0.0) {
+        lower_raw = upper_raw = 0.0;
+        signed_raw = std::min(0.0, r.distance);
+        overlap_normal = tp.normal_W;
+      } else {
+        upper_raw = std::max(r.distance, (r.p_WA - r.p_WB).norm());
+        lower_raw = std::max(0.0, r.lower_bound);
+        signed_raw = r.distance;
+      }
       tp.method = TrackMethod::kGjk;
       if (has_mesh && overlap_normal.squaredNorm() == 0.0) surface_upper();
     }

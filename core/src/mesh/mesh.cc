@@ -408,6 +408,14 @@ TriangleMesh MakeTorusMesh(double major, double minor, int major_segments, int m
   return mesh;
 }
 
+void AppendMesh(TriangleMesh* into, const TriangleMesh& part, const RigidTransform& X_MP) {
+  const int32_t base = static_cast<int32_t>(into->vertices.size());
+  into->vertices.reserve(into->vertices.size() + part.vertices.size());
+  for (const Vec3& v : part.vertices) into->vertices.push_back(X_MP * v);
+  into->triangles.reserve(into->triangles.size() + part.triangles.size());
+  for (const auto& t : part.triangles) into->triangles.push_back({base + t[0], base + t[1], base + t[2]});
+}
+
 std::array<Vec3, 2> MeshBounds(const TriangleMesh& mesh) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   std::array<Vec3, 2> bounds = {Vec3::Constant(kInf), Vec3::Constant(-kInf)};

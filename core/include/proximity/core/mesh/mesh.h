@@ -82,6 +82,10 @@ TriangleMesh MakeCylinderMesh(double radius, double length, int segments);
 /// Torus in the xy plane: `major` radius of the tube's centre line, `minor` tube radius.
 TriangleMesh MakeTorusMesh(double major, double minor, int major_segments, int minor_segments);
 
+/// Appends `part`'s vertices (posed by X_MP, the part's frame P in `into`'s frame M) and triangles to
+/// `into`: several pieces as one triangle soup.
+void AppendMesh(TriangleMesh* into, const TriangleMesh& part, const RigidTransform& X_MP = RigidTransform());
+
 /// Axis-aligned bounds of the vertices; {+inf, -inf} for an empty mesh.
 std::array<Vec3, 2> MeshBounds(const TriangleMesh& mesh);
 
