@@ -128,10 +128,14 @@ struct DistanceWalk : PairWalk {
 
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
+  double known_lower = 0.0;  // the caller's certified lower bound (DistanceRequest::known_lower)
+
   void UpdateThreshold() {
-    threshold = upper < stop_below
-                    ? -std::numeric_limits<double>::infinity()
-                    : std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
+    const double rel = std::max(rel_err, kExactRelativeWidth);
+    // The walk is done once the upper bound meets the budget against the caller's lower bound.
+    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) || upper - known_lower <= abs_err);
+    threshold = upper < stop_below || met ? -std::numeric_limits<double>::infinity()
+                                          : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
   }
 
   // OBB gap only: sphere bounds are far looser around large flat triangles, and the edge-cross axes
@@ -396,6 +400,9 @@ Status ValidateDistanceRequest(const DistanceRequest& r) {
   if (!(r.max_distance >= 0.0)) {
     return InvalidArgument("max_distance must be >= 0 (or +inf), got " + std::to_string(r.max_distance));
   }
+  if (!(std::isfinite(r.known_lower) && r.known_lower >= 0.0)) {
+    return InvalidArgument("known_lower must be finite and >= 0, got " + std::to_string(r.known_lower));
+  }
   return {};
 }
 
@@ -465,6 +472,7 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
                     request.max_distance};
   walk.stop_below = request.stop_below;
+  walk.known_lower = request.known_lower;
   walk.dive_first = request.rel_err > 0.0 || request.abs_err > 0.0;
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
@@ -505,6 +513,7 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   const double scale = X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + internal::ModelReach(a) +
                        internal::ModelReach(b);
   result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - RoundingAllowance(scale));
+  result.lower_bound = std::max(result.lower_bound, std::min(request.known_lower, walk.upper));
   result.intersecting = walk.upper == 0.0;
   result.beyond_max_distance = result.lower_bound >= request.max_distance;
   result.p_WA = X_WA * walk.best_pa;

@@ -197,10 +197,14 @@ struct MeshShapeWalk {
   int32_t best_k = -1;
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in M
 
+  double known_lower = 0.0;  // the caller's certified lower bound (DistanceRequest::known_lower)
+
   void UpdateThreshold() {
-    threshold = upper < stop_below
-                    ? -std::numeric_limits<double>::infinity()
-                    : std::min({upper / (1.0 + std::max(rel_err, kExactRelativeWidth)), upper - abs_err, max_distance});
+    const double rel = std::max(rel_err, kExactRelativeWidth);
+    // The walk is done once the upper bound meets the budget against the caller's lower bound.
+    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) || upper - known_lower <= abs_err);
+    threshold = upper < stop_below || met ? -std::numeric_limits<double>::infinity()
+                                          : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
   }
 
   double LowerBound(int32_t n) {
@@ -432,6 +436,7 @@ Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const Rig
     walk.abs_err = request.abs_err;
     walk.max_distance = request.max_distance;
     walk.stop_below = request.stop_below;
+    walk.known_lower = request.known_lower;
     walk.UpdateThreshold();
     const bool warm = cache != nullptr && cache->mesh == &mesh && cache->leaf >= 0 &&
                       cache->leaf < mesh.num_triangles();
@@ -446,6 +451,7 @@ Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const Rig
     const double scale = X_WM.p.cwiseAbs().maxCoeff() + X_WS.p.cwiseAbs().maxCoeff() + internal::ModelReach(mesh) +
                          box.center.norm() + box.half_extents.norm();
     result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - RoundingAllowance(scale));
+    result.lower_bound = std::max(result.lower_bound, std::min(request.known_lower, walk.upper));
     result.intersecting = walk.upper == 0.0;
     result.beyond_max_distance = result.lower_bound >= request.max_distance;
     result.p_WA = X_WM * walk.best_pa;

@@ -444,6 +444,7 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
       // The exact walk, warm from the pair's last triangles (and, between two meshes, its last front);
       // it may stop once it proves the pair beyond what this frame still reports.
       DistanceRequest req{request.rel_err, request.abs_err, t + pad};
+      req.known_lower = std::max({0.0, hull_floor, c.cheap + pad});  // certified: boxes or hulls
       auto walk = [&]() -> Result<DistanceResult> {
         ++result.walks;
         if (a.is_mesh() && b.is_mesh()) {
@@ -468,6 +469,7 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
       };
       if (pad > 0.0 && !r.value().beyond_max_distance && !r.value().intersecting && !padded_met(r.value())) {
         req.rel_err = req.abs_err = 0.0;
+        req.known_lower = 0.0;
         r = walk();
         if (!r.ok()) return r.error();
       }

@@ -81,6 +81,8 @@ Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const Rigid
     bound.lower_bound = std::max(0.0, hull - padding);
     return bound;
   }
+  // The hulls' distance is certified: a walk whose first upper bound meets the budget against it stops.
+  req.known_lower = std::max(0.0, hull);
   const Result<DistanceResult> r = GeometryDistance(a, X_WA, b, X_WB, req);
   if (!r.ok()) return r.error();
   bound.lower_bound = r.value().intersecting ? 0.0 : std::max({0.0, r.value().lower_bound - padding, hull - padding});
@@ -125,8 +127,10 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
   for (int32_t s = 0; request.self && s < static_cast<int32_t>(self_pairs_.size()); ++s) {
     const SelfPair& sp = self_pairs_[s];
     const double pad = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding;
+    // A filled cell of the pair's self-clearance map is a certified bound too (never filled here).
+    const double map = SelfPairClearanceIfKnown(sp, q);
     // b is the self pair's index until the pair is queried.
-    candidates.push_back({sp.a, s, true, false, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
+    candidates.push_back({sp.a, s, true, false, pad, std::max(AabbDistance(boxes[sp.a], boxes[sp.b]), map - pad)});
   }
   // Candidates leave a min-heap by their cheap bound, lazily: once the smallest reaches the budget
   // against the best upper bound, every remaining one does. A pair whose box bound is below it is first
@@ -188,6 +192,9 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
                                    : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].geometry;
     const RigidTransform& X_other = c.self ? cache->X_WG[c.b] : WorldPartPose(c.b);
     DistanceRequest pr{rel, abs, stop + c.padding};
+    // The cheap bound (boxes, or the convex stand-ins) is certified: a walk whose first upper bound
+    // already meets the budget against it stops there.
+    pr.known_lower = std::max(0.0, c.cheap + c.padding);
     DistanceResult r;
     PairDistance pd;
     auto query = [&] {
@@ -203,6 +210,7 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
     // distance d is too loose; when it is missed, the exact distance meets any budget.
     if (c.padding > 0.0 && !r.beyond_max_distance && !r.intersecting && !budget_met(pd)) {
       pr.rel_err = pr.abs_err = 0.0;
+      pr.known_lower = 0.0;
       query();
     }
     ++result.pairs_tested;

@@ -61,6 +61,11 @@ struct DistanceRequest {
   /// The walk may stop once it finds points closer than this (for "is it closer than d?"): then
   /// upper_bound < stop_below and only the interval holds. 0: never.
   double stop_below = 0.0;
+  /// A lower bound on the distance the caller has already certified (its convex hulls' distance, a
+  /// tracker's previous answer lowered by the motion since): the walk stops as soon as an upper bound
+  /// meets the budget against it, and the result's lower bound is never below it. Must be finite, >= 0
+  /// and truly a lower bound: the answer is only as certified as this value. 0: none.
+  double known_lower = 0.0;
 };
 
 /// What ComputeDistance found. Points are in the world frame.
