@@ -229,6 +229,46 @@ TEST_F(RealMeshes, ErrorBudgetsBracketTheTruthAndAreMet) {
   }
 }
 
+TEST_F(RealMeshes, AKnownLowerBoundBracketsTheTruthAndSavesWork) {
+  // A caller's certified lower bound (here a fraction of the true distance, as convex hulls give):
+  // the walk may stop once its upper bound meets the budget against it; the interval still brackets
+  // the truth and meets the budget, and its lower end is never below the known bound.
+  int64_t known_work = 0, plain_work = 0;
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
+    const auto a = Build(ma), b = Build(mb);
+    const double scale = (c.hi - c.lo).norm();
+    for (const Posed& p : Poses(c, testing::Cases(c.name == "envrob" ? 6 : 10), 15)) {
+      const double truth = BruteForceDistance(ma, p.X_WA, mb, p.X_WB);
+      for (double fraction : {0.0, 0.5, 0.9, 1.0}) {
+        for (double rel : {0.0, 0.2}) {
+          DistanceRequest req;
+          req.rel_err = rel;
+          DistanceResult plain;
+          PROX_ASSERT_OK_AND_ASSIGN(plain, ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr));
+          req.known_lower = fraction * truth;
+          DistanceResult res;
+          PROX_ASSERT_OK_AND_ASSIGN(res, ComputeDistance(*a, p.X_WA, *b, p.X_WB, req, nullptr));
+          const double tol = 1e-9 * std::max(truth, 1e-6 * scale);
+          EXPECT_LE(res.lower_bound, truth + tol) << "fraction " << fraction << " rel " << rel;
+          EXPECT_GE(res.upper_bound, truth - tol) << "fraction " << fraction << " rel " << rel;
+          EXPECT_GE(res.lower_bound, std::min(req.known_lower, res.upper_bound));
+          EXPECT_TRUE(res.upper_bound <= res.lower_bound * (1 + std::max(rel, 1e-12)) + tol)
+              << "budget missed: [" << res.lower_bound << ", " << res.upper_bound << "]";
+          EXPECT_NEAR((res.p_WA - res.p_WB).norm(), res.upper_bound, 1e-12 * scale);
+          if (fraction == 1.0 && rel == 0.2) {
+            known_work += res.stats.triangle_tests + res.stats.bv_tests;
+            plain_work += plain.stats.triangle_tests + plain.stats.bv_tests;
+          }
+        }
+      }
+    }
+  }
+  // A tight known bound (a convex pair's exact hull distance) saves work over the cases.
+  EXPECT_LT(known_work, plain_work);
+}
+
 TEST_F(RealMeshes, MaxDistanceStopsEarlyAndStillBrackets) {
   for (const PairCase& c : RealCases()) {
     SCOPED_TRACE(c.name);
@@ -445,7 +485,8 @@ TEST(MeshQuery, RejectsBadPosesAndRequests) {
   EXPECT_FALSE(ComputeDistance(*box, mirrored, *box, {}, {}, nullptr).ok());
 
   for (auto bad : {DistanceRequest{-0.1, 0, 1}, DistanceRequest{0, -1, 1}, DistanceRequest{std::nan(""), 0, 1},
-                   DistanceRequest{0, std::nan(""), 1}, DistanceRequest{0, 0, -1}, DistanceRequest{0, 0, std::nan("")}}) {
+                   DistanceRequest{0, std::nan(""), 1}, DistanceRequest{0, 0, -1}, DistanceRequest{0, 0, std::nan("")},
+                   DistanceRequest{0, 0, 1, 0, -1}, DistanceRequest{0, 0, 1, 0, std::nan("")}}) {
     s = ComputeDistance(*box, {}, *box, {}, bad, nullptr).status();
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
