@@ -113,18 +113,6 @@ std::shared_ptr<const Scene> ArmScene(uint64_t seed, double padding = 0.0) {
   return testing::ValueOrFail(Scene::Build(std::move(d)));
 }
 
-template <class F>
-void VisitSolid(const Shape& s, F&& f) {
-  std::visit(
-      [&](const auto& x) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::shared_ptr<const ConvexPolytope>>) {
-          f(*x);
-        } else {
-          f(x);
-        }
-      },
-      s);
-}
 
 // Brute force: every triangle pair between meshes, GJK from each triangle to a primitive, GJK between
 // primitives.
@@ -132,8 +120,8 @@ double BruteDistance(const Geometry& a, const RigidTransform& X_a, const Geometr
   if (a.is_mesh() && b.is_mesh()) return testing::BruteForceDistance(a.mesh->mesh(), X_a, b.mesh->mesh(), X_b);
   if (!a.is_mesh() && !b.is_mesh()) {
     double d = 0.0;
-    VisitSolid(a.shape, [&](const auto& sa) {
-      VisitSolid(b.shape, [&](const auto& sb) { d = GjkDistance(sa, X_a, sb, X_b).distance; });
+    VisitShape(a.shape, [&](const auto& sa) {
+      VisitShape(b.shape, [&](const auto& sb) { d = GjkDistance(sa, X_a, sb, X_b).distance; });
     });
     return d;
   }
@@ -145,7 +133,7 @@ double BruteDistance(const Geometry& a, const RigidTransform& X_a, const Geometr
   for (const auto& t : m.mesh->mesh().triangles) {
     const Triangle tri{X_m * m.mesh->mesh().vertices[t[0]], X_m * m.mesh->mesh().vertices[t[1]],
                        X_m * m.mesh->mesh().vertices[t[2]]};
-    VisitSolid(s.shape, [&](const auto& solid) {
+    VisitShape(s.shape, [&](const auto& solid) {
       best = std::min(best, GjkDistance(tri, RigidTransform(), solid, X_s).distance);
     });
   }

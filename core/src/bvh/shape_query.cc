@@ -33,21 +33,6 @@ GjkOptions LeafGjkOptions() {
   return o;
 }
 
-// Calls f with the concrete shape: a polytope is passed as `const ConvexPolytope&`. Used once per
-// query, outside every walk and GJK loop.
-template <class F>
-auto VisitShape(const Shape& shape, F&& f) {
-  return std::visit(
-      [&](const auto& s) {
-        using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<T, std::shared_ptr<const ConvexPolytope>>) {
-          return f(*s);
-        } else {
-          return f(s);
-        }
-      },
-      shape);
-}
 
 std::string VecString(const Vec3& v) {
   std::string out = "(";

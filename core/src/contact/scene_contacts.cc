@@ -28,19 +28,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // deepest of those measured (still certified).
 constexpr int32_t kMaxTrianglePairs = 1 << 16;
 
-// Calls f(convex) with the shape a Shape holds (a polytope by reference).
-template <class F>
-void VisitShape(const Shape& shape, F&& f) {
-  std::visit(
-      [&](const auto& s) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::shared_ptr<const ConvexPolytope>>) {
-          f(*s);
-        } else {
-          f(s);
-        }
-      },
-      shape);
-}
 
 // Whether g is a convex set measured exactly: a primitive, or a mesh that is its hull's surface.
 bool ExactConvex(const Geometry& g) { return !g.is_mesh() || (g.hull != nullptr && g.hull_is_surface); }

@@ -44,15 +44,7 @@ bool VisitConvex(const Geometry& g, F&& f) {
     f(*g.hull);
     return true;
   }
-  std::visit(
-      [&](const auto& s) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::shared_ptr<const ConvexPolytope>>) {
-          f(*s);
-        } else {
-          f(s);
-        }
-      },
-      g.shape);
+  VisitShape(g.shape, f);
   return true;
 }
 

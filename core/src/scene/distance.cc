@@ -127,10 +127,10 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
   for (int32_t s = 0; request.self && s < static_cast<int32_t>(self_pairs_.size()); ++s) {
     const SelfPair& sp = self_pairs_[s];
     const double pad = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding;
-    // A filled cell of the pair's self-clearance map is a certified bound too (never filled here).
-    const double map = SelfPairClearanceIfKnown(sp, q);
-    // b is the self pair's index until the pair is queried.
-    candidates.push_back({sp.a, s, true, false, pad, std::max(AabbDistance(boxes[sp.a], boxes[sp.b]), map - pad)});
+    // b is the self pair's index until the pair is queried. (Not the self-clearance maps' bounds: what
+    // they hold depends on which cells other queries filled, and the same state and request must give
+    // the same answer.)
+    candidates.push_back({sp.a, s, true, false, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
   }
   // Candidates leave a min-heap by their cheap bound, lazily: once the smallest reaches the budget
   // against the best upper bound, every remaining one does. A pair whose box bound is below it is first

@@ -23,6 +23,7 @@
 /// primitive has no triangles). Primitive pairs report -1 on both sides.
 
 #include <memory>
+#include <type_traits>
 #include <variant>
 
 #include "proximity/core/narrowphase/bounding_volume.h"
@@ -38,6 +39,21 @@ namespace proximity::core {
 /// cylinder, capsule, cone (see convex.h for each frame), or a shared convex polytope (never null once
 /// validated).
 using Shape = std::variant<Box, Sphere, Cylinder, Capsule, Cone, std::shared_ptr<const ConvexPolytope>>;
+
+/// Calls f with the concrete solid `shape` holds (a polytope as `const ConvexPolytope&`) and returns
+/// what it returns: one dispatch per query, outside every walk and GJK loop.
+template <class F>
+auto VisitShape(const Shape& shape, F&& f) {
+  return std::visit(
+      [&](const auto& s) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::shared_ptr<const ConvexPolytope>>) {
+          return f(*s);
+        } else {
+          return f(s);
+        }
+      },
+      shape);
+}
 
 /// Bounding box of `shape` in its frame S: exact for a box, sphere, cylinder, capsule and cone; the
 /// vertices' axis-aligned box for a polytope. Precondition: ValidateShape(shape) is ok.
