@@ -38,20 +38,6 @@ bool IsCurved(const Shape& s) {
   return std::holds_alternative<Cylinder>(s) || std::holds_alternative<Cone>(s);
 }
 
-// Calls f with the concrete shape, for the oracles.
-template <class F>
-auto WithShape(const Shape& shape, F&& f) {
-  return std::visit(
-      [&](const auto& s) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, std::shared_ptr<const ConvexPolytope>>) {
-          return f(*s);
-        } else {
-          return f(s);
-        }
-      },
-      shape);
-}
-
 Triangle WorldTriangle(const TriangleMesh& m, int t, const RigidTransform& X_WM) {
   const auto& f = m.triangles[t];
   return {X_WM * m.vertices[f[0]], X_WM * m.vertices[f[1]], X_WM * m.vertices[f[2]]};
@@ -71,7 +57,7 @@ Oracle BruteForce(const TriangleMesh& m, const RigidTransform& X_WM, const Shape
   const RigidTransform I;
   for (int t = 0; t < static_cast<int>(m.triangles.size()); ++t) {
     const Triangle tri = WorldTriangle(m, t, X_WM);
-    WithShape(shape, [&](const auto& s) {
+    VisitShape(shape, [&](const auto& s) {
       if (GjkIntersect(tri, I, s, X_WS).intersecting) o.intersecting.insert(t);
       const GjkResult g = GjkDistance(tri, I, s, X_WS);
       o.distance = std::min(o.distance, g.distance);
@@ -88,7 +74,7 @@ double PointShapeDistance(const Vec3& p_W, const Shape& shape, const RigidTransf
     const Vec3 q = X_WS.inverse() * p_W;
     return std::hypot(std::max(0.0, q.head<2>().norm() - c->radius), std::max(0.0, std::abs(q.z()) - c->half_length));
   }
-  return WithShape(shape, [&](const auto& s) {
+  return VisitShape(shape, [&](const auto& s) {
     return GjkDistance(Sphere{p_W, 0.0}, RigidTransform(), s, X_WS).distance;
   });
 }
@@ -477,7 +463,7 @@ TEST(ShapeQuery, BoundingBoxesEncloseTheShapes) {
     std::normal_distribution<double> g;
     for (int i = 0; i < 2000; ++i) {
       const Vec3 d(g(rng), g(rng), g(rng));
-      const Vec3 p = WithShape(shape, [&](const auto& s) { return Support(s, d); });
+      const Vec3 p = VisitShape(shape, [&](const auto& s) { return Support(s, d); });
       const Vec3 q = b.R_MB.transpose() * (p - b.center);
       for (int k = 0; k < 3; ++k) {
         EXPECT_LE(std::abs(q[k]), b.half_extents[k] * (1 + 1e-12) + 1e-15);
