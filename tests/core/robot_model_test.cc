@@ -272,6 +272,59 @@ TEST(RobotModelTest, ConfigurationFromNames) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("'wheel'"), std::string::npos) << missing.error().message;
   EXPECT_FALSE(m->Configuration({{"elbow", std::nan("")}}).ok());
+  // Lenient, as MoveIt reads joint states: names the robot lacks are handed back, the rest applies.
+  std::vector<std::string> ignored;
+  auto lenient = m->Configuration({{"elbow", 0.5}, {"wrist", 0.1}, {"base_wheel", 2.0}}, false, &ignored);
+  ASSERT_TRUE(lenient.ok()) << lenient.error().message;
+  EXPECT_EQ(lenient.value(), (std::vector<double>{0.0, 0.0, 0.5, 0.0}));
+  EXPECT_EQ(ignored, (std::vector<std::string>{"base_wheel", "wrist"}));
+  // Known joints are checked as strictly as before: non-finite values, and every joint under require_all.
+  ignored.clear();
+  EXPECT_FALSE(m->Configuration({{"elbow", std::nan("")}, {"wrist", 0.1}}, false, &ignored).ok());
+  auto still_missing = m->Configuration({{"elbow", 0.5}, {"wrist", 0.1}}, /*require_all=*/true, &ignored);
+  ASSERT_FALSE(still_missing.ok());
+  EXPECT_NE(still_missing.error().message.find("'wheel'"), std::string::npos) << still_missing.error().message;
+}
+
+TEST(RobotModelTest, ClampToLimitsWithinATolerance) {
+  // Limits of +-3.14159 and a goal written at pi, 2.65e-6 beyond: clamped, within any tolerance above that.
+  const std::string urdf = R"(<robot name="r"><link name="a"/><link name="b"/><link name="c"/>
+    <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+    <limit lower="-3.14159" upper="3.14159" effort="1" velocity="1"/></joint>
+    <joint name="k" type="prismatic"><parent link="b"/><child link="c"/><axis xyz="1 0 0"/>
+    <limit lower="0" upper="0.5" effort="1" velocity="1"/></joint></robot>)";
+  auto loaded = RobotModel::FromUrdfString(urdf);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  const RobotModel& m = *loaded.value();
+  const double pi = 3.14159265358979323846;
+  std::vector<double> q = {pi, 0.25};
+  const std::vector<double> given = q;
+  auto clamped = m.ClampToLimits(q, kGoalBoundsTolerance);
+  ASSERT_TRUE(clamped.ok()) << clamped.error().message;
+  EXPECT_EQ(clamped.value(), std::vector<int32_t>{0});
+  EXPECT_EQ(q, (std::vector<double>{3.14159, 0.25}));
+  const std::string warning = m.ClampWarning("goal", given, q, clamped.value(), kGoalBoundsTolerance);
+  EXPECT_NE(warning.find("joint 'j' from 3.14159265"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("to 3.14159 "), std::string::npos) << warning;
+  // Within the limits nothing moves; both sides of both joints clamp.
+  q = {0.1, 0.2};
+  EXPECT_TRUE(m.ClampToLimits(q, kStartBoundsTolerance).value().empty());
+  EXPECT_EQ(q, (std::vector<double>{0.1, 0.2}));
+  q = {-3.18, -0.04};
+  EXPECT_EQ(m.ClampToLimits(q, kStartBoundsTolerance).value(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(q, (std::vector<double>{-3.14159, 0.0}));
+  // Beyond the tolerance: refused naming the joint, the value and the limits, and q is left as given.
+  q = {0.0, 0.56};
+  auto far = m.ClampToLimits(q, kStartBoundsTolerance);
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.error().message.find("'k'"), std::string::npos) << far.error().message;
+  EXPECT_NE(far.error().message.find("0.56"), std::string::npos) << far.error().message;
+  EXPECT_NE(far.error().message.find("[0, 0.5]"), std::string::npos) << far.error().message;
+  EXPECT_EQ(q, (std::vector<double>{0.0, 0.56}));
+  q = {pi + 2e-4, 0.0};
+  EXPECT_FALSE(m.ClampToLimits(q, kGoalBoundsTolerance).ok());
+  q = {std::nan(""), 0.0};
+  EXPECT_FALSE(m.ClampToLimits(q, kStartBoundsTolerance).ok());
 }
 
 TEST(RobotModelTest, DefaultConfigurationStaysWithinLimits) {

@@ -134,6 +134,98 @@ TEST(SrdfTest, UnknownNamesAreErrorsNamingThem) {
   EXPECT_TRUE(fails_naming(R"(<passive_joint name="ankle"/>)", "'ankle'"));
 }
 
+TEST(SrdfTest, VirtualJointsAreReadAsMoveItReadsThem) {
+  const std::string urdf = ReadText(Fixture("planar_2link.urdf"));
+  const auto load = [&](const std::string& srdf) {
+    return RobotModel::FromUrdfString(urdf, "<robot name=\"planar_2link\">" + srdf + "</robot>");
+  };
+  auto plain = load("");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  const std::vector<double> q = {0.4, -0.7};
+  const std::vector<RigidTransform> X_plain = plain.value()->ForwardKinematics(q).value();
+  // A fixed virtual joint on the root places the robot at the identity in its parent frame; passive
+  // joints, groups and group states may name it (MoveIt's dual-arm configurations do).
+  auto fixed = load(R"(<virtual_joint name="virtual_joint" type="fixed" parent_frame="world" child_link="base"/>
+      <group name="arm"><joint name="virtual_joint"/><chain base_link="base" tip_link="tip"/></group>
+      <group_state name="up" group="arm"><joint name="virtual_joint" value="0"/><joint name="shoulder" value="0.3"/></group_state>
+      <passive_joint name="virtual_joint"/>)");
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message;
+  EXPECT_TRUE(fixed.value()->warnings().empty()) << fixed.value()->warnings()[0];
+  EXPECT_TRUE(fixed.value()->IsVirtualJoint("virtual_joint"));
+  EXPECT_FALSE(fixed.value()->IsVirtualJoint("shoulder"));
+  EXPECT_EQ(fixed.value()->GroupActiveIndices("arm").value(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(fixed.value()->NamedConfiguration("up").value(), (std::vector<double>{0.3, 0.0}));
+  const std::vector<RigidTransform> X_fixed = fixed.value()->ForwardKinematics(q).value();
+  for (size_t k = 0; k < X_plain.size(); ++k) {
+    EXPECT_EQ(X_fixed[k].p, X_plain[k].p);
+    EXPECT_EQ(X_fixed[k].R, X_plain[k].R);
+  }
+  // Planar and floating: held at the identity, one warning naming them; coordinates "name/x" of a
+  // virtual joint in a group state move nothing.
+  auto planar = load(R"(<virtual_joint name="base_planar" type="planar" parent_frame="odom" child_link="base"/>
+      <virtual_joint name="free" type="floating" parent_frame="world" child_link="base"/>
+      <group name="arm"><chain base_link="base" tip_link="tip"/></group>
+      <group_state name="s" group="arm"><joint name="base_planar/x" value="2"/><joint name="elbow" value="1"/></group_state>
+      <passive_joint name="base_planar"/>)");
+  ASSERT_TRUE(planar.ok()) << planar.error().message;
+  ASSERT_EQ(planar.value()->warnings().size(), 1u);
+  const std::string& held = planar.value()->warnings()[0];
+  EXPECT_NE(held.find("'base_planar' (planar)"), std::string::npos) << held;
+  EXPECT_NE(held.find("'free' (floating)"), std::string::npos) << held;
+  EXPECT_NE(held.find("identity"), std::string::npos) << held;
+  EXPECT_EQ(planar.value()->NamedConfiguration("s").value(), (std::vector<double>{0.0, 1.0}));
+  const std::vector<RigidTransform> X_planar = planar.value()->ForwardKinematics(q).value();
+  for (size_t k = 0; k < X_plain.size(); ++k) EXPECT_EQ(X_planar[k].p, X_plain[k].p);
+  // Attached below the root: skipped, as MoveIt skips it; no type: read as fixed. One warning each.
+  auto odd = load(R"(<virtual_joint name="mid" type="fixed" parent_frame="world" child_link="upper"/>
+      <virtual_joint name="untyped" parent_frame="world" child_link="base"/>)");
+  ASSERT_TRUE(odd.ok()) << odd.error().message;
+  ASSERT_EQ(odd.value()->warnings().size(), 2u);
+  EXPECT_NE(odd.value()->warnings()[0].find("'untyped' (no type)"), std::string::npos) << odd.value()->warnings()[0];
+  EXPECT_NE(odd.value()->warnings()[1].find("'mid' (child 'upper', the root is 'base')"), std::string::npos)
+      << odd.value()->warnings()[1];
+  // A passive joint naming neither a URDF joint nor a virtual joint is still refused.
+  auto unknown = load(R"(<virtual_joint name="virtual_joint" type="fixed" parent_frame="world" child_link="base"/>
+      <passive_joint name="other_joint"/>)");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'other_joint'"), std::string::npos) << unknown.error().message;
+}
+
+TEST(SrdfTest, AllowedPairsKeepTheirReason) {
+  auto m = LoadPlanar(Fixture("planar_2link.srdf"));
+  ASSERT_TRUE(m);
+  const auto reason = [&](const char* a, const char* b) {
+    return m->AllowedPairReason(m->FindLink(a).value(), m->FindLink(b).value());
+  };
+  EXPECT_EQ(reason("tip", "tip"), AllowedReason::kSameLink);
+  EXPECT_EQ(reason("base", "upper"), AllowedReason::kAdjacent);
+  EXPECT_EQ(reason("upper", "base"), AllowedReason::kAdjacent);
+  EXPECT_EQ(reason("lower", "tip"), AllowedReason::kAdjacent);  // the fixed joint's own pair
+  EXPECT_EQ(reason("base", "lower"), AllowedReason::kSrdf);
+  EXPECT_EQ(m->SrdfReason(m->FindLink("lower").value(), m->FindLink("base").value()), "Never");
+  EXPECT_EQ(reason("base", "tip"), AllowedReason::kNone);
+  EXPECT_EQ(reason("upper", "tip"), AllowedReason::kNone);
+  for (LinkIndex a = 0; a < m->num_links(); ++a) {
+    for (LinkIndex b = 0; b < m->num_links(); ++b) {
+      EXPECT_EQ(m->AllowedCollision(a, b), m->AllowedPairReason(a, b) != AllowedReason::kNone);
+    }
+  }
+  // Rigid through a chain of fixed joints; an SRDF pair that is adjacent anyway keeps "adjacent".
+  auto chain = RobotModel::FromUrdfString(R"(<robot name="r"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+      <joint name="ab" type="fixed"><parent link="a"/><child link="b"/></joint>
+      <joint name="bc" type="fixed"><parent link="b"/><child link="c"/></joint>
+      <joint name="cd" type="revolute"><parent link="c"/><child link="d"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      </robot>)", R"(<robot name="r"><disable_collisions link1="c" link2="d" reason="Adjacent"/>
+      <disable_collisions link1="a" link2="d" reason="Default"/></robot>)");
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  const RobotModel& r = *chain.value();
+  EXPECT_EQ(r.AllowedPairReason(r.FindLink("a").value(), r.FindLink("c").value()), AllowedReason::kRigid);
+  EXPECT_EQ(r.AllowedPairReason(r.FindLink("c").value(), r.FindLink("d").value()), AllowedReason::kAdjacent);
+  EXPECT_EQ(r.AllowedPairReason(r.FindLink("d").value(), r.FindLink("a").value()), AllowedReason::kSrdf);
+  EXPECT_EQ(r.SrdfReason(r.FindLink("a").value(), r.FindLink("d").value()), "Default");
+  EXPECT_EQ(r.SrdfReason(r.FindLink("c").value(), r.FindLink("d").value()), "");
+}
+
 TEST(SrdfTest, NamedStatesAndGroups) {
   auto m = LoadPlanar(Fixture("planar_2link.srdf"));
   ASSERT_TRUE(m);

@@ -185,11 +185,15 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader, const I
 Status RobotModel::ApplySrdf() {
   const size_t n = links_.size();
   allowed_.assign(n * n, 0);
-  const auto allow = [this, n](LinkIndex a, LinkIndex b) {
-    allowed_[static_cast<size_t>(a) * n + b] = 1;
-    allowed_[static_cast<size_t>(b) * n + a] = 1;
+  srdf_reasons_.clear();
+  // The first reason found for a pair stands (same link, then adjacent, rigid, SRDF).
+  const auto allow = [this, n](LinkIndex a, LinkIndex b, AllowedReason reason) {
+    uint8_t& ab = allowed_[static_cast<size_t>(a) * n + b];
+    if (ab != 0) return;
+    ab = static_cast<uint8_t>(reason);
+    allowed_[static_cast<size_t>(b) * n + a] = static_cast<uint8_t>(reason);
   };
-  for (LinkIndex l = 0; l < num_links(); ++l) allow(l, l);
+  for (LinkIndex l = 0; l < num_links(); ++l) allow(l, l, AllowedReason::kSameLink);
   // Links rigidly connected through fixed joints only: union-find over fixed joints.
   std::vector<LinkIndex> rigid(n);
   std::iota(rigid.begin(), rigid.end(), 0);
@@ -198,12 +202,12 @@ Status RobotModel::ApplySrdf() {
     return l;
   };
   for (const Joint& j : joints_) {
-    allow(j.parent_link, j.child_link);
+    allow(j.parent_link, j.child_link, AllowedReason::kAdjacent);
     if (j.type == JointType::kFixed) rigid[find(j.child_link)] = find(j.parent_link);
   }
   for (LinkIndex a = 0; a < num_links(); ++a) {
     for (LinkIndex b = a + 1; b < num_links(); ++b) {
-      if (find(a) == find(b)) allow(a, b);
+      if (find(a) == find(b)) allow(a, b, AllowedReason::kRigid);
     }
   }
 
@@ -212,8 +216,40 @@ Status RobotModel::ApplySrdf() {
     if (it == link_by_name_.end()) return InvalidArgument("SRDF: " + where + " names link '" + name + "', which the URDF does not define");
     return it->second;
   };
+  // SRDF virtual joints, as MoveIt reads them: one attached to the URDF's root places the robot (fixed;
+  // planar and floating ones are held at the identity: the root stays at the scene's base pose); one
+  // attached elsewhere is skipped. Their names are joints the rest of the SRDF may name.
+  std::vector<std::string> held, untyped, skipped;
+  for (const SrdfVirtualJoint& v : srdf_.virtual_joints) {
+    if (Result<LinkIndex> r = link(v.child_link, "virtual_joint '" + v.name + "'"); !r.ok()) return r.error();
+    if (v.child_link != links_[0].name) {
+      skipped.push_back("'" + v.name + "' (child '" + v.child_link + "', the root is '" + links_[0].name + "')");
+    } else if (v.type == "planar" || v.type == "floating") {
+      held.push_back("'" + v.name + "' (" + v.type + ")");
+    } else if (v.type != "fixed") {
+      untyped.push_back("'" + v.name + "'" + (v.type.empty() ? " (no type)" : " (type '" + v.type + "')"));
+    }
+  }
+  const auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+  };
+  if (!held.empty()) {
+    warnings_.push_back("SRDF: virtual joint(s) " + list(held) +
+                        " held at the identity: the robot's root stays at the scene's base pose (planar and "
+                        "floating bases are not planned or checked as moving)");
+  }
+  if (!untyped.empty()) {
+    warnings_.push_back("SRDF: virtual joint(s) " + list(untyped) +
+                        " read as fixed (the types are fixed, planar and floating)");
+  }
+  if (!skipped.empty()) {
+    warnings_.push_back("SRDF: skipped virtual joint(s) " + list(skipped) +
+                        " not attached to the URDF's root link, as MoveIt skips them");
+  }
   const auto joint = [this](const std::string& name, const std::string& where) -> Status {
-    if (!joint_by_name_.contains(name)) {
+    if (!joint_by_name_.contains(name) && !IsVirtualJoint(name)) {
       return InvalidArgument("SRDF: " + where + " names joint '" + name + "', which the URDF does not define");
     }
     return {};
@@ -271,7 +307,10 @@ Status RobotModel::ApplySrdf() {
       }
       continue;
     }
-    allow(a->second, b->second);
+    allow(a->second, b->second, AllowedReason::kSrdf);
+    if (AllowedPairReason(a->second, b->second) == AllowedReason::kSrdf) {
+      srdf_reasons_.emplace(std::minmax(a->second, b->second), d.reason);
+    }
   }
   if (skipped_pairs > 0) {
     std::string names;
@@ -286,13 +325,48 @@ Status RobotModel::ApplySrdf() {
     }
     warnings_.push_back("SRDF: ignored element(s) that are not part of the SRDF format: " + names);
   }
-  for (const SrdfVirtualJoint& v : srdf_.virtual_joints) {
-    if (Result<LinkIndex> r = link(v.child_link, "virtual_joint '" + v.name + "'"); !r.ok()) return r.error();
-  }
   for (const std::string& p : srdf_.passive_joints) {
     if (Status s = joint(p, "passive_joint"); !s.ok()) return s;
   }
+  // An end effector naming an unknown group or link is skipped, as MoveIt skips it, and reported.
+  std::vector<std::string> bad_end_effectors;
+  for (const SrdfEndEffector& e : srdf_.end_effectors) {
+    if (!groups.contains(e.group) || !link_by_name_.contains(e.parent_link) ||
+        (!e.parent_group.empty() && !groups.contains(e.parent_group))) {
+      bad_end_effectors.push_back("'" + e.name + "'");
+    }
+  }
+  if (!bad_end_effectors.empty()) {
+    warnings_.push_back("SRDF: end effector(s) " + list(bad_end_effectors) +
+                        " name a group or link that is not defined (ignored)");
+  }
   return {};
+}
+
+std::string_view AllowedReasonName(AllowedReason reason) {
+  switch (reason) {
+    case AllowedReason::kNone: return "checked";
+    case AllowedReason::kSameLink: return "same link";
+    case AllowedReason::kAdjacent: return "adjacent";
+    case AllowedReason::kRigid: return "rigid";
+    case AllowedReason::kSrdf: return "srdf";
+  }
+  return "checked";
+}
+
+std::string RobotModel::SrdfReason(LinkIndex a, LinkIndex b) const {
+  auto it = srdf_reasons_.find(std::minmax(a, b));
+  return it == srdf_reasons_.end() ? std::string() : it->second;
+}
+
+bool RobotModel::IsVirtualJoint(std::string_view name) const {
+  for (const SrdfVirtualJoint& v : srdf_.virtual_joints) {
+    if (name == v.name) return true;
+    if (name.size() > v.name.size() && name.substr(0, v.name.size()) == v.name && name[v.name.size()] == '/') {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Motion bound (Schwarzer, Saha, Latombe 2005, section on distance and path-length bounds).
@@ -485,11 +559,15 @@ std::vector<double> RobotModel::DefaultConfiguration() const {
 }
 
 Result<std::vector<double>> RobotModel::Configuration(const std::map<std::string, double>& values,
-                                                      bool require_all) const {
+                                                      bool require_all, std::vector<std::string>* ignored) const {
   std::vector<double> q = DefaultConfiguration();
   std::vector<bool> given(q.size(), false);
   for (const auto& [name, value] : values) {
     Result<JointIndex> j = FindJoint(name);
+    if (!j.ok() && ignored != nullptr) {
+      ignored->push_back(name);
+      continue;
+    }
     if (!j.ok()) return j.error();
     if (!std::isfinite(value)) return InvalidArgument("joint '" + name + "' has non-finite value " + Number(value));
     const Joint& joint = joints_[j.value()];
@@ -508,7 +586,10 @@ Result<std::vector<double>> RobotModel::Configuration(const std::map<std::string
 Result<std::vector<double>> RobotModel::NamedConfiguration(const std::string& state, const std::string& group) const {
   for (const SrdfGroupState& s : srdf_.group_states) {
     if (s.name != state || (!group.empty() && s.group != group)) continue;
-    Result<std::vector<double>> q = Configuration(std::map<std::string, double>(s.values.begin(), s.values.end()));
+    // Entries for the SRDF's virtual joints (checked at load) move nothing here.
+    std::vector<std::string> virtual_entries;
+    Result<std::vector<double>> q =
+        Configuration(std::map<std::string, double>(s.values.begin(), s.values.end()), false, &virtual_entries);
     if (!q.ok()) return q;
     // A state outside the limits is loaded (as MoveIt does) but never used as a configuration.
     if (Status st = CheckLimits(q.value(), 1e-9); !st.ok()) {
@@ -541,7 +622,9 @@ Result<std::vector<int32_t>> RobotModel::GroupActiveIndices(const std::string& g
       }
       add(links_[b].parent_joint);
     }
-    for (const std::string& j : g->joints) add(joint_by_name_.at(j));
+    for (const std::string& j : g->joints) {
+      if (auto it = joint_by_name_.find(j); it != joint_by_name_.end()) add(it->second);  // else a virtual joint
+    }
     for (const std::string& l : g->links) add(links_[link_by_name_.at(l)].parent_joint);
     for (const std::string& s : g->subgroups) stack.push_back(s);
   }
@@ -564,6 +647,35 @@ Status RobotModel::CheckConfiguration(std::span<const double> q) const {
     }
   }
   return {};
+}
+
+Result<std::vector<int32_t>> RobotModel::ClampToLimits(std::span<double> q, double tolerance) const {
+  if (Status s = CheckConfiguration(q); !s.ok()) return s.error();
+  if (Status s = CheckLimits(q, tolerance); !s.ok()) {
+    return InvalidArgument(s.error().message + " by more than the " + Number(tolerance) +
+                           " that is clamped to a limit");
+  }
+  std::vector<int32_t> clamped;
+  for (size_t i = 0; i < q.size(); ++i) {
+    const double v = std::clamp(q[i], lower_limits_[i], upper_limits_[i]);
+    if (v != q[i]) {
+      q[i] = v;
+      clamped.push_back(static_cast<int32_t>(i));
+    }
+  }
+  return clamped;
+}
+
+std::string RobotModel::ClampWarning(std::string_view what, std::span<const double> before,
+                                     std::span<const double> after, const std::vector<int32_t>& clamped,
+                                     double tolerance) const {
+  std::string out = std::string(what) + ": clamped ";
+  for (size_t k = 0; k < clamped.size(); ++k) {
+    const auto i = static_cast<size_t>(clamped[k]);
+    out += (k ? ", joint '" : "joint '") + active_joint_names_[i] + "' from " + Number(before[i]) + " to " +
+           Number(after[i]);
+  }
+  return out + " (within " + Number(tolerance) + " of the joint limits)";
 }
 
 Status RobotModel::CheckLimits(std::span<const double> q, double tolerance) const {

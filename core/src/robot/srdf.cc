@@ -106,7 +106,13 @@ Result<Srdf> ParseSrdf(std::string_view xml, const std::string& name) {
     } else if (tag == "passive_joint") {
       PROX_ASSIGN_REQUIRED(joint, e, "name");
       srdf.passive_joints.push_back(joint);
-    } else if (tag != "end_effector" && tag != "link_sphere_approximation" && tag != "enable_collisions" &&
+    } else if (tag == "end_effector") {
+      PROX_ASSIGN_REQUIRED(ee_name, e, "name");
+      PROX_ASSIGN_REQUIRED(ee_group, e, "group");
+      PROX_ASSIGN_REQUIRED(ee_parent, e, "parent_link");
+      const char* parent_group = e->Attribute("parent_group");
+      srdf.end_effectors.push_back({ee_name, ee_group, ee_parent, parent_group ? parent_group : ""});
+    } else if (tag != "link_sphere_approximation" && tag != "enable_collisions" &&
                tag != "disable_default_collisions" && tag != "joint_property") {
       // Not part of the SRDF format (srdfdom's elements above are read or deliberately unused).
       auto it = std::find_if(srdf.unknown_elements.begin(), srdf.unknown_elements.end(),

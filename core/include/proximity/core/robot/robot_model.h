@@ -172,12 +172,23 @@ struct SrdfDisabledCollision {
   std::string reason;
 };
 
-/// SRDF <virtual_joint>: how the robot's root attaches to an outside frame (noted, not modelled).
+/// SRDF <virtual_joint>: how the robot's root attaches to an outside frame. A fixed one places the root
+/// in `parent_frame` at the identity (the SRDF gives no transform): the scene's base pose. Planar and
+/// floating ones are held at the identity (the robot does not move its root), with a warning; one whose
+/// child is not the URDF's root is skipped with a warning, as MoveIt skips it.
 struct SrdfVirtualJoint {
   std::string name;
-  std::string type;
+  std::string type;          ///< "fixed", "planar" or "floating" ("" when absent: read as fixed, with a warning)
   std::string parent_frame;
   std::string child_link;
+};
+
+/// SRDF <end_effector>: a group that acts as the end effector of a parent link (and parent group).
+struct SrdfEndEffector {
+  std::string name;
+  std::string group;
+  std::string parent_link;
+  std::string parent_group;  ///< "" when absent
 };
 
 /// The parts of a MoveIt SRDF that matter for proximity queries.
@@ -188,10 +199,29 @@ struct Srdf {
   std::vector<SrdfDisabledCollision> disabled_collisions;
   std::vector<SrdfVirtualJoint> virtual_joints;
   std::vector<std::string> passive_joints;
+  std::vector<SrdfEndEffector> end_effectors;
   /// Elements of <robot> that are not part of the SRDF format, by name with their count (accepted and
   /// ignored, as MoveIt does).
   std::vector<std::pair<std::string, int>> unknown_elements;
 };
+
+/// How far outside a joint limit (rad or m) a start state may lie and still be used, clamped to the limit:
+/// MoveIt's start_state_max_bounds_error default.
+inline constexpr double kStartBoundsTolerance = 0.05;
+/// How far outside a joint limit (rad or m) a goal may lie and still be used, clamped to the limit:
+/// MoveIt's default goal joint tolerance (goals written at +-pi against limits of +-3.14159).
+inline constexpr double kGoalBoundsTolerance = 1e-4;
+
+/// Why a link pair is left out of collision checking (RobotModel::AllowedReason).
+enum class AllowedReason : uint8_t {
+  kNone = 0,      ///< checked
+  kSameLink = 1,  ///< a link with itself
+  kAdjacent = 2,  ///< parent and child of one joint
+  kRigid = 3,     ///< rigidly connected through fixed joints only
+  kSrdf = 4,      ///< an SRDF <disable_collisions> pair (its reason: RobotModel::SrdfReason)
+};
+/// "checked", "same link", "adjacent", "rigid", "srdf".
+std::string_view AllowedReasonName(AllowedReason reason);
 
 /// Parses SRDF text (structure only; names are checked against a URDF by RobotModel). `name` is used
 /// in messages. Errors: malformed XML (with line), missing required attributes, non-finite values.
@@ -239,8 +269,10 @@ class RobotModel {
   const Srdf& srdf() const { return srdf_; }
   /// What loading accepted where ROS is lenient but the user should hear about, one sentence per kind:
   /// SRDF elements that are not part of the format, SRDF <disable_collisions> naming links the URDF
-  /// lacks (skipped, as MoveIt skips them), links whose visual meshes are missing when collision comes
-  /// from visual geometry (they keep their <collision> geometry). Empty for most robots.
+  /// lacks (skipped, as MoveIt skips them), SRDF virtual joints that are planar or floating (held at the
+  /// identity), of no or an unknown type (read as fixed) or not attached to the root (skipped), links
+  /// whose visual meshes are missing when collision comes from visual geometry (they keep their
+  /// <collision> geometry). Empty for most robots.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
   /// Link index by name; NotFound naming it.
@@ -252,11 +284,25 @@ class RobotModel {
 
   /// The default configuration: per active joint 0 if within its limits, otherwise the middle of them.
   std::vector<double> DefaultConfiguration() const;
-  /// Maps {joint name -> value} onto q. Unknown names are errors naming them. Values given for fixed or
-  /// mimic joints are ignored (the model determines them). Active joints not named keep their
-  /// DefaultConfiguration() value, or are an error naming them when `require_all`. Values must be finite.
+  /// Maps {joint name -> value} onto q. Unknown names are errors naming them, unless `ignored` is given:
+  /// then they are appended to it and skipped (as MoveIt ignores joint-state entries for joints the
+  /// robot lacks; SRDF virtual joints and their "name/x" entries count as unknown: they move nothing
+  /// here). Values given for fixed or mimic joints are ignored (the model determines them). Active joints
+  /// not named keep their DefaultConfiguration() value, or are an error naming them when `require_all`.
+  /// Values of known joints must be finite.
   [[nodiscard]] Result<std::vector<double>> Configuration(const std::map<std::string, double>& values,
-                                                          bool require_all = false) const;
+                                                          bool require_all = false,
+                                                          std::vector<std::string>* ignored = nullptr) const;
+  /// Moves every entry of q that lies outside its joint's limits by at most `tolerance` onto the limit,
+  /// and returns the positions in q it moved (ascending). A value further out is an InvalidArgument
+  /// naming the joint, its value and its limits (q is then unchanged); CheckConfiguration errors as well.
+  [[nodiscard]] Result<std::vector<int32_t>> ClampToLimits(std::span<double> q, double tolerance) const;
+  /// One sentence for a warning about ClampToLimits' joints: "`what`: clamped joint 'a' from 3.1416 to
+  /// 3.14159, ... (within `tolerance` of the limits)". `before` is q as given.
+  std::string ClampWarning(std::string_view what, std::span<const double> before, std::span<const double> after,
+                           const std::vector<int32_t>& clamped, double tolerance) const;
+  /// Whether `name` is an SRDF virtual joint of this model (or "virtual/x": one of its coordinates).
+  bool IsVirtualJoint(std::string_view name) const;
   /// The SRDF group state `state` (of `group`, or of any group when ""), completed with defaults. A
   /// state outside the joint limits loads (as MoveIt loads it) but is an error here, naming the joint.
   [[nodiscard]] Result<std::vector<double>> NamedConfiguration(const std::string& state,
@@ -312,6 +358,14 @@ class RobotModel {
   }
   /// By name; NotFound naming an unknown link.
   [[nodiscard]] Result<bool> AllowedCollision(std::string_view a, std::string_view b) const;
+  /// Why (a, b) is allowed: the first that applies of same link, adjacent, rigid, SRDF; kNone when the
+  /// pair is checked. Symmetric. Precondition: valid indices.
+  AllowedReason AllowedPairReason(LinkIndex a, LinkIndex b) const {
+    return static_cast<AllowedReason>(allowed_[static_cast<size_t>(a) * links_.size() + static_cast<size_t>(b)]);
+  }
+  /// The reason attribute of the SRDF <disable_collisions> that allowed (a, b) ("Never", "Adjacent",
+  /// "Default", ... as written; "" when it gave none or the pair is not an SRDF pair).
+  std::string SrdfReason(LinkIndex a, LinkIndex b) const;
 
   /// Upper bound (m) on the path length of every point of link k's collision geometry along the straight
   /// joint-space segment q0 -> q1 (any finite q0, q1; limits not required). Sum over the joints j moving k
@@ -404,7 +458,8 @@ class RobotModel {
   std::unordered_map<std::string, JointIndex> joint_by_name_;
   Srdf srdf_;
   std::vector<std::string> warnings_;
-  std::vector<uint8_t> allowed_;                  // num_links x num_links, row-major
+  std::vector<uint8_t> allowed_;                  // num_links x num_links, row-major: AllowedReason codes
+  std::map<std::pair<LinkIndex, LinkIndex>, std::string> srdf_reasons_;  // (min, max) -> reason attribute
   std::vector<std::vector<MotionTerm>> motion_terms_;  // per link, root to tip
 };
 
