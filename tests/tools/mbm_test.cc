@@ -736,6 +736,66 @@ world:
   EXPECT_TRUE(s.value().allowed_pairs.empty());
 }
 
+// Problems as they come (MoveIt's rules): start-state entries for joints the robot lacks are ignored
+// with one warning naming them; values within the start (0.05) and goal (1e-4) tolerances of a limit
+// are clamped to it with one warning; values further out, and non-finite values, are refused.
+TEST(MbmTest, StartsAndGoalsAreReadAsMoveItReadsThem) {
+  // planar_2link: shoulder in [-3, 3], elbow in [-2.5, 2.5].
+  auto robot = RobotModel::FromUrdfFile(testing::TestDataDir() + "/robots/planar_2link.urdf");
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  const auto request = [](const std::string& start_names, const std::string& start_values, double goal_shoulder) {
+    char goal[64];
+    std::snprintf(goal, sizeof goal, "%.17g", goal_shoulder);
+    return LoadMbmRequestFromString(R"(group_name: arm
+start_state:
+  joint_state:
+    name: )" + start_names + R"(
+    position: )" + start_values + R"(
+goal_constraints:
+  - joint_constraints:
+      - {joint_name: shoulder, position: )" + goal + R"(}
+      - {joint_name: elbow, position: 1}
+      - {joint_name: wheel_left, position: 4}
+)", "r.yaml").value();
+  };
+  std::vector<std::string> warnings;
+  const MbmRequest r = request("[wheel_left, shoulder, wheel_right, elbow]", "[7, 3.03, 8, -0.5]", 3.00003);
+  auto start = MbmStartConfiguration(r, *robot.value(), &warnings);
+  ASSERT_TRUE(start.ok()) << start.error().message;
+  EXPECT_EQ(start.value(), (std::vector<double>{3.0, -0.5}));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("ignored 2 value(s)"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("'wheel_left', 'wheel_right'"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("clamped joint 'shoulder' from 3.03 to 3"), std::string::npos) << warnings[1];
+  warnings.clear();
+  auto goal = MbmGoalConfiguration(r, *robot.value(), 0, &warnings);
+  ASSERT_TRUE(goal.ok()) << goal.error().message;
+  EXPECT_EQ(goal.value(), (std::vector<double>{3.0, 1.0}));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("'wheel_left'"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("joint 'shoulder' from 3.00003 to 3"), std::string::npos) << warnings[1];
+  // Values within the limits give no warning.
+  warnings.clear();
+  const MbmRequest inside = request("[shoulder, elbow]", "[1, 2]", -2.0);
+  EXPECT_EQ(MbmStartConfiguration(inside, *robot.value(), &warnings).value(), (std::vector<double>{1.0, 2.0}));
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  // Beyond the tolerances: refused, naming the joint, the value and the limits.
+  auto far_start = MbmStartConfiguration(request("[shoulder, elbow]", "[0, 2.56]", 0.0), *robot.value());
+  ASSERT_FALSE(far_start.ok());
+  EXPECT_NE(far_start.error().message.find("'elbow'"), std::string::npos) << far_start.error().message;
+  EXPECT_NE(far_start.error().message.find("2.56"), std::string::npos) << far_start.error().message;
+  EXPECT_NE(far_start.error().message.find("[-2.5, 2.5]"), std::string::npos) << far_start.error().message;
+  auto far_goal = MbmGoalConfiguration(request("[shoulder, elbow]", "[0, 0]", -3.0002), *robot.value());
+  ASSERT_FALSE(far_goal.ok());
+  EXPECT_NE(far_goal.error().message.find("'shoulder'"), std::string::npos) << far_goal.error().message;
+  // A goal must still constrain every joint the robot has.
+  MbmRequest partial = inside;
+  partial.goals[0].joint_constraints.erase(partial.goals[0].joint_constraints.begin() + 1);
+  auto missing = MbmGoalConfiguration(partial, *robot.value());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("'elbow'"), std::string::npos) << missing.error().message;
+}
+
 // MoveIt's rule for the allowed-collision matrix: entries naming the scene's objects apply to them, and
 // a name that is neither a link nor an object (matrices often list objects of other scenes) is accepted
 // and ignored, with one warning naming it.

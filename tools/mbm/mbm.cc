@@ -589,26 +589,57 @@ Result<SceneDescription> MbmSceneDescription(const MbmScene& scene, std::shared_
   return d;
 }
 
-Result<std::vector<double>> MbmStartConfiguration(const MbmRequest& request, const RobotModel& robot) {
+namespace {
+
+// Names as one list: 'a', 'b'.
+std::string Quoted(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+// Values for joints the robot lacks are dropped with one warning; values near a limit are clamped to it
+// with one warning; `what` says where they came from.
+Result<std::vector<double>> Resolve(const std::map<std::string, double>& values, bool require_all,
+                                    double tolerance, const std::string& what, const RobotModel& robot,
+                                    std::vector<std::string>* warnings) {
+  std::vector<std::string> ignored;
+  auto q = robot.Configuration(values, require_all, &ignored);
+  if (!q.ok()) return Error{q.error().code, what + ": " + q.error().message};
+  if (!ignored.empty() && warnings != nullptr) {
+    warnings->push_back(what + ": ignored " + std::to_string(ignored.size()) + " value(s) for joint(s) robot '" +
+                        robot.name() + "' does not have: " + Quoted(ignored));
+  }
+  const std::vector<double> given = q.value();
+  auto clamped = robot.ClampToLimits(q.value(), tolerance);
+  if (!clamped.ok()) return Error{clamped.error().code, what + ": " + clamped.error().message};
+  if (!clamped.value().empty() && warnings != nullptr) {
+    warnings->push_back(robot.ClampWarning(what, given, q.value(), clamped.value(), tolerance));
+  }
+  return q;
+}
+
+}  // namespace
+
+Result<std::vector<double>> MbmStartConfiguration(const MbmRequest& request, const RobotModel& robot,
+                                                  std::vector<std::string>* warnings) {
   std::map<std::string, double> values;
   for (size_t i = 0; i < request.start_joint_names.size(); ++i) {
     values[request.start_joint_names[i]] = request.start_joint_positions[i];
   }
-  auto q = robot.Configuration(values);
-  if (!q.ok()) return Error{q.error().code, request.source + ": start state: " + q.error().message};
-  return q;
+  return Resolve(values, false, kStartBoundsTolerance, request.source + ": start state", robot, warnings);
 }
 
-Result<std::vector<double>> MbmGoalConfiguration(const MbmRequest& request, const RobotModel& robot, size_t goal) {
+Result<std::vector<double>> MbmGoalConfiguration(const MbmRequest& request, const RobotModel& robot, size_t goal,
+                                                 std::vector<std::string>* warnings) {
   if (goal >= request.goals.size()) {
     return InvalidArgument(request.source + ": no goal " + std::to_string(goal) + " (the request has " +
                            std::to_string(request.goals.size()) + ")");
   }
   std::map<std::string, double> values;
   for (const MbmJointConstraint& c : request.goals[goal].joint_constraints) values[c.joint_name] = c.position;
-  auto q = robot.Configuration(values, /*require_all=*/true);
-  if (!q.ok()) return Error{q.error().code, request.source + ": goal " + std::to_string(goal) + ": " + q.error().message};
-  return q;
+  return Resolve(values, true, kGoalBoundsTolerance, request.source + ": goal " + std::to_string(goal), robot,
+                 warnings);
 }
 
 }  // namespace proximity::mbm

@@ -146,11 +146,19 @@ core::Result<std::vector<MbmProblem>> LoadMbmProblems(const std::string& dir_or_
 /// (Scene::warnings), as MoveIt accepts them.
 [[nodiscard]] core::Result<core::SceneDescription> MbmSceneDescription(const MbmScene& scene,
                                                            std::shared_ptr<const core::RobotModel> robot);
-/// The request's start state in `robot`'s active joint order; values of joints that are fixed or mimic
-/// in `robot` are ignored (the MBM Panda's fingers), unknown names are errors.
-[[nodiscard]] core::Result<std::vector<double>> MbmStartConfiguration(const MbmRequest& request, const core::RobotModel& robot);
+/// The request's start state in `robot`'s active joint order, as MoveIt reads it: values of joints that
+/// are fixed or mimic in `robot` are ignored (the MBM Panda's fingers), and so are values of joints
+/// `robot` lacks (the wheels of a base its URDF fixes), with one warning naming them; values within
+/// core::kStartBoundsTolerance of a joint limit are clamped to it, with one warning; a value further out
+/// is an error naming the joint, its value and its limits. Warnings are appended to `warnings` when given.
+[[nodiscard]] core::Result<std::vector<double>> MbmStartConfiguration(const MbmRequest& request, const core::RobotModel& robot,
+                                                                      std::vector<std::string>* warnings = nullptr);
 /// Goal `goal`'s joint constraints as a configuration; every active joint must be constrained.
+/// Constraints on joints `robot` lacks are ignored with one warning; values within
+/// core::kGoalBoundsTolerance of a joint limit are clamped to it with one warning, values further out
+/// are an error naming the joint, its value and its limits.
 [[nodiscard]] core::Result<std::vector<double>> MbmGoalConfiguration(const MbmRequest& request, const core::RobotModel& robot,
-                                                               size_t goal = 0);
+                                                               size_t goal = 0,
+                                                               std::vector<std::string>* warnings = nullptr);
 
 }  // namespace proximity::mbm
