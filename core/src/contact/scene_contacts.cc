@@ -200,11 +200,65 @@ Result<PartMeasure> MeasureApart(const Geometry& a, const RigidTransform& X_WA, 
   return m;
 }
 
+// A pair with a point cloud (b): every ball that touches a's surface or solid, each at its exact depth
+// (its radius minus its centre's distance to a); the distance when none does.
+Result<PartMeasure> MeasureCloud(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
+                                 const RigidTransform& X_WB, int32_t max_points, const DistanceRequest& apart) {
+  CollisionRequest all;
+  all.all_contacts = true;
+  all.max_contacts = kMaxTrianglePairs;
+  if (a.is_cloud()) return InvalidArgument("two point clouds are never measured against each other");
+  const CloudCollision collision = a.is_mesh() ? CollideMeshCloud(*a.mesh, X_WA, *b.cloud, X_WB, 0.0, all)
+                                               : CollideShapeCloud(a.shape, X_WA, *b.cloud, X_WB, 0.0, all);
+  if (!collision.colliding) return MeasureApart(a, X_WA, b, X_WB, apart);
+  PartMeasure m;
+  m.method = PenetrationMethod::kCloud;
+  m.sd = kInf;
+  m.stats = collision.stats;
+  const PointCloud& cloud = *b.cloud;
+  DistanceRequest exact;
+  std::vector<SceneContactPoint> points;
+  for (const CloudContact& contact : collision.contacts) {
+    const int32_t i = contact.point;
+    const Vec3 c_W = X_WB * cloud.point(i);
+    const double r = cloud.point_radius(i);
+    // The centre as a solid point: its distance to a is exact (a mesh's triangles, or GJK on a solid).
+    RigidTransform X_WP = RigidTransform::Identity();
+    X_WP.p = c_W;
+    Result<DistanceResult> d = GeometryDistance(a, X_WA, Geometry::Primitive(Sphere{Vec3::Zero(), 0.0}), X_WP, exact);
+    if (!d.ok()) return d.error();
+    m.stats += d.value().stats;
+    const double gap = d.value().upper_bound;
+    const double sd = gap - r;
+    const Vec3 on_a = d.value().p_WA;
+    // Halfway between a's surface and the ball's along the normal.
+    points.push_back({on_a + 0.5 * sd * UnitOr(c_W - on_a, Vec3::UnitZ()), -sd});
+    if (sd < m.sd) {
+      m.sd = sd;
+      m.sd_lower = std::min(d.value().lower_bound, gap) - r;
+      m.sd_upper = sd;
+      m.normal_W = UnitOr(c_W - on_a, UnitOr(X_WB.p - X_WA.p, Vec3::UnitZ()));
+      m.p_WA = on_a;
+      m.p_WB = c_W - r * m.normal_W;
+    }
+    ++m.triangle_pairs;
+  }
+  m.sd = std::min(m.sd, 0.0);
+  m.sd_upper = std::min(m.sd_upper, 0.0);
+  m.sd_lower = std::min(m.sd_lower, m.sd);
+  std::sort(points.begin(), points.end(),
+            [](const SceneContactPoint& x, const SceneContactPoint& y) { return x.depth > y.depth; });
+  if (static_cast<int32_t>(points.size()) > max_points) points.resize(static_cast<size_t>(max_points));
+  m.points = std::move(points);
+  return m;
+}
+
 // One geometry pair: convex pairs by EPA, meshes by their surfaces' collision, then the bracket or
-// the distance.
+// the distance; clouds by their balls.
 Result<PartMeasure> MeasurePair(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                 const RigidTransform& X_WB, bool points, double margin, int32_t max_points,
                                 const DistanceRequest& apart) {
+  if (b.is_cloud()) return MeasureCloud(a, X_WA, b, X_WB, max_points, apart);
   if (a.is_mesh() || b.is_mesh()) {
     // Meshes are surfaces: whether the pair collides is the surfaces' test (as CLEAR's).
     Result<CollisionResult> collision = CollideAll(a, X_WA, b, X_WB);

@@ -39,6 +39,7 @@ bool Curved(const Shape& s) { return std::holds_alternative<Cylinder>(s) || std:
 // mesh that is its hull's surface, a lower bound for any other). False when g is a mesh without a hull.
 template <class F>
 bool VisitConvex(const Geometry& g, F&& f) {
+  if (g.is_cloud()) return false;
   if (g.is_mesh()) {
     if (g.hull == nullptr) return false;
     f(*g.hull);
@@ -49,7 +50,7 @@ bool VisitConvex(const Geometry& g, F&& f) {
 }
 
 // Whether g is convex as a solid: a primitive, or a mesh that is its hull's surface.
-bool IsConvex(const Geometry& g) { return !g.is_mesh() || (g.hull != nullptr && g.hull_is_surface); }
+bool IsConvex(const Geometry& g) { return g.is_primitive() || (g.is_mesh() && g.hull != nullptr && g.hull_is_surface); }
 
 // Coordinates' scale of a posed polyhedron, for the rounding allowance.
 double PosedScale(const VClipPolyhedron& p, const RigidTransform& X) { return X.p.cwiseAbs().maxCoeff() + p.scale(); }
@@ -122,6 +123,7 @@ namespace {
 // meshes without a hull and flat boxes.
 Result<std::shared_ptr<const VClipPolyhedron>> BuildPolyhedron(const Geometry& g) {
   std::shared_ptr<const ConvexPolytope> polytope;
+  if (g.is_cloud()) return std::shared_ptr<const VClipPolyhedron>();
   if (g.is_mesh()) {
     polytope = g.hull;
   } else if (const auto* p = std::get_if<std::shared_ptr<const ConvexPolytope>>(&g.shape)) {
@@ -439,6 +441,7 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
       req.known_lower = std::max({0.0, hull_floor, c.cheap + pad});  // certified: boxes or hulls
       auto walk = [&]() -> Result<DistanceResult> {
         ++result.walks;
+        if (a.is_cloud() || b.is_cloud()) return GeometryDistance(a, X_a, b, X_b, req);  // cold: the cloud's tree
         if (a.is_mesh() && b.is_mesh()) {
           if (st.walk == nullptr) st.walk = std::make_unique<DistanceCache>();
           return ComputeDistance(*a.mesh, X_a, *b.mesh, X_b, req, st.walk.get());

@@ -45,6 +45,21 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
 
 Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                         const RigidTransform& X_WB, const DistanceRequest& request) {
+  if (a.is_cloud() || b.is_cloud()) {
+    const bool swap = a.is_cloud();
+    const Geometry& g = swap ? b : a;
+    const Geometry& c = swap ? a : b;
+    const RigidTransform& X_g = swap ? X_WB : X_WA;
+    const RigidTransform& X_c = swap ? X_WA : X_WB;
+    if (g.is_cloud()) return InvalidArgument("two point clouds are never measured against each other");
+    Result<DistanceResult> r = g.is_mesh() ? ComputeMeshCloudDistance(*g.mesh, X_g, *c.cloud, X_c, request)
+                                           : ComputeShapeCloudDistance(g.shape, X_g, *c.cloud, X_c, request);
+    if (r.ok() && swap) {
+      std::swap(r.value().p_WA, r.value().p_WB);
+      std::swap(r.value().triangles.triangle_a, r.value().triangles.triangle_b);
+    }
+    return r;
+  }
   if (a.is_mesh() && b.is_mesh()) return ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr);
   if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request);
   if (!b.is_mesh()) return ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request);

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -93,7 +94,10 @@ Status ValidateParts(const std::string& owner, const std::vector<Part>& parts, R
     const Geometry& geometry = parts[p].geometry;
     const RigidTransform& X = parts[p].*pose;
     if (Status s = ValidatePose(X, (where + " pose").c_str()); !s.ok()) return s.error();
-    if (!geometry.is_mesh()) {
+    if (geometry.is_cloud() && !std::is_same_v<Part, ObjectPart>) {
+      return InvalidArgument(where + ": a point cloud cannot be attached to the robot (clouds are world objects)");
+    }
+    if (geometry.is_primitive()) {
       if (Status s = ValidateShape(geometry.shape); !s.ok()) {
         return InvalidArgument(where + ": " + s.error().message);
       }

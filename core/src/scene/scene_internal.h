@@ -28,13 +28,17 @@ inline bool WorldBoxesOverlap(const Obb& a, const Obb& b) {
   return ObbsOverlap(a.half_extents, b.half_extents, BoxPairFrame{R_ab, T});
 }
 
-inline Obb GeometryBox(const Geometry& g) { return g.is_mesh() ? g.mesh->obb(0) : ShapeBoundingObb(g.shape); }
+inline Obb GeometryBox(const Geometry& g) {
+  if (g.is_cloud()) return g.cloud->box();
+  return g.is_mesh() ? g.mesh->obb(0) : ShapeBoundingObb(g.shape);
+}
 
 // Calls f(ca, X_a, cb, X_b) with the convex stand-ins of a and b when one is a mesh with a hull and the
 // other a primitive or a mesh with a hull (the mesh's side always first), and returns true; false when
 // there is no such pair (two primitives are tested exactly anyway).
 template <class F>
 bool WithHulls(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b, F&& f) {
+  if (a.is_cloud() || b.is_cloud()) return false;  // a cloud has no convex stand-in
   const bool hull_a = a.is_mesh() && a.hull != nullptr;
   const bool hull_b = b.is_mesh() && b.hull != nullptr;
   if (hull_a && hull_b) {
@@ -80,6 +84,11 @@ constexpr double kSelfClearanceLoss = 0.015;
 constexpr double kSelfClearanceMinLoss = 0.0005;
 constexpr double kSelfClearanceLossShare = 0.75;
 constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 19;
+
+// Collision of a point cloud with a mesh or a solid (either side; the contacts name the mesh triangle
+// and the cloud's point on their sides), balls grown by `padding`. (state_check.cc)
+Result<CollisionResult> CollideWithCloud(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                                         const RigidTransform& X_b, double padding, const CollisionRequest& request);
 
 // A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
 // (state_check.cc)

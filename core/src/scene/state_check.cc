@@ -32,6 +32,7 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG) {
 
 Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                         const RigidTransform& X_WB) {
+  if (a.is_cloud() || b.is_cloud()) return internal::CollideWithCloud(a, X_WA, b, X_WB, 0.0, {});
   if (a.is_mesh() && b.is_mesh()) return Collide(*a.mesh, X_WA, *b.mesh, X_WB, {});
   if (a.is_mesh()) return CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {});
   if (b.is_mesh()) return CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {});
@@ -39,6 +40,26 @@ Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform&
 }
 
 namespace internal {
+
+Result<CollisionResult> CollideWithCloud(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                                         const RigidTransform& X_b, double padding, const CollisionRequest& request) {
+  const bool swap = a.is_cloud();
+  const Geometry& g = swap ? b : a;
+  const Geometry& c = swap ? a : b;
+  const RigidTransform& X_g = swap ? X_b : X_a;
+  const RigidTransform& X_c = swap ? X_a : X_b;
+  if (g.is_cloud()) return InvalidArgument("two point clouds are never tested against each other");
+  const CloudCollision r = g.is_mesh() ? CollideMeshCloud(*g.mesh, X_g, *c.cloud, X_c, padding, request)
+                                       : CollideShapeCloud(g.shape, X_g, *c.cloud, X_c, padding, request);
+  CollisionResult out;
+  out.colliding = r.colliding;
+  out.truncated = r.truncated;
+  out.stats = r.stats;
+  for (const CloudContact& k : r.contacts) {
+    out.contacts.push_back(swap ? TrianglePair{k.point, k.triangle} : TrianglePair{k.triangle, k.point});
+  }
+  return out;
+}
 
 // A clearance as CheckState and MotionRequest take it: finite, >= 0 and within the world's extent.
 Status CheckClearance(double clearance) {
@@ -331,6 +352,13 @@ Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view lin
 
 bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                          double padding, QueryStats* stats, GjkCache* hull_cache) {
+  if (a.is_cloud() || b.is_cloud()) {
+    // Padding and all: the cloud walk takes it as its balls' growth.
+    const Result<CollisionResult> r = internal::CollideWithCloud(a, X_a, b, X_b, std::max(0.0, padding), {});
+    if (!r.ok()) return true;  // two clouds: never paired by a scene
+    if (stats != nullptr) *stats += r.value().stats;
+    return r.value().colliding;
+  }
   if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, hull_cache)) return false;
   if (padding <= 0.0) {
     // Poses and shapes of a built scene are valid: the unvalidated entry points.

@@ -183,6 +183,7 @@ Result<ContinuousResult> Scene::TimeOfFirstContact(const Geometry& body, const R
   if (Status s = ValidateContinuousRequest(request); !s.ok()) return s.error();
   if (Status s = ValidatePose(X0, "body start pose"); !s.ok()) return s.error();
   if (Status s = ValidatePose(X1, "body goal pose"); !s.ok()) return s.error();
+  if (body.is_cloud()) return InvalidArgument("body: a point cloud cannot be the moving body");
   if (!body.is_mesh()) {
     if (Status s = ValidateShape(body.shape, "body"); !s.ok()) return s.error();
   }

@@ -44,6 +44,7 @@ enum class PenetrationMethod : uint8_t {
   kConvex,       ///< Penetrating convex pieces: EPA, exact to the tolerance.
   kMeshBracket,  ///< Deepest intersecting triangle pair (lower) and the hulls' depth (upper).
   kPadding,      ///< Apart (within the padding, for contacts): the distance (GJK, or a certified interval).
+  kCloud,        ///< A point cloud's balls: each touching ball's depth (radius minus its centre's distance), exact.
 };
 
 /// One contact point of a pair. Frames: W.

@@ -5,7 +5,8 @@
 ///
 /// Geometry semantics: meshes are surfaces and primitives are solids, as in mesh_query.h and
 /// shape_query.h. A link mesh touching or inside a world box collides; a box wholly inside a link mesh
-/// that touches none of its triangles does not.
+/// that touches none of its triangles does not. A point cloud is the union of its points' balls
+/// (point_cloud.h): a link collides with it when some ball touches the link's surface or solid.
 
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "proximity/core/bvh/bvh.h"
 #include "proximity/core/narrowphase/gjk.h"
 #include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/bvh/point_cloud.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/self_clearance_maps.h"
@@ -29,10 +31,14 @@
 
 namespace proximity::core {
 
-/// A piece of geometry: a built triangle mesh (surface) or a convex primitive (solid).
+/// A piece of geometry: a built triangle mesh (surface), a convex primitive (solid), or a point cloud
+/// (the union of its points' balls; world objects only).
 struct Geometry {
-  std::shared_ptr<const MeshModel> mesh;  ///< Set for a mesh; null for a primitive.
-  Shape shape;                            ///< The primitive when mesh is null.
+  std::shared_ptr<const MeshModel> mesh;  ///< Set for a mesh; null for a primitive or a cloud.
+  Shape shape;                            ///< The primitive when mesh and cloud are null.
+  /// Set for a point cloud (point_cloud.h): a world object's sensed points. Robot links and attached
+  /// objects are never clouds.
+  std::shared_ptr<const PointCloud> cloud;
   /// A mesh's convex hull (frame G), or null. When set, collision and distance-bound queries test the
   /// hull first (GJK): what is clear of the hull is clear of the mesh, so a pair whose hulls keep apart
   /// costs no hierarchy walk. Robot link meshes carry theirs (LinkGeometry::hull).
@@ -42,6 +48,14 @@ struct Geometry {
   bool hull_is_surface = false;
 
   bool is_mesh() const { return mesh != nullptr; }
+  bool is_cloud() const { return cloud != nullptr; }
+  /// Neither a mesh nor a cloud: `shape` is the geometry.
+  bool is_primitive() const { return mesh == nullptr && cloud == nullptr; }
+  static Geometry Cloud(std::shared_ptr<const PointCloud> c) {
+    Geometry g;
+    g.cloud = std::move(c);
+    return g;
+  }
   static Geometry Primitive(Shape s) {
     Geometry g;
     g.shape = std::move(s);
@@ -737,7 +751,8 @@ std::string_view BatchInstructionSet();
 Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
 
 /// Distance between two posed geometries as a certified interval (mesh_query.h semantics), dispatching
-/// to the mesh and shape queries; p_WA lies on a and p_WB on b.
+/// to the mesh, shape and point cloud queries; p_WA lies on a and p_WB on b (for a cloud: on the
+/// closest point's ball, its index in the cloud's triangle field). Two clouds are an error.
 [[nodiscard]] Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                                       const RigidTransform& X_WB, const DistanceRequest& request);
 
@@ -760,8 +775,8 @@ struct ClearanceBound {
                                                                 double enough, double padding,
                                                                 GjkCache* hull_cache = nullptr);
 
-/// Collision between two posed geometries (the first contact), dispatching to the mesh and shape
-/// queries.
+/// Collision between two posed geometries (the first contact), dispatching to the mesh, shape and point
+/// cloud queries (a cloud's contact names its point). Two clouds are an error.
 [[nodiscard]] Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform& X_WA,
                                                       const Geometry& b, const RigidTransform& X_WB);
 
