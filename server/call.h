@@ -58,6 +58,11 @@ struct ServiceLimits {
   /// near the robot: a wide horizon on a large scene keeps many); past it the tracker forgets them, so
   /// the next track query starts cold (its answers are the same). 0: no limit.
   int64_t max_tracker_bytes = int64_t{64} << 20;
+  /// Points in one point cloud as sent, before filtering (--max-cloud-points), and points kept in one
+  /// scene's clouds plus those an update sends (--max-scene-cloud-points): counted before anything is
+  /// built, RESOURCE_EXHAUSTED naming the option.
+  int64_t max_cloud_points = 2'000'000;
+  int64_t max_scene_cloud_points = 8'000'000;
   /// Caps on a robot and scene before they are built (--max-links, --max-joints, --max-link-triangles,
   /// --max-self-pairs); max_memory_bytes is the registry's --max-memory-mb, which the build's estimate
   /// must fit. A robot of 10,000 joints is refused at once instead of building for minutes past every

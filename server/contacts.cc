@@ -19,6 +19,8 @@ v1::PenetrationMethod ToWire(core::PenetrationMethod method) {
       return v1::PENETRATION_METHOD_MESH_BRACKET;
     case core::PenetrationMethod::kPadding:
       return v1::PENETRATION_METHOD_APART;
+    case core::PenetrationMethod::kCloud:
+      return v1::PENETRATION_METHOD_CLOUD;
   }
   return v1::PENETRATION_METHOD_UNSPECIFIED;
 }

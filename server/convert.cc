@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "proximity/core/bvh/bvh.h"
+#include "proximity/core/bvh/point_cloud.h"
 #include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/planners/scene_validity.h"
@@ -265,13 +267,133 @@ Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field
       return InlineMesh(shape.mesh(), Str(field) + ".mesh");
     case v1::Shape::kMeshFile:
       return MeshFile(shape.mesh_file(), Str(field) + ".mesh_file", files);
+    case v1::Shape::kPointCloud:
+      return ToPointCloud(shape.point_cloud(), Str(field) + ".point_cloud", nullptr, nullptr);
     default:
       return Primitive(shape, field);
   }
 }
 
+namespace {
+
+// The robot's geometry of one link as scene geometry, for the self filter.
+core::Geometry LinkGeometryOf(const core::LinkGeometry& g) {
+  core::Geometry out;
+  switch (g.type) {
+    case core::ShapeType::kMesh:
+      out.mesh = g.mesh;
+      break;
+    case core::ShapeType::kBox:
+      out.shape = core::Box{0.5 * g.box_size};
+      break;
+    case core::ShapeType::kCylinder:
+      out.shape = core::Cylinder{g.radius, 0.5 * g.length};
+      break;
+    case core::ShapeType::kSphere:
+      out.shape = core::Sphere{Vec3::Zero(), g.radius};
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<core::Geometry> ToPointCloud(const v1::PointCloud& cloud, std::string_view field, const CloudContext* context,
+                                    core::RigidTransform* X_WP) {
+  const std::string& bytes = cloud.points();
+  if (bytes.size() % 12 != 0) {
+    return core::InvalidArgument(Str(field) + ".points: " + std::to_string(bytes.size()) +
+                                 " bytes, not a whole number of float32 x, y, z triples (12 bytes each)");
+  }
+  if (Status s = CheckFinite(cloud.radius(), Str(field) + ".radius"); !s.ok()) return s.error();
+  if (Status s = CheckNonNegative(cloud.radius(), Str(field) + ".radius"); !s.ok()) return s.error();
+  core::PointCloudOptions options;
+  if (cloud.has_voxel_size()) {
+    if (Status s = CheckFinite(cloud.voxel_size(), Str(field) + ".voxel_size"); !s.ok()) return s.error();
+    if (Status s = CheckNonNegative(cloud.voxel_size(), Str(field) + ".voxel_size"); !s.ok()) return s.error();
+    options.voxel_size = cloud.voxel_size();
+  }
+  const bool link_frame = !cloud.frame().empty() && cloud.frame() != "world";
+  const bool self_filter = cloud.has_self_filter_padding();
+  if (self_filter) {
+    if (Status s = CheckFinite(cloud.self_filter_padding(), Str(field) + ".self_filter_padding"); !s.ok()) return s.error();
+    if (Status s = CheckNonNegative(cloud.self_filter_padding(), Str(field) + ".self_filter_padding"); !s.ok()) {
+      return s.error();
+    }
+  }
+  if ((link_frame || self_filter) && (context == nullptr || context->robot == nullptr || X_WP == nullptr)) {
+    return core::InvalidArgument(Str(field) + ": a point cloud in a link frame or with a self filter is a world "
+                                 "object's part (attached objects cannot be clouds)");
+  }
+  if (!link_frame && !self_filter && cloud.state_size() != 0) {
+    return core::InvalidArgument(Str(field) + ".state is given, but neither a link frame nor a self filter uses it");
+  }
+  const int64_t n = static_cast<int64_t>(bytes.size() / 12);
+  std::vector<Vec3> points(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float xyz[3];
+    std::memcpy(xyz, bytes.data() + 12 * i, 12);
+    if constexpr (std::endian::native != std::endian::little) {
+      for (float& f : xyz) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
+    }
+    points[static_cast<size_t>(i)] = Vec3(xyz[0], xyz[1], xyz[2]);
+  }
+  if (link_frame || self_filter) {
+    const core::RobotModel& robot = *context->robot;
+    if (cloud.state_size() != robot.num_positions()) {
+      return core::InvalidArgument(Str(field) + ".state has " + std::to_string(cloud.state_size()) +
+                                   " values; the robot has " + std::to_string(robot.num_positions()) + " joints");
+    }
+    const std::vector<double> q(cloud.state().begin(), cloud.state().end());
+    auto X_WL = robot.ForwardKinematics(q, context->X_WB);
+    if (!X_WL.ok()) return Invalid(Str(field) + ".state", X_WL.error());
+    if (link_frame) {
+      auto link = robot.FindLink(cloud.frame());
+      if (!link.ok()) {
+        return core::InvalidArgument(Str(field) + ".frame: '" + cloud.frame() + "' is neither \"world\" nor a link of the robot");
+      }
+      *X_WP = X_WL.value()[static_cast<size_t>(link.value())] * *X_WP;
+    }
+    if (self_filter && n > 0) {
+      // Every input point is tested (no filter yet): those whose ball comes within the padding of a link
+      // at `state` are dropped. The cloud's pose is X_WP (an object's part: its world pose).
+      core::PointCloudOptions raw;
+      raw.voxel_size = 0.0;
+      auto all = core::PointCloud::Build(points, cloud.radius(), raw, Str(field));
+      if (!all.ok()) return Invalid(field, all.error());
+      std::vector<uint8_t> drop(static_cast<size_t>(n), 0);
+      core::CollisionRequest every;
+      every.all_contacts = true;
+      every.max_contacts = static_cast<int32_t>(std::min<int64_t>(n, INT32_MAX));
+      for (int32_t l = 0; l < robot.num_links(); ++l) {
+        for (const core::LinkGeometry& lg : robot.link(l).geometries) {
+          const core::Geometry g = LinkGeometryOf(lg);
+          const core::RigidTransform X_WG = X_WL.value()[static_cast<size_t>(l)] * lg.X_LG;
+          const core::CloudCollision hit =
+              g.is_mesh() ? core::CollideMeshCloud(*g.mesh, X_WG, *all.value(), *X_WP, cloud.self_filter_padding(), every)
+                          : core::CollideShapeCloud(g.shape, X_WG, *all.value(), *X_WP, cloud.self_filter_padding(), every);
+          for (const core::CloudContact& c : hit.contacts) drop[static_cast<size_t>(c.point)] = 1;  // tree order
+        }
+      }
+      std::vector<Vec3> kept;
+      kept.reserve(points.size());
+      for (int32_t i = 0; i < all.value()->num_points(); ++i) {
+        if (!drop[static_cast<size_t>(i)]) kept.push_back(all.value()->point(i));
+      }
+      points = std::move(kept);
+      if (points.empty()) {
+        return core::InvalidArgument(Str(field) + ": the self filter dropped every point (all " + std::to_string(n) +
+                                     " lie on the robot at the given state)");
+      }
+    }
+  }
+  auto built = core::PointCloud::Build(points, cloud.radius(), options, Str(field));
+  if (!built.ok()) return Invalid(field, built.error());
+  return core::Geometry::Cloud(std::move(built).value());
+}
+
 Status ToWorldObject(const v1::CollisionObject& object, std::string_view field, core::WorldObject* out,
-                     ObjectFrame* frame, FileReads* files) {
+                     ObjectFrame* frame, FileReads* files, const CloudContext* clouds) {
   if (object.id().empty()) return core::InvalidArgument(Str(field) + ".id is empty");
   auto X_WO = ToRigidTransform(object.pose(), Str(field) + ".pose");
   if (!X_WO.ok()) return X_WO.error();
@@ -281,12 +403,21 @@ Status ToWorldObject(const v1::CollisionObject& object, std::string_view field, 
   frame->X_OP.clear();
   for (int i = 0; i < object.parts_size(); ++i) {
     const std::string where = Str(field) + ".parts[" + std::to_string(i) + "]";
-    auto g = ToGeometry(object.parts(i).shape(), where + ".shape", files);
-    if (!g.ok()) return g.error();
     auto X_OP = ToRigidTransform(object.parts(i).pose(), where + ".pose");
     if (!X_OP.ok()) return X_OP.error();
-    frame->X_OP.push_back(X_OP.value());
-    out->parts.push_back({std::move(g).value(), X_WO.value() * X_OP.value()});
+    core::RigidTransform X_WP = X_WO.value() * X_OP.value();
+    const v1::Shape& shape = object.parts(i).shape();
+    if (shape.shape_case() == v1::Shape::kPointCloud) {
+      const std::string& frame_name = shape.point_cloud().frame();
+      if (!frame_name.empty() && frame_name != "world") X_WP = X_OP.value();  // in the link frame: no object pose
+    }
+    auto g = shape.shape_case() == v1::Shape::kPointCloud
+                 ? ToPointCloud(shape.point_cloud(), where + ".shape.point_cloud", clouds, &X_WP)
+                 : ToGeometry(shape, where + ".shape", files);
+    if (!g.ok()) return g.error();
+    // A MOVE keeps the part where it is in the object frame.
+    frame->X_OP.push_back(X_WO.value().inverse() * X_WP);
+    out->parts.push_back({std::move(g).value(), X_WP});
   }
   return {};
 }
@@ -629,6 +760,54 @@ int64_t InlineTriangles(const v1::UpdateWorldRequest& request) {
   int64_t n = 0;
   for (const v1::CollisionObject& o : request.objects()) n += InlineTriangles(o.parts());
   return n;
+}
+
+namespace {
+void CountClouds(const google::protobuf::RepeatedPtrField<v1::CollisionObject>& objects, CloudCount* count) {
+  for (const v1::CollisionObject& o : objects) {
+    for (const v1::ObjectPart& p : o.parts()) {
+      if (p.shape().shape_case() != v1::Shape::kPointCloud) continue;
+      const int64_t n = static_cast<int64_t>(p.shape().point_cloud().points().size() / 12);
+      count->total += n;
+      count->largest = std::max(count->largest, n);
+    }
+  }
+}
+}  // namespace
+
+CloudCount CloudPoints(const v1::CreateSceneRequest& request) {
+  CloudCount c;
+  CountClouds(request.objects(), &c);
+  return c;
+}
+
+CloudCount CloudPoints(const v1::UpdateWorldRequest& request) {
+  CloudCount c;
+  CountClouds(request.objects(), &c);
+  return c;
+}
+
+int64_t SceneCloudPoints(const core::Scene& scene) {
+  int64_t n = 0;
+  for (const core::WorldObject& o : scene.objects()) {
+    for (const core::ObjectPart& p : o.parts) {
+      if (p.geometry.is_cloud()) n += p.geometry.cloud->num_points();
+    }
+  }
+  return n;
+}
+
+Status CheckCloudPoints(const CloudCount& count, int64_t scene_points, int64_t max_cloud, int64_t max_scene) {
+  if (count.largest > max_cloud) {
+    return core::ResourceExhausted("point cloud: " + std::to_string(count.largest) +
+                                   " points exceed the server's --max-cloud-points = " + std::to_string(max_cloud));
+  }
+  if (scene_points + count.total > max_scene) {
+    return core::ResourceExhausted("scene: " + std::to_string(scene_points + count.total) +
+                                   " cloud points exceed the server's --max-scene-cloud-points = " +
+                                   std::to_string(max_scene));
+  }
+  return {};
 }
 
 Status CheckSceneTriangles(int64_t triangles, int64_t limit, std::string_view limit_name) {

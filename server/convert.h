@@ -46,6 +46,34 @@ struct FileReads {
 [[nodiscard]] core::Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field,
                                                       FileReads* files);
 
+/// What point clouds in a robot link's frame and the self filter need: the scene's robot and its base
+/// pose. Without it such clouds are refused.
+struct CloudContext {
+  const core::RobotModel* robot = nullptr;
+  core::RigidTransform X_WB;
+};
+
+/// A wire point cloud as core geometry, filtered and built (PointCloud::Build): byte count a whole
+/// number of float32 triples, radius and voxel size, a frame and state the robot knows (`context`),
+/// the self filter. Its pose: X_OP in the object frame (returned unchanged), or, for a link frame, the
+/// link's pose at the state times X_OP, written to *X_WP (else *X_WP is left alone).
+[[nodiscard]] core::Result<core::Geometry> ToPointCloud(const v1::PointCloud& cloud, std::string_view field,
+                                                        const CloudContext* context, core::RigidTransform* X_WP);
+
+/// Points of the clouds in a request (before filtering), and the most in one cloud.
+struct CloudCount {
+  int64_t total = 0;
+  int64_t largest = 0;
+};
+CloudCount CloudPoints(const v1::CreateSceneRequest& request);
+CloudCount CloudPoints(const v1::UpdateWorldRequest& request);
+/// Points kept in a scene's world clouds.
+int64_t SceneCloudPoints(const core::Scene& scene);
+/// RESOURCE_EXHAUSTED naming the option when a cloud exceeds `max_cloud` points (--max-cloud-points) or
+/// the scene's clouds `max_scene` (--max-scene-cloud-points).
+[[nodiscard]] core::Status CheckCloudPoints(const CloudCount& count, int64_t scene_points, int64_t max_cloud,
+                                            int64_t max_scene);
+
 /// The frame of a world object and its parts' poses in it: what a MOVE keeps.
 struct ObjectFrame {
   core::RigidTransform X_WO;
@@ -53,8 +81,10 @@ struct ObjectFrame {
 };
 
 /// A wire world object (ADD) as a core object with its parts posed in the world, and its frame.
+/// Point clouds need `clouds` for a link frame or the self filter.
 [[nodiscard]] core::Status ToWorldObject(const v1::CollisionObject& object, std::string_view field,
-                                         core::WorldObject* out, ObjectFrame* frame, FileReads* files);
+                                         core::WorldObject* out, ObjectFrame* frame, FileReads* files,
+                                         const CloudContext* clouds = nullptr);
 
 /// A wire attached object as a core one.
 [[nodiscard]] core::Result<core::AttachedObject> ToAttachedObject(const v1::AttachedObject& object,

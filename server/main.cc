@@ -37,6 +37,7 @@ struct Flags {
   bool no_viewer = false;
   int64_t max_memory_mb = 4096;
   int64_t max_memory_mb_per_client = 0;
+  int64_t max_tracker_mb = 64;
   std::string auth_token_file;
 };
 
@@ -123,6 +124,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-scene-triangles", f.server.limits.max_scene_triangles, "Most triangles in one scene")
       ->capture_default_str();
+  app.add_option("--max-cloud-points", f.server.limits.max_cloud_points,
+                 "Most points in one point cloud as sent, before filtering")
+      ->capture_default_str();
+  app.add_option("--max-scene-cloud-points", f.server.limits.max_scene_cloud_points,
+                 "Most point cloud points in one scene (kept points plus those an update sends)")
+      ->capture_default_str();
+  app.add_option("--max-tracker-mb", f.max_tracker_mb,
+                 "Most memory a session's clearance tracker keeps between track queries, MiB; past it the tracker "
+                 "forgets its warm starts (same answers, colder) (0: no limit)")
+      ->capture_default_str();
   app.add_option("--max-links", f.server.limits.build.max_links, "Most links of a robot (checked before building)")
       ->capture_default_str();
   app.add_option("--max-joints", f.server.limits.build.max_joints, "Most joints of a robot (checked before building)")
@@ -196,6 +207,10 @@ int main(int argc, char** argv) {
          [&](const YAML::Node& n) { f.server.registry.max_scenes_per_client = n.as<int64_t>(); }},
         {"max-memory-mb-per-client", [&](const YAML::Node& n) { f.max_memory_mb_per_client = n.as<int64_t>(); }},
         {"max-scene-triangles", [&](const YAML::Node& n) { f.server.limits.max_scene_triangles = n.as<int64_t>(); }},
+        {"max-cloud-points", [&](const YAML::Node& n) { f.server.limits.max_cloud_points = n.as<int64_t>(); }},
+        {"max-scene-cloud-points",
+         [&](const YAML::Node& n) { f.server.limits.max_scene_cloud_points = n.as<int64_t>(); }},
+        {"max-tracker-mb", [&](const YAML::Node& n) { f.max_tracker_mb = n.as<int64_t>(); }},
         {"max-concurrent-calls", [&](const YAML::Node& n) { f.server.max_concurrent_calls = n.as<int>(); }},
         {"max-links", [&](const YAML::Node& n) { f.server.limits.build.max_links = n.as<int64_t>(); }},
         {"max-joints", [&](const YAML::Node& n) { f.server.limits.build.max_joints = n.as<int64_t>(); }},
@@ -251,6 +266,11 @@ int main(int argc, char** argv) {
                  "--max-scene-triangles >= 1\n";
     return 2;
   }
+  if (f.server.limits.max_cloud_points < 1 || f.server.limits.max_scene_cloud_points < 1 || f.max_tracker_mb < 0) {
+    std::cerr << "proximityd: --max-cloud-points and --max-scene-cloud-points must be >= 1, --max-tracker-mb >= 0\n";
+    return 2;
+  }
+  f.server.limits.max_tracker_bytes = f.max_tracker_mb << 20;
   if (f.server.limits.build.max_links < 1 || f.server.limits.build.max_joints < 1 ||
       f.server.limits.build.max_link_triangles < 1 || f.server.limits.build.max_self_pairs < 1) {
     std::cerr << "proximityd: --max-links, --max-joints, --max-link-triangles and --max-self-pairs must be >= 1\n";

@@ -116,8 +116,35 @@ Part OwnedPart(v1::GeometryGroup* group, const RigidTransform& X, std::string sh
   return p;
 }
 
-// A scene geometry (mesh or primitive) posed at X in its owner's frame.
+// A point cloud drawn as a small octahedron of its radius about each point, at most kDisplayCloudPoints
+// of them (evenly through the cloud's tree order, which is spatially coherent).
+TriangleMesh CloudMesh(const core::PointCloud& cloud) {
+  TriangleMesh m;
+  const int32_t n = cloud.num_points();
+  const int32_t shown = std::min(n, kDisplayCloudPoints);
+  for (int32_t k = 0; k < shown; ++k) {
+    const int32_t i = static_cast<int32_t>(static_cast<int64_t>(k) * n / shown);
+    const core::Vec3& c = cloud.point(i);
+    const double r = std::max(cloud.point_radius(i), 1e-3);
+    const int32_t base = static_cast<int32_t>(m.vertices.size());
+    for (int a = 0; a < 3; ++a) {
+      for (double sign : {1.0, -1.0}) {
+        core::Vec3 v = c;
+        v[a] += sign * r;
+        m.vertices.push_back(v);
+      }
+    }
+    // Vertices: +x -x +y -y +z -z; eight faces, outward.
+    static constexpr int32_t kFaces[8][3] = {{0, 2, 4}, {2, 1, 4}, {1, 3, 4}, {3, 0, 4},
+                                             {2, 0, 5}, {1, 2, 5}, {3, 1, 5}, {0, 3, 5}};
+    for (const auto& f : kFaces) m.triangles.push_back({base + f[0], base + f[1], base + f[2]});
+  }
+  return m;
+}
+
+// A scene geometry (mesh, primitive or point cloud) posed at X in its owner's frame.
 Part GeometryToPart(v1::GeometryGroup* group, const RigidTransform& X, const core::Geometry& g) {
+  if (g.is_cloud()) return OwnedPart(group, X, "point_cloud", CloudMesh(*g.cloud));
   if (g.is_mesh()) return MeshPart(group, X, *g.mesh, g.hull);
   return std::visit(
       [&](const auto& s) -> Part {

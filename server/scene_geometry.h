@@ -43,6 +43,8 @@ inline int64_t PoseBytes(int64_t count, int64_t links) { return count * links * 
 /// Tessellation of primitives for display: segments around an axis, and sphere subdivisions.
 inline constexpr int kDisplaySegments = 32;
 inline constexpr int kDisplaySphereSubdivisions = 2;
+/// Points of a cloud drawn (as octahedra of their radius) at most; beyond, an even subset.
+inline constexpr int32_t kDisplayCloudPoints = 20000;
 
 /// The scene's geometry as triangle meshes, at most `max_triangles` in all: when the meshes hold more,
 /// the largest are sent as their convex hulls until the rest fits. Errors: RESOURCE_EXHAUSTED naming

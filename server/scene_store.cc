@@ -135,10 +135,12 @@ Status HashFiles(const std::vector<std::string>& paths, const core::FileAccess& 
   return {};
 }
 
-// Bytes of a geometry's own arrays (a mesh with its hierarchies, a hull, a polytope); primitives hold none.
+// Bytes of a geometry's own arrays (a mesh with its hierarchies, a cloud with its tree, a hull, a
+// polytope); primitives hold none.
 int64_t GeometryBytes(const core::Geometry& g) {
   int64_t bytes = static_cast<int64_t>(sizeof(core::Geometry));
   if (g.mesh != nullptr) bytes += g.mesh->MemoryBytes();
+  if (g.cloud != nullptr) bytes += g.cloud->MemoryBytes();
   if (g.hull != nullptr) bytes += g.hull->MemoryBytes();
   if (const auto* p = std::get_if<std::shared_ptr<const core::ConvexPolytope>>(&g.shape); p != nullptr && *p) {
     bytes += (*p)->MemoryBytes();
@@ -237,7 +239,8 @@ Result<std::shared_ptr<const SceneEntry>> BuildScene(const v1::CreateSceneReques
     }
     core::WorldObject object;
     ObjectFrame frame;
-    if (Status s = ToWorldObject(o, field, &object, &frame, &files); !s.ok()) return s.error();
+    const CloudContext clouds{d.robot.get(), d.X_WB};
+    if (Status s = ToWorldObject(o, field, &object, &frame, &files, &clouds); !s.ok()) return s.error();
     if (!entry->frames.emplace(o.id(), std::move(frame)).second) {
       return core::InvalidArgument(field + ".id: object '" + o.id() + "' appears twice");
     }
@@ -287,7 +290,9 @@ Result<std::string> UpdateSceneId(const SceneEntry& parent, const v1::UpdateWorl
   hasher.Add("UpdateWorldRequest", canonical);
   std::vector<std::string> paths;
   for (const v1::CollisionObject& o : request.objects()) {
-    if (o.operation() == v1::CollisionObject::OPERATION_ADD) AddMeshFilePaths(o.parts(), &paths);
+    if (o.operation() == v1::CollisionObject::OPERATION_ADD || o.operation() == v1::CollisionObject::OPERATION_REPLACE) {
+      AddMeshFilePaths(o.parts(), &paths);
+    }
   }
   if (Status s = HashFiles(paths, file_access, &hasher); !s.ok()) return s.error();
   return hasher.Id();
@@ -324,9 +329,20 @@ Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, 
         }
         core::WorldObject object;
         ObjectFrame frame;
-        if (Status s = ToWorldObject(o, field, &object, &frame, &files); !s.ok()) return s.error();
+        const CloudContext clouds{&scene.robot(), scene.X_WB()};
+        if (Status s = ToWorldObject(o, field, &object, &frame, &files, &clouds); !s.ok()) return s.error();
         entry->frames.emplace(o.id(), std::move(frame));
         update.add.push_back(std::move(object));
+        break;
+      }
+      case v1::CollisionObject::OPERATION_REPLACE: {
+        // New parts and pose for an id, or a new object: a sensor's cloud refreshed every frame.
+        core::WorldObject object;
+        ObjectFrame frame;
+        const CloudContext clouds{&scene.robot(), scene.X_WB()};
+        if (Status s = ToWorldObject(o, field, &object, &frame, &files, &clouds); !s.ok()) return s.error();
+        entry->frames[o.id()] = std::move(frame);
+        (exists ? update.replace : update.add).push_back(std::move(object));
         break;
       }
       case v1::CollisionObject::OPERATION_REMOVE:

@@ -103,6 +103,11 @@ grpc::Status ProximityServiceImpl::CreateScene(grpc::ServerContext* context, con
         !s.ok()) {
       return ToGrpcStatus(s);
     }
+    if (core::Status s = CheckCloudPoints(CloudPoints(*request), 0, limits_.max_cloud_points,
+                                          limits_.max_scene_cloud_points);
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     if (!request->name().empty()) {
       if (core::Status s = CheckSceneName(request->name(), "name"); !s.ok()) return ToGrpcStatus(s);
     }
@@ -175,6 +180,11 @@ grpc::Status ProximityServiceImpl::UpdateWorld(grpc::ServerContext* context, con
     const SceneEntry& parent = call.entry();
     if (core::Status s = CheckSceneTriangles(static_cast<int64_t>(parent.info.triangles()) + InlineTriangles(*request),
                                              limits_.max_scene_triangles, kSceneTrianglesOption);
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    if (core::Status s = CheckCloudPoints(CloudPoints(*request), SceneCloudPoints(*parent.scene),
+                                          limits_.max_cloud_points, limits_.max_scene_cloud_points);
         !s.ok()) {
       return ToGrpcStatus(s);
     }

@@ -722,9 +722,11 @@ class Client:
 
     def update_world(self, add: Iterable["pb.CollisionObject"] = (),
                      move: Union[Mapping[str, geometry.PoseLike], Iterable[Tuple[str, geometry.PoseLike]]] = (),
-                     remove: Iterable[str] = (), *, scene: Optional[str] = None, move_names: bool = False,
+                     remove: Iterable[str] = (), *, replace: Iterable["pb.CollisionObject"] = (),
+                     scene: Optional[str] = None, move_names: bool = False,
                      timeout: Optional[float] = None) -> SceneInfo:
-        """Adds, moves (id -> new pose of the object frame) or removes world objects.
+        """Adds, moves (id -> new pose of the object frame), replaces (new parts and pose for an id, or a
+        new object: a sensor's point cloud refreshed each frame) or removes world objects.
 
         The result is a new scene (new id, version + 1); the old one stays loaded. Names stay on the
         version they were given to, unless ``move_names``: then the scene's names move to the new version
@@ -736,6 +738,11 @@ class Client:
             c = pb.CollisionObject()
             c.CopyFrom(o)
             c.operation = pb.CollisionObject.OPERATION_ADD
+            objs.append(c)
+        for o in replace:
+            c = pb.CollisionObject()
+            c.CopyFrom(o)
+            c.operation = pb.CollisionObject.OPERATION_REPLACE
             objs.append(c)
         moves = move.items() if isinstance(move, Mapping) else move
         for oid, p in moves:

@@ -117,6 +117,37 @@ def mesh_file(path: str, scale: Sequence[float] = (1.0, 1.0, 1.0), at: PoseLike 
     return _part(pb.Shape(mesh_file=pb.MeshFile(path=str(path), scale=pb.Vector3(x=sx, y=sy, z=sz))), at)
 
 
+def point_cloud_part(points: "np.ndarray | Sequence[Sequence[float]]", radius: float, frame: str = "",
+                     state: Optional[Sequence[float]] = None, voxel_size: Optional[float] = None,
+                     self_filter_padding: Optional[float] = None, at: PoseLike = None) -> "pb.ObjectPart":
+    """Sensed points ((n, 3), metres) as balls of ``radius``: sent packed as float32.
+
+    ``frame``: "" for the part's frame (the object frame by ``at``), or a robot link whose frame the
+    points are in at ``state`` (joint values in the scene's order). ``voxel_size``: the server's filter
+    (None: ``radius``; 0: keep every point). ``self_filter_padding`` (with ``state``): points within it of
+    the robot's links at ``state`` are dropped."""
+    p = np.asarray(points, dtype=np.float32)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise ValueError(f"point cloud points must have shape (n, 3), got {p.shape}")
+    cloud = pb.PointCloud(points=np.ascontiguousarray(p).astype("<f4").tobytes(), radius=float(radius),
+                          frame=str(frame))
+    if voxel_size is not None:
+        cloud.voxel_size = float(voxel_size)
+    if state is not None:
+        cloud.state.extend(float(v) for v in state)
+    if self_filter_padding is not None:
+        cloud.self_filter_padding = float(self_filter_padding)
+    return _part(pb.Shape(point_cloud=cloud), at)
+
+
+def point_cloud(id: str, points: "np.ndarray | Sequence[Sequence[float]]", frame: str = "", radius: float = 0.0,
+                **options) -> "pb.CollisionObject":
+    """A world object ``id`` holding one point cloud (see :func:`point_cloud_part` for ``options``:
+    state, voxel_size, self_filter_padding, at), for ``update_world(add=...)`` or ``replace=...``."""
+    at = options.pop("at", None)
+    return pb.CollisionObject(id=id, pose=as_pose(at), parts=[point_cloud_part(points, radius, frame, **options)])
+
+
 def collision_object(id: str, parts: Iterable["pb.ObjectPart"], at: PoseLike = None) -> "pb.CollisionObject":
     """A world object ``id`` made of ``parts`` (posed in the object frame), the object frame at ``at``."""
     return pb.CollisionObject(id=id, pose=as_pose(at), parts=list(parts))
@@ -129,4 +160,5 @@ def attached_object(id: str, link: str, parts: Iterable["pb.ObjectPart"],
 
 
 __all__ = ["pose", "as_pose", "quaternion_from_rpy", "box", "sphere", "cylinder", "capsule", "cone",
-           "convex_hull", "mesh", "mesh_file", "collision_object", "attached_object"]
+           "convex_hull", "mesh", "mesh_file", "point_cloud_part", "point_cloud", "collision_object",
+           "attached_object"]

@@ -461,7 +461,7 @@ def _vec(m: "pb.Vector3") -> np.ndarray:
     return np.array([m.x, m.y, m.z])
 
 
-_METHODS = {0: "", 1: "convex", 2: "mesh_bracket", 3: "apart"}
+_METHODS = {0: "", 1: "convex", 2: "mesh_bracket", 3: "apart", 4: "cloud"}
 
 
 @dataclass(frozen=True)
@@ -470,7 +470,8 @@ class PairContact:
     ``depth_lower <= depth <= depth_upper``, the unit normal from the robot side towards the other side,
     the deepest points on each side and the contact points (world frame). ``method`` says how the depth
     was found: ``"convex"`` (EPA, exact), ``"mesh_bracket"`` (non-convex meshes: the deepest intersecting
-    triangle pair, bounded above by the hulls' depth) or ``"apart"`` (within the padding only)."""
+    triangle pair, bounded above by the hulls' depth), ``"cloud"`` (a point cloud: the deepest ball's exact depth) or
+    ``"apart"`` (within the padding only)."""
 
     pair: Pair
     depth: float
