@@ -28,6 +28,10 @@ struct SuiteOptions {
   std::string problems_dir;   ///< Robot and planning suites: MotionBenchMaker-format problems; "" keeps the default.
   std::string out_dir;        ///< generate: the new folder to write the problems into.
   int count = 100;            ///< generate: how many problems.
+  /// Robot and planning suites: each problem's world replaced by points sampled on its obstacles'
+  /// surfaces this far apart (metres), one point cloud of balls of half that radius (the peer: an FCL
+  /// octree of this resolution, as MoveIt keeps sensed worlds); 0 keeps the primitives.
+  double cloud_spacing = 0.0;
   /// robot: the case groups to run (clear, distance, link); empty runs them all.
   std::vector<std::string> cases;
   bool RunsCase(const std::string& group) const {

@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
   app.add_option("--problems", options.problems_dir,
                  "robot, mbm: a folder of MotionBenchMaker-format problems (sceneNNNN.yaml + requestNNNN.yaml "
                  "in family folders, any depth); --quick keeps the first 5 of each family");
+  app.add_option("--cloud", options.cloud_spacing,
+                 "robot, mbm: replace each problem's world by points sampled on its obstacles' surfaces this far "
+                 "apart (m), one point cloud of balls of half that radius; the peer checks an FCL octree of that "
+                 "resolution")
+      ->check(CLI::PositiveNumber);
   std::vector<std::string> all_cases(kRobotCases.begin(), kRobotCases.end());
   all_cases.insert(all_cases.end(), kServiceCases.begin(), kServiceCases.end());
   app.add_option("--cases", options.cases,
@@ -131,6 +136,7 @@ int main(int argc, char** argv) {
       if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to the robot, mbm and track suites and generate");
     }
   }
+  if (suite != "robot" && suite != "mbm" && app.count("--cloud") > 0) return misuse("--cloud applies to the robot and mbm suites");
   if (suite == "track" && app.count("--problems") > 0) {
     return misuse("--problems applies to the robot and mbm suites (track makes its own worlds)");
   }

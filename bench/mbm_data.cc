@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <cmath>
+#include <functional>
 #include <map>
+#include <random>
 #include <regex>
 #include <set>
 
@@ -207,11 +210,90 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
   return 0;
 }
 
+std::vector<core::Vec3> SampleSurfaces(const std::vector<core::WorldObject>& objects, double spacing, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<core::Vec3> out;
+  const double per_area = 1.0 / (spacing * spacing);
+  auto count = [&](double area) {
+    const double n = area * per_area;
+    return static_cast<int64_t>(n) + (u(rng) < n - std::floor(n) ? 1 : 0);
+  };
+  for (const core::WorldObject& o : objects) {
+    for (const core::ObjectPart& part : o.parts) {
+      const core::Geometry& g = part.geometry;
+      auto put = [&](const core::Vec3& p_G) { out.push_back(part.X_WG * p_G); };
+      if (const auto* b = std::get_if<core::Box>(&g.shape); b != nullptr && g.is_primitive()) {
+        const core::Vec3 h = b->half_extents;
+        for (int axis = 0; axis < 3; ++axis) {
+          const int a1 = (axis + 1) % 3, a2 = (axis + 2) % 3;
+          for (const double side : {-1.0, 1.0}) {
+            const int64_t n = count(4.0 * h[a1] * h[a2]);
+            for (int64_t k = 0; k < n; ++k) {
+              core::Vec3 p;
+              p[axis] = side * h[axis];
+              p[a1] = (2.0 * u(rng) - 1.0) * h[a1];
+              p[a2] = (2.0 * u(rng) - 1.0) * h[a2];
+              put(p);
+            }
+          }
+        }
+      } else if (const auto* c = std::get_if<core::Cylinder>(&g.shape); c != nullptr && g.is_primitive()) {
+        const int64_t side = count(2.0 * M_PI * c->radius * 2.0 * c->half_length);
+        for (int64_t k = 0; k < side; ++k) {
+          const double t = 2.0 * M_PI * u(rng);
+          put(core::Vec3(c->radius * std::cos(t), c->radius * std::sin(t), (2.0 * u(rng) - 1.0) * c->half_length));
+        }
+        for (const double z : {-c->half_length, c->half_length}) {
+          const int64_t n = count(M_PI * c->radius * c->radius);
+          for (int64_t k = 0; k < n; ++k) {
+            const double t = 2.0 * M_PI * u(rng), r = c->radius * std::sqrt(u(rng));
+            put(core::Vec3(r * std::cos(t), r * std::sin(t), z));
+          }
+        }
+      } else if (const auto* sp = std::get_if<core::Sphere>(&g.shape); sp != nullptr && g.is_primitive()) {
+        const int64_t n = count(4.0 * M_PI * sp->radius * sp->radius);
+        std::normal_distribution<double> gauss;
+        for (int64_t k = 0; k < n; ++k) {
+          core::Vec3 d(gauss(rng), gauss(rng), gauss(rng));
+          put(sp->center + sp->radius * d.normalized());
+        }
+      }
+    }
+  }
+  return out;
+}
+
+core::Result<core::WorldObject> SensedWorld(const std::vector<core::WorldObject>& objects, double spacing, uint64_t seed,
+                                            SensedWorldStats* stats) {
+  const std::vector<core::Vec3> points = SampleSurfaces(objects, spacing, seed);
+  const double t0 = Now();
+  auto cloud = core::PointCloud::Build(points, 0.5 * spacing, {}, "sensed world");
+  const double t1 = Now();
+  if (!cloud.ok()) return cloud.error();
+  if (stats != nullptr) {
+    stats->points = static_cast<int64_t>(points.size());
+    stats->kept = cloud.value()->num_points();
+    stats->build_s = t1 - t0;
+  }
+  core::WorldObject o;
+  o.id = "sensed";
+  o.parts.push_back({core::Geometry::Cloud(std::move(cloud).value()), core::RigidTransform::Identity()});
+  return o;
+}
+
 core::Result<std::shared_ptr<const core::Scene>> BuildProblemScene(const mbm::MbmProblem& p,
-                                                                 const std::shared_ptr<core::SelfClearanceMaps>& maps) {
+                                                                 const std::shared_ptr<core::SelfClearanceMaps>& maps,
+                                                                 double cloud_spacing, SensedWorldStats* stats) {
   auto description = mbm::MbmSceneDescription(p.scene, maps->robot());
   if (!description.ok()) return description.error();
   description.value().self_clearance_maps = maps;
+  if (cloud_spacing > 0.0) {
+    auto sensed = SensedWorld(description.value().objects, cloud_spacing, std::hash<std::string>()(p.name), stats);
+    if (!sensed.ok()) return sensed.error();
+    description.value().objects = {std::move(sensed).value()};
+    description.value().allowed_pairs.clear();  // they named the objects replaced
+  }
   return core::Scene::Build(std::move(description).value());
 }
 

@@ -61,10 +61,29 @@ int LoadMbmData(const std::string& suite, const SuiteOptions& options, MbmData* 
 /// not a folder or holds no problem; reader errors name the file.
 [[nodiscard]] core::Result<std::vector<mbm::MbmProblem>> LoadProblemTree(const std::string& root);
 
+/// Points sampled uniformly on the surfaces of `objects`' boxes, cylinders and spheres (posed in the
+/// world), about `spacing` apart (one per spacing^2 of area), seeded: what a depth camera seeing every
+/// side would report.
+std::vector<core::Vec3> SampleSurfaces(const std::vector<core::WorldObject>& objects, double spacing, uint64_t seed);
+
+/// What turning a world into a cloud cost: points sampled, kept, and the filter and build time.
+struct SensedWorldStats {
+  int64_t points = 0;
+  int64_t kept = 0;
+  double build_s = 0.0;
+};
+
+/// `objects` replaced by one object "sensed": the points SampleSurfaces gives as a cloud of radius
+/// spacing / 2 (the default filter).
+[[nodiscard]] core::Result<core::WorldObject> SensedWorld(const std::vector<core::WorldObject>& objects, double spacing,
+                                                          uint64_t seed, SensedWorldStats* stats = nullptr);
+
 /// Problem `p`'s scene on the robot of `maps`: its MotionBenchMaker description, built with those
-/// self-clearance maps (shared with the robot's other scenes).
+/// self-clearance maps (shared with the robot's other scenes); with `cloud_spacing` > 0 its world is
+/// SensedWorld's (seeded by the problem's number).
 [[nodiscard]] core::Result<std::shared_ptr<const core::Scene>> BuildProblemScene(
-    const mbm::MbmProblem& p, const std::shared_ptr<core::SelfClearanceMaps>& maps);
+    const mbm::MbmProblem& p, const std::shared_ptr<core::SelfClearanceMaps>& maps, double cloud_spacing = 0.0,
+    SensedWorldStats* stats = nullptr);
 
 /// Problem `p`'s start and goal configurations on `robot`.
 [[nodiscard]] core::Result<std::pair<std::vector<double>, std::vector<double>>> ProblemEnds(

@@ -396,7 +396,7 @@ int MbmSuite::Load() {
 // Problem k's scene, the peer's world on it, and its start and goal.
 int MbmSuite::BuildProblem(size_t k, Problem* problem) const {
   const MbmProblem& p = problems()[k];
-  auto scene = BuildProblemScene(p, data_.maps);
+  auto scene = BuildProblemScene(p, data_.maps, options_.cloud_spacing);
   auto ends = ProblemEnds(p, *robot_);
   if (!scene.ok() || !ends.ok()) {
     std::cerr << "mbm: " << p.name << ": " << (!scene.ok() ? scene.error() : ends.error()).message << "\n";

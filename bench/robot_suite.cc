@@ -262,6 +262,8 @@ class RobotSuite {
   std::vector<double> dense_;
   int64_t dense_states_ = 0, dense_peer_disagree_ = 0;
   EdgeRun certified_, planning_, discrete_, link_peer_;
+  // --cloud: each problem's sensed world (points, kept, filter and build time).
+  std::vector<SensedWorldStats> sensed_;
 };
 
 double RobotSuite::Lower(int32_t j) const {
@@ -304,6 +306,43 @@ int RobotSuite::Load() {
   load_line.Add("robot_and_scenes_load_s", load_s).Add("self_clearance_fill_s", fill_s);
   load_line.Add("rss_mb", ResidentMegabytes());
   load_line.Print();
+  if (options_.cloud_spacing > 0.0) {
+    // The sensed worlds: points per problem, kept after the filter, and the filter and build time per
+    // 100,000 points sent (the "filtered and ready" figure), as the median over problems.
+    std::vector<double> points, kept, per_100k, build_ms;
+    for (const SensedWorldStats& w : sensed_) {
+      points.push_back(static_cast<double>(w.points));
+      kept.push_back(static_cast<double>(w.kept));
+      build_ms.push_back(1e3 * w.build_s);
+      if (w.points > 0) per_100k.push_back(1e3 * w.build_s * 1e5 / static_cast<double>(w.points));
+    }
+    JsonLine cloud_line;
+    cloud_line.Add("suite", "robot").Add("case", "cloud_build").Add("robot", robot_->name());
+    cloud_line.Add("spacing_m", options_.cloud_spacing).Add("radius_m", 0.5 * options_.cloud_spacing);
+    cloud_line.Add("points_median", Median(points)).Add("points_max", *std::max_element(points.begin(), points.end()));
+    cloud_line.Add("kept_median", Median(kept)).Add("build_ms_median", Median(build_ms));
+    cloud_line.Add("build_ms_per_100k_points_median", Median(per_100k));
+    // One cloud of 100,000 points: the first problem's obstacles sampled densely enough, built 5 times.
+    auto first = mbm::MbmSceneDescription(problems()[0].scene, robot_);
+    if (first.ok() && sensed_[0].points > 0) {
+      const double spacing = options_.cloud_spacing * std::sqrt(static_cast<double>(sensed_[0].points) / 1e5);
+      std::vector<double> ms;
+      int64_t n = 0, n_kept = 0;
+      for (int rep = 0; rep < 5; ++rep) {
+        SensedWorldStats w;
+        if (SensedWorld(first.value().objects, spacing, 7, &w).ok()) {
+          ms.push_back(1e3 * w.build_s);
+          n = w.points;
+          n_kept = w.kept;
+        }
+      }
+      if (!ms.empty()) {
+        cloud_line.Add("cloud_100k_points", n).Add("cloud_100k_kept", n_kept);
+        cloud_line.Add("cloud_100k_build_ms_min", *std::min_element(ms.begin(), ms.end()));
+      }
+    }
+    cloud_line.Print();
+  }
   size_t primitives = 0;
   for (const FclWorld& world : worlds_) primitives += world.objects.size();
   fcl_robot_.emplace(*robot_);
@@ -320,7 +359,9 @@ int RobotSuite::Load() {
 // Problem k's scenes, its start and goal states and its family.
 int RobotSuite::AddProblem(int32_t k) {
   const MbmProblem& p = problems()[k];
-  auto scene = BuildProblemScene(p, data_.maps);
+  SensedWorldStats sensed;
+  auto scene = BuildProblemScene(p, data_.maps, options_.cloud_spacing, &sensed);
+  sensed_.push_back(sensed);
   auto ends = ProblemEnds(p, *robot_);
   if (!scene.ok() || !ends.ok()) {
     std::cerr << "robot: " << p.name << ": " << (!scene.ok() ? scene.error() : ends.error()).message << "\n";

@@ -110,6 +110,18 @@ inline std::shared_ptr<fcl::CollisionGeometryd> FclWorldGeometry(const core::Obj
                                                                  fcl::Transform3d* X_WG) {
   *X_WG = FclPose(part.X_WG);
   if (part.geometry.is_mesh()) return FclMesh<fcl::OBBRSSd>(part.geometry.mesh->mesh());
+  if (part.geometry.is_cloud()) {
+    // As MoveIt keeps sensed points: an octomap of occupied cells (resolution: the balls' diameter),
+    // checked by FCL's octree collision.
+    const core::PointCloud& cloud = *part.geometry.cloud;
+    auto tree = std::make_shared<octomap::OcTree>(std::max(2.0 * cloud.radius(), 1e-3));
+    for (int32_t i = 0; i < cloud.num_points(); ++i) {
+      const core::Vec3& p = cloud.point(i);
+      tree->updateNode(octomap::point3d(static_cast<float>(p.x()), static_cast<float>(p.y()), static_cast<float>(p.z())),
+                       true);
+    }
+    return std::make_shared<fcl::OcTreed>(tree);
+  }
   if (const auto* b = std::get_if<core::Box>(&part.geometry.shape)) {
     return std::make_shared<fcl::Boxd>(2.0 * b->half_extents);
   }
