@@ -437,7 +437,7 @@ Result<core::AttachedObject> ToAttachedObject(const v1::AttachedObject& object, 
 }
 
 Status ResolveState(const core::RobotModel& robot, const v1::JointPositions& state, std::string_view field,
-                    std::vector<double>* q) {
+                    std::vector<double>* q, std::vector<std::string>* warnings) {
   const int32_t dof = robot.num_positions();
   if (!state.named_state().empty()) {
     if (state.positions_size() != 0 || state.joint_names_size() != 0) {
@@ -464,11 +464,35 @@ Status ResolveState(const core::RobotModel& robot, const v1::JointPositions& sta
     // The unary hot path: scratch kept per thread, so resolving names allocates nothing once warm.
     thread_local std::vector<int32_t> column;
     thread_local std::vector<uint8_t> seen;
-    column.resize(static_cast<size_t>(state.joint_names_size()));
-    if (Status s = MapColumns(robot, state.joint_names(), field, column.data(), &seen); !s.ok()) {
-      return s;
+    bool unknown = false;
+    for (const std::string& name : state.joint_names()) unknown = unknown || !robot.FindJoint(name).ok();
+    if (!unknown) {
+      column.resize(static_cast<size_t>(state.joint_names_size()));
+      if (Status s = MapColumns(robot, state.joint_names(), field, column.data(), &seen); !s.ok()) {
+        return s;
+      }
+      for (int i = 0; i < state.positions_size(); ++i) (*q)[static_cast<size_t>(column[i])] = state.positions(i);
+    } else {
+      // Entries for joints the robot lacks are ignored, as MoveIt ignores them in a joint state, with
+      // one warning naming them; the robot's own joints are still required exactly once.
+      std::vector<std::string> names, ignored;
+      std::vector<double> values;
+      for (int i = 0; i < state.joint_names_size(); ++i) {
+        if (robot.FindJoint(state.joint_names(i)).ok()) {
+          names.push_back(state.joint_names(i));
+          values.push_back(state.positions(i));
+        } else {
+          ignored.push_back("'" + state.joint_names(i) + "'");
+        }
+      }
+      column.resize(names.size());
+      if (Status s = MapColumns(robot, names, field, column.data(), &seen); !s.ok()) return s;
+      for (size_t i = 0; i < values.size(); ++i) (*q)[static_cast<size_t>(column[i])] = values[i];
+      if (warnings != nullptr) {
+        warnings->push_back(Str(field) + ": ignored " + std::to_string(ignored.size()) +
+                            " value(s) for joint(s) robot '" + robot.name() + "' does not have: " + JoinNames(ignored));
+      }
     }
-    for (int i = 0; i < state.positions_size(); ++i) (*q)[static_cast<size_t>(column[i])] = state.positions(i);
   }
   for (int32_t j = 0; j < dof; ++j) {
     if (!std::isfinite((*q)[static_cast<size_t>(j)])) {
@@ -999,12 +1023,22 @@ Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_t
 }
 
 Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request, std::vector<double>* start,
-                  std::vector<double>* goal) {
-  if (Status s = ResolveState(robot, request.start(), "start", start); !s.ok()) return s;
-  if (Status s = ResolveState(robot, request.goal(), "goal", goal); !s.ok()) return s;
-  if (Status s = robot.CheckLimits(*start); !s.ok()) return WithField("start", s.error());
-  if (Status s = robot.CheckLimits(*goal); !s.ok()) return WithField("goal", s.error());
-  return {};
+                  std::vector<double>* goal, std::vector<std::string>* warnings) {
+  if (Status s = ResolveState(robot, request.start(), "start", start, warnings); !s.ok()) return s;
+  if (Status s = ResolveState(robot, request.goal(), "goal", goal, warnings); !s.ok()) return s;
+  // Values just outside a limit are clamped to it (MoveIt's start_state_max_bounds_error for the start,
+  // a goal joint tolerance for the goal), with one warning each; values further out are refused.
+  const auto clamp = [&](std::vector<double>* q, const char* what, double tolerance) -> Status {
+    const std::vector<double> given = *q;
+    auto clamped = robot.ClampToLimits(*q, tolerance);
+    if (!clamped.ok()) return WithField(what, clamped.error());
+    if (!clamped.value().empty() && warnings != nullptr) {
+      warnings->push_back(robot.ClampWarning(what, given, *q, clamped.value(), tolerance));
+    }
+    return {};
+  };
+  if (Status s = clamp(start, "start", core::kStartBoundsTolerance); !s.ok()) return s;
+  return clamp(goal, "goal", core::kGoalBoundsTolerance);
 }
 
 v1::Planner ToWire(planners::PlannerType type) {
@@ -1059,6 +1093,9 @@ void ToWire(const planners::JointSpace& space, const core::RobotModel& robot,
       space.SegmentEnd(std::span<const double>(rows.data() + (i - 1) * dof, dof), path[i], row);
     }
   }
+  // The last row is the goal as given: unwrapping may have left a continuous joint 2 pi k away from it,
+  // the same angle, which the last segment (turning the short way, as every motion query does) reaches.
+  if (path.size() > 1) std::copy(path.back().begin(), path.back().end(), rows.end() - static_cast<std::ptrdiff_t>(dof));
   out->set_positions_f64le(std::string(reinterpret_cast<const char*>(rows.data()), rows.size() * sizeof(double)));
   out->set_width(static_cast<uint32_t>(dof));
   out->set_count(static_cast<uint32_t>(path.size()));

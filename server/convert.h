@@ -92,9 +92,12 @@ struct ObjectFrame {
                                                                   FileReads* files);
 
 /// One configuration in the scene's joint order: by name (every active joint exactly once, any
-/// order), in scene order, or a named SRDF group state. Writes dof() values to `q` (resized).
+/// order; names of joints the robot lacks are ignored, as MoveIt ignores them, with one sentence
+/// naming them appended to `warnings` when given), in scene order, or a named SRDF group state.
+/// Writes dof() values to `q` (resized).
 [[nodiscard]] core::Status ResolveState(const core::RobotModel& robot, const v1::JointPositions& state,
-                                        std::string_view field, std::vector<double>* q);
+                                        std::string_view field, std::vector<double>* q,
+                                        std::vector<std::string>* warnings = nullptr);
 
 /// Many configurations: rows of `cols` values in the request's column order, from repeated or
 /// packed doubles, copied out row by row in the scene's joint order.
@@ -262,9 +265,12 @@ struct PlanSettings {
                                                         std::string_view limit_name);
 
 /// The start and goal of a PlanRequest in the scene's joint order (ResolveState), each within the
-/// joint limits (the planner's space is bounded by them): errors name "start" or "goal".
+/// joint limits (the planner's space is bounded by them): a value within core::kStartBoundsTolerance
+/// (start) or core::kGoalBoundsTolerance (goal) of a limit is clamped to it, with one sentence appended
+/// to `warnings`; errors name "start" or "goal", and the joint, its value and its limits.
 [[nodiscard]] core::Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request,
-                                      std::vector<double>* start, std::vector<double>* goal);
+                                      std::vector<double>* start, std::vector<double>* goal,
+                                      std::vector<std::string>* warnings = nullptr);
 
 /// The wire names of planner types and outcomes.
 v1::Planner ToWire(planners::PlannerType type);
@@ -273,7 +279,9 @@ void ToWire(const planners::PlanStats& stats, v1::PlanStats* out);
 
 /// A planned path as packed rows in the scene's joint order, joint names set. Wrapping coordinates are
 /// unwrapped row by row (JointSpace::SegmentEnd), so each straight segment between rows is the one the
-/// planner validated and CheckPath checks.
+/// planner validated and CheckPath checks; the first and last rows are the path's ends exactly (the
+/// start and the goal as given: the last segment may then turn a continuous joint across +-pi, the
+/// short way, as every motion query reads it).
 void ToWire(const planners::JointSpace& space, const core::RobotModel& robot,
             const std::vector<planners::Configuration>& path, v1::Configurations* out);
 

@@ -711,7 +711,12 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
   return opening_.ServeScene(context, Rpc::kPlan, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
     std::vector<double> start, goal;
-    if (core::Status s = ToPlanEnds(scene.robot(), *request, &start, &goal); !s.ok()) return ToGrpcStatus(s);
+    std::vector<std::string> warnings;
+    if (core::Status s = ToPlanEnds(scene.robot(), *request, &start, &goal, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    if (!warnings.empty()) call.record().set_field("warnings", warnings);
+    for (std::string& w : warnings) response->add_warnings(std::move(w));
     auto settings = ToPlanSettings(*request, limits_.max_plan_seconds, kPlanSecondsOption);
     if (!settings.ok()) return ToGrpcStatus(settings.error());
     const PlanSettings& plan = settings.value();

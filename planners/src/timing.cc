@@ -37,7 +37,9 @@ core::Result<std::vector<double>> TimeFromStart(const core::RobotModel& robot, s
     double duration = 0.0;
     for (size_t j = 0; j < dof; ++j) {
       if (limits[j] <= 0.0) continue;
-      duration = std::max(duration, std::abs(path[i * dof + j] - path[(i - 1) * dof + j]) / limits[j]);
+      double delta = path[i * dof + j] - path[(i - 1) * dof + j];
+      if (robot.is_continuous(static_cast<int32_t>(j))) delta = core::ShortestTurn(delta);
+      duration = std::max(duration, std::abs(delta) / limits[j]);
     }
     t[i] = t[i - 1] + duration;
   }

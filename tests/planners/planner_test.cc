@@ -17,6 +17,7 @@
 #include "peers/fcl_robot.h"
 #include "proximity/mbm/mbm.h"
 #include "proximity/planners/scene_validity.h"
+#include "proximity/planners/timing.h"
 
 namespace proximity::planners {
 namespace {
@@ -411,6 +412,48 @@ TEST(Planner, TreesGrowInRoundsOfStepChains) {
     }
     EXPECT_GT(step_by_step.calls, 3);
     EXPECT_GE(step_by_step.largest_round, 4) << "no round of several samples";
+  }
+}
+
+// A continuous joint from 3.0 to -3.0 rad, with a post on the short way through pi: the planner goes round
+// through 0, and its path (in process, as over the wire) ends at the goal's value as given, not 2 pi away;
+// the time stamps count each segment's short turn.
+TEST(Planner, AContinuousJointEndsExactlyAtTheGoalGiven) {
+  auto robot = core::RobotModel::FromUrdfString(R"(<robot name="turntable">
+      <link name="base"><collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision></link>
+      <joint name="spin" type="continuous"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/>
+        <axis xyz="0 0 1"/><limit effort="1" velocity="2"/></joint>
+      <link name="arm"><collision><origin xyz="0.3 0 0"/><geometry><box size="0.4 0.05 0.05"/></geometry></collision></link>
+      </robot>)");
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  for (const bool blocked : {false, true}) {
+    SCOPED_TRACE(blocked ? "blocked at pi" : "free");
+    core::SceneDescription d;
+    d.robot = robot.value();
+    if (blocked) d.objects.push_back(BoxObject("post", Vec3(-0.41, -0.01, 0.0), Vec3(-0.39, 0.01, 0.2)));
+    auto built = Scene::Build(d);
+    ASSERT_TRUE(built.ok()) << built.error().message;
+    SceneSetup setup(built.value());
+    const std::vector<double> start{3.0}, goal{-3.0};
+    Termination termination;
+    termination.time_limit_s = 20.0;
+    auto result = Plan(setup.context, start, goal, PlannerOptions{}, termination);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    const PlanResult& r = result.value();
+    ASSERT_EQ(r.outcome, PlanOutcome::kSolved) << PlanOutcomeName(r.outcome);
+    EXPECT_EQ(r.path.front(), start);
+    EXPECT_EQ(r.path.back(), goal);
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, r.path), -1);
+    double turned = 0.0;
+    std::vector<double> rows;
+    for (size_t i = 0; i < r.path.size(); ++i) {
+      rows.push_back(r.path[i][0]);
+      if (i > 0) turned += core::ShortestTurn(r.path[i][0] - r.path[i - 1][0]);
+    }
+    EXPECT_NEAR(turned, blocked ? -6.0 : 2 * M_PI - 6.0, 1e-9);
+    auto times = TimeFromStart(*robot.value(), rows);
+    ASSERT_TRUE(times.ok()) << times.error().message;
+    EXPECT_NEAR(times.value().back(), (blocked ? 6.0 : 2 * M_PI - 6.0) / 2.0, 1e-9);
   }
 }
 

@@ -367,6 +367,56 @@ TEST_F(BlockedArmTest, AGroupPlanMovesOnlyTheGroupsJoints) {
   }
 }
 
+// Ends as MoveIt reads them: entries for joints the robot lacks are ignored, a start within 0.05 and a
+// goal within 1e-4 of a limit are clamped to it (the path runs from and to the clamped values), one
+// warning each in the response; further out is refused naming the end, the joint and its limits.
+TEST_F(BlockedArmTest, EndsAreReadAsMoveItReadsThem) {
+  // planar_2link: shoulder in [-3, 3], elbow in [-2.5, 2.5]; goal_ lies on the far side of the barrier.
+  v1::PlanRequest request = MakePlan(scene_, {0.5, -1.25}, goal_, v1::PLANNER_RRT_CONNECT, 1, 5.0);
+  request.mutable_start()->Clear();
+  for (const auto& [name, value] : std::vector<std::pair<std::string, double>>{
+           {"base_wheel", 4.0}, {"elbow", -2.53}, {"shoulder", 0.5}}) {
+    request.mutable_start()->add_joint_names(name);
+    request.mutable_start()->add_positions(value);
+  }
+  v1::PlanResponse response;
+  ASSERT_TRUE(Plan(request, &response).ok());
+  ASSERT_EQ(response.outcome(), v1::PLAN_OUTCOME_SOLVED) << response.message();
+  const auto rows = Rows(response.path());
+  EXPECT_EQ(rows.front(), (std::vector<double>{0.5, -2.5}));
+  EXPECT_EQ(rows.back(), goal_);
+  ASSERT_EQ(response.warnings_size(), 2);
+  EXPECT_NE(response.warnings(0).find("start: ignored 1 value(s) for joint(s) robot 'planar_2link' does not have: "
+                                      "'base_wheel'"),
+            std::string::npos)
+      << response.warnings(0);
+  EXPECT_NE(response.warnings(1).find("start: clamped joint 'elbow' from -2.53 to -2.5"), std::string::npos)
+      << response.warnings(1);
+
+  std::vector<double> goal = goal_;
+  goal[0] = 3.0 + 5e-5;
+  request = MakePlan(scene_, {0.5, -1.25}, goal, v1::PLANNER_RRT_CONNECT, 1, 5.0);
+  ASSERT_TRUE(Plan(request, &response).ok());
+  ASSERT_EQ(response.outcome(), v1::PLAN_OUTCOME_SOLVED) << response.message();
+  EXPECT_EQ(Rows(response.path()).back(), (std::vector<double>{3.0, goal_[1]}));
+  ASSERT_EQ(response.warnings_size(), 1);
+  EXPECT_NE(response.warnings(0).find("goal: clamped joint 'shoulder'"), std::string::npos) << response.warnings(0);
+
+  // In the limits: no warnings.
+  request = MakePlan(scene_, {0.5, -1.25}, goal_, v1::PLANNER_RRT_CONNECT, 1, 5.0);
+  ASSERT_TRUE(Plan(request, &response).ok());
+  EXPECT_EQ(response.warnings_size(), 0);
+  // Beyond the tolerances.
+  for (const auto& [start, to, needle] : std::vector<std::tuple<std::vector<double>, std::vector<double>, std::string>>{
+           {{0.5, -2.56}, goal_, "start: q[1] = -2.56 for joint 'elbow' is outside its limits [-2.5, 2.5]"},
+           {{0.5, -1.25}, {3.0002, goal_[1]}, "goal: q[0] = 3.0002 for joint 'shoulder' is outside its limits [-3, 3]"}}) {
+    request = MakePlan(scene_, start, to, v1::PLANNER_RRT_CONNECT, 1, 5.0);
+    const grpc::Status status = Plan(request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find(needle), std::string::npos) << status.error_message();
+  }
+}
+
 // The call's deadline, far shorter than the time limit, stops the planner: the server records the call
 // as DEADLINE_EXCEEDED (or CANCELLED), never OK, long before the 30 s time limit would.
 TEST_F(BlockedArmTest, AnExpiredDeadlineEndsThePlan) {
@@ -435,12 +485,12 @@ TEST_F(PlanTest, BadRequestsNameTheField) {
        grpc::StatusCode::INVALID_ARGUMENT, {"start", names[2], "not finite"}},
       {"wrong DOF goal", [](v1::PlanRequest* r) { r->mutable_goal()->mutable_positions()->RemoveLast(); },
        grpc::StatusCode::INVALID_ARGUMENT, {"goal.positions: expected 6 values"}},
-      {"unknown joint",
+      {"a joint the robot lacks in place of one it has",
        [&](v1::PlanRequest* r) {
          for (const auto& n : names) r->mutable_goal()->add_joint_names(n);
          r->mutable_goal()->set_joint_names(1, "bogus_joint");
        },
-       grpc::StatusCode::INVALID_ARGUMENT, {"goal.joint_names[1]", "unknown joint 'bogus_joint'"}},
+       grpc::StatusCode::INVALID_ARGUMENT, {"goal.joint_names", "joint '" + names[1] + "' is missing"}},
       {"unknown named state",
        [](v1::PlanRequest* r) {
          r->mutable_start()->Clear();

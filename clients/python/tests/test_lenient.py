@@ -10,9 +10,13 @@ import os
 import shutil
 from pathlib import Path
 
+import math
+import warnings
+
 import pytest
 
 import support
+from proximity_client import Client, InvalidArgumentError, ProximityWarning
 
 PLANAR = support.REPO / "tests" / "data" / "robots" / "planar_2link.urdf"
 WAM_DIR = Path("/usr/share/doc/dart/data/urdf/wam")
@@ -65,3 +69,79 @@ def test_package_found_by_its_package_xml_name(daemon: support.Daemon, tmp_path:
                     "--collision-from-visual")
     assert visual["scene_id"] != by_map["scene_id"] and visual["triangles"] > by_map["triangles"]
     shutil.rmtree(folder, ignore_errors=True)
+
+
+PLANAR_SRDF = support.REPO / "tests" / "data" / "robots" / "planar_2link.srdf"
+
+
+def test_srdf_virtual_joints_are_read_as_moveit_reads_them(daemon: support.Daemon, tmp_path: Path) -> None:
+    """A MoveIt configuration's <virtual_joint> and a <passive_joint> naming it load (a fixed one places the
+    robot, no warning); planar and floating ones are held at the identity with one warning."""
+    fixed = tmp_path / "fixed.srdf"
+    fixed.write_text("""<robot name="planar_2link">
+      <virtual_joint name="virtual_joint" type="fixed" parent_frame="world" child_link="base"/>
+      <group name="arm"><joint name="virtual_joint"/><chain base_link="base" tip_link="tip"/></group>
+      <passive_joint name="virtual_joint"/></robot>""")
+    doc = create(daemon, "--urdf", str(PLANAR), "--srdf", str(fixed))
+    assert doc["warnings"] == []
+    planar = tmp_path / "planar.srdf"
+    planar.write_text("""<robot name="planar_2link">
+      <virtual_joint name="base_joint" type="planar" parent_frame="odom" child_link="base"/>
+      <passive_joint name="base_joint"/></robot>""")
+    doc = create(daemon, "--urdf", str(PLANAR), "--srdf", str(planar))
+    assert len(doc["warnings"]) == 1 and "'base_joint' (planar)" in doc["warnings"][0], doc["warnings"]
+    other = tmp_path / "other.srdf"
+    other.write_text("""<robot name="planar_2link"><passive_joint name="virtual_joint"/></robot>""")
+    bad = support.run_cli(daemon, "scene", "create", "--urdf", str(PLANAR), "--srdf", str(other))
+    assert bad.returncode == 2 and "'virtual_joint'" in bad.stderr, bad.stderr
+
+
+def test_plan_ends_as_moveit_reads_them(client: Client) -> None:
+    """Plan ends: values for joints the scene lacks are ignored, a start within 0.05 and a goal within 1e-4
+    of a limit are clamped to it, one warning each (ProximityWarning and PlanResult.warnings); further out,
+    non-finite values and wrong counts are refused as before."""
+    s = client.create_scene(urdf_path=str(PLANAR), srdf_path=str(PLANAR_SRDF))  # shoulder +-3, elbow +-2.5
+    start = {"wheel_left": 0.7, "shoulder": 3.03, "elbow": 0.5, "wheel_right": 0.1}
+    goal = {"shoulder": 1.0, "elbow": 2.50005, "torso_lift": 0.2}
+    with pytest.warns(ProximityWarning) as caught:
+        r = client.plan(start, goal, scene=s.scene_id)
+    assert r.solved, r.message
+    assert r.path[0].tolist() == [3.0, 0.5] and r.path[-1].tolist() == [1.0, 2.5]
+    assert len(r.warnings) == 4 and len(caught) == 4, r.warnings
+    assert "start: ignored 2 value(s)" in r.warnings[0] and "'wheel_left', 'wheel_right'" in r.warnings[0]
+    assert "goal: ignored 1 value(s)" in r.warnings[1] and "'torso_lift'" in r.warnings[1]
+    assert "start: clamped joint 'shoulder' from 3.03 to 3 (within 0.05" in r.warnings[2], r.warnings[2]
+    assert "goal: clamped joint 'elbow' from 2.50005 to 2.5 (within 1e-04" in r.warnings[3], r.warnings[3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # in-limit ends in scene order: no warning
+        assert client.plan([1.0, 0.5], [1.0, 2.5], scene=s.scene_id).warnings == []
+    # A goal written at pi against limits of +-3.14159 (2.65e-6 out) is clamped.
+    spun = client.create_scene(urdf=PLANAR.read_text().replace('lower="-3" upper="3"',
+                                                               'lower="-3.14159" upper="3.14159"'))
+    with pytest.warns(ProximityWarning):
+        r = client.plan([0.0, 0.0], [math.pi, 0.0], scene=spun.scene_id)
+    assert r.solved and r.path[-1].tolist() == [3.14159, 0.0]
+
+    def refused(start_q, goal_q, *needles: str) -> None:
+        with pytest.raises(InvalidArgumentError) as e:
+            client.plan(start_q, goal_q, scene=s.scene_id)
+        for n in needles:
+            assert n in e.value.details, e.value.details
+
+    refused({"shoulder": 3.06, "elbow": 0.0}, [1.0, 0.0], "start", "'shoulder'", "3.06", "[-3, 3]")
+    refused([1.0, 0.0], {"shoulder": 1.0, "elbow": -2.5002}, "goal", "'elbow'", "-2.5002", "[-2.5, 2.5]")
+    refused({"shoulder": math.nan, "elbow": 0.0, "wheel": 1.0}, [1.0, 0.0], "start", "'shoulder'", "not finite")
+    refused({"elbow": 0.0, "wheel": 1.0}, [1.0, 0.0], "joint 'shoulder' is missing")
+    refused([1.0, 0.0, 0.3], [1.0, 0.0], "start.positions: expected 2 values")
+
+
+def test_cli_ignores_joints_the_scene_lacks_with_one_warning(daemon: support.Daemon, client: Client) -> None:
+    s = client.create_scene(urdf_path=str(PLANAR), srdf_path=str(PLANAR_SRDF))
+    p = support.run_cli(daemon, "plan", "--scene", s.scene_id, "--start=shoulder=1,elbow=0.5,wheel=3",
+                        "--goal=1.2,0.5", "--json")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("warning:") == 1 and "'wheel'" in p.stderr, p.stderr
+    assert json.loads(p.stdout)["warnings"] == [p.stderr.split("warning: ", 1)[1].strip()]
+    poses = support.run_cli(daemon, "poses", "--scene", s.scene_id, "--state=shoulder=1,elbow=0.5,wheel=3")
+    assert poses.returncode == 0, poses.stderr
+    assert poses.stderr.count("warning:") == 1 and "'wheel'" in poses.stderr, poses.stderr

@@ -15,7 +15,7 @@ import pytest
 
 import support
 from proximity_client import (Client, DeadlineExceededError, InvalidArgumentError, NotFoundError, PlanResult,
-                              SceneInfo, geometry)
+                              SceneInfo, geometry, kinematics)
 
 PLANAR_URDF = support.REPO / "tests" / "data" / "robots" / "planar_2link.urdf"
 PLANAR_SRDF = support.REPO / "tests" / "data" / "robots" / "planar_2link.srdf"
@@ -196,7 +196,8 @@ def test_bad_requests_raise_and_name_the_field(client: Client, info: SceneInfo,
     expect(InvalidArgumentError, "start", start=nan_start)
     expect(InvalidArgumentError, info.joint_names[1], start=nan_start)
     expect(InvalidArgumentError, f"goal.positions: expected {info.dof} values", goal=goal[:5])
-    expect(InvalidArgumentError, "unknown joint 'bogus'", goal={"bogus": 0.0})
+    # A joint the robot lacks is ignored (as MoveIt reads joint states); every joint it has is still required.
+    expect(InvalidArgumentError, f"joint '{info.joint_names[0]}' is missing", goal={"bogus": 0.0})
     expect(InvalidArgumentError, "time_limit", time_limit=-1.0)
     expect(InvalidArgumentError, "--max-plan-seconds", time_limit=1e6, timeout=10.0)
     expect(InvalidArgumentError, "range", range=-0.5)
@@ -249,3 +250,65 @@ def test_cli_plan_then_validate(daemon: support.Daemon, info: SceneInfo, tmp_pat
     e = support.run_cli(daemon, "plan", "--scene", "default",
                         f"--start={q(start)}", "--goal=a1=,x")
     assert e.returncode == 2 and "--goal" in e.stderr
+
+
+TURNTABLE = """<robot name="turntable">
+  <link name="base"><collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision></link>
+  <joint name="spin" type="continuous"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 0 1"/><limit effort="1" velocity="2"/></joint>
+  <link name="arm"><collision><origin xyz="0.3 0 0"/><geometry><box size="0.4 0.05 0.05"/></geometry></collision></link>
+</robot>"""
+
+
+@pytest.mark.parametrize("blocked_at_pi", [False, True])
+def test_a_continuous_joint_ends_exactly_at_the_goal_given(client: Client, daemon: support.Daemon, tmp_path: Path,
+                                                           blocked_at_pi: bool) -> None:
+    """From 3.0 to -3.0 rad a continuous joint turns 0.283 rad through pi (the short way, as every motion
+    query reads it); with pi blocked the planner goes round through 0. Either way the last waypoint is the
+    goal's value as given (-3.0, not its unwrapped 3.2832), the path checks free, and the times follow the
+    short-turn rule."""
+    objects = [geometry.collision_object("post", [geometry.box([0.02, 0.02, 0.2])], at=[-0.4, 0.0, 0.1])] \
+        if blocked_at_pi else []
+    s = client.create_scene(urdf=TURNTABLE, objects=objects)
+    assert s.limits[0].continuous
+    assert client.check_state([math.pi], scene=s.scene_id).free is (not blocked_at_pi)
+    r = client.plan([3.0], [-3.0], time_limit=10.0, seed=5, scene=s.scene_id)
+    assert r.solved, r.message
+    assert r.path[0].tolist() == [3.0] and r.path[-1].tolist() == [-3.0], r.path.ravel().tolist()
+    assert client.check_path(r.as_path(), scene=s.scene_id).free
+    turns = kinematics.shortest_turn(np.diff(r.path[:, 0]))
+    if blocked_at_pi:
+        assert r.path.shape[0] > 2 and abs(turns.sum() + 6.0) < 1e-9, r.path.ravel().tolist()  # round through 0
+        assert (r.path[1:-1, 0] < 3.0).all() and (r.path[1:-1, 0] > -3.0).all()
+    else:
+        assert r.path.shape[0] == 2 and abs(turns.sum() - (2 * math.pi - 6.0)) < 1e-12
+    # Each segment lasts its short turn at 2 rad/s (the last one included, though its values differ by ~2 pi).
+    np.testing.assert_allclose(r.time_from_start, np.concatenate([[0.0], np.cumsum(np.abs(turns) / 2.0)]),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kinematics.time_from_start(r.path, [2.0], [True]), r.time_from_start, rtol=1e-12)
+    # The same through the CLI's path file.
+    out = tmp_path / "spin.json"
+    p = support.run_cli(daemon, "plan", "--scene", s.scene_id, "--start=3.0", "--goal=-3.0", "--seed", "5",
+                        "--time-limit", "10", "--out", str(out))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert json.loads(out.read_text())["waypoints"] == r.path.tolist()
+
+
+def test_cli_plan_moves_only_the_group(daemon: support.Daemon, client: Client, tmp_path: Path) -> None:
+    """`proximity plan --group`: only the group's joints move (planar_2link's "wrist" is the elbow); a goal
+    that moves another joint is refused naming the group."""
+    s = client.create_scene(urdf_path=str(PLANAR_URDF), srdf_path=str(PLANAR_SRDF))
+    out = tmp_path / "wrist.json"
+    p = support.run_cli(daemon, "plan", "--scene", s.scene_id, "--start=0.5,-1.0", "--goal=0.5,1.5", "--group",
+                        "wrist", "--seed", "2", "--out", str(out), "--json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    doc = json.loads(p.stdout)
+    assert doc["outcome"] == "solved" and doc["group"] == "wrist"
+    path = np.array(json.loads(out.read_text())["waypoints"])
+    assert (path[:, 0] == 0.5).all() and path[0, 1] == -1.0 and path[-1, 1] == 1.5
+    bad = support.run_cli(daemon, "plan", "--scene", s.scene_id, "--start=0.5,-1.0", "--goal=0.7,1.5", "--group",
+                          "wrist")
+    assert bad.returncode == 2 and "group 'wrist'" in bad.stderr and "'shoulder'" in bad.stderr, bad.stderr
+    unknown = support.run_cli(daemon, "plan", "--scene", s.scene_id, "--start=0.5,-1.0", "--goal=0.5,1.5",
+                              "--group", "legs")
+    assert unknown.returncode == 2 and "'legs'" in unknown.stderr, unknown.stderr

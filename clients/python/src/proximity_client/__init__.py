@@ -21,7 +21,7 @@ from .channel import RetryPolicy, resolve_target
 from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, PathStream, Session
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
-                     ResourceExhaustedError, UnavailableError, UnimplementedError)
+                     ProximityWarning, ResourceExhaustedError, UnavailableError, UnimplementedError)
 from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGroup, GeometryPart, JointLimit, LinkPoses,
                       MotionResult, Pair, PairContact, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
                       SignedDistance, StateResult, StatesResult, TrackedPair, TrackFeature, TrackResult, WorkStats)
@@ -31,7 +31,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES", "RetryPolicy", "resolve_target",
     "ProximityError", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError", "FailedPreconditionError",
     "AbortedError", "ResourceExhaustedError", "DeadlineExceededError", "CancelledError", "UnavailableError",
-    "UnimplementedError", "InternalError",
+    "UnimplementedError", "InternalError", "ProximityWarning",
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
     "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats", "LinkPoses", "SceneGeometry",
     "GeometryGroup", "GeometryPart", "ContactsResult", "PairContact", "SignedDistance", "TrackResult", "TrackedPair",

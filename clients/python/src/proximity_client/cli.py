@@ -23,6 +23,7 @@ import math
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -227,11 +228,20 @@ def _plan_json(r: PlanResult) -> Dict[str, Any]:
     }
 
 
+def _warn(message: str) -> None:
+    """One warning line on stderr: what was accepted as MoveIt accepts it."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
     info = _resolve_scene(client, args)
-    r = client.plan(args.start, args.goal, planner=args.planner, time_limit=args.time_limit, seed=args.seed,
-                    simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
-                    max_iterations=args.max_iterations, scene=args.scene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # printed below, one line each
+        r = client.plan(args.start, args.goal, planner=args.planner, time_limit=args.time_limit, seed=args.seed,
+                        simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
+                        max_iterations=args.max_iterations, group=args.group, scene=args.scene)
+    for w in r.warnings:
+        _warn(w)
     if args.out is not None and r.solved:
         # A format `proximity validate` reads (.json, .csv or .npy), values that read back exactly.
         write_path(args.out, r.joint_names, r.path, r.time_from_start)
@@ -239,6 +249,8 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
         doc = _plan_json(r)
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
         doc["out"] = args.out if args.out is not None and r.solved else None
+        doc["group"] = args.group
+        doc["warnings"] = list(r.warnings)
         print(json.dumps(doc, indent=2))
     else:
         print(_scene_line(info))
@@ -261,6 +273,15 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK if r.solved else EXIT_INVALID
 
 
+def _warn_unknown_joints(info: SceneInfo, q: Any) -> None:
+    """One warning for values by name of joints the scene lacks: ignored, as MoveIt reads a joint state (and
+    as the server does)."""
+    unknown = [n for n in q if n not in info.joint_names] if isinstance(q, dict) else []
+    if unknown:
+        _warn(f"ignored {len(unknown)} value(s) for joint(s) robot {info.robot_name} does not have: "
+              f"{', '.join(map(repr, unknown))}")
+
+
 def _state_vector(client: Client, info: SceneInfo, q: Union[List[float], Dict[str, float], str]) -> np.ndarray:
     """A command-line configuration as values in the scene's joint order."""
     if isinstance(q, str):
@@ -270,11 +291,10 @@ def _state_vector(client: Client, info: SceneInfo, q: Union[List[float], Dict[st
         return np.asarray(info.named_states[q], dtype=np.float64)
     if isinstance(q, dict):
         missing = [n for n in info.joint_names if n not in q]
-        unknown = [n for n in q if n not in info.joint_names]
-        if missing or unknown:
-            raise PathFileError(f"the configuration must name every joint of robot {info.robot_name} once"
-                                f"{'; missing ' + ', '.join(missing) if missing else ''}"
-                                f"{'; unknown ' + ', '.join(unknown) if unknown else ''}")
+        if missing:
+            raise PathFileError(f"the configuration must name every joint of robot {info.robot_name} once; "
+                                f"missing {', '.join(missing)}")
+        _warn_unknown_joints(info, q)
         return np.array([q[n] for n in info.joint_names], dtype=np.float64)
     return np.asarray(q, dtype=np.float64)
 
@@ -292,6 +312,7 @@ def _in_scene_order(spec: PathSpec, info: SceneInfo) -> np.ndarray:
 
 def _cmd_poses(client: Client, args: argparse.Namespace) -> int:
     info = _resolve_scene(client, args)
+    _warn_unknown_joints(info, args.state)
     poses = client.link_poses(args.state, scene=args.scene)
     if args.json:
         print(json.dumps({"scene": info.scene_id, "robot": info.robot_name,
@@ -414,7 +435,7 @@ def _cmd_export(client: Client, args: argparse.Namespace) -> int:
                                 f"{info.dof} joints")
         checked = client.check_path(path, scene=args.scene)
         samples, where = _sample_path(path, info, args.step, args.max_samples)
-        times = time_from_start(samples, info.velocity)
+        times = time_from_start(samples, info.velocity, [l.continuous for l in info.limits])
         timing = "velocity limits"
         if times is None:  # no velocity limits: one second per segment
             times, timing = where.copy(), "1 s per segment (no velocity limits)"
@@ -637,6 +658,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--range", type=float, default=None, help="longest tree extension, rad/m (server default)")
     pl.add_argument("--max-iterations", type=int, default=None, help="planner iterations at most (no limit)")
     pl.add_argument("--no-simplify", action="store_true", help="return the raw path (no shortcutting)")
+    pl.add_argument("--group", default=None, metavar="NAME",
+                    help="an SRDF group: only its joints move, the others stay at the start's values (which "
+                         "the goal must share); `info` lists the groups")
     pl.add_argument("--mode", choices=["certified", "discrete"], default="certified",
                     help="how each edge is checked: certified LINK (default) or discrete sampling")
     pl.add_argument("--resolution", type=float, default=None,

@@ -7,6 +7,7 @@ import queue
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 from typing import (Any, Callable, Deque, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence,
                     Tuple, TypeVar, Union, overload)
@@ -17,7 +18,7 @@ import numpy as np
 from . import geometry
 from .channel import RetryPolicy, Target, channel_options, resolve_target
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
-from .errors import InvalidArgumentError, ProximityError, error_for, from_rpc_error
+from .errors import InvalidArgumentError, ProximityError, ProximityWarning, error_for, from_rpc_error
 from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
                       SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, TrackResult, WorkStats)
 
@@ -1068,6 +1069,11 @@ class Client:
         budget. ``group``: an SRDF group whose joints alone move; the others stay at the start's values (the
         goal must share them).
 
+        Accepted as MoveIt accepts it, with a :class:`ProximityWarning` each (also in the result's
+        ``warnings``): values for joints the scene lacks (ignored), start values within 0.05 and goal values
+        within 1e-4 (rad or m) outside a joint limit (clamped to it; further out raises). Continuous joints:
+        the path's last waypoint is the goal exactly as given; each segment turns them the short way.
+
         Not finding a path is an answer: the result's ``outcome`` says why (``"timeout"``,
         ``"invalid_start"``, ...) and ``solved`` is False. ``timeout`` (the call's deadline) defaults to the
         client's, but at least ``time_limit`` + 5 s; a deadline that passes first stops the planner and
@@ -1082,7 +1088,10 @@ class Client:
         if timeout is None:
             limit = float(time_limit) if math.isfinite(float(time_limit)) else 0.0
             timeout = max(self.timeout, limit + 5.0)
-        return self._restoring(sid, lambda: PlanResult.from_proto(self._unary("Plan", req, timeout)))
+        result = self._restoring(sid, lambda: PlanResult.from_proto(self._unary("Plan", req, timeout)))
+        for w in result.warnings:
+            warnings.warn(f"plan: {w}", ProximityWarning, stacklevel=2)
+        return result
 
     def time_of_first_contact(self, q0: Configuration, q1: Configuration, tolerance: Optional[float] = None, *,
                               scene: Optional[str] = None, timeout: Optional[float] = None) -> ContactResult:

@@ -6,6 +6,11 @@ from typing import Dict, Optional, Type
 import grpc
 
 
+class ProximityWarning(UserWarning):
+    """Something a request gave that the server accepted as MoveIt accepts it (values for joints the scene
+    lacks, ignored; values just outside a joint limit, clamped to it): shown once per call by default."""
+
+
 class ProximityError(Exception):
     """A call to proximityd failed.
 

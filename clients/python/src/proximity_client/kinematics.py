@@ -64,12 +64,22 @@ def matrix_pose(m: np.ndarray) -> np.ndarray:
     return np.concatenate([t, qa])
 
 
-def time_from_start(path: np.ndarray, velocity: Sequence[float]) -> Optional[np.ndarray]:
+def shortest_turn(delta: np.ndarray) -> np.ndarray:
+    """The turn equivalent to ``delta`` (rad) on a continuous joint that goes the short way round: delta
+    itself where |delta| <= pi, otherwise delta minus the nearest multiple of 2 pi (the core's ShortestTurn)."""
+    d = np.asarray(delta, dtype=np.float64)
+    return np.where(np.abs(d) <= math.pi, d, np.remainder(d + math.pi, 2 * math.pi) - math.pi)
+
+
+def time_from_start(path: np.ndarray, velocity: Sequence[float],
+                    continuous: Optional[Sequence[bool]] = None) -> Optional[np.ndarray]:
     """When each waypoint of ``path`` ((n, dof), the scene's joint order) is reached, in seconds from 0, if
     every segment takes the least time the joints' velocity limits allow: segment i -> i + 1 lasts
     ``max_j |path[i+1, j] - path[i, j]| / velocity[j]`` over the joints with a limit (``velocity[j] > 0``;
-    the others do not count, and a segment that moves no limited joint lasts 0 s). The joints move
-    together and accelerations are not limited, so the times are a lower bound on a real execution.
+    the others do not count, and a segment that moves no limited joint lasts 0 s), the joints flagged in
+    ``continuous`` turning the short way (:func:`shortest_turn`, as every motion query moves them). The
+    joints move together and accelerations are not limited, so the times are a lower bound on a real
+    execution.
 
     Returns None when no joint has a velocity limit. This is the rule of ``PlanResult.time_from_start``.
     """
@@ -82,9 +92,13 @@ def time_from_start(path: np.ndarray, velocity: Sequence[float]) -> Optional[np.
         return None
     if path.shape[0] == 0:
         return np.zeros(0)
-    steps = np.abs(np.diff(path, axis=0))[:, limited] / v[limited]
+    deltas = np.diff(path, axis=0)
+    if continuous is not None:
+        wraps = np.asarray(continuous, dtype=bool)
+        deltas[:, wraps] = shortest_turn(deltas[:, wraps])
+    steps = np.abs(deltas)[:, limited] / v[limited]
     durations = steps.max(axis=1) if steps.size else np.zeros(path.shape[0] - 1)
     return np.concatenate([[0.0], np.cumsum(durations)])
 
 
-__all__ = ["quaternion_matrices", "pose_matrices", "matrix_pose", "time_from_start"]
+__all__ = ["quaternion_matrices", "pose_matrices", "matrix_pose", "shortest_turn", "time_from_start"]

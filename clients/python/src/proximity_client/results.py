@@ -342,6 +342,9 @@ class PlanResult:
     #: joints' velocity limits allow (see :func:`proximity_client.kinematics.time_from_start`); empty when not
     #: solved or when no joint has a velocity limit
     time_from_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: what the request gave that the server accepted as MoveIt does, one sentence each: start or goal values
+    #: for joints the scene lacks (ignored), values just outside a joint limit (clamped to it)
+    warnings: List[str] = field(default_factory=list)
 
     @property
     def solved(self) -> bool:
@@ -361,7 +364,7 @@ class PlanResult:
         path = decode_rows(m.path)
         planner = next((k for k, v in PLANNERS.items() if v == m.planner), "unspecified")
         return PlanResult(PLAN_OUTCOMES.get(m.outcome, "unspecified"), path, names, PlanStats.from_proto(m.stats),
-                          planner, m.message, np.array(m.time_from_start, dtype=np.float64))
+                          planner, m.message, np.array(m.time_from_start, dtype=np.float64), list(m.warnings))
 
 
 def _pose7(m: "pb.Pose") -> np.ndarray:

@@ -6,7 +6,8 @@
 /// acceleration limits).
 ///
 /// Rule: segment i -> i + 1 lasts max over the active joints j with a velocity limit v_j > 0 of
-/// |q[i + 1][j] - q[i][j]| / v_j seconds. Joints without a limit (absent or 0 in the URDF) do not count;
+/// |q[i + 1][j] - q[i][j]| / v_j seconds, continuous joints turning the short way (|ShortestTurn(...)|,
+/// as every motion query moves them). Joints without a limit (absent or 0 in the URDF) do not count;
 /// a segment that moves no limited joint lasts 0 s. Accelerations are not limited: the times are a
 /// lower bound on any real execution.
 
