@@ -10,6 +10,7 @@
 
 #include "proximity/planners/timing.h"
 #include "server/errors.h"
+#include "server/robot_info.h"
 #include "server/scene_id.h"
 
 namespace proximity::server {
@@ -118,6 +119,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
     for (double v : q.value()) named->add_positions(v);
   }
   info.set_triangles(static_cast<uint64_t>(triangles));
+  AddRobotSemantics(scene, &info);
   return info;
 }
 

@@ -192,3 +192,112 @@ def test_check_states_command(daemon: support.Daemon, client: Client, info: Scen
     assert set(doc["contacts"]) == {str(i) for i in np.flatnonzero(~expect)}
     p = support.run_cli(daemon, "check-states", str(f))
     assert f"{int(expect.sum())} free" in p.stdout
+
+
+ROBOTS = support.REPO / "tests" / "data" / "robots"
+
+
+def expected_allowed_pairs(urdf: Path) -> set:
+    """The pairs a URDF alone leaves unchecked, from its XML: parent and child of each joint ("adjacent"),
+    and links joined through fixed joints only ("rigid")."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(urdf).getroot()
+    links = [l.get("name") for l in root.findall("link")]
+    order = {n: i for i, n in enumerate(links)}
+    group = {n: n for n in links}
+
+    def find(n: str) -> str:
+        while group[n] != n:
+            n = group[n]
+        return n
+
+    adjacent = set()
+    for j in root.findall("joint"):
+        a, b = j.find("parent").get("link"), j.find("child").get("link")
+        adjacent.add(frozenset((a, b)))
+        if j.get("type") == "fixed":
+            group[find(b)] = find(a)
+    out = set()
+    for a in links:
+        for b in links:
+            if order[a] < order[b] and (frozenset((a, b)) in adjacent or find(a) == find(b)):
+                out.add((frozenset((a, b)), "adjacent" if frozenset((a, b)) in adjacent else "rigid", ""))
+    return out
+
+
+def test_info_lists_groups_end_effectors_and_allowed_pairs_with_their_reason(daemon: support.Daemon,
+                                                                          client: Client, tmp_path: Path) -> None:
+    srdf = (ROBOTS / "planar_2link.srdf").read_text().replace(
+        "</robot>", '<end_effector name="hand" parent_link="lower" group="wrist" parent_group="arm"/></robot>')
+    s = client.create_scene(urdf_path=str(ROBOTS / "planar_2link.urdf"), srdf=srdf, allowed_pairs=[("tip", "base")])
+    p = support.run_cli(daemon, "info", "--scene", s.scene_id, "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)["scenes"][0]
+    groups = {g["name"]: g for g in doc["groups"]}
+    assert list(groups) == ["arm", "wrist", "everything"]
+    assert groups["arm"]["joints"] == ["shoulder", "elbow"] and groups["arm"]["chains"] == [["base", "tip"]]
+    assert groups["wrist"]["joints"] == ["elbow"] and groups["wrist"]["member_joints"] == ["elbow"]
+    assert groups["everything"]["subgroups"] == ["arm"] and groups["everything"]["links"] == ["lower"]
+    assert groups["everything"]["joints"] == ["shoulder", "elbow"]
+    assert doc["end_effectors"] == [{"name": "hand", "group": "wrist", "parent_link": "lower", "parent_group": "arm"}]
+    got = {(frozenset((q["first"], q["second"])), q["reason"], q["srdf_reason"]) for q in doc["allowed_pairs"]}
+    want = expected_allowed_pairs(ROBOTS / "planar_2link.urdf") | {
+        (frozenset(("base", "lower")), "srdf", "Never"), (frozenset(("tip", "base")), "user", "")}
+    assert got == want and len(doc["allowed_pairs"]) == len(want)
+    text = support.run_cli(daemon, "info", "--scene", s.scene_id)
+    assert text.returncode == 0, text.stderr
+    for line in ("group      arm: shoulder, elbow (chain base -> tip)", "group      everything: shoulder, elbow (group arm)",
+                 "effector   hand: group wrist on link lower (parent group arm)", "base x lower: srdf (Never)",
+                 "tip x base: user", "base x upper: adjacent", "5 pair(s) not checked"):
+        assert line in text.stdout, text.stdout
+    # Rigid pairs (through fixed joints only) without an SRDF: the oracle from the URDF's XML.
+    chain = tmp_path / "chain.urdf"
+    chain.write_text("""<robot name="chain"><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+      <joint name="ab" type="fixed"><parent link="a"/><child link="b"/></joint>
+      <joint name="bc" type="fixed"><parent link="b"/><child link="c"/></joint>
+      <joint name="cd" type="revolute"><parent link="c"/><child link="d"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>""")
+    mixed = client.create_scene(urdf=chain.read_text())
+    doc = json.loads(support.run_cli(daemon, "info", "--scene", mixed.scene_id, "--json").stdout)["scenes"][0]
+    got = {(frozenset((q["first"], q["second"])), q["reason"], q["srdf_reason"]) for q in doc["allowed_pairs"]}
+    want = expected_allowed_pairs(chain)
+    assert any(r == "rigid" for _, r, _ in want) and got == want
+    assert doc["groups"] == [] and doc["end_effectors"] == []
+
+
+def test_validate_and_check_states_for_a_group(daemon: support.Daemon, client: Client, tmp_path: Path) -> None:
+    """`--group`: the file gives the group's joints and --state the others. A box on the upper link's line at
+    shoulder = 0 makes the same elbow-only path collide at shoulder 0 and keep free at shoulder 1.5."""
+    from proximity_client import geometry
+    s = client.create_scene(urdf_path=str(ROBOTS / "planar_2link.urdf"), srdf_path=str(ROBOTS / "planar_2link.srdf"),
+                            objects=[geometry.collision_object("barrier", [geometry.box([0.1, 0.1, 0.1])],
+                                                               at=[0.5, 0.0, 0.1])])
+    elbow = np.array([[-1.0], [0.0], [1.0]])
+    path = tmp_path / "elbow.csv"
+    path.write_text("elbow\n" + "\n".join(repr(float(v)) for v in elbow[:, 0]) + "\n")
+    assert client.check_path(np.hstack([np.full((3, 1), 1.5), elbow]), scene=s.scene_id).free
+    assert not client.check_path(np.hstack([np.zeros((3, 1)), elbow]), scene=s.scene_id).free
+    ok = support.run_cli(daemon, "validate", "--scene", s.scene_id, str(path), "--group", "wrist", "--state=1.5,0",
+                         "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["group"] == "wrist" and json.loads(ok.stdout)["valid"] == 1
+    bad = support.run_cli(daemon, "validate", "--scene", s.scene_id, str(path), "--group", "wrist", "--state=0,0")
+    assert bad.returncode == 1 and "INVALID" in bad.stdout and "barrier" in bad.stdout, bad.stdout
+    # The default state (shoulder 0) for the joints outside the group: the barrier again.
+    assert support.run_cli(daemon, "validate", "--scene", s.scene_id, str(path), "--group", "wrist").returncode == 1
+    # States: unnamed rows in the group's joint order.
+    states = tmp_path / "states.npy"
+    np.save(states, elbow)
+    c = support.run_cli(daemon, "check-states", "--scene", s.scene_id, str(states), "--group", "wrist",
+                        "--state=shoulder=1.5,elbow=0", "--json")
+    assert c.returncode == 0 and json.loads(c.stdout)["free"] == 3, (c.stdout, c.stderr)
+    c = support.run_cli(daemon, "check-states", "--scene", s.scene_id, str(states), "--group", "wrist",
+                        "--state=0,0", "--json")
+    assert c.returncode == 1 and json.loads(c.stdout)["free"] == 0, c.stdout
+    # A file that moves a joint outside the group, an unknown group: refused naming them.
+    moving = tmp_path / "moving.csv"
+    moving.write_text("shoulder,elbow\n1.5,0\n1.4,0.5\n")
+    m = support.run_cli(daemon, "validate", "--scene", s.scene_id, str(moving), "--group", "wrist")
+    assert m.returncode == 2 and "joint shoulder is not in group 'wrist'" in m.stderr, m.stderr
+    u = support.run_cli(daemon, "validate", "--scene", s.scene_id, str(path), "--group", "legs")
+    assert u.returncode == 2 and "'legs'" in u.stderr and "arm, wrist, everything" in u.stderr, u.stderr

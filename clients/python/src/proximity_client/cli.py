@@ -60,7 +60,18 @@ def _scene_json(s: SceneInfo) -> Dict[str, Any]:
         "joint_names": s.joint_names, "links": s.link_names, "objects": s.object_ids,
         "attached_objects": s.attached_object_ids, "named_states": s.named_states, "triangles": s.triangles,
         "names": s.names, "warnings": s.warnings,
+        "groups": [{"name": g.name, "joints": g.joints, "chains": [list(c) for c in g.chains],
+                    "member_joints": g.member_joints, "links": g.links, "subgroups": g.subgroups} for g in s.groups],
+        "end_effectors": [{"name": e.name, "group": e.group, "parent_link": e.parent_link,
+                           "parent_group": e.parent_group} for e in s.end_effectors],
+        "allowed_pairs": [{"first": p.first, "second": p.second, "reason": p.reason, "srdf_reason": p.srdf_reason}
+                          for p in s.allowed_pairs],
     }
+
+
+def _pair_reason(p: Any) -> str:
+    """An allowed pair's reason as one word or two: adjacent, rigid, user, srdf (Never)."""
+    return f"srdf ({p.srdf_reason})" if p.reason == "srdf" and p.srdf_reason else p.reason
 
 
 def _print_scene(s: SceneInfo, out: Any) -> None:
@@ -79,6 +90,20 @@ def _print_scene(s: SceneInfo, out: Any) -> None:
         print(f"  attached   {', '.join(s.attached_object_ids)}", file=out)
     if s.named_states:
         print(f"  states     {', '.join(s.named_states)}", file=out)
+    for g in s.groups:
+        parts = [f"chain {b} -> {t}" for b, t in g.chains] + [f"group {x}" for x in g.subgroups]
+        print(f"  group      {g.name}: {', '.join(g.joints) or '(no joints)'}"
+              f"{' (' + '; '.join(parts) + ')' if parts else ''}", file=out)
+    for e in s.end_effectors:
+        print(f"  effector   {e.name}: group {e.group} on link {e.parent_link}"
+              f"{' (parent group ' + e.parent_group + ')' if e.parent_group else ''}", file=out)
+
+
+def _print_allowed_pairs(s: SceneInfo, out: Any) -> None:
+    """Every pair not checked for collision, with its reason."""
+    print(f"  allowed    {len(s.allowed_pairs)} pair(s) not checked:", file=out)
+    for p in s.allowed_pairs:
+        print(f"    {p.first} x {p.second}: {_pair_reason(p)}", file=out)
 
 
 def _cmd_info(client: Client, args: argparse.Namespace) -> int:
@@ -93,6 +118,7 @@ def _cmd_info(client: Client, args: argparse.Namespace) -> int:
         print(f"{len(scenes)} scene(s) loaded")
     for s in scenes:
         _print_scene(s, sys.stdout)
+        _print_allowed_pairs(s, sys.stdout)
     return EXIT_OK
 
 
@@ -137,6 +163,9 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
     for f in args.files:
         specs.extend(read_paths(f))
     info = _resolve_scene(client, args)
+    if args.group is not None:
+        base = _default_state(info) if args.state is None else _state_vector(client, info, args.state)
+        specs = [_in_group(spec, info, args.group, base) for spec in specs]
     for spec in specs:
         _check_against_scene(spec, info)
     args._sources = [s.source for s in specs]
@@ -145,7 +174,7 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
     n_valid = sum(1 for r in results if r.free)
     if args.json:
         doc = {
-            "scene": info.scene_id, "robot": info.robot_name, "mode": args.mode,
+            "scene": info.scene_id, "robot": info.robot_name, "mode": args.mode, "group": args.group,
             "resolution": args.resolution, "valid": n_valid, "invalid": len(results) - n_valid,
             "paths": [{
                 "source": s.source, "waypoints": int(s.waypoints.shape[0]), "valid": r.free,
@@ -173,6 +202,9 @@ def _cmd_validate(client: Client, args: argparse.Namespace) -> int:
 def _cmd_check_states(client: Client, args: argparse.Namespace) -> int:
     spec = read_states(args.file)
     info = _resolve_scene(client, args)
+    if args.group is not None:
+        base = _default_state(info) if args.state is None else _state_vector(client, info, args.state)
+        spec = _in_group(spec, info, args.group, base)
     _check_against_scene(spec, info)
     r = client.check_states(spec.waypoints, spec.joint_names, include_contacts=True, scene=args.scene)
     n = len(r.free)
@@ -581,6 +613,52 @@ def _user_words(e: ProximityError, args: argparse.Namespace) -> str:
     return text
 
 
+def _default_state(info: SceneInfo) -> np.ndarray:
+    """The robot's default configuration, as the core makes it: 0 where within a joint's limits, else the
+    middle of them."""
+    return np.array([0.0 if (l.continuous or l.lower <= 0.0 <= l.upper) else 0.5 * (l.lower + l.upper)
+                     for l in info.limits], dtype=np.float64)
+
+
+def _in_group(spec: PathSpec, info: SceneInfo, group: str, base: np.ndarray) -> PathSpec:
+    """A path or state file for SRDF group ``group`` as full configurations in the scene's joint order: its
+    columns are the group's joints (named in any order, or unnamed in the scene's joint order), or every
+    joint of the scene with those outside the group constant; joints the file leaves out take ``base``'s
+    values. Refuses, naming them, columns that move a joint outside the group."""
+    try:
+        members = info.group(group).joints
+    except KeyError as e:
+        raise PathFileError(str(e.args[0])) from None
+    if not members:
+        raise PathFileError(f"group {group!r} moves none of the joints of robot {info.robot_name}")
+    names = spec.joint_names
+    if names is None:
+        width = spec.waypoints.shape[1] if spec.waypoints.ndim == 2 else 0
+        if width == len(members):
+            names = list(members)
+        elif width == info.dof:
+            names = list(info.joint_names)
+        else:
+            raise PathFileError(f"{spec.source}: rows have {width} values; group {group!r} of robot "
+                                f"{info.robot_name} has {len(members)} joints ({', '.join(members)}) and the "
+                                f"robot {info.dof}")
+    unknown = [n for n in names if n not in info.joint_names]
+    if unknown:
+        raise PathFileError(f"{spec.source}: unknown joint(s) {', '.join(unknown)}; robot {info.robot_name} has "
+                            f"{', '.join(info.joint_names)}")
+    missing = [n for n in members if n not in names]
+    if missing:
+        raise PathFileError(f"{spec.source}: group {group!r} joint(s) {', '.join(missing)} are not in the file")
+    full = np.tile(np.asarray(base, dtype=np.float64), (spec.waypoints.shape[0], 1))
+    for c, n in enumerate(names):
+        column = spec.waypoints[:, c]
+        if n not in members and not (column == column[0]).all():
+            raise PathFileError(f"{spec.source}: joint {n} is not in group {group!r} ({', '.join(members)}) "
+                                "but moves")
+        full[:, info.joint_names.index(n)] = column
+    return PathSpec(spec.source, full, None)
+
+
 def _check_against_scene(spec: PathSpec, info: SceneInfo) -> None:
     """A path or state file's columns against the robot, before anything is sent: the file named."""
     if spec.joint_names:
@@ -635,12 +713,21 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--resolution", type=float, default=None,
                    help="discrete mode: joint-space step between sampled states (rad/m; server default 0.01)")
     v.add_argument("--no-progress", action="store_true", help="no progress bar")
+    group_help = ("an SRDF group (`info` lists them): the file's columns are its joints (named, or unnamed in the "
+                  "scene's joint order), or every joint with those outside the group constant; the other joints "
+                  "take --state's values")
+    state_help = ("with --group: the values of the joints outside the group (a configuration as --state takes "
+                  "elsewhere; default: the robot's default configuration)")
+    v.add_argument("--group", default=None, metavar="NAME", help=group_help)
+    v.add_argument("--state", type=_configuration, default=None, metavar="Q", help=state_help)
 
     c = sub.add_parser("check-states", parents=[common], help="CLEAR for every configuration in a file",
                        description="Checks every configuration in the file for collision (world and self), in "
                                    "batches. Exit 0: all free; 1: any collides; 2: error.")
     c.add_argument("file", metavar="FILE", help="configurations: .json, .csv or .npy (what `validate` reads)")
     c.add_argument("--show", type=int, default=20, metavar="N", help="colliding states to list (%(default)s)")
+    c.add_argument("--group", default=None, metavar="NAME", help=group_help)
+    c.add_argument("--state", type=_configuration, default=None, metavar="Q", help=state_help)
 
     def q_help(flag: str) -> str:
         return ("values in the scene's joint order (0.1,-0.5,...), name=value pairs (a1=0.1,a2=-0.5,...) or an "

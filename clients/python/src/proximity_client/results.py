@@ -71,6 +71,40 @@ class JointLimit:
 
 
 @dataclass(frozen=True)
+class GroupInfo:
+    """An SRDF group: the joints it moves (in the scene's joint order) and its members as written."""
+
+    name: str
+    joints: List[str]                  #: the active joints it moves
+    chains: List[Tuple[str, str]]      #: (base_link, tip_link) of its <chain> elements
+    member_joints: List[str]           #: its <joint> elements
+    links: List[str]                   #: its <link> elements
+    subgroups: List[str]               #: its <group> elements
+
+
+@dataclass(frozen=True)
+class EndEffectorInfo:
+    """An SRDF end effector: a group attached to a parent link (and parent group, or "")."""
+
+    name: str
+    group: str
+    parent_link: str
+    parent_group: str = ""
+
+
+@dataclass(frozen=True)
+class AllowedPairInfo:
+    """A pair left out of collision checking: ``reason`` is "adjacent" (parent and child of one joint),
+    "rigid" (joined by fixed joints only), "srdf" (``srdf_reason`` as the SRDF wrote it: "Never",
+    "Adjacent", "Default", ...) or "user" (the scene's allowed pairs)."""
+
+    first: str
+    second: str
+    reason: str
+    srdf_reason: str = ""
+
+
+@dataclass(frozen=True)
 class SceneInfo:
     """What the server says about a loaded scene."""
 
@@ -94,6 +128,18 @@ class SceneInfo:
     #: Whether the robot's self-clearance maps are filled (they fill in the background after a build;
     #: answers are exact either way, faster once filled). True for a robot without maps.
     self_clearance_filled: bool = False
+    #: SRDF groups, end effectors, and every pair not checked for collision with its reason
+    groups: List[GroupInfo] = field(default_factory=list)
+    end_effectors: List[EndEffectorInfo] = field(default_factory=list)
+    allowed_pairs: List[AllowedPairInfo] = field(default_factory=list)
+
+    def group(self, name: str) -> GroupInfo:
+        """The SRDF group ``name``; KeyError listing the groups when there is none."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise KeyError(f"robot {self.robot_name} has no group {name!r} (groups: "
+                       f"{', '.join(g.name for g in self.groups) or 'none'})")
 
     @property
     def label(self) -> str:
@@ -139,7 +185,11 @@ class SceneInfo:
             attached_object_ids=list(m.attached_object_ids),
             named_states={s.name: list(s.positions) for s in m.named_states}, triangles=m.triangles,
             warnings=list(m.warnings), names=list(m.names),
-            self_clearance_filled=m.self_clearance_filled)
+            self_clearance_filled=m.self_clearance_filled,
+            groups=[GroupInfo(g.name, list(g.joints), list(zip(g.chain_bases, g.chain_tips)), list(g.member_joints),
+                              list(g.links), list(g.subgroups)) for g in m.groups],
+            end_effectors=[EndEffectorInfo(e.name, e.group, e.parent_link, e.parent_group) for e in m.end_effectors],
+            allowed_pairs=[AllowedPairInfo(p.first, p.second, p.reason, p.srdf_reason) for p in m.allowed_pairs])
 
 
 @dataclass(frozen=True)

@@ -541,6 +541,8 @@ class Scene {
   /// something that is neither a link, an attached object nor a world object (accepted and ignored, as
   /// MoveIt does). Empty for most scenes.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  /// The allowed pairs the description gave (SceneDescription::allowed_pairs), as given.
+  const std::vector<std::pair<std::string, std::string>>& allowed_pairs() const { return allowed_pairs_; }
   /// The padding of a link (metres).
   double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
   int32_t dof() const { return robot_->num_positions(); }
