@@ -6,6 +6,9 @@
 //   proximity-scene states FILE                  # one configuration (dof values) per line
 //   proximity-scene motions FILE [--mode certified|discrete] [--resolution R]
 //                                                # q0 then q1 (2 * dof values) per line
+//   proximity-scene srdf suggest --urdf R.urdf [--package NAME=DIR]... --out R.srdf [--samples N] [--seed S]
+//                                                # an SRDF's disabled pairs by sampling (Adjacent, Always,
+//                                                # Never), as MoveIt's Setup Assistant makes them
 //
 // Input files: numbers separated by commas and/or whitespace, one row per line; empty lines, lines
 // starting with '#', and a header line of joint names are skipped. Exit 0 on success, 2 on an error
@@ -23,6 +26,7 @@
 
 #include "proximity/core/scene/scene.h"
 #include "server/default_scene.h"
+#include "tools/srdf_suggest.h"
 
 namespace {
 
@@ -130,6 +134,47 @@ void PrintInfo(const pc::Scene& scene) {
   std::cout << "]}\n";
 }
 
+// proximity-scene srdf suggest: samples the robot and writes the SRDF; prints a JSON summary.
+int SuggestSrdf(const std::string& urdf, const std::vector<std::string>& packages, const std::string& out_path,
+                bool collision_from_visual, const proximity::tools::SrdfSuggestOptions& options) {
+  pc::RobotLoadOptions load;
+  for (const std::string& p : packages) {
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+      return Fail("--package '" + p + "': give NAME=DIR");
+    }
+    load.package_dirs[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  load.collision_from_visual = collision_from_visual;
+  auto robot = pc::RobotModel::FromUrdfFile(urdf, "", load);
+  if (!robot.ok()) return Fail(robot.error().message);
+  for (const std::string& w : robot.value()->warnings()) std::cerr << "proximity-scene: warning: " << w << "\n";
+  auto suggestion = proximity::tools::SuggestDisabledCollisions(robot.value(), options);
+  if (!suggestion.ok()) return Fail(suggestion.error().message);
+  const proximity::tools::SrdfSuggestion& s = suggestion.value();
+  const std::string srdf = proximity::tools::SuggestionSrdf(*robot.value(), s, options);
+  {
+    std::ofstream file(out_path);
+    if (!file || !(file << srdf) || !file.flush()) return Fail("cannot write '" + out_path + "'");
+  }
+  // The loader must accept what was written: the robot with the suggested SRDF.
+  if (auto with = pc::RobotModel::FromUrdfFile(urdf, out_path, load); !with.ok()) {
+    return Fail("the suggested SRDF does not load: " + with.error().message);
+  }
+  std::cout << "{\"robot\": " << JsonString(robot.value()->name()) << ", \"out\": " << JsonString(out_path)
+            << ", \"states\": " << s.states << ", \"seed\": " << options.seed
+            << ", \"free_states\": " << s.free_states << ",\n \"pairs\": [";
+  bool first = true;
+  for (const proximity::tools::SuggestedPair& p : s.pairs) {
+    std::cout << (first ? "\n  " : ",\n  ") << "{\"link1\": " << JsonString(p.link1)
+              << ", \"link2\": " << JsonString(p.link2) << ", \"reason\": " << JsonString(p.reason)
+              << ", \"collisions\": " << p.collisions << "}";
+    first = false;
+  }
+  std::cout << "]}\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,7 +200,26 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   motions->add_option("--resolution", resolution, "Discrete mode: joint-space step (rad / m)")
       ->capture_default_str();
+
+  auto* srdf = app.add_subcommand("srdf", "SRDF tools");
+  srdf->require_subcommand(1);
+  auto* suggest = srdf->add_subcommand(
+      "suggest", "Sample a robot's states and write an SRDF disabling its Adjacent, Always and Never pairs");
+  std::string suggest_urdf, suggest_out;
+  std::vector<std::string> packages;
+  proximity::tools::SrdfSuggestOptions suggest_options;
+  suggest->add_option("--urdf", suggest_urdf, "The robot's URDF")->required()->check(CLI::ExistingFile);
+  suggest->add_option("--package", packages, "NAME=DIR: where package://NAME/... mesh URIs resolve (repeatable)");
+  suggest->add_option("--out", suggest_out, "The SRDF to write")->required();
+  suggest->add_option("--samples", suggest_options.samples,
+                      "Random states besides the default one (MoveIt's Setup Assistant draws 10,000)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000'000}));
+  suggest->add_option("--seed", suggest_options.seed, "Random seed: the same seed gives the same SRDF")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+
+  if (*suggest) return SuggestSrdf(suggest_urdf, packages, suggest_out, collision_from_visual, suggest_options);
 
   auto description = proximity::server::DefaultSceneDescription(urdf, collision_from_visual);
   if (!description.ok()) return Fail(description.error().message);

@@ -301,3 +301,44 @@ def test_validate_and_check_states_for_a_group(daemon: support.Daemon, client: C
     assert m.returncode == 2 and "joint shoulder is not in group 'wrist'" in m.stderr, m.stderr
     u = support.run_cli(daemon, "validate", "--scene", s.scene_id, str(path), "--group", "legs")
     assert u.returncode == 2 and "'legs'" in u.stderr and "arm, wrist, everything" in u.stderr, u.stderr
+
+
+WAM = Path("/usr/share/doc/dart/data/urdf/wam")
+
+
+@pytest.mark.skipif(not (WAM / "wam.urdf").is_file(), reason="Debian dart-doc's WAM is not installed")
+def test_srdf_suggest_then_create_the_scene(daemon: support.Daemon, client: Client, tmp_path: Path) -> None:
+    """`proximity-scene srdf suggest` writes an SRDF that `proximity scene create` loads; the scene's info lists
+    the suggested pairs with their reasons, and random states go from none free to mostly free."""
+    out = tmp_path / "wam.srdf"
+    p = subprocess.run([str(support.SCENE_TOOL), "srdf", "suggest", "--urdf", str(WAM / "wam.urdf"), "--package",
+                        f"herb_description={WAM}", "--out", str(out), "--samples", "300", "--seed", "5"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["states"] == 301 and out.is_file()
+    verdicts = {(q["link1"], q["link2"]): q["reason"] for q in summary["pairs"]}
+    assert verdicts[("/wam1", "/wam3")] == "Always" and verdicts[("/wam4", "/wam6")] == "Always"
+    bare = client.create_scene(urdf_path=str(WAM / "wam.urdf"), package_dirs={"herb_description": str(WAM)})
+    c = support.run_cli(daemon, "scene", "create", "--urdf", str(WAM / "wam.urdf"), "--srdf", str(out), "--package",
+                        f"herb_description={WAM}", "--json")
+    assert c.returncode == 0, c.stderr
+    scene = json.loads(c.stdout)
+    assert scene["warnings"] == []
+    info = json.loads(support.run_cli(daemon, "info", "--scene", scene["scene_id"], "--json").stdout)["scenes"][0]
+    listed = {(q["first"], q["second"]): q for q in info["allowed_pairs"]}
+    for (a, b), reason in verdicts.items():
+        if reason in ("Always", "Never"):
+            assert listed[(a, b)]["reason"] == "srdf" and listed[(a, b)]["srdf_reason"] == reason, (a, b)
+        elif reason == "":
+            assert (a, b) not in listed and (b, a) not in listed
+    states = bare.sample(500, np.random.default_rng(8))
+    assert not client.check_states(states, scene=bare.scene_id).any()
+    assert client.check_states(states, scene=scene["scene_id"]).mean() > 0.5
+    # Errors name what is wrong and exit 2.
+    for args, needle in ((["--urdf", str(tmp_path / "none.urdf")], "none.urdf"),
+                         (["--urdf", str(WAM / "wam.urdf"), "--package", "herb_description"], "NAME=DIR"),
+                         (["--urdf", str(WAM / "wam.urdf")], "herb_description")):
+        e = subprocess.run([str(support.SCENE_TOOL), "srdf", "suggest", *args, "--out", str(tmp_path / "x.srdf")],
+                           capture_output=True, text=True, timeout=300)
+        assert e.returncode != 0 and needle in e.stderr, (args, e.stderr)
