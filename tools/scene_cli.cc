@@ -3,9 +3,10 @@
 // the core's on the same states and motions.
 //
 //   proximity-scene info
-//   proximity-scene states FILE                  # one configuration (dof values) per line
-//   proximity-scene motions FILE [--mode certified|discrete] [--resolution R]
+//   proximity-scene [--srdf R.srdf] states FILE [--group G]   # one configuration (dof values) per line
+//   proximity-scene [--srdf R.srdf] motions FILE [--group G] [--mode certified|discrete] [--resolution R]
 //                                                # q0 then q1 (2 * dof values) per line
+//   (--group: rows hold the SRDF group's joints, in joint order; the others keep the default configuration)
 //   proximity-scene srdf suggest --urdf R.urdf [--package NAME=DIR]... --out R.srdf [--samples N] [--seed S]
 //                                                # an SRDF's disabled pairs by sampling (Adjacent, Always,
 //                                                # Never), as MoveIt's Setup Assistant makes them
@@ -131,6 +132,31 @@ void PrintInfo(const pc::Scene& scene) {
   for (size_t i = 0; i < scene.objects().size(); ++i) {
     std::cout << (i ? ", " : "") << JsonString(scene.objects()[i].id);
   }
+  // SRDF groups with the joints they move, and every link pair left unchecked with its reason.
+  std::cout << "],\n \"groups\": {";
+  bool first = true;
+  for (const pc::SrdfGroup& g : robot.srdf().groups) {
+    std::cout << (first ? "" : ", ") << JsonString(g.name) << ": [";
+    first = false;
+    if (auto members = robot.GroupActiveIndices(g.name); members.ok()) {
+      for (size_t k = 0; k < members.value().size(); ++k) {
+        std::cout << (k ? ", " : "") << JsonString(robot.active_joint_names()[static_cast<size_t>(members.value()[k])]);
+      }
+    }
+    std::cout << "]";
+  }
+  std::cout << "},\n \"allowed_pairs\": [";
+  first = true;
+  for (pc::LinkIndex a = 0; a < robot.num_links(); ++a) {
+    for (pc::LinkIndex b = a + 1; b < robot.num_links(); ++b) {
+      const pc::AllowedReason why = robot.AllowedPairReason(a, b);
+      if (why == pc::AllowedReason::kNone) continue;
+      std::cout << (first ? "" : ", ") << "[" << JsonString(robot.link(a).name) << ", " << JsonString(robot.link(b).name)
+                << ", " << JsonString(std::string(pc::AllowedReasonName(why))) << ", "
+                << JsonString(why == pc::AllowedReason::kSrdf ? robot.SrdfReason(a, b) : "") << "]";
+      first = false;
+    }
+  }
   std::cout << "]}\n";
 }
 
@@ -185,16 +211,25 @@ int main(int argc, char** argv) {
   bool collision_from_visual = false;
   app.add_flag("--collision-from-visual", collision_from_visual,
                "Collide with each link's <visual> geometry (links without one keep their <collision>)");
+  std::string srdf_path;
+  app.add_option("--srdf", srdf_path, "An SRDF for the robot (groups for --group, disabled pairs)")
+      ->check(CLI::ExistingFile);
+  std::string group;
+  const char* group_help =
+      "An SRDF group: each row holds its joints (in the scene's joint order), the others keep the robot's "
+      "default configuration";
 
   auto* info = app.add_subcommand("info", "Robot, joint order and limits, links, objects");
   auto* states = app.add_subcommand("states", "CLEAR(q) for each row of FILE (dof values per row)");
   std::string states_file;
   states->add_option("file", states_file, "Configurations, one per line")->required();
+  states->add_option("--group", group, group_help);
 
   auto* motions = app.add_subcommand("motions", "LINK(q0, q1) for each row of FILE (q0 then q1 per row)");
   std::string motions_file, mode = "certified";
   double resolution = 0.01;
   motions->add_option("file", motions_file, "Motions, one per line")->required();
+  motions->add_option("--group", group, group_help);
   motions->add_option("--mode", mode, "certified or discrete")
       ->check(CLI::IsMember({"certified", "discrete"}))
       ->capture_default_str();
@@ -223,11 +258,38 @@ int main(int argc, char** argv) {
 
   auto description = proximity::server::DefaultSceneDescription(urdf, collision_from_visual);
   if (!description.ok()) return Fail(description.error().message);
+  if (!srdf_path.empty()) {
+    // The same robot, loaded as DefaultSceneDescription loads it, with the SRDF.
+    pc::RobotLoadOptions load;
+    load.package_dirs = proximity::server::DefaultScene(urdf).package_dirs;
+    load.ros_package_path = "";
+    load.collision_from_visual = collision_from_visual;
+    auto robot = pc::RobotModel::FromUrdfFile(urdf, srdf_path, load);
+    if (!robot.ok()) return Fail(robot.error().message);
+    for (const std::string& w : robot.value()->warnings()) std::cerr << "proximity-scene: warning: " << w << "\n";
+    description.value().robot = robot.value();
+  }
   auto built = pc::Scene::Build(std::move(description).value());
   if (!built.ok()) return Fail(built.error().message);
   const pc::Scene& scene = *built.value();
-  const size_t dof = static_cast<size_t>(scene.dof());
   pc::SceneCache cache;
+  // With --group, a row holds the group's joints; Full() puts them into the default configuration.
+  std::vector<int32_t> members;
+  if (!group.empty()) {
+    auto found = scene.robot().GroupActiveIndices(group);
+    if (!found.ok()) return Fail("--group: " + found.error().message);
+    if (found.value().empty()) return Fail("--group: '" + group + "' moves none of the robot's joints");
+    members = std::move(found).value();
+  }
+  const std::vector<double> base = scene.robot().DefaultConfiguration();
+  const auto full = [&](std::span<const double> row) {
+    std::vector<double> q(row.begin(), row.end());
+    if (members.empty()) return q;
+    q = base;
+    for (size_t k = 0; k < members.size(); ++k) q[static_cast<size_t>(members[k])] = row[k];
+    return q;
+  };
+  const size_t dof = members.empty() ? static_cast<size_t>(scene.dof()) : members.size();
 
   if (*info) {
     PrintInfo(scene);
@@ -239,8 +301,8 @@ int main(int argc, char** argv) {
     if (!rows.ok()) return Fail(rows.error().message);
     std::cout << "{\"dof\": " << dof << ", \"results\": [\n";
     size_t i = 0;
-    for (const auto& q : rows.value()) {
-      const pc::Result<pc::StateResult> checked = scene.CheckState(q, &cache);
+    for (const auto& row : rows.value()) {
+      const pc::Result<pc::StateResult> checked = scene.CheckState(full(row), &cache);
       if (!checked.ok()) return Fail("state " + std::to_string(i) + ": " + checked.status().ToString());
       const pc::StateResult& r = checked.value();
       std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
@@ -260,7 +322,7 @@ int main(int argc, char** argv) {
   std::cout << "{\"dof\": " << dof << ", \"mode\": " << JsonString(mode) << ", \"results\": [\n";
   size_t i = 0;
   for (const auto& row : rows.value()) {
-    const std::span<const double> q0(row.data(), dof), q1(row.data() + dof, dof);
+    const std::vector<double> q0 = full({row.data(), dof}), q1 = full({row.data() + dof, dof});
     const pc::Result<pc::MotionResult> checked = scene.CheckMotion(q0, q1, request, &cache);
     if (!checked.ok()) return Fail("motion " + std::to_string(i) + ": " + checked.status().ToString());
     const pc::MotionResult& r = checked.value();

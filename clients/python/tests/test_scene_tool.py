@@ -96,3 +96,40 @@ def test_errors_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2 and "error" in p.stderr
     p = run("motions", str(bad), "--mode", "sideways")
     assert p.returncode != 0
+
+
+def test_group_rows_hold_the_groups_joints(tool_info: dict, tmp_path: Path) -> None:
+    """--srdf and --group: a row of the group's joints answers as the full row with the other joints at the
+    robot's default configuration (0 within the limits, else the middle); info lists the group and the
+    SRDF's disabled pair with its reason."""
+    names = tool_info["joint_names"]
+    links = tool_info["links"]
+    srdf = tmp_path / "r.srdf"
+    srdf.write_text(f'<robot name="r"><group name="wrist"><joint name="{names[3]}"/><joint name="{names[5]}"/></group>'
+                    f'<disable_collisions link1="{links[1]}" link2="{links[3]}" reason="Never"/></robot>')
+    info = support.run_scene_tool("--srdf", str(srdf), "info")
+    assert info["groups"] == {"wrist": [names[3], names[5]]}
+    assert [links[1], links[3], "srdf", "Never"] in info["allowed_pairs"]
+    assert [links[0], links[1], "adjacent", ""] in info["allowed_pairs"]
+    lo, hi = _limits(tool_info)
+    base = np.where((lo <= 0) & (0 <= hi), 0.0, 0.5 * (lo + hi))
+    rng = np.random.default_rng(4)
+    part = rng.uniform(lo[[3, 5]], hi[[3, 5]], (40, 2))
+    whole = np.tile(base, (40, 1))
+    whole[:, [3, 5]] = part
+    f_part, f_whole = tmp_path / "part.txt", tmp_path / "whole.txt"
+    np.savetxt(f_part, part)
+    np.savetxt(f_whole, whole)
+    by_group = support.run_scene_tool("--srdf", str(srdf), "states", str(f_part), "--group", "wrist")
+    by_row = support.run_scene_tool("--srdf", str(srdf), "states", str(f_whole))
+    assert by_group["dof"] == 2 and by_group["results"] == by_row["results"]
+    m_part, m_whole = tmp_path / "mpart.txt", tmp_path / "mwhole.txt"
+    np.savetxt(m_part, np.hstack([part[:20], part[20:]]))
+    np.savetxt(m_whole, np.hstack([whole[:20], whole[20:]]))
+    by_group = support.run_scene_tool("--srdf", str(srdf), "motions", str(m_part), "--group", "wrist")
+    by_row = support.run_scene_tool("--srdf", str(srdf), "motions", str(m_whole))
+    assert by_group["results"] == by_row["results"]
+    p = run("--srdf", str(srdf), "states", str(f_part), "--group", "legs")
+    assert p.returncode == 2 and "'legs'" in p.stderr, p.stderr
+    p = run("states", str(f_part), "--group", "wrist")  # no SRDF, no groups
+    assert p.returncode == 2 and "'wrist'" in p.stderr, p.stderr
