@@ -52,7 +52,7 @@
 #include "proximity/core/bvh/mesh_query.h"
 #include "proximity/core/narrowphase/triangle.h"
 #include "proximity/core/contact/vclip.h"
-#include "proximity/core/contact/sdf.h"
+#include "proximity/core/bvh/sdf.h"
 
 namespace proximity::bench {
 namespace {

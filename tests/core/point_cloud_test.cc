@@ -95,7 +95,9 @@ TEST(PointCloud, FilterCoversEveryInputBallAndTheTreeHoldsItsPoints) {
         EXPECT_EQ(a, b);
       } else {
         EXPECT_LE(cloud->num_points(), n);
-        if (trial == 5) EXPECT_LT(cloud->num_points(), n - 1500) << "a voxel of " << voxel << " left the clump";
+        if (trial == 5) {
+          EXPECT_LT(cloud->num_points(), n - 1500) << "a voxel of " << voxel << " left the clump";
+        }
       }
       // Every input ball lies in some kept ball (brute force over the kept points).
       for (size_t k = 0; k < points.size(); k += std::max<size_t>(1, points.size() / 500)) {
@@ -167,6 +169,12 @@ TEST(PointCloud, MeshQueriesAgreeWithBruteForce) {
   std::mt19937_64 rng(5);
   TriangleMesh mesh = MakeTorusMesh(0.2, 0.06, 24, 12);
   auto model = ValueOrFail(MeshModel::Build(mesh));
+  // The mesh's distance maps (signed, and unsigned as scenes make them), coarse so that many points
+  // fall to the exact test.
+  auto signed_map = ValueOrFail(SignedDistanceMap::Build(*model, 16));
+  SdfBuildOptions unsigned_options;
+  unsigned_options.unsigned_distance = true;
+  auto unsigned_map = ValueOrFail(SignedDistanceMap::Build(*model, 16, unsigned_options));
   int colliding = 0, free = 0;
   for (int trial = 0; trial < testing::Cases(300); ++trial) {
     const int n = std::uniform_int_distribution<int>(1, 400)(rng);
@@ -183,6 +191,12 @@ TEST(PointCloud, MeshQueriesAgreeWithBruteForce) {
       EXPECT_EQ(c.colliding, brute <= padding) << "trial " << trial << " brute " << brute;
     }
     (brute <= padding ? colliding : free)++;
+    // The map's pruning changes the work, never the answer.
+    const SignedDistanceMap* sdf = trial % 2 ? signed_map.get() : unsigned_map.get();
+    const CloudCollision with_map = CollideMeshCloud(*model, X_WM, *cloud, X_WC, padding, {}, sdf);
+    if (std::abs(brute - padding) > 1e-9) {
+      EXPECT_EQ(with_map.colliding, brute <= padding) << "trial " << trial;
+    }
     if (c.colliding) {
       ASSERT_EQ(c.contacts.size(), 1u);
       const int32_t i = c.contacts[0].point;
@@ -200,17 +214,23 @@ TEST(PointCloud, MeshQueriesAgreeWithBruteForce) {
       const double d = testing::PointMeshDistance(X_WC * cloud->point(i), mesh, X_WM) - cloud->point_radius(i);
       expected += d <= padding;
     }
-    EXPECT_NEAR(static_cast<double>(every.contacts.size()), expected, 0.5 + 0.0 * expected) << "trial " << trial;
-    for (const double rel : {0.0, 0.2}) {
+    EXPECT_EQ(static_cast<int>(every.contacts.size()), expected) << "trial " << trial;
+    const CloudCollision every_map = CollideMeshCloud(*model, X_WM, *cloud, X_WC, padding, all, sdf);
+    EXPECT_EQ(static_cast<int>(every_map.contacts.size()), expected) << "trial " << trial;
+    for (const double rel : {0.0, 0.2, 1.0}) {
+     for (const SignedDistanceMap* map : {static_cast<const SignedDistanceMap*>(nullptr), sdf}) {
       DistanceRequest req;
       req.rel_err = rel;
-      const DistanceResult d = ValueOrFail(ComputeMeshCloudDistance(*model, X_WM, *cloud, X_WC, req));
+      const DistanceResult d = ValueOrFail(ComputeMeshCloudDistance(*model, X_WM, *cloud, X_WC, req, map));
       const double truth = std::max(0.0, brute);
       EXPECT_LE(d.lower_bound, truth + 1e-12) << "trial " << trial;
       EXPECT_GE(d.upper_bound, truth - 1e-12) << "trial " << trial;
       EXPECT_LE(d.upper_bound, d.lower_bound * (1.0 + rel) + 1e-12) << "trial " << trial;
       EXPECT_EQ(d.intersecting, truth == 0.0) << "trial " << trial;
-      if (!d.intersecting) EXPECT_NEAR((d.p_WA - d.p_WB).norm(), d.upper_bound, 1e-9);
+      if (!d.intersecting) {
+        EXPECT_NEAR((d.p_WA - d.p_WB).norm(), d.upper_bound, 1e-9);
+      }
+     }
     }
   }
   EXPECT_GT(colliding, 10);
@@ -237,7 +257,9 @@ TEST(PointCloud, ShapeQueriesAgreeWithClosedForms) {
       brute = std::min(brute, d - cloud->point_radius(i));
     }
     const CloudCollision c = CollideShapeCloud(shape, X_WS, *cloud, X_WC, 0.0);
-    if (std::abs(brute) > 1e-7) EXPECT_EQ(c.colliding, brute <= 0.0) << "trial " << trial << " brute " << brute;
+    if (std::abs(brute) > 1e-7) {
+      EXPECT_EQ(c.colliding, brute <= 0.0) << "trial " << trial << " brute " << brute;
+    }
     (brute <= 0.0 ? colliding : free)++;
     const DistanceResult d = ValueOrFail(ComputeShapeCloudDistance(shape, X_WS, *cloud, X_WC, {}));
     const double truth = std::max(0.0, brute);

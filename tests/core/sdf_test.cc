@@ -1,4 +1,4 @@
-#include "proximity/core/contact/sdf.h"
+#include "proximity/core/bvh/sdf.h"
 
 #include <gtest/gtest.h>
 
@@ -867,6 +867,46 @@ TEST(SdfContacts, KeepsTheDeepestAndValidatesInput) {
   o.max_contacts = 0;
   s = SdfContacts(*a, X_WA, *b, X_WB, o).status();
   EXPECT_NE(s.error().message.find("max_contacts"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace proximity::core
+
+namespace proximity::core {
+namespace {
+
+// Unsigned maps of open meshes (a box missing a face, a flat quad with a line): every value within its
+// bound of the brute-force distance to the triangles, inside the grid and beyond; never negative; no
+// samples; contacts refuse them.
+TEST(SignedDistanceMap, UnsignedMapsOfOpenMeshes) {
+  TriangleMesh open_box = Box234();
+  open_box.triangles.pop_back();
+  open_box.triangles.pop_back();
+  const TriangleMesh quad = testing::LoadMeshOrDie(testing::TestDataDir() + "/quad_and_line.obj");
+  std::mt19937_64 rng(41);
+  for (const TriangleMesh* mesh : {static_cast<const TriangleMesh*>(&open_box), &quad}) {
+    SdfBuildOptions options;
+    options.unsigned_distance = true;
+    const auto model = testing::ValueOrFail(MeshModel::Build(*mesh));
+    const auto map = testing::ValueOrFail(SignedDistanceMap::Build(*model, 16, options));
+    EXPECT_TRUE(map->is_unsigned());
+    EXPECT_TRUE(map->samples().empty());
+    const Aabb grid = map->grid_box();
+    const Vec3 half = 0.5 * (grid.max - grid.min);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int c = 0; c < Cases(2000); ++c) {
+      const Vec3 centre = 0.5 * (grid.max + grid.min);
+      const Vec3 p = centre + 1.5 * Vec3(u(rng) * half.x(), u(rng) * half.y(), u(rng) * half.z());
+      const SdfEvaluation e = map->Evaluate(p);
+      const double exact = BruteUnsigned(p, *mesh);
+      EXPECT_LE(std::abs(e.value - exact), e.error_bound + 1e-12) << "at " << p.transpose();
+      EXPECT_GE(e.value + e.error_bound, 0.0);
+    }
+    SdfContactOptions contact;
+    auto refused = SdfContacts(*map, RigidTransform::Identity(), *map, RigidTransform::Identity(), contact);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("unsigned"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/contact/sdf.h"
+#include "proximity/core/bvh/sdf.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"

@@ -274,8 +274,105 @@ GjkResult PointShapeDistance(const S& shape, const Vec3& p_S) {
 
 }  // namespace
 
+namespace {
+
+// Whether p_M (mesh frame) lies within `reach` of a triangle of the mesh, by its OBB tree (each box's
+// distance to the point first); the triangle found (leaf order) in *leaf.
+bool PointNearMesh(const MeshModel& mesh, const Vec3& p_M, double reach, int32_t* leaf, QueryStats* stats) {
+  const double reach2 = reach * reach;
+  // Depth-first: at most the tree's depth plus one nodes wait at once.
+  thread_local std::vector<int32_t> stack;
+  stack.resize(static_cast<size_t>(mesh.depth()) + 2);
+  int32_t top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const int32_t m = stack[--top];
+    const Obb& o = mesh.obb(m);
+    ++stats->bv_tests;
+    const Vec3 local = o.R_MB.transpose() * (p_M - o.center);
+    if ((local.cwiseAbs() - o.half_extents).cwiseMax(0.0).squaredNorm() > reach2) continue;
+    const BvhNode& n = mesh.node(m);
+    if (!n.is_leaf()) {
+      stack[top++] = n.first + 1;
+      stack[top++] = n.first;
+      continue;
+    }
+    for (int32_t t = n.first; t < n.first + n.count; ++t) {
+      ++stats->triangle_tests;
+      Vec3 cp;
+      if (LeafTriangleDistance2(mesh, t, p_M, &cp) <= reach2) {
+        *leaf = t;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// CollideMeshCloud with the mesh's signed distance map: the cloud's tree alone, nodes and points
+// dropped by the map's certified bounds, the rest tested exactly.
+CloudCollision CollideMeshCloudSdf(const MeshModel& mesh, const RigidTransform& X_WM, const PointCloud& cloud,
+                                   const RigidTransform& X_WC, double padding, const CollisionRequest& request,
+                                   const SignedDistanceMap& sdf) {
+  CloudCollision out;
+  const RigidTransform X_MC = X_WM.inverse() * X_WC;
+  const double grow = padding + QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
+  const std::vector<PointCloudNode>& nodes = cloud.nodes();
+  const Obb& root = mesh.obb(0);
+  // The mesh's box as an axis-aligned box in the cloud's frame, grown by the padding: six comparisons
+  // drop most of the cloud's nodes before the boxes' separating-axis test.
+  const Aabb near_C = [&] {
+    const RigidTransform X_CM = X_MC.inverse();
+    const Vec3 c = X_CM * root.center;
+    const Vec3 half = (X_CM.R * root.R_MB).cwiseAbs() * root.half_extents + Vec3::Constant(grow);
+    Aabb b;
+    b.min = c - half;
+    b.max = c + half;
+    return b;
+  }();
+  int32_t stack[64];
+  int32_t top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const PointCloudNode& cn = nodes[static_cast<size_t>(stack[--top])];
+    if ((cn.box.max.array() < near_C.min.array()).any() || (near_C.max.array() < cn.box.min.array()).any()) continue;
+    // Every ball of the node lies within the box, so within its half diagonal of the centre: the map's
+    // nearest node first (one look-up), the boxes' separating-axis test for what it leaves (the map's
+    // grid covers only the mesh's surroundings).
+    const Obb co = NodeObb(cn, grow);
+    const Vec3 c_M = X_MC * co.center;
+    ++out.stats.bv_tests;
+    if (sdf.ProvesAbove(c_M, NodeSize(cn) + grow)) continue;
+    if (!ObbsOverlap(root.half_extents, co.half_extents, MakeBoxPairFrame(root, co, X_MC))) continue;
+    if (!cn.is_leaf()) {
+      stack[top++] = cn.left + 1;
+      stack[top++] = cn.left;
+      continue;
+    }
+    for (int32_t i = cn.first; i < cn.first + cn.count; ++i) {
+      const Vec3 p_M = X_MC * cloud.point(i);
+      const double reach = cloud.point_radius(i) + grow;
+      ++out.stats.bv_tests;
+      if (sdf.ProvesAbove(p_M, reach)) continue;
+      // The interpolated value's tighter bound, then the exact test.
+      const SdfEvaluation ep = sdf.Evaluate(p_M);
+      if (ep.value - ep.error_bound > reach) continue;
+      int32_t leaf = -1;
+      if (PointNearMesh(mesh, p_M, reach, &leaf, &out.stats)) {
+        AddContact(&out, request, mesh.triangle_id(leaf), i);
+        if (!request.all_contacts || out.truncated) return out;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 CloudCollision CollideMeshCloud(const MeshModel& mesh, const RigidTransform& X_WM, const PointCloud& cloud,
-                                const RigidTransform& X_WC, double padding, const CollisionRequest& request) {
+                                const RigidTransform& X_WC, double padding, const CollisionRequest& request,
+                                const SignedDistanceMap* sdf) {
+  if (sdf != nullptr) return CollideMeshCloudSdf(mesh, X_WM, cloud, X_WC, padding, request, *sdf);
   CloudCollision out;
   const RigidTransform X_MC = X_WM.inverse() * X_WC;
   const double allowance = QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
@@ -435,10 +532,144 @@ DistanceResult BestFirst(const DistanceRequest& request, int32_t root_a, BoundFn
 
 }  // namespace
 
+namespace {
+
+// The distance from p_M (mesh frame) to the mesh's triangles, by its OBB tree (nearest box first, boxes
+// no nearer than the best so far dropped): the closest point and its triangle (leaf order).
+double PointMeshDistance(const MeshModel& mesh, const Vec3& p_M, Vec3* closest, int32_t* leaf, QueryStats* stats) {
+  double best2 = kInf;
+  struct Item {
+    double d2;
+    int32_t node;
+  };
+  thread_local std::vector<Item> stack;
+  stack.resize(static_cast<size_t>(mesh.depth()) + 2);
+  int32_t top = 0;
+  auto box_d2 = [&](int32_t m) {
+    const Obb& o = mesh.obb(m);
+    ++stats->bv_tests;
+    const Vec3 local = o.R_MB.transpose() * (p_M - o.center);
+    return (local.cwiseAbs() - o.half_extents).cwiseMax(0.0).squaredNorm();
+  };
+  stack[top++] = {box_d2(0), 0};
+  while (top > 0) {
+    const Item it = stack[--top];
+    if (it.d2 >= best2) continue;
+    const BvhNode& n = mesh.node(it.node);
+    if (n.is_leaf()) {
+      for (int32_t t = n.first; t < n.first + n.count; ++t) {
+        ++stats->triangle_tests;
+        Vec3 cp;
+        const double d2 = LeafTriangleDistance2(mesh, t, p_M, &cp);
+        if (d2 < best2) {
+          best2 = d2;
+          *closest = cp;
+          *leaf = t;
+        }
+      }
+      continue;
+    }
+    const double l = box_d2(n.first), r = box_d2(n.first + 1);
+    // The nearer child on top: tested first.
+    if (l <= r) {
+      stack[top++] = {r, n.first + 1};
+      stack[top++] = {l, n.first};
+    } else {
+      stack[top++] = {l, n.first};
+      stack[top++] = {r, n.first + 1};
+    }
+  }
+  return std::sqrt(best2);
+}
+
+// ComputeMeshCloudDistance with the mesh's signed distance map: best first over the cloud's nodes and
+// points by the map's certified bounds (a node: the bound at its centre less its half diagonal; a
+// point: the bound at it less its radius), each point's exact distance taken when it comes first.
+DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform& X_WM, const PointCloud& cloud,
+                                    const RigidTransform& X_WC, const DistanceRequest& request,
+                                    const SignedDistanceMap& sdf, Best* best) {
+  DistanceResult result;
+  const RigidTransform X_MC = X_WM.inverse() * X_WC;
+  const double allowance = QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
+  const std::vector<PointCloudNode>& nodes = cloud.nodes();
+  const Obb& root = mesh.obb(0);
+  const double rel = request.rel_err, abs = request.abs_err;
+  auto enough = [&](double upper) { return std::min(upper / (1.0 + rel), upper - abs); };
+  // Entries: a node (c >= 0, a = 0), or a point (a = 1, c its index) whose bound is the map's.
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  double open = kInf;
+  auto push = [&](double b, int32_t a, int32_t c) {
+    b = std::max(0.0, b - allowance);
+    if (b < request.max_distance) {
+      heap.push({b, a, c});
+    } else {
+      open = std::min(open, b);
+    }
+  };
+  auto push_node = [&](int32_t k) {
+    const PointCloudNode& cn = nodes[static_cast<size_t>(k)];
+    const Obb co = NodeObb(cn, 0.0);
+    result.stats.bv_tests += 2;
+    double b = ObbDistanceLowerBound(root.half_extents, co.half_extents, MakeBoxPairFrame(root, co, X_MC));
+    b = std::max(b, sdf.NodeLowerBound(X_MC * co.center) - NodeSize(cn));
+    push(b, 0, k);
+  };
+  push_node(0);
+  while (!heap.empty()) {
+    const Entry e = heap.top();
+    const bool met = best->point >= 0 && (best->upper == 0.0 || best->upper < request.stop_below ||
+                                          enough(best->upper) <= request.known_lower);
+    if (met || e.bound >= std::min(request.max_distance, enough(best->upper))) {
+      open = std::min(open, e.bound);
+      break;
+    }
+    heap.pop();
+    if (e.a == 1) {  // a point: its exact distance
+      const Vec3 p_M = X_MC * cloud.point(e.c);
+      const double r = cloud.point_radius(e.c);
+      Vec3 cp;
+      int32_t leaf = -1;
+      const double gap = PointMeshDistance(mesh, p_M, &cp, &leaf, &result.stats);
+      Offer(best, gap, gap - r - allowance, cp, p_M, r, mesh.triangle_id(leaf), e.c);
+      continue;
+    }
+    const PointCloudNode& cn = nodes[static_cast<size_t>(e.c)];
+    if (!cn.is_leaf()) {
+      push_node(cn.left);
+      push_node(cn.left + 1);
+      continue;
+    }
+    for (int32_t i = cn.first; i < cn.first + cn.count; ++i) {
+      // The nearest node's bound, and the interpolated value's when that one is tighter.
+      const Vec3 p_M = X_MC * cloud.point(i);
+      const SdfEvaluation ep = sdf.Evaluate(p_M);
+      result.stats.bv_tests += 2;
+      push(std::max(sdf.NodeLowerBound(p_M), ep.value - ep.error_bound) - cloud.point_radius(i), 1, i);
+    }
+  }
+  result.intersecting = best->point >= 0 && best->upper == 0.0;
+  const double lower = std::min({open, best->leaf_lower, best->upper});
+  result.lower_bound = std::max({0.0, lower, std::min(request.known_lower, best->upper)});
+  result.upper_bound = best->upper;
+  if (result.intersecting) result.lower_bound = result.upper_bound = 0.0;
+  result.beyond_max_distance = result.lower_bound >= request.max_distance;
+  return result;
+}
+
+}  // namespace
+
 Result<DistanceResult> ComputeMeshCloudDistance(const MeshModel& mesh, const RigidTransform& X_WM,
                                                 const PointCloud& cloud, const RigidTransform& X_WC,
-                                                const DistanceRequest& request) {
+                                                const DistanceRequest& request, const SignedDistanceMap* sdf) {
   if (Status s = ValidateDistanceRequest(request); !s.ok()) return s.error();
+  if (sdf != nullptr) {
+    Best best;
+    DistanceResult r = MeshCloudDistanceSdf(mesh, X_WM, cloud, X_WC, request, *sdf, &best);
+    r.p_WA = X_WM * best.p_A;
+    r.p_WB = X_WM * best.p_B;
+    r.triangles = {best.triangle, best.point};
+    return r;
+  }
   const RigidTransform X_MC = X_WM.inverse() * X_WC;
   const double allowance = QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
   const std::vector<PointCloudNode>& nodes = cloud.nodes();

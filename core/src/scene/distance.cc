@@ -52,7 +52,8 @@ Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform&
     const RigidTransform& X_g = swap ? X_WB : X_WA;
     const RigidTransform& X_c = swap ? X_WA : X_WB;
     if (g.is_cloud()) return InvalidArgument("two point clouds are never measured against each other");
-    Result<DistanceResult> r = g.is_mesh() ? ComputeMeshCloudDistance(*g.mesh, X_g, *c.cloud, X_c, request)
+    Result<DistanceResult> r = g.is_mesh() ? ComputeMeshCloudDistance(*g.mesh, X_g, *c.cloud, X_c, request,
+                                                                      g.distance_map.get())
                                            : ComputeShapeCloudDistance(g.shape, X_g, *c.cloud, X_c, request);
     if (r.ok() && swap) {
       std::swap(r.value().p_WA, r.value().p_WB);

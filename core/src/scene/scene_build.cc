@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <string>
@@ -319,6 +320,38 @@ static std::vector<std::string> DegenerateTriangleWarnings(const SceneDescriptio
   return warnings;
 }
 
+namespace {
+
+// Cells along the longest side of a link mesh's distance map for point clouds: its interpolation error
+// is at most sqrt(3) / 2 of a cell (about 2.7% of the link's size), and the points within that of the
+// surface go to the exact test.
+constexpr int32_t kCloudMapCells = 32;
+
+// The distance map of a robot link mesh (unsigned: meshes are surfaces, so a point inside a closed
+// link but away from its triangles is free, and the map proves it so), made once per mesh for every
+// scene that holds point clouds (a sensor's cloud is replaced many times a second, and each update
+// builds a scene), and kept while the mesh lives. Null when none can be made: the exact walk then.
+std::shared_ptr<const SignedDistanceMap> LinkDistanceMap(const std::shared_ptr<const MeshModel>& mesh) {
+  struct Entry {
+    std::weak_ptr<const MeshModel> mesh;
+    std::shared_ptr<const SignedDistanceMap> map;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<const MeshModel*, Entry> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::erase_if(cache, [](const auto& kv) { return kv.second.mesh.expired(); });
+  auto it = cache.find(mesh.get());
+  if (it != cache.end()) return it->second.map;
+  SdfBuildOptions options;
+  options.unsigned_distance = true;
+  Result<std::shared_ptr<const SignedDistanceMap>> map = SignedDistanceMap::Build(*mesh, kCloudMapCells, options);
+  Entry e{mesh, map.ok() ? map.value() : nullptr};
+  cache.emplace(mesh.get(), e);
+  return e.map;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   if (Status s = ValidateRobotPlacement(d); !s.ok()) return s.error();
   auto scene = std::shared_ptr<Scene>(new Scene());
@@ -341,6 +374,14 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   scene->AllowRobotPairs(d, names.value());
   scene->AllowNamedPairs(d.allowed_pairs, names.value());
   scene->AddRobotParts(d, padding.value());
+  const bool clouds = std::any_of(d.objects.begin(), d.objects.end(), [](const WorldObject& o) {
+    return std::any_of(o.parts.begin(), o.parts.end(), [](const ObjectPart& p) { return p.geometry.is_cloud(); });
+  });
+  if (clouds) {
+    for (RobotPart& rp : scene->robot_parts_) {
+      if (rp.geometry.is_mesh()) rp.geometry.distance_map = LinkDistanceMap(rp.geometry.mesh);
+    }
+  }
   if (Status s = scene->PairRobotParts(d.limits, d.stop); !s.ok()) return s.error();
   scene->X_WB_ = d.X_WB;
   scene->objects_ = std::move(d.objects);

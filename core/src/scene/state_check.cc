@@ -49,7 +49,8 @@ Result<CollisionResult> CollideWithCloud(const Geometry& a, const RigidTransform
   const RigidTransform& X_g = swap ? X_b : X_a;
   const RigidTransform& X_c = swap ? X_a : X_b;
   if (g.is_cloud()) return InvalidArgument("two point clouds are never tested against each other");
-  const CloudCollision r = g.is_mesh() ? CollideMeshCloud(*g.mesh, X_g, *c.cloud, X_c, padding, request)
+  const CloudCollision r = g.is_mesh() ? CollideMeshCloud(*g.mesh, X_g, *c.cloud, X_c, padding, request,
+                                                          g.distance_map.get())
                                        : CollideShapeCloud(g.shape, X_g, *c.cloud, X_c, padding, request);
   CollisionResult out;
   out.colliding = r.colliding;

@@ -32,6 +32,7 @@
 #include "proximity/core/base/types.h"
 #include "proximity/core/bvh/bvh.h"
 #include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/bvh/sdf.h"
 #include "proximity/core/bvh/shape_query.h"
 #include "proximity/core/narrowphase/bounding_volume.h"
 
@@ -133,11 +134,19 @@ struct CloudCollision {
 };
 
 /// Whether the surface of `mesh` (pose X_WM) comes within `padding` (m, >= 0) of a ball of `cloud`
-/// (pose X_WC); request.all_contacts lists every touching point (with one triangle each). Walks both
-/// trees together: mesh OBBs against the cloud's boxes, then exact point-triangle distances.
-/// Preconditions: valid poses and padding (the scene validates them).
+/// (pose X_WC); request.all_contacts lists every touching point (with one triangle each).
+///
+/// Without `sdf`: walks both trees together, mesh OBBs against the cloud's boxes, then exact
+/// point-triangle distances. With `sdf`, the mesh's signed distance map (sdf.h, built from `mesh` in
+/// its frame): the cloud's tree alone, a node dropped when the map's certified lower bound at its box's
+/// centre exceeds the box's half diagonal plus the padding (the map is 1-Lipschitz, and a positive
+/// value is the distance to the nearest triangle), a point when the bound at the point exceeds its
+/// radius plus the padding; a point left undecided (near the surface, or inside the solid, where the
+/// surface semantics want its distance to the triangles) gets the exact test against the mesh's OBB
+/// tree. Both give the same answers. Preconditions: valid poses and padding (the scene validates them).
 CloudCollision CollideMeshCloud(const MeshModel& mesh, const RigidTransform& X_WM, const PointCloud& cloud,
-                                const RigidTransform& X_WC, double padding, const CollisionRequest& request = {});
+                                const RigidTransform& X_WC, double padding, const CollisionRequest& request = {},
+                                const SignedDistanceMap* sdf = nullptr);
 /// The same for the solid `shape` (pose X_WS): the shape's box against the cloud's boxes, then GJK per
 /// point.
 CloudCollision CollideShapeCloud(const Shape& shape, const RigidTransform& X_WS, const PointCloud& cloud,
@@ -147,10 +156,14 @@ CloudCollision CollideShapeCloud(const Shape& shape, const RigidTransform& X_WS,
 /// certified interval under the request's budgets (mesh_query.h's rules): p_WA on a triangle, p_WB on
 /// the surface of the closest ball (towards p_WA), triangles.triangle_a the mesh triangle and
 /// triangles.triangle_b the point's index. Best first over pairs of tree nodes, ordered by their boxes'
-/// distance lower bound. Errors for an invalid request.
+/// distance lower bound. With `sdf` (the mesh's signed distance map, as in CollideMeshCloud) the walk
+/// is over the cloud's tree alone: nodes and then points ordered by the map's certified bounds, and a
+/// point's exact distance (the mesh's OBB tree) taken only when its bound comes first; the same
+/// certified interval rules. Errors for an invalid request.
 [[nodiscard]] Result<DistanceResult> ComputeMeshCloudDistance(const MeshModel& mesh, const RigidTransform& X_WM,
                                                               const PointCloud& cloud, const RigidTransform& X_WC,
-                                                              const DistanceRequest& request);
+                                                              const DistanceRequest& request,
+                                                              const SignedDistanceMap* sdf = nullptr);
 /// The same for the solid `shape` (pose X_WS, side A); triangles.triangle_a is -1.
 [[nodiscard]] Result<DistanceResult> ComputeShapeCloudDistance(const Shape& shape, const RigidTransform& X_WS,
                                                                const PointCloud& cloud, const RigidTransform& X_WC,

@@ -46,6 +46,10 @@ struct Geometry {
   /// The mesh is its hull's surface (IsHullSurface): for a pair apart, the hull's distance is the mesh's
   /// and the hierarchy walk is skipped.
   bool hull_is_surface = false;
+  /// A closed mesh's signed distance map (sdf.h): robot link meshes carry one in scenes that hold point
+  /// clouds, and cloud collision queries drop what its certified bounds prove apart. Answers are the
+  /// same without it.
+  std::shared_ptr<const SignedDistanceMap> distance_map;
 
   bool is_mesh() const { return mesh != nullptr; }
   bool is_cloud() const { return cloud != nullptr; }

@@ -1,4 +1,4 @@
-#include "proximity/core/contact/sdf.h"
+#include "proximity/core/bvh/sdf.h"
 
 #include <algorithm>
 #include <array>
@@ -366,9 +366,11 @@ struct SdfBuilder {
   double rounding = 0.0;  // Bound on the rounding of a closest point's coordinates.
   bool all_outward = true;
 
-  // Signed distance at p to one part, given its closest hit there.
+  // Signed distance at p to one part, given its closest hit there (the distance itself for an
+  // unsigned map).
   double Signed(const Vec3& p, const SdfPart& part, const ClosestHit& hit, int64_t* fallbacks) const {
     const double d = std::sqrt(hit.d2);
+    if (map.unsigned_) return d;
     const int32_t t = part.MeshTriangle(hit.leaf);
     Vec3 n;
     switch (hit.region) {
@@ -611,11 +613,13 @@ Result<std::shared_ptr<const SignedDistanceMap>> SignedDistanceMap::Build(const 
     return InvalidArgument(name + ": num_threads must be >= 0, got " + std::to_string(options.num_threads));
   }
   const TriangleMesh& mesh = model.mesh();
-  auto analysed = AnalyseSurface(mesh, name);
+  // An unsigned map needs no closed surface, no normals and no parts.
+  auto analysed = options.unsigned_distance ? Result<Pseudonormals>(Pseudonormals{}) : AnalyseSurface(mesh, name);
   if (!analysed.ok()) return analysed.error();
   const Pseudonormals& normals = analysed.value();
 
   auto map = std::shared_ptr<SignedDistanceMap>(new SignedDistanceMap());
+  map->unsigned_ = options.unsigned_distance;
   const auto bounds = MeshBounds(mesh);
   map->mesh_box_.min = bounds[0];
   map->mesh_box_.max = bounds[1];
@@ -664,7 +668,7 @@ Result<std::shared_ptr<const SignedDistanceMap>> SignedDistanceMap::Build(const 
 
   // Parts taken one by one when there are several (see SdfBuilder).
   std::vector<SdfPart> parts;
-  const int32_t num_parts = static_cast<int32_t>(normals.part_volume.size());
+  const int32_t num_parts = options.unsigned_distance ? 1 : static_cast<int32_t>(normals.part_volume.size());
   if (num_parts > 1) {
     std::vector<TriangleMesh> pieces(num_parts);
     parts.resize(num_parts);
@@ -702,7 +706,7 @@ Result<std::shared_ptr<const SignedDistanceMap>> SignedDistanceMap::Build(const 
                                             : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
   threads = std::min(threads, map->cells_[2] + 1);
   builder.ComputeNodes(threads);
-  builder.PlaceSamples(spacing);
+  if (!options.unsigned_distance) builder.PlaceSamples(spacing);
   map->stats_.nodes = nodes;
   map->stats_.seconds = Seconds(start);
   return std::shared_ptr<const SignedDistanceMap>(std::move(map));
@@ -840,6 +844,9 @@ Result<SdfContactResult> SdfContacts(const SignedDistanceMap& a, const RigidTran
   }
   if (options.max_contacts < 1) {
     return InvalidArgument("SdfContacts: max_contacts must be >= 1, got " + std::to_string(options.max_contacts));
+  }
+  if (a.is_unsigned() || b.is_unsigned()) {
+    return InvalidArgument("SdfContacts: an unsigned distance map has no inside (and no surface samples)");
   }
   const double margin = options.margin;
   SdfContactResult result;

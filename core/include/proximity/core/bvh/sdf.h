@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Signed distance maps of closed triangle meshes, and contacts between two posed maps.
+/// Signed distance maps of closed triangle meshes (and unsigned distance maps of any mesh, see
+/// SdfBuildOptions::unsigned_distance), and contacts between two posed signed maps.
 ///
 /// A SignedDistanceMap samples the signed distance phi_M(p) of a closed, outward-oriented mesh on a
 /// regular grid in the mesh frame M: negative inside, positive outside, 1-Lipschitz.
@@ -42,9 +43,11 @@
 ///
 /// Maps are immutable once built and can be queried from any number of threads.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +70,10 @@ struct SdfBuildOptions {
   std::optional<double> sample_spacing;
   /// Threads that compute grid nodes; 0: one per hardware thread. The map does not depend on it.
   int32_t num_threads = 0;
+  /// The unsigned distance to the triangles instead (any mesh: no closed surface needed, no surface
+  /// samples, no parts): node values are exact distances, and the interpolation bounds below hold as
+  /// they are (the distance is 1-Lipschitz too). What point clouds use: meshes are surfaces there.
+  bool unsigned_distance = false;
 };
 
 /// What a build did and cost.
@@ -148,6 +155,36 @@ class SignedDistanceMap {
   /// gradient where D is the larger. A non-finite point gives value = error_bound = +infinity and a
   /// zero gradient.
   SdfEvaluation Evaluate(const Vec3& p_MQ) const;
+  /// Whether the map proves phi(p_MQ) > t from the grid node nearest p (the node's value less its
+  /// distance to p and its rounding: phi is 1-Lipschitz), with one look-up and no square root: the
+  /// first test of a hot loop, Evaluate's tighter bound after. False for a non-finite point.
+  bool ProvesAbove(const Vec3& p_MQ, double t) const {
+    const Vec3 u = (p_MQ - origin_) / h_;
+    int32_t c[3];
+    for (int a = 0; a < 3; ++a) {
+      const double r = std::nearbyint(u[a]);
+      if (!(r >= 0.0)) {
+        c[a] = 0;
+      } else {
+        c[a] = r > cells_[a] ? cells_[a] : static_cast<int32_t>(r);
+      }
+    }
+    const double margin = node_value(c[0], c[1], c[2]) - node_rounding_ - t;
+    if (!(margin > 0.0)) return false;
+    return (p_MQ - node_position(c[0], c[1], c[2])).squaredNorm() * (1.0 + 1e-12) < margin * margin;
+  }
+  /// The certified lower bound on phi(p_MQ) ProvesAbove uses (one look-up, one square root);
+  /// -infinity for a non-finite point.
+  double NodeLowerBound(const Vec3& p_MQ) const {
+    if (!p_MQ.allFinite()) return -std::numeric_limits<double>::infinity();
+    const Vec3 u = (p_MQ - origin_) / h_;
+    int32_t c[3];
+    for (int a = 0; a < 3; ++a) {
+      c[a] = static_cast<int32_t>(std::clamp(std::nearbyint(u[a]), 0.0, static_cast<double>(cells_[a])));
+    }
+    return node_value(c[0], c[1], c[2]) - node_rounding_ -
+           (p_MQ - node_position(c[0], c[1], c[2])).norm() * (1.0 + 1e-12);
+  }
 
   /// Cell side h (mesh units).
   double cell_size() const { return h_; }
@@ -188,6 +225,9 @@ class SignedDistanceMap {
   const SdfBuildStats& build_stats() const { return stats_; }
   /// Wall-clock build time in seconds (build_stats().seconds).
   double build_seconds() const { return stats_.seconds; }
+  /// Built with SdfBuildOptions::unsigned_distance: values are distances to the triangles, never
+  /// negative; no samples.
+  bool is_unsigned() const { return unsigned_; }
 
  private:
   SignedDistanceMap() = default;
@@ -206,6 +246,7 @@ class SignedDistanceMap {
   template <int kBound>
   SdfEvaluation EvaluateWith(const Vec3& p_MQ) const;
 
+  bool unsigned_ = false;
   Vec3 origin_ = Vec3::Zero();
   double h_ = 0.0;
   std::array<int32_t, 3> cells_{};
@@ -260,7 +301,7 @@ struct SdfContactResult {
   SdfContactStats stats;
 };
 
-/// Contacts between the meshes of maps `a` (pose X_WA) and `b` (pose X_WB): every sample of B with
+/// Contacts between the meshes of signed maps `a` (pose X_WA) and `b` (pose X_WB): every sample of B with
 /// phi~_A(X_AB p) < margin and every sample of A with phi~_B(X_BA p) < margin, as SdfContact. Each
 /// map's sample hierarchy is walked from the root; a node is skipped when phi~ at its sphere's centre,
 /// minus the error bound there and the radius, is at least the margin (phi is 1-Lipschitz), so pruning
