@@ -300,6 +300,10 @@ std::string UtcNow() {
 struct Problem {
   std::shared_ptr<const Scene> scene;
   std::optional<FclWorld> world;
+  // --cloud: the dense check's world, the cloud's points as FCL spheres of their radius (its exact
+  // semantics; the peer plans on an octree, whose cells differ from the balls by its resolution).
+  std::optional<FclWorld> check_world;
+  const FclWorld& Checked() const { return check_world ? *check_world : *world; }
   Configuration start, goal;
 };
 
@@ -404,6 +408,7 @@ int MbmSuite::BuildProblem(size_t k, Problem* problem) const {
   }
   problem->scene = scene.value();
   problem->world.emplace(*problem->scene);
+  if (options_.cloud_spacing > 0.0) problem->check_world.emplace(*problem->scene, true);
   problem->start = ends.value().first;
   problem->goal = ends.value().second;
   return 0;
@@ -466,11 +471,11 @@ void MbmSuite::CheckOurPaths(size_t k, const Problem& problem, const planners::P
   PlanRun& r = ours_[k];
   r.length = planners::PathLength(*space_, plan.path);
   r.waypoints = static_cast<int64_t>(plan.path.size());
-  r.check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, plan.path, kDenseStep);
+  r.check = DensePathCheck(*fcl_robot_, problem.Checked(), *problem.scene, plan.path, kDenseStep);
   const std::vector<Configuration>& raw_path = plan.raw_path;
   r.raw_length = planners::PathLength(*space_, raw_path);
   r.raw_waypoints = static_cast<int64_t>(raw_path.size());
-  r.raw_check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, raw_path, kDenseStep);
+  r.raw_check = DensePathCheck(*fcl_robot_, problem.Checked(), *problem.scene, raw_path, kDenseStep);
   r.raw_checked = true;
   for (const auto* c : {&r.raw_check, &r.check}) {
     if (!c->valid) {
@@ -557,9 +562,9 @@ void MbmSuite::PlanPeer(size_t k, const Problem& problem) {
     r.length = Length(path);
     r.raw_waypoints = static_cast<int64_t>(raw_path.size());
     r.waypoints = static_cast<int64_t>(path.size());
-    r.raw_check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, raw_path, kDenseStep);
+    r.raw_check = DensePathCheck(*fcl_robot_, problem.Checked(), *problem.scene, raw_path, kDenseStep);
     r.raw_checked = true;
-    r.check = DensePathCheck(*fcl_robot_, *problem.world, *problem.scene, path, kDenseStep);
+    r.check = DensePathCheck(*fcl_robot_, problem.Checked(), *problem.scene, path, kDenseStep);
   }
 }
 

@@ -242,15 +242,32 @@ class FclRobot {
 };
 
 /// The world side of the peer for one scene: an FCL object per primitive in a broad-phase manager.
+/// Point clouds become an octree (MoveIt's way), or with `cloud_spheres` one fcl::Sphere per point of
+/// its ball's radius: the cloud's exact semantics, for the dense check of returned paths.
 struct FclWorld {
   std::vector<std::unique_ptr<FclTag>> tags;
   std::vector<std::unique_ptr<fcl::CollisionObjectd>> objects;
   std::unique_ptr<fcl::DynamicAABBTreeCollisionManagerd> manager;
 
-  explicit FclWorld(const core::Scene& scene) : manager(std::make_unique<fcl::DynamicAABBTreeCollisionManagerd>()) {
+  explicit FclWorld(const core::Scene& scene, bool cloud_spheres = false)
+      : manager(std::make_unique<fcl::DynamicAABBTreeCollisionManagerd>()) {
     std::vector<fcl::CollisionObjectd*> raw;
     for (int32_t o = 0; o < static_cast<int32_t>(scene.objects().size()); ++o) {
       for (const core::ObjectPart& part : scene.objects()[o].parts) {
+        if (cloud_spheres && part.geometry.is_cloud()) {
+          const core::PointCloud& cloud = *part.geometry.cloud;
+          for (int32_t i = 0; i < cloud.num_points(); ++i) {
+            fcl::Transform3d X_WP = fcl::Transform3d::Identity();
+            X_WP.translation() = part.X_WG * cloud.point(i);
+            tags.push_back(std::make_unique<FclTag>(FclTag{false, o}));
+            objects.push_back(std::make_unique<fcl::CollisionObjectd>(
+                std::make_shared<fcl::Sphered>(cloud.point_radius(i)), X_WP));
+            objects.back()->setUserData(tags.back().get());
+            objects.back()->computeAABB();
+            raw.push_back(objects.back().get());
+          }
+          continue;
+        }
         fcl::Transform3d X_WG;
         auto geometry = FclWorldGeometry(part, &X_WG);
         if (geometry == nullptr) continue;  // Not produced by the MBM reader.
