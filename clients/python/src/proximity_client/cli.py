@@ -8,6 +8,7 @@
     proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
     proximity scene create --urdf FILE [--srdf FILE] [--package NAME=DIR]... [--name NAME] [--json]
     proximity scene name NAME [--scene ID] [--remove] | proximity scene list
+    proximity scene cloud ID FILE --radius R [--voxel-size V] [--frame LINK] [--state=Q] [--self-filter PAD] [--replace]
     proximity contacts --state=Q [--scene ID] [--max-pairs N] [--json]
     proximity signed-distance NAME NAME --state=Q [--scene ID] [--json]
 
@@ -29,12 +30,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__
+from . import __version__, geometry
 from .client import DEFAULT_TARGET, Client
 from .errors import ProximityError
 from .gltf import Contact, build_glb
 from .kinematics import time_from_start
 from .pathfiles import PathFileError, PathSpec, read_paths, read_states, write_path
+from .pointfiles import read_points
 from .results import PLANNERS, Pair, PathResult, PlanResult, SceneInfo
 
 EXIT_OK = 0
@@ -572,8 +574,43 @@ def _cmd_scene_list(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_scene_cloud(client: Client, args: argparse.Namespace) -> int:
+    """A point file (.npy, .ply, .pcd) as world object ID of the scene: a new scene version."""
+    if (args.frame or args.self_filter is not None) and args.state is None:
+        raise PathFileError(f"{'--frame' if args.frame else '--self-filter'} needs --state: the robot's joint values "
+                            "when the points were sensed")
+    cloud = read_points(args.file)
+    if cloud.nan_dropped:
+        _warn(f"{args.file}: {cloud.nan_dropped} point(s) with NaN coordinates dropped")
+    if not len(cloud.points):
+        raise PathFileError(f"{args.file}: no points{' but NaN ones' if cloud.nan_dropped else ''}")
+    info = _resolve_scene(client, args)
+    if args.id in info.object_ids and not args.replace:
+        raise PathFileError(f"scene {info.label} already has an object {args.id!r}; add --replace to replace it")
+    state = None if args.state is None else _state_vector(client, info, args.state)
+    obj = geometry.point_cloud(args.id, cloud.points, frame=args.frame or "", radius=args.radius,
+                               state=None if state is None else state.tolist(), voxel_size=args.voxel_size,
+                               self_filter_padding=args.self_filter)
+    replaced = args.id in info.object_ids
+    new = client.update_world(**({"replace": [obj]} if args.replace else {"add": [obj]}), scene=info.scene_id,
+                              move_names=args.move_names)
+    summary = {"id": args.id, "file": args.file, "format": cloud.format, "points": int(len(cloud.points)),
+               "nan_dropped": cloud.nan_dropped, "replaced": replaced, "from_scene": info.scene_id}
+    if args.json:
+        doc = _scene_json(new)
+        doc["cloud"] = summary
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    print(f"{_scene_line(new)}, version {new.version}: cloud {args.id!r} {'replaced' if replaced else 'added'} "
+          f"({len(cloud.points)} points from {args.file}, {cloud.format}; from scene {info.scene_id})")
+    ref = new.names[0] if new.names else new.scene_id
+    print(f"use it with --scene {ref}")
+    return EXIT_OK
+
+
 def _cmd_scene(client: Client, args: argparse.Namespace) -> int:
-    return {"create": _cmd_scene_create, "name": _cmd_scene_name, "list": _cmd_scene_list}[args.scene_command](
+    return {"create": _cmd_scene_create, "name": _cmd_scene_name, "list": _cmd_scene_list,
+            "cloud": _cmd_scene_cloud}[args.scene_command](
         client, args)
 
 
@@ -803,6 +840,27 @@ def build_parser() -> argparse.ArgumentParser:
     nm.add_argument("--reassign", action="store_true", help="take the name from the scene that holds it")
     scs.add_parser("list", parents=[common], help="the scenes loaded, with their robots and names",
                    description="The scenes the server holds: id, robot, joint count and names.")
+    cl = scs.add_parser("cloud", parents=[common], help="put a point file (.npy, .ply, .pcd) into the scene's world",
+                        description="Reads the points of FILE (.npy (n, 3); .ply ascii or binary; .pcd ascii, binary "
+                                    "or binary_compressed) and adds them to the --scene scene's world as point cloud "
+                                    "object ID, a new scene version (printed). Points with NaN coordinates are "
+                                    "dropped (a warning says how many).")
+    cl.add_argument("id", metavar="ID", help="the world object's id")
+    cl.add_argument("file", metavar="FILE", help="the points, in metres: .npy, .ply or .pcd")
+    cl.add_argument("--radius", type=float, required=True, metavar="R",
+                    help="each point's radius, metres (the sensor's noise or voxel size)")
+    cl.add_argument("--voxel-size", type=float, default=None, metavar="V",
+                    help="the server's downsampling voxel, metres (default: the radius; 0 keeps every point)")
+    cl.add_argument("--frame", default=None, metavar="LINK",
+                    help="the robot link whose frame the points are in, at --state (default: the world frame)")
+    cl.add_argument("--state", type=_configuration, default=None, metavar="Q",
+                    help="the joint values when the points were sensed (for --frame and --self-filter), as "
+                         "--state takes elsewhere")
+    cl.add_argument("--self-filter", type=float, default=None, metavar="PAD",
+                    help="drop points within PAD metres of the robot's links at --state (a camera sees the arm)")
+    cl.add_argument("--replace", action="store_true", help="replace object ID when the scene has it (a new frame)")
+    cl.add_argument("--move-names", action="store_true",
+                    help="move the scene's names to the new version (a name then follows the newest world)")
 
     ct = sub.add_parser("contacts", parents=[common], help="every colliding pair at a state, with depth and points",
                         description="Every colliding pair (world and self) at a state with its penetration depth, "
