@@ -319,6 +319,7 @@ CloudCollision CollideMeshCloudSdf(const MeshModel& mesh, const RigidTransform& 
   const double grow = padding + QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
   const std::vector<PointCloudNode>& nodes = cloud.nodes();
   const Obb& root = mesh.obb(0);
+  const Aabb grid = sdf.grid_box();  // where the map's bound is tight; the boxes' test beyond
   // The mesh's box as an axis-aligned box in the cloud's frame, grown by the padding: six comparisons
   // drop most of the cloud's nodes before the boxes' separating-axis test.
   const Aabb near_C = [&] {
@@ -337,13 +338,14 @@ CloudCollision CollideMeshCloudSdf(const MeshModel& mesh, const RigidTransform& 
     const PointCloudNode& cn = nodes[static_cast<size_t>(stack[--top])];
     if ((cn.box.max.array() < near_C.min.array()).any() || (near_C.max.array() < cn.box.min.array()).any()) continue;
     // Every ball of the node lies within the box, so within its half diagonal of the centre: the map's
-    // nearest node first (one look-up), the boxes' separating-axis test for what it leaves (the map's
-    // grid covers only the mesh's surroundings).
+    // nearest node first (one look-up), then, for a centre off the map's grid (where that bound is
+    // loose), the boxes' separating-axis test.
     const Obb co = NodeObb(cn, grow);
     const Vec3 c_M = X_MC * co.center;
     ++out.stats.bv_tests;
     if (sdf.ProvesAbove(c_M, NodeSize(cn) + grow)) continue;
-    if (!ObbsOverlap(root.half_extents, co.half_extents, MakeBoxPairFrame(root, co, X_MC))) continue;
+    const bool in_grid = (c_M.array() >= grid.min.array()).all() && (c_M.array() <= grid.max.array()).all();
+    if (!in_grid && !ObbsOverlap(root.half_extents, co.half_extents, MakeBoxPairFrame(root, co, X_MC))) continue;
     if (!cn.is_leaf()) {
       stack[top++] = cn.left + 1;
       stack[top++] = cn.left;
