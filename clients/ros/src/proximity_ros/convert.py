@@ -411,8 +411,79 @@ def joint_trajectory(joint_names: Sequence[str], path: np.ndarray, times: Sequen
                        for row, t in zip(path, times)]}
 
 
+#: sensor_msgs/PointField datatypes -> NumPy type codes (byte order added by the message's is_bigendian).
+POINT_FIELD_TYPES = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
+
+
+def point_cloud2_points(msg: Any, where: str = "point_cloud") -> Tuple[np.ndarray, int]:
+    """The x, y, z of a sensor_msgs/PointCloud2-shaped message as an (n, 3) float64 array, and how many
+    points were dropped because a coordinate is NaN (a dense cloud's missing returns). Each field is read
+    at its ``offset`` with its ``datatype``, points ``point_step`` apart in rows ``row_step`` apart, in
+    the byte order ``is_bigendian`` gives. ``data`` may be bytes or a list of byte values."""
+    height = _count(get(msg, "height", 0), f"{where}.height")
+    width = _count(get(msg, "width", 0), f"{where}.width")
+    point_step = _count(get(msg, "point_step", 0), f"{where}.point_step")
+    row_step = _count(get(msg, "row_step", 0), f"{where}.row_step")
+    order = ">" if bool(get(msg, "is_bigendian", False)) else "<"
+    fields = {}
+    for i, f in enumerate(_seq(get(msg, "fields", []), f"{where}.fields")):
+        fields.setdefault(str(get(f, "name", "")), (i, f))
+    missing = [c for c in "xyz" if c not in fields]
+    if missing:
+        raise BadRequest(f"{where}.fields has no {', '.join(missing)} (fields: "
+                         f"{', '.join(fields) or 'none'})")
+    n = height * width
+    if n and point_step == 0:
+        raise BadRequest(f"{where}.point_step is 0")
+    if height > 1 or n:
+        if row_step < width * point_step:
+            raise BadRequest(f"{where}.row_step {row_step} is less than width x point_step = {width} x {point_step}")
+    names, formats, offsets = [], [], []
+    for c in "xyz":
+        i, f = fields[c]
+        fw = f"{where}.fields[{i}] ({c})"
+        code = POINT_FIELD_TYPES.get(get(f, "datatype", 0))
+        if code is None:
+            raise BadRequest(f"{fw}.datatype {get(f, 'datatype', 0)!r} is not a PointField type (1 to 8)")
+        offset = _count(get(f, "offset", 0), f"{fw}.offset")
+        if int(get(f, "count", 1) or 0) < 1:
+            raise BadRequest(f"{fw}.count is {get(f, 'count', 1)!r}")
+        if offset + int(code[1]) > point_step:
+            raise BadRequest(f"{fw}: offset {offset} + {code[1]} bytes is past point_step {point_step}")
+        names.append(c)
+        formats.append(order + code)
+        offsets.append(offset)
+    data = get(msg, "data", b"")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            data = bytes(bytearray(data))
+        except (TypeError, ValueError):
+            raise BadRequest(f"{where}.data is not bytes") from None
+    need = row_step * height
+    if len(data) != need:
+        raise BadRequest(f"{where}.data has {len(data)} bytes; row_step x height = {row_step} x {height} = {need}")
+    if n == 0:
+        return np.zeros((0, 3)), 0
+    dt = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": point_step})
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(height, row_step)[:, :width * point_step]
+    rec = np.ascontiguousarray(rows).reshape(-1).view(dt)
+    points = np.stack([rec[c].astype(np.float64) for c in "xyz"], axis=1)
+    nan = np.isnan(points).any(axis=1)
+    points = points[~nan]
+    if not np.isfinite(points).all():
+        raise BadRequest(f"{where}: {int((~np.isfinite(points)).any(axis=1).sum())} point(s) have infinite "
+                         "coordinates")
+    return points, int(nan.sum())
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise BadRequest(f"{where} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
 __all__ = ["BadRequest", "JointSpace", "get", "duration", "duration_seconds", "joint_state_values",
            "trajectory_rows", "pose_values", "compose", "inverse", "object_parts", "part_in_frame",
            "wire_pose_values", "contact_information", "body_types", "point", "clearance_pair", "planner_name",
            "time_waypoints",
-           "joint_trajectory", "PLAN_ERROR_CODES"]
+           "joint_trajectory", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]

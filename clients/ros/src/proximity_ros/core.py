@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 import numpy as np
 
-from proximity_client import Client, ProximityError
+from proximity_client import Client, ProximityError, geometry
 from proximity_client._stubs import pb
 from proximity_client.results import SceneInfo, TrackResult
 
@@ -221,7 +221,11 @@ class BridgeCore:
         self._install(info, old.desc, old.planning_frame)
 
     def scene(self) -> _Scene:
-        """The scene queries run on (created on first use)."""
+        """The scene queries run on (created on first use). A snapshot read without the scene lock, so
+        queries never wait behind a scene change in progress (a point cloud's update)."""
+        s = self._scene
+        if s is not None and not self._robot_error:
+            return s
         return self._ensure_scene()
 
     def status(self) -> Dict[str, Any]:
@@ -338,6 +342,48 @@ class BridgeCore:
         if s.desc is not None and self._robot is not None:
             frames.append(s.desc.root_link)  # the scene puts the root link at the planning frame's origin
         return frames
+
+    def apply_point_cloud(self, msg: Any, object_id: str = "sensed", radius: float = 0.01,
+                          voxel_size: Optional[float] = None,
+                          self_filter_padding: Optional[float] = None) -> Dict[str, int]:
+        """Makes world object ``object_id`` the points of a sensor_msgs/PointCloud2-shaped message (an
+        UpdateWorld REPLACE: the previous cloud goes): x, y, z read by their offsets and datatypes, NaN
+        points dropped. ``header.frame_id`` empty or a world frame (the planning frame, the root link)
+        puts the points in the world; another robot link puts them in that link's frame at the current
+        /joint_states (sent as the cloud's state, posed by proximityd). ``self_filter_padding`` drops
+        points within it of the robot at the current /joint_states. A cloud with no points left removes
+        the object. Returns ``{"points", "nan_dropped"}``; a message that cannot be applied is refused
+        (logged, counted; Refused raised) and changes nothing."""
+        try:
+            points, nan = convert.point_cloud2_points(msg, "point_cloud")
+            frame = str(get(get(msg, "header") or {}, "frame_id", "") or "").lstrip("/")
+            with self._lock:
+                s = self._ensure_scene()
+                if object_id in s.info.link_names or object_id in s.info.attached_object_ids:
+                    raise Refused(f"id {object_id!r} is a robot link's or an attached object's name")
+                world = not frame or frame in self._world_frames(s)
+                if not world and frame not in s.info.link_names:
+                    raise Refused(f"header.frame_id {frame!r} is neither the planning frame "
+                                  f"({' or '.join(repr(f) for f in self._world_frames(s))}) nor a robot link")
+                state = None
+                if not world or self_filter_padding is not None:
+                    why = f"point cloud in frame {frame!r}" if not world else "point cloud self filter"
+                    state = [float(v) for v in s.space.complete([], [], self._fallbacks(), why)]
+                if not len(points):
+                    if object_id in s.info.object_ids:
+                        self._update(s, remove=[object_id])
+                    self._objects.pop(object_id, None)
+                else:
+                    obj = geometry.point_cloud(object_id, points, frame="" if world else frame, radius=radius,
+                                               state=state, voxel_size=voxel_size,
+                                               self_filter_padding=self_filter_padding)
+                    self._update(s, replace=[obj])
+                    self._objects[object_id] = obj
+                self.updates_applied += 1
+            return {"points": int(len(points)), "nan_dropped": nan}
+        except (BadRequest, Refused, ProximityError) as e:
+            self._refusal(f"point cloud {object_id!r}", e)
+            raise Refused(str(e)) from None
 
     def apply_attached_object(self, msg: Any) -> None:
         """Applies a moveit_msgs/AttachedCollisionObject-shaped message: object.operation ADD attaches

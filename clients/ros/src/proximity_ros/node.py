@@ -5,7 +5,8 @@ Services (private names): ``~check_state_validity`` (proximity_msgs/GetStateVali
 ``~check_states`` (GetStatesValidity), ``~check_trajectory`` (CheckTrajectory), ``~plan`` (Plan).
 Subscribes to ``collision_object`` (proximity_msgs/CollisionObject), ``attached_collision_object``
 (AttachedCollisionObject), ``~allowed_collision_matrix`` (AllowedCollisionMatrix) and ``joint_states``
-(sensor_msgs/JointState); publishes ``~clearance`` (proximity_msgs/Clearance) for the latest joint
+(sensor_msgs/JointState), and with ``~point_cloud_topic`` set a sensor_msgs/PointCloud2 topic kept as one
+world object; publishes ``~clearance`` (proximity_msgs/Clearance) for the latest joint
 state and ``~scene`` (SceneStatus, latched) after every scene change.
 
 Parameters (private): ``~target`` (proximityd, default 127.0.0.1:50051), ``~timeout`` (s, per call),
@@ -15,7 +16,9 @@ proximityd's built-in scene; or ``files``, ``parameter``, ``default``), ``~robot
 (``{name: folder}`` or ``["name=folder", ...]``), ``~urdf_dir`` (folder of relative mesh paths in a
 parameter URDF), ``~planning_frame``, ``~param_poll_period`` (s), ``~clearance_rel_err``,
 ``~clearance_horizon`` (m, 0.25), ``~clearance_max_pairs`` (8), ``~clearance_per_link`` (false),
-``~default_velocity``, ``~joint_states_topic``.
+``~default_velocity``, ``~joint_states_topic``, ``~point_cloud_topic`` (empty: none), ``~point_cloud_id``
+(``sensed``), ``~point_cloud_radius`` (m, 0.01), ``~point_cloud_voxel_size`` (m; unset: the radius),
+``~point_cloud_self_filter`` (m; unset or negative: no self filter).
 
 Run it with ``<build>/clients/ros/proximity_bridge`` or ``scripts/ros-bridge.sh``.
 """
@@ -26,7 +29,7 @@ import traceback
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import rospy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, PointCloud2
 
 from proximity_client import Client, ProximityError
 from proximity_msgs.msg import (AllowedCollisionMatrix, AttachedCollisionObject, Clearance, CollisionObject,
@@ -53,6 +56,16 @@ def _integer(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
         raise ValueError(f"{name} must be an integer, got {value!r}")
     return int(value)
+
+
+def _optional_length(value: Any, name: str) -> Optional[float]:
+    """A length parameter that may be unset: None for "", None or a negative number."""
+    if value is None or value == "":
+        return None
+    v = _number(value, name)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return None if v < 0 else v
 
 
 def _package_dirs(value: Any) -> Dict[str, str]:
@@ -108,6 +121,19 @@ class BridgeNode:
         self._pending_frame = ""
         self._stopping = False
         self._wake = threading.Event()
+        self.cloud_topic = str(rospy.get_param("~point_cloud_topic", "") or "")
+        self.cloud_id = str(rospy.get_param("~point_cloud_id", "sensed") or "")
+        if self.cloud_topic and not self.cloud_id:
+            raise ValueError("~point_cloud_id is empty")
+        self.cloud_radius = _optional_length(rospy.get_param("~point_cloud_radius", 0.01), "~point_cloud_radius")
+        if self.cloud_radius is None:
+            raise ValueError("~point_cloud_radius must be a length >= 0 (metres)")
+        self.cloud_voxel = _optional_length(rospy.get_param("~point_cloud_voxel_size", ""), "~point_cloud_voxel_size")
+        self.cloud_self_filter = _optional_length(rospy.get_param("~point_cloud_self_filter", ""),
+                                                  "~point_cloud_self_filter")
+        self._cloud_cond = threading.Condition()
+        self._pending_cloud: Optional[PointCloud2] = None
+        self.clouds_dropped = 0
 
         self.scene_pub = rospy.Publisher("~scene", SceneStatus, queue_size=1, latch=True)
         self.clearance_pub = rospy.Publisher("~clearance", Clearance, queue_size=1)
@@ -132,6 +158,12 @@ class BridgeNode:
                              queue_size=1),
         ]
         self._threads = [threading.Thread(target=self._clearance_loop, name="clearance", daemon=True)]
+        if self.cloud_topic:
+            # The newest cloud only (a big buffer so that rospy's queue of one drops the stale ones), applied on
+            # its own thread: an update never holds up /joint_states, ~clearance or the services.
+            self.subscribers.append(rospy.Subscriber(self.cloud_topic, PointCloud2, self._point_cloud, queue_size=1,
+                                                     buff_size=1 << 26))
+            self._threads.append(threading.Thread(target=self._cloud_loop, name="point_cloud", daemon=True))
         if self.mode in ("parameter", "parameter_or_default"):
             self._threads.append(threading.Thread(target=self._watch_params, name="params", daemon=True))
         for t in self._threads:
@@ -278,11 +310,42 @@ class BridgeNode:
             except Exception:  # noqa: BLE001
                 rospy.logerr(f"proximity_bridge: {traceback.format_exc()}")
 
+    def _point_cloud(self, msg: PointCloud2) -> None:
+        with self._cloud_cond:
+            if self._pending_cloud is not None:
+                self.clouds_dropped += 1  # a newer cloud replaces one not applied yet
+            self._pending_cloud = msg
+            self._cloud_cond.notify()
+
+    def _cloud_loop(self) -> None:
+        while True:
+            with self._cloud_cond:
+                while self._pending_cloud is None and not self._stopping:
+                    self._cloud_cond.wait(0.5)
+                if self._stopping:
+                    return
+                msg, self._pending_cloud = self._pending_cloud, None
+            try:
+                out = self.core.apply_point_cloud(ros1.to_dict(msg), self.cloud_id, self.cloud_radius,
+                                                  self.cloud_voxel, self.cloud_self_filter)
+                if out["nan_dropped"]:
+                    rospy.logdebug(f"proximity_bridge: {self.cloud_topic}: {out['nan_dropped']} NaN point(s) dropped")
+            except Refused:
+                pass  # logged and counted by the core
+            except Exception:  # noqa: BLE001 - a bug: logged, the next cloud tried
+                rospy.logerr(f"proximity_bridge: {traceback.format_exc()}")
+            if self.clouds_dropped:
+                rospy.loginfo_throttle(10.0, f"proximity_bridge: {self.cloud_topic}: {self.clouds_dropped} cloud(s) "
+                                             "replaced by newer ones before they were applied")
+            self._publish_status()
+
     def _shutdown(self) -> None:
         self._stopping = True
         self._wake.set()
         with self._clear_cond:
             self._clear_cond.notify_all()
+        with self._cloud_cond:
+            self._cloud_cond.notify_all()
         self.client.close()
 
 
