@@ -244,9 +244,10 @@ def test_bad_arguments_name_the_field_and_the_session_goes_on(client: Client, in
             s.track(q[:5])
         with pytest.raises(InvalidArgumentError, match=r"queries\[0\]\.track\.state.*not finite"):
             s.track(np.where(np.arange(info.dof) == 2, np.nan, q))
+        # A joint the robot lacks is ignored (as MoveIt does), but one it has may not be missing.
         names = dict(zip(info.joint_names, q))
         names["no_such_joint"] = names.pop(info.joint_names[0])
-        with pytest.raises(InvalidArgumentError, match=r"queries\[0\]\.track\.state.*no_such_joint"):
+        with pytest.raises(InvalidArgumentError, match=r"queries\[0\]\.track\.state.*" + info.joint_names[0]):
             s.track(names)
         with pytest.raises(ValueError, match="max_pairs must be >= 0"):
             s.track(q, max_pairs=-1)
