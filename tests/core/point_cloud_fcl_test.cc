@@ -27,8 +27,6 @@ using testing::ValueOrFail;
 // Points on the surfaces of five boxes around the robot, `spacing` apart on average.
 std::vector<Vec3> SensedPoints(std::mt19937_64& rng, double spacing) {
   std::vector<Vec3> out;
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::uniform_int_distribution<int> face(0, 5);
   for (int b = 0; b < 5; ++b) {
     const Vec3 h(std::uniform_real_distribution<double>(0.05, 0.25)(rng), std::uniform_real_distribution<double>(0.05, 0.25)(rng),
                  std::uniform_real_distribution<double>(0.02, 0.15)(rng));
@@ -36,14 +34,8 @@ std::vector<Vec3> SensedPoints(std::mt19937_64& rng, double spacing) {
     do {
       X = testing::RandomPose(rng, Vec3(-0.7, -0.7, 0.0), Vec3(0.7, 0.7, 0.8));
     } while (X.p.head<2>().norm() < 0.3 + h.maxCoeff());
-    const double area = 8.0 * (h.x() * h.y() + h.y() * h.z() + h.x() * h.z());
-    const int n = static_cast<int>(area / (spacing * spacing));
-    for (int i = 0; i < n; ++i) {
-      const int f = face(rng);
-      Vec3 p(u(rng) * h.x(), u(rng) * h.y(), u(rng) * h.z());
-      p[f / 2] = (f % 2 ? -1.0 : 1.0) * h[f / 2];
-      out.push_back(X * p);
-    }
+    const std::vector<Vec3> s = BoxSurfacePoints(rng, h, X, spacing);
+    out.insert(out.end(), s.begin(), s.end());
   }
   return out;
 }

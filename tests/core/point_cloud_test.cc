@@ -37,23 +37,6 @@ std::vector<Vec3> RandomPoints(std::mt19937_64& rng, int n, const Vec3& lo, cons
   return out;
 }
 
-// Points on the surface of a box (half extents h, pose X_WB) about `spacing` apart, as a depth camera
-// would see every side.
-std::vector<Vec3> BoxSurfacePoints(std::mt19937_64& rng, const Vec3& h, const RigidTransform& X_WB, double spacing) {
-  std::vector<Vec3> out;
-  const double area = 8.0 * (h.x() * h.y() + h.y() * h.z() + h.x() * h.z());
-  const int n = std::max(8, static_cast<int>(area / (spacing * spacing)));
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::uniform_int_distribution<int> face(0, 5);
-  for (int i = 0; i < n; ++i) {
-    const int f = face(rng);
-    Vec3 p(u(rng) * h.x(), u(rng) * h.y(), u(rng) * h.z());
-    p[f / 2] = (f % 2 ? -1.0 : 1.0) * h[f / 2];
-    out.push_back(X_WB * p);
-  }
-  return out;
-}
-
 // Brute force: the smallest (distance to the mesh surface - radius) over the cloud's balls.
 double BruteMeshCloud(const TriangleMesh& mesh, const RigidTransform& X_WM, const PointCloud& cloud,
                       const RigidTransform& X_WC) {

@@ -494,12 +494,30 @@ void Offer(Best* best, double gap, double lower, const Vec3& q, const Vec3& p, d
   }
 }
 
+// Whether a best-first walk may stop before a pair whose bound is `next`: its best answer meets the
+// request (touching, below stop_below, or within the budget of the caller's known lower bound), or
+// `next` reaches the budget against the best or max_distance.
+bool WalkDone(const DistanceRequest& request, const Best& best, double next) {
+  const double enough = std::min(best.upper / (1.0 + request.rel_err), best.upper - request.abs_err);
+  const bool met = best.point >= 0 &&
+                   (best.upper == 0.0 || best.upper < request.stop_below || enough <= request.known_lower);
+  return met || next >= std::min(request.max_distance, enough);
+}
+
+// The certified interval of a walk that stopped with `open` the smallest bound it left unexpanded.
+void Settle(const DistanceRequest& request, const Best& best, double open, DistanceResult* result) {
+  result->intersecting = best.point >= 0 && best.upper == 0.0;
+  const double lower = std::min({open, best.leaf_lower, best.upper});
+  result->lower_bound = std::max({0.0, lower, std::min(request.known_lower, best.upper)});
+  result->upper_bound = best.upper;
+  if (result->intersecting) result->lower_bound = result->upper_bound = 0.0;
+  result->beyond_max_distance = result->lower_bound >= request.max_distance;
+}
+
 template <class BoundFn, class LeafFn, class SplitFn>
 DistanceResult BestFirst(const DistanceRequest& request, int32_t root_a, BoundFn&& bound, LeafFn&& leaf,
                          SplitFn&& split, Best* best) {
   DistanceResult result;
-  const double rel = request.rel_err, abs = request.abs_err;
-  auto enough = [&](double upper) { return std::min(upper / (1.0 + rel), upper - abs); };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
   double open = kInf;  // smallest bound of a pair left unexpanded or pruned
   auto push = [&](int32_t a, int32_t c) {
@@ -513,9 +531,7 @@ DistanceResult BestFirst(const DistanceRequest& request, int32_t root_a, BoundFn
   push(root_a, 0);
   while (!heap.empty()) {
     const Entry e = heap.top();
-    const bool met = best->point >= 0 && (best->upper == 0.0 || best->upper < request.stop_below ||
-                                          enough(best->upper) <= request.known_lower);
-    if (met || e.bound >= std::min(request.max_distance, enough(best->upper))) {
+    if (WalkDone(request, *best, e.bound)) {
       open = std::min(open, e.bound);
       break;
     }
@@ -523,12 +539,7 @@ DistanceResult BestFirst(const DistanceRequest& request, int32_t root_a, BoundFn
     if (leaf(e, best, &result.stats)) continue;  // both leaves: tested
     split(e, push);
   }
-  result.intersecting = best->point >= 0 && best->upper == 0.0;
-  const double lower = std::min({open, best->leaf_lower, best->upper});
-  result.lower_bound = std::max({0.0, lower, std::min(request.known_lower, best->upper)});
-  result.upper_bound = best->upper;
-  if (result.intersecting) result.lower_bound = result.upper_bound = 0.0;
-  result.beyond_max_distance = result.lower_bound >= request.max_distance;
+  Settle(request, *best, open, &result);
   return result;
 }
 
@@ -595,8 +606,6 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
   const double allowance = QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
   const std::vector<PointCloudNode>& nodes = cloud.nodes();
   const Obb& root = mesh.obb(0);
-  const double rel = request.rel_err, abs = request.abs_err;
-  auto enough = [&](double upper) { return std::min(upper / (1.0 + rel), upper - abs); };
   // Entries: a node (c >= 0, a = 0), or a point (a = 1, c its index) whose bound is the map's.
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
   double open = kInf;
@@ -619,9 +628,7 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
   push_node(0);
   while (!heap.empty()) {
     const Entry e = heap.top();
-    const bool met = best->point >= 0 && (best->upper == 0.0 || best->upper < request.stop_below ||
-                                          enough(best->upper) <= request.known_lower);
-    if (met || e.bound >= std::min(request.max_distance, enough(best->upper))) {
+    if (WalkDone(request, *best, e.bound)) {
       open = std::min(open, e.bound);
       break;
     }
@@ -649,12 +656,7 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
       push(std::max(sdf.NodeLowerBound(p_M), ep.value - ep.error_bound) - cloud.point_radius(i), 1, i);
     }
   }
-  result.intersecting = best->point >= 0 && best->upper == 0.0;
-  const double lower = std::min({open, best->leaf_lower, best->upper});
-  result.lower_bound = std::max({0.0, lower, std::min(request.known_lower, best->upper)});
-  result.upper_bound = best->upper;
-  if (result.intersecting) result.lower_bound = result.upper_bound = 0.0;
-  result.beyond_max_distance = result.lower_bound >= request.max_distance;
+  Settle(request, *best, open, &result);
   return result;
 }
 
