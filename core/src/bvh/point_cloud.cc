@@ -241,6 +241,21 @@ Obb NodeObb(const PointCloudNode& n, double grow) {
 // Half the diagonal of a node's box: its size, to choose which tree to descend.
 double NodeSize(const PointCloudNode& n) { return 0.5 * (n.box.max - n.box.min).norm(); }
 
+// The axis-aligned box in frame C of `box` (frame A, posed at X_CA), grown by `grow`: the cloud nodes
+// outside it are dropped with six comparisons before any oriented test.
+Aabb BoxInCloudFrame(const Obb& box, const RigidTransform& X_CA, double grow) {
+  const Vec3 c = X_CA * box.center;
+  const Vec3 half = (X_CA.R * box.R_MB).cwiseAbs() * box.half_extents + Vec3::Constant(grow);
+  Aabb b;
+  b.min = c - half;
+  b.max = c + half;
+  return b;
+}
+
+bool Apart(const Aabb& a, const Aabb& b) {
+  return (a.max.array() < b.min.array()).any() || (b.max.array() < a.min.array()).any();
+}
+
 // The rounding allowance of a query between a model of reach `reach_a` at X_WA and the cloud at X_WC.
 double QueryAllowance(double reach_a, const RigidTransform& X_WA, const PointCloud& cloud, const RigidTransform& X_WC) {
   return RoundingAllowance(reach_a + X_WA.p.norm() + cloud.reach() + X_WC.p.norm());
@@ -262,14 +277,47 @@ double LeafTriangleDistance2(const MeshModel& mesh, int32_t k, const Vec3& p_M, 
   return (p_M - *cp).squaredNorm();
 }
 
-// Exact distance from a point (frame S) to a solid, as GJK certifies it: distance and lower bound,
-// and the closest point on the solid (frame S).
+// The distance from a point (frame S) to a solid: its lower bound (certified) and the closest point on
+// the solid (frame S); 0 and the point itself inside.
+struct PointSolid {
+  double distance = 0.0;
+  double lower = 0.0;
+  Vec3 closest = Vec3::Zero();
+};
+
+// Closed forms for the solids robot links are made of (exact up to rounding, which the queries'
+// allowance covers); GJK for the others (cones, polytopes), as it certifies them.
+PointSolid PointShapeDistance(const Box& b, const Vec3& p) {
+  const Vec3 c = p.cwiseMax(-b.half_extents).cwiseMin(b.half_extents);
+  const double d = (p - c).norm();
+  return {d, d, c};
+}
+PointSolid PointShapeDistance(const Sphere& s, const Vec3& p) {
+  const Vec3 v = p - s.center;
+  const double n = v.norm();
+  if (n <= s.radius) return {0.0, 0.0, p};
+  return {n - s.radius, n - s.radius, s.center + (s.radius / n) * v};
+}
+PointSolid PointShapeDistance(const Capsule& c, const Vec3& p) {
+  Sphere s{Vec3(0.0, 0.0, std::clamp(p.z(), -c.half_length, c.half_length)), c.radius};
+  return PointShapeDistance(s, p);
+}
+PointSolid PointShapeDistance(const Cylinder& c, const Vec3& p) {
+  const double radial = p.head<2>().norm();
+  Vec3 q = p;
+  if (radial > c.radius) q.head<2>() *= c.radius / radial;
+  q.z() = std::clamp(p.z(), -c.half_length, c.half_length);
+  const double d = (p - q).norm();
+  return {d, d, q};
+}
 template <class S>
-GjkResult PointShapeDistance(const S& shape, const Vec3& p_S) {
+PointSolid PointShapeDistance(const S& shape, const Vec3& p_S) {
   static const RigidTransform kIdentity = RigidTransform::Identity();
   RigidTransform X_SP = RigidTransform::Identity();
   X_SP.p = p_S;
-  return GjkDistance(shape, kIdentity, Sphere{Vec3::Zero(), 0.0}, X_SP);
+  const GjkResult g = GjkDistance(shape, kIdentity, Sphere{Vec3::Zero(), 0.0}, X_SP);
+  if (g.intersecting) return {0.0, 0.0, p_S};
+  return {g.distance, g.lower_bound, g.p_WA};
 }
 
 }  // namespace
@@ -322,21 +370,13 @@ CloudCollision CollideMeshCloudSdf(const MeshModel& mesh, const RigidTransform& 
   const Aabb grid = sdf.grid_box();  // where the map's bound is tight; the boxes' test beyond
   // The mesh's box as an axis-aligned box in the cloud's frame, grown by the padding: six comparisons
   // drop most of the cloud's nodes before the boxes' separating-axis test.
-  const Aabb near_C = [&] {
-    const RigidTransform X_CM = X_MC.inverse();
-    const Vec3 c = X_CM * root.center;
-    const Vec3 half = (X_CM.R * root.R_MB).cwiseAbs() * root.half_extents + Vec3::Constant(grow);
-    Aabb b;
-    b.min = c - half;
-    b.max = c + half;
-    return b;
-  }();
+  const Aabb near_C = BoxInCloudFrame(root, X_MC.inverse(), grow);
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
   while (top > 0) {
     const PointCloudNode& cn = nodes[static_cast<size_t>(stack[--top])];
-    if ((cn.box.max.array() < near_C.min.array()).any() || (near_C.max.array() < cn.box.min.array()).any()) continue;
+    if (Apart(cn.box, near_C)) continue;
     // Every ball of the node lies within the box, so within its half diagonal of the centre: the map's
     // nearest node first (one look-up), then, for a centre off the map's grid (where that bound is
     // loose), the boxes' separating-axis test.
@@ -432,6 +472,7 @@ CloudCollision CollideShapeCloud(const Shape& shape, const RigidTransform& X_WS,
   const double reach = so.center.norm() + so.half_extents.norm();
   const double grow = padding + QueryAllowance(reach, X_WS, cloud, X_WC);
   const std::vector<PointCloudNode>& nodes = cloud.nodes();
+  const Aabb near_C = BoxInCloudFrame(so, X_SC.inverse(), grow);
   VisitShape(shape, [&](const auto& solid) {
     std::vector<int32_t> stack;
     stack.reserve(64);
@@ -439,6 +480,7 @@ CloudCollision CollideShapeCloud(const Shape& shape, const RigidTransform& X_WS,
     while (!stack.empty()) {
       const PointCloudNode& cn = nodes[static_cast<size_t>(stack.back())];
       stack.pop_back();
+      if (Apart(cn.box, near_C)) continue;
       const Obb co = NodeObb(cn, grow);
       ++out.stats.bv_tests;
       if (!ObbsOverlap(so.half_extents, co.half_extents, MakeBoxPairFrame(so, co, X_SC))) continue;
@@ -449,8 +491,8 @@ CloudCollision CollideShapeCloud(const Shape& shape, const RigidTransform& X_WS,
       }
       for (int32_t i = cn.first; i < cn.first + cn.count; ++i) {
         ++out.stats.triangle_tests;
-        const GjkResult g = PointShapeDistance(solid, X_SC * cloud.point(i));
-        if (g.intersecting || g.lower_bound <= cloud.point_radius(i) + grow) {
+        const PointSolid g = PointShapeDistance(solid, X_SC * cloud.point(i));
+        if (g.lower <= cloud.point_radius(i) + grow) {
           AddContact(&out, request, -1, i);
           if (!request.all_contacts || out.truncated) return;
         }
@@ -743,9 +785,8 @@ Result<DistanceResult> ComputeShapeCloudDistance(const Shape& shape, const Rigid
         ++stats->triangle_tests;
         const Vec3 p_S = X_SC * cloud.point(i);
         const double rad = cloud.point_radius(i);
-        const GjkResult g = PointShapeDistance(solid, p_S);
-        const double gap = g.intersecting ? 0.0 : g.distance;
-        Offer(b, gap, (g.intersecting ? 0.0 : g.lower_bound) - rad, g.p_WA, p_S, rad, -1, i);
+        const PointSolid g = PointShapeDistance(solid, p_S);
+        Offer(b, g.distance, g.lower - rad - allowance, g.closest, p_S, rad, -1, i);
       }
       return true;
     };
