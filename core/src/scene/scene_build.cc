@@ -322,10 +322,22 @@ static std::vector<std::string> DegenerateTriangleWarnings(const SceneDescriptio
 
 namespace {
 
-// Cells along the longest side of a link mesh's distance map for point clouds: its interpolation error
-// is at most sqrt(3) / 2 of a cell (about 2.7% of the link's size), and the points within that of the
-// surface go to the exact test.
-constexpr int32_t kCloudMapCells = 32;
+// A link mesh's distance map for point clouds has cells of at most kCloudMapCell metres (its
+// interpolation error is at most sqrt(3) / 2 of a cell, and the points within that of the surface go to
+// the exact test), with between kCloudMapMinCells and kCloudMapMaxCells along its longest side (a long
+// link gets more cells, not a coarser map; the largest map is about 2 million nodes).
+constexpr double kCloudMapCell = 0.005;
+constexpr int32_t kCloudMapMinCells = 32;
+constexpr int32_t kCloudMapMaxCells = 128;
+
+int32_t CloudMapCells(const MeshModel& mesh) {
+  // The map's box is the mesh's padded by 10% of its longest side on each side (SdfBuildOptions).
+  Aabb box;
+  for (const Vec3& v : mesh.mesh().vertices) box.Extend(v);
+  const double longest = 1.2 * (box.max - box.min).maxCoeff();
+  const double cells = std::ceil(longest / kCloudMapCell);
+  return static_cast<int32_t>(std::clamp(cells, static_cast<double>(kCloudMapMinCells), static_cast<double>(kCloudMapMaxCells)));
+}
 
 // The distance map of a robot link mesh (unsigned: meshes are surfaces, so a point inside a closed
 // link but away from its triangles is free, and the map proves it so), made once per mesh for every
@@ -344,7 +356,7 @@ std::shared_ptr<const SignedDistanceMap> LinkDistanceMap(const std::shared_ptr<c
   if (it != cache.end()) return it->second.map;
   SdfBuildOptions options;
   options.unsigned_distance = true;
-  Result<std::shared_ptr<const SignedDistanceMap>> map = SignedDistanceMap::Build(*mesh, kCloudMapCells, options);
+  Result<std::shared_ptr<const SignedDistanceMap>> map = SignedDistanceMap::Build(*mesh, CloudMapCells(*mesh), options);
   Entry e{mesh, map.ok() ? map.value() : nullptr};
   cache.emplace(mesh.get(), e);
   return e.map;
