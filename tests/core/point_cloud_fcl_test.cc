@@ -24,22 +24,6 @@ namespace {
 
 using testing::ValueOrFail;
 
-// Points on the surfaces of five boxes around the robot, `spacing` apart on average.
-std::vector<Vec3> SensedPoints(std::mt19937_64& rng, double spacing) {
-  std::vector<Vec3> out;
-  for (int b = 0; b < 5; ++b) {
-    const Vec3 h(std::uniform_real_distribution<double>(0.05, 0.25)(rng), std::uniform_real_distribution<double>(0.05, 0.25)(rng),
-                 std::uniform_real_distribution<double>(0.02, 0.15)(rng));
-    RigidTransform X;
-    do {
-      X = testing::RandomPose(rng, Vec3(-0.7, -0.7, 0.0), Vec3(0.7, 0.7, 0.8));
-    } while (X.p.head<2>().norm() < 0.3 + h.maxCoeff());
-    const std::vector<Vec3> s = BoxSurfacePoints(rng, h, X, spacing);
-    out.insert(out.end(), s.begin(), s.end());
-  }
-  return out;
-}
-
 // The smallest (distance to a link mesh - radius) over the cloud's balls at q, brute force.
 double NearestBall(const RobotModel& robot, std::span<const double> q, const PointCloud& cloud) {
   const std::vector<RigidTransform> X_WL = ValueOrFail(robot.ForwardKinematics(q));
@@ -67,7 +51,7 @@ TEST(PointCloudFcl, AgreesWithFclOctreeUpToItsResolution) {
     std::mt19937_64 rng(7);
     PointCloudOptions options;
     options.voxel_size = 0.0;  // the octree gets exactly our points
-    auto cloud = ValueOrFail(PointCloud::Build(SensedPoints(rng, 0.02), radius, options));
+    auto cloud = ValueOrFail(PointCloud::Build(SensedBoxPoints(rng, 0.02), radius, options));
     SceneDescription d;
     d.robot = LoadRobot(rc);
     d.self_clearance_fill = SelfClearanceFill::kOnUse;

@@ -317,17 +317,7 @@ struct CloudWorld {
 
 // Points on the surfaces of a few boxes around the robot (a table and shelves as a camera sees them).
 CloudWorld SensedWorld(std::mt19937_64& rng, double spacing, double radius) {
-  std::vector<Vec3> points;
-  for (int b = 0; b < 5; ++b) {
-    const Vec3 h(std::uniform_real_distribution<double>(0.05, 0.25)(rng), std::uniform_real_distribution<double>(0.05, 0.25)(rng),
-                 std::uniform_real_distribution<double>(0.02, 0.15)(rng));
-    RigidTransform X;
-    do {
-      X = testing::RandomPose(rng, Vec3(-0.7, -0.7, 0.0), Vec3(0.7, 0.7, 0.8));
-    } while (X.p.head<2>().norm() < 0.3 + h.maxCoeff());
-    const std::vector<Vec3> s = BoxSurfacePoints(rng, h, X, spacing);
-    points.insert(points.end(), s.begin(), s.end());
-  }
+  std::vector<Vec3> points = SensedBoxPoints(rng, spacing);
   CloudWorld w;
   w.X_WC = testing::RandomPose(rng, Vec3::Constant(-0.01), Vec3::Constant(0.01));
   for (Vec3& p : points) p = w.X_WC.inverse() * p;

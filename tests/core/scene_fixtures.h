@@ -127,6 +127,23 @@ inline std::vector<Vec3> BoxSurfacePoints(std::mt19937_64& rng, const Vec3& h, c
   return out;
 }
 
+// Points on the surfaces of five seeded boxes around a robot's base (a table and shelves as a camera
+// sees them), `spacing` apart on average.
+inline std::vector<Vec3> SensedBoxPoints(std::mt19937_64& rng, double spacing) {
+  std::vector<Vec3> out;
+  for (int b = 0; b < 5; ++b) {
+    const Vec3 h(std::uniform_real_distribution<double>(0.05, 0.25)(rng), std::uniform_real_distribution<double>(0.05, 0.25)(rng),
+                 std::uniform_real_distribution<double>(0.02, 0.15)(rng));
+    RigidTransform X;
+    do {
+      X = testing::RandomPose(rng, Vec3(-0.7, -0.7, 0.0), Vec3(0.7, 0.7, 0.8));
+    } while (X.p.head<2>().norm() < 0.3 + h.maxCoeff());
+    const std::vector<Vec3> s = BoxSurfacePoints(rng, h, X, spacing);
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  return out;
+}
+
 inline std::vector<double> RandomState(std::mt19937_64& rng, const RobotModel& robot) {
   std::vector<double> q(robot.num_positions());
   for (int i = 0; i < robot.num_positions(); ++i) {
