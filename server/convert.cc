@@ -407,16 +407,15 @@ Status ToWorldObject(const v1::CollisionObject& object, std::string_view field, 
     if (!X_OP.ok()) return X_OP.error();
     core::RigidTransform X_WP = X_WO.value() * X_OP.value();
     const v1::Shape& shape = object.parts(i).shape();
-    if (shape.shape_case() == v1::Shape::kPointCloud) {
-      const std::string& frame_name = shape.point_cloud().frame();
-      if (!frame_name.empty() && frame_name != "world") X_WP = X_OP.value();  // in the link frame: no object pose
-    }
+    const bool in_link = shape.shape_case() == v1::Shape::kPointCloud && !shape.point_cloud().frame().empty() &&
+                         shape.point_cloud().frame() != "world";
+    if (in_link) X_WP = X_OP.value();  // the link's pose at the state applies, not the object's
     auto g = shape.shape_case() == v1::Shape::kPointCloud
                  ? ToPointCloud(shape.point_cloud(), where + ".shape.point_cloud", clouds, &X_WP)
                  : ToGeometry(shape, where + ".shape", files);
     if (!g.ok()) return g.error();
-    // A MOVE keeps the part where it is in the object frame.
-    frame->X_OP.push_back(X_WO.value().inverse() * X_WP);
+    // A MOVE keeps the part where it is in the object frame (a cloud in a link frame: where it was posed).
+    frame->X_OP.push_back(in_link ? X_WO.value().inverse() * X_WP : X_OP.value());
     out->parts.push_back({std::move(g).value(), X_WP});
   }
   return {};
