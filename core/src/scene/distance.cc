@@ -46,11 +46,10 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
 Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
                                         const RigidTransform& X_WB, const DistanceRequest& request) {
   if (a.is_cloud() || b.is_cloud()) {
-    const bool swap = a.is_cloud();
-    const Geometry& g = swap ? b : a;
-    const Geometry& c = swap ? a : b;
-    const RigidTransform& X_g = swap ? X_WB : X_WA;
-    const RigidTransform& X_c = swap ? X_WA : X_WB;
+    const CloudPair p = SplitCloudPair(a, X_WA, b, X_WB);
+    const bool swap = p.swapped;
+    const Geometry &g = p.other, &c = p.cloud;
+    const RigidTransform &X_g = p.X_other, &X_c = p.X_cloud;
     if (g.is_cloud()) return InvalidArgument("two point clouds are never measured against each other");
     Result<DistanceResult> r = g.is_mesh() ? ComputeMeshCloudDistance(*g.mesh, X_g, *c.cloud, X_c, request,
                                                                       g.distance_map.get())

@@ -85,6 +85,21 @@ constexpr double kSelfClearanceMinLoss = 0.0005;
 constexpr double kSelfClearanceLossShare = 0.75;
 constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 19;
 
+// A pair holding a point cloud, its other side first: `other` (a mesh or a solid) and `cloud`, and
+// whether the cloud was the pair's first side (answers then swap back). Two clouds: `other` is a cloud.
+struct CloudPair {
+  const Geometry& other;
+  const RigidTransform& X_other;
+  const Geometry& cloud;
+  const RigidTransform& X_cloud;
+  bool swapped;
+};
+inline CloudPair SplitCloudPair(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                                const RigidTransform& X_b) {
+  if (a.is_cloud()) return {b, X_b, a, X_a, true};
+  return {a, X_a, b, X_b, false};
+}
+
 // Collision of a point cloud with a mesh or a solid (either side; the contacts name the mesh triangle
 // and the cloud's point on their sides), balls grown by `padding`. (state_check.cc)
 Result<CollisionResult> CollideWithCloud(const Geometry& a, const RigidTransform& X_a, const Geometry& b,

@@ -43,11 +43,10 @@ namespace internal {
 
 Result<CollisionResult> CollideWithCloud(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
                                          const RigidTransform& X_b, double padding, const CollisionRequest& request) {
-  const bool swap = a.is_cloud();
-  const Geometry& g = swap ? b : a;
-  const Geometry& c = swap ? a : b;
-  const RigidTransform& X_g = swap ? X_b : X_a;
-  const RigidTransform& X_c = swap ? X_a : X_b;
+  const CloudPair p = SplitCloudPair(a, X_a, b, X_b);
+  const bool swap = p.swapped;
+  const Geometry &g = p.other, &c = p.cloud;
+  const RigidTransform &X_g = p.X_other, &X_c = p.X_cloud;
   if (g.is_cloud()) return InvalidArgument("two point clouds are never tested against each other");
   const CloudCollision r = g.is_mesh() ? CollideMeshCloud(*g.mesh, X_g, *c.cloud, X_c, padding, request,
                                                           g.distance_map.get())

@@ -9,7 +9,8 @@
 /// distance to the mesh's triangles (or to the solid) is at most r plus the query's padding. Their
 /// distance is the smallest over points of that distance minus r (0 when they collide). Answers are
 /// exact: every point the tree cannot prune is tested against triangles (closest point on a triangle,
-/// Ericson, "Real-Time Collision Detection", 5.1.5) or the solid (GJK), with rounding counted against
+/// Ericson, "Real-Time Collision Detection", 5.1.5) or the solid (closed forms for boxes, spheres,
+/// capsules and cylinders; GJK for cones and polytopes), with rounding counted against
 /// "free": a computed gap must exceed the radius by the rounding allowance of the query's scale.
 ///
 /// Filtering (PointCloudOptions::voxel_size): points are binned into cubic voxels of that side; each
@@ -147,8 +148,8 @@ struct CloudCollision {
 CloudCollision CollideMeshCloud(const MeshModel& mesh, const RigidTransform& X_WM, const PointCloud& cloud,
                                 const RigidTransform& X_WC, double padding, const CollisionRequest& request = {},
                                 const SignedDistanceMap* sdf = nullptr);
-/// The same for the solid `shape` (pose X_WS): the shape's box against the cloud's boxes, then GJK per
-/// point.
+/// The same for the solid `shape` (pose X_WS): the shape's box against the cloud's boxes, then each
+/// point's distance to the solid (closed forms; GJK for cones and polytopes).
 CloudCollision CollideShapeCloud(const Shape& shape, const RigidTransform& X_WS, const PointCloud& cloud,
                                  const RigidTransform& X_WC, double padding, const CollisionRequest& request = {});
 
