@@ -213,6 +213,70 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
 // A planner's step chains (CheckStepsUntilInvalid): in process (states in one batch), over a session
 // (every chain in one message) and over unary calls, each chain's answers are those of asking IsValid
 // and CheckMotion step by step up to its first invalid step.
+// Track queries through a session (frame by frame, and a trajectory's frames in one round trip) equal an
+// in-process tracker's frames: the same pairs by name, intervals, witness points, normals, features and
+// gradients; warm frames keep their features.
+TEST_F(RemotePlanningTest, TrackFramesEqualAnInProcessTracker) {
+  planners::Rng rng(11);
+  Configuration a(static_cast<size_t>(space_->dof())), b(a.size()), p(a.size());
+  core::TrackRequest request;
+  request.horizon = 0.5;
+  request.max_pairs = 6;
+  const int frames = 40;
+  std::vector<double> rows;
+  space_->Sample(rng, a);
+  space_->Sample(rng, b);
+  space_->Interpolate(a, b, 0.05, b);  // small steps: a controller's frames
+  for (int k = 0; k < frames; ++k) {
+    space_->Interpolate(a, b, k / (frames - 1.0), p);
+    rows.insert(rows.end(), p.begin(), p.end());
+  }
+  const auto dof = static_cast<size_t>(space_->dof());
+  core::Tracker local(scene_);
+  RemoteSession one_by_one(*remote_), batched(*remote_);
+  const auto all = proximity::testing::ValueOrFail(batched.Track(rows, space_->dof(), request));
+  ASSERT_EQ(all.size(), static_cast<size_t>(frames));
+  EXPECT_EQ(batched.round_trips(), 1);
+  int reported = 0, kept_features = 0;
+  for (int k = 0; k < frames; ++k) {
+    const std::span<const double> q(rows.data() + static_cast<size_t>(k) * dof, dof);
+    const core::TrackResult want = proximity::testing::ValueOrFail(local.Update(q, request));
+    const RemoteTrack got = proximity::testing::ValueOrFail(one_by_one.Track(q, request));
+    for (const RemoteTrack* r : {&got, &all[static_cast<size_t>(k)]}) {
+      ASSERT_EQ(r->pairs.size(), want.pairs.size()) << "frame " << k;
+      EXPECT_EQ(r->within_limits, want.within_limits);
+      EXPECT_EQ(r->same_features, want.same_features) << "frame " << k;
+      for (size_t i = 0; i < want.pairs.size(); ++i) {
+        const core::TrackedPair& w = want.pairs[i];
+        const RemoteTrackedPair& g = r->pairs[i];
+        EXPECT_EQ(g.self, w.distance.pair.self);
+        EXPECT_EQ(g.robot, w.distance.pair.Name(*scene_)) << "frame " << k << " pair " << i;
+        EXPECT_EQ(g.other, w.distance.pair.OtherName(*scene_)) << "frame " << k << " pair " << i;
+        EXPECT_DOUBLE_EQ(g.lower, w.distance.lower);
+        EXPECT_DOUBLE_EQ(g.upper, w.distance.upper);
+        EXPECT_DOUBLE_EQ(g.signed_distance, w.signed_distance);
+        EXPECT_LT((g.point_robot - w.distance.p_W_robot).norm(), 1e-12);
+        EXPECT_LT((g.point_other - w.distance.p_W_other).norm(), 1e-12);
+        EXPECT_LT((g.normal - w.normal_W).norm(), 1e-12);
+        EXPECT_EQ(g.feature_robot, w.feature_robot);
+        EXPECT_EQ(g.feature_other, w.feature_other);
+        EXPECT_EQ(g.same_features, w.same_features);
+        EXPECT_EQ(g.method, w.method);
+        ASSERT_EQ(g.gradient.size(), w.gradient.size());
+        for (size_t j = 0; j < w.gradient.size(); ++j) EXPECT_DOUBLE_EQ(g.gradient[j], w.gradient[j]);
+      }
+    }
+    reported += static_cast<int>(want.pairs.size());
+    kept_features += want.same_features;
+  }
+  EXPECT_GT(reported, frames) << "the frames should come near the world or the robot itself";
+  EXPECT_GT(kept_features, 0) << "small steps should keep some closest features";
+  // A row of the wrong size is refused by name, before anything is sent.
+  const auto bad = batched.Track(std::span<const double>(rows.data(), dof + 1), space_->dof(), request);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("Track"), std::string::npos) << bad.error().message;
+}
+
 TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
   planners::Rng rng(19);
   core::MotionRequest quick;

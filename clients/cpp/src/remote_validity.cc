@@ -898,6 +898,98 @@ Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const dou
   return out;
 }
 
+namespace {
+
+void SetTrackRequest(const core::TrackRequest& in, v1::TrackRequest* out) {
+  out->set_horizon(in.horizon);
+  out->set_max_pairs(static_cast<uint32_t>(std::max(0, in.max_pairs)));
+  out->set_per_link(in.per_link);
+  out->set_exclude_world(!in.world);
+  out->set_exclude_self(!in.self);
+  out->set_rel_err(in.rel_err);
+  out->set_abs_err(in.abs_err);
+  out->set_skip_gradient(!in.gradient);
+  out->set_convex(in.convex == core::TrackConvexMethod::kGjk ? v1::TRACK_CONVEX_METHOD_GJK
+                                                             : v1::TRACK_CONVEX_METHOD_VCLIP);
+}
+
+core::Vec3 FromWire(const v1::Vector3& v) { return {v.x(), v.y(), v.z()}; }
+
+// The wire's feature types start at UNSPECIFIED = 0 where the core's start at kNone = -1.
+core::TrackFeature FromWire(const v1::TrackFeature& f) {
+  const int type = std::clamp(static_cast<int>(f.type()), 0, static_cast<int>(v1::TRACK_FEATURE_TYPE_TRIANGLE));
+  return {static_cast<core::TrackFeatureType>(type - 1), f.index()};
+}
+
+RemoteTrack FromWire(const v1::TrackResponse& r) {
+  RemoteTrack out;
+  out.within_limits = r.within_limits();
+  out.candidates = static_cast<int32_t>(r.candidates());
+  out.decided = static_cast<int32_t>(r.decided());
+  out.same_features = static_cast<int32_t>(r.same_features());
+  out.pairs.reserve(static_cast<size_t>(r.pairs_size()));
+  for (const v1::TrackedPair& p : r.pairs()) {
+    RemoteTrackedPair& o = out.pairs.emplace_back();
+    const v1::PairDistance& d = p.distance();
+    o.self = d.pair().self();
+    o.robot = d.pair().robot();
+    o.other = d.pair().other();
+    o.lower = d.lower();
+    o.upper = d.upper();
+    o.point_robot = FromWire(d.point_robot());
+    o.point_other = FromWire(d.point_other());
+    o.signed_distance = p.signed_distance();
+    o.normal = FromWire(p.normal());
+    o.feature_robot = FromWire(p.feature_robot());
+    o.feature_other = FromWire(p.feature_other());
+    o.same_features = p.same_features();
+    switch (p.method()) {
+      case v1::TRACK_METHOD_VCLIP:
+        o.method = core::TrackMethod::kVClip;
+        break;
+      case v1::TRACK_METHOD_WALK:
+        o.method = core::TrackMethod::kWalk;
+        break;
+      default:
+        o.method = core::TrackMethod::kGjk;
+    }
+    o.gradient.assign(p.gradient().begin(), p.gradient().end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<RemoteTrack> RemoteSession::Track(std::span<const double> q, const core::TrackRequest& request) {
+  auto frames = Track(q, static_cast<int32_t>(q.size()), request);
+  if (!frames.ok()) return frames.error();
+  return std::move(frames.value().front());
+}
+
+Result<std::vector<RemoteTrack>> RemoteSession::Track(std::span<const double> rows, int32_t dof,
+                                                      const core::TrackRequest& request) {
+  Impl& s = *impl_;
+  if (Status st = Impl::Rows(rows, dof, "Track"); !st.ok()) return st.error();
+  if (rows.empty()) return core::InvalidArgument("Track: no configuration given");
+  const auto d = static_cast<size_t>(dof);
+  s.request.clear_queries();
+  s.request.set_until_invalid(false);
+  for (size_t i = 0; i < rows.size() / d; ++i) {
+    v1::TrackRequest* t = s.Add(static_cast<int>(i))->mutable_track();
+    SetPositions(rows.subspan(i * d, d), t->mutable_state());
+    SetTrackRequest(request, t);
+  }
+  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
+  std::vector<RemoteTrack> out;
+  out.reserve(rows.size() / d);
+  for (size_t i = 0; i < rows.size() / d; ++i) {
+    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kTrack);
+    if (!a.ok()) return a.error();
+    out.push_back(FromWire(a.value()->track()));
+  }
+  return out;
+}
+
 Result<planners::JointSpace> RemoteSpace(const RemoteScene& scene) {
   auto info = scene.Info();
   if (!info.ok()) return info.error();

@@ -33,6 +33,7 @@
 
 #include "proximity/clients/remote_channel.h"
 #include "proximity/core/base/result.h"
+#include "proximity/core/contact/tracker.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/validity.h"
@@ -185,6 +186,34 @@ struct RemoteDistance {
   double upper = 0.0;  ///< Metres, realised by the witness points.
 };
 
+/// One pair of a session's track query (TrackedPair on the wire; names as the scene gives them).
+struct RemoteTrackedPair {
+  bool self = false;     ///< Robot against robot (true) or against a world object.
+  std::string robot;     ///< The robot side: link name, or attached object id.
+  std::string other;     ///< The other link or attached object (self), or the world object id.
+  double lower = 0.0;    ///< Metres, certified lower bound of the pair's clearance.
+  double upper = 0.0;    ///< Metres, realised by the witness points.
+  /// Metres: negative by the overlap depth for convex pairs that overlap; upper when apart.
+  double signed_distance = 0.0;
+  core::Vec3 point_robot = core::Vec3::Zero();  ///< World frame, on the unpadded surface.
+  core::Vec3 point_other = core::Vec3::Zero();
+  core::Vec3 normal = core::Vec3::UnitZ();      ///< Unit, world frame, towards the robot side.
+  core::TrackFeature feature_robot, feature_other;
+  bool same_features = false;  ///< The features this pair had at the session's previous track query.
+  core::TrackMethod method = core::TrackMethod::kGjk;
+  /// d signed_distance / d q, one value per joint in the scene's joint order; empty without a gradient.
+  std::vector<double> gradient;
+};
+
+/// A track query's answer (TrackResponse).
+struct RemoteTrack {
+  std::vector<RemoteTrackedPair> pairs;  ///< Nearest first; empty when none is within the horizon.
+  bool within_limits = true;
+  int32_t candidates = 0;     ///< Pairs the broad phase found within the horizon.
+  int32_t decided = 0;        ///< Pairs whose distance was computed.
+  int32_t same_features = 0;  ///< Reported pairs whose features did not change.
+};
+
 /// One query session (the Session RPC) on a RemoteScene's scene: a stream opened at the first query and
 /// kept, whose server-side caches (link poses, GJK warm starts) persist from query to query. Every round
 /// trip has the scene's deadline (the stream is cancelled when it passes). When the stream has ended
@@ -226,6 +255,13 @@ class RemoteSession {
   /// fraction), in one round trip.
   [[nodiscard]] Result<std::vector<RemoteDistance>> Distances(std::span<const double> rows, int32_t dof,
                                                               double rel_err);
+  /// Clearance tracking (TrackRequest) at q, warm-started from this session's previous track query (the
+  /// server keeps one tracker per session). `request.stop` is not sent: the scene's deadline bounds the
+  /// round trip.
+  [[nodiscard]] Result<RemoteTrack> Track(std::span<const double> q, const core::TrackRequest& request = {});
+  /// One track query per row (a trajectory's frames, each warm from the one before), in one round trip.
+  [[nodiscard]] Result<std::vector<RemoteTrack>> Track(std::span<const double> rows, int32_t dof,
+                                                       const core::TrackRequest& request);
   /// Round trips made so far.
   int64_t round_trips() const;
 
