@@ -51,7 +51,7 @@
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
 #include "proximity/v1/proximity.grpc.pb.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 #include "server/convert.h"
 #include "server/log.h"
 #include "server/scene_store.h"
@@ -622,7 +622,8 @@ int PlanThreeWays(const std::shared_ptr<const core::Scene>& scene,
   const planners::SceneMotionValidator local_motion(scene, core::MotionRequest{}), local_quick(scene, quick);
   const clients::RemoteStateValidity s_state(session_scene), u_state(unary_scene);
   const clients::RemoteMotionValidator s_motion(session_scene), u_motion(unary_scene);
-  const clients::RemoteMotionValidator s_quick(session_scene, quick), u_quick(unary_scene, quick);
+  const clients::RemoteMotionRequest remote_quick{clients::RemoteMotionRequest::Mode::kDiscrete, quick.resolution};
+  const clients::RemoteMotionValidator s_quick(session_scene, remote_quick), u_quick(unary_scene, remote_quick);
   const planners::PlanningContext contexts[3] = {{space, &local_state, &local_motion, &local_quick},
                                                  {space, &s_state, &s_motion, &s_quick},
                                                  {space, &u_state, &u_motion, &u_quick}};
@@ -876,7 +877,7 @@ int RunService(const SuiteOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   f.stub = v1::ProximityService::NewStub(grpc::CreateCustomChannel(f.target, grpc::InsecureChannelCredentials(), args));
-  auto d = server::DefaultSceneDescription();
+  auto d = scenes::DefaultSceneDescription();
   auto scene = d.ok() ? core::Scene::Build(std::move(d).value()) : core::Result<std::shared_ptr<const core::Scene>>(d.error());
   if (!scene.ok()) {
     std::cerr << "service: " << scene.error().message << "\n";

@@ -22,6 +22,7 @@
 #include "clients/daemon.h"
 #include "core/test_util.h"
 #include "proximity/clients/remote_validity.h"
+#include "proximity/core/contact/tracker.h"
 #include "proximity/planners/ompl_adapter.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
@@ -219,9 +220,12 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
 TEST_F(RemotePlanningTest, TrackFramesEqualAnInProcessTracker) {
   planners::Rng rng(11);
   Configuration a(static_cast<size_t>(space_->dof())), b(a.size()), p(a.size());
-  core::TrackRequest request;
+  RemoteTrackRequest request;
   request.horizon = 0.5;
   request.max_pairs = 6;
+  core::TrackRequest local_request;
+  local_request.horizon = request.horizon;
+  local_request.max_pairs = request.max_pairs;
   const int frames = 40;
   std::vector<double> rows;
   space_->Sample(rng, a);
@@ -240,7 +244,7 @@ TEST_F(RemotePlanningTest, TrackFramesEqualAnInProcessTracker) {
   int reported = 0, kept_features = 0;
   for (int k = 0; k < frames; ++k) {
     const std::span<const double> q(rows.data() + static_cast<size_t>(k) * dof, dof);
-    const core::TrackResult want = proximity::testing::ValueOrFail(local.Update(q, request));
+    const core::TrackResult want = proximity::testing::ValueOrFail(local.Update(q, local_request));
     const RemoteTrack got = proximity::testing::ValueOrFail(one_by_one.Track(q, request));
     for (const RemoteTrack* r : {&got, &all[static_cast<size_t>(k)]}) {
       ASSERT_EQ(r->pairs.size(), want.pairs.size()) << "frame " << k;
@@ -258,10 +262,13 @@ TEST_F(RemotePlanningTest, TrackFramesEqualAnInProcessTracker) {
         EXPECT_LT((g.point_robot - w.distance.p_W_robot).norm(), 1e-12);
         EXPECT_LT((g.point_other - w.distance.p_W_other).norm(), 1e-12);
         EXPECT_LT((g.normal - w.normal_W).norm(), 1e-12);
-        EXPECT_EQ(g.feature_robot, w.feature_robot);
-        EXPECT_EQ(g.feature_other, w.feature_other);
+        // The client's enums are numbered as the core's.
+        EXPECT_EQ(static_cast<int>(g.feature_robot.type), static_cast<int>(w.feature_robot.type));
+        EXPECT_EQ(g.feature_robot.index, w.feature_robot.index);
+        EXPECT_EQ(static_cast<int>(g.feature_other.type), static_cast<int>(w.feature_other.type));
+        EXPECT_EQ(g.feature_other.index, w.feature_other.index);
         EXPECT_EQ(g.same_features, w.same_features);
-        EXPECT_EQ(g.method, w.method);
+        EXPECT_EQ(static_cast<int>(g.method), static_cast<int>(w.method));
         ASSERT_EQ(g.gradient.size(), w.gradient.size());
         for (size_t j = 0; j < w.gradient.size(); ++j) EXPECT_DOUBLE_EQ(g.gradient[j], w.gradient[j]);
       }
@@ -285,7 +292,8 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
   const planners::SceneStateValidity local_state(scene_);
   const planners::SceneMotionValidator local_quick(scene_, quick);
   const RemoteStateValidity session_state(remote_), unary_state(unary_);
-  const RemoteMotionValidator session_quick(remote_, quick), unary_quick(unary_, quick);
+  const RemoteMotionRequest remote_quick{RemoteMotionRequest::Mode::kDiscrete, quick.resolution};
+  const RemoteMotionValidator session_quick(remote_, remote_quick), unary_quick(unary_, remote_quick);
   const auto dof = static_cast<size_t>(space_->dof());
   int stopped = 0, complete = 0;
   for (int batch = 0; batch < 12; ++batch) {
@@ -330,7 +338,7 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
     RemoteSession counted(*remote_);
     std::vector<std::vector<planners::StepChecks>> sides;  // session, in process, validators: session, unary
     sides.push_back(proximity::testing::ValueOrFail(
-        counted.CheckStepsUntilInvalid(states, starts, ends, chains, space_->dof(), quick)));
+        counted.CheckStepsUntilInvalid(states, starts, ends, chains, space_->dof(), remote_quick)));
     EXPECT_EQ(counted.round_trips(), 1) << "batch " << batch;
     sides.push_back(proximity::testing::ValueOrFail(
         local_quick.CheckStepsUntilInvalid(local_state, states, starts, ends, chains, space_->dof())));
@@ -375,7 +383,8 @@ TEST_F(RemotePlanningTest, OurPlannersFindTheSamePathsRemotelyAsInProcess) {
   const planners::PlanningContext local{*space_, &local_state, &local_motion, &local_quick};
   const RemoteStateValidity session_state(remote_), unary_state(unary_);
   const RemoteMotionValidator session_motion(remote_), unary_motion(unary_);
-  const RemoteMotionValidator session_quick(remote_, quick), unary_quick(unary_, quick);
+  const RemoteMotionRequest remote_quick{RemoteMotionRequest::Mode::kDiscrete, quick.resolution};
+  const RemoteMotionValidator session_quick(remote_, remote_quick), unary_quick(unary_, remote_quick);
   const planners::PlanningContext session{*space_, &session_state, &session_motion, &session_quick};
   const planners::PlanningContext unary{*space_, &unary_state, &unary_motion, &unary_quick};
 

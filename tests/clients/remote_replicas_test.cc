@@ -174,7 +174,7 @@ TEST(ReplicaSessions, AnOpenThatFailsNotFoundUploadsTheSceneAndOpensAgain) {
   std::vector<planners::MotionCheck> expect;
   int free = 0;
   for (size_t i = 0; i + 1 < ends.size(); i += 2) {
-    auto m = reference.value()->CheckMotion(ends[i], ends[i + 1], core::MotionRequest{});
+    auto m = reference.value()->CheckMotion(ends[i], ends[i + 1], RemoteMotionRequest{});
     ASSERT_TRUE(m.ok()) << m.error().message;
     expect.push_back(m.value());
     free += m.value().valid;
@@ -191,7 +191,7 @@ TEST(ReplicaSessions, AnOpenThatFailsNotFoundUploadsTheSceneAndOpensAgain) {
 
   const int64_t uploads = scene.value()->uploads();
   for (size_t k = 0; k < expect.size(); ++k) {
-    auto m = scene.value()->CheckMotion(ends[2 * k], ends[2 * k + 1], core::MotionRequest{});
+    auto m = scene.value()->CheckMotion(ends[2 * k], ends[2 * k + 1], RemoteMotionRequest{});
     ASSERT_TRUE(m.ok()) << m.error().message;
     EXPECT_EQ(m.value().valid, expect[k].valid) << k;
     EXPECT_EQ(m.value().last_valid_t, expect[k].last_valid_t) << k;
@@ -373,7 +373,7 @@ void ReplicaKillTest::Run(bool through_proxy) {
     expect_states.push_back(r.value());
     auto m = reference.value()->CheckMotion(std::span(chunk).first(static_cast<size_t>(dof)),
                                             std::span(chunk).subspan(static_cast<size_t>(dof), static_cast<size_t>(dof)),
-                                            core::MotionRequest{});
+                                            RemoteMotionRequest{});
     ASSERT_TRUE(m.ok()) << m.error().message;
     expect_motions.push_back(m.value());
   }
@@ -409,7 +409,7 @@ void ReplicaKillTest::Run(bool through_proxy) {
       auto r = scene.CheckStates(chunk, dof);
       auto m = scene.CheckMotion(std::span(chunk).first(static_cast<size_t>(dof)),
                                  std::span(chunk).subspan(static_cast<size_t>(dof), static_cast<size_t>(dof)),
-                                 core::MotionRequest{});
+                                 RemoteMotionRequest{});
       std::lock_guard lock(mutex);
       if (!r.ok()) errors.push_back("chunk " + std::to_string(i) + ": " + r.error().message);
       if (!m.ok()) errors.push_back("motion " + std::to_string(i) + ": " + m.error().message);

@@ -220,7 +220,7 @@ TEST_F(RemoteValidityTest, CheckMotionEqualsTheSceneInProcess) {
   core::MotionRequest discrete;
   discrete.mode = core::MotionRequest::Mode::kDiscrete;
   discrete.resolution = 0.05;
-  const RemoteMotionValidator remote_discrete(remote_, discrete);
+  const RemoteMotionValidator remote_discrete(remote_, {RemoteMotionRequest::Mode::kDiscrete, discrete.resolution});
   const planners::SceneMotionValidator local_discrete(scene_, discrete);
   EXPECT_TRUE(remote.certified());
   EXPECT_FALSE(remote_discrete.certified());

@@ -67,8 +67,8 @@ core::ErrorCode CoreCode(grpc::StatusCode code) {
   }
 }
 
-v1::MotionMode WireMode(core::MotionRequest::Mode mode) {
-  return mode == core::MotionRequest::Mode::kDiscrete ? v1::MOTION_MODE_DISCRETE : v1::MOTION_MODE_CERTIFIED;
+v1::MotionMode WireMode(RemoteMotionRequest::Mode mode) {
+  return mode == RemoteMotionRequest::Mode::kDiscrete ? v1::MOTION_MODE_DISCRETE : v1::MOTION_MODE_CERTIFIED;
 }
 
 // q into a reused JointPositions (scene order, no names): no allocation once its capacity suffices.
@@ -429,7 +429,7 @@ Result<std::vector<uint8_t>> RemoteScene::CheckStates(std::span<const double> ro
 }
 
 Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                                       const core::MotionRequest& motion) const {
+                                                       const RemoteMotionRequest& motion) const {
   if (impl_->options.use_session) {
     return impl_->WithSession(*this, [&](RemoteSession& s) { return s.CheckMotion(q0, q1, motion); });
   }
@@ -439,7 +439,7 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   SetPositions(q0, request.mutable_start());
   SetPositions(q1, request.mutable_goal());
   request.set_mode(WireMode(motion.mode));
-  request.set_resolution(motion.mode == core::MotionRequest::Mode::kDiscrete ? motion.resolution : 0.0);
+  request.set_resolution(motion.mode == RemoteMotionRequest::Mode::kDiscrete ? motion.resolution : 0.0);
   response.Clear();
   calls_.fetch_add(1, std::memory_order_relaxed);
   const grpc::Status s =
@@ -458,7 +458,7 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
 
 Result<std::vector<planners::MotionCheck>> RemoteScene::Motions(std::span<const double> starts,
                                                                 std::span<const double> ends, int32_t dof,
-                                                                const core::MotionRequest& request,
+                                                                const RemoteMotionRequest& request,
                                                                 bool until_invalid) const {
   const char* what = until_invalid ? "CheckMotionsUntilInvalid" : "CheckMotions";
   if (impl_->options.use_session) {
@@ -484,19 +484,19 @@ Result<std::vector<planners::MotionCheck>> RemoteScene::Motions(std::span<const 
 
 Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotionsUntilInvalid(
     std::span<const double> starts, std::span<const double> ends, int32_t dof,
-    const core::MotionRequest& request) const {
+    const RemoteMotionRequest& request) const {
   return Motions(starts, ends, dof, request, true);
 }
 
 Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotions(std::span<const double> starts,
                                                                      std::span<const double> ends, int32_t dof,
-                                                                     const core::MotionRequest& request) const {
+                                                                     const RemoteMotionRequest& request) const {
   return Motions(starts, ends, dof, request, false);
 }
 
 Result<std::vector<planners::StepChecks>> RemoteScene::CheckStepsUntilInvalid(
     std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-    std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request) const {
+    std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) const {
   if (impl_->options.use_session) {
     return impl_->WithSession(*this, [&](RemoteSession& s) {
       return s.CheckStepsUntilInvalid(states, starts, ends, chains, dof, request);
@@ -700,12 +700,12 @@ struct RemoteSession::Impl {
     return Status::Ok();
   }
 
-  void AddMotion(int i, std::span<const double> q0, std::span<const double> q1, const core::MotionRequest& m) {
+  void AddMotion(int i, std::span<const double> q0, std::span<const double> q1, const RemoteMotionRequest& m) {
     v1::CheckMotionRequest* motion = Add(i)->mutable_motion();
     SetPositions(q0, motion->mutable_start());
     SetPositions(q1, motion->mutable_goal());
     motion->set_mode(WireMode(m.mode));
-    motion->set_resolution(m.mode == core::MotionRequest::Mode::kDiscrete ? m.resolution : 0.0);
+    motion->set_resolution(m.mode == RemoteMotionRequest::Mode::kDiscrete ? m.resolution : 0.0);
   }
 
   static planners::MotionCheck ToCheck(const v1::CheckMotionResponse& r) {
@@ -754,7 +754,7 @@ Result<std::vector<uint8_t>> RemoteSession::CheckStates(std::span<const double> 
 }
 
 Result<planners::MotionCheck> RemoteSession::CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                                         const core::MotionRequest& request) {
+                                                         const RemoteMotionRequest& request) {
   Impl& s = *impl_;
   s.request.clear_queries();
   s.request.set_until_invalid(false);
@@ -767,7 +767,7 @@ Result<planners::MotionCheck> RemoteSession::CheckMotion(std::span<const double>
 
 Result<std::vector<planners::MotionCheck>> RemoteSession::Motions(std::span<const double> starts,
                                                                   std::span<const double> ends, int32_t dof,
-                                                                  const core::MotionRequest& request,
+                                                                  const RemoteMotionRequest& request,
                                                                   bool until_invalid) {
   Impl& s = *impl_;
   const char* what = until_invalid ? "CheckMotionsUntilInvalid" : "CheckMotions";
@@ -805,19 +805,19 @@ Result<std::vector<planners::MotionCheck>> RemoteSession::Motions(std::span<cons
 Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotionsUntilInvalid(std::span<const double> starts,
                                                                                    std::span<const double> ends,
                                                                                    int32_t dof,
-                                                                                   const core::MotionRequest& request) {
+                                                                                   const RemoteMotionRequest& request) {
   return Motions(starts, ends, dof, request, true);
 }
 
 Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotions(std::span<const double> starts,
                                                                        std::span<const double> ends, int32_t dof,
-                                                                       const core::MotionRequest& request) {
+                                                                       const RemoteMotionRequest& request) {
   return Motions(starts, ends, dof, request, false);
 }
 
 Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
     std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-    std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request) {
+    std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) {
   Impl& s = *impl_;
   if (Status st = planners::CheckStepChains(states, starts, ends, chains, dof); !st.ok()) return st.error();
   const auto d = static_cast<size_t>(dof);
@@ -900,7 +900,7 @@ Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const dou
 
 namespace {
 
-void SetTrackRequest(const core::TrackRequest& in, v1::TrackRequest* out) {
+void SetTrackRequest(const RemoteTrackRequest& in, v1::TrackRequest* out) {
   out->set_horizon(in.horizon);
   out->set_max_pairs(static_cast<uint32_t>(std::max(0, in.max_pairs)));
   out->set_per_link(in.per_link);
@@ -909,16 +909,16 @@ void SetTrackRequest(const core::TrackRequest& in, v1::TrackRequest* out) {
   out->set_rel_err(in.rel_err);
   out->set_abs_err(in.abs_err);
   out->set_skip_gradient(!in.gradient);
-  out->set_convex(in.convex == core::TrackConvexMethod::kGjk ? v1::TRACK_CONVEX_METHOD_GJK
+  out->set_convex(in.convex == RemoteTrackRequest::Convex::kGjk ? v1::TRACK_CONVEX_METHOD_GJK
                                                              : v1::TRACK_CONVEX_METHOD_VCLIP);
 }
 
 core::Vec3 FromWire(const v1::Vector3& v) { return {v.x(), v.y(), v.z()}; }
 
-// The wire's feature types start at UNSPECIFIED = 0 where the core's start at kNone = -1.
-core::TrackFeature FromWire(const v1::TrackFeature& f) {
+// The wire's feature types start at UNSPECIFIED = 0 where ours start at kNone = -1.
+RemoteTrackFeature FromWire(const v1::TrackFeature& f) {
   const int type = std::clamp(static_cast<int>(f.type()), 0, static_cast<int>(v1::TRACK_FEATURE_TYPE_TRIANGLE));
-  return {static_cast<core::TrackFeatureType>(type - 1), f.index()};
+  return {static_cast<RemoteTrackFeature::Type>(type - 1), f.index()};
 }
 
 RemoteTrack FromWire(const v1::TrackResponse& r) {
@@ -945,13 +945,13 @@ RemoteTrack FromWire(const v1::TrackResponse& r) {
     o.same_features = p.same_features();
     switch (p.method()) {
       case v1::TRACK_METHOD_VCLIP:
-        o.method = core::TrackMethod::kVClip;
+        o.method = RemoteTrackedPair::Method::kVClip;
         break;
       case v1::TRACK_METHOD_WALK:
-        o.method = core::TrackMethod::kWalk;
+        o.method = RemoteTrackedPair::Method::kWalk;
         break;
       default:
-        o.method = core::TrackMethod::kGjk;
+        o.method = RemoteTrackedPair::Method::kGjk;
     }
     o.gradient.assign(p.gradient().begin(), p.gradient().end());
   }
@@ -960,14 +960,14 @@ RemoteTrack FromWire(const v1::TrackResponse& r) {
 
 }  // namespace
 
-Result<RemoteTrack> RemoteSession::Track(std::span<const double> q, const core::TrackRequest& request) {
+Result<RemoteTrack> RemoteSession::Track(std::span<const double> q, const RemoteTrackRequest& request) {
   auto frames = Track(q, static_cast<int32_t>(q.size()), request);
   if (!frames.ok()) return frames.error();
   return std::move(frames.value().front());
 }
 
 Result<std::vector<RemoteTrack>> RemoteSession::Track(std::span<const double> rows, int32_t dof,
-                                                      const core::TrackRequest& request) {
+                                                      const RemoteTrackRequest& request) {
   Impl& s = *impl_;
   if (Status st = Impl::Rows(rows, dof, "Track"); !st.ok()) return st.error();
   if (rows.empty()) return core::InvalidArgument("Track: no configuration given");

@@ -33,8 +33,7 @@
 
 #include "proximity/clients/remote_channel.h"
 #include "proximity/core/base/result.h"
-#include "proximity/core/contact/tracker.h"
-#include "proximity/core/scene/scene.h"
+#include "proximity/core/base/types.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/validity.h"
 
@@ -42,6 +41,44 @@ namespace proximity::clients {
 
 using core::Result;
 using core::Status;
+
+/// How a remote LINK is checked: what the CheckMotion request carries (the server narrows collisions and
+/// runs no pre-pass). The modes of RemoteMotionRequest, without the core's scene API.
+struct RemoteMotionRequest {
+  enum class Mode {
+    kCertified,  ///< Never "free" when any point of the segment collides.
+    kDiscrete,   ///< States at most `resolution` apart, as OMPL's DiscreteMotionValidator.
+  };
+  Mode mode = Mode::kCertified;
+  /// Discrete mode: the largest joint-space step between samples (> 0, finite).
+  double resolution = 0.01;
+};
+
+/// What a track query asks (TrackRequest on the wire; the fields of core::TrackRequest).
+struct RemoteTrackRequest {
+  /// Metres, finite, >= 0: pairs whose clearance is beyond it are not reported.
+  double horizon = 0.25;
+  /// The closest pairs reported (1 to 4096): overall, or per robot link with per_link.
+  int32_t max_pairs = 8;
+  bool per_link = false;
+  bool world = true;  ///< Robot-world pairs.
+  bool self = true;   ///< Robot-robot pairs.
+  /// Error budget on each reported pair's clearance: upper <= lower (1 + rel_err) or upper - lower <=
+  /// abs_err. Finite, >= 0. Convex pairs are exact whatever the budget.
+  double rel_err = 0.0;
+  double abs_err = 0.0;
+  bool gradient = true;  ///< Each reported pair's gradient (one value per joint).
+  enum class Convex { kVClip, kGjk };
+  Convex convex = Convex::kVClip;  ///< Which algorithm decides pairs of convex polyhedra.
+};
+
+/// A closest feature on one side of a tracked pair (numbered as core::TrackFeatureType).
+struct RemoteTrackFeature {
+  enum class Type : int8_t { kNone = -1, kVertex = 0, kEdge = 1, kFace = 2, kTriangle = 3 };
+  Type type = Type::kNone;
+  int32_t index = -1;
+  friend bool operator==(const RemoteTrackFeature&, const RemoteTrackFeature&) = default;
+};
 
 /// Where and how a RemoteScene calls proximityd.
 struct RemoteOptions {
@@ -131,19 +168,19 @@ class RemoteScene {
   /// 2^-10 of the segment and runs no sampled pre-pass (request.narrow_collision and
   /// request.prepass_resolution are not sent), so last_valid_t is the tight certified prefix.
   [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                                          const core::MotionRequest& request) const;
+                                                          const RemoteMotionRequest& request) const;
 
   /// The segments starts[i] -> ends[i] (rows of `dof` values) checked in order as `request` says,
   /// up to and including the first that is not free (planners::MotionValidator::CheckMotionsUntilInvalid):
   /// one session round trip (one unary call per segment without sessions).
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
       std::span<const double> starts, std::span<const double> ends, int32_t dof,
-      const core::MotionRequest& request) const;
+      const RemoteMotionRequest& request) const;
   /// Every segment starts[i] -> ends[i] as `request` says (planners::MotionValidator::CheckMotions): one
   /// session round trip (one unary call per segment without sessions).
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
                                                                         std::span<const double> ends, int32_t dof,
-                                                                        const core::MotionRequest& request) const;
+                                                                        const RemoteMotionRequest& request) const;
 
   /// A planner's steps in chains (planners::MotionValidator::CheckStepsUntilInvalid): step k is
   /// CheckState of states[k], then the segment starts[k] -> ends[k] checked as `request` says; each chain
@@ -153,7 +190,7 @@ class RemoteScene {
   /// to its first invalid state.
   [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
       std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-      std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request) const;
+      std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) const;
 
   /// Queries answered so far (an RPC each without sessions; a session query each with them) and how many
   /// failed (an error answer, or a call or stream that failed).
@@ -171,7 +208,7 @@ class RemoteScene {
   explicit RemoteScene(std::unique_ptr<Impl> impl);
   Result<RemoteSceneInfo> InfoWithin(std::chrono::milliseconds deadline) const;
   Result<std::vector<planners::MotionCheck>> Motions(std::span<const double> starts, std::span<const double> ends,
-                                                     int32_t dof, const core::MotionRequest& request,
+                                                     int32_t dof, const RemoteMotionRequest& request,
                                                      bool until_invalid) const;
 
   std::unique_ptr<Impl> impl_;
@@ -198,9 +235,11 @@ struct RemoteTrackedPair {
   core::Vec3 point_robot = core::Vec3::Zero();  ///< World frame, on the unpadded surface.
   core::Vec3 point_other = core::Vec3::Zero();
   core::Vec3 normal = core::Vec3::UnitZ();      ///< Unit, world frame, towards the robot side.
-  core::TrackFeature feature_robot, feature_other;
+  RemoteTrackFeature feature_robot, feature_other;
   bool same_features = false;  ///< The features this pair had at the session's previous track query.
-  core::TrackMethod method = core::TrackMethod::kGjk;
+  /// How the pair's distance was found (numbered as core::TrackMethod).
+  enum class Method : uint8_t { kVClip, kGjk, kWalk };
+  Method method = Method::kGjk;
   /// d signed_distance / d q, one value per joint in the scene's joint order; empty without a gradient.
   std::vector<double> gradient;
 };
@@ -238,36 +277,35 @@ class RemoteSession {
   /// --max-session-batch rows).
   [[nodiscard]] Result<std::vector<uint8_t>> CheckStates(std::span<const double> rows, int32_t dof);
   [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                                          const core::MotionRequest& request);
+                                                          const RemoteMotionRequest& request);
   /// As RemoteScene::CheckMotionsUntilInvalid, in one round trip.
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotionsUntilInvalid(
-      std::span<const double> starts, std::span<const double> ends, int32_t dof, const core::MotionRequest& request);
+      std::span<const double> starts, std::span<const double> ends, int32_t dof, const RemoteMotionRequest& request);
   /// As RemoteScene::CheckMotions, in one round trip (at most the server's --max-session-batch segments).
   [[nodiscard]] Result<std::vector<planners::MotionCheck>> CheckMotions(std::span<const double> starts,
                                                                         std::span<const double> ends, int32_t dof,
-                                                                        const core::MotionRequest& request);
+                                                                        const RemoteMotionRequest& request);
   /// As RemoteScene::CheckStepsUntilInvalid, in one round trip (2 queries a step: at most half the
   /// server's --max-session-batch steps).
   [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
       std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-      std::span<const int32_t> chains, int32_t dof, const core::MotionRequest& request);
+      std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request);
   /// Distance intervals at each row (rel_err >= 0: the upper bound may exceed the lower by that
   /// fraction), in one round trip.
   [[nodiscard]] Result<std::vector<RemoteDistance>> Distances(std::span<const double> rows, int32_t dof,
                                                               double rel_err);
-  /// Clearance tracking (TrackRequest) at q, warm-started from this session's previous track query (the
-  /// server keeps one tracker per session). `request.stop` is not sent: the scene's deadline bounds the
-  /// round trip.
-  [[nodiscard]] Result<RemoteTrack> Track(std::span<const double> q, const core::TrackRequest& request = {});
+  /// Clearance tracking at q, warm-started from this session's previous track query (the server keeps
+  /// one tracker per session).
+  [[nodiscard]] Result<RemoteTrack> Track(std::span<const double> q, const RemoteTrackRequest& request = {});
   /// One track query per row (a trajectory's frames, each warm from the one before), in one round trip.
   [[nodiscard]] Result<std::vector<RemoteTrack>> Track(std::span<const double> rows, int32_t dof,
-                                                       const core::TrackRequest& request);
+                                                       const RemoteTrackRequest& request);
   /// Round trips made so far.
   int64_t round_trips() const;
 
  private:
   Result<std::vector<planners::MotionCheck>> Motions(std::span<const double> starts, std::span<const double> ends,
-                                                     int32_t dof, const core::MotionRequest& request,
+                                                     int32_t dof, const RemoteMotionRequest& request,
                                                      bool until_invalid);
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -309,7 +347,7 @@ class RemoteStateValidity final : public planners::StateValidityChecker {
 class RemoteMotionValidator final : public planners::MotionValidator {
  public:
   /// `scene` must not be null.
-  explicit RemoteMotionValidator(std::shared_ptr<const RemoteScene> scene, core::MotionRequest request = {})
+  explicit RemoteMotionValidator(std::shared_ptr<const RemoteScene> scene, RemoteMotionRequest request = {})
       : scene_(std::move(scene)), request_(request) {}
   [[nodiscard]] Result<planners::MotionCheck> CheckMotion(std::span<const double> q0,
                                                           std::span<const double> q1) const override;
@@ -324,7 +362,7 @@ class RemoteMotionValidator final : public planners::MotionValidator {
       const planners::StateValidityChecker& state_checker, std::span<const double> states,
       std::span<const double> starts, std::span<const double> ends, std::span<const int32_t> chains,
       int32_t dof) const override;
-  bool certified() const override { return request_.mode == core::MotionRequest::Mode::kCertified; }
+  bool certified() const override { return request_.mode == RemoteMotionRequest::Mode::kCertified; }
   /// "remote certified (127.0.0.1:50051, scene 'default')".
   std::string Describe() const override;
   /// CheckMotion calls and configurations the server posed for them so far.
@@ -337,7 +375,7 @@ class RemoteMotionValidator final : public planners::MotionValidator {
   Result<std::vector<planners::MotionCheck>> Counted(Result<std::vector<planners::MotionCheck>> checks) const;
 
   std::shared_ptr<const RemoteScene> scene_;
-  core::MotionRequest request_;
+  RemoteMotionRequest request_;
   mutable std::atomic<int64_t> checks_{0};
   mutable std::atomic<int64_t> states_{0};
 };
