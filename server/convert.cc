@@ -11,7 +11,6 @@
 #include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/planners/scene_validity.h"
-#include "server/default_scene.h"
 #include "server/errors.h"
 
 namespace proximity::server {
@@ -233,7 +232,7 @@ Result<core::RigidTransform> ToRigidTransform(const v1::Pose& pose, std::string_
     return core::InvalidArgument(Str(field) + ".orientation: quaternion norm " + Num(norm) +
                                  " is not 1 (within 1e-6); all zeros means identity");
   }
-  return PoseFromQuaternion(p.value(), Quaternion(q.w(), q.x(), q.y(), q.z()));
+  return core::PoseFromQuaternion(p.value(), Eigen::Quaterniond(q.w(), q.x(), q.y(), q.z()));
 }
 
 void ToWire(const Vec3& v, v1::Vector3* out) {
@@ -244,7 +243,7 @@ void ToWire(const Vec3& v, v1::Vector3* out) {
 
 void ToWire(const core::RigidTransform& X, v1::Pose* pose) {
   ToWire(X.p, pose->mutable_position());
-  const Quaternion q(X.R);
+  const Eigen::Quaterniond q(X.R);
   auto* o = pose->mutable_orientation();
   o->set_x(q.x());
   o->set_y(q.y());

@@ -384,12 +384,12 @@ Result<std::shared_ptr<const SceneEntry>> UpdateScene(const SceneEntry& parent, 
   return std::shared_ptr<const SceneEntry>(std::move(entry));
 }
 
-v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec) {
+v1::CreateSceneRequest DefaultSceneRequest(const scenes::DefaultSceneSpec& spec) {
   v1::CreateSceneRequest request;
   request.mutable_robot()->set_urdf_path(spec.urdf_path);
   if (!spec.srdf_path.empty()) request.mutable_robot()->set_srdf_path(spec.srdf_path);
   for (const auto& [name, dir] : spec.package_dirs) (*request.mutable_robot()->mutable_package_dirs())[name] = dir;
-  const auto set_pose = [](const core::Vec3& p, const Quaternion& q, v1::Pose* pose) {
+  const auto set_pose = [](const core::Vec3& p, const Eigen::Quaterniond& q, v1::Pose* pose) {
     ToWire(p, pose->mutable_position());
     pose->mutable_orientation()->set_x(q.x());
     pose->mutable_orientation()->set_y(q.y());
@@ -397,13 +397,13 @@ v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec) {
     pose->mutable_orientation()->set_w(q.w());
   };
   set_pose(spec.p_WB, spec.q_WB, request.mutable_base_pose());
-  for (const DefaultObject& o : spec.objects) {
+  for (const scenes::DefaultObject& o : spec.objects) {
     v1::CollisionObject* object = request.add_objects();
     object->set_id(o.id);
     object->set_operation(v1::CollisionObject::OPERATION_ADD);
     set_pose(o.p_WO, o.q_WO, object->mutable_pose());
     v1::Shape* shape = object->add_parts()->mutable_shape();
-    if (o.kind == DefaultObject::Kind::kBox) {
+    if (o.kind == scenes::DefaultObject::Kind::kBox) {
       ToWire(o.box_size, shape->mutable_box()->mutable_size());
     } else {
       shape->mutable_cylinder()->set_radius(o.radius);

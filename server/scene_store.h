@@ -21,7 +21,7 @@
 #include "proximity/core/scene/scene.h"
 #include "proximity/v1/proximity.pb.h"
 #include "server/convert.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 
 namespace proximity::server {
 
@@ -83,7 +83,7 @@ std::shared_ptr<const core::TrackingGeometry> TrackingGeometryOf(const SceneEntr
                                                                           std::string id = "");
 
 /// The default workcell as a CreateScene request, so its id is a content hash like any scene's.
-v1::CreateSceneRequest DefaultSceneRequest(const DefaultSceneSpec& spec);
+v1::CreateSceneRequest DefaultSceneRequest(const scenes::DefaultSceneSpec& spec);
 
 /// What the registry may hold (0: no limit). Scenes beyond them are evicted least recently used
 /// first; the built-in scene never is.

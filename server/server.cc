@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "grpc/health/v1/health.pb.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 #include "server/log.h"
 #include "server/viewer.h"
 
@@ -66,8 +66,8 @@ core::Result<std::unique_ptr<ProximityServer>> ProximityServer::Start(const Serv
                                                        files.value(), options.auth_token, options.client_tokens);
 
   if (options.default_scene) {
-    const std::string urdf = options.default_scene_urdf.empty() ? DefaultRobotUrdfPath() : options.default_scene_urdf;
-    DefaultSceneSpec spec = DefaultScene(urdf);
+    const std::string urdf = options.default_scene_urdf.empty() ? scenes::DefaultRobotUrdfPath() : options.default_scene_urdf;
+    scenes::DefaultSceneSpec spec = scenes::DefaultScene(urdf);
     spec.srdf_path = options.default_scene_srdf;
     for (const std::string& package : options.default_scene_packages) {
       const size_t eq = package.find('=');

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 #include "tools/srdf_suggest.h"
 
 namespace {
@@ -206,7 +206,7 @@ int SuggestSrdf(const std::string& urdf, const std::vector<std::string>& package
 int main(int argc, char** argv) {
   CLI::App app{"CLEAR and LINK in process on proximityd's built-in default scene, as JSON"};
   app.require_subcommand(1);
-  std::string urdf = proximity::server::DefaultRobotUrdfPath();
+  std::string urdf = proximity::scenes::DefaultRobotUrdfPath();
   app.add_option("--urdf", urdf, "The robot URDF of the default workcell")->capture_default_str();
   bool collision_from_visual = false;
   app.add_flag("--collision-from-visual", collision_from_visual,
@@ -256,12 +256,12 @@ int main(int argc, char** argv) {
 
   if (*suggest) return SuggestSrdf(suggest_urdf, packages, suggest_out, collision_from_visual, suggest_options);
 
-  auto description = proximity::server::DefaultSceneDescription(urdf, collision_from_visual);
+  auto description = proximity::scenes::DefaultSceneDescription(urdf, collision_from_visual);
   if (!description.ok()) return Fail(description.error().message);
   if (!srdf_path.empty()) {
     // The same robot, loaded as DefaultSceneDescription loads it, with the SRDF.
     pc::RobotLoadOptions load;
-    load.package_dirs = proximity::server::DefaultScene(urdf).package_dirs;
+    load.package_dirs = proximity::scenes::DefaultScene(urdf).package_dirs;
     load.ros_package_path = "";
     load.collision_from_visual = collision_from_visual;
     auto robot = pc::RobotModel::FromUrdfFile(urdf, srdf_path, load);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 
 extern char** environ;
 
@@ -147,7 +147,7 @@ class Daemon {
 };
 
 inline std::shared_ptr<const core::Scene> DefaultSceneInProcess() {
-  auto d = server::DefaultSceneDescription();
+  auto d = scenes::DefaultSceneDescription();
   EXPECT_TRUE(d.ok()) << d.error().message;
   if (!d.ok()) return nullptr;
   auto scene = core::Scene::Build(std::move(d).value());

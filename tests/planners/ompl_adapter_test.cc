@@ -30,7 +30,7 @@
 #include "proximity/planners/ompl_adapter.h"
 #include "proximity/planners/planner.h"
 #include "proximity/planners/scene_validity.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 
 namespace proximity::planners {
 namespace {
@@ -52,7 +52,7 @@ std::shared_ptr<const core::Scene> BuildScene(core::SceneDescription d) {
 }
 
 std::shared_ptr<const core::Scene> DefaultKr5Scene() {
-  auto d = server::DefaultSceneDescription();
+  auto d = scenes::DefaultSceneDescription();
   EXPECT_TRUE(d.ok()) << d.error().message;
   return d.ok() ? BuildScene(std::move(d).value()) : nullptr;
 }
@@ -340,7 +340,7 @@ TEST(OmplAdapter, LastValidIsClearAndJustBeforeTheFirstCollision) {
 // at t = 1/3 and 2/3) steps over the ball; our certified validator does not.
 TEST(OmplAdapter, DiscreteMotionValidatorMissesAThinObstacleThatOursCatches) {
   PROX_REQUIRE_DIR(testing::DartUrdfDir(), "Debian dart-doc's URDF folder (the default scene's KR5)");
-  auto base = server::DefaultSceneDescription();
+  auto base = scenes::DefaultSceneDescription();
   ASSERT_TRUE(base.ok()) << base.error().message;
   const core::RobotModel& robot = *base.value().robot;
   const int32_t tip = robot.num_links() - 1;

@@ -1,6 +1,6 @@
 // The built-in workcell: the robot loads, home is free, and a real fraction of random states and of
 // straight motions between them collide (so that the default scene exercises both answers).
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "core/test_util.h"
 
-namespace proximity::server {
+namespace proximity::scenes {
 namespace {
 
 TEST(DefaultScene, HomeIsFreeAndRandomStatesOftenCollide) {
@@ -90,4 +90,4 @@ TEST(DefaultScene, OnlyTheBuiltInRobotGetsItsMountCorrection) {
 }
 
 }  // namespace
-}  // namespace proximity::server
+}  // namespace proximity::scenes

@@ -17,7 +17,7 @@
 #include "core/test_util.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/v1/proximity.grpc.pb.h"
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -36,6 +36,10 @@ bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds
   return done();
 }
 using proximity::testing::Cases;
+using scenes::DefaultScene;
+using scenes::DefaultSceneDescription;
+using scenes::DefaultSceneSpec;
+using scenes::PoseFromQuaternion;
 
 /// Sanitizer builds: gRPC moves large messages very slowly under TSan (a 10 MB request takes minutes to
 /// parse), so the tests that exceed limits use smaller ones there.

@@ -1,4 +1,4 @@
-#include "server/default_scene.h"
+#include "proximity/default_scene/default_scene.h"
 
 #include <cmath>
 #include <filesystem>
@@ -12,13 +12,9 @@
 #define PROX_DEFAULT_ROBOT_URDF "/usr/share/doc/dart/data/urdf/KR5/KR5 sixx R650.urdf"
 #endif
 
-namespace proximity::server {
+namespace proximity::scenes {
 
 using core::Vec3;
-
-core::RigidTransform PoseFromQuaternion(const Vec3& p, const Quaternion& q) {
-  return core::RigidTransform(q.normalized().toRotationMatrix(), p);
-}
 
 std::string DefaultRobotUrdfPath() { return PROX_DEFAULT_ROBOT_URDF; }
 
@@ -102,4 +98,4 @@ core::Result<core::SceneDescription> DefaultSceneDescription(const std::string& 
   return d;
 }
 
-}  // namespace proximity::server
+}  // namespace proximity::scenes

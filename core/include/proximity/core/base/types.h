@@ -99,6 +99,13 @@ struct RigidTransform {
     return X;
   }
 };
+/// The pose (p, q) with q's rotation normalised: how poses given as a position and a quaternion (the
+/// wire's, a scene file's) become transforms, so that every path from the same numbers gives the same
+/// bits.
+inline RigidTransform PoseFromQuaternion(const Vec3& p, const Eigen::Quaterniond& q) {
+  return RigidTransform(q.normalized().toRotationMatrix(), p);
+}
+
 
 /// X_AB^-1 * X_AC = X_BC, without forming the inverse.
 inline RigidTransform RelativeTransform(const RigidTransform& X_AB, const RigidTransform& X_AC) {

@@ -17,13 +17,13 @@
 #include "proximity/core/scene/scene.h"
 #include "proximity/core/base/types.h"
 
-namespace proximity::server {
+namespace proximity::scenes {
 
 using Quaternion = Eigen::Quaterniond;
 
-/// The pose (p, q): the rotation of q normalised. The server converts wire poses with this same
-/// function, so the default scene built in process and through a CreateSceneRequest are bit-identical.
-core::RigidTransform PoseFromQuaternion(const core::Vec3& p, const Quaternion& q);
+// Poses are made with core::PoseFromQuaternion, as the server converts wire poses, so the default scene
+// built in process and through a CreateSceneRequest are bit-identical.
+using core::PoseFromQuaternion;
 
 /// A world object of the default workcell: one box or one cylinder, centred on its frame.
 struct DefaultObject {
@@ -64,4 +64,4 @@ DefaultSceneSpec DefaultScene(const std::string& urdf_path = DefaultRobotUrdfPat
 [[nodiscard]] core::Result<core::SceneDescription> DefaultSceneDescription(
     const std::string& urdf_path = DefaultRobotUrdfPath(), bool collision_from_visual = false);
 
-}  // namespace proximity::server
+}  // namespace proximity::scenes
