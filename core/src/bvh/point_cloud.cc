@@ -371,12 +371,21 @@ CloudCollision CollideMeshCloudSdf(const MeshModel& mesh, const RigidTransform& 
   // The mesh's box as an axis-aligned box in the cloud's frame, grown by the padding: six comparisons
   // drop most of the cloud's nodes before the boxes' separating-axis test.
   const Aabb near_C = BoxInCloudFrame(root, X_MC.inverse(), grow);
+  const double link_size = root.half_extents.norm();
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
   while (top > 0) {
     const PointCloudNode& cn = nodes[static_cast<size_t>(stack[--top])];
     if (Apart(cn.box, near_C)) continue;
+    // A node larger than the link's box is descended after the axis-aligned test alone: neither the
+    // map (whose values do not reach beyond the link's padded box) nor the boxes' test drops such a node
+    // often enough to pay for itself.
+    if (!cn.is_leaf() && NodeSize(cn) > link_size) {
+      stack[top++] = cn.left + 1;
+      stack[top++] = cn.left;
+      continue;
+    }
     // Every ball of the node lies within the box, so within its half diagonal of the centre: the map's
     // nearest node first (one look-up), then, for a centre off the map's grid (where that bound is
     // loose), the boxes' separating-axis test.
