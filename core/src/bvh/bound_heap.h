@@ -16,6 +16,8 @@ class BoundHeap {
     std::make_heap(v_.begin(), v_.end(), Later);
   }
   void Reserve(size_t n) { v_.reserve(n); }
+  /// Empties the heap, keeping its storage (a heap kept per thread across queries).
+  void Clear() { v_.clear(); }
   bool empty() const { return v_.empty(); }
   /// The entry with the smallest bound; precondition !empty().
   const Entry& top() const { return v_.front(); }

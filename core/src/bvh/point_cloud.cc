@@ -9,11 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <sstream>
 #include <type_traits>
 #include <vector>
 
+#include "bvh/bound_heap.h"
 #include "bvh/query_internal.h"
 #include "proximity/core/narrowphase/gjk.h"
 #include "proximity/core/narrowphase/triangle.h"
@@ -569,12 +569,14 @@ template <class BoundFn, class LeafFn, class SplitFn>
 DistanceResult BestFirst(const DistanceRequest& request, int32_t root_a, BoundFn&& bound, LeafFn&& leaf,
                          SplitFn&& split, Best* best) {
   DistanceResult result;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  // The heap's storage is the thread's, kept from call to call (a walk does not call another).
+  thread_local internal::BoundHeap<Entry> heap;
+  heap.Clear();
   double open = kInf;  // smallest bound of a pair left unexpanded or pruned
   auto push = [&](int32_t a, int32_t c) {
     const double b = bound(a, c, &result.stats);
     if (b < request.max_distance) {
-      heap.push({b, a, c});
+      heap.Push({b, a, c});
     } else {
       open = std::min(open, b);
     }
@@ -586,7 +588,7 @@ DistanceResult BestFirst(const DistanceRequest& request, int32_t root_a, BoundFn
       open = std::min(open, e.bound);
       break;
     }
-    heap.pop();
+    heap.Pop();
     if (leaf(e, best, &result.stats)) continue;  // both leaves: tested
     split(e, push);
   }
@@ -657,13 +659,16 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
   const double allowance = QueryAllowance(internal::ModelReach(mesh), X_WM, cloud, X_WC);
   const std::vector<PointCloudNode>& nodes = cloud.nodes();
   const Obb& root = mesh.obb(0);
-  // Entries: a node (c >= 0, a = 0), or a point (a = 1, c its index) whose bound is the map's.
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  const double link_size = root.half_extents.norm();
+  // Entries: a node (c >= 0, a = 0), or a point (a = 1, c its index) whose bound is the map's. The
+  // heap's storage is the thread's, kept from call to call.
+  thread_local internal::BoundHeap<Entry> heap;
+  heap.Clear();
   double open = kInf;
   auto push = [&](double b, int32_t a, int32_t c) {
     b = std::max(0.0, b - allowance);
     if (b < request.max_distance) {
-      heap.push({b, a, c});
+      heap.Push({b, a, c});
     } else {
       open = std::min(open, b);
     }
@@ -673,7 +678,8 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
     const Obb co = NodeObb(cn, 0.0);
     result.stats.bv_tests += 2;
     double b = ObbDistanceLowerBound(root.half_extents, co.half_extents, MakeBoxPairFrame(root, co, X_MC));
-    b = std::max(b, sdf.NodeLowerBound(X_MC * co.center) - NodeSize(cn));
+    // The map's bound only for a node no larger than the link's box (for a larger one it is negative).
+    if (NodeSize(cn) <= link_size) b = std::max(b, sdf.NodeLowerBound(X_MC * co.center) - NodeSize(cn));
     push(b, 0, k);
   };
   push_node(0);
@@ -683,7 +689,7 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
       open = std::min(open, e.bound);
       break;
     }
-    heap.pop();
+    heap.Pop();
     if (e.a == 1) {  // a point: its exact distance
       const Vec3 p_M = X_MC * cloud.point(e.c);
       const double r = cloud.point_radius(e.c);
