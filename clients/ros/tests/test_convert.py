@@ -187,8 +187,20 @@ def test_joint_space_completion_and_refusals() -> None:
     space = JointSpace(["a", "b", "c"], other_joints=["mimic", "fixed"])
     q = space.robot_state({"joint_state": {"name": ["c", "mimic"], "position": [3.0, 9.0]}}, [{"a": 1.0}, {"a": 5, "b": 2.0}])
     np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
+    # A joint the robot lacks is ignored with word to on_ignored (MoveIt ignores such entries); the
+    # strict form (goals, trajectories) refuses it by name.
+    heard = []
+    lenient = JointSpace(["a", "b", "c"], on_ignored=lambda names, where: heard.append((names, where)))
+    q = lenient.robot_state({"joint_state": {"name": ["wheel", "c", "b", "a"], "position": [7.0, 3.0, 2.0, 1.0]}}, [{}])
+    np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
+    assert heard == [(["wheel"], "robot_state")]
+    with pytest.raises(BadRequest, match="no value for joint a"):
+        lenient.robot_state({"joint_state": {"name": ["wheel", "b", "c"], "position": [7.0, 2.0, 3.0]}}, [{}])
     with pytest.raises(BadRequest, match="unknown joint 'z'"):
-        space.robot_state({"joint_state": {"name": ["z"], "position": [0.0]}}, [{}])
+        space.complete(["z"], [0.0], [{"a": 1.0, "b": 2.0, "c": 3.0}], "goal", strict=True)
+    with pytest.raises(BadRequest, match="unknown joint 'z'"):
+        convert.trajectory_rows({"joint_names": ["z"], "points": [{"positions": [0.0], "time_from_start": 0.0}]},
+                                space, [{"a": 1.0, "b": 2.0, "c": 3.0}])
     with pytest.raises(BadRequest, match="empty joint_state"):
         space.robot_state({"joint_state": {"name": [], "position": []}, "is_diff": False}, [{}])
     with pytest.raises(BadRequest, match="must be a list, not a string"):

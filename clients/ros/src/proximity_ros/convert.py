@@ -13,7 +13,7 @@ Every reader checks what it reads and raises :class:`BadRequest` with the field'
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -123,12 +123,19 @@ def joint_state_values(js: Any, where: str = "joint_state") -> Tuple[List[str], 
 
 class JointSpace:
     """The scene's joints (proximityd's order) and the other joints a message may name harmlessly
-    (fixed and mimic joints of the URDF, which the scene derives or ignores)."""
+    (fixed and mimic joints of the URDF, which the scene derives or ignores).
 
-    def __init__(self, joint_names: Sequence[str], other_joints: Iterable[str] = ()) -> None:
+    A robot state's joint_state may also name joints the robot lacks (a mobile base's wheels that the
+    URDF fixed, a gripper the scene leaves out): they are ignored, as MoveIt ignores them, and
+    ``on_ignored(names, where)`` hears of them. Trajectories stay strict: a trajectory's joint_names
+    must all be the robot's."""
+
+    def __init__(self, joint_names: Sequence[str], other_joints: Iterable[str] = (),
+                 on_ignored: Optional[Callable[[List[str], str], None]] = None) -> None:
         self.names = list(joint_names)
         self.index = {n: i for i, n in enumerate(self.names)}
         self.other = set(other_joints) - set(self.names)
+        self.on_ignored = on_ignored
 
     @property
     def dof(self) -> int:
@@ -140,11 +147,21 @@ class JointSpace:
             raise BadRequest(f"{where}: unknown joint{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}; "
                              f"the scene's joints are {', '.join(self.names)}")
 
+    def ignore_unknown(self, names: Iterable[str], where: str) -> None:
+        """Tells ``on_ignored`` of the joints in `names` the robot lacks (a robot state's entries)."""
+        bad = [n for n in names if n not in self.index and n not in self.other]
+        if bad and self.on_ignored is not None:
+            self.on_ignored(bad, where)
+
     def complete(self, names: Sequence[str], positions: Sequence[float], fallbacks: Sequence[Mapping[str, float]],
-                 where: str) -> np.ndarray:
+                 where: str, strict: bool = False) -> np.ndarray:
         """A full configuration in scene order: the named joints' values, the others from the first
-        fallback mapping that has them; BadRequest naming the joints nothing gives."""
-        self._unknown(names, where)
+        fallback mapping that has them; BadRequest naming the joints nothing gives. Names the robot
+        lacks are ignored (see the class), or refused with `strict`."""
+        if strict:
+            self._unknown(names, where)
+        else:
+            self.ignore_unknown(names, where)
         q = np.full(self.dof, np.nan)
         for n, p in zip(names, positions):
             if n in self.index:
@@ -198,7 +215,7 @@ def trajectory_rows(traj: Any, space: JointSpace, fallbacks: Sequence[Mapping[st
         if len(positions) != len(names):
             raise BadRequest(f"{at}.positions has {len(positions)} values for {len(names)} joint_names")
         values = [_finite(p, f"{at}.positions[{k}]") for k, p in enumerate(positions)]
-        rows[i] = space.complete(names, values, fallbacks, at)
+        rows[i] = space.complete(names, values, fallbacks, at, strict=True)
         times[i] = duration_seconds(get(point, "time_from_start"), f"{at}.time_from_start")
         if i and times[i] < times[i - 1]:
             raise BadRequest(f"{at}.time_from_start ({times[i]:g} s) is before the previous point's "

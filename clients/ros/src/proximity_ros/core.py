@@ -124,6 +124,7 @@ class BridgeCore:
         self._allowed: List[Tuple[str, str]] = []
         self._current: Dict[str, float] = {}
         self._warned_velocity: Set[str] = set()
+        self._warned_ignored: Set[str] = set()
         self.updates_applied = 0
         self.updates_refused = 0
         self.last_error = ""
@@ -209,7 +210,15 @@ class BridgeCore:
 
     def _install(self, info: SceneInfo, desc: Optional[RobotDescription], frame: str) -> None:
         others = set(desc.joints) if desc is not None else set()
-        self._scene = _Scene(info.scene_id, info, JointSpace(info.joint_names, others), desc, frame)
+        self._scene = _Scene(info.scene_id, info, JointSpace(info.joint_names, others, self._warn_ignored), desc, frame)
+
+    def _warn_ignored(self, names: List[str], where: str) -> None:
+        """One warning per joint a robot state names that the robot lacks (ignored, as MoveIt does)."""
+        new = [n for n in names if n not in self._warned_ignored]
+        if new:
+            self._warned_ignored.update(new)
+            self._log("warn", f"{where} names joint{'s' if len(new) > 1 else ''} {', '.join(map(repr, new))}, which "
+                              "the robot lacks: ignored, as MoveIt does (said once per joint)")
 
     def _recreate(self) -> None:
         """Re-creates the scene from the mirror (robot, objects, attached objects, allowed pairs)."""
@@ -564,7 +573,7 @@ class BridgeCore:
         self._group(s, str(get(req, "group_name", "") or ""))
         start = get(req, "start_state") or {}
         names, positions = convert.joint_state_values(get(start, "joint_state") or {}, "start_state.joint_state")
-        s.space._unknown(names, "start_state.joint_state")
+        s.space.ignore_unknown(names, "start_state.joint_state")
         rows, times = convert.trajectory_rows(get(req, "trajectory") or {}, s.space,
                                               self._fallbacks(dict(zip(names, positions))))
         r = self.client.check_path(rows, scene=s.scene_id)
@@ -622,7 +631,7 @@ class BridgeCore:
         gnames, gpos = convert.joint_state_values(get(req, "goal") or {}, "goal")
         if not gnames:
             raise BadRequest("goal names no joints")
-        goal = s.space.complete(gnames, gpos, [s.space.as_mapping(start)], "goal")
+        goal = s.space.complete(gnames, gpos, [s.space.as_mapping(start)], "goal", strict=True)
         r = self.client.plan(start, goal, planner=planner, time_limit=limit or 5.0, seed=int(get(req, "seed", 0) or 0),
                              group=group if len(joints) != s.space.dof else None, scene=s.scene_id)
         code = convert.PLAN_ERROR_CODES.get(r.outcome, -1)
