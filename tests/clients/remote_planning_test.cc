@@ -282,6 +282,11 @@ TEST_F(RemotePlanningTest, TrackFramesEqualAnInProcessTracker) {
   const auto bad = batched.Track(std::span<const double>(rows.data(), dof + 1), space_->dof(), request);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("Track"), std::string::npos) << bad.error().message;
+  RemoteTrackRequest none = request;
+  none.max_pairs = 0;
+  const auto zero = batched.Track(std::span<const double>(rows.data(), dof), none);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("max_pairs"), std::string::npos) << zero.error().message;
 }
 
 TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {

@@ -67,8 +67,11 @@ core::ErrorCode CoreCode(grpc::StatusCode code) {
   }
 }
 
-v1::MotionMode WireMode(RemoteMotionRequest::Mode mode) {
-  return mode == RemoteMotionRequest::Mode::kDiscrete ? v1::MOTION_MODE_DISCRETE : v1::MOTION_MODE_CERTIFIED;
+// A motion request's mode and (discrete) resolution, as the wire carries them.
+void SetMotionMode(const RemoteMotionRequest& m, v1::CheckMotionRequest* out) {
+  const bool discrete = m.mode == RemoteMotionRequest::Mode::kDiscrete;
+  out->set_mode(discrete ? v1::MOTION_MODE_DISCRETE : v1::MOTION_MODE_CERTIFIED);
+  out->set_resolution(discrete ? m.resolution : 0.0);
 }
 
 // q into a reused JointPositions (scene order, no names): no allocation once its capacity suffices.
@@ -438,8 +441,7 @@ Result<planners::MotionCheck> RemoteScene::CheckMotion(std::span<const double> q
   request.set_scene_id(impl_->options.scene_id);
   SetPositions(q0, request.mutable_start());
   SetPositions(q1, request.mutable_goal());
-  request.set_mode(WireMode(motion.mode));
-  request.set_resolution(motion.mode == RemoteMotionRequest::Mode::kDiscrete ? motion.resolution : 0.0);
+  SetMotionMode(motion, &request);
   response.Clear();
   calls_.fetch_add(1, std::memory_order_relaxed);
   const grpc::Status s =
@@ -692,6 +694,28 @@ struct RemoteSession::Impl {
     return q;
   }
 
+  // One query per row of `rows` (add(i, row, query) fills query i), one round trip, and one answer of
+  // `kind` per row (read(answer) makes the row's result).
+  template <class T, class AddFn, class ReadFn>
+  Result<std::vector<T>> PerRow(std::span<const double> rows, int32_t dof, const char* what,
+                                v1::SessionAnswer::AnswerCase kind, AddFn&& add, ReadFn&& read) {
+    if (Status st = Rows(rows, dof, what); !st.ok()) return st.error();
+    const auto d = static_cast<size_t>(dof);
+    const size_t n = rows.size() / d;
+    request.clear_queries();
+    request.set_until_invalid(false);
+    for (size_t i = 0; i < n; ++i) add(rows.subspan(i * d, d), Add(static_cast<int>(i)));
+    if (Status st = RoundTrip(); !st.ok()) return st.error();
+    std::vector<T> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      auto a = AnswerAt(static_cast<int>(i), kind);
+      if (!a.ok()) return a.error();
+      out.push_back(read(*a.value()));
+    }
+    return out;
+  }
+
   static Status Rows(std::span<const double> rows, int32_t dof, const char* what) {
     if (dof < 1 || rows.size() % static_cast<size_t>(dof) != 0) {
       return core::InvalidArgument(std::string(what) + ": " + std::to_string(rows.size()) +
@@ -704,8 +728,7 @@ struct RemoteSession::Impl {
     v1::CheckMotionRequest* motion = Add(i)->mutable_motion();
     SetPositions(q0, motion->mutable_start());
     SetPositions(q1, motion->mutable_goal());
-    motion->set_mode(WireMode(m.mode));
-    motion->set_resolution(m.mode == RemoteMotionRequest::Mode::kDiscrete ? m.resolution : 0.0);
+    SetMotionMode(m, motion);
   }
 
   static planners::MotionCheck ToCheck(const v1::CheckMotionResponse& r) {
@@ -735,22 +758,10 @@ Result<bool> RemoteSession::CheckState(std::span<const double> q) {
 }
 
 Result<std::vector<uint8_t>> RemoteSession::CheckStates(std::span<const double> rows, int32_t dof) {
-  Impl& s = *impl_;
-  if (Status st = Impl::Rows(rows, dof, "CheckStates"); !st.ok()) return st.error();
-  const auto d = static_cast<size_t>(dof);
-  s.request.clear_queries();
-  s.request.set_until_invalid(false);
-  for (size_t i = 0; i < rows.size() / d; ++i) {
-    SetPositions(rows.subspan(i * d, d), s.Add(static_cast<int>(i))->mutable_state()->mutable_state());
-  }
-  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
-  std::vector<uint8_t> valid(rows.size() / d, 0);
-  for (size_t i = 0; i < valid.size(); ++i) {
-    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kState);
-    if (!a.ok()) return a.error();
-    valid[i] = a.value()->state().free() && a.value()->state().within_limits() ? 1 : 0;
-  }
-  return valid;
+  return impl_->PerRow<uint8_t>(
+      rows, dof, "CheckStates", v1::SessionAnswer::kState,
+      [](std::span<const double> q, v1::SessionQuery* query) { SetPositions(q, query->mutable_state()->mutable_state()); },
+      [](const v1::SessionAnswer& a) -> uint8_t { return a.state().free() && a.state().within_limits() ? 1 : 0; });
 }
 
 Result<planners::MotionCheck> RemoteSession::CheckMotion(std::span<const double> q0, std::span<const double> q1,
@@ -878,31 +889,21 @@ Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
 
 Result<std::vector<RemoteDistance>> RemoteSession::Distances(std::span<const double> rows, int32_t dof,
                                                              double rel_err) {
-  Impl& s = *impl_;
-  if (Status st = Impl::Rows(rows, dof, "Distances"); !st.ok()) return st.error();
-  const auto d = static_cast<size_t>(dof);
-  s.request.clear_queries();
-  s.request.set_until_invalid(false);
-  for (size_t i = 0; i < rows.size() / d; ++i) {
-    v1::ComputeDistanceRequest* q = s.Add(static_cast<int>(i))->mutable_distance();
-    SetPositions(rows.subspan(i * d, d), q->mutable_state());
-    q->set_rel_err(rel_err);
-  }
-  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
-  std::vector<RemoteDistance> out(rows.size() / d);
-  for (size_t i = 0; i < out.size(); ++i) {
-    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kDistance);
-    if (!a.ok()) return a.error();
-    out[i] = {a.value()->distance().lower_bound(), a.value()->distance().upper_bound()};
-  }
-  return out;
+  return impl_->PerRow<RemoteDistance>(
+      rows, dof, "Distances", v1::SessionAnswer::kDistance,
+      [rel_err](std::span<const double> q, v1::SessionQuery* query) {
+        v1::ComputeDistanceRequest* r = query->mutable_distance();
+        SetPositions(q, r->mutable_state());
+        r->set_rel_err(rel_err);
+      },
+      [](const v1::SessionAnswer& a) { return RemoteDistance{a.distance().lower_bound(), a.distance().upper_bound()}; });
 }
 
 namespace {
 
 void SetTrackRequest(const RemoteTrackRequest& in, v1::TrackRequest* out) {
   out->set_horizon(in.horizon);
-  out->set_max_pairs(static_cast<uint32_t>(std::max(0, in.max_pairs)));
+  out->set_max_pairs(static_cast<uint32_t>(in.max_pairs));  // >= 1: checked by Track
   out->set_per_link(in.per_link);
   out->set_exclude_world(!in.world);
   out->set_exclude_self(!in.self);
@@ -968,26 +969,18 @@ Result<RemoteTrack> RemoteSession::Track(std::span<const double> q, const Remote
 
 Result<std::vector<RemoteTrack>> RemoteSession::Track(std::span<const double> rows, int32_t dof,
                                                       const RemoteTrackRequest& request) {
-  Impl& s = *impl_;
-  if (Status st = Impl::Rows(rows, dof, "Track"); !st.ok()) return st.error();
   if (rows.empty()) return core::InvalidArgument("Track: no configuration given");
-  const auto d = static_cast<size_t>(dof);
-  s.request.clear_queries();
-  s.request.set_until_invalid(false);
-  for (size_t i = 0; i < rows.size() / d; ++i) {
-    v1::TrackRequest* t = s.Add(static_cast<int>(i))->mutable_track();
-    SetPositions(rows.subspan(i * d, d), t->mutable_state());
-    SetTrackRequest(request, t);
+  if (request.max_pairs < 1) {
+    return core::InvalidArgument("Track: max_pairs must be at least 1, got " + std::to_string(request.max_pairs));
   }
-  if (Status st = s.RoundTrip(); !st.ok()) return st.error();
-  std::vector<RemoteTrack> out;
-  out.reserve(rows.size() / d);
-  for (size_t i = 0; i < rows.size() / d; ++i) {
-    auto a = s.AnswerAt(static_cast<int>(i), v1::SessionAnswer::kTrack);
-    if (!a.ok()) return a.error();
-    out.push_back(FromWire(a.value()->track()));
-  }
-  return out;
+  return impl_->PerRow<RemoteTrack>(
+      rows, dof, "Track", v1::SessionAnswer::kTrack,
+      [&request](std::span<const double> q, v1::SessionQuery* query) {
+        v1::TrackRequest* t = query->mutable_track();
+        SetPositions(q, t->mutable_state());
+        SetTrackRequest(request, t);
+      },
+      [](const v1::SessionAnswer& a) { return FromWire(a.track()); });
 }
 
 Result<planners::JointSpace> RemoteSpace(const RemoteScene& scene) {

@@ -679,7 +679,9 @@ DistanceResult MeshCloudDistanceSdf(const MeshModel& mesh, const RigidTransform&
     result.stats.bv_tests += 2;
     double b = ObbDistanceLowerBound(root.half_extents, co.half_extents, MakeBoxPairFrame(root, co, X_MC));
     // The map's bound only for a node no larger than the link's box (for a larger one it is negative).
-    if (NodeSize(cn) <= link_size) b = std::max(b, sdf.NodeLowerBound(X_MC * co.center) - NodeSize(cn));
+    if (const double size = NodeSize(cn); size <= link_size) {
+      b = std::max(b, sdf.NodeLowerBound(X_MC * co.center) - size);
+    }
     push(b, 0, k);
   };
   push_node(0);
