@@ -94,7 +94,64 @@ Result<PlanResult> Plan(const PlanningContext& context, std::span<const double> 
   return planner.value()->Solve(start, goal, termination);
 }
 
+Result<PlanResult> Plan(const PlanningContext& context, std::span<const double> start, GoalSampler& goals,
+                        const PlannerOptions& options, const Termination& termination) {
+  auto planner = MakePlanner(context, options);
+  if (!planner.ok()) return planner.error();
+  return planner.value()->Solve(start, goals, termination);
+}
+
+Result<PlanResult> Planner::Solve(std::span<const double> start, GoalSampler& goals, const Termination& termination) {
+  PlanResult result;
+  Configuration goal;
+  {
+    internal::Clock clock(termination);
+    internal::Checker checker(context(), &result.stats);
+    bool found = false;
+    if (Status s = internal::DrawGoal(&checker, &clock, goals, true, &goal, &found, &result); !s.ok()) return s.error();
+    if (!found) return result;
+  }
+  // The rest of the budget goes to the search for the goal drawn.
+  Termination rest = termination;
+  if (rest.time_limit_s > 0.0) rest.time_limit_s = std::max(1e-6, rest.time_limit_s - result.stats.plan_time_s);
+  Result<PlanResult> solved = Solve(start, goal, rest);
+  if (!solved.ok()) return solved;
+  solved.value().stats.state_checks += result.stats.state_checks;
+  solved.value().stats.plan_time_s += result.stats.plan_time_s;
+  return solved;
+}
+
 namespace internal {
+
+Status DrawGoal(Checker* checker, Clock* clock, GoalSampler& goals, bool until_found, Configuration* q, bool* found,
+                PlanResult* result) {
+  *found = false;
+  q->assign(static_cast<size_t>(checker->space().dof()), 0.0);
+  for (int32_t draw = 0; draw < Planner::kMaxGoalDraws; ++draw) {
+    PlanOutcome why = PlanOutcome::kTimeout;
+    if (until_found && clock->Expired(0, &why)) {
+      result->outcome = why == PlanOutcome::kCancelled ? why : PlanOutcome::kInvalidGoal;
+      result->stats.plan_time_s = clock->Elapsed();
+      return Status::Ok();
+    }
+    const Result<bool> drawn = goals.Sample(*q);
+    if (!drawn.ok()) return drawn.status();
+    if (drawn.value()) {
+      if (Status s = checker->space().Check(*q, "goal"); !s.ok()) return s;
+      const Result<std::vector<uint8_t>> valid = checker->ValidRows(*q);
+      if (!valid.ok()) return valid.status();
+      if (valid.value()[0] != 0) {
+        *found = true;
+        result->stats.plan_time_s = clock->Elapsed();
+        return Status::Ok();
+      }
+    }
+    if (!until_found) return Status::Ok();
+  }
+  result->outcome = PlanOutcome::kInvalidGoal;
+  result->stats.plan_time_s = clock->Elapsed();
+  return Status::Ok();
+}
 
 double Clock::Remaining() const {
   if (termination_.time_limit_s <= 0.0) return std::numeric_limits<double>::infinity();

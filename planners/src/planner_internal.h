@@ -197,6 +197,12 @@ class Checker {
 Status Begin(const PlanningContext& context, const PlannerOptions& options, Checker* checker, Clock* clock, Rng& rng,
              std::span<const double> start, std::span<const double> goal, PlanResult* result, bool* done);
 
+// Draws goal configurations from `goals` until one is valid (until_found: as long as the clock and
+// Planner::kMaxGoalDraws allow; otherwise one draw): *found and *q when one was. When until_found ends
+// without one, result's outcome is kInvalidGoal (kCancelled when cancelled) and its plan time set.
+Status DrawGoal(Checker* checker, Clock* clock, GoalSampler& goals, bool until_found, Configuration* q, bool* found,
+                PlanResult* result);
+
 // Simplifies when asked, fills the path statistics and the timing. The path's edges are decided.
 Status Finish(const PlanningContext& context, const PlannerOptions& options, Clock* clock, Rng& rng,
               PlanResult* result);

@@ -26,6 +26,7 @@ class PrmPlanner final : public Planner {
       : context_(context), options_(options), lazy_(lazy), rng_(options.seed), nn_(context.space) {}
 
   PlannerType type() const override { return lazy_ ? PlannerType::kLazyPrm : PlannerType::kPrm; }
+  const PlanningContext& context() const override { return context_; }
 
   void Clear() override {
     q_.clear();
@@ -40,6 +41,7 @@ class PrmPlanner final : public Planner {
     ahead_next_ = 0;
   }
 
+  using Planner::Solve;
   Result<PlanResult> Solve(std::span<const double> start, std::span<const double> goal,
                            const Termination& termination) override {
     PlanResult result;

@@ -12,8 +12,9 @@
 namespace proximity::planners::internal {
 namespace {
 
-// A tree rooted at a start or goal: configurations row after row, parents (always of a smaller index),
-// whether the edge to the parent passed the decisive check, and the neighbour index.
+// A tree rooted at a start or a goal (a goal region's tree: a root per goal drawn): configurations row
+// after row, parents (always of a smaller index; -1 at roots), whether the edge to the parent passed the
+// decisive check, and the neighbour index.
 class Tree {
  public:
   explicit Tree(const JointSpace& space) : dof_(static_cast<size_t>(space.dof())), nn_(space) {}
@@ -46,7 +47,7 @@ class Tree {
     std::vector<char> decided;
     nn_.Clear();
     for (size_t i = 0; i < parent_.size(); ++i) {
-      if (i > 0 && dead[static_cast<size_t>(parent_[i])]) dead[i] = 1;
+      if (parent_[i] >= 0 && dead[static_cast<size_t>(parent_[i])]) dead[i] = 1;
       if (dead[i]) continue;
       index[i] = static_cast<int32_t>(parent.size());
       q.insert(q.end(), q_.begin() + static_cast<std::ptrdiff_t>(i * dof_),
@@ -82,14 +83,42 @@ class RrtPlanner final : public Planner {
       : context_(context), options_(options), connect_(connect) {}
 
   PlannerType type() const override { return connect_ ? PlannerType::kRrtConnect : PlannerType::kRrt; }
+  const PlanningContext& context() const override { return context_; }
 
   Result<PlanResult> Solve(std::span<const double> start, std::span<const double> goal,
                            const Termination& termination) override {
+    return Search(start, goal, nullptr, termination);
+  }
+  Result<PlanResult> Solve(std::span<const double> start, GoalSampler& goals, const Termination& termination) override {
+    return Search(start, {}, &goals, termination);
+  }
+
+ private:
+  // Samples a round grows toward at most (the lanes of a batch of states).
+  static constexpr int64_t kRoundSamples = 8;
+  // Steps a connection decides in one batch.
+  static constexpr int32_t kConnectSteps = 8;
+  // A goal region's search draws one more goal every kGoalPeriod rounds.
+  static constexpr int64_t kGoalPeriod = 4;
+
+  // To `goal`, or (sampler given) to the goals it draws: the first before the search, more as it goes.
+  Result<PlanResult> Search(std::span<const double> start, std::span<const double> goal, GoalSampler* sampler,
+                            const Termination& termination) {
     PlanResult result;
     Clock clock(termination);
     Checker checker(context_, &result.stats);
     Rng rng(options_.seed);
     bool done = false;
+    std::vector<Configuration> goals;  // the goal tree's roots
+    if (sampler != nullptr) {
+      Configuration first;
+      if (Status s = DrawGoal(&checker, &clock, *sampler, true, &first, &done, &result); !s.ok()) return s.error();
+      if (!done) return result;
+      goals.push_back(std::move(first));
+      goal = goals.front();
+    } else {
+      goals.emplace_back(goal.begin(), goal.end());
+    }
     if (Status s = Begin(context_, options_, &checker, &clock, rng, start, goal, &result, &done); !s.ok()) {
       return s.error();
     }
@@ -99,18 +128,28 @@ class RrtPlanner final : public Planner {
 
     Tree start_tree(space), goal_tree(space);
     start_tree.Add(start, -1, true);
-    goal_tree.Add(goal, -1, true);
+    goal_tree.Add(goals.front(), -1, true);
     const auto dof = static_cast<size_t>(space.dof());
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     Tree* a = &start_tree;
     Tree* b = &goal_tree;
     bool solved = false;
     std::vector<double> samples;
-    std::vector<char> toward_goal;
+    std::vector<int32_t> toward_goal;  // per sample: the goal it is (RRT's goal bias), or -1
     std::vector<Extension> grown;
     const int64_t max_samples = clock.termination().max_iterations;
     for (int64_t round = 0, drawn = 0;; ++round) {
       if (clock.Expired(drawn, &result.outcome)) break;
+      if (sampler != nullptr && round > 0 && round % kGoalPeriod == 0 &&
+          goals.size() < static_cast<size_t>(kMaxGoals)) {
+        Configuration more;
+        bool found = false;
+        if (Status s = DrawGoal(&checker, &clock, *sampler, false, &more, &found, &result); !s.ok()) return s.error();
+        if (found) {
+          goal_tree.Add(more, -1, true);
+          goals.push_back(std::move(more));
+        }
+      }
       // A round's samples: 1, 2, 4, then kRoundSamples a round, each grown one step from tree a's vertex
       // nearest it (the tree as the round found it), all decided in one batch.
       int64_t count = std::min<int64_t>(kRoundSamples, int64_t{1} << std::min<int64_t>(round, 3));
@@ -118,12 +157,13 @@ class RrtPlanner final : public Planner {
       drawn += count;
       result.stats.iterations += count;
       samples.resize(static_cast<size_t>(count) * dof);
-      toward_goal.assign(static_cast<size_t>(count), 0);
+      toward_goal.assign(static_cast<size_t>(count), -1);
       for (size_t k = 0; k < static_cast<size_t>(count); ++k) {
         std::span<double> q(samples.data() + k * dof, dof);
         if (!connect_ && unit(rng) < options_.goal_bias) {
-          std::copy(goal.begin(), goal.end(), q.begin());
-          toward_goal[k] = 1;
+          const size_t g = goals.size() == 1 ? 0 : std::uniform_int_distribution<size_t>(0, goals.size() - 1)(rng);
+          std::copy(goals[g].begin(), goals[g].end(), q.begin());
+          toward_goal[k] = static_cast<int32_t>(g);
         } else {
           space.Sample(rng, q);
         }
@@ -131,10 +171,13 @@ class RrtPlanner final : public Planner {
       if (Status s = Extend(&checker, a, samples, range, 1, &grown); !s.ok()) return s.error();
       // The first sample in order whose step reached it (RRT: the goal) or whose new vertex the other
       // tree connects to (RRT-Connect) gives the round's candidate path.
-      int32_t va = -1, vb = -1;
+      int32_t va = -1, vb = -1, reached_goal = -1;
       if (!connect_) {
         for (size_t k = 0; k < grown.size() && va < 0; ++k) {
-          if (toward_goal[k] && grown[k].reached) va = grown[k].last;
+          if (toward_goal[k] >= 0 && grown[k].reached) {
+            va = grown[k].last;
+            reached_goal = toward_goal[k];
+          }
         }
       } else {
         // Connect the other tree to every new vertex as far as it goes.
@@ -159,10 +202,10 @@ class RrtPlanner final : public Planner {
       }
       if (va >= 0) {
         std::vector<Configuration> candidate = Candidate(*a, va, connect_ ? b : nullptr, vb);
-        if (!connect_) candidate.back().assign(goal.begin(), goal.end());
+        if (!connect_) candidate.back() = goals[static_cast<size_t>(reached_goal)];
         if (connect_ && a == &goal_tree) std::reverse(candidate.begin(), candidate.end());
         if (Status s = FastFinish(context_, options_, &clock, rng, candidate, &result, &done); !s.ok()) return s.error();
-        if (done) return Stats(start_tree, goal_tree, std::move(result));
+        if (done) return Stats(start_tree, goal_tree, goals.size(), std::move(result));
         bool certified = false;
         if (Status s = Certify(&checker, a, va, connect_ ? b : nullptr, vb, &certified, &result.stats); !s.ok()) {
           return s.error();
@@ -177,18 +220,12 @@ class RrtPlanner final : public Planner {
     }
     if (solved) result.outcome = PlanOutcome::kSolved;
     if (Status s = Finish(context_, options_, &clock, rng, &result); !s.ok()) return s.error();
-    return Stats(start_tree, goal_tree, std::move(result));
+    return Stats(start_tree, goal_tree, goals.size(), std::move(result));
   }
 
- private:
-  // Samples a round grows toward at most (the lanes of a batch of states).
-  static constexpr int64_t kRoundSamples = 8;
-  // Steps a connection decides in one batch.
-  static constexpr int32_t kConnectSteps = 8;
-
-  static PlanResult Stats(const Tree& start_tree, const Tree& goal_tree, PlanResult result) {
+  static PlanResult Stats(const Tree& start_tree, const Tree& goal_tree, size_t goal_roots, PlanResult result) {
     result.stats.vertices = start_tree.size() + goal_tree.size();
-    result.stats.edges = result.stats.vertices - 2;
+    result.stats.edges = result.stats.vertices - 1 - static_cast<int64_t>(goal_roots);
     return result;
   }
 

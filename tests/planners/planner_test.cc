@@ -16,6 +16,7 @@
 #include "core/test_util.h"
 #include "peers/fcl_robot.h"
 #include "proximity/mbm/mbm.h"
+#include "proximity/planners/pose_goal.h"
 #include "proximity/planners/scene_validity.h"
 #include "proximity/planners/timing.h"
 
@@ -790,6 +791,115 @@ TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
     }
   }
   EXPECT_EQ(tried, 2 * families);
+  EXPECT_GE(solved, tried - 1);
+}
+
+// The tip's pose at `q`, as a pose goal of the default tolerances (a 1e-4 m sphere, 1e-3 rad).
+core::PoseGoal TipGoal(const core::RobotModel& robot, const std::string& tip, std::span<const double> q) {
+  core::PoseGoal goal;
+  goal.link = robot.FindLink(tip).value();
+  goal.X_WT = robot.ForwardKinematics(q).value()[static_cast<size_t>(goal.link)];
+  return goal;
+}
+
+// Whether the tip at the path's last row meets the goal, computed here from forward kinematics.
+bool EndsAtPose(const core::RobotModel& robot, const core::PoseGoal& goal, const std::vector<Configuration>& path) {
+  const RigidTransform X = robot.ForwardKinematics(path.back()).value()[static_cast<size_t>(goal.link)];
+  const double angle = Eigen::AngleAxisd(goal.X_WT.R.transpose() * X.R).angle();
+  return (X.p - goal.X_WT.p).norm() <= 1e-4 && angle <= std::sqrt(3.0) * 1e-3;
+}
+
+TEST(Planner, PoseGoalsEndWithinToleranceOnCertifiedPaths) {
+  SceneSetup setup(PassageScene(false));
+  const core::RobotModel& robot = setup.scene->robot();
+  const std::vector<double> start{-2.4, 0.0};
+  // The tip where the arm, stretched at q1 = 2.4, puts it: the passage must be threaded to get there.
+  const core::PoseGoal goal = TipGoal(robot, "tip", std::vector<double>{2.4, 0.0});
+  for (PlannerType type : kAllPlanners) {
+    SCOPED_TRACE(PlannerTypeName(type));
+    auto sampler = PoseGoalSampler::Create(setup.scene->robot_ptr(), goal, setup.context.space, start);
+    ASSERT_TRUE(sampler.ok()) << sampler.error().message;
+    PlannerOptions options;
+    options.type = type;
+    options.seed = 5;
+    Termination termination;
+    termination.time_limit_s = 60.0;
+    auto result = Plan(setup.context, start, sampler.value(), options, termination);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    const PlanResult& r = result.value();
+    ASSERT_EQ(r.outcome, PlanOutcome::kSolved) << PlanOutcomeName(r.outcome);
+    EXPECT_EQ(r.path.front(), start);
+    EXPECT_TRUE(EndsAtPose(robot, goal, r.path));
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, r.path), -1);
+    EXPECT_GE(sampler.value().solutions(), 1);
+  }
+  // A pose no configuration reaches: the plan ends without a goal, by its termination.
+  core::PoseGoal far = goal;
+  far.X_WT.p.x() = 5.0;
+  auto sampler = PoseGoalSampler::Create(setup.scene->robot_ptr(), far, setup.context.space, start);
+  ASSERT_TRUE(sampler.ok());
+  Termination termination;
+  termination.time_limit_s = 0.5;
+  auto result = Plan(setup.context, start, sampler.value(), PlannerOptions{}, termination);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result.value().outcome, PlanOutcome::kInvalidGoal);
+  EXPECT_TRUE(result.value().path.empty());
+  // Malformed goals are refused by name before any planning.
+  core::PoseGoal bad = goal;
+  bad.region_size.x() = -1.0;
+  auto refused = PoseGoalSampler::Create(setup.scene->robot_ptr(), bad, setup.context.space, start);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("region"), std::string::npos);
+}
+
+TEST(Planner, PoseGoalsOnMotionBenchMakerProblems) {
+  const std::string shared = testing::SharedDataDir();
+  PROX_REQUIRE_DIR(shared, "../shared/data");
+  auto problems = mbm::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
+  ASSERT_TRUE(problems.ok()) << problems.error().message;
+  auto robot = core::LoadMbmPanda();
+  ASSERT_NE(robot, nullptr);
+  peers::FclRobot fcl_robot(*robot);
+  const int families = testing::Cases(7);
+  const auto maps = SelfClearanceMaps::For(robot);
+  std::string last_family;
+  int solved = 0, tried = 0, family = 0;
+  for (const mbm::MbmProblem& p : problems.value()) {
+    if (p.family == last_family) continue;
+    last_family = p.family;
+    if (++family > families) break;
+    auto description = mbm::MbmSceneDescription(p.scene, robot);
+    ASSERT_TRUE(description.ok()) << description.error().message;
+    description.value().self_clearance_maps = maps;
+    auto scene = Scene::Build(description.value());
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    SceneSetup setup(scene.value());
+    const peers::FclWorld fcl_world(*setup.scene);
+    const auto start = mbm::MbmStartConfiguration(p.request, *robot).value();
+    const auto goal_q = mbm::MbmGoalConfiguration(p.request, *robot).value();
+    // The problem's goal as the pose of the arm's flange: any collision-free solution will do.
+    const core::PoseGoal goal = TipGoal(*robot, "panda_link8", goal_q);
+    SCOPED_TRACE(p.name);
+    auto sampler = PoseGoalSampler::Create(robot, goal, setup.context.space, start);
+    ASSERT_TRUE(sampler.ok()) << sampler.error().message;
+    PlannerOptions options;
+    options.seed = static_cast<uint64_t>(p.index);
+    Termination termination;
+    termination.time_limit_s = 20.0;
+    auto r = Plan(setup.context, start, sampler.value(), options, termination);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ++tried;
+    if (!r.value().solved()) continue;
+    ++solved;
+    EXPECT_EQ(r.value().path.front(), start);
+    EXPECT_TRUE(EndsAtPose(*robot, goal, r.value().path));
+    const peers::DensePathResult dense = peers::DensePathCheck(fcl_robot, fcl_world, *setup.scene, r.value().path);
+    EXPECT_TRUE(dense.valid) << "segment " << dense.segment << " t " << dense.t << " " << dense.error;
+    std::printf("%s: %.1f ms, %lld goals drawn, %lld solutions\n", p.name.c_str(),
+                1e3 * (r.value().stats.plan_time_s + r.value().stats.simplify_time_s),
+                static_cast<long long>(sampler.value().draws()), static_cast<long long>(sampler.value().solutions()));
+  }
+  EXPECT_EQ(tried, families);
   EXPECT_GE(solved, tried - 1);
 }
 

@@ -118,6 +118,17 @@ struct PlanningContext {
   const MotionValidator* shortcut_motion = nullptr;
 };
 
+/// A goal other than one configuration (a pose of a link: PoseGoalSampler), drawn lazily as OMPL's
+/// GoalLazySamples draws it: the planner asks for goal configurations as the search goes on.
+class GoalSampler {
+ public:
+  virtual ~GoalSampler() = default;
+  /// Writes a configuration that meets the goal into `q` (dof values within the space's bounds) and
+  /// returns true, or returns false when this call found none (the planner asks again later, while its
+  /// termination allows). The planner checks each configuration's validity itself. Errors end the plan.
+  [[nodiscard]] virtual Result<bool> Sample(std::span<double> q) = 0;
+};
+
 /// A planner. Solve may be called again with other ends: PRM and LazyPRM keep their roadmap (multi
 /// query); RRT and RRT-Connect start new trees. Not thread-safe itself; use one per thread.
 class Planner {
@@ -127,9 +138,21 @@ class Planner {
   /// a validity call that failed; a search that finds nothing is not an error (see outcome).
   [[nodiscard]] virtual Result<PlanResult> Solve(std::span<const double> start, std::span<const double> goal,
                                                  const Termination& termination) = 0;
+  /// Plans from `start` to any configuration `goals` draws. RRT-Connect roots its goal tree at every
+  /// valid goal drawn (the first before the search, one more every few rounds, up to kMaxGoals) and
+  /// RRT biases toward them all; PRM and LazyPRM plan to the first valid goal. The path's last row is
+  /// exactly one of the drawn goals. Outcome kInvalidGoal when no valid goal was drawn before the
+  /// termination (or in kMaxGoalDraws draws); errors as Solve's and the sampler's.
+  [[nodiscard]] virtual Result<PlanResult> Solve(std::span<const double> start, GoalSampler& goals,
+                                                 const Termination& termination);
+  /// Goals a goal region's search keeps at most, and draws it makes without a valid goal before giving up.
+  static constexpr int32_t kMaxGoals = 16;
+  static constexpr int32_t kMaxGoalDraws = 10000;
   /// Forgets the roadmap (PRM, LazyPRM); nothing otherwise.
   virtual void Clear() {}
   virtual PlannerType type() const = 0;
+  /// What the planner works with.
+  virtual const PlanningContext& context() const = 0;
 };
 
 /// A planner of options.type over `context`. Errors: null validity pointers, bad options.
@@ -139,6 +162,10 @@ class Planner {
 [[nodiscard]] Result<PlanResult> Plan(const PlanningContext& context, std::span<const double> start,
                                       std::span<const double> goal, const PlannerOptions& options,
                                       const Termination& termination);
+
+/// One call to a goal region: MakePlanner, then Solve(start, goals, termination).
+[[nodiscard]] Result<PlanResult> Plan(const PlanningContext& context, std::span<const double> start, GoalSampler& goals,
+                                      const PlannerOptions& options, const Termination& termination);
 
 /// Joint-space length of a path.
 double PathLength(const JointSpace& space, const std::vector<Configuration>& path);

@@ -1,0 +1,44 @@
+#pragma once
+/// @file
+/// Pose goals for the planners: a GoalSampler whose goals are inverse-kinematics solutions of a link
+/// pose (core::SolveIk), drawn lazily while the planner searches, as OMPL's goal samplers draw them.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proximity/core/robot/inverse_kinematics.h"
+#include "proximity/planners/joint_space.h"
+#include "proximity/planners/planner.h"
+
+namespace proximity::planners {
+
+/// Goal configurations meeting a pose goal, for plans from `start` in `space`.
+class PoseGoalSampler final : public GoalSampler {
+ public:
+  /// `goal` is in the robot's root frame. Only the coordinates `space` lets move (a group's space holds
+  /// the others at the start) are solved for; the rest keep the start's values. Draw k descends
+  /// options.max_attempts times (default here 4), the first draw first from the start itself (the
+  /// solution nearest the start, when the descent finds it), every other descent from random values,
+  /// seeded by options.seed and k. Errors: a malformed goal or start, a space of another size, a space
+  /// in which nothing that moves the goal's link may move.
+  [[nodiscard]] static Result<PoseGoalSampler> Create(std::shared_ptr<const core::RobotModel> robot,
+                                                      const core::PoseGoal& goal, const JointSpace& space,
+                                                      std::span<const double> start, core::IkOptions options = {});
+
+  [[nodiscard]] Result<bool> Sample(std::span<double> q) override;
+
+  int64_t draws() const { return draws_; }            ///< Sample calls.
+  int64_t solutions() const { return solutions_; }    ///< Calls that returned a solution.
+  int64_t ik_iterations() const { return iterations_; }  ///< Descent steps over all calls.
+
+ private:
+  PoseGoalSampler() = default;
+  std::shared_ptr<const core::RobotModel> robot_;
+  core::PoseGoal goal_;
+  core::IkOptions options_;
+  std::vector<double> start_;
+  int64_t draws_ = 0, solutions_ = 0, iterations_ = 0;
+};
+
+}  // namespace proximity::planners

@@ -1,0 +1,53 @@
+#include "proximity/planners/pose_goal.h"
+
+#include <algorithm>
+#include <string>
+
+namespace proximity::planners {
+
+Result<PoseGoalSampler> PoseGoalSampler::Create(std::shared_ptr<const core::RobotModel> robot,
+                                                const core::PoseGoal& goal, const JointSpace& space,
+                                                std::span<const double> start, core::IkOptions options) {
+  if (robot == nullptr) return core::InvalidArgument("pose goal: no robot");
+  if (Status s = core::CheckPoseGoal(*robot, goal); !s.ok()) return s.error();
+  if (space.dof() != robot->num_positions()) {
+    return core::InvalidArgument("pose goal: the joint space has " + std::to_string(space.dof()) +
+                                 " coordinates, the robot " + std::to_string(robot->num_positions()));
+  }
+  if (Status s = space.Check(start, "start"); !s.ok()) return s.error();
+  if (options.variables.empty()) {
+    for (int32_t i = 0; i < space.dof(); ++i) {
+      if (space.wraps(i) || space.lower()[static_cast<size_t>(i)] < space.upper()[static_cast<size_t>(i)]) {
+        options.variables.push_back(i);
+      }
+    }
+  }
+  if (options.max_attempts == core::IkOptions{}.max_attempts) options.max_attempts = 4;
+  // One descent checks what SolveIk refuses (variables that cannot move the link, bad options) now.
+  core::IkOptions probe = options;
+  probe.max_attempts = 1;
+  probe.max_iterations = 1;
+  if (Result<core::IkSolution> r = core::SolveIk(*robot, goal, start, probe); !r.ok()) return r.error();
+  PoseGoalSampler sampler;
+  sampler.robot_ = std::move(robot);
+  sampler.goal_ = goal;
+  sampler.options_ = std::move(options);
+  sampler.start_.assign(start.begin(), start.end());
+  return sampler;
+}
+
+Result<bool> PoseGoalSampler::Sample(std::span<double> q) {
+  core::IkOptions options = options_;
+  options.seed = options_.seed + static_cast<uint64_t>(draws_);
+  options.start_at_seed = draws_ == 0;
+  ++draws_;
+  Result<core::IkSolution> r = core::SolveIk(*robot_, goal_, start_, options);
+  if (!r.ok()) return r.error();
+  iterations_ += r.value().iterations;
+  if (!r.value().found) return false;
+  ++solutions_;
+  std::copy(r.value().q.begin(), r.value().q.end(), q.begin());
+  return true;
+}
+
+}  // namespace proximity::planners
