@@ -1023,6 +1023,17 @@ Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_t
 Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request, std::vector<double>* start,
                   std::vector<double>* goal, std::vector<std::string>* warnings) {
   if (Status s = ResolveState(robot, request.start(), "start", start, warnings); !s.ok()) return s;
+  if (request.has_goal_pose()) {
+    if (request.has_goal()) return core::InvalidArgument("goal and goal_pose: give one of them, not both");
+    goal->clear();
+    const std::vector<double> given = *start;
+    auto clamped = robot.ClampToLimits(*start, core::kStartBoundsTolerance);
+    if (!clamped.ok()) return WithField("start", clamped.error());
+    if (!clamped.value().empty() && warnings != nullptr) {
+      warnings->push_back(robot.ClampWarning("start", given, *start, clamped.value(), core::kStartBoundsTolerance));
+    }
+    return {};
+  }
   if (Status s = ResolveState(robot, request.goal(), "goal", goal, warnings); !s.ok()) return s;
   // Values just outside a limit are clamped to it (MoveIt's start_state_max_bounds_error for the start,
   // a goal joint tolerance for the goal), with one warning each; values further out are refused.
@@ -1037,6 +1048,45 @@ Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request,
   };
   if (Status s = clamp(start, "start", core::kStartBoundsTolerance); !s.ok()) return s;
   return clamp(goal, "goal", core::kGoalBoundsTolerance);
+}
+
+Result<core::PoseGoal> ToPoseGoal(const core::RobotModel& robot, const core::RigidTransform& X_WB,
+                                  const v1::PoseGoal& goal, std::string_view field) {
+  const std::string f(field);
+  if (goal.link().empty()) return core::InvalidArgument(f + ".link: name the link that must reach the pose");
+  auto link = robot.FindLink(goal.link());
+  if (!link.ok()) return WithField(f + ".link", link.error());
+  auto X_WT = ToRigidTransform(goal.pose(), f + ".pose");
+  if (!X_WT.ok()) return X_WT.error();
+  auto offset = ToVec3(goal.point_offset(), f + ".point_offset");
+  if (!offset.ok()) return offset.error();
+  auto size = ToVec3(goal.region_size(), f + ".region_size");
+  if (!size.ok()) return size.error();
+  auto tolerance = ToVec3(goal.orientation_tolerance(), f + ".orientation_tolerance");
+  if (!tolerance.ok()) return tolerance.error();
+  core::PoseGoal out;
+  out.link = link.value();
+  out.point_L = offset.value();
+  out.X_WT = core::RelativeTransform(X_WB, X_WT.value());
+  switch (goal.region()) {
+    case v1::POSITION_REGION_SPHERE: out.region = core::PositionRegion::kSphere; break;
+    case v1::POSITION_REGION_BOX: out.region = core::PositionRegion::kBox; break;
+    case v1::POSITION_REGION_CYLINDER: out.region = core::PositionRegion::kCylinder; break;
+    default: return core::InvalidArgument(f + ".region: unknown shape " + std::to_string(goal.region()));
+  }
+  const bool size_unset = size.value() == Vec3::Zero();
+  if (size_unset && out.region != core::PositionRegion::kSphere) {
+    return core::InvalidArgument(f + ".region_size: a box or cylinder region needs its size");
+  }
+  if (!size_unset) out.region_size = size.value();
+  out.constrain_orientation = !goal.position_only();
+  if (tolerance.value() != Vec3::Zero()) out.orientation_tolerance = tolerance.value();
+  if (Status s = core::CheckPoseGoal(robot, out); !s.ok()) {
+    std::string message = s.error().message;
+    if (message.rfind("pose goal: ", 0) == 0) message = message.substr(11);
+    return core::InvalidArgument(f + ": " + message);
+  }
+  return out;
 }
 
 v1::Planner ToWire(planners::PlannerType type) {

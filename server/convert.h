@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proximity/core/base/result.h"
+#include "proximity/core/robot/inverse_kinematics.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/base/file_access.h"
 #include "proximity/core/contact/tracker.h"
@@ -267,10 +268,18 @@ struct PlanSettings {
 /// The start and goal of a PlanRequest in the scene's joint order (ResolveState), each within the
 /// joint limits (the planner's space is bounded by them): a value within core::kStartBoundsTolerance
 /// (start) or core::kGoalBoundsTolerance (goal) of a limit is clamped to it, with one sentence appended
-/// to `warnings`; errors name "start" or "goal", and the joint, its value and its limits.
+/// to `warnings`; errors name "start" or "goal", and the joint, its value and its limits. With a
+/// goal_pose the goal must be unset and *goal is left empty.
 [[nodiscard]] core::Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request,
                                       std::vector<double>* start, std::vector<double>* goal,
                                       std::vector<std::string>* warnings = nullptr);
+
+/// A wire pose goal as the core's, in the robot's root frame (the scene's base pose X_WB maps the
+/// world target into it). Unset region sizes and orientation tolerances take MoveIt's pose-goal
+/// defaults (a 1e-4 m sphere, 1e-3 rad). Errors name the field: an unknown link, non-finite numbers, a
+/// quaternion that is not unit, a region size or tolerance <= 0, an unknown region shape.
+[[nodiscard]] core::Result<core::PoseGoal> ToPoseGoal(const core::RobotModel& robot, const core::RigidTransform& X_WB,
+                                                      const v1::PoseGoal& goal, std::string_view field);
 
 /// The wire names of planner types and outcomes.
 v1::Planner ToWire(planners::PlannerType type);

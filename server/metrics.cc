@@ -33,7 +33,7 @@ const char* RpcName(Rpc rpc) {
       "CreateScene", "GetScene",        "ListScenes",  "UpdateWorld", "DeleteScene",   "CheckState",
       "CheckStates", "ComputeDistance", "CheckMotion", "CheckPath",   "ValidatePaths", "TimeOfFirstContact",
       "Plan",        "GetLinkPoses",    "GetSceneGeometry", "Session",
-      "ComputeContacts", "ComputeSignedDistance", "NameScene"};
+      "ComputeContacts", "ComputeSignedDistance", "NameScene", "GetIK"};
   return kNames[static_cast<int>(rpc)];
 }
 

@@ -44,8 +44,9 @@ enum class Rpc : int {
   kComputeContacts,
   kComputeSignedDistance,
   kNameScene,
+  kGetIK,
 };
-inline constexpr int kNumRpcs = 19;
+inline constexpr int kNumRpcs = 20;
 /// The method name ("CheckState") and its grpc_type ("unary", "server_stream", "bidi_stream").
 const char* RpcName(Rpc rpc);
 const char* RpcType(Rpc rpc);

@@ -1,16 +1,19 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "proximity/planners/pose_goal.h"
 #include "proximity/planners/scene_validity.h"
 #include "proximity/planners/timing.h"
 #include "server/batch.h"
@@ -617,6 +620,11 @@ class ScenePlanner {
                                           const planners::Termination& termination) const {
     return planners::Plan(planning_, start, goal, options, termination);
   }
+  core::Result<planners::PlanResult> Plan(std::span<const double> start, planners::GoalSampler& goals,
+                                          const planners::PlannerOptions& options,
+                                          const planners::Termination& termination) const {
+    return planners::Plan(planning_, start, goals, options, termination);
+  }
 
   // The checks the planner made: states (CLEAR queries), motions (LINK queries), and their work.
   int64_t state_checks() const { return lazy_.state().checks(); }
@@ -684,13 +692,20 @@ std::string Seconds(double s) {
   return buf;
 }
 
-// Why a plan found no path, for the response's message ("" when it did).
+// Why a plan found no path, for the response's message ("" when it did). `sampler`: the pose goal's.
 std::string PlanMessage(const core::Scene& scene, const planners::PlanResult& r, std::span<const double> start,
-                        std::span<const double> goal, const PlanSettings& plan) {
+                        std::span<const double> goal, const PlanSettings& plan,
+                        const planners::PoseGoalSampler* sampler = nullptr) {
   switch (r.outcome) {
     case planners::PlanOutcome::kInvalidStart:
       return InvalidEnd(scene, start, "start");
     case planners::PlanOutcome::kInvalidGoal:
+      if (sampler != nullptr) {
+        return "no collision-free configuration reaching goal_pose within the time limit of " +
+               Seconds(plan.time_limit_s) + " (" + std::to_string(sampler->solutions()) +
+               " inverse-kinematics solutions in " + std::to_string(sampler->draws()) + " draws, every one in collision" +
+               (sampler->solutions() == 0 ? "; the pose may be out of reach" : "") + ")";
+      }
       return InvalidEnd(scene, goal, "goal");
     case planners::PlanOutcome::kTimeout:
       return "no path within the time limit of " + Seconds(plan.time_limit_s) + " (" +
@@ -721,18 +736,31 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
     if (!settings.ok()) return ToGrpcStatus(settings.error());
     const PlanSettings& plan = settings.value();
     ScenePlanner planner(call.entry().scene, plan.motion, call.interrupt());
+    const bool to_pose = request->has_goal_pose();
     if (!request->group().empty()) {
-      core::Result<planners::JointSpace> space = GroupSpace(scene.robot(), request->group(), start, goal);
+      core::Result<planners::JointSpace> space =
+          GroupSpace(scene.robot(), request->group(), start, to_pose ? std::span<const double>(start) : goal);
       if (!space.ok()) return ToGrpcStatus(space.error());
       planner.RestrictTo(std::move(space).value());
     }
     if (core::Status s = planner.CheckResolution(); !s.ok()) return ToGrpcStatus(s);
+    std::optional<planners::PoseGoalSampler> sampler;
+    if (to_pose) {
+      auto goal_pose = ToPoseGoal(scene.robot(), scene.X_WB(), request->goal_pose(), "goal_pose");
+      if (!goal_pose.ok()) return ToGrpcStatus(goal_pose.error());
+      core::IkOptions ik;
+      ik.seed = plan.options.seed;
+      auto made = planners::PoseGoalSampler::Create(scene.robot_ptr(), goal_pose.value(), planner.space(), start, ik);
+      if (!made.ok()) return ToGrpcStatus(WithField("goal_pose", made.error()));
+      sampler.emplace(std::move(made).value());
+    }
     CallCancel& cancel = call.cancel();
     planners::Termination termination;
     termination.time_limit_s = plan.time_limit_s;
     termination.max_iterations = plan.max_iterations;
     termination.stop = [&cancel] { return cancel.Stopped(); };
-    auto planned = planner.Plan(start, goal, plan.options, termination);
+    auto planned = sampler ? planner.Plan(start, *sampler, plan.options, termination)
+                           : planner.Plan(start, goal, plan.options, termination);
 
     // The checks the planner made count as CLEAR and LINK queries, whatever the outcome.
     const Work work = planner.work();
@@ -762,7 +790,9 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
       if (!times.ok()) return ToGrpcStatus(times.error());
       for (double t : times.value()) response->add_time_from_start(t);
     }
-    if (std::string message = PlanMessage(scene, r, start, goal, plan); !message.empty()) {
+    if (to_pose) call.record().set_field("goal_draws", sampler->draws());
+    if (std::string message = PlanMessage(scene, r, start, goal, plan, sampler ? &*sampler : nullptr);
+        !message.empty()) {
       response->set_message(std::move(message));
     }
     if (r.outcome == planners::PlanOutcome::kSolved) {
@@ -816,6 +846,96 @@ grpc::Status ProximityServiceImpl::GetLinkPoses(grpc::ServerContext* context, co
     work.states = n;
     call.record().Count(QueryKind::kPoses, n, work);
     return call.FitResponse(response, "split the batch");
+  });
+}
+
+grpc::Status ProximityServiceImpl::GetIK(grpc::ServerContext* context, const v1::GetIKRequest* request,
+                                         v1::GetIKResponse* response) {
+  return opening_.ServeScene(context, Rpc::kGetIK, request->scene_id(), [&](CallScope& call) -> grpc::Status {
+    const core::Scene& scene = call.scene();
+    const core::RobotModel& robot = scene.robot();
+    auto goal = ToPoseGoal(robot, scene.X_WB(), request->goal(), "goal");
+    if (!goal.ok()) return ToGrpcStatus(goal.error());
+    std::vector<double> seed = robot.DefaultConfiguration();
+    std::vector<std::string> warnings;
+    if (request->has_seed()) {
+      if (core::Status s = ResolveState(robot, request->seed(), "seed", &seed, &warnings); !s.ok()) return ToGrpcStatus(s);
+      const std::vector<double> given = seed;
+      auto clamped = robot.ClampToLimits(seed, core::kStartBoundsTolerance);
+      if (!clamped.ok()) return ToGrpcStatus(WithField("seed", clamped.error()));
+      if (!clamped.value().empty()) {
+        warnings.push_back(robot.ClampWarning("seed", given, seed, clamped.value(), core::kStartBoundsTolerance));
+      }
+    }
+    core::IkOptions options;
+    if (!request->group().empty()) {
+      auto members = robot.GroupActiveIndices(request->group());
+      if (!members.ok()) return ToGrpcStatus(WithField("group", members.error()));
+      options.variables = members.value();
+    }
+    const double timeout = request->timeout();
+    if (!std::isfinite(timeout) || timeout < 0.0) {
+      return ToGrpcStatus(core::InvalidArgument("timeout must be finite and >= 0 (0 for 1 s)"));
+    }
+    if (timeout > limits_.max_plan_seconds) {
+      return ToGrpcStatus(core::InvalidArgument("timeout " + core::FormatNumber(timeout) + " s exceeds " +
+                                                std::string(kPlanSecondsOption) + " " +
+                                                core::FormatNumber(limits_.max_plan_seconds) + " s"));
+    }
+    const double budget = timeout > 0.0 ? timeout : std::min(1.0, limits_.max_plan_seconds);
+    const auto t0 = std::chrono::steady_clock::now();
+    CallCancel& cancel = call.cancel();
+    auto expired = [&] {
+      return cancel.Stopped() || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget;
+    };
+    const core::Interrupt stop(expired);
+    // Restarts in rounds of a few descents, each answer checked for collision when asked, until the
+    // budget is spent.
+    options.max_attempts = 8;
+    core::SceneCache cache;
+    int32_t attempts = 0, rejected = 0;
+    int64_t checks = 0;
+    std::optional<core::IkSolution> answer;
+    for (uint64_t round = 0; !answer && !expired(); ++round) {
+      options.seed = request->random_seed() + round;
+      options.start_at_seed = round == 0;
+      auto solved = core::SolveIk(robot, goal.value(), seed, options, stop);
+      if (!solved.ok()) return ToGrpcStatus(WithField("goal", solved.error()));
+      attempts += solved.value().attempts;
+      if (!solved.value().found) continue;
+      if (request->avoid_collisions()) {
+        ++checks;
+        auto checked = scene.CheckState(solved.value().q, &cache);
+        if (!checked.ok()) return ToGrpcStatus(checked.error());
+        if (!checked.value().free) {
+          ++rejected;
+          continue;
+        }
+      }
+      answer = std::move(solved).value();
+    }
+    if (cancel.stopped()) return cancel.status(std::to_string(attempts) + " descents");
+    Work work;
+    work.states = checks;
+    call.record().Count(QueryKind::kClear, checks, work);
+    call.record().set_field("found", answer.has_value());
+    response->set_attempts(attempts);
+    response->set_rejected(rejected);
+    if (answer) {
+      response->set_found(true);
+      for (int32_t i = 0; i < robot.num_positions(); ++i) {
+        response->mutable_solution()->add_joint_names(robot.active_joint_names()[static_cast<size_t>(i)]);
+        response->mutable_solution()->add_positions(answer->q[static_cast<size_t>(i)]);
+      }
+      response->set_position_error(answer->position_error);
+      response->set_orientation_error(answer->orientation_error);
+    } else {
+      response->set_message("no " + std::string(request->avoid_collisions() ? "collision-free " : "") +
+                            "solution within " + Seconds(budget) + " (" + std::to_string(attempts) + " descents" +
+                            (rejected > 0 ? ", " + std::to_string(rejected) + " solutions in collision" : "") + ")");
+    }
+    for (std::string& w : warnings) response->add_warnings(std::move(w));
+    return grpc::Status::OK;
   });
 }
 

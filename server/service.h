@@ -68,6 +68,10 @@ class ProximityServiceImpl final : public v1::ProximityService::Service {
   /// within --max-message-bytes, refused before any pose is computed); stops between configurations.
   grpc::Status GetLinkPoses(grpc::ServerContext* context, const v1::GetLinkPosesRequest* request,
                             v1::GetLinkPosesResponse* response) override;
+  /// Inverse kinematics: random-restart descents (core::SolveIk) until a solution (free of collision
+  /// when asked) or the request's timeout (at most --max-plan-seconds); stops at cancellation.
+  grpc::Status GetIK(grpc::ServerContext* context, const v1::GetIKRequest* request,
+                     v1::GetIKResponse* response) override;
   /// The scene's meshes, at most max_triangles (or --max-scene-triangles) triangles.
   grpc::Status GetSceneGeometry(grpc::ServerContext* context, const v1::GetSceneGeometryRequest* request,
                                 v1::GetSceneGeometryResponse* response) override;

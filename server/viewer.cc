@@ -67,6 +67,7 @@ const std::map<std::string, Forward, std::less<>>& Methods() {
       {"GetScene", Forwarder(&Stub::GetScene)},
       {"GetSceneGeometry", Forwarder(&Stub::GetSceneGeometry)},
       {"GetLinkPoses", Forwarder(&Stub::GetLinkPoses)},
+      {"GetIK", Forwarder(&Stub::GetIK)},
       {"CheckState", Forwarder(&Stub::CheckState)},
       {"CheckPath", Forwarder(&Stub::CheckPath)},
       {"ComputeDistance", Forwarder(&Stub::ComputeDistance)},

@@ -22,7 +22,7 @@ FORMATS = {"stl": 0, "obj": 1, "ply": 2, "dae": 3}
 # service_fuzz's first byte: the RPC, in server::Rpc's order.
 RPCS = ["CreateScene", "GetScene", "ListScenes", "UpdateWorld", "DeleteScene", "CheckState", "CheckStates",
         "ComputeDistance", "CheckMotion", "CheckPath", "ValidatePaths", "TimeOfFirstContact", "Plan",
-        "GetLinkPoses", "GetSceneGeometry", "Session", "ComputeContacts", "ComputeSignedDistance", "NameScene"]
+        "GetLinkPoses", "GetSceneGeometry", "Session", "ComputeContacts", "ComputeSignedDistance", "NameScene", "GetIK"]
 # A Session seed holds the stream's requests separated by lines of "---"; the target reads them as
 # length-delimited messages (a varint byte count before each).
 SESSION = RPCS.index("Session")

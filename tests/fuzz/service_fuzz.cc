@@ -711,6 +711,45 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
           });
       break;
+    case server::Rpc::kGetIK:
+      Unary<v1::GetIKRequest, v1::GetIKResponse>(
+          data, size, [&](auto* c, auto* q, auto* r) { return s.GetIK(c, q, r); },
+          [](const v1::GetIKRequest& q, const v1::GetIKResponse& r) {
+            PROX_FUZZ_CHECK(r.attempts() >= 0 && r.rejected() >= 0, "counts >= 0");
+            if (!r.found()) {
+              PROX_FUZZ_CHECK(!r.message().empty(), "no solution says why");
+              return;
+            }
+            // The solution, posed here, meets the goal within the joint limits (and is free when asked).
+            const core::Scene& scene = *H().base->scene;
+            const core::RobotModel& robot = scene.robot();
+            PROX_FUZZ_CHECK(r.solution().positions_size() == robot.num_positions(), "every joint is given");
+            std::vector<double> x(r.solution().positions().begin(), r.solution().positions().end());
+            PROX_FUZZ_CHECK(robot.WithinLimits(x), "the solution lies within the joint limits");
+            auto link = robot.FindLink(q.goal().link());
+            PROX_FUZZ_CHECK(link.ok(), "a solution's goal names a link");
+            auto X = robot.ForwardKinematics(x, scene.X_WB());
+            PROX_FUZZ_CHECK(X.ok(), "the solution poses");
+            const auto& o = q.goal().pose().orientation();
+            const bool identity = o.x() == 0 && o.y() == 0 && o.z() == 0 && o.w() == 0;
+            const core::Vec3 p(q.goal().pose().position().x(), q.goal().pose().position().y(),
+                               q.goal().pose().position().z());
+            const core::Vec3 offset(q.goal().point_offset().x(), q.goal().point_offset().y(), q.goal().point_offset().z());
+            const core::Vec3 at = X.value()[static_cast<size_t>(link.value())] * offset;
+            const core::RigidTransform X_WT =
+                identity ? core::RigidTransform(core::Mat3::Identity(), p)
+                         : core::PoseFromQuaternion(p, Eigen::Quaterniond(o.w(), o.x(), o.y(), o.z()));
+            const core::Vec3 d = X_WT.R.transpose() * (at - X_WT.p);
+            const core::Vec3 size(q.goal().region_size().x(), q.goal().region_size().y(), q.goal().region_size().z());
+            const double reach = size == core::Vec3::Zero() ? 1e-4 : size.norm();  // the region's bounding sphere
+            PROX_FUZZ_CHECK(d.norm() <= reach * (1 + 1e-9) + 1e-12, "the point lies in the goal's region");
+            if (q.avoid_collisions()) {
+              core::SceneCache cache;
+              auto checked = scene.CheckState(x, &cache);
+              PROX_FUZZ_CHECK(checked.ok() && checked.value().free, "avoid_collisions: the solution is free");
+            }
+          });
+      break;
     case server::Rpc::kGetSceneGeometry:
       Unary<v1::GetSceneGeometryRequest, v1::GetSceneGeometryResponse>(
           data, size, [&](auto* c, auto* q, auto* r) { return s.GetSceneGeometry(c, q, r); },
