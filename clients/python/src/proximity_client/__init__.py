@@ -22,7 +22,8 @@ from .client import DEFAULT_SCENE, DEFAULT_TARGET, MAX_MESSAGE_BYTES, Client, Pa
 from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineExceededError,
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ProximityWarning, ResourceExhaustedError, UnavailableError, UnimplementedError)
-from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGroup, GeometryPart, JointLimit, LinkPoses,
+from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGroup, GeometryPart, IkResult, JointLimit,
+                      LinkPoses,
                       MotionResult, Pair, PairContact, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
                       SignedDistance, StateResult, StatesResult, TrackedPair, TrackFeature, TrackResult, WorkStats)
 
@@ -35,5 +36,5 @@ __all__ = [
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
     "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats", "LinkPoses", "SceneGeometry",
     "GeometryGroup", "GeometryPart", "ContactsResult", "PairContact", "SignedDistance", "TrackResult", "TrackedPair",
-    "TrackFeature",
+    "TrackFeature", "IkResult",
 ]

@@ -3,7 +3,9 @@
     proximity info [--scene ID]
     proximity validate FILE... [--scene ID] [--mode certified|discrete] [--resolution R] [--json]
     proximity check-states FILE [--scene ID] [--json]
-    proximity plan --start=Q --goal=Q [--planner P] [--time-limit S] [--seed N] [--json] [--out PATH.json|.csv|.npy]
+    proximity plan --start=Q (--goal=Q | --goal-pose X,Y,Z[,QX,QY,QZ,QW] --link NAME) [--planner P] [--time-limit S]
+                   [--seed N] [--group G] [--json] [--out PATH.json|.csv|.npy]
+    proximity ik --link NAME --pose X,Y,Z[,QX,QY,QZ,QW] [--seed-state=Q] [--group G] [--allow-collisions] [--json]
     proximity poses --state=Q [--scene ID] [--json]
     proximity export (--state=Q | --path FILE) --out FILE.glb [--scene ID] [--ghosts N] [--json]
     proximity scene create --urdf FILE [--srdf FILE] [--package NAME=DIR]... [--name NAME] [--json]
@@ -250,6 +252,75 @@ def _configuration(text: str) -> Union[List[float], Dict[str, float], str]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a configuration ({e})") from None
 
 
+def _pose_arg(text: str) -> List[float]:
+    """A pose on the command line: x,y,z (any orientation; see --position-only) or x,y,z,qx,qy,qz,qw."""
+    try:
+        v = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a pose ({e})") from None
+    if len(v) not in (3, 7):
+        raise argparse.ArgumentTypeError(f"a pose is X,Y,Z or X,Y,Z,QX,QY,QZ,QW; got {len(v)} values")
+    return v
+
+
+def _vector_arg(text: str) -> List[float]:
+    """Three numbers x,y,z."""
+    try:
+        v = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a vector ({e})") from None
+    if len(v) != 3:
+        raise argparse.ArgumentTypeError(f"give three values X,Y,Z; got {len(v)}")
+    return v
+
+
+def _goal_from_args(args: argparse.Namespace, pose: List[float]) -> "geometry.pb.PoseGoal":
+    """The pose goal the pose flags describe; a 3-value pose constrains the position only."""
+    return geometry.pose_goal(args.link, pose, point_offset=args.point_offset,
+                              region_size=args.position_tolerance, orientation_tolerance=args.orientation_tolerance,
+                              position_only=args.position_only or len(pose) == 3)
+
+
+def _add_pose_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("--link", required=required, metavar="NAME", help="the link that must reach the pose")
+    p.add_argument("--point-offset", type=_vector_arg, default=None, metavar="X,Y,Z",
+                   help="the point of the link (link frame, m) that must reach the position (default its origin)")
+    p.add_argument("--position-tolerance", type=float, default=None, metavar="M",
+                   help="radius of the sphere about the position the point must lie in (default 1e-4 m)")
+    p.add_argument("--orientation-tolerance", type=float, default=None, metavar="RAD",
+                   help="bound on each axis of the orientation error (default 1e-3 rad)")
+    p.add_argument("--position-only", action="store_true", help="any orientation will do")
+
+
+def _cmd_ik(client: Client, args: argparse.Namespace) -> int:
+    info = _resolve_scene(client, args)
+    if args.seed_state is not None:
+        _warn_unknown_joints(info, args.seed_state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # printed below, one line each
+        r = client.ik(_goal_from_args(args, args.pose), args.seed_state, group=args.group,
+                      avoid_collisions=not args.allow_collisions, search_time=args.search_time,
+                      random_seed=args.random_seed, scene=args.scene)
+    for w in r.warnings:
+        _warn(w)
+    if args.json:
+        print(json.dumps({"scene": info.scene_id, "robot": info.robot_name, "found": r.found,
+                          "joint_names": r.joint_names, "solution": r.solution.tolist(),
+                          "position_error": r.position_error, "orientation_error": r.orientation_error,
+                          "attempts": r.attempts, "rejected": r.rejected, "message": r.message,
+                          "warnings": list(r.warnings)}, indent=2))
+    else:
+        print(_scene_line(info))
+        if r.found:
+            free = "collision-free " if not args.allow_collisions else ""
+            print(f"{free}solution after {r.attempts} descents: position error {r.position_error:.2e} m, "
+                  f"orientation error {r.orientation_error:.2e} rad")
+            print(",".join(f"{n}={v:.6f}" for n, v in zip(r.joint_names, r.solution)))
+        else:
+            print(f"no solution: {r.message}")
+    return EXIT_OK if r.found else EXIT_INVALID
+
+
 def _plan_json(r: PlanResult) -> Dict[str, Any]:
     s = r.stats
     return {
@@ -269,11 +340,14 @@ def _warn(message: str) -> None:
 
 def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
     info = _resolve_scene(client, args)
+    if (args.goal_pose is None) != (args.link is None):
+        raise ValueError("--goal-pose and --link go together")
+    goal_pose = _goal_from_args(args, args.goal_pose) if args.goal_pose is not None else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # printed below, one line each
         r = client.plan(args.start, args.goal, planner=args.planner, time_limit=args.time_limit, seed=args.seed,
                         simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
-                        max_iterations=args.max_iterations, group=args.group, scene=args.scene)
+                        max_iterations=args.max_iterations, group=args.group, goal_pose=goal_pose, scene=args.scene)
     for w in r.warnings:
         _warn(w)
     if args.out is not None and r.solved:
@@ -284,6 +358,7 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
         doc["out"] = args.out if args.out is not None and r.solved else None
         doc["group"] = args.group
+        doc["goal_pose"] = ({"link": args.link, "pose": args.goal_pose} if args.goal_pose is not None else None)
         doc["warnings"] = list(r.warnings)
         print(json.dumps(doc, indent=2))
     else:
@@ -774,7 +849,12 @@ def build_parser() -> argparse.ArgumentParser:
                                     "edge checked certified by default). Exit 0: solved; 1: no path (time limit, "
                                     "colliding start or goal); 2: error.")
     pl.add_argument("--start", type=_configuration, required=True, metavar="Q", help=q_help("--start"))
-    pl.add_argument("--goal", type=_configuration, required=True, metavar="Q", help=q_help("--goal"))
+    goal = pl.add_mutually_exclusive_group(required=True)
+    goal.add_argument("--goal", type=_configuration, metavar="Q", help=q_help("--goal"))
+    goal.add_argument("--goal-pose", type=_pose_arg, metavar="X,Y,Z[,QX,QY,QZ,QW]",
+                      help="instead of --goal: a pose of --link in the world (three values: the position alone); "
+                           "the plan ends at any collision-free configuration reaching it")
+    _add_pose_flags(pl, required=False)
     pl.add_argument("--planner", choices=list(PLANNERS), default="rrt_connect",
                     help="sampling-based planner (%(default)s)")
     pl.add_argument("--time-limit", type=float, default=5.0, help="seconds of planning (%(default)s)")
@@ -792,6 +872,21 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default=None, metavar="PATH",
                     help="when solved, write the path for `validate`: .json ({joint_names, waypoints, "
                          "time_from_start}), .csv (joint names, then a row per waypoint) or .npy")
+
+    ik = sub.add_parser("ik", parents=[common], help="joint values that put a link at a pose (inverse kinematics)",
+                        description="Inverse kinematics on the server: random-restart descents until a solution "
+                                    "within the joint limits (and free of collision unless --allow-collisions) "
+                                    "puts --link at --pose. Exit 0: found; 1: none; 2: error.")
+    ik.add_argument("--pose", type=_pose_arg, required=True, metavar="X,Y,Z[,QX,QY,QZ,QW]",
+                    help="the target in the world (three values: the position alone)")
+    _add_pose_flags(ik, required=True)
+    ik.add_argument("--seed-state", type=_configuration, default=None, metavar="Q",
+                    help="where the first descent starts, and the values of joints that do not move; "
+                         + q_help("--seed-state"))
+    ik.add_argument("--group", default=None, metavar="NAME", help="only the SRDF group's joints move")
+    ik.add_argument("--allow-collisions", action="store_true", help="return a solution even if it collides")
+    ik.add_argument("--search-time", type=float, default=1.0, help="seconds of random restarts (%(default)s)")
+    ik.add_argument("--random-seed", type=int, default=0, help="the restarts' seed (%(default)s)")
 
     po = sub.add_parser("poses", parents=[common], help="every link's pose in the world at a state",
                         description="Forward kinematics on the server: each link's pose in the world frame (the "
@@ -885,6 +980,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``proximity`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
     handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan,
+                "ik": _cmd_ik,
                 "poses": _cmd_poses, "export": _cmd_export, "contacts": _cmd_contacts,
                 "signed-distance": _cmd_signed_distance, "scene": _cmd_scene}
     try:

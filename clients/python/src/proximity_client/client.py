@@ -19,7 +19,8 @@ from . import geometry
 from .channel import RetryPolicy, Target, channel_options, resolve_target
 from ._stubs import health_pb, health_pb_grpc, pb, pb_grpc
 from .errors import InvalidArgumentError, ProximityError, ProximityWarning, error_for, from_rpc_error
-from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, LinkPoses, MotionResult, Pair, PathResult, PlanResult,
+from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, IkResult, LinkPoses, MotionResult, Pair,
+                      PathResult, PlanResult,
                       SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, TrackResult, WorkStats)
 
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
@@ -1053,10 +1054,11 @@ class Client:
             return results  # type: ignore[return-value]
         return self._restoring(sid, run)
 
-    def plan(self, start: Configuration, goal: Configuration, planner: str = "rrt_connect", time_limit: float = 5.0,
-             seed: int = 1, simplify: bool = True, mode: str = "certified", resolution: Optional[float] = None,
-             range: Optional[float] = None, max_iterations: Optional[int] = None, *,  # noqa: A002 - OMPL's name
-             group: Optional[str] = None, scene: Optional[str] = None,
+    def plan(self, start: Configuration, goal: Optional[Configuration] = None, planner: str = "rrt_connect",
+             time_limit: float = 5.0, seed: int = 1, simplify: bool = True, mode: str = "certified",
+             resolution: Optional[float] = None, range: Optional[float] = None,  # noqa: A002 - OMPL's name
+             max_iterations: Optional[int] = None, *, group: Optional[str] = None,
+             goal_pose: Optional["pb.PoseGoal"] = None, scene: Optional[str] = None,
              timeout: Optional[float] = None) -> PlanResult:
         """A collision-free joint-space path from ``start`` to ``goal`` (each a configuration in any form
         :meth:`check_state` takes), found by a sampling-based planner on the server.
@@ -1069,6 +1071,10 @@ class Client:
         budget. ``group``: an SRDF group whose joints alone move; the others stay at the start's values (the
         goal must share them).
 
+        ``goal_pose`` (a :func:`proximity_client.geometry.pose_goal`) instead of ``goal``: plan to any
+        collision-free configuration that puts the link at the pose (MoveIt's pose goals). The server draws
+        inverse-kinematics solutions while it searches; the path's last waypoint is one of them.
+
         Accepted as MoveIt accepts it, with a :class:`ProximityWarning` each (also in the result's
         ``warnings``): values for joints the scene lacks (ignored), start values within 0.05 and goal values
         within 1e-4 (rad or m) outside a joint limit (clamped to it; further out raises). Continuous joints:
@@ -1080,8 +1086,11 @@ class Client:
         raises :class:`~proximity_client.errors.DeadlineExceededError`.
         """
         sid = self._scene(scene)
-        req = pb.PlanRequest(scene_id=sid, planner=_planner(planner), start=joint_positions(start),
-                             goal=joint_positions(goal), time_limit=float(time_limit), seed=int(seed),
+        if (goal is None) == (goal_pose is None):
+            raise ValueError("plan: give goal (a configuration) or goal_pose (a pose_goal), one of them")
+        ends = {"goal_pose": goal_pose} if goal_pose is not None else {"goal": joint_positions(goal)}
+        req = pb.PlanRequest(scene_id=sid, planner=_planner(planner), start=joint_positions(start), **ends,
+                             time_limit=float(time_limit), seed=int(seed),
                              range=float(range or 0.0), simplify=bool(simplify), mode=_mode(mode),
                              resolution=float(resolution or 0.0), max_iterations=int(max_iterations or 0),
                              group=group or "")
@@ -1132,6 +1141,28 @@ class Client:
         else:
             req = pb.GetLinkPosesRequest(scene_id=sid, states=configurations(states, joint_names))
         return self._restoring(sid, lambda: LinkPoses.from_proto(self._unary("GetLinkPoses", req, timeout)))
+
+    def ik(self, goal: "pb.PoseGoal", seed_state: Optional[Configuration] = None, *, group: Optional[str] = None,
+           avoid_collisions: bool = True, search_time: float = 0.0, random_seed: int = 0,
+           scene: Optional[str] = None, timeout: Optional[float] = None) -> IkResult:
+        """Inverse kinematics (MoveIt's GetPositionIK): joint values that put ``goal``'s link at its pose
+        (``goal`` from :func:`proximity_client.geometry.pose_goal`), within the joint limits and, with
+        ``avoid_collisions`` (default), free of world and self contact. ``seed_state``: where the first descent
+        starts and the values of the joints that do not move (default the scene's default configuration).
+        ``group``: only the SRDF group's joints move. ``search_time``: seconds of random restarts (0: 1 s, at
+        most the server's ``--max-plan-seconds``); ``random_seed``: the same request and seed give the same
+        answer. Finding none is an answer: ``found`` False and ``message`` says why."""
+        sid = self._scene(scene)
+        req = pb.GetIKRequest(scene_id=sid, goal=goal, group=group or "", avoid_collisions=bool(avoid_collisions),
+                              timeout=float(search_time), random_seed=int(random_seed))
+        if seed_state is not None:
+            req.seed.CopyFrom(joint_positions(seed_state))
+        if timeout is None:
+            timeout = max(self.timeout, float(search_time or 1.0) + 5.0)
+        result = self._restoring(sid, lambda: IkResult.from_proto(self._unary("GetIK", req, timeout)))
+        for w in result.warnings:
+            warnings.warn(f"ik: {w}", ProximityWarning, stacklevel=2)
+        return result
 
     def scene_geometry(self, max_triangles: int = 0, *, scene: Optional[str] = None,
                        timeout: Optional[float] = None) -> SceneGeometry:

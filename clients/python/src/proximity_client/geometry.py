@@ -58,6 +58,44 @@ def as_pose(value: PoseLike) -> "pb.Pose":
     raise ValueError(f"a pose is (x, y, z) or (x, y, z, qx, qy, qz, qw), got {len(v)} values")
 
 
+REGIONS = {"sphere": 0, "box": 1, "cylinder": 2}
+
+
+def pose_goal(link: str, pose: PoseLike, *, point_offset: Optional[Sequence[float]] = None, region: str = "sphere",
+              region_size: Optional[Union[float, Sequence[float]]] = None,
+              orientation_tolerance: Optional[Union[float, Sequence[float]]] = None,
+              position_only: bool = False) -> "pb.PoseGoal":
+    """Where link ``link`` must be (MoveIt's position and orientation constraints on one link): ``pose`` in the
+    world, (x, y, z) or (x, y, z, qx, qy, qz, qw) or a Pose. ``point_offset``: the point of the link (link frame,
+    m) that must reach the position (default its origin). ``region``: ``"sphere"`` (``region_size`` a radius;
+    default 1e-4 m), ``"box"`` (half-extents x, y, z along the target's axes) or ``"cylinder"`` (radius and
+    half-length along the target's z). ``orientation_tolerance``: rad per axis of the rotation vector (a number
+    for all three; default 1e-3). ``position_only``: the orientation is free."""
+    if region not in REGIONS:
+        raise ValueError(f"region must be one of {', '.join(REGIONS)}, got {region!r}")
+    g = pb.PoseGoal(link=str(link), pose=as_pose(pose), region=REGIONS[region], position_only=bool(position_only))
+    if point_offset is not None:
+        x, y, z = (float(v) for v in point_offset)
+        g.point_offset.CopyFrom(pb.Vector3(x=x, y=y, z=z))
+    if region_size is not None:
+        if isinstance(region_size, (int, float)):
+            size = (float(region_size), 0.0, float(region_size)) if region == "cylinder" else (float(region_size),) * 3
+        else:
+            size = tuple(float(v) for v in region_size)
+            if region == "cylinder" and len(size) == 2:
+                size = (size[0], 0.0, size[1])
+        if len(size) != 3:
+            raise ValueError("region_size is a number or three values (cylinder: radius, half-length)")
+        g.region_size.CopyFrom(pb.Vector3(x=size[0], y=size[1], z=size[2]))
+    if orientation_tolerance is not None:
+        t = ((float(orientation_tolerance),) * 3 if isinstance(orientation_tolerance, (int, float))
+             else tuple(float(v) for v in orientation_tolerance))
+        if len(t) != 3:
+            raise ValueError("orientation_tolerance is a number or three values (x, y, z)")
+        g.orientation_tolerance.CopyFrom(pb.Vector3(x=t[0], y=t[1], z=t[2]))
+    return g
+
+
 def _part(shape: "pb.Shape", at: PoseLike) -> "pb.ObjectPart":
     return pb.ObjectPart(shape=shape, pose=as_pose(at))
 

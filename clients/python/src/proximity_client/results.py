@@ -417,6 +417,34 @@ class PlanResult:
                           planner, m.message, np.array(m.time_from_start, dtype=np.float64), list(m.warnings))
 
 
+@dataclass(frozen=True)
+class IkResult:
+    """The answer to a GetIK call. Finding no solution is an answer (``found`` False, ``message`` says why)."""
+
+    found: bool
+    #: found: one value per joint in ``joint_names`` order (the scene's), within the joint limits; else empty
+    solution: np.ndarray
+    joint_names: List[str]
+    position_error: float     #: metres from the link's point to the target position
+    orientation_error: float  #: radians between the link's and the target's orientation
+    attempts: int             #: descents tried
+    rejected: int             #: solutions found in collision (avoid_collisions)
+    message: str
+    warnings: List[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.found
+
+    def as_dict(self) -> Dict[str, float]:
+        """The solution as {joint name: value} (empty when none was found)."""
+        return dict(zip(self.joint_names, (float(v) for v in self.solution)))
+
+    @staticmethod
+    def from_proto(m: "pb.GetIKResponse") -> "IkResult":
+        return IkResult(m.found, np.array(m.solution.positions, dtype=np.float64), list(m.solution.joint_names),
+                        m.position_error, m.orientation_error, m.attempts, m.rejected, m.message, list(m.warnings))
+
+
 def _pose7(m: "pb.Pose") -> np.ndarray:
     """A wire pose as [x, y, z, qx, qy, qz, qw] (all-zero quaternion: the identity)."""
     o = m.orientation
