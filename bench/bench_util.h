@@ -34,6 +34,7 @@ struct SuiteOptions {
   double cloud_spacing = 0.0;
   /// robot: the case groups to run (clear, distance, link); empty runs them all.
   std::vector<std::string> cases;
+  std::string tip;  ///< ik: the link to solve for; "" takes the group's chain tip, else the deepest link.
   bool RunsCase(const std::string& group) const {
     return cases.empty() || std::find(cases.begin(), cases.end(), group) != cases.end();
   }

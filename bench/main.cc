@@ -25,6 +25,9 @@ int RunMbm(const SuiteOptions& options);
 #ifdef PROX_BENCH_SERVICE
 int RunService(const SuiteOptions& options);
 #endif
+#ifdef PROX_BENCH_IK
+int RunIk(const SuiteOptions& options);
+#endif
 
 std::map<std::string, SuiteFn>& Suites() {
   static std::map<std::string, SuiteFn> suites = {
@@ -37,6 +40,9 @@ std::map<std::string, SuiteFn>& Suites() {
 #endif
 #ifdef PROX_BENCH_SERVICE
       {"service", &RunService},
+#endif
+#ifdef PROX_BENCH_IK
+      {"ik", &RunIk},
 #endif
   };
   return suites;
@@ -53,7 +59,7 @@ constexpr std::array<const char*, 5> kServiceCases = {"states", "paths", "track"
 
 // The suites that take a robot and problems.
 bool TakesRobot(const std::string& suite) {
-  return suite == "robot" || suite == "mbm" || suite == "track" || suite == "generate";
+  return suite == "robot" || suite == "mbm" || suite == "track" || suite == "generate" || suite == "ik";
 }
 
 std::string CpuModel() {
@@ -119,6 +125,9 @@ int main(int argc, char** argv) {
                  "track, latency, plan)")
       ->check(CLI::IsMember(all_cases))
       ->delimiter(',');
+  app.add_option("--tip", options.tip,
+                 "ik: the link to solve for (default: the --group's chain tip, else the link with the most moving "
+                 "joints above it)");
   app.add_option("--out", options.out_dir, "generate: the new folder to write the problems into");
   app.add_option("--count", options.count, "generate: how many problems (default 100)");
   try {
@@ -133,7 +142,9 @@ int main(int argc, char** argv) {
   };
   if (!TakesRobot(suite)) {
     for (const char* flag : {"--robot", "--srdf", "--package", "--group", "--problems", "--out", "--count"}) {
-      if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to the robot, mbm and track suites and generate");
+      if (app.count(flag) > 0) {
+        return misuse(std::string(flag) + " applies to the robot, mbm, track and ik suites and generate");
+      }
     }
   }
   if (suite != "robot" && suite != "mbm" && app.count("--cloud") > 0) return misuse("--cloud applies to the robot and mbm suites");
@@ -152,6 +163,8 @@ int main(int argc, char** argv) {
     const bool service_case = std::find(kServiceCases.begin(), kServiceCases.end(), c) != kServiceCases.end();
     if (service_case != (suite == "service")) return misuse("--cases " + c + " is not a case group of " + suite);
   }
+  if (suite != "ik" && app.count("--tip") > 0) return misuse("--tip applies to the ik suite only");
+  if (suite == "ik" && app.count("--problems") > 0) return misuse("--problems applies to the robot and mbm suites");
   if (suite != "generate") {
     for (const char* flag : {"--out", "--count"}) {
       if (app.count(flag) > 0) return misuse(std::string(flag) + " applies to generate only");

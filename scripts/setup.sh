@@ -9,6 +9,7 @@ set -euo pipefail
 # proximityd; cpp-httplib: the service tests' HTTP client.
 # python3-grpcio and friends: the Python client, its tests and the main job (Debian's /usr/bin/python3).
 # OMPL (with the Boost libraries its CMake config names but does not depend on): the planning peer.
+# KDL: the inverse-kinematics peer (proximity-bench ik).
 # clang-16, its runtime libraries (libFuzzer, sanitizers) and llvm-16 (llvm-symbolizer for readable
 # reports): the fuzz targets (scripts/fuzz.sh). libjs-three: the viewer's three.js (proximityd serves
 # it from /usr/share/javascript/three); chromium, chromium-driver and python3-selenium: the browser test.
@@ -28,6 +29,7 @@ PACKAGES=(
   python3-pip python3-setuptools
   libfcl-dev libccd-dev
   libompl-dev libboost-serialization-dev libboost-filesystem-dev libboost-system-dev libnanoflann-dev
+  liborocos-kdl-dev
   dart-doc
   openssl
   clang-16 libclang-rt-16-dev llvm-16
