@@ -4,7 +4,9 @@ required fields, the answers agree with the peer's, and certified LINK misses no
 reference finds (discrete misses are only reported). For the convex suite, answers that differ from FCL's
 beyond the tolerance go to an exact referee, which must never reject ours. For the planning suite (mbm):
 the run finishes, every path we return passes the dense re-check (the peer's failures are only reported),
-and the OMPL benchmark logs follow OMPL's log format. Times are printed, never asserted.
+and the OMPL benchmark logs follow OMPL's log format. For the ik suite: every solution of ours meets its pose within the limits, and at least 96% of the
+reachable poses are solved (KDL's figures are reported). For the pose suite: every path to a pose goal
+and to its joint goal passes the dense re-check and ends at the pose. Times are printed, never asserted.
 Exits 77 (skipped) when the suite's data is absent.
 
 Usage: check_output.py BINARY SUITE [--generate N] [suite flags...]. Flags after the suite go to the suite
@@ -282,6 +284,29 @@ def absent_inputs(flags):
     return absent
 
 
+def check_ik_pose(suite, cases, failures):
+    """The ik suite's robots and the pose suite's families: answers right, success rates reported."""
+    if not cases:
+        failures.append("no case printed")
+    for name, obj in cases.items():
+        if suite == "ik":
+            print(f"{name}: ours {obj['ours_success']:.1%} solved, KDL {obj['peer_success']:.1%}; "
+                  f"{obj['ours_wrong']} of ours and {obj['peer_wrong']} of KDL's miss the pose")
+            if obj["ours_wrong"] != 0:
+                failures.append(f"{name}: {obj['ours_wrong']} of our solutions miss the pose or the limits")
+            if obj["ours_success"] < 0.96:
+                failures.append(f"{name}: only {obj['ours_success']:.1%} of reachable poses solved")
+        else:
+            print(f"{name}: pose / joint goal median {obj['pose_over_joint_median']:.2f}, solved "
+                  f"{obj['pose_solved']} and {obj['joint_solved']} of {obj['problems']}")
+            if obj["invalid_paths"] != 0:
+                failures.append(f"{name}: {obj['invalid_paths']} invalid paths")
+            if obj["pose_solved"] < obj["joint_solved"] - 1:
+                failures.append(f"{name}: pose goals solved {obj['pose_solved']}, joint goals {obj['joint_solved']}")
+    if suite == "pose" and "pose_goal_all" not in cases:
+        failures.append("missing case pose_goal_all")
+
+
 def families_of(cases, prefix):
     """The families of the per-family cases named prefix + family."""
     return sorted(name[len(prefix):] for name in cases if name.startswith(prefix))
@@ -319,6 +344,11 @@ def run_and_check(binary, suite, suite_flags, tmp):
         missing = [name for name in mbm_expected(families) if name not in cases]
         failures += [f"missing case {name}" for name in missing]
         check_mbm(cases, tmp, families, failures)
+        for f in failures:
+            print("FAIL:", f)
+        return 1 if failures else 0
+    if suite in ("ik", "pose"):
+        check_ik_pose(suite, cases, failures)
         for f in failures:
             print("FAIL:", f)
         return 1 if failures else 0

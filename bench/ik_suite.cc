@@ -37,20 +37,6 @@ struct NamedRobot {
   std::string tip;  // "" : the SRDF group's chain tip, else the deepest link
 };
 
-// The link a run solves for: the given tip, the tip of the group's first chain, or the first of the
-// links with the most moving joints above them.
-core::Result<core::LinkIndex> TipLink(const core::RobotModel& robot, const std::string& tip, const std::string& group) {
-  if (!tip.empty()) return robot.FindLink(tip);
-  for (const core::SrdfGroup& g : robot.srdf().groups) {
-    if (g.name == group && !g.chains.empty()) return robot.FindLink(g.chains.front().second);
-  }
-  core::LinkIndex best = 0;
-  for (core::LinkIndex k = 0; k < robot.num_links(); ++k) {
-    if (robot.NumMovingJoints(k) > robot.NumMovingJoints(best)) best = k;
-  }
-  return best;
-}
-
 std::vector<NamedRobot> DefaultRobots(const SuiteOptions& options) {
   std::vector<NamedRobot> out;
   const std::string shared = options.data_dir;
@@ -272,7 +258,7 @@ int RunIk(const SuiteOptions& options) {
     robots = DefaultRobots(options);
   }
   if (robots.empty()) {
-    std::fprintf(stderr, "ik: no robot given and none of the default ones found\n");
+    std::fprintf(stderr, "ik: needs ../shared/data or dart-doc's robots when no --robot is given; none found\n");
     return 77;
   }
   int rc = 0;

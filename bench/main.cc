@@ -28,6 +28,7 @@ int RunService(const SuiteOptions& options);
 #ifdef PROX_BENCH_IK
 int RunIk(const SuiteOptions& options);
 #endif
+int RunPoseGoals(const SuiteOptions& options);
 
 std::map<std::string, SuiteFn>& Suites() {
   static std::map<std::string, SuiteFn> suites = {
@@ -44,6 +45,7 @@ std::map<std::string, SuiteFn>& Suites() {
 #ifdef PROX_BENCH_IK
       {"ik", &RunIk},
 #endif
+      {"pose", &RunPoseGoals},
   };
   return suites;
 }
@@ -59,7 +61,8 @@ constexpr std::array<const char*, 5> kServiceCases = {"states", "paths", "track"
 
 // The suites that take a robot and problems.
 bool TakesRobot(const std::string& suite) {
-  return suite == "robot" || suite == "mbm" || suite == "track" || suite == "generate" || suite == "ik";
+  return suite == "robot" || suite == "mbm" || suite == "track" || suite == "generate" || suite == "ik" ||
+         suite == "pose";
 }
 
 std::string CpuModel() {
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(all_cases))
       ->delimiter(',');
   app.add_option("--tip", options.tip,
-                 "ik: the link to solve for (default: the --group's chain tip, else the link with the most moving "
+                 "ik, pose: the link to solve for (default: the --group's chain tip, else the link with the most moving "
                  "joints above it)");
   app.add_option("--out", options.out_dir, "generate: the new folder to write the problems into");
   app.add_option("--count", options.count, "generate: how many problems (default 100)");
@@ -163,7 +166,7 @@ int main(int argc, char** argv) {
     const bool service_case = std::find(kServiceCases.begin(), kServiceCases.end(), c) != kServiceCases.end();
     if (service_case != (suite == "service")) return misuse("--cases " + c + " is not a case group of " + suite);
   }
-  if (suite != "ik" && app.count("--tip") > 0) return misuse("--tip applies to the ik suite only");
+  if (suite != "ik" && suite != "pose" && app.count("--tip") > 0) return misuse("--tip applies to the ik and pose suites");
   if (suite == "ik" && app.count("--problems") > 0) return misuse("--problems applies to the robot and mbm suites");
   if (suite != "generate") {
     for (const char* flag : {"--out", "--count"}) {

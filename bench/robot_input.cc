@@ -189,4 +189,16 @@ Result<LoadedRobot> LoadRobot(const RobotSpec& spec, const std::map<std::string,
   return out;
 }
 
+core::Result<core::LinkIndex> TipLink(const core::RobotModel& robot, const std::string& tip, const std::string& group) {
+  if (!tip.empty()) return robot.FindLink(tip);
+  for (const core::SrdfGroup& g : robot.srdf().groups) {
+    if (g.name == group && !g.chains.empty()) return robot.FindLink(g.chains.front().second);
+  }
+  core::LinkIndex best = 0;
+  for (core::LinkIndex k = 0; k < robot.num_links(); ++k) {
+    if (robot.NumMovingJoints(k) > robot.NumMovingJoints(best)) best = k;
+  }
+  return best;
+}
+
 }  // namespace proximity::bench

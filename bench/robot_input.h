@@ -62,6 +62,12 @@ inline constexpr char kAllJointsGroup[] = "all_movable_joints";
 [[nodiscard]] core::Result<std::string> FreezeJoints(const std::string& urdf_xml, const core::RobotModel& model,
                                                      const std::vector<std::pair<std::string, double>>& values);
 
+/// The link the ik and pose suites solve for: `tip` when given (NotFound naming it when the robot lacks
+/// it), else the tip of `group`'s first chain, else the first link (in the model's order) with the most
+/// moving joints above it.
+[[nodiscard]] core::Result<core::LinkIndex> TipLink(const core::RobotModel& robot, const std::string& tip,
+                                                    const std::string& group);
+
 /// A name safe to use in a file name: the robot's name with every character outside [A-Za-z0-9_.-]
 /// replaced by '_' ("robot" when empty).
 std::string FileLabel(const std::string& name);
