@@ -12,7 +12,10 @@
 #include <ompl/util/Console.h>
 #include <ompl/util/RandomNumbers.h>
 
+#include <Eigen/Geometry>
+
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -176,7 +179,9 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
       EXPECT_EQ(remote_all[e].valid, all[e].valid) << "batch " << b << " edge " << e;
       EXPECT_EQ(remote_all[e].last_valid_t, all[e].last_valid_t) << "batch " << b << " edge " << e;
       EXPECT_EQ(unary_all[e].last_valid_t, all[e].last_valid_t) << "batch " << b << " edge " << e;
-      if (e < local.size()) EXPECT_EQ(all[e].valid, local[e].valid) << "batch " << b << " edge " << e;
+      if (e < local.size()) {
+        EXPECT_EQ(all[e].valid, local[e].valid) << "batch " << b << " edge " << e;
+      }
     }
   }
   EXPECT_GT(prefixes_short, 0) << "no batch met a colliding edge";
@@ -510,6 +515,69 @@ TEST_F(RemotePlanningTest, OmplRrtConnectFindsTheSamePathsRemotelyAsInProcess) {
               "per validity query: in process %.1f us, session %.1f us\n",
               problems.size(), solved_local, solved_remote, 1e6 * local_s / static_cast<double>(local_checks),
               1e6 * remote_s / static_cast<double>(remote_checks));
+}
+
+// Pose goals from C++ against the daemon: SolveIk's answers put the link at the pose (forward
+// kinematics in process, the scene's base pose applied) and are free when asked; our RRT-Connect run here
+// over session checks with RemotePoseGoalSampler ends at the pose on a path the core certifies.
+TEST_F(RemotePlanningTest, PoseGoalsThroughTheRemoteIk) {
+  const core::RobotModel& robot = scene_->robot();
+  planners::Rng rng(41);
+  core::SceneCache cache;
+  const core::LinkIndex tip = robot.num_links() - 1;
+  int found = 0;
+  const int n = proximity::testing::Cases(8);
+  for (int i = 0; i < n; ++i) {
+    const Configuration target = RandomValid(rng, &cache);
+    RemotePoseGoal goal;
+    goal.link = robot.link(tip).name;
+    goal.X_WT = proximity::testing::ValueOrFail(robot.ForwardKinematics(target, scene_->X_WB()))[static_cast<size_t>(tip)];
+    RemoteIkRequest request;
+    request.random_seed = static_cast<uint64_t>(i);
+    const RemoteIk ik = proximity::testing::ValueOrFail(remote_->SolveIk(goal, request));
+    if (!ik.found) continue;
+    ++found;
+    ASSERT_EQ(ik.q.size(), static_cast<size_t>(robot.num_positions()));
+    const core::RigidTransform X =
+        proximity::testing::ValueOrFail(robot.ForwardKinematics(ik.q, scene_->X_WB()))[static_cast<size_t>(tip)];
+    EXPECT_LE((X.p - goal.X_WT.p).norm(), 1e-4);
+    EXPECT_LE(Eigen::AngleAxisd(goal.X_WT.R.transpose() * X.R).angle(), std::sqrt(3.0) * 1e-3);
+    EXPECT_TRUE(robot.WithinLimits(ik.q));
+    EXPECT_TRUE(proximity::testing::ValueOrFail(scene_->CheckState(ik.q, &cache)).free);
+  }
+  EXPECT_GE(found, n - 1);
+  // Unknown links are refused by name.
+  RemotePoseGoal bad;
+  bad.link = "no_such_link";
+  const auto refused = remote_->SolveIk(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("no_such_link"), std::string::npos) << refused.error().message;
+
+  // Planning here, goals from the daemon's IK.
+  const auto problems = Problems(1, 17);
+  RemotePoseGoal goal;
+  goal.link = robot.link(tip).name;
+  goal.X_WT = proximity::testing::ValueOrFail(
+      robot.ForwardKinematics(problems[0].second, scene_->X_WB()))[static_cast<size_t>(tip)];
+  RemotePoseGoalSampler sampler(remote_, goal, problems[0].first);
+  const RemoteStateValidity state(remote_);
+  const RemoteMotionValidator motion(remote_);
+  const planners::PlanningContext context{*space_, &state, &motion, nullptr};
+  planners::Termination termination;
+  termination.time_limit_s = 120.0;
+  auto planned = planners::Plan(context, problems[0].first, sampler, planners::PlannerOptions{}, termination);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  ASSERT_TRUE(planned.value().solved()) << planners::PlanOutcomeName(planned.value().outcome);
+  const auto& path = planned.value().path;
+  EXPECT_EQ(path.front(), problems[0].first);
+  const core::RigidTransform X =
+      proximity::testing::ValueOrFail(robot.ForwardKinematics(path.back(), scene_->X_WB()))[static_cast<size_t>(tip)];
+  EXPECT_LE((X.p - goal.X_WT.p).norm(), 1e-4);
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    const core::MotionResult m = proximity::testing::ValueOrFail(scene_->CheckMotion(path[i], path[i + 1], {}, &cache));
+    EXPECT_TRUE(m.free) << "segment " << i;
+  }
+  EXPECT_GE(sampler.solutions(), 1);
 }
 
 }  // namespace

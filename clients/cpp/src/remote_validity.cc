@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <Eigen/Geometry>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -340,6 +342,83 @@ Result<RemoteSceneInfo> RemoteScene::InfoWithin(std::chrono::milliseconds deadli
     info.prismatic.push_back(l.prismatic());
   }
   return info;
+}
+
+Result<RemoteIk> RemoteScene::SolveIk(const RemotePoseGoal& goal, const RemoteIkRequest& ik) const {
+  v1::GetIKRequest request;
+  request.set_scene_id(impl_->options.scene_id);
+  v1::PoseGoal* g = request.mutable_goal();
+  g->set_link(goal.link);
+  const auto vec = [](const core::Vec3& v, v1::Vector3* out) {
+    out->set_x(v.x());
+    out->set_y(v.y());
+    out->set_z(v.z());
+  };
+  vec(goal.X_WT.p, g->mutable_pose()->mutable_position());
+  const Eigen::Quaterniond r(goal.X_WT.R);
+  v1::Quaternion* o = g->mutable_pose()->mutable_orientation();
+  o->set_x(r.x());
+  o->set_y(r.y());
+  o->set_z(r.z());
+  o->set_w(r.w());
+  vec(goal.point_L, g->mutable_point_offset());
+  g->set_region(goal.region == RemotePoseGoal::Region::kBox        ? v1::POSITION_REGION_BOX
+                : goal.region == RemotePoseGoal::Region::kCylinder ? v1::POSITION_REGION_CYLINDER
+                                                                   : v1::POSITION_REGION_SPHERE);
+  vec(goal.region_size, g->mutable_region_size());
+  vec(goal.orientation_tolerance, g->mutable_orientation_tolerance());
+  g->set_position_only(goal.position_only);
+  if (!ik.seed.empty()) {
+    for (double v : ik.seed) request.mutable_seed()->add_positions(v);
+  }
+  request.set_group(ik.group);
+  request.set_avoid_collisions(ik.avoid_collisions);
+  request.set_timeout(ik.search_time_s);
+  request.set_random_seed(ik.random_seed);
+  v1::GetIKResponse response;
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  // The call may search for search_time_s (1 s by default) beyond the usual deadline.
+  const auto search = std::chrono::milliseconds(static_cast<int64_t>(1e3 * (ik.search_time_s > 0 ? ik.search_time_s : 1.0)));
+  const grpc::Status s = impl_->Run(
+      [&](grpc::ClientContext* context) { return impl_->stub->GetIK(context, request, &response); },
+      impl_->options.deadline + search);
+  if (!s.ok()) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return impl_->RpcError("GetIK", s);
+  }
+  RemoteIk out;
+  out.found = response.found();
+  out.q.assign(response.solution().positions().begin(), response.solution().positions().end());
+  out.position_error = response.position_error();
+  out.orientation_error = response.orientation_error();
+  out.attempts = response.attempts();
+  out.rejected = response.rejected();
+  out.message = response.message();
+  out.warnings.assign(response.warnings().begin(), response.warnings().end());
+  return out;
+}
+
+RemotePoseGoalSampler::RemotePoseGoalSampler(std::shared_ptr<const RemoteScene> scene, RemotePoseGoal goal,
+                                             std::vector<double> start, std::string group, double search_time_s)
+    : scene_(std::move(scene)), goal_(std::move(goal)) {
+  request_.seed = std::move(start);
+  request_.group = std::move(group);
+  request_.avoid_collisions = false;  // the planner checks every goal it keeps
+  request_.search_time_s = search_time_s;
+}
+
+Result<bool> RemotePoseGoalSampler::Sample(std::span<double> q) {
+  request_.random_seed = static_cast<uint64_t>(draws_++);
+  Result<RemoteIk> r = scene_->SolveIk(goal_, request_);
+  if (!r.ok()) return r.error();
+  if (!r.value().found) return false;
+  if (r.value().q.size() != q.size()) {
+    return core::Error{core::ErrorCode::kInternal, "GetIK answered " + std::to_string(r.value().q.size()) +
+                                                       " joint values for a space of " + std::to_string(q.size())};
+  }
+  ++solutions_;
+  std::copy(r.value().q.begin(), r.value().q.end(), q.begin());
+  return true;
 }
 
 Status RemoteScene::WaitUntilServing(std::chrono::milliseconds timeout) const {

@@ -35,6 +35,7 @@
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
 #include "proximity/planners/joint_space.h"
+#include "proximity/planners/planner.h"
 #include "proximity/planners/validity.h"
 
 namespace proximity::clients {
@@ -125,6 +126,41 @@ struct RemoteSceneInfo {
   std::vector<bool> continuous, prismatic;
 };
 
+/// Where a link must be, for RemoteScene::SolveIk (the wire's PoseGoal): the link by name and the target
+/// in the world (the frame of the scene's objects). Zero sizes and tolerances take the server's
+/// defaults (MoveIt's pose goals: a 1e-4 m sphere, 1e-3 rad per axis).
+struct RemotePoseGoal {
+  std::string link;
+  core::RigidTransform X_WT;
+  core::Vec3 point_L = core::Vec3::Zero();  ///< The point of the link (link frame) that must reach X_WT's origin.
+  enum class Region { kSphere, kBox, kCylinder };
+  Region region = Region::kSphere;
+  core::Vec3 region_size = core::Vec3::Zero();  ///< Sphere: x radius; box: half-extents; cylinder: x radius, z half-length.
+  core::Vec3 orientation_tolerance = core::Vec3::Zero();
+  bool position_only = false;
+};
+
+/// How RemoteScene::SolveIk searches.
+struct RemoteIkRequest {
+  std::vector<double> seed;      ///< Where the first descent starts (scene joint order); empty: the default state.
+  std::string group;             ///< Only the SRDF group's joints move; empty: every joint moving the link.
+  bool avoid_collisions = true;  ///< Only a configuration free of world and self contact.
+  double search_time_s = 0.0;    ///< Seconds of random restarts; 0: the server's 1 s.
+  uint64_t random_seed = 0;      ///< The same request and seed give the same answer.
+};
+
+/// What GetIK answered.
+struct RemoteIk {
+  bool found = false;
+  std::vector<double> q;             ///< The solution in the scene's joint order (found only).
+  double position_error = 0.0;       ///< m
+  double orientation_error = 0.0;    ///< rad
+  int32_t attempts = 0;              ///< Descents tried.
+  int32_t rejected = 0;              ///< Solutions found in collision (avoid_collisions).
+  std::string message;               ///< Why none was found.
+  std::vector<std::string> warnings;
+};
+
 /// One proximityd scene over gRPC. Immutable after Connect and thread-safe.
 class RemoteScene {
  public:
@@ -191,6 +227,9 @@ class RemoteScene {
   [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
       std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
       std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) const;
+
+  /// GetIK: joint values putting goal.link at goal.X_WT (finding none is an answer: found false).
+  [[nodiscard]] Result<RemoteIk> SolveIk(const RemotePoseGoal& goal, const RemoteIkRequest& request = {}) const;
 
   /// Queries answered so far (an RPC each without sessions; a session query each with them) and how many
   /// failed (an error answer, or a call or stream that failed).
@@ -378,6 +417,25 @@ class RemoteMotionValidator final : public planners::MotionValidator {
   RemoteMotionRequest request_;
   mutable std::atomic<int64_t> checks_{0};
   mutable std::atomic<int64_t> states_{0};
+};
+
+/// Goal configurations for a planner run here (planners::Plan(context, start, sampler, ...)) drawn from
+/// the daemon's inverse kinematics of a pose goal: draw k asks GetIK seeded at the start with random
+/// seed k (collisions are left to the planner's state checks); a draw that finds none returns false.
+class RemotePoseGoalSampler final : public planners::GoalSampler {
+ public:
+  /// `search_time_s` bounds each draw on the server (> 0).
+  RemotePoseGoalSampler(std::shared_ptr<const RemoteScene> scene, RemotePoseGoal goal, std::vector<double> start,
+                        std::string group = "", double search_time_s = 0.05);
+  [[nodiscard]] Result<bool> Sample(std::span<double> q) override;
+  int64_t draws() const { return draws_; }
+  int64_t solutions() const { return solutions_; }
+
+ private:
+  std::shared_ptr<const RemoteScene> scene_;
+  RemotePoseGoal goal_;
+  RemoteIkRequest request_;
+  int64_t draws_ = 0, solutions_ = 0;
 };
 
 }  // namespace proximity::clients
