@@ -227,3 +227,56 @@ def test_a_colliding_goal_is_an_error_code_not_an_exception(srv: Dict[str, Any],
 def test_bad_plan_requests_are_refused(srv: Dict[str, Any], kw: Dict[str, Any], message: str) -> None:
     with pytest.raises(rospy.ServiceException, match=message):
         _plan(srv, np.zeros(6), np.array([0.5, 0.2, 0.1, 0.0, 0.3, 0.0]), **kw)
+
+
+def _pose_constraints(link: str, pose7: np.ndarray, box: bool = False) -> Tuple[Any, Any]:
+    from geometry_msgs.msg import Pose, Quaternion
+    from proximity_msgs.msg import BoundingVolume, OrientationConstraint, PositionConstraint
+    from shape_msgs.msg import SolidPrimitive
+    at = Pose()
+    at.position.x, at.position.y, at.position.z = (float(v) for v in pose7[:3])
+    at.orientation.x, at.orientation.y, at.orientation.z, at.orientation.w = (float(v) for v in pose7[3:])
+    prim = SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[2e-4, 2e-4, 2e-4]) if box else \
+        SolidPrimitive(type=SolidPrimitive.SPHERE, dimensions=[1e-4])
+    pc = PositionConstraint(link_name=link, constraint_region=BoundingVolume(primitives=[prim], primitive_poses=[at]),
+                            weight=1.0)
+    oc = OrientationConstraint(link_name=link, orientation=Quaternion(*[float(v) for v in pose7[3:]]),
+                               absolute_x_axis_tolerance=1e-3, absolute_y_axis_tolerance=1e-3,
+                               absolute_z_axis_tolerance=1e-3, weight=1.0)
+    return pc, oc
+
+
+def test_plan_to_position_and_orientation_constraints(srv: Dict[str, Any], client: Any,
+                                                      rng: np.random.Generator) -> None:
+    from proximity_msgs.srv import PlanRequest
+    info = client.get_scene("default")
+    states = info.sample(200, rng)
+    goals = states[client.check_states(states)][:2]
+    tip = info.link_names[-1]
+    for k, goal in enumerate(goals):
+        pose = client.link_poses(goal).poses[0, info.link_names.index(tip)]
+        pc, oc = _pose_constraints(tip, pose, box=k == 1)
+        req = PlanRequest(start_state=rosenv.robot_state(KR5_JOINTS, np.zeros(6)), position_constraints=[pc],
+                          orientation_constraints=[oc], seed=5, allowed_planning_time=10.0)
+        r = srv["plan"](req)
+        assert r.error_code.val == r.error_code.SUCCESS, r.message
+        assert r.valid
+        path = np.array([p.positions for p in r.trajectory.points])
+        np.testing.assert_array_equal(path[0], np.zeros(6))
+        end = client.link_poses(path[-1]).poses[0, info.link_names.index(tip)]
+        assert np.linalg.norm(end[:3] - pose[:3]) <= 2e-4
+        assert abs(float(np.dot(end[3:], pose[3:]))) >= math.cos(1e-3)
+        assert client.check_path(path).free
+    # Refused by name: both kinds of goal, a mesh region, two links, an unknown frame.
+    pc, oc = _pose_constraints(tip, np.array([0.5, 0, 0.5, 0, 0, 0, 1.0]))
+    both = PlanRequest(start_state=rosenv.robot_state(KR5_JOINTS, np.zeros(6)),
+                       goal=rosenv.joint_state(KR5_JOINTS, np.zeros(6)), position_constraints=[pc])
+    with pytest.raises(rospy.ServiceException, match="not both"):
+        srv["plan"](both)
+    oc.link_name = "other"
+    with pytest.raises(rospy.ServiceException, match="one link's pose"):
+        srv["plan"](PlanRequest(start_state=rosenv.robot_state(KR5_JOINTS, np.zeros(6)), position_constraints=[pc],
+                                orientation_constraints=[oc]))
+    pc.header.frame_id = "nowhere"
+    with pytest.raises(rospy.ServiceException, match="nowhere"):
+        srv["plan"](PlanRequest(start_state=rosenv.robot_state(KR5_JOINTS, np.zeros(6)), position_constraints=[pc]))

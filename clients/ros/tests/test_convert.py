@@ -427,3 +427,34 @@ def test_point_cloud2_nan_points_dropped_and_bad_messages_named() -> None:
         with pytest.raises(BadRequest, match=re.escape(f"point_cloud.{words}") if "infinite" not in words
                            else re.escape(words)):
             convert.point_cloud2_points({**good, **edit})
+
+
+def test_pose_goal_from_constraints() -> None:
+    def pc(kind: int, dims: list, q: list = (0, 0, 0, 1), link: str = "tool", frame: str = "") -> dict:
+        pose = {"position": {"x": 0.4, "y": -0.1, "z": 0.3}, "orientation": dict(zip("xyzw", q))}
+        return {"header": {"frame_id": frame}, "link_name": link, "target_point_offset": {"x": 0.0, "y": 0.0, "z": 0.1},
+                "constraint_region": {"primitives": [{"type": kind, "dimensions": dims}], "primitive_poses": [pose]}}
+
+    def oc(q: list, link: str = "tool") -> dict:
+        return {"link_name": link, "orientation": dict(zip("xyzw", q)), "absolute_x_axis_tolerance": 0.1,
+                "absolute_y_axis_tolerance": 0.2, "absolute_z_axis_tolerance": 0.3}
+
+    turned = [0.0, 0.0, math.sin(0.3), math.cos(0.3)]
+    goal, frames = convert.pose_goal([pc(3, [0.2, 0.05], turned, frame="world")], [oc(turned)])
+    assert frames == ["world", ""]
+    assert goal.link == "tool" and goal.region == 2 and not goal.position_only
+    assert (goal.region_size.x, goal.region_size.z) == pytest.approx((0.05, 0.1))  # radius, half the height
+    assert (goal.orientation_tolerance.x, goal.orientation_tolerance.z) == pytest.approx((0.1, 0.3))
+    assert goal.point_offset.z == pytest.approx(0.1) and goal.pose.orientation.z == pytest.approx(math.sin(0.3))
+    box, _ = convert.pose_goal([pc(1, [0.2, 0.4, 0.6])], [])
+    assert box.position_only and (box.region_size.x, box.region_size.y, box.region_size.z) == pytest.approx((0.1, 0.2, 0.3))
+    for position, orientation, message in [
+        ([], [oc(turned)], "position_constraints is empty"),
+        ([pc(4, [0.1, 0.1])], [], "is not BOX"),
+        ([pc(2, [-1.0])], [], "positive"),
+        ([pc(1, [0.1, 0.1, 0.1])], [oc(turned)], "turned otherwise"),
+        ([pc(2, [0.1])], [oc(turned, link="other")], "one link's pose"),
+        ([pc(2, [0.1]), pc(2, [0.1])], [], "at most one"),
+    ]:
+        with pytest.raises(convert.BadRequest, match=message):
+            convert.pose_goal(position, orientation)

@@ -287,6 +287,71 @@ def _primitive(prim: Any, where: str) -> "pb.ObjectPart":
     return geometry.cone(radius=dims[1], length=dims[0])  # CONE_HEIGHT = 0, CONE_RADIUS = 1
 
 
+def pose_goal(position: Sequence[Any], orientation: Sequence[Any]) -> Tuple["pb.PoseGoal", List[str]]:
+    """A proximity pose goal from MoveIt-shaped goal constraints (at most one PositionConstraint and one
+    OrientationConstraint, on the same link), and the header frames they name (for the caller to check).
+    The position region is one SPHERE, BOX or CYLINDER primitive; with an orientation constraint a box or
+    cylinder must be turned as the orientation is (proximity's regions take the target's axes)."""
+    position, orientation = _seq(position, "position_constraints"), _seq(orientation, "orientation_constraints")
+    if len(position) > 1 or len(orientation) > 1:
+        raise BadRequest("give at most one position and one orientation constraint (one link's pose)")
+    if not position:
+        raise BadRequest("position_constraints is empty: a pose goal needs the link's position "
+                         "(an orientation alone is not supported)")
+    pc = position[0]
+    link = str(get(pc, "link_name", "") or "")
+    if not link:
+        raise BadRequest("position_constraints[0].link_name is empty")
+    frames = [str(get(get(pc, "header") or {}, "frame_id", "") or "")]
+    offset = get(pc, "target_point_offset") or {}
+    point = [_finite(get(offset, k, 0.0), f"position_constraints[0].target_point_offset.{k}") for k in "xyz"]
+    region = get(pc, "constraint_region") or {}
+    prims = _seq(get(region, "primitives"), "position_constraints[0].constraint_region.primitives")
+    poses = _seq(get(region, "primitive_poses"), "position_constraints[0].constraint_region.primitive_poses")
+    if _seq(get(region, "meshes"), "position_constraints[0].constraint_region.meshes"):
+        raise BadRequest("position_constraints[0].constraint_region.meshes: mesh regions are not supported; "
+                         "give one SPHERE, BOX or CYLINDER primitive")
+    if len(prims) != 1 or len(poses) != 1:
+        raise BadRequest("position_constraints[0].constraint_region needs exactly one primitive and its pose, "
+                         f"got {len(prims)} and {len(poses)}")
+    where = "position_constraints[0].constraint_region.primitives[0]"
+    kind = int(get(prims[0], "type", 0) or 0)
+    dims = [_finite(d, f"{where}.dimensions[{i}]") for i, d in enumerate(_seq(get(prims[0], "dimensions"), f"{where}.dimensions"))]
+    need = {BOX: 3, SPHERE: 1, CYLINDER: 2}.get(kind)
+    if need is None:
+        raise BadRequest(f"{where}.type {kind} is not BOX (1), SPHERE (2) or CYLINDER (3)")
+    if len(dims) < need or any(d <= 0 for d in dims[:need]):
+        raise BadRequest(f"{where}.dimensions must hold {need} positive values, got {dims}")
+    at = pose_values(poses[0], "position_constraints[0].constraint_region.primitive_poses[0]")
+    if kind == BOX:
+        shape, size = "box", [d / 2 for d in dims[:3]]
+    elif kind == SPHERE:
+        shape, size = "sphere", dims[0]
+    else:  # CYLINDER_HEIGHT = 0, CYLINDER_RADIUS = 1
+        shape, size = "cylinder", [dims[1], dims[0] / 2]
+    quat, tolerance, position_only = list(at[3:]), None, True
+    if orientation:
+        oc = orientation[0]
+        if str(get(oc, "link_name", "") or "") != link:
+            raise BadRequest(f"orientation_constraints[0].link_name {get(oc, 'link_name', '')!r} differs from the "
+                             f"position constraint's {link!r}: one link's pose is supported")
+        frames.append(str(get(get(oc, "header") or {}, "frame_id", "") or ""))
+        q = pose_values({"orientation": get(oc, "orientation") or {}}, "orientation_constraints[0]")[3:]
+        if shape != "sphere" and abs(sum(a * b for a, b in zip(q, quat))) < 1 - 1e-9:
+            raise BadRequest("a BOX or CYLINDER position region turned otherwise than the orientation constraint "
+                             "is not supported (the region's axes are the target orientation's); use a SPHERE or "
+                             "turn the region as the orientation")
+        quat = list(q)
+        tolerance = [_finite(get(oc, f"absolute_{a}_axis_tolerance", 0.0), f"orientation_constraints[0].absolute_{a}_axis_tolerance")
+                     for a in "xyz"]
+        if any(t <= 0 for t in tolerance):
+            raise BadRequest(f"orientation_constraints[0] tolerances must be > 0, got {tolerance}")
+        position_only = False
+    goal = geometry.pose_goal(link, list(at[:3]) + quat, point_offset=point, region=shape, region_size=size,
+                              orientation_tolerance=tolerance, position_only=position_only)
+    return goal, frames
+
+
 def _mesh(mesh: Any, where: str) -> "pb.ObjectPart":
     vertices = _seq(get(mesh, "vertices"), f"{where}.vertices")
     triangles = _seq(get(mesh, "triangles"), f"{where}.triangles")
@@ -503,4 +568,4 @@ __all__ = ["BadRequest", "JointSpace", "get", "duration", "duration_seconds", "j
            "trajectory_rows", "pose_values", "compose", "inverse", "object_parts", "part_in_frame",
            "wire_pose_values", "contact_information", "body_types", "point", "clearance_pair", "planner_name",
            "time_waypoints",
-           "joint_trajectory", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]
+           "joint_trajectory", "pose_goal", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]

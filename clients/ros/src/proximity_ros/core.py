@@ -629,11 +629,24 @@ class BridgeCore:
             raise BadRequest(f"max_velocity_scaling_factor must be in (0, 1] (0 means 1), got {scaling}")
         start = s.space.robot_state(get(req, "start_state") or {}, self._fallbacks(), "start_state")
         gnames, gpos = convert.joint_state_values(get(req, "goal") or {}, "goal")
-        if not gnames:
-            raise BadRequest("goal names no joints")
-        goal = s.space.complete(gnames, gpos, [s.space.as_mapping(start)], "goal", strict=True)
+        constrained = bool(get(req, "position_constraints") or get(req, "orientation_constraints"))
+        goal, goal_pose = None, None
+        if constrained:
+            if gnames:
+                raise BadRequest("give goal (joint positions) or position/orientation constraints, not both")
+            goal_pose, frames = convert.pose_goal(get(req, "position_constraints"), get(req, "orientation_constraints"))
+            for frame in frames:
+                try:
+                    self._frame_ok(frame, self._world_frames(s), "constraint header.frame_id")
+                except Refused as e:
+                    raise BadRequest(str(e)) from None
+        else:
+            if not gnames:
+                raise BadRequest("goal names no joints")
+            goal = s.space.complete(gnames, gpos, [s.space.as_mapping(start)], "goal", strict=True)
         r = self.client.plan(start, goal, planner=planner, time_limit=limit or 5.0, seed=int(get(req, "seed", 0) or 0),
-                             group=group if len(joints) != s.space.dof else None, scene=s.scene_id)
+                             group=group if len(joints) != s.space.dof else None, goal_pose=goal_pose,
+                             scene=s.scene_id)
         code = convert.PLAN_ERROR_CODES.get(r.outcome, -1)
         out: Dict[str, Any] = {"error_code": {"val": code}, "valid": False,
                                "planning_time": float(r.stats.plan_time + r.stats.simplify_time),
