@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Runs the README's "Bring your own robot" commands exactly as written: the first ```sh block of that
-section, in a fresh folder that holds `build` and `tests` (links to this build and the repository's
+section (the quick start) and the second (an SRDF suggested for the same robot), in a fresh folder that holds `build` and `tests` (links to this build and the repository's
 tests), so the relative paths resolve as from the repository root. The only changes are the daemon's
 two ports, replaced by free ones (PROXIMITY_TARGET points the CLI at the first), so that the test runs
-beside others. Fails when a command fails, when the README loses the section or the five commands, or
-when the output does not name the robot, the scene and a valid path.
+beside others. Fails when a command fails, when the README loses the section or the six commands, or
+when the output does not name the robot, the scene and two valid paths (one to a joint goal, one to a
+pose goal), or the suggested SRDF's scene and its disabled pairs.
 
 Usage: readme_quickstart_test.py REPO BUILD"""
 from __future__ import annotations
@@ -28,11 +29,14 @@ def free_port() -> int:
 def quickstart_commands(readme: str) -> list:
     section = readme.split("## Bring your own robot", 1)
     assert len(section) == 2, "README.md has no '## Bring your own robot' section"
-    block = re.search(r"```sh\n(.*?)```", section[1], re.S)
-    assert block, "the section has no ```sh block"
-    commands = [line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
-    assert len(commands) == 5, f"the quick start should be five commands, found {len(commands)}"
-    return commands
+    blocks = re.findall(r"```sh\n(.*?)```", section[1].split("\n## ", 1)[0], re.S)
+    assert len(blocks) >= 2, "the section should have two ```sh blocks (the quick start, the suggested SRDF)"
+    quick, suggest = ([line for line in b.splitlines() if line.strip() and not line.startswith("#")]
+                      for b in blocks[:2])
+    assert len(quick) == 6, f"the quick start should be six commands, found {len(quick)}"
+    assert any("--goal-pose" in c for c in quick), "the quick start has no pose-goal plan"
+    assert any("srdf suggest" in c for c in suggest), "the second block does not suggest an SRDF"
+    return quick + suggest
 
 
 def main() -> int:
@@ -60,7 +64,10 @@ def main() -> int:
         out = proc.stdout
         assert "(robot wam, 7 joints, name wam): created" in out, "scene create did not name the robot and scene"
         assert "solved" in out, "plan did not solve"
-        assert "1 of 1 path(s) valid" in out, "validate did not report the path valid"
+        assert "2 of 2 path(s) valid" in out, "validate did not report both paths valid"
+        assert (work / "wam_pose_path.csv").is_file(), "the pose-goal plan wrote no path"
+        assert "name wam-suggested): created" in out, "the suggested SRDF's scene was not created"
+        assert "srdf (Never)" in out, "info did not list the pairs the suggested SRDF disables"
         written = work / "wam_path.csv"
         assert written.is_file() and written.read_text().startswith("/j1,"), "the path file is not the CSV expected"
     finally:

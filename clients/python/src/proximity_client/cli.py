@@ -260,6 +260,12 @@ def _pose_arg(text: str) -> List[float]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a pose ({e})") from None
     if len(v) not in (3, 7):
         raise argparse.ArgumentTypeError(f"a pose is X,Y,Z or X,Y,Z,QX,QY,QZ,QW; got {len(v)} values")
+    if len(v) == 7:
+        # A quaternion typed with a few decimals is normalised; one far from unit is a mistake.
+        norm = math.sqrt(sum(x * x for x in v[3:]))
+        if not abs(norm - 1.0) < 1e-2:
+            raise argparse.ArgumentTypeError(f"QX,QY,QZ,QW must be a unit quaternion (norm {norm:.4g})")
+        v[3:] = [x / norm for x in v[3:]]
     return v
 
 
