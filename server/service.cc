@@ -702,9 +702,13 @@ std::string PlanMessage(const core::Scene& scene, const planners::PlanResult& r,
     case planners::PlanOutcome::kInvalidGoal:
       if (sampler != nullptr) {
         return "no collision-free configuration reaching goal_pose within the time limit of " +
-               Seconds(plan.time_limit_s) + " (" + std::to_string(sampler->solutions()) +
-               " inverse-kinematics solutions in " + std::to_string(sampler->draws()) + " draws, every one in collision" +
-               (sampler->solutions() == 0 ? "; the pose may be out of reach" : "") + ")";
+               Seconds(plan.time_limit_s) + " (" +
+               (sampler->solutions() == 0
+                    ? "no inverse-kinematics solution in " + std::to_string(sampler->draws()) +
+                          " draws: the pose may be out of reach"
+                    : std::to_string(sampler->solutions()) + " inverse-kinematics solutions in " +
+                          std::to_string(sampler->draws()) + " draws, every one in collision") +
+               ")";
       }
       return InvalidEnd(scene, goal, "goal");
     case planners::PlanOutcome::kTimeout:

@@ -6,6 +6,7 @@
 #include <Eigen/Geometry>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <string>
@@ -86,7 +87,10 @@ class Solver {
   // Poses the robot at q; the error vector toward the goal's inner region (position, then orientation)
   // and whether the goal is met.
   bool Evaluate(std::span<const double> q, Eigen::Matrix<double, 6, 1>* e) {
-    (void)robot_.ForwardKinematics(q, X_WL_);  // q is sized and finite: the caller checked it
+    if (!robot_.ForwardKinematics(q, X_WL_).ok()) {  // a value beyond kMaxJointValue: never a step to take
+      e->setConstant(std::numeric_limits<double>::infinity());
+      return false;
+    }
     const RigidTransform& X_WL = X_WL_[static_cast<size_t>(goal_.link)];
     const Mat3& R_WT = goal_.X_WT.R;
     const Vec3 d_T = R_WT.transpose() * (X_WL * goal_.point_L - goal_.X_WT.p);
