@@ -1089,6 +1089,79 @@ Result<core::PoseGoal> ToPoseGoal(const core::RobotModel& robot, const core::Rig
   return out;
 }
 
+Result<TimingSettings> ToTimingSettings(const core::RobotModel& robot, const planners::JointSpace& space,
+                                        const v1::TimingRequest& request) {
+  const auto dof = static_cast<size_t>(robot.num_positions());
+  const auto nonnegative = [](double x) { return std::isfinite(x) && x >= 0.0; };
+  if (!nonnegative(request.default_acceleration())) {
+    return core::InvalidArgument("timing.default_acceleration must be finite and >= 0, got " +
+                                 Num(request.default_acceleration()));
+  }
+  const auto scaling = [&](double x, const char* field) -> Result<double> {
+    if (x == 0.0) return 1.0;
+    if (!(std::isfinite(x) && x > 0.0 && x <= 1.0)) {
+      return core::InvalidArgument(std::string("timing.") + field + " must lie in (0, 1] (0 means 1), got " + Num(x));
+    }
+    return x;
+  };
+  auto vs = scaling(request.velocity_scaling(), "velocity_scaling");
+  if (!vs.ok()) return vs.error();
+  auto as = scaling(request.acceleration_scaling(), "acceleration_scaling");
+  if (!as.ok()) return as.error();
+  TimingSettings out;
+  out.resample_dt = request.resample_dt() == 0.0 ? 0.01 : request.resample_dt();
+  if (!(std::isfinite(out.resample_dt) && out.resample_dt > 0.0)) {
+    return core::InvalidArgument("timing.resample_dt must be finite and > 0 (0 means 0.01), got " +
+                                 Num(request.resample_dt()));
+  }
+  out.limits.velocity = planners::VelocityLimits(robot);
+  out.limits.acceleration.assign(dof, request.default_acceleration());
+  std::vector<char> seen(dof, 0);
+  for (int i = 0; i < request.limits_size(); ++i) {
+    const v1::JointTimingLimit& l = request.limits(i);
+    const std::string field = "timing.limits[" + std::to_string(i) + "]";
+    auto index = robot.ActiveIndex(l.joint_name());
+    if (!index.ok()) return WithField(field + ".joint_name", index.error());
+    const auto j = static_cast<size_t>(index.value());
+    if (seen[j]++) return core::InvalidArgument(field + ": joint '" + l.joint_name() + "' is listed twice");
+    if (!nonnegative(l.max_velocity()) || !nonnegative(l.max_acceleration())) {
+      return core::InvalidArgument(field + " (joint '" + l.joint_name() +
+                                   "'): max_velocity and max_acceleration must be finite and >= 0");
+    }
+    if (l.max_velocity() > 0.0) out.limits.velocity[j] = l.max_velocity();
+    if (l.max_acceleration() > 0.0) out.limits.acceleration[j] = l.max_acceleration();
+  }
+  for (size_t j = 0; j < dof; ++j) {
+    out.limits.velocity[j] *= vs.value();
+    out.limits.acceleration[j] *= as.value();
+    const bool moves = space.wraps(static_cast<int32_t>(j)) || space.lower()[j] < space.upper()[j];
+    if (!moves) continue;
+    if (!(out.limits.velocity[j] > 0.0) || !(out.limits.acceleration[j] > 0.0)) {
+      return core::InvalidArgument("timing: joint '" + robot.active_joint_names()[j] + "' may move but has no " +
+                                   (out.limits.velocity[j] > 0.0 ? "acceleration limit (give timing.limits or "
+                                                                   "timing.default_acceleration)"
+                                                                 : "velocity limit (the URDF gives none; give "
+                                                                   "timing.limits)"));
+    }
+  }
+  return out;
+}
+
+void ToWire(const core::RobotModel& robot, const planners::TimedTrajectory& trajectory, v1::TimedTrajectory* out) {
+  out->Clear();
+  for (double t : trajectory.time) out->add_time_from_start(t);
+  const auto rows = [&](const std::vector<double>& values, v1::Configurations* c) {
+    for (const std::string& name : robot.active_joint_names()) c->add_joint_names(name);
+    c->set_positions_f64le(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double)));
+    c->set_width(static_cast<uint32_t>(trajectory.dof));
+    c->set_count(static_cast<uint32_t>(trajectory.size()));
+  };
+  rows(trajectory.positions, out->mutable_positions());
+  rows(trajectory.velocities, out->mutable_velocities());
+  rows(trajectory.accelerations, out->mutable_accelerations());
+  for (int32_t k : trajectory.waypoint_samples) out->add_waypoint_samples(static_cast<uint32_t>(k));
+}
+
 v1::Planner ToWire(planners::PlannerType type) {
   switch (type) {
     case planners::PlannerType::kRrt: return v1::PLANNER_RRT;

@@ -19,6 +19,7 @@
 #include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/planner.h"
+#include "proximity/planners/timing.h"
 #include "proximity/v1/proximity.pb.h"
 
 namespace proximity::server {
@@ -280,6 +281,20 @@ struct PlanSettings {
 /// quaternion that is not unit, a region size or tolerance <= 0, an unknown region shape.
 [[nodiscard]] core::Result<core::PoseGoal> ToPoseGoal(const core::RobotModel& robot, const core::RigidTransform& X_WB,
                                                       const v1::PoseGoal& goal, std::string_view field);
+
+/// A Plan's timing request, resolved per joint of the scene: limits (the request's, else the URDF's
+/// velocity and default_acceleration, scaled), the sample step. Errors name the field: an unknown or
+/// repeated joint, a negative or non-finite value, a scaling outside (0, 1], and (given the planner's
+/// `space`) a joint that may move without both limits.
+struct TimingSettings {
+  planners::TimingLimits limits;
+  double resample_dt = 0.01;
+};
+[[nodiscard]] core::Result<TimingSettings> ToTimingSettings(const core::RobotModel& robot,
+                                                            const planners::JointSpace& space,
+                                                            const v1::TimingRequest& request);
+/// A timed trajectory on the wire, in the scene's joint order.
+void ToWire(const core::RobotModel& robot, const planners::TimedTrajectory& trajectory, v1::TimedTrajectory* out);
 
 /// The wire names of planner types and outcomes.
 v1::Planner ToWire(planners::PlannerType type);

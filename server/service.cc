@@ -748,6 +748,12 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
       planner.RestrictTo(std::move(space).value());
     }
     if (core::Status s = planner.CheckResolution(); !s.ok()) return ToGrpcStatus(s);
+    std::optional<TimingSettings> timing;
+    if (request->has_timing()) {
+      auto resolved = ToTimingSettings(scene.robot(), planner.space(), request->timing());
+      if (!resolved.ok()) return ToGrpcStatus(resolved.error());
+      timing = std::move(resolved).value();
+    }
     std::optional<planners::PoseGoalSampler> sampler;
     if (to_pose) {
       auto goal_pose = ToPoseGoal(scene.robot(), scene.X_WB(), request->goal_pose(), "goal_pose");
@@ -793,6 +799,17 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
       auto times = planners::TimeFromStart(scene.robot(), rows);
       if (!times.ok()) return ToGrpcStatus(times.error());
       for (double t : times.value()) response->add_time_from_start(t);
+      if (timing) {
+        std::vector<planners::Configuration> sent(static_cast<size_t>(response->path().count()));
+        const auto dof = static_cast<size_t>(scene.robot().num_positions());
+        for (size_t i = 0; i < sent.size(); ++i) sent[i].assign(rows.begin() + i * dof, rows.begin() + (i + 1) * dof);
+        auto timed = planners::TimeOptimalTrajectory(planner.space(), sent, timing->limits,
+                                                     scene.robot().active_joint_names(), timing->resample_dt,
+                                                     limits_.max_batch_states);
+        if (!timed.ok()) return ToGrpcStatus(WithField("timing", timed.error()));
+        ToWire(scene.robot(), timed.value(), response->mutable_trajectory());
+        call.record().set_field("duration_s", timed.value().duration());
+      }
     }
     if (to_pose) call.record().set_field("goal_draws", sampler->draws());
     if (std::string message = PlanMessage(scene, r, start, goal, plan, sampler ? &*sampler : nullptr);

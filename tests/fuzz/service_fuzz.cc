@@ -614,6 +614,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             switch (r.outcome()) {
               case v1::PLAN_OUTCOME_SOLVED:
                 PROX_FUZZ_CHECK(dof == 0 || (values % dof == 0 && values / dof >= 2), "a solved path has both ends");
+                if (r.has_trajectory()) {
+                  // Timed: samples in time order, at rest at every waypoint, one per path row.
+                  const v1::TimedTrajectory& t = r.trajectory();
+                  const int n = t.time_from_start_size();
+                  PROX_FUZZ_CHECK(n >= 1 && t.time_from_start(0) == 0.0, "a trajectory starts at 0 s");
+                  for (int k = 1; k < n; ++k) {
+                    PROX_FUZZ_CHECK(t.time_from_start(k) > t.time_from_start(k - 1), "sample times increase");
+                  }
+                  PROX_FUZZ_CHECK(dof == 0 || t.waypoint_samples_size() == values / dof, "a sample per waypoint");
+                  PROX_FUZZ_CHECK(static_cast<int64_t>(t.velocities().positions_f64le().size()) == int64_t{n} * dof * 8,
+                                  "a velocity row per sample");
+                }
                 break;
               case v1::PLAN_OUTCOME_TIMEOUT:
               case v1::PLAN_OUTCOME_ITERATION_LIMIT:

@@ -23,7 +23,7 @@ from .errors import (AbortedError, AlreadyExistsError, CancelledError, DeadlineE
                      FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, ProximityError,
                      ProximityWarning, ResourceExhaustedError, UnavailableError, UnimplementedError)
 from .results import (ContactResult, ContactsResult, DistanceResult, GeometryGroup, GeometryPart, IkResult, JointLimit,
-                      LinkPoses,
+                      LinkPoses, TimedTrajectory,
                       MotionResult, Pair, PairContact, PairDistance, PathResult, PlanResult, PlanStats, SceneGeometry, SceneInfo,
                       SignedDistance, StateResult, StatesResult, TrackedPair, TrackFeature, TrackResult, WorkStats)
 
@@ -36,5 +36,5 @@ __all__ = [
     "ContactResult", "DistanceResult", "JointLimit", "MotionResult", "Pair", "PairDistance", "PathResult",
     "SceneInfo", "StateResult", "StatesResult", "WorkStats", "PlanResult", "PlanStats", "LinkPoses", "SceneGeometry",
     "GeometryGroup", "GeometryPart", "ContactsResult", "PairContact", "SignedDistance", "TrackResult", "TrackedPair",
-    "TrackFeature", "IkResult",
+    "TrackFeature", "IkResult", "TimedTrajectory",
 ]

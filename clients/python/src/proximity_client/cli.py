@@ -36,7 +36,7 @@ from . import __version__, geometry
 from .client import DEFAULT_TARGET, Client
 from .errors import ProximityError
 from .gltf import Contact, build_glb
-from .kinematics import time_from_start
+from .kinematics import read_joint_limits, time_from_start
 from .pathfiles import PathFileError, PathSpec, read_paths, read_states, write_path
 from .pointfiles import read_points
 from .results import PLANNERS, Pair, PathResult, PlanResult, SceneInfo
@@ -349,16 +349,26 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
     if (args.goal_pose is None) != (args.link is None):
         raise ValueError("--goal-pose and --link go together")
     goal_pose = _goal_from_args(args, args.goal_pose) if args.goal_pose is not None else None
+    joint_limits = read_joint_limits(args.joint_limits) if args.joint_limits else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # printed below, one line each
         r = client.plan(args.start, args.goal, planner=args.planner, time_limit=args.time_limit, seed=args.seed,
                         simplify=not args.no_simplify, mode=args.mode, resolution=args.resolution, range=args.range,
-                        max_iterations=args.max_iterations, group=args.group, goal_pose=goal_pose, scene=args.scene)
+                        max_iterations=args.max_iterations, group=args.group, goal_pose=goal_pose,
+                        joint_limits=joint_limits, default_acceleration=args.default_acceleration,
+                        velocity_scaling=args.velocity_scaling, acceleration_scaling=args.acceleration_scaling,
+                        resample_dt=args.resample_dt, scene=args.scene)
     for w in r.warnings:
         _warn(w)
     if args.out is not None and r.solved:
         # A format `proximity validate` reads (.json, .csv or .npy), values that read back exactly.
         write_path(args.out, r.joint_names, r.path, r.time_from_start)
+    if args.trajectory_out is not None and r.solved and r.trajectory is not None:
+        tr = r.trajectory
+        with open(args.trajectory_out, "w") as f:
+            json.dump({"joint_names": tr.joint_names, "time_from_start": tr.time.tolist(),
+                       "positions": tr.positions.tolist(), "velocities": tr.velocities.tolist(),
+                       "accelerations": tr.accelerations.tolist(), "waypoint_samples": tr.waypoint_samples}, f)
     if args.json:
         doc = _plan_json(r)
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
@@ -366,6 +376,7 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
         doc["group"] = args.group
         doc["goal_pose"] = ({"link": args.link, "pose": args.goal_pose} if args.goal_pose is not None else None)
         doc["warnings"] = list(r.warnings)
+        doc["trajectory_duration"] = r.trajectory.duration if r.trajectory is not None else None
         print(json.dumps(doc, indent=2))
     else:
         print(_scene_line(info))
@@ -376,7 +387,10 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
                   f"{s.quick_motion_checks} sampled motion checks")
             print(f"path: {r.path.shape[0]} waypoints (raw {s.raw_waypoints}), joint-space length {s.length:.4f} "
                   f"(raw {s.raw_length:.4f})")
-            if len(r.time_from_start):
+            if r.trajectory is not None:
+                print(f"duration: {r.trajectory.duration:.3f} s time-optimal with acceleration limits "
+                      f"({len(r.trajectory.time)} samples)")
+            elif len(r.time_from_start):
                 print(f"duration: {r.time_from_start[-1]:.3f} s at the joints' velocity limits")
             if args.out is not None:
                 print(f"wrote {args.out}")
@@ -878,6 +892,20 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default=None, metavar="PATH",
                     help="when solved, write the path for `validate`: .json ({joint_names, waypoints, "
                          "time_from_start}), .csv (joint names, then a row per waypoint) or .npy")
+    pl.add_argument("--joint-limits", default=None, metavar="FILE.yaml",
+                    help="MoveIt's joint_limits.yaml: time the path time-optimally with its velocity and "
+                         "acceleration limits (the path followed exactly, stopping at each waypoint)")
+    pl.add_argument("--default-acceleration", type=float, default=None, metavar="A",
+                    help="time-optimal timing: acceleration limit (rad/s^2, m/s^2) of joints given none")
+    pl.add_argument("--velocity-scaling", type=float, default=None, metavar="S",
+                    help="time-optimal timing: MoveIt's max_velocity_scaling_factor, in (0, 1]")
+    pl.add_argument("--acceleration-scaling", type=float, default=None, metavar="S",
+                    help="time-optimal timing: MoveIt's max_acceleration_scaling_factor, in (0, 1]")
+    pl.add_argument("--resample-dt", type=float, default=None, metavar="S",
+                    help="time-optimal timing: seconds between samples (server default 0.01)")
+    pl.add_argument("--trajectory-out", default=None, metavar="FILE.json",
+                    help="with time-optimal timing: write {joint_names, time_from_start, positions, velocities, "
+                         "accelerations, waypoint_samples}")
 
     ik = sub.add_parser("ik", parents=[common], help="joint values that put a link at a pose (inverse kinematics)",
                         description="Inverse kinematics on the server: random-restart descents until a solution "

@@ -12,6 +12,32 @@ from typing import Optional, Sequence
 import numpy as np
 
 
+def read_joint_limits(path: str) -> dict:
+    """MoveIt's ``joint_limits.yaml`` as ``{joint: {"max_velocity": v, "max_acceleration": a}}`` (values that
+    its ``has_velocity_limits`` / ``has_acceleration_limits`` switch off, or that are absent, left out), for
+    :meth:`Client.plan`'s ``joint_limits``. Raises ValueError naming the file and the entry at fault."""
+    import yaml  # Debian's python3-yaml
+
+    with open(path) as f:
+        doc = yaml.safe_load(f) or {}
+    entries = doc.get("joint_limits", doc) if isinstance(doc, dict) else None
+    if not isinstance(entries, dict):
+        raise ValueError(f"{path}: expected a mapping joint_limits: {{joint: {{max_velocity, max_acceleration}}}}")
+    out = {}
+    for name, e in entries.items():
+        if not isinstance(e, dict):
+            raise ValueError(f"{path}: joint_limits.{name} is not a mapping")
+        limit = {}
+        for kind in ("velocity", "acceleration"):
+            if e.get(f"has_{kind}_limits", f"max_{kind}" in e) and f"max_{kind}" in e:
+                value = float(e[f"max_{kind}"])
+                if not math.isfinite(value) or value < 0:
+                    raise ValueError(f"{path}: joint_limits.{name}.max_{kind} must be finite and >= 0, got {value}")
+                limit[f"max_{kind}"] = value
+        out[str(name)] = limit
+    return out
+
+
 def quaternion_matrices(q: np.ndarray) -> np.ndarray:
     """Rotation matrices of unit quaternions ``[..., (x, y, z, w)]``, shape ``[..., 3, 3]``."""
     q = np.asarray(q, dtype=np.float64)

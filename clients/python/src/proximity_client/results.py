@@ -376,6 +376,31 @@ class PlanStats:
 
 
 @dataclass(frozen=True)
+class TimedTrajectory:
+    """A path timed time-optimally with velocity and acceleration limits (the path followed exactly, at rest
+    at every waypoint), sampled: ``time`` (n,), ``positions``, ``velocities`` and ``accelerations`` (n, dof) in
+    ``joint_names`` order; an acceleration holds from its sample to the next. ``waypoint_samples``: per path
+    waypoint, its sample."""
+
+    time: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    joint_names: List[str]
+    waypoint_samples: List[int]
+
+    @property
+    def duration(self) -> float:
+        return float(self.time[-1]) if len(self.time) else 0.0
+
+    @staticmethod
+    def from_proto(m: "pb.TimedTrajectory") -> "TimedTrajectory":
+        return TimedTrajectory(np.array(m.time_from_start, dtype=np.float64), decode_rows(m.positions),
+                               decode_rows(m.velocities), decode_rows(m.accelerations), list(m.positions.joint_names),
+                               list(m.waypoint_samples))
+
+
+@dataclass(frozen=True)
 class PlanResult:
     """The answer to a Plan call. Not solving (time out, colliding start or goal) is an outcome, not an error."""
 
@@ -395,6 +420,8 @@ class PlanResult:
     #: what the request gave that the server accepted as MoveIt does, one sentence each: start or goal values
     #: for joints the scene lacks (ignored), values just outside a joint limit (clamped to it)
     warnings: List[str] = field(default_factory=list)
+    #: solved with timing asked: the path timed time-optimally with acceleration limits; else None
+    trajectory: Optional[TimedTrajectory] = None
 
     @property
     def solved(self) -> bool:
@@ -414,7 +441,8 @@ class PlanResult:
         path = decode_rows(m.path)
         planner = next((k for k, v in PLANNERS.items() if v == m.planner), "unspecified")
         return PlanResult(PLAN_OUTCOMES.get(m.outcome, "unspecified"), path, names, PlanStats.from_proto(m.stats),
-                          planner, m.message, np.array(m.time_from_start, dtype=np.float64), list(m.warnings))
+                          planner, m.message, np.array(m.time_from_start, dtype=np.float64), list(m.warnings),
+                          TimedTrajectory.from_proto(m.trajectory) if m.HasField("trajectory") else None)
 
 
 @dataclass(frozen=True)
