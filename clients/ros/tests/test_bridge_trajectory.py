@@ -280,3 +280,43 @@ def test_plan_to_position_and_orientation_constraints(srv: Dict[str, Any], clien
     pc.header.frame_id = "nowhere"
     with pytest.raises(rospy.ServiceException, match="nowhere"):
         srv["plan"](PlanRequest(start_state=rosenv.robot_state(KR5_JOINTS, np.zeros(6)), position_constraints=[pc]))
+
+
+def test_plans_with_joint_limits_are_timed_time_optimally(master: Any, daemon: Any, client: Any, tmp_path: Any,
+                                                          rng: np.random.Generator) -> None:
+    # A second bridge with MoveIt's joint_limits.yaml (one joint without an acceleration: the default holds).
+    limits = {j: 1.0 + 0.25 * k for k, j in enumerate(KR5_JOINTS)}
+    lines = ["joint_limits:"]
+    for k, j in enumerate(KR5_JOINTS):
+        lines += [f"  {j}:", "    has_acceleration_limits: " + ("false" if k == 2 else "true"),
+                  f"    max_acceleration: {limits[j]}"]
+    limits[KR5_JOINTS[2]] = 0.8
+    (tmp_path / "joint_limits.yaml").write_text("\n".join(lines) + "\n")
+    node = rosenv.BridgeProcess(master, name="proximity_bridge_timed", target=daemon.target,
+                                params={"joint_limits_file": str(tmp_path / "joint_limits.yaml"),
+                                        "default_acceleration": 0.8})
+    try:
+        timed = rosenv.proxies(node.wait_ready())
+        info = client.get_scene("default")
+        states = info.sample(200, rng)
+        goal = states[client.check_states(states)][0]
+        v = np.array([_velocity_limits()[j] for j in KR5_JOINTS])
+        a = np.array([limits[j] for j in KR5_JOINTS])
+        for scale in (1.0, 0.5):
+            r = _plan(timed, np.zeros(6), goal, seed=7, allowed_planning_time=10.0,
+                      max_velocity_scaling_factor=scale, max_acceleration_scaling_factor=scale)
+            assert r.error_code.val == r.error_code.SUCCESS and r.valid, r.message
+            pts = r.trajectory.points
+            q = np.array([p.positions for p in pts])
+            qd = np.array([p.velocities for p in pts])
+            qdd = np.array([p.accelerations for p in pts])
+            t = np.array([p.time_from_start.to_sec() for p in pts])
+            np.testing.assert_array_equal(q[0], np.zeros(6))
+            np.testing.assert_allclose(q[-1], goal, atol=1e-12)
+            assert np.all(np.diff(t) > 0)
+            assert np.all(np.abs(qd) <= scale * v * (1 + 1e-9)) and np.all(np.abs(qdd) <= scale * a * (1 + 1e-9))
+            assert np.abs(qdd).max() > 0.5 * scale * a.min()  # accelerations are given, not zeros
+            # The samples follow the certified path: free by the direct check, densely.
+            assert client.check_path(q).free
+    finally:
+        node.stop()

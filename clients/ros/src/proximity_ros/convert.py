@@ -483,14 +483,42 @@ def time_waypoints(path: np.ndarray, velocity_limits: Sequence[float], scaling: 
     return np.concatenate([[0.0], np.cumsum(seg)])
 
 
+def moveit_joint_limits(limits: Mapping[str, Any]) -> Dict[str, Dict[str, float]]:
+    """MoveIt's joint limits (``{joint: {has_velocity_limits, max_velocity, has_acceleration_limits,
+    max_acceleration}}``, or the same under a ``joint_limits`` key) as ``{joint: {"max_velocity": v,
+    "max_acceleration": a}}``, values switched off or absent left out. Raises BadRequest naming an entry
+    that is not a mapping or a value that is not finite and >= 0."""
+    entries = limits.get("joint_limits", limits) if isinstance(limits, Mapping) else None
+    if not isinstance(entries, Mapping):
+        raise BadRequest("joint limits must be a mapping {joint: {max_velocity, max_acceleration}}")
+    out: Dict[str, Dict[str, float]] = {}
+    for name, e in entries.items():
+        if not isinstance(e, Mapping):
+            raise BadRequest(f"joint_limits.{name} is not a mapping")
+        limit = {}
+        for kind in ("velocity", "acceleration"):
+            if f"max_{kind}" in e and e.get(f"has_{kind}_limits", True):
+                value = _finite(e[f"max_{kind}"], f"joint_limits.{name}.max_{kind}")
+                if value < 0:
+                    raise BadRequest(f"joint_limits.{name}.max_{kind} must be >= 0, got {value}")
+                limit[f"max_{kind}"] = value
+        out[str(name)] = limit
+    return out
+
+
 def joint_trajectory(joint_names: Sequence[str], path: np.ndarray, times: Sequence[float], frame_id: str = "",
-                     stamp: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
-    """A trajectory_msgs/JointTrajectory-shaped dict with zero velocities at every point."""
+                     stamp: Optional[Mapping[str, int]] = None, velocities: Optional[np.ndarray] = None,
+                     accelerations: Optional[np.ndarray] = None) -> Dict[str, Any]:
+    """A trajectory_msgs/JointTrajectory-shaped dict: zero velocities at every point and no accelerations,
+    unless ``velocities`` and ``accelerations`` (rows as ``path``'s) are given."""
+    n = len(joint_names)
     return {"header": {"stamp": dict(stamp or {"sec": 0, "nanosec": 0}), "frame_id": frame_id},
             "joint_names": list(joint_names),
-            "points": [{"positions": [float(x) for x in row], "velocities": [0.0] * len(joint_names),
-                        "accelerations": [], "effort": [], "time_from_start": duration(t)}
-                       for row, t in zip(path, times)]}
+            "points": [{"positions": [float(x) for x in row],
+                        "velocities": [0.0] * n if velocities is None else [float(x) for x in velocities[k]],
+                        "accelerations": [] if accelerations is None else [float(x) for x in accelerations[k]],
+                        "effort": [], "time_from_start": duration(t)}
+                       for k, (row, t) in enumerate(zip(path, times))]}
 
 
 #: sensor_msgs/PointField datatypes -> NumPy type codes (byte order added by the message's is_bigendian).
@@ -568,4 +596,4 @@ __all__ = ["BadRequest", "JointSpace", "get", "duration", "duration_seconds", "j
            "trajectory_rows", "pose_values", "compose", "inverse", "object_parts", "part_in_frame",
            "wire_pose_values", "contact_information", "body_types", "point", "clearance_pair", "planner_name",
            "time_waypoints",
-           "joint_trajectory", "pose_goal", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]
+           "joint_trajectory", "moveit_joint_limits", "pose_goal", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]

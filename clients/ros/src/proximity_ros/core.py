@@ -87,12 +87,18 @@ class BridgeCore:
         clearance_max_pairs: how many (1 to 4096) of them, nearest first, overall or per robot link
             with ``clearance_per_link``.
         default_velocity: rad/s (m/s) for joints whose URDF gives no velocity limit.
+        joint_limits: MoveIt's joint_limits (``{joint: {max_velocity, max_acceleration, has_...}}``, the
+            ``robot_description_planning/joint_limits`` parameter or a joint_limits.yaml); with
+            ``default_acceleration`` (rad/s^2, m/s^2; 0: none) for joints it gives none. When every joint a
+            plan moves has an acceleration limit, ``~plan`` times its trajectory time-optimally (proximityd's
+            Plan timing: the certified path followed exactly) with velocities and accelerations.
         log: ``log(level, text)`` for refusals and notes ("info", "warn", "error").
     """
 
     def __init__(self, client: Client, *, planning_frame: Optional[str] = None, default_urdf: str = DEFAULT_URDF,
                  clearance_rel_err: float = 0.05, clearance_horizon: float = 0.25, clearance_max_pairs: int = 8,
                  clearance_per_link: bool = False, default_velocity: float = 1.0,
+                 joint_limits: Optional[Mapping[str, Any]] = None, default_acceleration: float = 0.0,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         self.client = client
         self._frame_override = planning_frame or None
@@ -113,6 +119,10 @@ class BridgeCore:
         self._track_lock = threading.Lock()       # the clearance's track session, one query at a time
         self._track_scene: Optional[str] = None   # the scene whose track session the client keeps
         self.default_velocity = float(default_velocity)
+        self.default_acceleration = float(default_acceleration or 0.0)
+        if not math.isfinite(self.default_acceleration) or self.default_acceleration < 0:
+            raise ValueError(f"default_acceleration must be finite and >= 0, got {default_acceleration!r}")
+        self.joint_limits = convert.moveit_joint_limits(joint_limits or {})
         self._log = log or (lambda level, text: None)
         self._lock = threading.RLock()           # scene changes, one at a time
         self._state_lock = threading.Lock()      # the current joint state
@@ -627,6 +637,17 @@ class BridgeCore:
         scaling = float(get(req, "max_velocity_scaling_factor", 0.0) or 0.0)
         if not math.isfinite(scaling) or scaling < 0 or scaling > 1:
             raise BadRequest(f"max_velocity_scaling_factor must be in (0, 1] (0 means 1), got {scaling}")
+        acc_scaling = float(get(req, "max_acceleration_scaling_factor", 0.0) or 0.0)
+        if not math.isfinite(acc_scaling) or acc_scaling < 0 or acc_scaling > 1:
+            raise BadRequest(f"max_acceleration_scaling_factor must be in (0, 1] (0 means 1), got {acc_scaling}")
+        # Time-optimal timing when every joint the plan moves has an acceleration limit.
+        timed = self.default_acceleration > 0 or all(
+            self.joint_limits.get(j, {}).get("max_acceleration", 0) > 0 for j in joints)
+        timing: Dict[str, Any] = {}
+        if timed:
+            timing = {"joint_limits": {j: l for j, l in self.joint_limits.items() if j in s.space.names},
+                      "default_acceleration": self.default_acceleration or None,
+                      "velocity_scaling": scaling or None, "acceleration_scaling": acc_scaling or None}
         start = s.space.robot_state(get(req, "start_state") or {}, self._fallbacks(), "start_state")
         gnames, gpos = convert.joint_state_values(get(req, "goal") or {}, "goal")
         constrained = bool(get(req, "position_constraints") or get(req, "orientation_constraints"))
@@ -646,7 +667,7 @@ class BridgeCore:
             goal = s.space.complete(gnames, gpos, [s.space.as_mapping(start)], "goal", strict=True)
         r = self.client.plan(start, goal, planner=planner, time_limit=limit or 5.0, seed=int(get(req, "seed", 0) or 0),
                              group=group if len(joints) != s.space.dof else None, goal_pose=goal_pose,
-                             scene=s.scene_id)
+                             scene=s.scene_id, **timing)
         code = convert.PLAN_ERROR_CODES.get(r.outcome, -1)
         out: Dict[str, Any] = {"error_code": {"val": code}, "valid": False,
                                "planning_time": float(r.stats.plan_time + r.stats.simplify_time),
@@ -656,11 +677,17 @@ class BridgeCore:
         if not r.solved:
             return out
         cols = [r.joint_names.index(j) for j in joints]
-        path = r.path[:, cols]
-        times = convert.time_waypoints(path, self.velocity_limits(s, joints), scaling or 1.0)
         check = self.client.check_path({"joint_names": list(r.joint_names), "waypoints": r.path}, scene=s.scene_id)
+        if r.trajectory is not None:
+            tr = r.trajectory
+            trajectory = convert.joint_trajectory(joints, tr.positions[:, cols], tr.time, s.planning_frame, _stamp_now(),
+                                                  tr.velocities[:, cols], tr.accelerations[:, cols])
+        else:
+            path = r.path[:, cols]
+            times = convert.time_waypoints(path, self.velocity_limits(s, joints), scaling or 1.0)
+            trajectory = convert.joint_trajectory(joints, path, times, s.planning_frame, _stamp_now())
         out.update({"valid": bool(check.free), "message": "solved" if check.free else f"re-check failed: {check}",
-                    "trajectory": convert.joint_trajectory(joints, path, times, s.planning_frame, _stamp_now())})
+                    "trajectory": trajectory})
         if not check.free:
             out["error_code"] = {"val": -2}  # INVALID_MOTION_PLAN
         return out

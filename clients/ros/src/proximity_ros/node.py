@@ -16,7 +16,10 @@ proximityd's built-in scene; or ``files``, ``parameter``, ``default``), ``~robot
 (``{name: folder}`` or ``["name=folder", ...]``), ``~urdf_dir`` (folder of relative mesh paths in a
 parameter URDF), ``~planning_frame``, ``~param_poll_period`` (s), ``~clearance_rel_err``,
 ``~clearance_horizon`` (m, 0.25), ``~clearance_max_pairs`` (8), ``~clearance_per_link`` (false),
-``~default_velocity``, ``~joint_states_topic``, ``~point_cloud_topic`` (empty: none), ``~point_cloud_id``
+``~default_velocity``, ``~joint_limits_file`` (MoveIt's joint_limits.yaml; else the
+``robot_description_planning/joint_limits`` parameter, as MoveIt loads it), ``~default_acceleration``
+(rad/s^2 for joints those give none; 0: none; with acceleration limits ``~plan`` times time-optimally),
+``~joint_states_topic``, ``~point_cloud_topic`` (empty: none), ``~point_cloud_id``
 (``sensed``), ``~point_cloud_radius`` (m, 0.01), ``~point_cloud_voxel_size`` (m; unset: the radius),
 ``~point_cloud_self_filter`` (m; unset or negative: no self filter).
 
@@ -44,6 +47,18 @@ from .robot import RobotDescriptionError, content_key
 
 def _log(level: str, text: str) -> None:
     {"info": rospy.loginfo, "warn": rospy.logwarn, "error": rospy.logerr}.get(level, rospy.loginfo)(text)
+
+
+def _joint_limits() -> Dict[str, Any]:
+    """MoveIt's joint limits: ``~joint_limits_file`` (a joint_limits.yaml) if set, else the
+    ``robot_description_planning/joint_limits`` parameter (what MoveIt's launch files load), else none."""
+    path = str(rospy.get_param("~joint_limits_file", "") or "")
+    if path:
+        import yaml  # Debian's python3-yaml
+        with open(path) as f:
+            return yaml.safe_load(f) or {}
+    planning = rospy.resolve_name("robot_description_planning/joint_limits")
+    return {"joint_limits": rospy.get_param(planning)} if rospy.has_param(planning) else {}
 
 
 def _number(value: Any, name: str) -> float:
@@ -101,7 +116,9 @@ class BridgeNode:
                                clearance_max_pairs=_integer(rospy.get_param("~clearance_max_pairs", 8),
                                                             "~clearance_max_pairs"),
                                clearance_per_link=per_link,
-                               default_velocity=float(rospy.get_param("~default_velocity", 1.0)), log=_log)
+                               default_velocity=float(rospy.get_param("~default_velocity", 1.0)),
+                               joint_limits=_joint_limits(), default_acceleration=float(rospy.get_param(
+                                   "~default_acceleration", 0.0)), log=_log)
         self.mode = str(rospy.get_param("~robot", "auto"))
         if self.mode not in ("auto", "files", "parameter", "default"):
             raise ValueError(f"~robot must be auto, files, parameter or default, not {self.mode!r}")
