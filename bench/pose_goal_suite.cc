@@ -5,7 +5,9 @@
 // the search goes on). Every returned path is re-checked densely with FCL (1e-3 rad steps) and the pose
 // plan's last waypoint against the pose by forward kinematics. One JSON line per family and one for all
 // problems: median and mean microseconds per plan (planning and simplification) on each side, on the
-// problems both solved, and the ratio pose / joint.
+// problems both solved, and the ratio pose / joint; and the time-optimal timing of each joint-goal path
+// (planners::TimeOptimalTrajectory at the URDF's velocity limits, 1 where it gives none, and 2 rad/s^2 or
+// m/s^2 for every joint, sampled every 10 ms): median microseconds per path and samples.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "proximity/core/robot/inverse_kinematics.h"
 #include "proximity/planners/pose_goal.h"
 #include "proximity/planners/scene_validity.h"
+#include "proximity/planners/timing.h"
 #include "robot_input.h"
 
 namespace proximity::bench {
@@ -31,6 +34,7 @@ struct Side {
 
 struct Tally {
   std::vector<double> joint_us, pose_us;  // problems both solved (microseconds)
+  std::vector<double> timing_us, timing_samples;  // joint-goal paths timed
   int problems = 0, joint_solved = 0, pose_solved = 0, invalid = 0;
   int64_t draws = 0, solutions = 0;
   void Add(const Side& joint, const Side& pose) {
@@ -57,7 +61,9 @@ struct Tally {
         .Add("pose_over_joint_mean", Mean(pose_us) / Mean(joint_us))
         .Add("goal_draws_per_plan", static_cast<double>(draws) / std::max(problems, 1))
         .Add("ik_solutions_per_plan", static_cast<double>(solutions) / std::max(problems, 1))
-        .Add("invalid_paths", invalid);
+        .Add("invalid_paths", invalid)
+        .Add("timing_us_median", Median(timing_us))
+        .Add("timing_samples_median", Median(timing_samples));
     line.Print();
   }
 };
@@ -78,6 +84,8 @@ int RunPoseGoals(const SuiteOptions& options) {
   std::cerr << "pose: robot '" << robot.name() << "', " << data.source << ": " << data.problems.size()
             << " problems; tip '" << tip_name << "'; time limit " << time_limit << " s per plan\n";
   peers::FclRobot fcl_robot(robot);
+  planners::TimingLimits limits{planners::VelocityLimits(robot), std::vector<double>(robot.active_joints().size(), 2.0)};
+  for (double& v : limits.velocity) v = v > 0.0 ? v : 1.0;
   Tally all, family;
   std::string family_name;
   for (size_t k = 0; k < data.problems.size(); ++k) {
@@ -130,6 +138,18 @@ int RunPoseGoals(const SuiteOptions& options) {
     }
     check(joint_plan.value(), &joint);
     check(pose_plan.value(), &pose);
+    double timing_us = -1.0, samples = 0.0;
+    if (joint.solved) {
+      const double t_timing = Now();
+      auto timed = planners::TimeOptimalTrajectory(planning.context().space, joint_plan.value().path, limits,
+                                                   robot.active_joint_names());
+      timing_us = (Now() - t_timing) * 1e6;
+      if (!timed.ok()) {
+        std::cerr << "pose: " << p.name << ": timing: " << timed.error().message << "\n";
+        return 1;
+      }
+      samples = static_cast<double>(timed.value().size());
+    }
     if (pose.solved) {
       const auto X = robot.ForwardKinematics(pose_plan.value().path.back()).value();
       if (!core::PoseGoalMet(goal, X[static_cast<size_t>(goal.link)])) {
@@ -139,6 +159,10 @@ int RunPoseGoals(const SuiteOptions& options) {
     }
     for (Tally* t : {&all, &family}) {
       t->Add(joint, pose);
+      if (timing_us >= 0.0) {
+        t->timing_us.push_back(timing_us);
+        t->timing_samples.push_back(samples);
+      }
       t->draws += sampler.value().draws();
       t->solutions += sampler.value().solutions();
     }
