@@ -51,6 +51,7 @@ def test_random_trajectories_match_the_certified_path_check(srv: Dict[str, Any],
         seen[r.valid] += 1
         if r.valid:
             assert r.first_invalid_segment == -1 and r.contacts == []
+            assert r.t_collide.to_sec() == -1.0 and r.segment_t_collide == -1.0
             assert all(_dense_free(client, rows[i], rows[i + 1]) for i in range(n - 1))
             continue
         s = r.first_invalid_segment

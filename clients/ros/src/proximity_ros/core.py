@@ -588,7 +588,7 @@ class BridgeCore:
                                               self._fallbacks(dict(zip(names, positions))))
         r = self.client.check_path(rows, scene=s.scene_id)
         out: Dict[str, Any] = {"valid": bool(r.free), "first_invalid_segment": -1, "t_free": convert.duration(times[-1]),
-                               "t_collide": convert.duration(0.0), "time_of_first_contact": convert.duration(times[-1]),
+                               "t_collide": convert.duration(-1.0), "time_of_first_contact": convert.duration(times[-1]),
                                "segment_t_free": 1.0, "segment_t_collide": -1.0, "undecided": False,
                                "contacts": [], "scene_id": s.scene_id, "message": ""}
         if r.free:
