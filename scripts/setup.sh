@@ -35,7 +35,7 @@ PACKAGES=(
   clang-16 libclang-rt-16-dev llvm-16
   python3-rospy python3-rosmaster rosout python3-roslaunch python3-rostopic python3-rosservice python3-rospkg
   python3-genpy python3-genmsg python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-shape-msgs
-  python3-trajectory-msgs ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-shape-msgs ros-trajectory-msgs
+  python3-trajectory-msgs python3-tf2-ros ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-shape-msgs ros-trajectory-msgs
   libjs-three chromium chromium-driver python3-selenium
   nginx
   valgrind

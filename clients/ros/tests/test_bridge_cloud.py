@@ -170,6 +170,39 @@ def test_a_cloud_in_a_link_frame_is_posed_at_the_joint_states(srv: Dict[str, Any
             .within_limits)
 
 
+def test_a_cloud_in_a_tf_frame_is_moved_into_the_planning_frame(srv: Dict[str, Any], client: Any,
+                                                                status: rosenv.Latest, clouds: Any) -> None:
+    import tf2_ros
+    from geometry_msgs.msg import TransformStamped
+    rng = np.random.default_rng(14)
+    q, p, _ = _free_state_and_point(client, rng)
+    # A depth camera's optical frame, broadcast on /tf_static: a random pose in the planning frame.
+    quat = rng.normal(size=4)
+    quat /= np.linalg.norm(quat)
+    t_wc = rng.uniform(-1.0, 1.0, 3)
+    t = TransformStamped()
+    t.header.stamp = rospy.Time.now()
+    t.header.frame_id, t.child_frame_id = "base_link", "depth_optical_frame"
+    t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (float(v) for v in t_wc)
+    t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w = (float(v) for v in quat)
+    broadcaster = tf2_ros.StaticTransformBroadcaster()
+    broadcaster.sendTransform(t)
+    R = _quat_matrix(quat)
+    world = _around(p, rng)
+    local = (world - t_wc) @ R  # the points as the camera sees them
+
+    def applied() -> bool:
+        st, ok = _send(clouds, status, _cloud(local, frame="depth_optical_frame"))
+        return ok and not _valid(srv, client, q, st.scene_id)
+    assert rosenv.eventually(applied, 20, 0.3), status.msg.last_error
+    # In the world where the camera saw them: the same answers as the client's world cloud at those points.
+    ref = client.update_world(replace=[_world_cloud(local @ R.T + t_wc)], scene="default")
+    for _ in range(20):
+        q2 = client.get_scene("default").sample(1, rng)[0]
+        direct = client.check_state(q2, scene=ref.scene_id)
+        assert _valid(srv, client, q2, status.msg.scene_id) == bool(direct.free and direct.within_limits)
+
+
 def _world_cloud(points: np.ndarray) -> Any:
     """The library's cloud of the bridge's object (same id, radius, float32 points) in the world frame."""
     from proximity_client import geometry
@@ -193,7 +226,7 @@ def test_malformed_clouds_are_refused_and_the_node_goes_on(bridge: Any, srv: Dic
     st, ok = _send(clouds, status, nofield)
     assert not ok and "fields has no y, z" in st.last_error and st.scene_id == scene_id
     st, ok = _send(clouds, status, _cloud(_around(p + 5.0, rng), frame="camera_optical_frame"))
-    assert not ok and "header.frame_id 'camera_optical_frame' is neither the planning frame" in st.last_error
+    assert not ok and "frame 'camera_optical_frame' is neither the planning frame" in st.last_error
     assert st.scene_id == scene_id and bridge.alive()
     assert not _valid(srv, client, q, scene_id)  # the last good cloud still stands
     # A burst: the newest cloud wins (stale ones may be skipped), here far away.

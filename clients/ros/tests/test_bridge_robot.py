@@ -161,7 +161,7 @@ def _box_object(oid: str, frame: str, size: tuple, X: tuple, op: int = Collision
 
 def test_object_frames(status: rosenv.Latest, client: Any, packages: Dict[str, Any]) -> None:
     """Objects are given in the planning frame (the SRDF's virtual joint parent) or the URDF root link,
-    which the scene puts at the same place; a link frame is refused."""
+    which the scene puts at the same place; a link frame needs the joint states; an unknown frame is refused."""
     pub = rospy.Publisher("/collision_object", CollisionObject, queue_size=10)
     X = (0.5, 0.0, 0.1, 0.0, 0.0, 0.0, 1.0)
     st = _send(pub, status, _box_object("table", "workcell", (0.5, 1.0, 0.05), X))
@@ -171,8 +171,11 @@ def test_object_frames(status: rosenv.Latest, client: Any, packages: Dict[str, A
     assert st.scene_id == client.update_world(add=[table], scene=_direct(client, packages).scene_id).scene_id
     st = _send(pub, status, _box_object("table", "/world", (0.5, 1.0, 0.05), X, CollisionObject.MOVE))
     assert st.last_error == "" and st.object_ids == ["table"]
+    # A link frame is posed at the current /joint_states: none yet, so refused naming the joints missing.
     st = _send(pub, status, _box_object("box2", "palm", (0.1, 0.1, 0.1), X))
-    assert "frame 'palm' is unknown" in st.last_error and "'workcell' or 'world'" in st.last_error
+    assert "in frame 'palm': no value for joints shoulder_yaw" in st.last_error, st.last_error
+    st = _send(pub, status, _box_object("box2", "camera", (0.1, 0.1, 0.1), X))
+    assert "frame 'camera' is neither the planning frame ('workcell' or 'world')" in st.last_error, st.last_error
     st = _send(pub, status, _box_object("table", "", (0, 0, 0), X, CollisionObject.REMOVE))
     assert list(st.object_ids) == []
     pub.unregister()

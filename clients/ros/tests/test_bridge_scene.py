@@ -125,6 +125,59 @@ def test_object_pose_semantics_add_move_append_remove(srv: Dict[str, Any], clien
         assert _valid(srv, client, q, st.scene_id)
 
 
+def test_objects_in_a_link_frame_are_posed_at_the_joint_states(srv: Dict[str, Any], client: Any,
+                                                               status: rosenv.Latest, objects: Any) -> None:
+    rng = np.random.default_rng(21)
+    scene = _Scene(objects, status)
+    q, p = _free_state_and_point(client, rng)
+    link = "forearm"
+    js = rospy.Publisher("/joint_states", JointState, queue_size=10)
+    assert rosenv.eventually(lambda: js.get_num_connections() > 0, 20)
+    X_WL = client.link_poses(q).pose(link)  # the link's pose at q, by proximityd's forward kinematics
+    # The object frame given in the link frame: the sphere at the robot's surface point p, written in
+    # the link's coordinates at q (MoveIt transforms such objects into the planning frame at the current state).
+    X_LO = convert.compose(convert.inverse(tuple(X_WL)), tuple(p) + (0.0, 0.0, 0.0, 1.0))
+
+    def placed() -> bool:
+        js.publish(rosenv.joint_state(KR5_JOINTS, q))
+        st = scene.send(_object("in_link", CollisionObject.ADD, X_LO, [(0.0, 0.0, 0.0)], frame=link))
+        return "in_link" in st.object_ids and not _valid(srv, client, q, st.scene_id)
+    assert rosenv.eventually(placed, 20, 0.2), status.msg.last_error
+    # It stays in the world where it was placed: the world object at p by the client answers the same.
+    from proximity_client import geometry as g
+    world = client.update_world(add=[g.collision_object("in_link", [g.sphere(0.02, tuple(p))])], scene="default")
+    for _ in range(10):
+        q2 = client.get_scene("default").sample(1, rng)[0]
+        direct = client.check_state(q2, scene=world.scene_id)
+        assert _valid(srv, client, q2, status.msg.scene_id) == bool(direct.free and direct.within_limits)
+    scene.send(_object("in_link", CollisionObject.REMOVE, (0, 0, 0, 0, 0, 0, 1)))
+
+
+def test_objects_in_a_tf_frame_are_posed_through_tf(srv: Dict[str, Any], client: Any, status: rosenv.Latest,
+                                                    objects: Any) -> None:
+    import tf2_ros
+    from geometry_msgs.msg import TransformStamped
+    rng = np.random.default_rng(22)
+    scene = _Scene(objects, status)
+    q, p = _free_state_and_point(client, rng)
+    # A camera mount somewhere in the planning frame, broadcast on /tf_static as a robot's launch file does.
+    X_WC = _random_pose(rng)
+    t = TransformStamped()
+    t.header.stamp = rospy.Time.now()
+    t.header.frame_id, t.child_frame_id = "base_link", "mount_camera"
+    t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = X_WC[:3]
+    t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z, t.transform.rotation.w = X_WC[3:]
+    broadcaster = tf2_ros.StaticTransformBroadcaster()
+    broadcaster.sendTransform(t)
+    X_CO = convert.compose(convert.inverse(X_WC), tuple(p) + (0.0, 0.0, 0.0, 1.0))
+
+    def placed() -> bool:
+        st = scene.send(_object("seen", CollisionObject.ADD, X_CO, [(0.0, 0.0, 0.0)], frame="mount_camera"))
+        return "seen" in st.object_ids and not _valid(srv, client, q, st.scene_id)
+    assert rosenv.eventually(placed, 20, 0.3), status.msg.last_error
+    scene.send(_object("seen", CollisionObject.REMOVE, (0, 0, 0, 0, 0, 0, 1)))
+
+
 def test_meshes_boxes_cylinders_and_cones(srv: Dict[str, Any], client: Any, status: rosenv.Latest, objects: Any,
                                           rng: np.random.Generator) -> None:
     """Each shape type centred on the robot's surface point makes the state collide."""
@@ -161,7 +214,7 @@ def test_meshes_boxes_cylinders_and_cones(srv: Dict[str, Any], client: Any, stat
 
 @pytest.mark.parametrize("make,message", [
     (lambda: _object("bad", CollisionObject.ADD, (0, 0, 0, 0, 0, 0, 1), [(0, 0, 0)], frame="camera_link"),
-     "frame 'camera_link' is unknown"),
+     "frame 'camera_link' is neither the planning frame"),
     (lambda: _object("bad", CollisionObject.MOVE, (0, 0, 0, 0, 0, 0, 1)), "MOVE: no world object 'bad'"),
     (lambda: _object("bad", CollisionObject.REMOVE, (0, 0, 0, 0, 0, 0, 1)), "REMOVE: no world object 'bad'"),
     (lambda: _object("bad", CollisionObject.ADD, (0, 0, 0, 0, 0, 0, 1)), "has no primitives or meshes"),

@@ -506,6 +506,16 @@ def moveit_joint_limits(limits: Mapping[str, Any]) -> Dict[str, Dict[str, float]
     return out
 
 
+def transform_points(X: Sequence[float], points: np.ndarray) -> np.ndarray:
+    """Points (n, 3) of frame F in frame W, given X_WF as (x, y, z, qx, qy, qz, qw); float32 kept."""
+    x, y, z, w = X[3:]
+    r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                  [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                  [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    out = np.asarray(points, dtype=np.float64) @ r.T + np.array(X[:3], dtype=np.float64)
+    return out.astype(np.asarray(points).dtype, copy=False)
+
+
 def joint_trajectory(joint_names: Sequence[str], path: np.ndarray, times: Sequence[float], frame_id: str = "",
                      stamp: Optional[Mapping[str, int]] = None, velocities: Optional[np.ndarray] = None,
                      accelerations: Optional[np.ndarray] = None) -> Dict[str, Any]:
@@ -596,4 +606,4 @@ __all__ = ["BadRequest", "JointSpace", "get", "duration", "duration_seconds", "j
            "trajectory_rows", "pose_values", "compose", "inverse", "object_parts", "part_in_frame",
            "wire_pose_values", "contact_information", "body_types", "point", "clearance_pair", "planner_name",
            "time_waypoints",
-           "joint_trajectory", "moveit_joint_limits", "pose_goal", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]
+           "joint_trajectory", "moveit_joint_limits", "transform_points", "pose_goal", "PLAN_ERROR_CODES", "point_cloud2_points", "POINT_FIELD_TYPES"]

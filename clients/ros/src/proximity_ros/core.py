@@ -87,6 +87,9 @@ class BridgeCore:
         clearance_max_pairs: how many (1 to 4096) of them, nearest first, overall or per robot link
             with ``clearance_per_link``.
         default_velocity: rad/s (m/s) for joints whose URDF gives no velocity limit.
+        tf_lookup: ``tf_lookup(frame, planning_frame)``: the pose (x, y, z, qx, qy, qz, qw) of a TF frame in
+            the planning frame, or None when TF does not know it (the node's tf2 buffer); objects may then be
+            given in any TF frame.
         joint_limits: MoveIt's joint_limits (``{joint: {max_velocity, max_acceleration, has_...}}``, the
             ``robot_description_planning/joint_limits`` parameter or a joint_limits.yaml); with
             ``default_acceleration`` (rad/s^2, m/s^2; 0: none) for joints it gives none. When every joint a
@@ -99,6 +102,7 @@ class BridgeCore:
                  clearance_rel_err: float = 0.05, clearance_horizon: float = 0.25, clearance_max_pairs: int = 8,
                  clearance_per_link: bool = False, default_velocity: float = 1.0,
                  joint_limits: Optional[Mapping[str, Any]] = None, default_acceleration: float = 0.0,
+                 tf_lookup: Optional[Callable[[str, str], Optional[Sequence[float]]]] = None,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         self.client = client
         self._frame_override = planning_frame or None
@@ -123,6 +127,7 @@ class BridgeCore:
         if not math.isfinite(self.default_acceleration) or self.default_acceleration < 0:
             raise ValueError(f"default_acceleration must be finite and >= 0, got {default_acceleration!r}")
         self.joint_limits = convert.moveit_joint_limits(joint_limits or {})
+        self._tf_lookup = tf_lookup
         self._log = log or (lambda level, text: None)
         self._lock = threading.RLock()           # scene changes, one at a time
         self._state_lock = threading.Lock()      # the current joint state
@@ -300,10 +305,30 @@ class BridgeCore:
             self._refusal(f"collision object {oid!r}", e)
             raise Refused(str(e)) from None
 
+    def _frame_pose(self, s: _Scene, frame: str, where: str) -> Optional[Tuple[float, ...]]:
+        """The pose X_WF of frame ``frame`` in the planning frame: None for a world frame (the planning
+        frame, the root link, or empty); a robot link's pose at the current /joint_states (forward
+        kinematics on proximityd, the scene's base pose applied), as MoveIt places objects given in a link
+        frame; otherwise the TF frame's (``tf_lookup``). Refused naming the frame when none of them knows it."""
+        frame = frame.lstrip("/")
+        if not frame or frame in self._world_frames(s):
+            return None
+        if frame in s.info.link_names:
+            q = [float(v) for v in s.space.complete([], [], self._fallbacks(), f"{where} in frame {frame!r}")]
+            poses = self.client.link_poses(q, scene=s.scene_id)
+            return tuple(float(v) for v in poses.poses[0, poses.link_names.index(frame)])
+        if self._tf_lookup is not None:
+            found = self._tf_lookup(frame, s.planning_frame)
+            if found is not None:
+                return tuple(float(v) for v in found)
+        raise Refused(f"{where}: frame {frame!r} is neither the planning frame "
+                      f"({' or '.join(repr(f) for f in self._world_frames(s) if f)}), a robot link, nor a TF frame "
+                      f"the bridge can look up")
+
     def _apply_object(self, msg: Any, oid: str) -> None:
         s = self._ensure_scene()
         header = get(msg, "header") or {}
-        self._frame_ok(str(get(header, "frame_id", "") or ""), self._world_frames(s), "header.frame_id")
+        X_WF = self._frame_pose(s, str(get(header, "frame_id", "") or ""), "header.frame_id")
         op = int(get(msg, "operation", convert.ADD) or 0)
         existing = set(s.info.object_ids)
         if op == convert.REMOVE:
@@ -318,6 +343,8 @@ class BridgeCore:
         if not oid:
             raise BadRequest("id is empty")
         X_WM = convert.pose_values(get(msg, "pose"), "pose")
+        if X_WF is not None:
+            X_WM = convert.compose(X_WF, X_WM)
         if op == convert.MOVE:
             if oid not in existing:
                 raise Refused(f"MOVE: no world object {oid!r}")
@@ -369,7 +396,8 @@ class BridgeCore:
         UpdateWorld REPLACE: the previous cloud goes): x, y, z read by their offsets and datatypes, NaN
         points dropped. ``header.frame_id`` empty or a world frame (the planning frame, the root link)
         puts the points in the world; another robot link puts them in that link's frame at the current
-        /joint_states (sent as the cloud's state, posed by proximityd). ``self_filter_padding`` drops
+        /joint_states (sent as the cloud's state, posed by proximityd); a TF frame (a camera's) moves them
+        into the planning frame through TF. ``self_filter_padding`` drops
         points within it of the robot at the current /joint_states. A cloud with no points left removes
         the object. Returns ``{"points", "nan_dropped"}``; a message that cannot be applied is refused
         (logged, counted; Refused raised) and changes nothing."""
@@ -382,8 +410,11 @@ class BridgeCore:
                     raise Refused(f"id {object_id!r} is a robot link's or an attached object's name")
                 world = not frame or frame in self._world_frames(s)
                 if not world and frame not in s.info.link_names:
-                    raise Refused(f"header.frame_id {frame!r} is neither the planning frame "
-                                  f"({' or '.join(repr(f) for f in self._world_frames(s))}) nor a robot link")
+                    # A TF frame (a camera's): the points move into the planning frame through TF.
+                    X = self._frame_pose(s, frame, "header.frame_id")
+                    assert X is not None
+                    points = convert.transform_points(X, points)
+                    world, frame = True, ""
                 state = None
                 if not world or self_filter_padding is not None:
                     why = f"point cloud in frame {frame!r}" if not world else "point cloud self filter"

@@ -18,7 +18,9 @@ parameter URDF), ``~planning_frame``, ``~param_poll_period`` (s), ``~clearance_r
 ``~clearance_horizon`` (m, 0.25), ``~clearance_max_pairs`` (8), ``~clearance_per_link`` (false),
 ``~default_velocity``, ``~joint_limits_file`` (MoveIt's joint_limits.yaml; else the
 ``robot_description_planning/joint_limits`` parameter, as MoveIt loads it), ``~default_acceleration``
-(rad/s^2 for joints those give none; 0: none; with acceleration limits ``~plan`` times time-optimally),
+(rad/s^2 for joints those give none; 0: none; with acceleration limits ``~plan`` times time-optimally).
+Collision objects may be given in the planning frame, any robot link's frame (posed at the current
+/joint_states) or any TF frame (a tf2 buffer, when python3-tf2-ros is installed),
 ``~joint_states_topic``, ``~point_cloud_topic`` (empty: none), ``~point_cloud_id``
 (``sensed``), ``~point_cloud_radius`` (m, 0.01), ``~point_cloud_voxel_size`` (m; unset: the radius),
 ``~point_cloud_self_filter`` (m; unset or negative: no self filter).
@@ -59,6 +61,27 @@ def _joint_limits() -> Dict[str, Any]:
             return yaml.safe_load(f) or {}
     planning = rospy.resolve_name("robot_description_planning/joint_limits")
     return {"joint_limits": rospy.get_param(planning)} if rospy.has_param(planning) else {}
+
+
+def _tf_lookup() -> Optional[Callable[[str, str], Optional[Tuple[float, ...]]]]:
+    """A lookup of TF frames in the planning frame through a tf2 buffer and listener (Debian's
+    python3-tf2-ros), or None when tf2 is not installed."""
+    try:
+        import tf2_ros
+    except ImportError:
+        return None
+    buffer = tf2_ros.Buffer()
+    listener = tf2_ros.TransformListener(buffer)
+
+    def lookup(frame: str, planning_frame: str) -> Optional[Tuple[float, ...]]:
+        try:
+            t = buffer.lookup_transform(planning_frame, frame, rospy.Time(0), rospy.Duration(0.5)).transform
+        except (tf2_ros.LookupException, tf2_ros.ConnectivityException, tf2_ros.ExtrapolationException):
+            return None
+        return (t.translation.x, t.translation.y, t.translation.z, t.rotation.x, t.rotation.y, t.rotation.z,
+                t.rotation.w)
+    lookup.listener = listener  # kept alive with the lookup
+    return lookup
 
 
 def _number(value: Any, name: str) -> float:
@@ -118,7 +141,7 @@ class BridgeNode:
                                clearance_per_link=per_link,
                                default_velocity=float(rospy.get_param("~default_velocity", 1.0)),
                                joint_limits=_joint_limits(), default_acceleration=float(rospy.get_param(
-                                   "~default_acceleration", 0.0)), log=_log)
+                                   "~default_acceleration", 0.0)), tf_lookup=_tf_lookup(), log=_log)
         self.mode = str(rospy.get_param("~robot", "auto"))
         if self.mode not in ("auto", "files", "parameter", "default"):
             raise ValueError(f"~robot must be auto, files, parameter or default, not {self.mode!r}")
