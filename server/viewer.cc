@@ -69,6 +69,7 @@ const std::map<std::string, Forward, std::less<>>& Methods() {
       {"GetLinkPoses", Forwarder(&Stub::GetLinkPoses)},
       {"GetIK", Forwarder(&Stub::GetIK)},
       {"CheckState", Forwarder(&Stub::CheckState)},
+      {"CheckStates", Forwarder(&Stub::CheckStates)},
       {"CheckPath", Forwarder(&Stub::CheckPath)},
       {"ComputeDistance", Forwarder(&Stub::ComputeDistance)},
       {"ComputeContacts", Forwarder(&Stub::ComputeContacts)},

@@ -9,8 +9,8 @@
 /// {"code", "message"} with an HTTP status for the gRPC code (HttpStatus). Every forwarded call goes
 /// through the service's opening like any gRPC call: the bearer token (the request's Authorization
 /// header), --max-concurrent-calls, --max-message-bytes, --max-call-seconds, metrics and logs. Only
-/// read-only methods are forwarded: ListScenes, GetScene, GetSceneGeometry, GetLinkPoses, CheckState,
-/// CheckPath, ComputeDistance, ComputeContacts. No request names a file: the two script files are read once at start,
+/// read-only methods are forwarded: ListScenes, GetScene, GetSceneGeometry, GetLinkPoses, GetIK, CheckState,
+/// CheckStates, CheckPath, ComputeDistance, ComputeContacts. No request names a file: the two script files are read once at start,
 /// from the folder the operator gave (Debian's by default).
 ///
 /// Other web pages must not use the API through the browser of someone who opens them: a call must say
