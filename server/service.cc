@@ -904,56 +904,36 @@ grpc::Status ProximityServiceImpl::GetIK(grpc::ServerContext* context, const v1:
                                                 core::FormatNumber(limits_.max_plan_seconds) + " s"));
     }
     const double budget = timeout > 0.0 ? timeout : std::min(1.0, limits_.max_plan_seconds);
-    const auto t0 = std::chrono::steady_clock::now();
     CallCancel& cancel = call.cancel();
-    auto expired = [&] {
-      return cancel.Stopped() || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget;
-    };
-    const core::Interrupt stop(expired);
-    // Restarts in rounds of a few descents, each answer checked for collision when asked, until the
-    // budget is spent.
+    planners::Termination termination;
+    termination.time_limit_s = budget;
+    termination.stop = [&cancel] { return cancel.Stopped(); };
     options.max_attempts = 8;
-    core::SceneCache cache;
-    int32_t attempts = 0, rejected = 0;
-    int64_t checks = 0;
-    std::optional<core::IkSolution> answer;
-    for (uint64_t round = 0; !answer && !expired(); ++round) {
-      options.seed = request->random_seed() + round;
-      options.start_at_seed = round == 0;
-      auto solved = core::SolveIk(robot, goal.value(), seed, options, stop);
-      if (!solved.ok()) return ToGrpcStatus(WithField("goal", solved.error()));
-      attempts += solved.value().attempts;
-      if (!solved.value().found) continue;
-      if (request->avoid_collisions()) {
-        ++checks;
-        auto checked = scene.CheckState(solved.value().q, &cache);
-        if (!checked.ok()) return ToGrpcStatus(checked.error());
-        if (!checked.value().free) {
-          ++rejected;
-          continue;
-        }
-      }
-      answer = std::move(solved).value();
-    }
-    if (cancel.stopped()) return cancel.status(std::to_string(attempts) + " descents");
+    options.seed = request->random_seed();
+    auto found = planners::SolveFreeIk(scene, goal.value(), seed, options, request->avoid_collisions(), termination);
+    if (!found.ok()) return ToGrpcStatus(WithField("goal", found.error()));
+    const planners::FreeIk& r = found.value();
+    const core::IkSolution& answer = r.solution;
+    if (cancel.stopped()) return cancel.status(std::to_string(answer.attempts) + " descents");
     Work work;
-    work.states = checks;
-    call.record().Count(QueryKind::kClear, checks, work);
-    call.record().set_field("found", answer.has_value());
-    response->set_attempts(attempts);
-    response->set_rejected(rejected);
-    if (answer) {
+    work.states = r.state_checks;
+    call.record().Count(QueryKind::kClear, r.state_checks, work);
+    call.record().set_field("found", answer.found);
+    response->set_attempts(answer.attempts);
+    response->set_rejected(r.rejected);
+    if (answer.found) {
       response->set_found(true);
       for (int32_t i = 0; i < robot.num_positions(); ++i) {
         response->mutable_solution()->add_joint_names(robot.active_joint_names()[static_cast<size_t>(i)]);
-        response->mutable_solution()->add_positions(answer->q[static_cast<size_t>(i)]);
+        response->mutable_solution()->add_positions(answer.q[static_cast<size_t>(i)]);
       }
-      response->set_position_error(answer->position_error);
-      response->set_orientation_error(answer->orientation_error);
+      response->set_position_error(answer.position_error);
+      response->set_orientation_error(answer.orientation_error);
     } else {
       response->set_message("no " + std::string(request->avoid_collisions() ? "collision-free " : "") +
-                            "solution within " + Seconds(budget) + " (" + std::to_string(attempts) + " descents" +
-                            (rejected > 0 ? ", " + std::to_string(rejected) + " solutions in collision" : "") + ")");
+                            "solution within " + Seconds(budget) + " (" + std::to_string(answer.attempts) +
+                            " descents" +
+                            (r.rejected > 0 ? ", " + std::to_string(r.rejected) + " solutions in collision" : "") + ")");
     }
     for (std::string& w : warnings) response->add_warnings(std::move(w));
     return grpc::Status::OK;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "planner_internal.h"
+
 namespace proximity::planners {
 
 Result<PoseGoalSampler> PoseGoalSampler::Create(std::shared_ptr<const core::RobotModel> robot,
@@ -48,6 +50,47 @@ Result<bool> PoseGoalSampler::Sample(std::span<double> q) {
   ++solutions_;
   std::copy(r.value().q.begin(), r.value().q.end(), q.begin());
   return true;
+}
+
+Result<FreeIk> SolveFreeIk(const core::Scene& scene, const core::PoseGoal& goal, std::span<const double> seed,
+                           core::IkOptions options, bool avoid_collisions, const Termination& termination) {
+  FreeIk out;
+  internal::Clock clock(termination);
+  const uint64_t base_seed = options.seed;
+  core::SceneCache cache;
+  PlanOutcome why = PlanOutcome::kTimeout;
+  // The descents' own interrupt: the termination's time, cancel flag and stop callback.
+  auto expired = [&] { return clock.Expired(0, &why); };
+  const core::Interrupt stop(expired);
+  out.solution.q.assign(seed.begin(), seed.end());
+  for (int32_t round = 0; round < kMaxIkRounds; ++round) {
+    if (expired()) {
+      out.stopped = why == PlanOutcome::kCancelled;
+      break;
+    }
+    options.seed = base_seed + static_cast<uint64_t>(round);
+    options.start_at_seed = round == 0;
+    Result<core::IkSolution> solved = core::SolveIk(scene.robot(), goal, seed, options, stop);
+    if (!solved.ok()) return solved.error();
+    const int32_t attempts = out.solution.attempts + solved.value().attempts;
+    if (solved.value().found && avoid_collisions) {
+      ++out.state_checks;
+      Result<core::StateResult> checked = scene.CheckState(solved.value().q, &cache);
+      if (!checked.ok()) return checked.error();
+      if (!checked.value().free) {
+        ++out.rejected;
+        out.solution.attempts = attempts;
+        continue;
+      }
+    }
+    if (solved.value().found) {
+      out.solution = std::move(solved).value();
+      out.solution.attempts = attempts;
+      return out;
+    }
+    out.solution.attempts = attempts;
+  }
+  return out;
 }
 
 }  // namespace proximity::planners

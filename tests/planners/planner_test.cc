@@ -852,6 +852,41 @@ TEST(Planner, PoseGoalsEndWithinToleranceOnCertifiedPaths) {
   EXPECT_NE(refused.error().message.find("region"), std::string::npos);
 }
 
+TEST(Planner, CollisionFreeIkRejectsSolutionsInCollision) {
+  SceneSetup setup(PassageScene(false));
+  const Scene& scene = *setup.scene;
+  const std::vector<double> seed{-2.4, 0.0};
+  // Free: the stretched arm at q1 = 2.4.
+  const core::PoseGoal free_goal = TipGoal(scene.robot(), "tip", std::vector<double>{2.4, 0.0});
+  Termination termination;
+  termination.time_limit_s = 2.0;
+  const FreeIk found = testing::ValueOrFail(SolveFreeIk(scene, free_goal, seed, {}, true, termination));
+  ASSERT_TRUE(found.solution.found);
+  SceneCache cache;
+  EXPECT_TRUE(testing::ValueOrFail(scene.CheckState(found.solution.q, &cache)).free);
+  EXPECT_TRUE(EndsAtPose(scene.robot(), free_goal, {found.solution.q}));
+  // The tip inside the block: every solution collides, so none is returned (but one exists without the check).
+  core::PoseGoal inside;
+  inside.link = scene.robot().FindLink("tip").value();
+  inside.X_WT.p = Vec3(1.45, 0.0, 0.1);  // the arm moves in the plane z = 0.1
+  inside.constrain_orientation = false;
+  inside.region_size = Vec3::Constant(1e-3);
+  termination.time_limit_s = 0.2;
+  const FreeIk blocked = testing::ValueOrFail(SolveFreeIk(scene, inside, seed, {}, true, termination));
+  EXPECT_FALSE(blocked.solution.found);
+  EXPECT_GT(blocked.rejected, 0);
+  EXPECT_EQ(blocked.solution.q, seed);
+  const FreeIk unchecked = testing::ValueOrFail(SolveFreeIk(scene, inside, seed, {}, false, termination));
+  ASSERT_TRUE(unchecked.solution.found);
+  EXPECT_FALSE(testing::ValueOrFail(scene.CheckState(unchecked.solution.q, &cache)).free);
+  // Cancelled: stops at once, saying so.
+  std::atomic<bool> cancel{true};
+  termination.cancel = &cancel;
+  const FreeIk cancelled = testing::ValueOrFail(SolveFreeIk(scene, inside, seed, {}, true, termination));
+  EXPECT_TRUE(cancelled.stopped);
+  EXPECT_FALSE(cancelled.solution.found);
+}
+
 TEST(Planner, PoseGoalsOnMotionBenchMakerProblems) {
   const std::string shared = testing::SharedDataDir();
   PROX_REQUIRE_DIR(shared, "../shared/data");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proximity/core/robot/inverse_kinematics.h"
+#include "proximity/core/scene/scene.h"
 #include "proximity/planners/joint_space.h"
 #include "proximity/planners/planner.h"
 
@@ -40,5 +41,24 @@ class PoseGoalSampler final : public GoalSampler {
   std::vector<double> start_;
   int64_t draws_ = 0, solutions_ = 0, iterations_ = 0;
 };
+
+/// What SolveFreeIk found.
+struct FreeIk {
+  core::IkSolution solution;  ///< found: a solution (free of collision when asked); else the seed
+  int32_t rejected = 0;       ///< solutions found in collision
+  int64_t state_checks = 0;   ///< CLEAR queries made
+  bool stopped = false;       ///< the termination's cancel flag or stop callback ended the search
+};
+
+/// Inverse kinematics on a scene (MoveIt's GetPositionIK): random-restart descents in rounds of
+/// options.max_attempts (the first round's first descent from `seed`), each solution checked by the
+/// scene's CLEAR when `avoid_collisions` (world and self contact, with the scene's padding), until one
+/// passes or `termination` ends the search (its time limit, cancel flag or stop callback; at most
+/// kMaxRounds rounds without a time limit). `goal` is in the robot's root frame; options.seed seeds the
+/// rounds. Errors: SolveIk's, the scene's.
+[[nodiscard]] Result<FreeIk> SolveFreeIk(const core::Scene& scene, const core::PoseGoal& goal,
+                                         std::span<const double> seed, core::IkOptions options,
+                                         bool avoid_collisions, const Termination& termination);
+inline constexpr int32_t kMaxIkRounds = 100000;
 
 }  // namespace proximity::planners
