@@ -748,49 +748,72 @@ TEST(Planner, ShortcutsAreTriedByTheShortcutCheckThatKeepsAClearance) {
 // MotionBenchMaker Panda problems (one per family; four under a sanitizer) with RRT-Connect and LazyPRM;
 // every path re-checked densely by an independent oracle: FCL 0.7's exact collision on the same meshes
 // and primitives (a MoveIt-style checker) at 1e-3 rad steps in every joint.
-TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
-  const std::string shared = testing::SharedDataDir();
-  PROX_REQUIRE_DIR(shared, "../shared/data");
-  auto problems = mbm::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
-  ASSERT_TRUE(problems.ok()) << problems.error().message;
-  auto robot = core::LoadMbmPanda();
-  ASSERT_NE(robot, nullptr);
+// One MotionBenchMaker Panda problem as the tests below plan it: its scene (the robot's self-clearance
+// maps shared), the FCL world of the dense re-check, and its ends.
+struct MbmCase {
+  const mbm::MbmProblem& problem;
+  SceneSetup& setup;
+  peers::FclRobot& fcl_robot;
+  const peers::FclWorld& fcl_world;
+  std::vector<double> start, goal;
+};
+
+// Calls `run` on the first problem of each of the first Cases(7) families; false (with a failure
+// recorded) when the data cannot be loaded.
+template <class F>
+bool ForEachMbmFamily(const std::shared_ptr<const core::RobotModel>& robot, F&& run) {
+  auto problems = mbm::LoadMbmProblems(testing::SharedDataDir() + "/scenes/mbm/problems/panda");
+  EXPECT_TRUE(problems.ok()) << problems.error().message;
+  if (!problems.ok() || robot == nullptr) return false;
   peers::FclRobot fcl_robot(*robot);
   const int families = testing::Cases(7);
   const auto maps = SelfClearanceMaps::For(robot);  // shared by the problems' scenes
   std::string last_family;
-  int solved = 0, tried = 0, family = 0;
+  int family = 0;
   for (const mbm::MbmProblem& p : problems.value()) {
     if (p.family == last_family) continue;
     last_family = p.family;
     if (++family > families) break;
     auto description = mbm::MbmSceneDescription(p.scene, robot);
-    ASSERT_TRUE(description.ok()) << description.error().message;
+    EXPECT_TRUE(description.ok()) << description.error().message;
+    if (!description.ok()) return false;
     description.value().self_clearance_maps = maps;
     auto scene = Scene::Build(description.value());
-    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    EXPECT_TRUE(scene.ok()) << scene.error().message;
+    if (!scene.ok()) return false;
     SceneSetup setup(scene.value());
     const peers::FclWorld fcl_world(*setup.scene);
-    const auto start = mbm::MbmStartConfiguration(p.request, *robot).value();
-    const auto goal = mbm::MbmGoalConfiguration(p.request, *robot).value();
+    MbmCase c{p, setup, fcl_robot, fcl_world, mbm::MbmStartConfiguration(p.request, *robot).value(),
+              mbm::MbmGoalConfiguration(p.request, *robot).value()};
+    SCOPED_TRACE(p.name);
+    run(c);
+  }
+  return true;
+}
+
+TEST(Planner, SolvesMotionBenchMakerProblemsWithValidPaths) {
+  PROX_REQUIRE_DIR(testing::SharedDataDir(), "../shared/data");
+  auto robot = core::LoadMbmPanda();
+  int solved = 0, tried = 0;
+  ASSERT_TRUE(ForEachMbmFamily(robot, [&](MbmCase& c) {
     for (PlannerType type : {PlannerType::kRrtConnect, PlannerType::kLazyPrm}) {
-      SCOPED_TRACE(p.name + " " + PlannerTypeName(type));
+      SCOPED_TRACE(PlannerTypeName(type));
       PlannerOptions options;
       options.type = type;
-      options.seed = static_cast<uint64_t>(p.index);
+      options.seed = static_cast<uint64_t>(c.problem.index);
       Termination termination;
       termination.time_limit_s = 20.0;
-      auto r = Plan(setup.context, start, goal, options, termination);
+      auto r = Plan(c.setup.context, c.start, c.goal, options, termination);
       ASSERT_TRUE(r.ok()) << r.error().message;
       ++tried;
       if (!r.value().solved()) continue;
       ++solved;
-      const peers::DensePathResult dense = peers::DensePathCheck(fcl_robot, fcl_world, *setup.scene, r.value().path);
+      const peers::DensePathResult dense = peers::DensePathCheck(c.fcl_robot, c.fcl_world, *c.setup.scene, r.value().path);
       EXPECT_TRUE(dense.valid) << "segment " << dense.segment << " t " << dense.t << " " << dense.error;
       EXPECT_GT(dense.states, 1000);
     }
-  }
-  EXPECT_EQ(tried, 2 * families);
+  }));
+  EXPECT_EQ(tried, 2 * testing::Cases(7));
   EXPECT_GE(solved, tried - 1);
 }
 
@@ -888,53 +911,32 @@ TEST(Planner, CollisionFreeIkRejectsSolutionsInCollision) {
 }
 
 TEST(Planner, PoseGoalsOnMotionBenchMakerProblems) {
-  const std::string shared = testing::SharedDataDir();
-  PROX_REQUIRE_DIR(shared, "../shared/data");
-  auto problems = mbm::LoadMbmProblems(shared + "/scenes/mbm/problems/panda");
-  ASSERT_TRUE(problems.ok()) << problems.error().message;
+  PROX_REQUIRE_DIR(testing::SharedDataDir(), "../shared/data");
   auto robot = core::LoadMbmPanda();
-  ASSERT_NE(robot, nullptr);
-  peers::FclRobot fcl_robot(*robot);
-  const int families = testing::Cases(7);
-  const auto maps = SelfClearanceMaps::For(robot);
-  std::string last_family;
-  int solved = 0, tried = 0, family = 0;
-  for (const mbm::MbmProblem& p : problems.value()) {
-    if (p.family == last_family) continue;
-    last_family = p.family;
-    if (++family > families) break;
-    auto description = mbm::MbmSceneDescription(p.scene, robot);
-    ASSERT_TRUE(description.ok()) << description.error().message;
-    description.value().self_clearance_maps = maps;
-    auto scene = Scene::Build(description.value());
-    ASSERT_TRUE(scene.ok()) << scene.error().message;
-    SceneSetup setup(scene.value());
-    const peers::FclWorld fcl_world(*setup.scene);
-    const auto start = mbm::MbmStartConfiguration(p.request, *robot).value();
-    const auto goal_q = mbm::MbmGoalConfiguration(p.request, *robot).value();
+  int solved = 0, tried = 0;
+  ASSERT_TRUE(ForEachMbmFamily(robot, [&](MbmCase& c) {
     // The problem's goal as the pose of the arm's flange: any collision-free solution will do.
-    const core::PoseGoal goal = TipGoal(*robot, "panda_link8", goal_q);
-    SCOPED_TRACE(p.name);
-    auto sampler = PoseGoalSampler::Create(robot, goal, setup.context.space, start);
+    const core::PoseGoal goal = TipGoal(*robot, "panda_link8", c.goal);
+    auto sampler = PoseGoalSampler::Create(robot, goal, c.setup.context.space, c.start);
     ASSERT_TRUE(sampler.ok()) << sampler.error().message;
     PlannerOptions options;
-    options.seed = static_cast<uint64_t>(p.index);
+    options.seed = static_cast<uint64_t>(c.problem.index);
     Termination termination;
     termination.time_limit_s = 20.0;
-    auto r = Plan(setup.context, start, sampler.value(), options, termination);
+    auto r = Plan(c.setup.context, c.start, sampler.value(), options, termination);
     ASSERT_TRUE(r.ok()) << r.error().message;
     ++tried;
-    if (!r.value().solved()) continue;
+    if (!r.value().solved()) return;
     ++solved;
-    EXPECT_EQ(r.value().path.front(), start);
+    EXPECT_EQ(r.value().path.front(), c.start);
     EXPECT_TRUE(EndsAtPose(*robot, goal, r.value().path));
-    const peers::DensePathResult dense = peers::DensePathCheck(fcl_robot, fcl_world, *setup.scene, r.value().path);
+    const peers::DensePathResult dense = peers::DensePathCheck(c.fcl_robot, c.fcl_world, *c.setup.scene, r.value().path);
     EXPECT_TRUE(dense.valid) << "segment " << dense.segment << " t " << dense.t << " " << dense.error;
-    std::printf("%s: %.1f ms, %lld goals drawn, %lld solutions\n", p.name.c_str(),
+    std::printf("%s: %.1f ms, %lld goals drawn, %lld solutions\n", c.problem.name.c_str(),
                 1e3 * (r.value().stats.plan_time_s + r.value().stats.simplify_time_s),
                 static_cast<long long>(sampler.value().draws()), static_cast<long long>(sampler.value().solutions()));
-  }
-  EXPECT_EQ(tried, families);
+  }));
+  EXPECT_EQ(tried, testing::Cases(7));
   EXPECT_GE(solved, tried - 1);
 }
 
