@@ -234,7 +234,9 @@ core::Result<PoseStates> ToPoseStates(const core::RobotModel& robot, const v1::G
   }
   PoseStates out;
   if (request.has_state()) {
-    if (core::Status s = ResolveState(robot, request.state(), "state", &out.rows); !s.ok()) return s.error();
+    if (core::Status s = ResolveState(robot, request.state(), "state", &out.rows, &out.warnings); !s.ok()) {
+      return s.error();
+    }
     out.count = 1;
     return out;
   }

@@ -27,6 +27,7 @@ inline constexpr int kPoseValues = 7;
 struct PoseStates {
   std::vector<double> rows;
   int64_t count = 0;
+  std::vector<std::string> warnings;  ///< one state's values for joints the scene lacks (ignored)
 };
 [[nodiscard]] core::Result<PoseStates> ToPoseStates(const core::RobotModel& robot,
                                                     const v1::GetLinkPosesRequest& request, int64_t max_rows,

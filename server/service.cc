@@ -239,6 +239,16 @@ grpc::Status ProximityServiceImpl::DeleteScene(grpc::ServerContext* context, con
 // ------------------------------------------------------------------------------------------------
 // Queries
 
+namespace {
+// What a request gave that was accepted with a warning: on the response and in the call's log record.
+template <class Response>
+void AddWarnings(CallScope& call, std::vector<std::string>* warnings, Response* response) {
+  if (warnings->empty()) return;
+  call.record().set_field("warnings", *warnings);
+  for (std::string& w : *warnings) response->add_warnings(std::move(w));
+}
+}  // namespace
+
 grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, const v1::CheckStateRequest* request,
                                               v1::CheckStateResponse* response) {
   return opening_.ServeScene(context, Rpc::kCheckState, request->scene_id(), [&](CallScope& call) -> grpc::Status {
@@ -246,11 +256,15 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, cons
     // Per-thread scratch: a warm unary CheckState allocates nothing beyond its response.
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    std::vector<std::string> warnings;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     const core::Result<core::StateResult> checked = scene.CheckState(q, &cache);
     if (!checked.ok()) return ToGrpcStatus(checked.error());
     const core::StateResult& r = checked.value();
     ToWire(scene, r, response);
+    AddWarnings(call, &warnings, response);
     const Work work = StateWork(r);
     work.ToWire(response->mutable_stats());
     call.record().Count(QueryKind::kClear, 1, work);
@@ -370,7 +384,10 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
     const core::Scene& scene = call.scene();
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    std::vector<std::string> warnings;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     core::SceneDistanceRequest query = ToDistanceRequest(*request);
     query.stop = call.interrupt();
     const core::Result<core::SceneDistanceResult> distance = scene.ComputeDistance(q, query, &cache);
@@ -378,6 +395,7 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
     const core::SceneDistanceResult& r = distance.value();
     if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
     ToWire(scene, r, response);
+    AddWarnings(call, &warnings, response);
     const Work work = DistanceWork(r);
     work.ToWire(response->mutable_stats());
     call.record().Count(QueryKind::kDistance, 1, work);
@@ -392,8 +410,14 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, con
     const core::Scene& scene = call.scene();
     thread_local std::vector<double> q0, q1;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->start(), "start", &q0); !s.ok()) return ToGrpcStatus(s);
-    if (core::Status s = ResolveState(scene.robot(), request->goal(), "goal", &q1); !s.ok()) return ToGrpcStatus(s);
+    std::vector<std::string> warnings;
+    if (core::Status s = ResolveState(scene.robot(), request->start(), "start", &q0, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    if (core::Status s = ResolveState(scene.robot(), request->goal(), "goal", &q1, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    AddWarnings(call, &warnings, response);
     auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
     if (!motion.ok()) return ToGrpcStatus(motion.error());
     core::MotionRequest query = motion.value();
@@ -546,12 +570,14 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
         thread_local std::vector<double> q0, q1;
         thread_local core::SceneCache cache;
         const v1::JointMotion& m = request->joint_motion();
-        if (core::Status s = ResolveState(scene.robot(), m.start(), "joint_motion.start", &q0); !s.ok()) {
+        std::vector<std::string> warnings;
+        if (core::Status s = ResolveState(scene.robot(), m.start(), "joint_motion.start", &q0, &warnings); !s.ok()) {
           return ToGrpcStatus(s);
         }
-        if (core::Status s = ResolveState(scene.robot(), m.goal(), "joint_motion.goal", &q1); !s.ok()) {
+        if (core::Status s = ResolveState(scene.robot(), m.goal(), "joint_motion.goal", &q1, &warnings); !s.ok()) {
           return ToGrpcStatus(s);
         }
+        AddWarnings(call, &warnings, response);
         core::Result<core::ContinuousResult> checked = scene.TimeOfFirstContact(q0, q1, query, &cache);
         if (!checked.ok()) return ToGrpcStatus(checked.error());
         r = std::move(checked).value();
@@ -860,6 +886,7 @@ grpc::Status ProximityServiceImpl::GetLinkPoses(grpc::ServerContext* context, co
       response->add_within_limits(robot.WithinLimits(q));
     }
     for (const core::Link& link : robot.links()) response->add_link_names(link.name);
+    AddWarnings(call, &states.value().warnings, response);
     response->set_count(static_cast<uint32_t>(n));
     response->set_poses_f64le(std::move(poses));
     ToWire(scene.X_WB(), response->mutable_base_pose());
@@ -965,7 +992,10 @@ grpc::Status ProximityServiceImpl::ComputeContacts(grpc::ServerContext* context,
     const core::Scene& scene = call.scene();
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    std::vector<std::string> warnings;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     auto query = ToContactRequest(*request);
     if (!query.ok()) return ToGrpcStatus(query.error());
     query.value().stop = call.interrupt();
@@ -974,6 +1004,7 @@ grpc::Status ProximityServiceImpl::ComputeContacts(grpc::ServerContext* context,
     const core::SceneContactResult& r = contacts.value();
     if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
     ToWire(scene, r, response);
+    AddWarnings(call, &warnings, response);
     Work work;
     work.states = 1;
     work.pairs_tested = r.pairs_tested;
@@ -993,7 +1024,11 @@ grpc::Status ProximityServiceImpl::ComputeSignedDistance(grpc::ServerContext* co
     const core::Scene& scene = call.scene();
     thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q); !s.ok()) return ToGrpcStatus(s);
+    std::vector<std::string> warnings;
+    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    AddWarnings(call, &warnings, response);
     if (request->first().empty()) return ToGrpcStatus(core::InvalidArgument("first: give a link or object name"));
     if (request->second().empty()) return ToGrpcStatus(core::InvalidArgument("second: give a link or object name"));
     core::PairSignedDistanceRequest query;

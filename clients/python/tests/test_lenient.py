@@ -135,6 +135,32 @@ def test_plan_ends_as_moveit_reads_them(client: Client) -> None:
     refused([1.0, 0.0, 0.3], [1.0, 0.0], "start.positions: expected 2 values")
 
 
+def test_queries_ignore_joints_the_scene_lacks_with_one_warning(client: Client) -> None:
+    """CheckState, CheckMotion, ComputeDistance, GetLinkPoses, ComputeContacts: values by name for joints the
+    scene lacks are ignored (as MoveIt reads a joint state) with one ProximityWarning naming them; the answers
+    are those without them."""
+    s = client.create_scene(urdf_path=str(PLANAR), srdf_path=str(PLANAR_SRDF))
+    q = {"shoulder": 1.0, "elbow": 0.5}
+    extra = dict(q, wheel=3.0, caster=0.1)
+    calls = {
+        "CheckState": lambda x: client.check_state(x, scene=s.scene_id).free,
+        "CheckMotion": lambda x: client.check_motion(x, {"shoulder": 1.2, "elbow": 0.5}, scene=s.scene_id).free,
+        "ComputeDistance": lambda x: client.distance(x, scene=s.scene_id).lower,
+        "GetLinkPoses": lambda x: client.link_poses(x, scene=s.scene_id).poses.tolist(),
+        "ComputeContacts": lambda x: client.contacts(x, scene=s.scene_id).free,
+    }
+    for method, call in calls.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            plain = call(q)  # no warning without unknown joints
+        with pytest.warns(ProximityWarning) as caught:
+            lenient = call(extra)
+        assert lenient == plain, method
+        texts = [str(w.message) for w in caught]
+        assert len(texts) == 1 and texts[0].startswith(method + ": ") and "'wheel'" in texts[0] and \
+            "'caster'" in texts[0], texts
+
+
 def test_cli_ignores_joints_the_scene_lacks_with_one_warning(daemon: support.Daemon, client: Client) -> None:
     s = client.create_scene(urdf_path=str(PLANAR), srdf_path=str(PLANAR_SRDF))
     p = support.run_cli(daemon, "plan", "--scene", s.scene_id, "--start=shoulder=1,elbow=0.5,wheel=3",

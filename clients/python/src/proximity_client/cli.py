@@ -34,7 +34,7 @@ import numpy as np
 
 from . import __version__, geometry
 from .client import DEFAULT_TARGET, Client
-from .errors import ProximityError
+from .errors import ProximityError, ProximityWarning
 from .gltf import Contact, build_glb
 from .kinematics import read_joint_limits, time_from_start
 from .pathfiles import PathFileError, PathSpec, read_paths, read_states, write_path
@@ -1013,6 +1013,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``proximity`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
+    # The commands name the joints a state's values are ignored for themselves (one "warning:" line each):
+    # the library's warnings of the same, from the server's answers, would repeat them.
+    warnings.filterwarnings("ignore", category=ProximityWarning,
+                            message=r"(CheckState|CheckMotion|ComputeDistance|TimeOfFirstContact|GetLinkPoses|"
+                                    r"ComputeContacts|ComputeSignedDistance): ")
     handlers = {"info": _cmd_info, "validate": _cmd_validate, "check-states": _cmd_check_states, "plan": _cmd_plan,
                 "ik": _cmd_ik,
                 "poses": _cmd_poses, "export": _cmd_export, "contacts": _cmd_contacts,

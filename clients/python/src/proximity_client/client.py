@@ -23,6 +23,10 @@ from .results import (PLANNERS, ContactResult, ContactsResult, DistanceResult, I
                       PathResult, PlanResult,
                       SceneGeometry, SceneInfo, SignedDistance, StateResult, StatesResult, TrackResult, WorkStats)
 
+#: Unary methods whose responses carry the server's leniency warnings (warned by _unary).
+_WARNING_METHODS = frozenset({"CheckState", "CheckMotion", "ComputeDistance", "TimeOfFirstContact", "GetLinkPoses",
+                              "ComputeContacts", "ComputeSignedDistance"})
+
 #: A configuration: values in the scene's joint order, a {joint name: value} mapping, or the name of an
 #: SRDF group state.
 Configuration = Union[Sequence[float], np.ndarray, Mapping[str, float], str]
@@ -559,9 +563,15 @@ class Client:
 
     def _unary(self, method: str, request: Any, timeout: Optional[float]) -> Any:
         try:
-            return getattr(self._stub, method)(request, timeout=self._timeout(timeout))
+            response = getattr(self._stub, method)(request, timeout=self._timeout(timeout))
         except grpc.RpcError as e:
             raise from_rpc_error(e, method) from None
+        # What the server accepted as MoveIt accepts it (a state's values for joints the scene lacks, ...):
+        # one ProximityWarning each. Plan and GetIK carry theirs in their results and warn there.
+        if method in _WARNING_METHODS:
+            for w in response.warnings:
+                warnings.warn(f"{method}: {w}", ProximityWarning, stacklevel=3)
+        return response
 
     def _restoring(self, scene_id: str, fn: Callable[[], _T]) -> _T:
         """Runs ``fn``, riding through a replica's loss: when it fails NOT_FOUND for one of this client's
