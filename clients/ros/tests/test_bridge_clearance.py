@@ -69,6 +69,7 @@ def test_tracked_pairs_equal_the_clients_track_answers(tracking: rosenv.BridgePr
     info = client.get_scene("default")
     clear = rosenv.Latest(tracking.service("clearance"), Clearance)
     assert rosenv.eventually(lambda: joint_states.get_num_connections() > 0, 20)
+    assert rosenv.eventually(lambda: clear.sub.get_num_connections() > 0, 20)  # no answer lost to the race
     states = info.sample(200, rng)
     start = states[client.check_states(states)][0]
     direction = rng.uniform(-1.0, 1.0, info.dof)

@@ -252,6 +252,9 @@ def test_clearance_follows_the_latest_joint_state(bridge: Any, client: Any, stat
     clear = rosenv.Latest(bridge.service("clearance"), Clearance)
     pub = rospy.Publisher("/joint_states", JointState, queue_size=1000)
     assert rosenv.eventually(lambda: pub.get_num_connections() > 0, 20)
+    # Both connections up before the first state: an answer published before the subscriber connects is
+    # lost (rospy does not latch it), and a loaded machine connects slowly.
+    assert rosenv.eventually(lambda: clear.sub.get_num_connections() > 0, 20)
     states = info.sample(40, rng)
     for i, q in enumerate(states):
         js = rosenv.joint_state(KR5_JOINTS, q)
