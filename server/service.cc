@@ -846,7 +846,8 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
       call.record().set_field("waypoints", static_cast<int64_t>(r.path.size()));
       call.record().set_field("length", r.stats.length);
     }
-    return grpc::Status::OK;
+    // A timed trajectory sampled finely can outgrow a message: refused by name instead of failing in transport.
+    return call.FitResponse(response, "ask for a larger timing.resample_dt");
   });
 }
 

@@ -167,6 +167,21 @@ def test_oversize_responses_are_refused_not_counted_ok() -> None:
         assert c._stub.ComputeDistance(request, timeout=60).upper_bound > 0
 
 
+def test_a_timed_trajectory_too_large_for_a_message_is_refused_by_name() -> None:
+    with support.Daemon("--max-message-bytes", str(256 * 1024)) as d, d.client(timeout=60) as c:
+        c.wait_until_serving()
+        info = c.get_scene("default")
+        rng = np.random.default_rng(5)
+        states = info.sample(100, rng)
+        start, goal = states[np.flatnonzero(c.check_states(states))[:2]]
+        # 0.1 ms samples of a motion of seconds: tens of thousands of rows of positions, velocities and
+        # accelerations, far beyond 256 KiB.
+        with pytest.raises(ResourceExhaustedError, match="timing.resample_dt"):
+            c.plan(start, goal, seed=1, default_acceleration=1.0, resample_dt=1e-4)
+        r = c.plan(start, goal, seed=1, default_acceleration=1.0, resample_dt=0.05)
+        assert r.solved and r.trajectory is not None and len(r.trajectory.time) > 2
+
+
 def _failed_lines(d: support.Daemon) -> List[Dict]:
     return d.log_records(msg="rpc failed")
 
