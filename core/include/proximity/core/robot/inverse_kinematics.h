@@ -52,7 +52,7 @@ struct IkOptions {
   std::vector<int32_t> variables;
   /// Descents tried: the first from the seed (unless start_at_seed is false), the rest from uniformly
   /// random values of the variables within their limits (continuous joints: [-pi, pi]).
-  int32_t max_attempts = 100;
+  int32_t max_attempts = 300;
   /// Whether the first descent starts from the seed. False: every descent starts from random values
   /// (a goal sampler drawing different solutions; the seed still gives the values that do not move).
   bool start_at_seed = true;
