@@ -82,8 +82,9 @@ struct IkSolution {
 bool PoseGoalMet(const PoseGoal& goal, const RigidTransform& X_WL, double* position_error = nullptr,
                  double* orientation_error = nullptr);
 
-/// Solves for q with the goal met, starting from `seed_q` (num_positions() values within the limits,
-/// widened for continuous joints). Errors: malformed goal, seed or options (variables out of range or
+/// Solves for q with the goal met, starting from `seed_q` (num_positions() finite values; the variables'
+/// values are clamped onto their limits before the first descent, the others are kept and must lie
+/// within their limits for any answer to be found). Errors: malformed goal, seed or options (variables out of range or
 /// repeated, none of which moves the link, attempts or iterations < 1). Not finding a solution is not an
 /// error (found = false, q = the seed). `stop` ends the search early (found = false unless the attempt
 /// that was running had succeeded). Thread-safe; allocates only its scratch.
