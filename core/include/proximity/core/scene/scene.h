@@ -721,7 +721,7 @@ class Scene {
   std::shared_ptr<const RobotModel> robot_;
   std::shared_ptr<SelfClearanceMaps> self_clearance_maps_;  // never null; shared with other scenes
   RigidTransform X_WB_;
-  uint64_t serial_ = 0;  // unique among the scenes of this process (SceneCache::hull_scene)
+  uint64_t serial_ = 0;  // unique among the scenes of this process (SceneCache::HullWarmStart::scene)
   std::vector<WorldObject> objects_;
   std::vector<AttachedObject> attached_;
   std::vector<std::pair<std::string, std::string>> allowed_pairs_;
