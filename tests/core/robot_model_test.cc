@@ -3,6 +3,8 @@
 
 #include <urdf_parser/urdf_parser.h>
 
+#include <Eigen/Geometry>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -573,6 +575,46 @@ TEST(RobotModelTest, MotionBoundCoversSampledPointsOnRealRobots) {
 // Forward kinematics' sines and cosines against the long-double library: random angles over joint
 // ranges and beyond, the quadrant boundaries (multiples of pi/4, nudged), tiny, signed-zero and huge
 // arguments, in batches of every length up to 19 (the vectorized pass and its remainder).
+// FrameJacobian against central differences of forward kinematics: a point fixed to each link (its
+// velocity, rows 0-2, equal to PointJacobian's) and the link's rotation (rows 3-5, the angular velocity
+// from log(R(q + h e_j) R(q - h e_j)^T) / 2h), on the fixtures (mimic joints included) and real robots.
+TEST(RobotModelTest, FrameJacobianIsTheDerivativeOfForwardKinematics) {
+  std::mt19937_64 rng(31);
+  for (const RobotCase& c : AvailableRobots()) {
+    auto model = LoadOrDie(c);
+    ASSERT_NE(model, nullptr);
+    const RobotModel& m = *model;
+    const auto dof = static_cast<size_t>(m.num_positions());
+    std::vector<double> J(6 * dof), P(3 * dof);
+    for (int trial = 0; trial < 5; ++trial) {
+      const std::vector<double> q = RandomQ(m, rng);
+      const auto X = m.ForwardKinematics(q).value();
+      for (LinkIndex k = 0; k < m.num_links(); ++k) {
+        const Vec3 p_L(0.05, -0.02, 0.1);
+        const Vec3 p_W = X[static_cast<size_t>(k)] * p_L;
+        m.FrameJacobian(k, p_W, X, J);
+        m.PointJacobian(k, p_W, X, P);
+        for (size_t j = 0; j < dof; ++j) {
+          const double h = 1e-6;
+          std::vector<double> hi = q, lo = q;
+          hi[j] += h;
+          lo[j] -= h;
+          const RigidTransform Xh = m.ForwardKinematics(hi).value()[static_cast<size_t>(k)];
+          const RigidTransform Xl = m.ForwardKinematics(lo).value()[static_cast<size_t>(k)];
+          const Vec3 v = (Xh * p_L - Xl * p_L) / (2 * h);
+          const Eigen::AngleAxisd turn(Xh.R * Xl.R.transpose());
+          const Vec3 w = turn.angle() * turn.axis() / (2 * h);
+          for (int i = 0; i < 3; ++i) {
+            EXPECT_NEAR(J[6 * j + i], v[i], 1e-6) << c.label << " link " << k << " joint " << j;
+            EXPECT_NEAR(J[6 * j + 3 + i], w[i], 1e-6) << c.label << " link " << k << " joint " << j;
+            EXPECT_EQ(J[6 * j + i], P[3 * j + i]);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(SinCosTest, MatchesTheLongDoubleLibraryToAnUlpOfOne) {
   std::mt19937_64 rng(7);
   std::vector<double> x;

@@ -79,8 +79,7 @@ class Solver {
   Solver(const RobotModel& robot, const PoseGoal& goal, std::vector<int32_t> variables)
       : robot_(robot), goal_(goal), variables_(std::move(variables)),
         X_WL_(static_cast<size_t>(robot.num_links())),
-        column_of_(static_cast<size_t>(robot.num_positions()), -1) {
-    for (size_t c = 0; c < variables_.size(); ++c) column_of_[static_cast<size_t>(variables_[c])] = static_cast<int32_t>(c);
+        full_(6 * static_cast<size_t>(robot.num_positions())) {
     J_.resize(6, static_cast<Eigen::Index>(variables_.size()));
   }
 
@@ -111,30 +110,15 @@ class Solver {
   }
 
   // The Jacobian of the link's point (rows 0-2) and frame (rows 3-5) over the variables, at the poses of
-  // the last Evaluate.
+  // the last Evaluate (RobotModel::FrameJacobian's columns of the variables).
   void Jacobian() {
-    J_.setZero();
     const RigidTransform& X_WL = X_WL_[static_cast<size_t>(goal_.link)];
-    const Vec3 p_W = X_WL * goal_.point_L;
-    const auto& joints = robot_.joints();
-    for (JointIndex j = robot_.link(goal_.link).parent_joint; j >= 0;
-         j = robot_.link(joints[static_cast<size_t>(j)].parent_link).parent_joint) {
-      const Joint& joint = joints[static_cast<size_t>(j)];
-      if (joint.type == JointType::kFixed) continue;
-      const int32_t source = joint.is_mimic() ? joint.mimic_active_index : joint.active_index;
-      if (source < 0) continue;
-      const int32_t c = column_of_[static_cast<size_t>(source)];
-      if (c < 0) continue;
-      const double scale = joint.is_mimic() ? joint.mimic_multiplier : 1.0;
-      const RigidTransform& X_WP = X_WL_[static_cast<size_t>(joint.parent_link)];
-      const Vec3 axis_W = X_WP.R * (joint.X_PJ.R * joint.axis_J);
-      if (joint.type == JointType::kPrismatic) {
-        J_.block<3, 1>(0, c) += scale * axis_W;
-      } else {
-        J_.block<3, 1>(0, c) += scale * axis_W.cross(p_W - X_WP * joint.X_PJ.p);
-        if (goal_.constrain_orientation) J_.block<3, 1>(3, c) += scale * axis_W;
-      }
+    robot_.FrameJacobian(goal_.link, X_WL * goal_.point_L, X_WL_, full_);
+    for (size_t c = 0; c < variables_.size(); ++c) {
+      J_.col(static_cast<Eigen::Index>(c)) =
+          Eigen::Map<const Eigen::Matrix<double, 6, 1>>(full_.data() + 6 * static_cast<size_t>(variables_[c]));
     }
+    if (!goal_.constrain_orientation) J_.bottomRows<3>().setZero();
   }
 
   // One damped step from q along the error e: dq for the variables.
@@ -155,7 +139,7 @@ class Solver {
   const PoseGoal& goal_;
   std::vector<int32_t> variables_;
   std::vector<RigidTransform> X_WL_;
-  std::vector<int32_t> column_of_;
+  std::vector<double> full_;  // FrameJacobian over every entry of q
   Eigen::Matrix<double, 6, Eigen::Dynamic> J_;  // rows 3-5 stay zero for a position goal
 };
 

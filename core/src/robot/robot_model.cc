@@ -720,11 +720,15 @@ Result<std::vector<RigidTransform>> RobotModel::ForwardKinematics(std::span<cons
   return X_WL;
 }
 
-void RobotModel::PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL,
-                               std::span<double> J) const {
-  std::fill(J.begin(), J.end(), 0.0);
-  for (JointIndex j = links_[k].parent_joint; j >= 0; j = links_[joints_[j].parent_link].parent_joint) {
-    const Joint& joint = joints_[j];
+namespace {
+// Calls f(source, scale, linear, angular) for each moving joint on link k's path to the root: the entry of
+// q driving it, its mimic multiplier (1 for an active joint), the velocity of the point p_W and the
+// angular velocity of link k per unit rate of the joint.
+template <class F>
+void ForEachJacobianColumn(const RobotModel& model, LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL,
+                           F&& f) {
+  for (JointIndex j = model.link(k).parent_joint; j >= 0; j = model.link(model.joint(j).parent_link).parent_joint) {
+    const Joint& joint = model.joint(j);
     if (joint.type == JointType::kFixed) continue;
     const int32_t source = joint.is_mimic() ? joint.mimic_active_index : joint.active_index;
     if (source < 0) continue;
@@ -732,9 +736,33 @@ void RobotModel::PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const Rig
     // The joint's axis and origin do not move with its own value: they are those of frame J on the parent.
     const RigidTransform& X_WP = X_WL[joint.parent_link];
     const Vec3 axis_W = X_WP.R * (joint.X_PJ.R * joint.axis_J);
-    const Vec3 column = joint.type == JointType::kPrismatic ? axis_W : Vec3(axis_W.cross(p_W - X_WP * joint.X_PJ.p));
-    for (int i = 0; i < 3; ++i) J[3 * static_cast<size_t>(source) + i] += scale * column[i];
+    if (joint.type == JointType::kPrismatic) {
+      f(source, scale, axis_W, Vec3::Zero());
+    } else {
+      f(source, scale, Vec3(axis_W.cross(p_W - X_WP * joint.X_PJ.p)), axis_W);
+    }
   }
+}
+}  // namespace
+
+void RobotModel::PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL,
+                               std::span<double> J) const {
+  std::fill(J.begin(), J.end(), 0.0);
+  ForEachJacobianColumn(*this, k, p_W, X_WL, [&](int32_t source, double scale, const Vec3& linear, const Vec3&) {
+    for (int i = 0; i < 3; ++i) J[3 * static_cast<size_t>(source) + i] += scale * linear[i];
+  });
+}
+
+void RobotModel::FrameJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL,
+                               std::span<double> J) const {
+  std::fill(J.begin(), J.end(), 0.0);
+  ForEachJacobianColumn(*this, k, p_W, X_WL,
+                        [&](int32_t source, double scale, const Vec3& linear, const Vec3& angular) {
+    for (int i = 0; i < 3; ++i) {
+      J[6 * static_cast<size_t>(source) + i] += scale * linear[i];
+      J[6 * static_cast<size_t>(source) + 3 + i] += scale * angular[i];
+    }
+  });
 }
 
 Result<bool> RobotModel::AllowedCollision(std::string_view a, std::string_view b) const {

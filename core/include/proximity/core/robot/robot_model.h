@@ -349,6 +349,11 @@ class RobotModel {
   /// mimic joints adding their multiplier's share to the joint they follow. Columns of joints that do
   /// not move link k are zero. Preconditions: X_WL holds num_links() poses, J 3 num_positions() values.
   void PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL, std::span<double> J) const;
+  /// PointJacobian and the link's angular velocity together: column j of `J` (6 x num_positions(),
+  /// column-major, J[6 j + i]) holds the point's velocity in rows 0-2 and link k's angular velocity in
+  /// rows 3-5 (axis_W for revolute and continuous joints, 0 for prismatic ones) per unit rate of active
+  /// joint j. Preconditions as PointJacobian's, J of 6 num_positions() values.
+  void FrameJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL, std::span<double> J) const;
 
   /// Whether the pair (a, b) is excluded from collision checking by default: SRDF disabled pairs, links
   /// joined by a joint (parent and child), links rigidly connected through fixed joints, and a == b.
