@@ -1020,34 +1020,30 @@ Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_t
   return out;
 }
 
+Status ClampState(const core::RobotModel& robot, std::vector<double>* q, const char* what, double tolerance,
+                  std::vector<std::string>* warnings) {
+  const std::vector<double> given = *q;
+  auto clamped = robot.ClampToLimits(*q, tolerance);
+  if (!clamped.ok()) return WithField(what, clamped.error());
+  if (!clamped.value().empty() && warnings != nullptr) {
+    warnings->push_back(robot.ClampWarning(what, given, *q, clamped.value(), tolerance));
+  }
+  return {};
+}
+
 Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request, std::vector<double>* start,
                   std::vector<double>* goal, std::vector<std::string>* warnings) {
   if (Status s = ResolveState(robot, request.start(), "start", start, warnings); !s.ok()) return s;
+  // Values just outside a limit are clamped to it (MoveIt's start_state_max_bounds_error for the start,
+  // a goal joint tolerance for the goal), with one warning each; values further out are refused.
+  if (Status s = ClampState(robot, start, "start", core::kStartBoundsTolerance, warnings); !s.ok()) return s;
   if (request.has_goal_pose()) {
     if (request.has_goal()) return core::InvalidArgument("goal and goal_pose: give one of them, not both");
     goal->clear();
-    const std::vector<double> given = *start;
-    auto clamped = robot.ClampToLimits(*start, core::kStartBoundsTolerance);
-    if (!clamped.ok()) return WithField("start", clamped.error());
-    if (!clamped.value().empty() && warnings != nullptr) {
-      warnings->push_back(robot.ClampWarning("start", given, *start, clamped.value(), core::kStartBoundsTolerance));
-    }
     return {};
   }
   if (Status s = ResolveState(robot, request.goal(), "goal", goal, warnings); !s.ok()) return s;
-  // Values just outside a limit are clamped to it (MoveIt's start_state_max_bounds_error for the start,
-  // a goal joint tolerance for the goal), with one warning each; values further out are refused.
-  const auto clamp = [&](std::vector<double>* q, const char* what, double tolerance) -> Status {
-    const std::vector<double> given = *q;
-    auto clamped = robot.ClampToLimits(*q, tolerance);
-    if (!clamped.ok()) return WithField(what, clamped.error());
-    if (!clamped.value().empty() && warnings != nullptr) {
-      warnings->push_back(robot.ClampWarning(what, given, *q, clamped.value(), tolerance));
-    }
-    return {};
-  };
-  if (Status s = clamp(start, "start", core::kStartBoundsTolerance); !s.ok()) return s;
-  return clamp(goal, "goal", core::kGoalBoundsTolerance);
+  return ClampState(robot, goal, "goal", core::kGoalBoundsTolerance, warnings);
 }
 
 Result<core::PoseGoal> ToPoseGoal(const core::RobotModel& robot, const core::RigidTransform& X_WB,

@@ -266,6 +266,11 @@ struct PlanSettings {
 [[nodiscard]] core::Result<PlanSettings> ToPlanSettings(const v1::PlanRequest& request, double max_time_limit_s,
                                                         std::string_view limit_name);
 
+/// Moves q's values within `tolerance` outside a joint limit onto it (RobotModel::ClampToLimits), one
+/// sentence naming them appended to `warnings` (when given); further out is an error naming `what`.
+[[nodiscard]] core::Status ClampState(const core::RobotModel& robot, std::vector<double>* q, const char* what,
+                                      double tolerance, std::vector<std::string>* warnings);
+
 /// The start and goal of a PlanRequest in the scene's joint order (ResolveState), each within the
 /// joint limits (the planner's space is bounded by them): a value within core::kStartBoundsTolerance
 /// (start) or core::kGoalBoundsTolerance (goal) of a limit is clamped to it, with one sentence appended

@@ -909,11 +909,8 @@ grpc::Status ProximityServiceImpl::GetIK(grpc::ServerContext* context, const v1:
     std::vector<std::string> warnings;
     if (request->has_seed()) {
       if (core::Status s = ResolveState(robot, request->seed(), "seed", &seed, &warnings); !s.ok()) return ToGrpcStatus(s);
-      const std::vector<double> given = seed;
-      auto clamped = robot.ClampToLimits(seed, core::kStartBoundsTolerance);
-      if (!clamped.ok()) return ToGrpcStatus(WithField("seed", clamped.error()));
-      if (!clamped.value().empty()) {
-        warnings.push_back(robot.ClampWarning("seed", given, seed, clamped.value(), core::kStartBoundsTolerance));
+      if (core::Status s = ClampState(robot, &seed, "seed", core::kStartBoundsTolerance, &warnings); !s.ok()) {
+        return ToGrpcStatus(s);
       }
     }
     core::IkOptions options;
