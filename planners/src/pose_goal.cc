@@ -9,7 +9,8 @@ namespace proximity::planners {
 
 Result<PoseGoalSampler> PoseGoalSampler::Create(std::shared_ptr<const core::RobotModel> robot,
                                                 const core::PoseGoal& goal, const JointSpace& space,
-                                                std::span<const double> start, core::IkOptions options) {
+                                                std::span<const double> start, core::IkOptions options,
+                                                int32_t attempts_per_draw) {
   if (robot == nullptr) return core::InvalidArgument("pose goal: no robot");
   if (Status s = core::CheckPoseGoal(*robot, goal); !s.ok()) return s.error();
   if (space.dof() != robot->num_positions()) {
@@ -17,14 +18,14 @@ Result<PoseGoalSampler> PoseGoalSampler::Create(std::shared_ptr<const core::Robo
                                  " coordinates, the robot " + std::to_string(robot->num_positions()));
   }
   if (Status s = space.Check(start, "start"); !s.ok()) return s.error();
-  if (options.variables.empty()) {
-    for (int32_t i = 0; i < space.dof(); ++i) {
-      if (space.wraps(i) || space.lower()[static_cast<size_t>(i)] < space.upper()[static_cast<size_t>(i)]) {
-        options.variables.push_back(i);
-      }
+  if (attempts_per_draw < 1) return core::InvalidArgument("pose goal: attempts_per_draw must be >= 1");
+  options.variables.clear();
+  for (int32_t i = 0; i < space.dof(); ++i) {
+    if (space.wraps(i) || space.lower()[static_cast<size_t>(i)] < space.upper()[static_cast<size_t>(i)]) {
+      options.variables.push_back(i);
     }
   }
-  if (options.max_attempts == core::IkOptions{}.max_attempts) options.max_attempts = 4;
+  options.max_attempts = attempts_per_draw;
   // One descent checks what SolveIk refuses (variables that cannot move the link, bad options) now.
   core::IkOptions probe = options;
   probe.max_attempts = 1;

@@ -18,14 +18,17 @@ namespace proximity::planners {
 class PoseGoalSampler final : public GoalSampler {
  public:
   /// `goal` is in the robot's root frame. Only the coordinates `space` lets move (a group's space holds
-  /// the others at the start) are solved for; the rest keep the start's values. Draw k descends
-  /// options.max_attempts times (default here 4), the first draw first from the start itself (the
-  /// solution nearest the start, when the descent finds it), every other descent from random values,
-  /// seeded by options.seed and k. Errors: a malformed goal or start, a space of another size, a space
-  /// in which nothing that moves the goal's link may move.
+  /// the others at the start) are solved for; the rest keep the start's values. Each draw descends
+  /// `attempts_per_draw` times (a draw that finds nothing returns, and the planner searches on before
+  /// the next), the first draw first from the start itself (the solution nearest the start, when the
+  /// descent finds it), every other descent from random values, seeded by options.seed and the draw's
+  /// number; options.variables and max_attempts are set here, the rest (max_iterations) taken as given.
+  /// Errors: a malformed goal or start, a space of another size, a space in which nothing that moves the
+  /// goal's link may move, attempts_per_draw < 1.
   [[nodiscard]] static Result<PoseGoalSampler> Create(std::shared_ptr<const core::RobotModel> robot,
                                                       const core::PoseGoal& goal, const JointSpace& space,
-                                                      std::span<const double> start, core::IkOptions options = {});
+                                                      std::span<const double> start, core::IkOptions options = {},
+                                                      int32_t attempts_per_draw = 4);
 
   [[nodiscard]] Result<bool> Sample(std::span<double> q) override;
 
