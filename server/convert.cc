@@ -1034,16 +1034,16 @@ Status ClampState(const core::RobotModel& robot, std::vector<double>* q, const c
 Status ToPlanEnds(const core::RobotModel& robot, const v1::PlanRequest& request, std::vector<double>* start,
                   std::vector<double>* goal, std::vector<std::string>* warnings) {
   if (Status s = ResolveState(robot, request.start(), "start", start, warnings); !s.ok()) return s;
+  const bool to_pose = request.has_goal_pose();
+  if (to_pose && request.has_goal()) return core::InvalidArgument("goal and goal_pose: give one of them, not both");
+  goal->clear();
+  if (!to_pose) {
+    if (Status s = ResolveState(robot, request.goal(), "goal", goal, warnings); !s.ok()) return s;
+  }
   // Values just outside a limit are clamped to it (MoveIt's start_state_max_bounds_error for the start,
   // a goal joint tolerance for the goal), with one warning each; values further out are refused.
   if (Status s = ClampState(robot, start, "start", core::kStartBoundsTolerance, warnings); !s.ok()) return s;
-  if (request.has_goal_pose()) {
-    if (request.has_goal()) return core::InvalidArgument("goal and goal_pose: give one of them, not both");
-    goal->clear();
-    return {};
-  }
-  if (Status s = ResolveState(robot, request.goal(), "goal", goal, warnings); !s.ok()) return s;
-  return ClampState(robot, goal, "goal", core::kGoalBoundsTolerance, warnings);
+  return to_pose ? Status{} : ClampState(robot, goal, "goal", core::kGoalBoundsTolerance, warnings);
 }
 
 Result<core::PoseGoal> ToPoseGoal(const core::RobotModel& robot, const core::RigidTransform& X_WB,
