@@ -1,5 +1,6 @@
 #include "proximity/planners/scene_validity.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -211,6 +212,47 @@ core::Result<MotionCheck> SceneMotionValidator::CheckMotion(std::span<const doub
   out.last_valid_t = result.free ? 1.0 : result.t_free;
   out.states = result.states;
   return out;
+}
+
+core::Result<bool> SceneBlendChecker::ArcFree(const BlendArc& arc) const {
+  const auto dof = static_cast<size_t>(scene_->dof());
+  if (arc.center.size() != dof || arc.x.size() != dof || arc.y.size() != dof) {
+    return core::InvalidArgument("blend arc: " + std::to_string(arc.center.size()) + " values, not " +
+                                 std::to_string(dof));
+  }
+  if (!(arc.radius > 0.0 && std::isfinite(arc.radius) && arc.angle > 0.0 && arc.angle < 3.15)) return false;
+  // A chord's sagitta s moves joint j by at most s * |(x_j, y_j)| from its arc: robot points by at most
+  // s * per_sagitta.
+  std::vector<double> spread(dof);
+  for (size_t j = 0; j < dof; ++j) spread[j] = std::hypot(arc.x[j], arc.y[j]);
+  const double per_sagitta = scene_->RobotDisplacementBound(spread);
+  if (!std::isfinite(per_sagitta)) return false;
+  PooledCache cache(&pool_);
+  std::vector<double> q0(dof), q1(dof);
+  for (const double margin : {1e-3, 1e-4}) {
+    // Chords of angle 2 acos(1 - s / r) keep sagitta s; the margin covers 2 * s * per_sagitta.
+    const double sagitta = margin / (2.0 * std::max(per_sagitta, 1e-12));
+    const double step = sagitta >= arc.radius ? arc.angle : 2.0 * std::acos(1.0 - sagitta / arc.radius);
+    const double chords = std::ceil(arc.angle / step);
+    if (!(chords <= static_cast<double>(max_chords_))) return false;
+    const auto n = static_cast<int32_t>(chords);
+    core::MotionRequest request = request_;
+    request.clearance += margin;
+    request.clearance_world_only = false;
+    bool free = true;
+    arc.At(0.0, q0);
+    for (int32_t c = 1; c <= n && free; ++c) {
+      arc.At(arc.angle * c / n, q1);
+      checks_.fetch_add(1, std::memory_order_relaxed);
+      const core::Result<core::MotionResult> checked = scene_->CheckMotion(q0, q1, request, cache.get());
+      if (!checked.ok()) return checked.error();
+      free = checked.value().free && !checked.value().stopped;
+      if (checked.value().stopped) return false;
+      std::swap(q0, q1);
+    }
+    if (free) return true;
+  }
+  return false;
 }
 
 std::string SceneMotionValidator::Describe() const {

@@ -57,6 +57,22 @@ double SelfClearance(const MotionRequest& request) {
 
 }  // namespace
 
+double Scene::RobotDisplacementBound(std::span<const double> dq) const {
+  const std::vector<double> zero(dq.size(), 0.0);
+  std::vector<RobotModel::MotionLever> levers;
+  double worst = 0.0;
+  for (const RobotPart& rp : robot_parts_) {
+    levers.clear();
+    robot_->MotionLevers(rp.link, 0, zero, dq, rp.reach, &levers);
+    double bound = 0.0;
+    for (const RobotModel::MotionLever& l : levers) {
+      bound += l.dq * (l.prismatic ? 1.0 : robot_->LeverRadius(rp.link, l.joint) + rp.reach);
+    }
+    worst = std::max(worst, bound);
+  }
+  return worst;
+}
+
 Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                         const MotionRequest& request, SceneCache* cache) const {
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};

@@ -450,6 +450,14 @@ class Scene {
   [[nodiscard]] Result<MotionResult> CheckMotion(std::span<const double> q0, std::span<const double> q1,
                                                  const MotionRequest& request, SceneCache* cache) const;
 
+  /// Upper bound (m) on how far any point of any robot part (link geometry or attached object) can be
+  /// from where it is at q when each entry of q changes by at most |dq[i]| (prismatic joints within
+  /// their limits; revolute and continuous joints anywhere): the sum over the joints moving the part of
+  /// |dq| times the joint's worst lever over the limits. Bounds the gap between a certified segment and
+  /// a curve that stays within dq of it (a corner blend's arc and its chords). Infinite when a part's
+  /// prismatic joint has unbounded limits. Precondition: dq.size() == dof().
+  double RobotDisplacementBound(std::span<const double> dq) const;
+
   /// distance(q): the minimum clearance between the robot and the world and between robot parts, as a
   /// certified interval with its witness pair (see SceneDistanceResult). Errors as CheckState, and for
   /// a bad budget.
