@@ -1110,6 +1110,10 @@ Result<TimingSettings> ToTimingSettings(const core::RobotModel& robot, const pla
     return core::InvalidArgument("timing.resample_dt must be finite and > 0 (0 means 0.01), got " +
                                  Num(request.resample_dt()));
   }
+  out.path_tolerance = request.path_tolerance();
+  if (!nonnegative(out.path_tolerance)) {
+    return core::InvalidArgument("timing.path_tolerance must be finite and >= 0, got " + Num(request.path_tolerance()));
+  }
   out.limits.velocity = planners::VelocityLimits(robot);
   out.limits.acceleration.assign(dof, request.default_acceleration());
   std::vector<char> seen(dof, 0);
@@ -1156,6 +1160,8 @@ void ToWire(const core::RobotModel& robot, const planners::TimedTrajectory& traj
   rows(trajectory.velocities, out->mutable_velocities());
   rows(trajectory.accelerations, out->mutable_accelerations());
   for (int32_t k : trajectory.waypoint_samples) out->add_waypoint_samples(static_cast<uint32_t>(k));
+  out->set_blended_corners(static_cast<uint32_t>(trajectory.blended_corners));
+  out->set_max_deviation(trajectory.max_deviation);
 }
 
 v1::Planner ToWire(planners::PlannerType type) {

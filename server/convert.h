@@ -288,12 +288,13 @@ struct PlanSettings {
                                                       const v1::PoseGoal& goal, std::string_view field);
 
 /// A Plan's timing request, resolved per joint of the scene: limits (the request's, else the URDF's
-/// velocity and default_acceleration, scaled), the sample step. Errors name the field: an unknown or
-/// repeated joint, a negative or non-finite value, a scaling outside (0, 1], and (given the planner's
-/// `space`) a joint that may move without both limits.
+/// velocity and default_acceleration, scaled), the sample step, the blends' tolerance. Errors name the
+/// field: an unknown or repeated joint, a negative or non-finite value, a scaling outside (0, 1], and
+/// (given the planner's `space`) a joint that may move without both limits.
 struct TimingSettings {
   planners::TimingLimits limits;
   double resample_dt = 0.01;
+  double path_tolerance = 0.0;
 };
 [[nodiscard]] core::Result<TimingSettings> ToTimingSettings(const core::RobotModel& robot,
                                                             const planners::JointSpace& space,

@@ -619,6 +619,9 @@ class ScenePlanner {
       : lazy_(scene, planners::ScenePlanning::kDefaultQuickResolution,
               planners::ScenePlanning::kDefaultShortcutClearance, stop),
         discrete_(scene, WithStop(motion, stop)),
+        blends_(scene, motion.mode == core::MotionRequest::Mode::kCertified
+                           ? WithStop(planners::PlanningMotionRequest(), stop)
+                           : WithStop(motion, stop)),
         planning_(lazy_.context()),
         resolution_(motion.resolution),
         certified_(motion.mode == core::MotionRequest::Mode::kCertified) {
@@ -654,13 +657,17 @@ class ScenePlanner {
 
   // The checks the planner made: states (CLEAR queries), motions (LINK queries), and their work.
   int64_t state_checks() const { return lazy_.state().checks(); }
-  int64_t motion_checks() const { return lazy_.certified().checks() + lazy_.quick().checks() + discrete_.checks(); }
+  int64_t motion_checks() const {
+    return lazy_.certified().checks() + lazy_.quick().checks() + discrete_.checks() + blends_.checks();
+  }
   Work work() const {
     Work w;
     w.states = lazy_.state().checks() + lazy_.certified().states() + lazy_.quick().states() + discrete_.states();
     return w;
   }
   const planners::JointSpace& space() const { return planning_.space; }
+  // Corner blends of the timed path, checked as the plan's motions are.
+  const planners::BlendChecker& blends() const { return blends_; }
   // Plans in `space` instead of the robot's whole joint space (a group's joints only).
   void RestrictTo(planners::JointSpace space) { planning_.space = std::move(space); }
 
@@ -672,6 +679,7 @@ class ScenePlanner {
 
   const planners::ScenePlanning lazy_;
   const planners::SceneMotionValidator discrete_;
+  const planners::SceneBlendChecker blends_;
   planners::PlanningContext planning_;
   double resolution_;
   bool certified_;
@@ -829,12 +837,19 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
         std::vector<planners::Configuration> sent(static_cast<size_t>(response->path().count()));
         const auto dof = static_cast<size_t>(scene.robot().num_positions());
         for (size_t i = 0; i < sent.size(); ++i) sent[i].assign(rows.begin() + i * dof, rows.begin() + (i + 1) * dof);
+        planners::TimingOptions options;
+        options.resample_dt = timing->resample_dt;
+        options.max_samples = limits_.max_batch_states;
+        options.path_tolerance = timing->path_tolerance;
+        options.blend_checker = &planner.blends();
         auto timed = planners::TimeOptimalTrajectory(planner.space(), sent, timing->limits,
-                                                     scene.robot().active_joint_names(), timing->resample_dt,
-                                                     limits_.max_batch_states);
+                                                     scene.robot().active_joint_names(), options);
         if (!timed.ok()) return ToGrpcStatus(WithField("timing", timed.error()));
+        // A blend check the deadline or a cancel stopped refused its arc: no answer then, not a slower one.
+        if (cancel.Stopped()) return cancel.status("timing the path");
         ToWire(scene.robot(), timed.value(), response->mutable_trajectory());
         call.record().set_field("duration_s", timed.value().duration());
+        if (timing->path_tolerance > 0.0) call.record().set_field("blended_corners", static_cast<int64_t>(timed.value().blended_corners));
       }
     }
     if (to_pose) call.record().set_field("goal_draws", sampler->draws());

@@ -606,7 +606,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case server::Rpc::kPlan:
       Unary<v1::PlanRequest, v1::PlanResponse>(
           data, size, [&](auto* c, auto* q, auto* r) { return s.Plan(c, q, r); },
-          [](const v1::PlanRequest&, const v1::PlanResponse& r) {
+          [](const v1::PlanRequest& q, const v1::PlanResponse& r) {
             PROX_FUZZ_CHECK(r.planner() != v1::PLANNER_UNSPECIFIED, "the planner that ran is named");
             const int64_t dof = BaseDof();
             PROX_FUZZ_CHECK(r.path().joint_names_size() == dof, "the path names the scene's joints");
@@ -625,6 +625,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   PROX_FUZZ_CHECK(dof == 0 || t.waypoint_samples_size() == values / dof, "a sample per waypoint");
                   PROX_FUZZ_CHECK(static_cast<int64_t>(t.velocities().positions_f64le().size()) == int64_t{n} * dof * 8,
                                   "a velocity row per sample");
+                  // Blends only where asked, within the tolerance, at most one per inner corner.
+                  PROX_FUZZ_CHECK(t.max_deviation() <= q.timing().path_tolerance() * (1 + 1e-12),
+                                  "blends keep within path_tolerance");
+                  PROX_FUZZ_CHECK(dof == 0 || int64_t{t.blended_corners()} <= std::max<int64_t>(values / dof - 2, 0),
+                                  "at most one blend per corner");
                 }
                 break;
               case v1::PLAN_OUTCOME_TIMEOUT:

@@ -1,7 +1,9 @@
 """Time-optimal timing of planned paths against a real daemon: the trajectory follows the certified path
 exactly (every sample on its segments, at rest at every waypoint), never exceeds the velocity and
 acceleration limits (the URDF's, a MoveIt joint_limits.yaml's, scaled), and lasts what the closed form
-computed here says; through the client and the CLI; bad limits refused by name."""
+computed here says; through the client and the CLI; bad limits refused by name. With path_tolerance,
+corners blended: samples within the tolerance of the path, limits kept, faster, and the samples' chords
+certified free by CheckPath."""
 from __future__ import annotations
 
 import json
@@ -119,6 +121,59 @@ def test_joint_limits_yaml_through_the_cli(daemon: support.Daemon, client: Clien
     assert out.returncode == 2 and f"joint '{names[1]}' may move but has no acceleration limit" in out.stderr
 
 
+def polyline_distance(path: np.ndarray, q: np.ndarray) -> float:
+    best = math.inf
+    for a, b in zip(path[:-1], path[1:]):
+        d = b - a
+        s = float(np.clip(np.dot(q - a, d) / np.dot(d, d), 0.0, 1.0)) if np.dot(d, d) > 0 else 0.0
+        best = min(best, float(np.linalg.norm(q - (a + s * d))))
+    return best
+
+
+def test_blended_corners_stay_within_tolerance_and_free(daemon: support.Daemon, client: Client, info: SceneInfo,
+                                                        tmp_path: Path) -> None:
+    acc = np.full(info.dof, 2.0)
+    blended = corners = 0
+    for seed in range(3):
+        start, goal = free_pair(client, info, 20 + seed)
+        # Unsimplified paths turn at every tree vertex.
+        exact = client.plan(start, goal, seed=seed + 1, simplify=False, default_acceleration=2.0, resample_dt=0.005)
+        r = client.plan(start, goal, seed=seed + 1, simplify=False, default_acceleration=2.0, resample_dt=0.005,
+                        path_tolerance=0.1)
+        assert r.solved and exact.solved, r.message
+        np.testing.assert_array_equal(r.path, exact.path)
+        tr = r.trajectory
+        corners += len(r.path) - 2
+        blended += tr.blended_corners
+        assert 0 <= tr.max_deviation <= 0.1 + 1e-12
+        assert tr.duration <= exact.trajectory.duration * (1 + 1e-12)
+        assert np.all(np.abs(tr.velocities) <= info.velocity * (1 + 1e-9))
+        assert np.all(np.abs(tr.accelerations) <= acc * (1 + 1e-9))
+        np.testing.assert_allclose(tr.positions[0], r.path[0], atol=0)
+        np.testing.assert_allclose(tr.positions[-1], r.path[-1], atol=0)
+        assert max(polyline_distance(r.path, q) for q in tr.positions) <= 0.1 + 1e-9
+        # No jump where a blend meets a segment: velocities change by at most the acceleration limit.
+        dv = np.abs(np.diff(tr.velocities, axis=0))
+        assert np.all(dv <= acc * np.diff(tr.time)[:, None] * (1 + 1e-9) + 1e-12)
+        # The samples' chords (5 ms apart along the blends) certified free.
+        check = client.check_path({"joint_names": tr.joint_names, "waypoints": tr.positions})
+        assert check.free, check
+    assert blended > 0 and corners > 0
+    # The CLI: --path-tolerance, the count in the summary and the JSON document.
+    start, goal = free_pair(client, info, 20)
+    q0, q1 = (",".join(f"{v:.12g}" for v in q) for q in (start, goal))
+    out = support.run_cli(daemon, "plan", f"--start={q0}", f"--goal={q1}", "--no-simplify", "--seed=1",
+                          "--default-acceleration", "2", "--path-tolerance", "0.1", "--json",
+                          "--trajectory-out", str(tmp_path / "t.json"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    t = json.loads((tmp_path / "t.json").read_text())
+    assert doc["blended_corners"] == t["blended_corners"] and t["max_deviation"] <= 0.1 + 1e-12
+    out = support.run_cli(daemon, "plan", f"--start={q0}", f"--goal={q1}", "--no-simplify", "--seed=1",
+                          "--default-acceleration", "2", "--path-tolerance", "0.1")
+    assert out.returncode == 0 and "corners blended" in out.stdout, out.stderr
+
+
 def test_bad_limits_are_refused_by_name(client: Client, info: SceneInfo) -> None:
     start, goal = free_pair(client, info, 4)
     with pytest.raises(InvalidArgumentError, match=f"joint '{info.joint_names[0]}' may move but has no acceleration"):
@@ -127,6 +182,8 @@ def test_bad_limits_are_refused_by_name(client: Client, info: SceneInfo) -> None
         client.plan(start, goal, default_acceleration=1.0, velocity_scaling=1.5)
     with pytest.raises(InvalidArgumentError, match="resample_dt"):
         client.plan(start, goal, default_acceleration=1.0, resample_dt=-1.0)
+    with pytest.raises(InvalidArgumentError, match="timing.path_tolerance must be finite and >= 0"):
+        client.plan(start, goal, default_acceleration=1.0, path_tolerance=-0.1)
     with pytest.raises(NotFoundError, match="timing.limits.0..joint_name"):
         client.plan(start, goal, default_acceleration=1.0, joint_limits={"no_such_joint": {"max_acceleration": 1.0}})
     with pytest.raises(InvalidArgumentError, match="max_velocity and max_acceleration"):

@@ -295,7 +295,7 @@ def test_plans_with_joint_limits_are_timed_time_optimally(master: Any, daemon: A
     (tmp_path / "joint_limits.yaml").write_text("\n".join(lines) + "\n")
     node = rosenv.BridgeProcess(master, name="proximity_bridge_timed", target=daemon.target,
                                 params={"joint_limits_file": str(tmp_path / "joint_limits.yaml"),
-                                        "default_acceleration": 0.8})
+                                        "default_acceleration": 0.8, "path_tolerance": 0.1})
     try:
         timed = rosenv.proxies(node.wait_ready())
         info = client.get_scene("default")
@@ -317,7 +317,14 @@ def test_plans_with_joint_limits_are_timed_time_optimally(master: Any, daemon: A
             assert np.all(np.diff(t) > 0)
             assert np.all(np.abs(qd) <= scale * v * (1 + 1e-9)) and np.all(np.abs(qdd) <= scale * a * (1 + 1e-9))
             assert np.abs(qdd).max() > 0.5 * scale * a.min()  # accelerations are given, not zeros
-            # The samples follow the certified path: free by the direct check, densely.
+            # The samples follow the certified path or its certified blends (~path_tolerance): free by the
+            # direct check, densely; the planned path with the same request, through the client, is timed alike.
             assert client.check_path(q).free
+            same = client.plan(np.zeros(6), goal, seed=7, time_limit=10.0, joint_limits={
+                j: {"max_acceleration": limits[j]} for j in KR5_JOINTS if j != KR5_JOINTS[2]},
+                default_acceleration=0.8, velocity_scaling=scale, acceleration_scaling=scale, path_tolerance=0.1)
+            if len(same.path) > 2:
+                assert same.trajectory.blended_corners > 0
+            assert t[-1] == pytest.approx(same.trajectory.duration, abs=1e-8)
     finally:
         node.stop()

@@ -357,7 +357,7 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
                         max_iterations=args.max_iterations, group=args.group, goal_pose=goal_pose,
                         joint_limits=joint_limits, default_acceleration=args.default_acceleration,
                         velocity_scaling=args.velocity_scaling, acceleration_scaling=args.acceleration_scaling,
-                        resample_dt=args.resample_dt, scene=args.scene)
+                        resample_dt=args.resample_dt, path_tolerance=args.path_tolerance, scene=args.scene)
     for w in r.warnings:
         _warn(w)
     if args.out is not None and r.solved:
@@ -368,7 +368,8 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
         with open(args.trajectory_out, "w") as f:
             json.dump({"joint_names": tr.joint_names, "time_from_start": tr.time.tolist(),
                        "positions": tr.positions.tolist(), "velocities": tr.velocities.tolist(),
-                       "accelerations": tr.accelerations.tolist(), "waypoint_samples": tr.waypoint_samples}, f)
+                       "accelerations": tr.accelerations.tolist(), "waypoint_samples": tr.waypoint_samples,
+                       "blended_corners": tr.blended_corners, "max_deviation": tr.max_deviation}, f)
     if args.json:
         doc = _plan_json(r)
         doc["scene"], doc["robot"] = info.scene_id, info.robot_name
@@ -377,6 +378,7 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
         doc["goal_pose"] = ({"link": args.link, "pose": args.goal_pose} if args.goal_pose is not None else None)
         doc["warnings"] = list(r.warnings)
         doc["trajectory_duration"] = r.trajectory.duration if r.trajectory is not None else None
+        doc["blended_corners"] = r.trajectory.blended_corners if r.trajectory is not None else None
         print(json.dumps(doc, indent=2))
     else:
         print(_scene_line(info))
@@ -388,8 +390,11 @@ def _cmd_plan(client: Client, args: argparse.Namespace) -> int:
             print(f"path: {r.path.shape[0]} waypoints (raw {s.raw_waypoints}), joint-space length {s.length:.4f} "
                   f"(raw {s.raw_length:.4f})")
             if r.trajectory is not None:
+                blends = (f", {r.trajectory.blended_corners} of {max(r.path.shape[0] - 2, 0)} corners blended "
+                          f"(at most {r.trajectory.max_deviation:.4g} from the corner)"
+                          if args.path_tolerance else "")
                 print(f"duration: {r.trajectory.duration:.3f} s time-optimal with acceleration limits "
-                      f"({len(r.trajectory.time)} samples)")
+                      f"({len(r.trajectory.time)} samples{blends})")
             elif len(r.time_from_start):
                 print(f"duration: {r.time_from_start[-1]:.3f} s at the joints' velocity limits")
             if args.out is not None:
@@ -894,7 +899,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "time_from_start}), .csv (joint names, then a row per waypoint) or .npy")
     pl.add_argument("--joint-limits", default=None, metavar="FILE.yaml",
                     help="MoveIt's joint_limits.yaml: time the path time-optimally with its velocity and "
-                         "acceleration limits (the path followed exactly, stopping at each waypoint)")
+                         "acceleration limits (the path followed exactly, stopping at each waypoint, unless "
+                         "--path-tolerance)")
     pl.add_argument("--default-acceleration", type=float, default=None, metavar="A",
                     help="time-optimal timing: acceleration limit (rad/s^2, m/s^2) of joints given none")
     pl.add_argument("--velocity-scaling", type=float, default=None, metavar="S",
@@ -903,6 +909,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time-optimal timing: MoveIt's max_acceleration_scaling_factor, in (0, 1]")
     pl.add_argument("--resample-dt", type=float, default=None, metavar="S",
                     help="time-optimal timing: seconds between samples (server default 0.01)")
+    pl.add_argument("--path-tolerance", type=float, default=None, metavar="D",
+                    help="time-optimal timing: pass corners without stopping on blends within D (rad/m, joint "
+                         "space) of them, each blend checked as the path is (MoveIt's path_tolerance; default: "
+                         "stop at every waypoint)")
     pl.add_argument("--trajectory-out", default=None, metavar="FILE.json",
                     help="with time-optimal timing: write {joint_names, time_from_start, positions, velocities, "
                          "accelerations, waypoint_samples}")

@@ -1071,6 +1071,7 @@ class Client:
              goal_pose: Optional["pb.PoseGoal"] = None, joint_limits: Optional[Mapping[str, Mapping[str, float]]] = None,
              default_acceleration: Optional[float] = None, velocity_scaling: Optional[float] = None,
              acceleration_scaling: Optional[float] = None, resample_dt: Optional[float] = None,
+             path_tolerance: Optional[float] = None,
              scene: Optional[str] = None, timeout: Optional[float] = None) -> PlanResult:
         """A collision-free joint-space path from ``start`` to ``goal`` (each a configuration in any form
         :meth:`check_state` takes), found by a sampling-based planner on the server.
@@ -1091,9 +1092,12 @@ class Client:
         (``{joint: {"max_velocity": v, "max_acceleration": a}}``, e.g.
         :func:`proximity_client.kinematics.read_joint_limits` of MoveIt's joint_limits.yaml),
         ``default_acceleration`` (for joints given none), ``velocity_scaling`` / ``acceleration_scaling``
-        (MoveIt's scaling factors, in (0, 1]) or ``resample_dt`` (seconds between samples, default 0.01) is
-        given: the certified path followed exactly, stopping at each waypoint, every segment as fast as the
-        limits allow (velocities from the URDF unless given). Every joint that may move needs both limits.
+        (MoveIt's scaling factors, in (0, 1]), ``resample_dt`` (seconds between samples, default 0.01) or
+        ``path_tolerance`` is given: every segment as fast as the limits allow (velocities from the URDF unless
+        given). Without ``path_tolerance`` the certified path is followed exactly, stopping at each waypoint;
+        with it (rad / m, MoveIt's path_tolerance) a corner may be passed without stopping on a circular
+        blend within that distance of it, each blend checked as the path is (certified by default) and a
+        corner whose blend is not free passed at rest. Every joint that may move needs both limits.
 
         Accepted as MoveIt accepts it, with a :class:`ProximityWarning` each (also in the result's
         ``warnings``): values for joints the scene lacks (ignored), start values within 0.05 and goal values
@@ -1110,14 +1114,14 @@ class Client:
             raise ValueError("plan: give goal (a configuration) or goal_pose (a pose_goal), one of them")
         ends: Dict[str, Any] = {"goal_pose": goal_pose} if goal_pose is not None else {"goal": joint_positions(goal)}
         if any(x is not None for x in (joint_limits, default_acceleration, velocity_scaling, acceleration_scaling,
-                                       resample_dt)):
+                                       resample_dt, path_tolerance)):
             ends["timing"] = pb.TimingRequest(
                 limits=[pb.JointTimingLimit(joint_name=str(n), max_velocity=float(l.get("max_velocity", 0.0)),
                                             max_acceleration=float(l.get("max_acceleration", 0.0)))
                         for n, l in (joint_limits or {}).items()],
                 default_acceleration=float(default_acceleration or 0.0),
                 velocity_scaling=float(velocity_scaling or 0.0), acceleration_scaling=float(acceleration_scaling or 0.0),
-                resample_dt=float(resample_dt or 0.0))
+                resample_dt=float(resample_dt or 0.0), path_tolerance=float(path_tolerance or 0.0))
         req = pb.PlanRequest(scene_id=sid, planner=_planner(planner), start=joint_positions(start), **ends,
                              time_limit=float(time_limit), seed=int(seed),
                              range=float(range or 0.0), simplify=bool(simplify), mode=_mode(mode),

@@ -377,10 +377,12 @@ class PlanStats:
 
 @dataclass(frozen=True)
 class TimedTrajectory:
-    """A path timed time-optimally with velocity and acceleration limits (the path followed exactly, at rest
-    at every waypoint), sampled: ``time`` (n,), ``positions``, ``velocities`` and ``accelerations`` (n, dof) in
-    ``joint_names`` order; an acceleration holds from its sample to the next. ``waypoint_samples``: per path
-    waypoint, its sample."""
+    """A path timed time-optimally with velocity and acceleration limits, sampled: ``time`` (n,),
+    ``positions``, ``velocities`` and ``accelerations`` (n, dof) in ``joint_names`` order; on a straight
+    segment an acceleration holds from its sample to the next, on a blend the values are the arc's at the
+    sample. ``waypoint_samples``: per path waypoint, its sample (at rest, or for a blended corner its arc's
+    middle). ``blended_corners``: corners passed on a blend (0 without ``path_tolerance``: the path followed
+    exactly, at rest at every waypoint); ``max_deviation``: the farthest a blend passes from its corner."""
 
     time: np.ndarray
     positions: np.ndarray
@@ -388,6 +390,8 @@ class TimedTrajectory:
     accelerations: np.ndarray
     joint_names: List[str]
     waypoint_samples: List[int]
+    blended_corners: int = 0
+    max_deviation: float = 0.0
 
     @property
     def duration(self) -> float:
@@ -397,7 +401,7 @@ class TimedTrajectory:
     def from_proto(m: "pb.TimedTrajectory") -> "TimedTrajectory":
         return TimedTrajectory(np.array(m.time_from_start, dtype=np.float64), decode_rows(m.positions),
                                decode_rows(m.velocities), decode_rows(m.accelerations), list(m.positions.joint_names),
-                               list(m.waypoint_samples))
+                               list(m.waypoint_samples), int(m.blended_corners), float(m.max_deviation))
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,10 @@ class BridgeCore:
             ``robot_description_planning/joint_limits`` parameter or a joint_limits.yaml); with
             ``default_acceleration`` (rad/s^2, m/s^2; 0: none) for joints it gives none. When every joint a
             plan moves has an acceleration limit, ``~plan`` times its trajectory time-optimally (proximityd's
-            Plan timing: the certified path followed exactly) with velocities and accelerations.
+            Plan timing) with velocities and accelerations.
+        path_tolerance: rad (m), >= 0: with time-optimal timing, corners passed without stopping on blends
+            within this joint-space distance of them, each certified as the path is (MoveIt's TOTG
+            path_tolerance, whose default is 0.1); 0 (default): the certified path followed exactly.
         log: ``log(level, text)`` for refusals and notes ("info", "warn", "error").
     """
 
@@ -102,6 +105,7 @@ class BridgeCore:
                  clearance_rel_err: float = 0.05, clearance_horizon: float = 0.25, clearance_max_pairs: int = 8,
                  clearance_per_link: bool = False, default_velocity: float = 1.0,
                  joint_limits: Optional[Mapping[str, Any]] = None, default_acceleration: float = 0.0,
+                 path_tolerance: float = 0.0,
                  tf_lookup: Optional[Callable[[str, str], Optional[Sequence[float]]]] = None,
                  log: Optional[Callable[[str, str], None]] = None) -> None:
         self.client = client
@@ -126,6 +130,9 @@ class BridgeCore:
         self.default_acceleration = float(default_acceleration or 0.0)
         if not math.isfinite(self.default_acceleration) or self.default_acceleration < 0:
             raise ValueError(f"default_acceleration must be finite and >= 0, got {default_acceleration!r}")
+        self.path_tolerance = float(path_tolerance or 0.0)
+        if not math.isfinite(self.path_tolerance) or self.path_tolerance < 0:
+            raise ValueError(f"path_tolerance must be finite and >= 0, got {path_tolerance!r}")
         self.joint_limits = convert.moveit_joint_limits(joint_limits or {})
         self._tf_lookup = tf_lookup
         self._log = log or (lambda level, text: None)
@@ -678,7 +685,8 @@ class BridgeCore:
         if timed:
             timing = {"joint_limits": {j: l for j, l in self.joint_limits.items() if j in s.space.names},
                       "default_acceleration": self.default_acceleration or None,
-                      "velocity_scaling": scaling or None, "acceleration_scaling": acc_scaling or None}
+                      "velocity_scaling": scaling or None, "acceleration_scaling": acc_scaling or None,
+                      "path_tolerance": self.path_tolerance or None}
         start = s.space.robot_state(get(req, "start_state") or {}, self._fallbacks(), "start_state")
         gnames, gpos = convert.joint_state_values(get(req, "goal") or {}, "goal")
         constrained = bool(get(req, "position_constraints") or get(req, "orientation_constraints"))

@@ -18,7 +18,9 @@ parameter URDF), ``~planning_frame``, ``~param_poll_period`` (s), ``~clearance_r
 ``~clearance_horizon`` (m, 0.25), ``~clearance_max_pairs`` (8), ``~clearance_per_link`` (false),
 ``~default_velocity``, ``~joint_limits_file`` (MoveIt's joint_limits.yaml; else the
 ``robot_description_planning/joint_limits`` parameter, as MoveIt loads it), ``~default_acceleration``
-(rad/s^2 for joints those give none; 0: none; with acceleration limits ``~plan`` times time-optimally).
+(rad/s^2 for joints those give none; 0: none; with acceleration limits ``~plan`` times time-optimally),
+``~path_tolerance`` (rad; 0: the path followed exactly, stopping at each waypoint; else corners blended
+within it, each blend certified, as MoveIt's TOTG path_tolerance).
 Collision objects may be given in the planning frame, any robot link's frame (posed at the current
 /joint_states) or any TF frame (a tf2 buffer, when python3-tf2-ros is installed),
 ``~joint_states_topic``, ``~point_cloud_topic`` (empty: none), ``~point_cloud_id``
@@ -141,7 +143,9 @@ class BridgeNode:
                                clearance_per_link=per_link,
                                default_velocity=float(rospy.get_param("~default_velocity", 1.0)),
                                joint_limits=_joint_limits(), default_acceleration=float(rospy.get_param(
-                                   "~default_acceleration", 0.0)), tf_lookup=_tf_lookup(), log=_log)
+                                   "~default_acceleration", 0.0)),
+                               path_tolerance=float(rospy.get_param("~path_tolerance", 0.0)),
+                               tf_lookup=_tf_lookup(), log=_log)
         self.mode = str(rospy.get_param("~robot", "auto"))
         if self.mode not in ("auto", "files", "parameter", "default"):
             raise ValueError(f"~robot must be auto, files, parameter or default, not {self.mode!r}")
