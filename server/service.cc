@@ -842,11 +842,12 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
         options.max_samples = limits_.max_batch_states;
         options.path_tolerance = timing->path_tolerance;
         options.blend_checker = &planner.blends();
+        options.stop = call.interrupt();
         auto timed = planners::TimeOptimalTrajectory(planner.space(), sent, timing->limits,
                                                      scene.robot().active_joint_names(), options);
-        if (!timed.ok()) return ToGrpcStatus(WithField("timing", timed.error()));
         // A blend check the deadline or a cancel stopped refused its arc: no answer then, not a slower one.
         if (cancel.Stopped()) return cancel.status("timing the path");
+        if (!timed.ok()) return ToGrpcStatus(WithField("timing", timed.error()));
         ToWire(scene.robot(), timed.value(), response->mutable_trajectory());
         call.record().set_field("duration_s", timed.value().duration());
         if (timing->path_tolerance > 0.0) call.record().set_field("blended_corners", static_cast<int64_t>(timed.value().blended_corners));

@@ -135,7 +135,7 @@ class PathTiming {
   static core::Result<PathTiming> Build(const JointSpace& space, std::span<const Configuration> path,
                                         const TimingLimits& limits, const std::vector<std::string>& joint_names);
   // Chooses the blends (TimeOptimalTrajectory's rule), asking `checker` about each.
-  core::Status ChooseBlends(double tolerance, const BlendChecker& checker);
+  core::Status ChooseBlends(double tolerance, const BlendChecker& checker, const core::Interrupt& stop);
   // Schedules the corners and samples the trajectory.
   core::Result<TimedTrajectory> Sample(std::span<const Configuration> path, const TimingOptions& options);
 
@@ -294,7 +294,7 @@ Corner PathTiming::Blend(size_t k, double trim, const Turn& turn) const {
   return c;
 }
 
-core::Status PathTiming::ChooseBlends(double tolerance, const BlendChecker& checker) {
+core::Status PathTiming::ChooseBlends(double tolerance, const BlendChecker& checker, const core::Interrupt& stop) {
   const size_t nseg = segments();
   std::vector<std::optional<Turn>> turns(nseg + 1);
   std::vector<Corner> candidates(nseg + 1);  // per corner, its blend at the full tolerance
@@ -309,8 +309,10 @@ core::Status PathTiming::ChooseBlends(double tolerance, const BlendChecker& chec
   // Blends where they shorten the trajectory (a slow arc can cost more than stopping), corner by corner;
   // then each asked of the checker, a refused blend tried again a quarter as far from its corner.
   double best = Schedule();
+  const auto stopped = [&] { return core::Stopped("timing: stopped while choosing corner blends"); };
   for (size_t k = 1; k < nseg; ++k) {
     if (candidates[k].kind != Corner::Kind::kArc) continue;
+    if (stop()) return stopped();
     corners_[k] = candidates[k];
     if (const double d = Schedule(); d < best) {
       best = d;
@@ -320,6 +322,7 @@ core::Status PathTiming::ChooseBlends(double tolerance, const BlendChecker& chec
   }
   for (size_t k = 1; k < nseg; ++k) {
     for (int attempt = 0; corners_[k].kind == Corner::Kind::kArc; ++attempt) {
+      if (stop()) return stopped();
       auto free = checker.ArcFree(corners_[k].arc);
       if (!free.ok()) return free.error();
       if (free.value()) break;
@@ -457,7 +460,8 @@ core::Result<TimedTrajectory> TimeOptimalTrajectory(const JointSpace& space, std
   if (!built.ok()) return built.error();
   PathTiming& timing = built.value();
   if (options.path_tolerance > 0.0) {
-    if (core::Status s = timing.ChooseBlends(options.path_tolerance, *options.blend_checker); !s.ok()) {
+    if (core::Status s = timing.ChooseBlends(options.path_tolerance, *options.blend_checker, options.stop);
+        !s.ok()) {
       return s.error();
     }
   }

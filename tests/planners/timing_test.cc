@@ -338,6 +338,17 @@ TEST(TimeOptimalTrajectory, BlendOptionsAreCheckedByName) {
   const auto r = TimeOptimalTrajectory(space, path, limits, {"a", "b"}, options);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("blend checker"), std::string::npos) << r.error().message;
+  // A stop asked while blends are chosen ends the timing, before the checker is asked.
+  bool stop = true;
+  auto always = [&stop] { return stop; };
+  options.blend_checker = &checker;
+  options.stop = core::Interrupt(always);
+  const auto stopped = TimeOptimalTrajectory(space, path, limits, {"a", "b"}, options);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.error().code, core::ErrorCode::kStopped);
+  EXPECT_EQ(checker.asked(), 0);
+  stop = false;
+  EXPECT_EQ(ValueOrFail(TimeOptimalTrajectory(space, path, limits, {"a", "b"}, options)).blended_corners, 1);
 }
 
 // The ball on two prismatic joints: its centre is (x, y, 0.1), so the joint space is the floor plan.

@@ -87,6 +87,9 @@ struct TimingOptions {
   /// Required when path_tolerance > 0: asked about every arc the timing would use. A corner whose arc it
   /// refuses, and then the arc a quarter as far from the corner, is passed at rest.
   const BlendChecker* blend_checker = nullptr;
+  /// Asked between corners while blends are chosen (a path of many corners costs many checks); when it
+  /// says stop, TimeOptimalTrajectory ends with a kStopped error.
+  core::Interrupt stop;
 };
 
 /// Time-optimal timing of `path` (Kunz and Stilman's time-optimal path following). The geometric path
@@ -113,7 +116,7 @@ struct TimingOptions {
 /// sample. The last row is the path's last waypoint as given. Errors: a path of fewer than 1 waypoint
 /// or of the wrong width, non-finite values, a joint that moves without a finite velocity or
 /// acceleration limit > 0 (named), a bad resample_dt or path_tolerance, path_tolerance > 0 without a
-/// checker, more than `max_samples` samples, and the checker's errors.
+/// checker, more than `max_samples` samples, the checker's errors, and kStopped when options.stop said so.
 [[nodiscard]] core::Result<TimedTrajectory> TimeOptimalTrajectory(const JointSpace& space,
                                                                   std::span<const Configuration> path,
                                                                   const TimingLimits& limits,
