@@ -97,6 +97,9 @@ class ProximityServer {
 
  private:
   ProximityServer() = default;
+  // Start's steps: the built-in scene into the registry, and the metrics port (with the viewer).
+  core::Status LoadDefaultScene(const ServerOptions& options);
+  core::Status StartHttp(const ServerOptions& options);
 
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<SceneRegistry> registry_;

@@ -47,10 +47,11 @@ def load_manifests(folder: Path = K8S) -> Manifests:
 
 
 def daemon_config_keys() -> Tuple[set, set]:
-    """The keys proximityd's --config accepts and its long flags, read from server/main.cc."""
+    """The keys proximityd's --config accepts and its long flags, read from server/main.cc: each flag of its
+    FlagTable (t.Add / t.Flag) is both, and --config is a flag alone."""
     text = (REPO / "server" / "main.cc").read_text()
-    keys = set(re.findall(r'\{"([a-z0-9-]+)",\s*\[&\]', text))
-    flags = set(re.findall(r'add_(?:option|flag)\("--([a-z0-9-]+)"', text))
+    keys = set(re.findall(r'\bt\.(?:Add|Flag)\("([a-z0-9-]+)"', text))
+    flags = keys | set(re.findall(r'add_(?:option|flag)\("--([a-z0-9-]+)"', text))
     return keys, flags
 
 
