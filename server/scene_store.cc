@@ -506,6 +506,108 @@ int64_t Memory(const std::vector<const SceneEntry*>& entries) {
 }
 
 std::string Megabytes(int64_t bytes) { return core::FormatNumber(std::ceil(static_cast<double>(bytes) / (1 << 20))); }
+
+using Owners = std::map<std::string, std::set<std::string, std::less<>>, std::less<>>;
+
+// The evictions an Insert plans on the side for its target, applied only if they make room. With shares
+// (a named client held to its own limits) only the client's own scenes may make room for it, and a scene
+// other clients own too is released by the client rather than unloaded.
+class EvictionPlan {
+ public:
+  EvictionPlan(const Owners& owners, std::string_view client, bool shares)
+      : owners_(owners), client_(client), shares_(shares) {}
+  bool Owns(const SceneEntry* e) const {
+    const auto it = owners_.find(e->id);
+    return it != owners_.end() && it->second.contains(client_);
+  }
+  bool OwnsAlone(const SceneEntry* e) const { return Owns(e) && owners_.find(e->id)->second.size() == 1; }
+  // What the global limits may unload for the target: any scene, or with shares only the client's own.
+  bool Unloadable(const SceneEntry* c) const { return !shares_ || OwnsAlone(c); }
+  // Makes the least recently used candidate that `eligible` accepts give way: unloaded, or with shares
+  // only released when other clients own it too. False when there is none.
+  template <class F>
+  bool GiveWay(F eligible) {
+    for (const SceneEntry* c : candidates) {
+      if (Contains(victims, c) || Contains(released, c) || !eligible(c)) continue;
+      if (shares_) owned.erase(std::find(owned.begin(), owned.end(), c));
+      if (shares_ && !OwnsAlone(c)) {
+        released.push_back(c);
+      } else {
+        victims.push_back(c);
+        kept.erase(std::find(kept.begin(), kept.end(), c));
+      }
+      return true;
+    }
+    return false;
+  }
+
+  std::vector<const SceneEntry*> kept;        // loaded once the plan is applied
+  std::vector<const SceneEntry*> candidates;  // may give way to the target, least recently used first
+  std::vector<const SceneEntry*> owned;       // the client's scenes once the plan is applied (shares only)
+  std::vector<const SceneEntry*> victims;     // unloaded
+  std::vector<const SceneEntry*> released;    // stay loaded, no longer the client's (other clients own them)
+
+ private:
+  static bool Contains(const std::vector<const SceneEntry*>& v, const SceneEntry* e) {
+    return std::find(v.begin(), v.end(), e) != v.end();
+  }
+  const Owners& owners_;
+  std::string_view client_;
+  bool shares_;
+};
+
+// Plans evictions until the target fits every limit; the refusal names the limit that cannot be met.
+core::Status MakeRoom(EvictionPlan& plan, const RegistryLimits& limits, const SceneEntry& target, bool loaded,
+                      const std::string& default_id, std::string_view client, bool shares) {
+  const auto refuse = [](const std::string& why) -> core::Status { return core::ResourceExhausted(why); };
+  const auto owns = [&](const SceneEntry* c) { return plan.Owns(c); };
+  const auto unloadable = [&](const SceneEntry* c) { return plan.Unloadable(c); };
+  const std::string who = "client '" + std::string(client) + "'";
+  if (!loaded && limits.max_versions > 0) {
+    const auto versions = [&] {
+      return std::count_if(plan.kept.begin(), plan.kept.end(),
+                           [&](const SceneEntry* e) { return e->lineage == target.lineage && e->id != default_id; });
+    };
+    while (versions() > limits.max_versions) {
+      if (!plan.GiveWay([&](const SceneEntry* c) { return c->lineage == target.lineage && unloadable(c); })) break;
+    }
+  }
+  if (shares && limits.max_scenes_per_client > 0) {
+    while (static_cast<int64_t>(plan.owned.size()) > limits.max_scenes_per_client) {
+      if (plan.GiveWay(owns)) continue;
+      return refuse("scenes: " + who + " holds its share of --max-scenes-per-client = " +
+                    std::to_string(limits.max_scenes_per_client) + " scenes and none of them can give way; " +
+                    "delete one of its scenes or raise the limit");
+    }
+  }
+  if (shares && limits.max_memory_bytes_per_client > 0) {
+    while (Memory(plan.owned) > limits.max_memory_bytes_per_client) {
+      if (plan.GiveWay(owns)) continue;
+      return refuse("scene needs about " + Megabytes(Memory({&target})) + " MB, and that exceeds " + who +
+                    "'s share of --max-memory-mb-per-client = " + Megabytes(limits.max_memory_bytes_per_client));
+    }
+  }
+  // Why the global limits evict nothing more: with shares, only the client's own scenes may go.
+  const std::string none_left = shares ? who + " has no scene of its own left to evict (other clients' scenes are "
+                                               "not evicted for it)"
+                                       : "none can be evicted";
+  if (!loaded && limits.max_scenes > 0) {
+    while (static_cast<int64_t>(plan.kept.size()) > limits.max_scenes) {
+      if (plan.GiveWay(unloadable)) continue;
+      return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits.max_scenes) +
+                    " scenes and " + none_left + "; delete a scene or raise the limit");
+    }
+  }
+  if (!loaded && limits.max_memory_bytes > 0) {
+    while (Memory(plan.kept) > limits.max_memory_bytes) {
+      if (plan.GiveWay(unloadable)) continue;
+      return refuse("scene needs about " + Megabytes(Memory({&target})) + " MB, and the scenes it would " +
+                    "share the server with exceed --max-memory-mb = " + Megabytes(limits.max_memory_bytes) + ": " +
+                    none_left);
+    }
+  }
+  return {};
+}
 }  // namespace
 
 std::shared_ptr<const core::TrackingGeometry> TrackingGeometryOf(const SceneEntry& entry, bool* built) {
@@ -551,18 +653,11 @@ core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> SceneRegistry::
   const bool loaded = found != scenes_.end();
   // Whether the client's scenes are held to its share (and only they make room for it).
   const bool shares = !client.empty() && limits_.per_client();
-  const auto owns = [&](const SceneEntry* e) {
-    const auto it = owners_.find(e->id);
-    return it != owners_.end() && it->second.contains(client);
-  };
-  const auto owns_alone = [&](const SceneEntry* e) {
-    const auto it = owners_.find(e->id);
-    return it != owners_.end() && it->second.size() == 1 && it->second.contains(client);
-  };
+  EvictionPlan plan(owners_, client, shares);
   if (loaded) {
     found->second->last_used.store(Ticks(), std::memory_order_relaxed);
     // Nobody named, an owner already, or the built-in scene (which belongs to nobody): nothing changes.
-    if (client.empty() || found->first == default_id_ || owns(found->second.get())) {
+    if (client.empty() || found->first == default_id_ || plan.Owns(found->second.get())) {
       return std::make_pair(found->second, false);
     }
     if (!shares) {
@@ -573,98 +668,25 @@ core::Result<std::pair<std::shared_ptr<const SceneEntry>, bool>> SceneRegistry::
   }
   const std::shared_ptr<const SceneEntry> target = loaded ? found->second : std::move(entry);
   if (!loaded) target->last_used.store(Ticks(), std::memory_order_relaxed);
-  // Plan the evictions on the side, least recently used first; apply them only if they make room.
-  std::vector<const SceneEntry*> kept;        // loaded once the plan is applied
-  std::vector<const SceneEntry*> candidates;  // may give way to the target
-  std::vector<const SceneEntry*> owned;       // the client's scenes once the plan is applied (shares only)
   for (const auto& [id, e] : scenes_) {
-    kept.push_back(e.get());
-    if (id != default_id_ && e != target) candidates.push_back(e.get());
-    if (shares && e != target && owns(e.get())) owned.push_back(e.get());
+    plan.kept.push_back(e.get());
+    if (id != default_id_ && e != target) plan.candidates.push_back(e.get());
+    if (shares && e != target && plan.Owns(e.get())) plan.owned.push_back(e.get());
   }
-  if (!loaded) kept.push_back(target.get());
-  if (shares) owned.push_back(target.get());
-  std::sort(candidates.begin(), candidates.end(), [](const SceneEntry* a, const SceneEntry* b) {
+  if (!loaded) plan.kept.push_back(target.get());
+  if (shares) plan.owned.push_back(target.get());
+  std::sort(plan.candidates.begin(), plan.candidates.end(), [](const SceneEntry* a, const SceneEntry* b) {
     return a->last_used.load(std::memory_order_relaxed) < b->last_used.load(std::memory_order_relaxed);
   });
-  std::vector<const SceneEntry*> victims;   // unloaded
-  std::vector<const SceneEntry*> released;  // stay loaded, no longer the client's (other clients own them)
-  const auto contains = [](const std::vector<const SceneEntry*>& v, const SceneEntry* e) {
-    return std::find(v.begin(), v.end(), e) != v.end();
-  };
-  // Makes the least recently used candidate that `eligible` accepts give way: unloaded, or with shares
-  // only released when other clients own it too. False when there is none.
-  auto give_way = [&](auto eligible) {
-    for (const SceneEntry* c : candidates) {
-      if (contains(victims, c) || contains(released, c) || !eligible(c)) continue;
-      if (shares) owned.erase(std::find(owned.begin(), owned.end(), c));
-      if (shares && !owns_alone(c)) {
-        released.push_back(c);
-      } else {
-        victims.push_back(c);
-        kept.erase(std::find(kept.begin(), kept.end(), c));
-      }
-      return true;
-    }
-    return false;
-  };
-  // What the global limits may unload for the target: any scene, or with shares only the client's own.
-  const auto unloadable = [&](const SceneEntry* c) { return !shares || owns_alone(c); };
-  auto refuse = [&](const std::string& why) -> core::Error { return core::ResourceExhausted(why); };
-  const std::string who = "client '" + std::string(client) + "'";
-  if (!loaded && limits_.max_versions > 0) {
-    auto versions = [&] {
-      return std::count_if(kept.begin(), kept.end(), [&](const SceneEntry* e) {
-        return e->lineage == target->lineage && e->id != default_id_;
-      });
-    };
-    while (versions() > limits_.max_versions) {
-      if (!give_way([&](const SceneEntry* c) { return c->lineage == target->lineage && unloadable(c); })) break;
-    }
+  if (core::Status s = MakeRoom(plan, limits_, *target, loaded, default_id_, client, shares); !s.ok()) {
+    return s.error();
   }
-  if (shares && limits_.max_scenes_per_client > 0) {
-    while (static_cast<int64_t>(owned.size()) > limits_.max_scenes_per_client) {
-      if (!give_way(owns)) {
-        return refuse("scenes: " + who + " holds its share of --max-scenes-per-client = " +
-                      std::to_string(limits_.max_scenes_per_client) + " scenes and none of them can give way; " +
-                      "delete one of its scenes or raise the limit");
-      }
-    }
-  }
-  if (shares && limits_.max_memory_bytes_per_client > 0) {
-    while (Memory(owned) > limits_.max_memory_bytes_per_client) {
-      if (!give_way(owns)) {
-        return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and that exceeds " + who +
-                      "'s share of --max-memory-mb-per-client = " +
-                      Megabytes(limits_.max_memory_bytes_per_client));
-      }
-    }
-  }
-  // Why the global limits evict nothing more: with shares, only the client's own scenes may go.
-  const std::string none_left = shares ? who + " has no scene of its own left to evict (other clients' scenes are "
-                                               "not evicted for it)"
-                                       : "none can be evicted";
-  if (!loaded && limits_.max_scenes > 0) {
-    while (static_cast<int64_t>(kept.size()) > limits_.max_scenes) {
-      if (give_way(unloadable)) continue;
-      return refuse("scenes: the server holds its limit of --max-scenes = " + std::to_string(limits_.max_scenes) +
-                    " scenes and " + none_left + "; delete a scene or raise the limit");
-    }
-  }
-  if (!loaded && limits_.max_memory_bytes > 0) {
-    while (Memory(kept) > limits_.max_memory_bytes) {
-      if (give_way(unloadable)) continue;
-      return refuse("scene needs about " + Megabytes(Memory({target.get()})) + " MB, and the scenes it would " +
-                    "share the server with exceed --max-memory-mb = " + Megabytes(limits_.max_memory_bytes) +
-                    ": " + none_left);
-    }
-  }
-  for (const SceneEntry* r : released) {
+  for (const SceneEntry* r : plan.released) {
     const auto it = owners_.find(r->id);
     it->second.erase(it->second.find(client));
   }
-  for (const SceneEntry* v : victims) RemoveLocked(std::string(v->id));  // a copy: `v` goes with its entry
-  if (evicted != nullptr) *evicted = static_cast<int64_t>(victims.size());
+  for (const SceneEntry* v : plan.victims) RemoveLocked(std::string(v->id));  // a copy: `v` goes with its entry
+  if (evicted != nullptr) *evicted = static_cast<int64_t>(plan.victims.size());
   if (!client.empty() && target->id != default_id_) owners_[target->id].emplace(client);
   if (loaded) return std::make_pair(target, false);
   const auto [it, inserted] = scenes_.try_emplace(target->id, target);

@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -201,6 +203,101 @@ int SuggestSrdf(const std::string& urdf, const std::vector<std::string>& package
   return 0;
 }
 
+// The default workcell around --urdf (its visual geometry with --collision-from-visual), with --srdf.
+pc::Result<std::shared_ptr<const pc::Scene>> LoadScene(const std::string& urdf, const std::string& srdf_path,
+                                                       bool collision_from_visual) {
+  auto description = proximity::scenes::DefaultSceneDescription(urdf, collision_from_visual);
+  if (!description.ok()) return description.error();
+  if (!srdf_path.empty()) {
+    // The same robot, loaded as DefaultSceneDescription loads it, with the SRDF.
+    pc::RobotLoadOptions load;
+    load.package_dirs = proximity::scenes::DefaultScene(urdf).package_dirs;
+    load.ros_package_path = "";
+    load.collision_from_visual = collision_from_visual;
+    auto robot = pc::RobotModel::FromUrdfFile(urdf, srdf_path, load);
+    if (!robot.ok()) return robot.error();
+    for (const std::string& w : robot.value()->warnings()) std::cerr << "proximity-scene: warning: " << w << "\n";
+    description.value().robot = robot.value();
+  }
+  auto built = pc::Scene::Build(std::move(description).value());
+  if (!built.ok()) return built.error();
+  return std::shared_ptr<const pc::Scene>(std::move(built).value());
+}
+
+// A file's rows as configurations: with --group a row holds the group's joints, the others keep the
+// robot's default configuration.
+struct Rows {
+  std::vector<int32_t> members;  // empty: every joint
+  std::vector<double> base;
+  size_t dof = 0;                // values a configuration takes in a row
+  std::vector<double> Full(std::span<const double> row) const {
+    if (members.empty()) return {row.begin(), row.end()};
+    std::vector<double> q = base;
+    for (size_t k = 0; k < members.size(); ++k) q[static_cast<size_t>(members[k])] = row[k];
+    return q;
+  }
+};
+
+pc::Result<Rows> RowsFor(const pc::Scene& scene, const std::string& group) {
+  Rows rows;
+  rows.base = scene.robot().DefaultConfiguration();
+  if (!group.empty()) {
+    auto found = scene.robot().GroupActiveIndices(group);
+    if (!found.ok()) return pc::InvalidArgument("--group: " + found.error().message);
+    if (found.value().empty()) return pc::InvalidArgument("--group: '" + group + "' moves none of the robot's joints");
+    rows.members = std::move(found).value();
+  }
+  rows.dof = rows.members.empty() ? static_cast<size_t>(scene.dof()) : rows.members.size();
+  return rows;
+}
+
+// CLEAR(q) for each row of `file`, as JSON on stdout.
+int CheckStatesFile(const pc::Scene& scene, const Rows& map, const std::string& file) {
+  auto rows = ReadRows(file, map.dof);
+  if (!rows.ok()) return Fail(rows.error().message);
+  pc::SceneCache cache;
+  std::cout << "{\"dof\": " << map.dof << ", \"results\": [\n";
+  size_t i = 0;
+  for (const auto& row : rows.value()) {
+    const pc::Result<pc::StateResult> checked = scene.CheckState(map.Full(row), &cache);
+    if (!checked.ok()) return Fail("state " + std::to_string(i) + ": " + checked.status().ToString());
+    const pc::StateResult& r = checked.value();
+    std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
+              << ", \"within_limits\": " << (r.within_limits ? "true" : "false")
+              << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
+    ++i;
+  }
+  std::cout << "\n]}\n";
+  return 0;
+}
+
+// LINK(q0, q1) for each row of `file` (q0 then q1), as JSON on stdout.
+int CheckMotionsFile(const pc::Scene& scene, const Rows& map, const std::string& file, const std::string& mode,
+                     double resolution) {
+  pc::MotionRequest request;
+  request.mode = mode == "discrete" ? pc::MotionRequest::Mode::kDiscrete : pc::MotionRequest::Mode::kCertified;
+  request.resolution = resolution;
+  auto rows = ReadRows(file, 2 * map.dof);
+  if (!rows.ok()) return Fail(rows.error().message);
+  pc::SceneCache cache;
+  const size_t dof = map.dof;
+  std::cout << "{\"dof\": " << dof << ", \"mode\": " << JsonString(mode) << ", \"results\": [\n";
+  size_t i = 0;
+  for (const auto& row : rows.value()) {
+    const std::vector<double> q0 = map.Full({row.data(), dof}), q1 = map.Full({row.data() + dof, dof});
+    const pc::Result<pc::MotionResult> checked = scene.CheckMotion(q0, q1, request, &cache);
+    if (!checked.ok()) return Fail("motion " + std::to_string(i) + ": " + checked.status().ToString());
+    const pc::MotionResult& r = checked.value();
+    std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
+              << ", \"t_free\": " << JsonNumber(r.t_free) << ", \"t_collide\": " << JsonNumber(r.t_collide)
+              << ", \"undecided\": " << (r.undecided ? "true" : "false")
+              << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
+    ++i;
+  }
+  std::cout << "\n]}\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -255,83 +352,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (*suggest) return SuggestSrdf(suggest_urdf, packages, suggest_out, collision_from_visual, suggest_options);
-
-  auto description = proximity::scenes::DefaultSceneDescription(urdf, collision_from_visual);
-  if (!description.ok()) return Fail(description.error().message);
-  if (!srdf_path.empty()) {
-    // The same robot, loaded as DefaultSceneDescription loads it, with the SRDF.
-    pc::RobotLoadOptions load;
-    load.package_dirs = proximity::scenes::DefaultScene(urdf).package_dirs;
-    load.ros_package_path = "";
-    load.collision_from_visual = collision_from_visual;
-    auto robot = pc::RobotModel::FromUrdfFile(urdf, srdf_path, load);
-    if (!robot.ok()) return Fail(robot.error().message);
-    for (const std::string& w : robot.value()->warnings()) std::cerr << "proximity-scene: warning: " << w << "\n";
-    description.value().robot = robot.value();
-  }
-  auto built = pc::Scene::Build(std::move(description).value());
-  if (!built.ok()) return Fail(built.error().message);
-  const pc::Scene& scene = *built.value();
-  pc::SceneCache cache;
-  // With --group, a row holds the group's joints; Full() puts them into the default configuration.
-  std::vector<int32_t> members;
-  if (!group.empty()) {
-    auto found = scene.robot().GroupActiveIndices(group);
-    if (!found.ok()) return Fail("--group: " + found.error().message);
-    if (found.value().empty()) return Fail("--group: '" + group + "' moves none of the robot's joints");
-    members = std::move(found).value();
-  }
-  const std::vector<double> base = scene.robot().DefaultConfiguration();
-  const auto full = [&](std::span<const double> row) {
-    std::vector<double> q(row.begin(), row.end());
-    if (members.empty()) return q;
-    q = base;
-    for (size_t k = 0; k < members.size(); ++k) q[static_cast<size_t>(members[k])] = row[k];
-    return q;
-  };
-  const size_t dof = members.empty() ? static_cast<size_t>(scene.dof()) : members.size();
-
+  auto scene = LoadScene(urdf, srdf_path, collision_from_visual);
+  if (!scene.ok()) return Fail(scene.error().message);
   if (*info) {
-    PrintInfo(scene);
+    PrintInfo(*scene.value());
     return 0;
   }
-
-  if (*states) {
-    auto rows = ReadRows(states_file, dof);
-    if (!rows.ok()) return Fail(rows.error().message);
-    std::cout << "{\"dof\": " << dof << ", \"results\": [\n";
-    size_t i = 0;
-    for (const auto& row : rows.value()) {
-      const pc::Result<pc::StateResult> checked = scene.CheckState(full(row), &cache);
-      if (!checked.ok()) return Fail("state " + std::to_string(i) + ": " + checked.status().ToString());
-      const pc::StateResult& r = checked.value();
-      std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
-                << ", \"within_limits\": " << (r.within_limits ? "true" : "false")
-                << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
-      ++i;
-    }
-    std::cout << "\n]}\n";
-    return 0;
-  }
-
-  pc::MotionRequest request;
-  request.mode = mode == "discrete" ? pc::MotionRequest::Mode::kDiscrete : pc::MotionRequest::Mode::kCertified;
-  request.resolution = resolution;
-  auto rows = ReadRows(motions_file, 2 * dof);
+  auto rows = RowsFor(*scene.value(), group);
   if (!rows.ok()) return Fail(rows.error().message);
-  std::cout << "{\"dof\": " << dof << ", \"mode\": " << JsonString(mode) << ", \"results\": [\n";
-  size_t i = 0;
-  for (const auto& row : rows.value()) {
-    const std::vector<double> q0 = full({row.data(), dof}), q1 = full({row.data() + dof, dof});
-    const pc::Result<pc::MotionResult> checked = scene.CheckMotion(q0, q1, request, &cache);
-    if (!checked.ok()) return Fail("motion " + std::to_string(i) + ": " + checked.status().ToString());
-    const pc::MotionResult& r = checked.value();
-    std::cout << (i ? ",\n" : "") << " {\"free\": " << (r.free ? "true" : "false")
-              << ", \"t_free\": " << JsonNumber(r.t_free) << ", \"t_collide\": " << JsonNumber(r.t_collide)
-              << ", \"undecided\": " << (r.undecided ? "true" : "false")
-              << ", \"contact\": " << (r.free ? std::string("null") : JsonContact(r.contact, scene)) << "}";
-    ++i;
-  }
-  std::cout << "\n]}\n";
-  return 0;
+  if (*states) return CheckStatesFile(*scene.value(), rows.value(), states_file);
+  return CheckMotionsFile(*scene.value(), rows.value(), motions_file, mode, resolution);
 }
