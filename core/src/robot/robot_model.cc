@@ -10,6 +10,8 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <string>
+#include <unordered_map>
 
 namespace proximity::core {
 namespace {
@@ -182,6 +184,134 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader, const I
   return ComputeMotionTerms(stop);
 }
 
+namespace {
+
+std::string JoinList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// The robot's names an SRDF may use: its links, and its joints (URDF joints and the SRDF's virtual ones).
+struct SrdfNames {
+  const std::unordered_map<std::string, LinkIndex>& links;
+  const RobotModel& robot;
+  Result<LinkIndex> Link(const std::string& name, const std::string& where) const {
+    auto it = links.find(name);
+    if (it == links.end()) {
+      return InvalidArgument("SRDF: " + where + " names link '" + name + "', which the URDF does not define");
+    }
+    return it->second;
+  }
+  Status Joint(const std::string& name, const std::string& where) const {
+    if (!robot.FindJoint(name).ok() && !robot.IsVirtualJoint(name)) {
+      return InvalidArgument("SRDF: " + where + " names joint '" + name + "', which the URDF does not define");
+    }
+    return {};
+  }
+};
+
+// SRDF virtual joints, as MoveIt reads them: one attached to the URDF's root places the robot (fixed;
+// planar and floating ones are held at the identity: the root stays at the scene's base pose); one
+// attached elsewhere is skipped. Appends a warning per kind to *warnings.
+Status ReadVirtualJoints(const Srdf& srdf, const SrdfNames& names, const std::string& root,
+                         std::vector<std::string>* warnings) {
+  std::vector<std::string> held, untyped, skipped;
+  for (const SrdfVirtualJoint& v : srdf.virtual_joints) {
+    if (Result<LinkIndex> r = names.Link(v.child_link, "virtual_joint '" + v.name + "'"); !r.ok()) return r.error();
+    if (v.child_link != root) {
+      skipped.push_back("'" + v.name + "' (child '" + v.child_link + "', the root is '" + root + "')");
+    } else if (v.type == "planar" || v.type == "floating") {
+      held.push_back("'" + v.name + "' (" + v.type + ")");
+    } else if (v.type != "fixed") {
+      untyped.push_back("'" + v.name + "'" + (v.type.empty() ? " (no type)" : " (type '" + v.type + "')"));
+    }
+  }
+  if (!held.empty()) {
+    warnings->push_back("SRDF: virtual joint(s) " + JoinList(held) +
+                        " held at the identity: the robot's root stays at the scene's base pose (planar and "
+                        "floating bases are not planned or checked as moving)");
+  }
+  if (!untyped.empty()) {
+    warnings->push_back("SRDF: virtual joint(s) " + JoinList(untyped) +
+                        " read as fixed (the types are fixed, planar and floating)");
+  }
+  if (!skipped.empty()) {
+    warnings->push_back("SRDF: skipped virtual joint(s) " + JoinList(skipped) +
+                        " not attached to the URDF's root link, as MoveIt skips them");
+  }
+  return {};
+}
+
+// Groups (chains that descend, joints, links, subgroups defined), group states and passive joints name
+// what the robot has; *groups: the groups' names.
+Status CheckGroups(const Srdf& srdf, const SrdfNames& names, const RobotModel& robot, std::set<std::string>* groups) {
+  for (const SrdfGroup& g : srdf.groups) {
+    if (!groups->insert(g.name).second) return InvalidArgument("SRDF: duplicate group '" + g.name + "'");
+  }
+  for (const SrdfGroup& g : srdf.groups) {
+    const std::string where = "group '" + g.name + "'";
+    for (const auto& [base, tip] : g.chains) {
+      Result<LinkIndex> b = names.Link(base, where + " chain");
+      if (!b.ok()) return b.error();
+      Result<LinkIndex> t = names.Link(tip, where + " chain");
+      if (!t.ok()) return t.error();
+      LinkIndex at = t.value();
+      while (at != b.value() && at != 0) at = robot.joint(robot.link(at).parent_joint).parent_link;
+      if (at != b.value()) {
+        return InvalidArgument("SRDF: " + where + " chain tip '" + tip + "' does not descend from base '" + base + "'");
+      }
+    }
+    for (const std::string& j : g.joints) {
+      if (Status s = names.Joint(j, where); !s.ok()) return s;
+    }
+    for (const std::string& l : g.links) {
+      if (Result<LinkIndex> r = names.Link(l, where); !r.ok()) return r.error();
+    }
+    for (const std::string& s : g.subgroups) {
+      if (!groups->contains(s)) return InvalidArgument("SRDF: " + where + " names group '" + s + "', which is not defined");
+    }
+  }
+  for (const SrdfGroupState& s : srdf.group_states) {
+    const std::string where = "group_state '" + s.name + "'";
+    if (!groups->contains(s.group)) {
+      return InvalidArgument("SRDF: " + where + " names group '" + s.group + "', which is not defined");
+    }
+    for (const auto& [j, v] : s.values) {
+      if (Status st = names.Joint(j, where); !st.ok()) return st;
+    }
+  }
+  for (const std::string& p : srdf.passive_joints) {
+    if (Status s = names.Joint(p, "passive_joint"); !s.ok()) return s;
+  }
+  return {};
+}
+
+// What MoveIt skips, reported: elements the SRDF format lacks, end effectors naming an unknown group or link.
+void ForeignElementWarnings(const Srdf& srdf, const SrdfNames& names, const std::set<std::string>& groups,
+                            std::vector<std::string>* warnings) {
+  if (!srdf.unknown_elements.empty()) {
+    std::string list;
+    for (const auto& [tag, count] : srdf.unknown_elements) {
+      list += (list.empty() ? "<" : ", <") + tag + ">" + (count > 1 ? " x" + std::to_string(count) : "");
+    }
+    warnings->push_back("SRDF: ignored element(s) that are not part of the SRDF format: " + list);
+  }
+  std::vector<std::string> bad_end_effectors;
+  for (const SrdfEndEffector& e : srdf.end_effectors) {
+    if (!groups.contains(e.group) || !names.links.contains(e.parent_link) ||
+        (!e.parent_group.empty() && !groups.contains(e.parent_group))) {
+      bad_end_effectors.push_back("'" + e.name + "'");
+    }
+  }
+  if (!bad_end_effectors.empty()) {
+    warnings->push_back("SRDF: end effector(s) " + JoinList(bad_end_effectors) +
+                        " name a group or link that is not defined (ignored)");
+  }
+}
+
+}  // namespace
+
 Status RobotModel::ApplySrdf() {
   const size_t n = links_.size();
   allowed_.assign(n * n, 0);
@@ -210,86 +340,10 @@ Status RobotModel::ApplySrdf() {
       if (find(a) == find(b)) allow(a, b, AllowedReason::kRigid);
     }
   }
-
-  const auto link = [this](const std::string& name, const std::string& where) -> Result<LinkIndex> {
-    auto it = link_by_name_.find(name);
-    if (it == link_by_name_.end()) return InvalidArgument("SRDF: " + where + " names link '" + name + "', which the URDF does not define");
-    return it->second;
-  };
-  // SRDF virtual joints, as MoveIt reads them: one attached to the URDF's root places the robot (fixed;
-  // planar and floating ones are held at the identity: the root stays at the scene's base pose); one
-  // attached elsewhere is skipped. Their names are joints the rest of the SRDF may name.
-  std::vector<std::string> held, untyped, skipped;
-  for (const SrdfVirtualJoint& v : srdf_.virtual_joints) {
-    if (Result<LinkIndex> r = link(v.child_link, "virtual_joint '" + v.name + "'"); !r.ok()) return r.error();
-    if (v.child_link != links_[0].name) {
-      skipped.push_back("'" + v.name + "' (child '" + v.child_link + "', the root is '" + links_[0].name + "')");
-    } else if (v.type == "planar" || v.type == "floating") {
-      held.push_back("'" + v.name + "' (" + v.type + ")");
-    } else if (v.type != "fixed") {
-      untyped.push_back("'" + v.name + "'" + (v.type.empty() ? " (no type)" : " (type '" + v.type + "')"));
-    }
-  }
-  const auto list = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-    return out;
-  };
-  if (!held.empty()) {
-    warnings_.push_back("SRDF: virtual joint(s) " + list(held) +
-                        " held at the identity: the robot's root stays at the scene's base pose (planar and "
-                        "floating bases are not planned or checked as moving)");
-  }
-  if (!untyped.empty()) {
-    warnings_.push_back("SRDF: virtual joint(s) " + list(untyped) +
-                        " read as fixed (the types are fixed, planar and floating)");
-  }
-  if (!skipped.empty()) {
-    warnings_.push_back("SRDF: skipped virtual joint(s) " + list(skipped) +
-                        " not attached to the URDF's root link, as MoveIt skips them");
-  }
-  const auto joint = [this](const std::string& name, const std::string& where) -> Status {
-    if (!joint_by_name_.contains(name) && !IsVirtualJoint(name)) {
-      return InvalidArgument("SRDF: " + where + " names joint '" + name + "', which the URDF does not define");
-    }
-    return {};
-  };
+  const SrdfNames names{link_by_name_, *this};
+  if (Status s = ReadVirtualJoints(srdf_, names, links_[0].name, &warnings_); !s.ok()) return s;
   std::set<std::string> groups;
-  for (const SrdfGroup& g : srdf_.groups) {
-    if (!groups.insert(g.name).second) return InvalidArgument("SRDF: duplicate group '" + g.name + "'");
-  }
-  for (const SrdfGroup& g : srdf_.groups) {
-    const std::string where = "group '" + g.name + "'";
-    for (const auto& [base, tip] : g.chains) {
-      Result<LinkIndex> b = link(base, where + " chain");
-      if (!b.ok()) return b.error();
-      Result<LinkIndex> t = link(tip, where + " chain");
-      if (!t.ok()) return t.error();
-      LinkIndex at = t.value();
-      while (at != b.value() && at != 0) at = joints_[links_[at].parent_joint].parent_link;
-      if (at != b.value()) {
-        return InvalidArgument("SRDF: " + where + " chain tip '" + tip + "' does not descend from base '" + base + "'");
-      }
-    }
-    for (const std::string& j : g.joints) {
-      if (Status s = joint(j, where); !s.ok()) return s;
-    }
-    for (const std::string& l : g.links) {
-      if (Result<LinkIndex> r = link(l, where); !r.ok()) return r.error();
-    }
-    for (const std::string& s : g.subgroups) {
-      if (!groups.contains(s)) return InvalidArgument("SRDF: " + where + " names group '" + s + "', which is not defined");
-    }
-  }
-  for (const SrdfGroupState& s : srdf_.group_states) {
-    const std::string where = "group_state '" + s.name + "'";
-    if (!groups.contains(s.group)) {
-      return InvalidArgument("SRDF: " + where + " names group '" + s.group + "', which is not defined");
-    }
-    for (const auto& [j, v] : s.values) {
-      if (Status st = joint(j, where); !st.ok()) return st;
-    }
-  }
+  if (Status s = CheckGroups(srdf_, names, *this, &groups); !s.ok()) return s;
   // A pair naming a link the URDF lacks is skipped, as MoveIt skips it (an SRDF written for a variant
   // of the robot), and reported once.
   std::vector<std::string> unknown_links;
@@ -313,33 +367,12 @@ Status RobotModel::ApplySrdf() {
     }
   }
   if (skipped_pairs > 0) {
-    std::string names;
-    for (const std::string& unknown : unknown_links) names += (names.empty() ? "'" : ", '") + unknown + "'";
+    std::string names_list;
+    for (const std::string& unknown : unknown_links) names_list += (names_list.empty() ? "'" : ", '") + unknown + "'";
     warnings_.push_back("SRDF: skipped " + std::to_string(skipped_pairs) +
-                        " <disable_collisions> pair(s) naming link(s) the URDF does not define: " + names);
+                        " <disable_collisions> pair(s) naming link(s) the URDF does not define: " + names_list);
   }
-  if (!srdf_.unknown_elements.empty()) {
-    std::string names;
-    for (const auto& [tag, count] : srdf_.unknown_elements) {
-      names += (names.empty() ? "<" : ", <") + tag + ">" + (count > 1 ? " x" + std::to_string(count) : "");
-    }
-    warnings_.push_back("SRDF: ignored element(s) that are not part of the SRDF format: " + names);
-  }
-  for (const std::string& p : srdf_.passive_joints) {
-    if (Status s = joint(p, "passive_joint"); !s.ok()) return s;
-  }
-  // An end effector naming an unknown group or link is skipped, as MoveIt skips it, and reported.
-  std::vector<std::string> bad_end_effectors;
-  for (const SrdfEndEffector& e : srdf_.end_effectors) {
-    if (!groups.contains(e.group) || !link_by_name_.contains(e.parent_link) ||
-        (!e.parent_group.empty() && !groups.contains(e.parent_group))) {
-      bad_end_effectors.push_back("'" + e.name + "'");
-    }
-  }
-  if (!bad_end_effectors.empty()) {
-    warnings_.push_back("SRDF: end effector(s) " + list(bad_end_effectors) +
-                        " name a group or link that is not defined (ignored)");
-  }
+  ForeignElementWarnings(srdf_, names, groups, &warnings_);
   return {};
 }
 

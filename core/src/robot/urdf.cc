@@ -510,6 +510,160 @@ Result<std::vector<std::string>> RobotModel::CollisionMeshFiles(std::string_view
   return files;
 }
 
+namespace {
+
+// The outline comes from tinyxml2 and the parsed model from urdfdom's TinyXML, which read some names
+// differently (character references, entities, white space): a name one of them lacks is refused, never
+// looked up as if both agreed.
+Error ReadDifferently(const std::string& what) {
+  return ParseError("URDF: urdfdom reads " + what +
+                    " differently from the XML outline (an entity, character reference or white space in a name?)");
+}
+
+// One joint as urdfdom parsed it; *leader: the index of the joint it mimics, or -1.
+Result<Joint> ReadJoint(const urdf::Joint& uj, const std::string& name, const std::map<std::string, LinkIndex>& link_index,
+                        const std::map<std::string, JointIndex>& joint_index, JointIndex* leader) {
+  const auto parent = link_index.find(uj.parent_link_name);
+  const auto child = link_index.find(uj.child_link_name);
+  if (parent == link_index.end() || child == link_index.end()) return ReadDifferently("the links of joint '" + name + "'");
+  Joint j;
+  j.name = name;
+  j.parent_link = parent->second;
+  j.child_link = child->second;
+  j.X_PJ = ToTransform(uj.parent_to_joint_origin_transform);
+  if (!Finite(j.X_PJ)) return InvalidArgument("URDF: joint '" + name + "' has a non-finite <origin>");
+  switch (uj.type) {
+    case urdf::Joint::REVOLUTE: j.type = JointType::kRevolute; break;
+    case urdf::Joint::CONTINUOUS: j.type = JointType::kContinuous; break;
+    case urdf::Joint::PRISMATIC: j.type = JointType::kPrismatic; break;
+    case urdf::Joint::FIXED: j.type = JointType::kFixed; break;
+    default: return InvalidArgument("URDF: joint '" + name + "' has an unsupported type");
+  }
+  if (j.type != JointType::kFixed) {
+    const Vec3 axis(uj.axis.x, uj.axis.y, uj.axis.z);
+    if (!axis.allFinite() || axis.norm() < 1e-12) {
+      return InvalidArgument("URDF: joint '" + name + "' has a zero or non-finite <axis>");
+    }
+    j.axis_J = axis.normalized();
+  }
+  if (j.type == JointType::kRevolute || j.type == JointType::kPrismatic) {
+    if (!uj.limits) return InvalidArgument("URDF: joint '" + name + "' has no <limit>");
+    j.lower = uj.limits->lower;
+    j.upper = uj.limits->upper;
+    if (!(j.lower <= j.upper)) {
+      std::ostringstream msg;
+      msg << "URDF: joint '" << name << "' has lower limit " << j.lower << " above upper limit " << j.upper;
+      return InvalidArgument(msg.str());
+    }
+  } else if (j.type == JointType::kContinuous) {
+    j.lower = -std::numeric_limits<double>::infinity();
+    j.upper = std::numeric_limits<double>::infinity();
+  }
+  if (uj.limits) j.velocity_limit = uj.limits->velocity;
+  *leader = -1;
+  if (uj.mimic && j.type != JointType::kFixed) {
+    const auto mimicked = joint_index.find(uj.mimic->joint_name);
+    if (mimicked == joint_index.end()) return ReadDifferently("the joint that joint '" + name + "' mimics");
+    *leader = mimicked->second;
+    j.mimic_multiplier = uj.mimic->multiplier;
+    j.mimic_offset = uj.mimic->offset;
+    if (!std::isfinite(j.mimic_multiplier) || !std::isfinite(j.mimic_offset)) {
+      return InvalidArgument("URDF: joint '" + name + "' has a non-finite <mimic>");
+    }
+  }
+  return j;
+}
+
+// A link's mesh (an uploaded file's bytes, or a file through the cache) as g's scale and path say, with
+// its hull; *estimated_bytes grows by its triangles and is held to the memory cap. `what` names the element.
+Status LoadLinkMesh(const urdf::Mesh& m, const std::string& what, const RobotLoadOptions& load,
+                    const RobotLoadOptions& options, int64_t* estimated_bytes, LinkGeometry* g) {
+  Result<std::shared_ptr<const MeshModel>> mesh = Error{};
+  if (g->mesh_path.starts_with(kUploadedFilePrefix)) {
+    // An uploaded file: parsed from its bytes (its extension tells the format).
+    const std::string& bytes = load.uploaded_files.at(m.filename);
+    MeshLoadOptions mesh_options;
+    mesh_options.scale = g->mesh_scale;
+    Result<TriangleMesh> loaded = LoadMeshFromMemory(bytes, fs::path(m.filename).extension().string(),
+                                                     "uploaded file '" + m.filename + "'", mesh_options);
+    if (loaded.ok()) {
+      if (Status s = CheckLinkTriangles(loaded.value(), options.limits); !s.ok()) loaded = s.error();
+    }
+    mesh = loaded.ok() ? MeshModel::Build(std::move(loaded).value(), {}, m.filename)
+                       : Result<std::shared_ptr<const MeshModel>>(loaded.error());
+  } else {
+    mesh = load.mesh_cache->Get(g->mesh_path, g->mesh_scale, load.files, options.limits);
+  }
+  if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
+  g->mesh = mesh.value();
+  *estimated_bytes += kEstimatedBytesPerTriangle * g->mesh->num_triangles();
+  if (Status s = CheckCap(*estimated_bytes, options.limits.max_memory_bytes,
+                          "URDF: estimated bytes of the robot's meshes and tables", "max_memory_bytes");
+      !s.ok()) {
+    return s;
+  }
+  // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.
+  if (auto hull = ConvexPolytope::Build(g->mesh->mesh(), g->mesh_path); hull.ok()) {
+    g->hull = hull.value();
+    g->hull_is_surface = IsHullSurface(g->mesh->mesh(), *g->hull, kHullSurfaceTolerance);
+  }
+  return {};
+}
+
+// One collision (or visual) element of link `link` as a LinkGeometry.
+Result<LinkGeometry> ReadLinkGeometry(const GeometryElement& col, const std::string& link, UriResolver& resolver,
+                                      const RobotLoadOptions& load, const RobotLoadOptions& options,
+                                      int64_t* estimated_bytes) {
+  const std::string what = "URDF: " + std::string(col.kind) + " " + std::to_string(col.index) + " of link '" + link + "'";
+  if (!col.geometry) return InvalidArgument(what + " has no geometry");
+  LinkGeometry g;
+  g.name = col.name;
+  g.X_LG = ToTransform(col.origin);
+  if (!Finite(g.X_LG)) return InvalidArgument(what + " has a non-finite <origin>");
+  const urdf::Geometry& geom = *col.geometry;
+  switch (geom.type) {
+    case urdf::Geometry::BOX: {
+      const auto& d = static_cast<const urdf::Box&>(geom).dim;
+      g.type = ShapeType::kBox;
+      g.box_size = Vec3(d.x, d.y, d.z);
+      if (!g.box_size.allFinite() || (g.box_size.array() < 0).any()) {
+        return InvalidArgument(what + " has a negative or non-finite <box size>");
+      }
+      return g;
+    }
+    case urdf::Geometry::SPHERE:
+      g.type = ShapeType::kSphere;
+      g.radius = static_cast<const urdf::Sphere&>(geom).radius;
+      if (!std::isfinite(g.radius) || g.radius < 0) return InvalidArgument(what + " has a bad <sphere radius>");
+      return g;
+    case urdf::Geometry::CYLINDER:
+      g.type = ShapeType::kCylinder;
+      g.radius = static_cast<const urdf::Cylinder&>(geom).radius;
+      g.length = static_cast<const urdf::Cylinder&>(geom).length;
+      if (!std::isfinite(g.radius) || g.radius < 0 || !std::isfinite(g.length) || g.length < 0) {
+        return InvalidArgument(what + " has a bad <cylinder radius length>");
+      }
+      return g;
+    case urdf::Geometry::MESH: {
+      const auto& m = static_cast<const urdf::Mesh&>(geom);
+      g.type = ShapeType::kMesh;
+      g.mesh_scale = Vec3(m.scale.x, m.scale.y, m.scale.z);
+      if (!g.mesh_scale.allFinite() || (g.mesh_scale.array() == 0).any()) {
+        return InvalidArgument(what + " has a zero or non-finite <mesh scale>");
+      }
+      Result<std::string> path = resolver.Resolve(m.filename);
+      if (!path.ok()) return Error{path.error().code, what + ": " + path.error().message};
+      g.mesh_path = path.value();
+      if (Status s = LoadLinkMesh(m, what, load, options, estimated_bytes, &g); !s.ok()) return s.error();
+      return g;
+    }
+    default:
+      return InvalidArgument(what + " has an unknown geometry type");
+  }
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string_view urdf_xml,
                                                                      std::string_view srdf_xml,
                                                                      const RobotLoadOptions& options) {
@@ -519,14 +673,6 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   const urdf::ModelInterfaceSharedPtr parsed = urdf::parseURDF(std::string(urdf_xml));
   if (!parsed) return ParseError("URDF: urdfdom could not parse the robot (its log names the element)");
 
-  // The outline comes from tinyxml2 and `parsed` from urdfdom's TinyXML, which read some names
-  // differently (character references, entities, white space): a name one of them lacks is refused,
-  // never looked up as if both agreed.
-  const auto read_differently = [](const std::string& what) {
-    return ParseError("URDF: urdfdom reads " + what +
-                      " differently from the XML outline (an entity, character reference or white space in a "
-                      "name?)");
-  };
   std::shared_ptr<RobotModel> model(new RobotModel());
   model->name_ = parsed->getName();
   std::map<std::string, LinkIndex> link_index;
@@ -538,64 +684,16 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   for (const std::string& name : outline.value().joints) {
     joint_index[name] = static_cast<JointIndex>(joint_index.size());
   }
-
   // Joints, in document order.
   std::vector<JointIndex> mimic_leader;
   for (const std::string& name : outline.value().joints) {
     const urdf::JointConstSharedPtr uj = parsed->getJoint(name);
-    if (!uj) return read_differently("joint '" + name + "'");
-    const auto parent = link_index.find(uj->parent_link_name);
-    const auto child = link_index.find(uj->child_link_name);
-    if (parent == link_index.end() || child == link_index.end()) {
-      return read_differently("the links of joint '" + name + "'");
-    }
-    Joint j;
-    j.name = name;
-    j.parent_link = parent->second;
-    j.child_link = child->second;
-    j.X_PJ = ToTransform(uj->parent_to_joint_origin_transform);
-    if (!Finite(j.X_PJ)) return InvalidArgument("URDF: joint '" + name + "' has a non-finite <origin>");
-    switch (uj->type) {
-      case urdf::Joint::REVOLUTE: j.type = JointType::kRevolute; break;
-      case urdf::Joint::CONTINUOUS: j.type = JointType::kContinuous; break;
-      case urdf::Joint::PRISMATIC: j.type = JointType::kPrismatic; break;
-      case urdf::Joint::FIXED: j.type = JointType::kFixed; break;
-      default: return InvalidArgument("URDF: joint '" + name + "' has an unsupported type");
-    }
-    if (j.type != JointType::kFixed) {
-      const Vec3 axis(uj->axis.x, uj->axis.y, uj->axis.z);
-      if (!axis.allFinite() || axis.norm() < 1e-12) {
-        return InvalidArgument("URDF: joint '" + name + "' has a zero or non-finite <axis>");
-      }
-      j.axis_J = axis.normalized();
-    }
-    if (j.type == JointType::kRevolute || j.type == JointType::kPrismatic) {
-      if (!uj->limits) return InvalidArgument("URDF: joint '" + name + "' has no <limit>");
-      j.lower = uj->limits->lower;
-      j.upper = uj->limits->upper;
-      if (!(j.lower <= j.upper)) {
-        std::ostringstream msg;
-        msg << "URDF: joint '" << name << "' has lower limit " << j.lower << " above upper limit " << j.upper;
-        return InvalidArgument(msg.str());
-      }
-    } else if (j.type == JointType::kContinuous) {
-      j.lower = -std::numeric_limits<double>::infinity();
-      j.upper = std::numeric_limits<double>::infinity();
-    }
-    if (uj->limits) j.velocity_limit = uj->limits->velocity;
+    if (!uj) return ReadDifferently("joint '" + name + "'");
     JointIndex leader = -1;
-    if (uj->mimic && j.type != JointType::kFixed) {
-      const auto mimicked = joint_index.find(uj->mimic->joint_name);
-      if (mimicked == joint_index.end()) return read_differently("the joint that joint '" + name + "' mimics");
-      leader = mimicked->second;
-      j.mimic_multiplier = uj->mimic->multiplier;
-      j.mimic_offset = uj->mimic->offset;
-      if (!std::isfinite(j.mimic_multiplier) || !std::isfinite(j.mimic_offset)) {
-        return InvalidArgument("URDF: joint '" + name + "' has a non-finite <mimic>");
-      }
-    }
+    Result<Joint> joint = ReadJoint(*uj, name, link_index, joint_index, &leader);
+    if (!joint.ok()) return joint.error();
     mimic_leader.push_back(leader);
-    model->joints_.push_back(std::move(j));
+    model->joints_.push_back(std::move(joint).value());
   }
 
   // Collision geometry (or, with collision_from_visual, the visual geometry of links that have some).
@@ -608,89 +706,15 @@ Result<std::shared_ptr<const RobotModel>> RobotModel::FromUrdfString(std::string
   for (Link& link : model->links_) {
     if (options.stop()) return Stopped("URDF: the load was stopped at link '" + link.name + "'");
     const urdf::LinkConstSharedPtr ul = parsed->getLink(link.name);
-    if (!ul) return read_differently("link '" + link.name + "'");
+    if (!ul) return ReadDifferently("link '" + link.name + "'");
     std::string fell_back;
     const std::vector<GeometryElement> elements =
         UsableGeometryElements(*ul, options.collision_from_visual, resolver, &fell_back);
     if (!fell_back.empty()) visual_fallbacks.push_back("'" + link.name + "' ('" + fell_back + "')");
-    for (size_t c = 0; c < elements.size(); ++c) {
-      const GeometryElement& col = elements[c];
-      const std::string what =
-          "URDF: " + std::string(col.kind) + " " + std::to_string(col.index) + " of link '" + link.name + "'";
-      if (!col.geometry) return InvalidArgument(what + " has no geometry");
-      LinkGeometry g;
-      g.name = col.name;
-      g.X_LG = ToTransform(col.origin);
-      if (!Finite(g.X_LG)) return InvalidArgument(what + " has a non-finite <origin>");
-      const urdf::Geometry& geom = *col.geometry;
-      switch (geom.type) {
-        case urdf::Geometry::BOX: {
-          const auto& d = static_cast<const urdf::Box&>(geom).dim;
-          g.type = ShapeType::kBox;
-          g.box_size = Vec3(d.x, d.y, d.z);
-          if (!g.box_size.allFinite() || (g.box_size.array() < 0).any()) {
-            return InvalidArgument(what + " has a negative or non-finite <box size>");
-          }
-          break;
-        }
-        case urdf::Geometry::SPHERE:
-          g.type = ShapeType::kSphere;
-          g.radius = static_cast<const urdf::Sphere&>(geom).radius;
-          if (!std::isfinite(g.radius) || g.radius < 0) return InvalidArgument(what + " has a bad <sphere radius>");
-          break;
-        case urdf::Geometry::CYLINDER:
-          g.type = ShapeType::kCylinder;
-          g.radius = static_cast<const urdf::Cylinder&>(geom).radius;
-          g.length = static_cast<const urdf::Cylinder&>(geom).length;
-          if (!std::isfinite(g.radius) || g.radius < 0 || !std::isfinite(g.length) || g.length < 0) {
-            return InvalidArgument(what + " has a bad <cylinder radius length>");
-          }
-          break;
-        case urdf::Geometry::MESH: {
-          const auto& m = static_cast<const urdf::Mesh&>(geom);
-          g.type = ShapeType::kMesh;
-          g.mesh_scale = Vec3(m.scale.x, m.scale.y, m.scale.z);
-          if (!g.mesh_scale.allFinite() || (g.mesh_scale.array() == 0).any()) {
-            return InvalidArgument(what + " has a zero or non-finite <mesh scale>");
-          }
-          Result<std::string> path = resolver.Resolve(m.filename);
-          if (!path.ok()) return Error{path.error().code, what + ": " + path.error().message};
-          g.mesh_path = path.value();
-          Result<std::shared_ptr<const MeshModel>> mesh = Error{};
-          if (g.mesh_path.starts_with(kUploadedFilePrefix)) {
-            // An uploaded file: parsed from its bytes (its extension tells the format).
-            const std::string& bytes = load.uploaded_files.at(m.filename);
-            MeshLoadOptions mesh_options;
-            mesh_options.scale = g.mesh_scale;
-            Result<TriangleMesh> loaded = LoadMeshFromMemory(
-                bytes, fs::path(m.filename).extension().string(), "uploaded file '" + m.filename + "'", mesh_options);
-            if (loaded.ok()) {
-              if (Status s = CheckLinkTriangles(loaded.value(), options.limits); !s.ok()) loaded = s.error();
-            }
-            mesh = loaded.ok() ? MeshModel::Build(std::move(loaded).value(), {}, m.filename)
-                               : Result<std::shared_ptr<const MeshModel>>(loaded.error());
-          } else {
-            mesh = load.mesh_cache->Get(g.mesh_path, g.mesh_scale, load.files, options.limits);
-          }
-          if (!mesh.ok()) return Error{mesh.error().code, what + " ('" + m.filename + "'): " + mesh.error().message};
-          g.mesh = mesh.value();
-          estimated_bytes += kEstimatedBytesPerTriangle * g.mesh->num_triangles();
-          if (Status s = CheckCap(estimated_bytes, options.limits.max_memory_bytes,
-                                  "URDF: estimated bytes of the robot's meshes and tables", "max_memory_bytes");
-              !s.ok()) {
-            return s.error();
-          }
-          // A flat mesh (a plate, one triangle) has no solid hull: it keeps the hierarchy walk alone.
-          if (auto hull = ConvexPolytope::Build(g.mesh->mesh(), g.mesh_path); hull.ok()) {
-            g.hull = hull.value();
-            g.hull_is_surface = IsHullSurface(g.mesh->mesh(), *g.hull, kHullSurfaceTolerance);
-          }
-          break;
-        }
-        default:
-          return InvalidArgument(what + " has an unknown geometry type");
-      }
-      link.geometries.push_back(std::move(g));
+    for (const GeometryElement& col : elements) {
+      Result<LinkGeometry> g = ReadLinkGeometry(col, link.name, resolver, load, options, &estimated_bytes);
+      if (!g.ok()) return g.error();
+      link.geometries.push_back(std::move(g).value());
     }
   }
 
