@@ -115,93 +115,156 @@ bool Triangulate(const std::vector<Vec3>& points, const int32_t* corners, uint32
   return true;
 }
 
+// The logical lines of an OBJ file: physical lines ending in a backslash continue on the next.
+class ObjLines {
+ public:
+  explicit ObjLines(std::string_view bytes) : bytes_(bytes) {}
+  // The next logical line and the number of its first physical line; false at the end.
+  bool Next(std::string_view* line, int64_t* first_line) {
+    if (at_ >= bytes_.size()) return false;
+    *line = NextPhysical();
+    *first_line = line_number_;
+    if (Continued(line)) {
+      joined_.assign(*line);
+      for (bool more = true; more;) {
+        joined_.push_back(' ');
+        if (at_ >= bytes_.size()) break;
+        std::string_view next = NextPhysical();
+        more = Continued(&next);
+        joined_.append(next);
+      }
+      *line = joined_;
+    }
+    return true;
+  }
+
+ private:
+  std::string_view NextPhysical() {
+    ++line_number_;
+    const size_t end = std::min(bytes_.find('\n', at_), bytes_.size());
+    const std::string_view physical = bytes_.substr(at_, end - at_);
+    at_ = end + 1;
+    return physical;
+  }
+  static bool Continued(std::string_view* l) {
+    while (!l->empty() && std::isspace(static_cast<unsigned char>(l->back()))) l->remove_suffix(1);
+    if (l->empty() || l->back() != '\\') return false;
+    l->remove_suffix(1);
+    return true;
+  }
+  std::string_view bytes_;
+  size_t at_ = 0;
+  int64_t line_number_ = 0;
+  std::string joined_;  // a line continued with a backslash
+};
+
+// What an OBJ's `v` and `f` lines hold, before the used vertices are kept and faces triangulated.
+struct ObjRaw {
+  std::vector<Vec3> points;      // every `v`, at single precision, unscaled
+  std::vector<int32_t> corners;  // face corners, 0-based (forward references are checked at the end)
+  std::vector<Face> faces;
+};
+
+// A `v` line: three coordinates, kept at single precision.
+Status ReadVertex(const std::vector<std::string_view>& words, const std::string& label, int64_t line, ObjRaw* raw) {
+  if (words.size() < 4) return ParseError(label + ": line " + std::to_string(line) + ": a vertex needs three coordinates");
+  Vec3 p;
+  for (int k = 0; k < 3; ++k) {
+    double x = 0.0;
+    if (!ParseDouble(words[static_cast<size_t>(k) + 1], &x)) {
+      return ParseError(label + ": line " + std::to_string(line) + ": vertex coordinate " +
+                        Quoted(words[static_cast<size_t>(k) + 1]) + " is not a number");
+    }
+    p[k] = static_cast<double>(static_cast<float>(x));
+  }
+  if (raw->points.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return Error{ErrorCode::kResourceExhausted, label + ": too many vertices for 32-bit indices"};
+  }
+  raw->points.push_back(p);
+  return {};
+}
+
+// An `f` line of three or more corners (vertex numbers 1-based, negative ones counting back).
+Status ReadFace(const std::vector<std::string_view>& words, const std::string& label, int64_t line, ObjRaw* raw) {
+  const size_t n = words.size() - 1;
+  Face face{static_cast<uint32_t>(raw->corners.size()), static_cast<uint32_t>(n), line};
+  if (raw->corners.size() + n > static_cast<size_t>(std::numeric_limits<uint32_t>::max())) {
+    return Error{ErrorCode::kResourceExhausted, label + ": too many face corners"};
+  }
+  for (size_t k = 1; k <= n; ++k) {
+    const std::string_view word = words[k];
+    const std::string_view index = word.substr(0, word.find('/'));
+    int64_t i = 0;
+    const auto [p, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+    if (ec != std::errc() || p != index.data() + index.size() || index.empty() || i == 0) {
+      return ParseError(label + ": line " + std::to_string(line) + ": face corner " + Quoted(word) +
+                        " does not start with a vertex number (1-based)");
+    }
+    if (i < 0) i += static_cast<int64_t>(raw->points.size()) + 1;  // -1 is the last vertex read
+    if (i < 1 || i > std::numeric_limits<int32_t>::max()) {
+      return ParseError(label + ": line " + std::to_string(line) + ": face corner " + Quoted(word) +
+                        " refers to no vertex (" + std::to_string(raw->points.size()) + " read so far)");
+    }
+    raw->corners.push_back(static_cast<int32_t>(i - 1));
+  }
+  raw->faces.push_back(face);
+  return {};
+}
+
+// Every corner must name a vertex of the file; only the vertices faces use are kept (in file order),
+// scaled, into out->vertices. Per file vertex, its kept index (-1: unused).
+Result<std::vector<int32_t>> KeepUsedVertices(const ObjRaw& raw, const Vec3& scale, const std::string& label,
+                                              Gathered* out) {
+  std::vector<int32_t> kept(raw.points.size(), -1);
+  for (const Face& f : raw.faces) {
+    for (uint32_t k = 0; k < f.count; ++k) {
+      const int32_t i = raw.corners[f.first + k];
+      if (static_cast<size_t>(i) >= raw.points.size()) {
+        return ParseError(label + ": line " + std::to_string(f.line) + ": face corner " + std::to_string(i + 1) +
+                          " refers to no vertex (the file has " + std::to_string(raw.points.size()) + ")");
+      }
+      kept[static_cast<size_t>(i)] = 0;
+    }
+  }
+  for (size_t i = 0; i < raw.points.size(); ++i) {
+    if (kept[i] < 0) continue;
+    const Vec3 p_M = scale.cwiseProduct(raw.points[i]);
+    if (!p_M.allFinite()) {
+      const std::string which = "vertex " + std::to_string(i + 1);
+      if (!raw.points[i].allFinite()) {
+        return ParseError(label + ": " + which + " has a non-finite coordinate " + FormatVec(raw.points[i]));
+      }
+      return ParseError(label + ": " + which + " " + FormatVec(raw.points[i]) + " is not finite after the scale: " +
+                        FormatVec(p_M));
+    }
+    kept[i] = static_cast<int32_t>(out->vertices.size());
+    out->vertices.push_back(p_M);
+  }
+  return kept;
+}
+
 }  // namespace
 
 Result<Gathered> ReadObj(std::string_view bytes, const Vec3& scale, const std::string& label) {
-  std::vector<Vec3> points;   // every `v`, at single precision, unscaled
-  std::vector<int32_t> corners;  // face corners, 0-based (forward references are checked at the end)
-  std::vector<Face> faces;
+  ObjRaw raw;
   Gathered out;
   int64_t group_faces = 0;  // faces of three or more corners since the last o, g or usemtl
   std::vector<std::string_view> words;  // of the current line
-  std::string joined;  // a line continued with a backslash
-  int64_t line_number = 0;
-  const auto error = [&](int64_t line, const std::string& what) {
-    return ParseError(label + ": line " + std::to_string(line) + ": " + what);
-  };
-
-  size_t at = 0;
-  while (at < bytes.size()) {
-    // One logical line: physical lines ending in a backslash continue on the next.
-    const auto next_physical = [&] {
-      ++line_number;
-      const size_t end = std::min(bytes.find('\n', at), bytes.size());
-      const std::string_view physical = bytes.substr(at, end - at);
-      at = end + 1;
-      return physical;
-    };
-    const auto continued = [](std::string_view* l) {
-      while (!l->empty() && std::isspace(static_cast<unsigned char>(l->back()))) l->remove_suffix(1);
-      if (l->empty() || l->back() != '\\') return false;
-      l->remove_suffix(1);
-      return true;
-    };
-    std::string_view line = next_physical();
-    const int64_t first_line = line_number;
-    if (continued(&line)) {
-      joined.assign(line);
-      for (bool more = true; more;) {
-        joined.push_back(' ');
-        if (at >= bytes.size()) break;
-        line = next_physical();
-        more = continued(&line);
-        joined.append(line);
-      }
-      line = joined;
-    }
+  ObjLines lines(bytes);
+  std::string_view line;
+  int64_t first_line = 0;
+  while (lines.Next(&line, &first_line)) {
     SplitWords(line, &words);
     if (words.empty() || words[0].front() == '#') continue;
     const std::string_view key = words[0];
     if (key == "v") {
-      if (words.size() < 4) return error(first_line, "a vertex needs three coordinates");
-      Vec3 p;
-      for (int k = 0; k < 3; ++k) {
-        double x = 0.0;
-        if (!ParseDouble(words[static_cast<size_t>(k) + 1], &x)) {
-          return error(first_line, "vertex coordinate " + Quoted(words[static_cast<size_t>(k) + 1]) + " is not a number");
-        }
-        p[k] = static_cast<double>(static_cast<float>(x));
-      }
-      if (points.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-        return Error{ErrorCode::kResourceExhausted, label + ": too many vertices for 32-bit indices"};
-      }
-      points.push_back(p);
+      if (Status s = ReadVertex(words, label, first_line, &raw); !s.ok()) return s.error();
     } else if (key == "f") {
-      const size_t n = words.size() - 1;
-      if (n < 3) {
+      if (words.size() < 4) {
         ++out.skipped_non_triangles;
         continue;
       }
-      Face face{static_cast<uint32_t>(corners.size()), static_cast<uint32_t>(n), first_line};
-      if (corners.size() + n > static_cast<size_t>(std::numeric_limits<uint32_t>::max())) {
-        return Error{ErrorCode::kResourceExhausted, label + ": too many face corners"};
-      }
-      for (size_t k = 1; k <= n; ++k) {
-        const std::string_view word = words[k];
-        const std::string_view index = word.substr(0, word.find('/'));
-        int64_t i = 0;
-        const auto [p, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
-        if (ec != std::errc() || p != index.data() + index.size() || index.empty() || i == 0) {
-          return error(first_line, "face corner " + Quoted(word) + " does not start with a vertex number (1-based)");
-        }
-        if (i < 0) i += static_cast<int64_t>(points.size()) + 1;  // -1 is the last vertex read
-        if (i < 1 || i > std::numeric_limits<int32_t>::max()) {
-          return error(first_line, "face corner " + Quoted(word) + " refers to no vertex (" +
-                                       std::to_string(points.size()) + " read so far)");
-        }
-        corners.push_back(static_cast<int32_t>(i - 1));
-      }
-      faces.push_back(face);
+      if (Status s = ReadFace(words, label, first_line, &raw); !s.ok()) return s.error();
       ++group_faces;
     } else if (key == "l" || key == "p") {
       ++out.skipped_non_triangles;
@@ -211,46 +274,21 @@ Result<Gathered> ReadObj(std::string_view bytes, const Vec3& scale, const std::s
     }
   }
   if (group_faces > 0) ++out.submeshes;
-
-  // Every corner must name a vertex of the file; only the vertices faces use are kept (in file order).
-  std::vector<int32_t> kept(points.size(), -1);
-  for (const Face& f : faces) {
-    for (uint32_t k = 0; k < f.count; ++k) {
-      const int32_t i = corners[f.first + k];
-      if (static_cast<size_t>(i) >= points.size()) {
-        return error(f.line, "face corner " + std::to_string(i + 1) + " refers to no vertex (the file has " +
-                                 std::to_string(points.size()) + ")");
-      }
-      kept[static_cast<size_t>(i)] = 0;
-    }
-  }
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (kept[i] < 0) continue;
-    const Vec3 p_M = scale.cwiseProduct(points[i]);
-    if (!p_M.allFinite()) {
-      const std::string which = "vertex " + std::to_string(i + 1);
-      if (!points[i].allFinite()) {
-        return ParseError(label + ": " + which + " has a non-finite coordinate " + FormatVec(points[i]));
-      }
-      return ParseError(label + ": " + which + " " + FormatVec(points[i]) + " is not finite after the scale: " +
-                        FormatVec(p_M));
-    }
-    kept[i] = static_cast<int32_t>(out.vertices.size());
-    out.vertices.push_back(p_M);
-  }
+  Result<std::vector<int32_t>> kept = KeepUsedVertices(raw, scale, label, &out);
+  if (!kept.ok()) return kept.error();
 
   // Ear clipping is quadratic in a non-convex face's corners; its work is bounded by the file's size.
   const int64_t budget = 1'000'000 + 256 * static_cast<int64_t>(bytes.size());
   int64_t work = 0;
   const bool mirrored = (scale.array() < 0.0).count() % 2 == 1;
-  for (const Face& f : faces) {
+  for (const Face& f : raw.faces) {
     const size_t before = out.triangles.size();
-    if (!Triangulate(points, &corners[f.first], f.count, &out.triangles, &work, budget)) {
-      return error(f.line, "faces too complex to triangulate (non-convex polygons of " + std::to_string(f.count) +
-                               " corners); split them into triangles");
+    if (!Triangulate(raw.points, &raw.corners[f.first], f.count, &out.triangles, &work, budget)) {
+      return ParseError(label + ": line " + std::to_string(f.line) + ": faces too complex to triangulate (non-convex "
+                        "polygons of " + std::to_string(f.count) + " corners); split them into triangles");
     }
     for (size_t t = before; t < out.triangles.size(); ++t) {
-      for (int32_t& i : out.triangles[t]) i = kept[static_cast<size_t>(i)];
+      for (int32_t& i : out.triangles[t]) i = kept.value()[static_cast<size_t>(i)];
       if (mirrored) std::swap(out.triangles[t][1], out.triangles[t][2]);
     }
   }
