@@ -188,16 +188,10 @@ std::string EmptyIndexList(const PlyElement& e, uint64_t i) {
   return "PLY " + e.name + " " + std::to_string(i) + " has no vertex indices";
 }
 
-/// Returns why the PLY bytes are unusable, or nullopt when the header is complete and the body holds every
-/// element it declares with face indices in range and none empty.
-std::optional<std::string> CheckPly(std::string_view bytes) {
-  LineReader lines(bytes);
+/// Reads a PLY header after its 'ply' line up to end_header: *format and *elements. Returns why it is
+/// unusable, or nullopt.
+std::optional<std::string> ReadPlyHeader(LineReader& lines, std::string* format, std::vector<PlyElement>* elements) {
   std::vector<std::string_view> words;
-  auto first = lines.Next();
-  if (first) SplitWords(*first, &words);
-  if (!first || words != std::vector<std::string_view>{"ply"}) return "PLY data does not start with 'ply'";
-  std::string format;
-  std::vector<PlyElement> elements;
   bool ended = false;
   while (auto line = lines.Next()) {
     SplitWords(*line, &words);
@@ -207,14 +201,14 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
       break;
     }
     if (words[0] == "format" && words.size() == 3) {
-      if (!format.empty()) return std::string("PLY header declares its format twice");
-      format = words[1];
+      if (!format->empty()) return std::string("PLY header declares its format twice");
+      *format = words[1];
     } else if (words[0] == "element" && words.size() == 3) {
       PlyElement e;
       e.name = words[1];
       // assimp 5.2.5 sizes its vertex and face arrays by the first vertex and face (or tristrips) element
       // and writes every later one's past their ends (heap corruption mesh_fuzz found): one of each only.
-      for (const PlyElement& seen : elements) {
+      for (const PlyElement& seen : *elements) {
         const auto faces = [](std::string_view n) { return n == "face" || n == "tristrips"; };
         if ((e.name == "vertex" && seen.name == "vertex") || (faces(e.name) && faces(seen.name))) {
           return "PLY header declares a second " + e.name + " element (after " + seen.name + "); one of each only";
@@ -224,8 +218,8 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
       if (ec != std::errc() || end != words[2].data() + words[2].size()) {
         return "PLY element '" + e.name + "' has a bad count '" + std::string(words[2]) + "'";
       }
-      elements.push_back(std::move(e));
-    } else if (words[0] == "property" && !elements.empty() && words.size() >= 3) {
+      elements->push_back(std::move(e));
+    } else if (words[0] == "property" && !elements->empty() && words.size() >= 3) {
       PlyProperty p;
       const bool is_list = words[1] == "list";
       if (is_list ? words.size() != 5 : words.size() != 3) return "bad PLY property line '" + std::string(*line) + "'";
@@ -237,88 +231,89 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
       const std::string_view name = words.back();
       p.is_index_list = is_list && (name == "vertex_indices" || name == "vertex_index");
       if (p.is_index_list && p.type->is_float) return "PLY vertex index list of a floating-point type";
-      elements.back().properties.push_back(p);
+      elements->back().properties.push_back(p);
     } else {
       return "unexpected PLY header line '" + std::string(*line) + "'";
     }
   }
   if (!ended) return std::string("PLY header has no end_header line");
-  if (format != "ascii" && format != "binary_little_endian" && format != "binary_big_endian") {
-    return "PLY format '" + format + "' is not ascii, binary_little_endian or binary_big_endian";
+  if (*format != "ascii" && *format != "binary_little_endian" && *format != "binary_big_endian") {
+    return "PLY format '" + *format + "' is not ascii, binary_little_endian or binary_big_endian";
   }
+  return std::nullopt;
+}
 
+/// A PLY body's checks: face indices in range of the vertex count, and where the data ends too soon.
+struct PlyBodyCheck {
   int64_t num_vertices = 0;
-  for (const PlyElement& e : elements) {
-    if (e.name == "vertex") {
-      num_vertices = static_cast<int64_t>(std::min<uint64_t>(e.count, std::numeric_limits<int32_t>::max()));
-      break;
-    }
-  }
-  auto check_index = [&](const PlyElement& e, const PlyValue& v) -> std::optional<std::string> {
+  std::optional<std::string> Index(const PlyElement& e, const PlyValue& v) const {
     const int64_t lowest = e.name == "tristrips" ? -1 : 0;
     if (v.integer < lowest || v.integer >= num_vertices) {
       return "PLY " + e.name + " index " + std::to_string(v.integer) + " is out of range [0, " +
              std::to_string(num_vertices) + ")";
     }
     return std::nullopt;
-  };
-  auto truncated = [](const PlyElement& e, uint64_t i) {
+  }
+  static std::string Truncated(const PlyElement& e, uint64_t i) {
     return "PLY data ends inside " + e.name + " " + std::to_string(i) + " of " + std::to_string(e.count);
-  };
+  }
+};
 
-  if (format == "ascii") {
-    for (const PlyElement& e : elements) {
-      if (e.properties.empty()) continue;
-      for (uint64_t i = 0; i < e.count; ++i) {
-        words.clear();
-        while (words.empty()) {
-          auto line = lines.Next();
-          if (!line) return truncated(e, i);
-          SplitWords(*line, &words);
+std::optional<std::string> CheckPlyAsciiBody(LineReader& lines, const std::vector<PlyElement>& elements,
+                                             const PlyBodyCheck& check) {
+  std::vector<std::string_view> words;
+  for (const PlyElement& e : elements) {
+    if (e.properties.empty()) continue;
+    for (uint64_t i = 0; i < e.count; ++i) {
+      words.clear();
+      while (words.empty()) {
+        auto line = lines.Next();
+        if (!line) return check.Truncated(e, i);
+        SplitWords(*line, &words);
+      }
+      size_t w = 0;
+      for (const PlyProperty& p : e.properties) {
+        uint64_t items = 1;
+        if (p.count_type != nullptr) {
+          if (w >= words.size()) return check.Truncated(e, i);
+          const PlyValue n = ParseAsciiValue(words[w++], *p.count_type);
+          if (!n.ok || n.integer < 0) return "bad PLY list length in " + e.name + " " + std::to_string(i);
+          if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
+          items = static_cast<uint64_t>(n.integer);
         }
-        size_t w = 0;
-        for (const PlyProperty& p : e.properties) {
-          uint64_t items = 1;
-          if (p.count_type != nullptr) {
-            if (w >= words.size()) return truncated(e, i);
-            const PlyValue n = ParseAsciiValue(words[w++], *p.count_type);
-            if (!n.ok || n.integer < 0) return "bad PLY list length in " + e.name + " " + std::to_string(i);
-            if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
-            items = static_cast<uint64_t>(n.integer);
-          }
-          if (items > words.size() - w) return truncated(e, i);
-          for (uint64_t k = 0; k < items; ++k) {
-            const PlyValue v = ParseAsciiValue(words[w++], *p.type);
-            if (!v.ok) return "bad PLY number in " + e.name + " " + std::to_string(i);
-            if (p.is_index_list) {
-              if (auto bad = check_index(e, v)) return bad;
-            }
+        if (items > words.size() - w) return check.Truncated(e, i);
+        for (uint64_t k = 0; k < items; ++k) {
+          const PlyValue v = ParseAsciiValue(words[w++], *p.type);
+          if (!v.ok) return "bad PLY number in " + e.name + " " + std::to_string(i);
+          if (p.is_index_list) {
+            if (auto bad = check.Index(e, v)) return bad;
           }
         }
       }
     }
-    return std::nullopt;
   }
+  return std::nullopt;
+}
 
-  const bool little_endian = format == "binary_little_endian";
-  size_t pos = lines.position();
+std::optional<std::string> CheckPlyBinaryBody(std::string_view bytes, size_t pos, bool little_endian,
+                                              const std::vector<PlyElement>& elements, const PlyBodyCheck& check) {
   for (const PlyElement& e : elements) {
     if (e.properties.empty()) continue;
     for (uint64_t i = 0; i < e.count; ++i) {
       for (const PlyProperty& p : e.properties) {
         uint64_t items = 1;
         if (p.count_type != nullptr) {
-          if (bytes.size() - pos < static_cast<size_t>(p.count_type->size)) return truncated(e, i);
+          if (bytes.size() - pos < static_cast<size_t>(p.count_type->size)) return check.Truncated(e, i);
           const PlyValue n = ReadBinaryValue(bytes, pos, *p.count_type, little_endian);
           pos += p.count_type->size;
           if (n.integer < 0) return "negative PLY list length in " + e.name + " " + std::to_string(i);
           if (n.integer == 0 && p.is_index_list) return EmptyIndexList(e, i);
           items = static_cast<uint64_t>(n.integer);
         }
-        if (items > (bytes.size() - pos) / p.type->size) return truncated(e, i);
+        if (items > (bytes.size() - pos) / p.type->size) return check.Truncated(e, i);
         if (p.is_index_list) {
           for (uint64_t k = 0; k < items; ++k) {
-            if (auto bad = check_index(e, ReadBinaryValue(bytes, pos + k * p.type->size, *p.type, little_endian))) {
+            if (auto bad = check.Index(e, ReadBinaryValue(bytes, pos + k * p.type->size, *p.type, little_endian))) {
               return bad;
             }
           }
@@ -328,6 +323,28 @@ std::optional<std::string> CheckPly(std::string_view bytes) {
     }
   }
   return std::nullopt;
+}
+
+/// Returns why the PLY bytes are unusable, or nullopt when the header is complete and the body holds every
+/// element it declares with face indices in range and none empty.
+std::optional<std::string> CheckPly(std::string_view bytes) {
+  LineReader lines(bytes);
+  std::vector<std::string_view> words;
+  auto first = lines.Next();
+  if (first) SplitWords(*first, &words);
+  if (!first || words != std::vector<std::string_view>{"ply"}) return "PLY data does not start with 'ply'";
+  std::string format;
+  std::vector<PlyElement> elements;
+  if (auto bad = ReadPlyHeader(lines, &format, &elements)) return bad;
+  PlyBodyCheck check;
+  for (const PlyElement& e : elements) {
+    if (e.name == "vertex") {
+      check.num_vertices = static_cast<int64_t>(std::min<uint64_t>(e.count, std::numeric_limits<int32_t>::max()));
+      break;
+    }
+  }
+  if (format == "ascii") return CheckPlyAsciiBody(lines, elements, check);
+  return CheckPlyBinaryBody(bytes, lines.position(), format == "binary_little_endian", elements, check);
 }
 
 bool LooksLikePly(std::string_view bytes) {
