@@ -181,12 +181,10 @@ std::string EdgeText(int32_t a, int32_t b, int32_t t) {
   return "vertices " + std::to_string(a) + "-" + std::to_string(b) + " of triangle " + std::to_string(t);
 }
 
-// Checks the surface is closed, consistently oriented, without zero-area triangles, and encloses a
-// positive volume with no flat part; finds its connected parts; computes the pseudonormals.
-Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string& name) {
+// Unit face normals into out->face; refuses a zero-area triangle.
+Status FaceNormals(const TriangleMesh& mesh, const std::string& name, Pseudonormals* out) {
   const int32_t nt = static_cast<int32_t>(mesh.triangles.size());
-  Pseudonormals out;
-  out.face.resize(nt);
+  out->face.resize(nt);
   for (int32_t t = 0; t < nt; ++t) {
     const auto& tri = mesh.triangles[t];
     const Vec3 n = (mesh.vertices[tri[1]] - mesh.vertices[tri[0]]).cross(mesh.vertices[tri[2]] - mesh.vertices[tri[0]]);
@@ -196,9 +194,15 @@ Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string
                              std::to_string(tri[1]) + ", " + std::to_string(tri[2]) +
                              ") has zero area; its normal is undefined (MakeTriangleMesh drops such triangles)");
     }
-    out.face[t] = n / len;
+    out->face[t] = n / len;
   }
+  return {};
+}
 
+// Every edge shared by exactly two triangles running it in opposite directions: out->edge_id and
+// out->num_edges, or an error counting the edges that are not, with an example of each kind.
+Status PairEdges(const TriangleMesh& mesh, const std::string& name, Pseudonormals* out) {
+  const int32_t nt = static_cast<int32_t>(mesh.triangles.size());
   // Every directed edge, grouped by its undirected key.
   struct HalfEdge {
     int32_t lo, hi, tri;
@@ -215,7 +219,7 @@ Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string
   std::sort(half.begin(), half.end(), [](const HalfEdge& x, const HalfEdge& y) {
     return x.lo != y.lo ? x.lo < y.lo : (x.hi != y.hi ? x.hi < y.hi : x.tri < y.tri);
   });
-  out.edge_id.assign(half.size(), -1);
+  out->edge_id.assign(half.size(), -1);
   int64_t boundary = 0, non_manifold = 0, inconsistent = 0;
   std::string boundary_example, non_manifold_example, inconsistent_example;
   for (std::size_t i = 0; i < half.size();) {
@@ -230,26 +234,28 @@ Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string
     } else if (half[i].forward == half[i + 1].forward) {
       if (inconsistent++ == 0) inconsistent_example = here + " and triangle " + std::to_string(half[i + 1].tri);
     } else {
-      for (std::size_t k = i; k < j; ++k) out.edge_id[3 * static_cast<std::size_t>(half[k].tri) + half[k].local] = out.num_edges;
-      ++out.num_edges;
+      for (std::size_t k = i; k < j; ++k) out->edge_id[3 * static_cast<std::size_t>(half[k].tri) + half[k].local] = out->num_edges;
+      ++out->num_edges;
     }
     i = j;
   }
-  if (boundary + non_manifold + inconsistent > 0) {
-    std::string msg = name + ": the surface is not closed and consistently oriented: ";
-    msg += std::to_string(boundary) + " boundary edges (used by one triangle" +
-           (boundary ? "; e.g. " + boundary_example : std::string()) + "), ";
-    msg += std::to_string(non_manifold) + " non-manifold edges (used by more than two triangles" +
-           (non_manifold ? "; e.g. " + non_manifold_example : std::string()) + "), ";
-    msg += std::to_string(inconsistent) + " edges used twice in the same direction (inconsistent orientation" +
-           (inconsistent ? "; e.g. " + inconsistent_example : std::string()) + ")";
-    msg += ". A signed distance map needs a watertight mesh whose every edge is shared by exactly two "
-           "triangles running it in opposite directions";
-    return InvalidArgument(std::move(msg));
-  }
+  if (boundary + non_manifold + inconsistent == 0) return {};
+  std::string msg = name + ": the surface is not closed and consistently oriented: ";
+  msg += std::to_string(boundary) + " boundary edges (used by one triangle" +
+         (boundary ? "; e.g. " + boundary_example : std::string()) + "), ";
+  msg += std::to_string(non_manifold) + " non-manifold edges (used by more than two triangles" +
+         (non_manifold ? "; e.g. " + non_manifold_example : std::string()) + "), ";
+  msg += std::to_string(inconsistent) + " edges used twice in the same direction (inconsistent orientation" +
+         (inconsistent ? "; e.g. " + inconsistent_example : std::string()) + ")";
+  msg += ". A signed distance map needs a watertight mesh whose every edge is shared by exactly two "
+         "triangles running it in opposite directions";
+  return InvalidArgument(std::move(msg));
+}
 
-  // Connected parts (triangles sharing a vertex) and the volume each encloses, about the bounding box's
-  // centre for accuracy.
+// Connected parts (triangles sharing a vertex) and the volume each encloses, about the bounding box's
+// centre for accuracy: out->part and out->part_volume; refuses a surface or part enclosing no volume.
+Status PartVolumes(const TriangleMesh& mesh, const std::string& name, Pseudonormals* out) {
+  const int32_t nt = static_cast<int32_t>(mesh.triangles.size());
   std::vector<int32_t> parent(mesh.vertices.size());
   for (std::size_t v = 0; v < parent.size(); ++v) parent[v] = static_cast<int32_t>(v);
   for (const auto& tri : mesh.triangles) {
@@ -257,7 +263,7 @@ Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string
     parent[FindRoot(parent, tri[1])] = FindRoot(parent, tri[2]);
   }
   std::vector<int32_t> part_of_root(mesh.vertices.size(), -1);
-  out.part.resize(nt);
+  out->part.resize(nt);
   const auto bounds = MeshBounds(mesh);
   const Vec3 centre = 0.5 * (bounds[0] + bounds[1]);
   double volume = 0.0;
@@ -265,12 +271,12 @@ Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string
     const auto& tri = mesh.triangles[t];
     int32_t& part = part_of_root[FindRoot(parent, tri[0])];
     if (part < 0) {
-      part = static_cast<int32_t>(out.part_volume.size());
-      out.part_volume.push_back(0.0);
+      part = static_cast<int32_t>(out->part_volume.size());
+      out->part_volume.push_back(0.0);
     }
-    out.part[t] = part;
+    out->part[t] = part;
     const double v6 = (mesh.vertices[tri[0]] - centre).dot((mesh.vertices[tri[1]] - centre).cross(mesh.vertices[tri[2]] - centre));
-    out.part_volume[part] += v6 / 6.0;
+    out->part_volume[part] += v6 / 6.0;
     volume += v6 / 6.0;
   }
   const double longest = (bounds[1] - bounds[0]).maxCoeff();
@@ -282,38 +288,53 @@ Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string
     }
     return InvalidArgument(name + ": the surface encloses no volume (signed volume " + std::to_string(volume) + ")");
   }
-  for (std::size_t k = 0; k < out.part_volume.size(); ++k) {
-    if (!(std::abs(out.part_volume[k]) > tiny)) {
-      const int32_t t = static_cast<int32_t>(std::find(out.part.begin(), out.part.end(), static_cast<int32_t>(k)) - out.part.begin());
+  for (std::size_t k = 0; k < out->part_volume.size(); ++k) {
+    if (!(std::abs(out->part_volume[k]) > tiny)) {
+      const int32_t t = static_cast<int32_t>(std::find(out->part.begin(), out->part.end(), static_cast<int32_t>(k)) - out->part.begin());
       return InvalidArgument(name + ": the connected part holding triangle " + std::to_string(t) +
-                             " encloses no volume (signed volume " + std::to_string(out.part_volume[k]) + ")");
+                             " encloses no volume (signed volume " + std::to_string(out->part_volume[k]) + ")");
     }
   }
+  return {};
+}
 
-  out.edge.assign(out.face.size() * 3, Vec3::Zero());
-  std::vector<Vec3> edge_sum(out.num_edges, Vec3::Zero());
+// Edge pseudonormals (the normalised sum of the two faces') and vertex pseudonormals (angle-weighted).
+void EdgeAndVertexNormals(const TriangleMesh& mesh, Pseudonormals* out) {
+  const int32_t nt = static_cast<int32_t>(mesh.triangles.size());
+  out->edge.assign(out->face.size() * 3, Vec3::Zero());
+  std::vector<Vec3> edge_sum(out->num_edges, Vec3::Zero());
   for (int32_t t = 0; t < nt; ++t) {
-    for (int e = 0; e < 3; ++e) edge_sum[out.edge_id[3 * static_cast<std::size_t>(t) + e]] += out.face[t];
+    for (int e = 0; e < 3; ++e) edge_sum[out->edge_id[3 * static_cast<std::size_t>(t) + e]] += out->face[t];
   }
-  for (std::size_t k = 0; k < out.edge.size(); ++k) {
-    const Vec3& s = edge_sum[out.edge_id[k]];
+  for (std::size_t k = 0; k < out->edge.size(); ++k) {
+    const Vec3& s = edge_sum[out->edge_id[k]];
     const double len = s.norm();
-    out.edge[k] = len > 1e-12 ? Vec3(s / len) : Vec3::Zero();
+    out->edge[k] = len > 1e-12 ? Vec3(s / len) : Vec3::Zero();
   }
-  out.vertex.assign(mesh.vertices.size(), Vec3::Zero());
+  out->vertex.assign(mesh.vertices.size(), Vec3::Zero());
   for (int32_t t = 0; t < nt; ++t) {
     const auto& tri = mesh.triangles[t];
     for (int i = 0; i < 3; ++i) {
       const Vec3& v = mesh.vertices[tri[i]];
       const Vec3 e1 = mesh.vertices[tri[(i + 1) % 3]] - v, e2 = mesh.vertices[tri[(i + 2) % 3]] - v;
       const double angle = std::atan2(e1.cross(e2).norm(), e1.dot(e2));
-      out.vertex[tri[i]] += angle * out.face[t];
+      out->vertex[tri[i]] += angle * out->face[t];
     }
   }
-  for (Vec3& n : out.vertex) {
+  for (Vec3& n : out->vertex) {
     const double len = n.norm();
     n = len > 1e-12 ? Vec3(n / len) : Vec3::Zero();
   }
+}
+
+// Checks the surface is closed, consistently oriented, without zero-area triangles, and encloses a
+// positive volume with no flat part; finds its connected parts; computes the pseudonormals.
+Result<Pseudonormals> AnalyseSurface(const TriangleMesh& mesh, const std::string& name) {
+  Pseudonormals out;
+  if (Status s = FaceNormals(mesh, name, &out); !s.ok()) return s.error();
+  if (Status s = PairEdges(mesh, name, &out); !s.ok()) return s.error();
+  if (Status s = PartVolumes(mesh, name, &out); !s.ok()) return s.error();
+  EdgeAndVertexNormals(mesh, &out);
   return out;
 }
 
@@ -701,7 +722,8 @@ Result<std::shared_ptr<const SignedDistanceMap>> SignedDistanceMap::Build(const 
   map->stats_.parts = static_cast<int32_t>(parts.size());
 
   SdfBuilder builder{model, parts, normals, *map, 16 * kEps * scale,
-                     std::all_of(parts.begin(), parts.end(), [](const SdfPart& part) { return part.outward; })};
+                     std::all_of(parts.begin(), parts.end(), [](const SdfPart& part) { return part.outward; }),
+                     /*sample_part_=*/{}, /*current_part_=*/0};
   int32_t threads = options.num_threads > 0 ? options.num_threads
                                             : std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
   threads = std::min(threads, map->cells_[2] + 1);
