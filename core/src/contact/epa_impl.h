@@ -188,21 +188,33 @@ struct EpaOutcome {
   int32_t stop = 0;
 };
 
-/// EPA on the cores from GJK's final simplex `s` (which touches the origin): blows the simplex up to a
-/// full-dimensional polytope (or finds the Minkowski difference flat) and expands it.
+/// EPA's support queries on A - B: counted, warm-started from the previous vertices, and tracking the
+/// largest support point seen (the coordinates' scale, for the tolerances).
 template <class ShapeA, class ShapeB>
-EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, const GjkSimplex& s,
-                  int32_t start_a, int32_t start_b, const SignedDistanceOptions& options) {
-  EpaOutcome out;
-  EpaPolytope poly;
+struct EpaSupporter {
+  const ShapeA& a;
+  const ShapeB& b;
+  const RigidTransform& X_AB;
+  int32_t start_a, start_b;
   double scale = 0.0;
-  for (int32_t i = 0; i < s.size; ++i) scale = std::max(scale, s.vertices[i].w.norm());
-  const auto support = [&](const Vec3& d) {
-    ++out.support_calls;
+  int32_t* calls;
+  GjkVertex operator()(const Vec3& d) {
+    ++*calls;
     GjkVertex w = EpaSupport(a, b, X_AB, d, &start_a, &start_b);
     scale = std::max(scale, w.w.norm());
     return w;
-  };
+  }
+};
+
+/// How EPA's polytope started: a full-dimensional tetrahedron, a flat Minkowski difference (with its
+/// normal), or not at all.
+enum class EpaStart { kPolytope, kFlat, kFailed };
+
+/// Blows GJK's final simplex `s` (which touches the origin) up to a tetrahedron in *poly, or finds the
+/// Minkowski difference flat (*flat_normal: perpendicular to it, away from it when it misses the origin).
+template <class Supporter>
+EpaStart StartEpaPolytope(Supporter& support, const GjkSimplex& s, const SignedDistanceOptions& options,
+                          EpaPolytope* poly, Vec3* flat_normal) {
   // Distinct simplex points.
   std::array<GjkVertex, 4> p;
   int32_t np = 0;
@@ -211,22 +223,7 @@ EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, 
     for (int32_t j = 0; j < np; ++j) repeat = repeat || p[j].w == s.vertices[i].w;
     if (!repeat) p[np++] = s.vertices[i];
   }
-  const auto flat_tol = [&] { return std::max(options.abs_tolerance, 1e-12 * scale); };
-
-  // The simplex's point closest to the origin, within the contact tolerance of it.
-  std::array<double, 4> weights;
-  SimplexClosestPoint(s, &weights);
-  const auto finish_flat = [&](const Vec3& n) {
-    out.flat = true;
-    out.converged = true;
-    out.n = n;
-    for (int32_t i = 0; i < s.size; ++i) {
-      out.c_A += weights[i] * s.vertices[i].p_A;
-      out.c_B += weights[i] * (X_AB.R * s.vertices[i].p_B + X_AB.p);
-    }
-    return out;
-  };
-
+  const auto flat_tol = [&] { return std::max(options.abs_tolerance, 1e-12 * support.scale); };
   // A sliver triangle (or a segment of coincident ends) is replaced by its longest edge (or one end):
   // the origin, within the contact tolerance of the simplex, is within the sliver's height of it, and
   // the blow-up below adds well-spread points instead.
@@ -249,9 +246,7 @@ EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, 
     }
   }
   if (np == 2 && !((p[1].w - p[0].w).norm() > flat_tol())) np = 1;
-  if (np == 0) {
-    p[np++] = support(Vec3::UnitX());
-  }
+  if (np == 0) p[np++] = support(Vec3::UnitX());
   if (np == 1) {
     // Farthest support point from p0 along the six axis directions.
     double best = -1.0;
@@ -268,7 +263,8 @@ EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, 
     if (!(best > flat_tol())) {
       // A single point: any direction; away from it when it is off the origin.
       const double len = p[0].w.norm();
-      return finish_flat(len > 0.0 ? Vec3(-p[0].w / len) : Vec3(Vec3::UnitZ()));
+      *flat_normal = len > 0.0 ? Vec3(-p[0].w / len) : Vec3(Vec3::UnitZ());
+      return EpaStart::kFlat;
     }
     p[np++] = far;
   }
@@ -293,11 +289,12 @@ EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, 
       // A segment: a normal of its line, away from the line when it misses the origin.
       Vec3 off = -(p[0].w - (p[0].w.dot(axis) / (len * len)) * axis);
       const double off_len = off.norm();
-      return finish_flat(off_len > flat_tol() ? Vec3(off / off_len) : e1);
+      *flat_normal = off_len > flat_tol() ? Vec3(off / off_len) : e1;
+      return EpaStart::kFlat;
     }
     p[np++] = far;
   }
-  poly.Reset(std::max(scale, 1e-300));
+  poly->Reset(std::max(support.scale, 1e-300));
   if (np == 3) {
     const Vec3 n = (p[1].w - p[0].w).cross(p[2].w - p[0].w);
     const double nn = n.norm();
@@ -307,73 +304,106 @@ EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, 
     const double tol = flat_tol();
     if (!(hu > tol) && !(hd > tol)) {
       // A polygon: its normal, oriented so that the plane lies behind the origin (n · x <= 0).
-      return finish_flat(u.dot(p[0].w) <= 0.0 ? u : Vec3(-u));
+      *flat_normal = u.dot(p[0].w) <= 0.0 ? u : Vec3(-u);
+      return EpaStart::kFlat;
     }
     // The triangle and its farther apex: the origin lies on (or within the contact tolerance of) the
     // triangle, a face of this tetrahedron; the first expansion reaches past it.
-    if (!poly.InitTetrahedron(poly.AddVertex(p[0]), poly.AddVertex(p[1]), poly.AddVertex(p[2]),
-                              poly.AddVertex(hu >= hd ? up : down))) {
-      out.stop = 6;
-      return out;
-    }
-  } else {
-    if (!poly.InitTetrahedron(poly.AddVertex(p[0]), poly.AddVertex(p[1]), poly.AddVertex(p[2]),
-                              poly.AddVertex(p[3]))) {
-      out.stop = 6;
-      return out;
-    }
+    p[3] = hu >= hd ? up : down;
   }
+  return poly->InitTetrahedron(poly->AddVertex(p[0]), poly->AddVertex(p[1]), poly->AddVertex(p[2]),
+                               poly->AddVertex(p[3]))
+             ? EpaStart::kPolytope
+             : EpaStart::kFailed;
+}
 
+/// Expands *poly toward the support along its closest face's normal until the tolerance is met (or a
+/// cap, or rounding, stops it), each face evaluated into *out.
+template <class Supporter>
+void ExpandEpaPolytope(Supporter& support, const RigidTransform& X_AB, const SignedDistanceOptions& options,
+                       EpaPolytope* poly, EpaOutcome* out) {
   while (true) {
-    const int32_t f = poly.ClosestFace();
+    const int32_t f = poly->ClosestFace();
     if (f < 0) {
-      out.stop = 1;
-      break;
+      out->stop = 1;
+      return;
     }
-    const EpaPolytope::Face& face = poly.face(f);
-    if (out.iterations >= options.max_iterations) {
-      out.stop = 2;
-      break;
+    const EpaPolytope::Face& face = poly->face(f);
+    if (out->iterations >= options.max_iterations) {
+      out->stop = 2;
+      return;
     }
-    ++out.iterations;
+    ++out->iterations;
     const Vec3 n = face.n;
     const double d = face.d;
     const GjkVertex w = support(n);
     const double h = n.dot(w.w);
     // This face's answer: its normal, its support value, and the witnesses of its point closest to
     // the origin.
-    const std::array<double, 3> face_weights = poly.ClosestWeights(f);
-    out.evaluated = true;
-    out.n = n;
-    out.h = h;
-    out.c_A.setZero();
-    out.c_B.setZero();
+    const std::array<double, 3> face_weights = poly->ClosestWeights(f);
+    out->evaluated = true;
+    out->n = n;
+    out->h = h;
+    out->c_A.setZero();
+    out->c_B.setZero();
     for (int32_t k = 0; k < 3; ++k) {
-      const GjkVertex& u = poly.vertex(face.v[k]);
-      out.c_A += face_weights[k] * u.p_A;
-      out.c_B += face_weights[k] * (X_AB.R * u.p_B + X_AB.p);
+      const GjkVertex& u = poly->vertex(face.v[k]);
+      out->c_A += face_weights[k] * u.p_A;
+      out->c_B += face_weights[k] * (X_AB.R * u.p_B + X_AB.p);
     }
-    if (h - d <= EpaTolerance(options, h, scale)) {
-      out.converged = true;
-      break;
+    if (h - d <= EpaTolerance(options, h, support.scale)) {
+      out->converged = true;
+      return;
     }
     // When rounding stops the expansion below, a gap within the rounding floor counts as converged.
-    const bool within_floor = h - d <= kEpaRoundingFloor * scale;
-    if (poly.HasVertex(w)) {  // No progress possible: rounding has the last word.
-      out.stop = 3;
-      out.converged = within_floor;
-      break;
+    const bool within_floor = h - d <= kEpaRoundingFloor * support.scale;
+    if (poly->HasVertex(w)) {  // No progress possible: rounding has the last word.
+      out->stop = 3;
+      out->converged = within_floor;
+      return;
     }
-    if (poly.num_faces_created() >= options.max_faces) {
-      out.stop = 4;
-      break;
+    if (poly->num_faces_created() >= options.max_faces) {
+      out->stop = 4;
+      return;
     }
-    if (!poly.Expand(f, poly.AddVertex(w))) {
-      out.stop = 5;
-      out.converged = within_floor;
-      break;
+    if (!poly->Expand(f, poly->AddVertex(w))) {
+      out->stop = 5;
+      out->converged = within_floor;
+      return;
     }
   }
+}
+
+/// EPA on the cores from GJK's final simplex `s` (which touches the origin): blows the simplex up to a
+/// full-dimensional polytope (or finds the Minkowski difference flat) and expands it.
+template <class ShapeA, class ShapeB>
+EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, const GjkSimplex& s,
+                  int32_t start_a, int32_t start_b, const SignedDistanceOptions& options) {
+  EpaOutcome out;
+  EpaSupporter<ShapeA, ShapeB> support{a, b, X_AB, start_a, start_b, SimplexScale(s), &out.support_calls};
+  EpaPolytope poly;
+  Vec3 flat_normal = Vec3::UnitZ();
+  switch (StartEpaPolytope(support, s, options, &poly, &flat_normal)) {
+    case EpaStart::kFlat: {
+      // The simplex's point closest to the origin, within the contact tolerance of it, witnesses.
+      std::array<double, 4> weights;
+      SimplexClosestPoint(s, &weights);
+      out.flat = true;
+      out.converged = true;
+      out.n = flat_normal;
+      for (int32_t i = 0; i < s.size; ++i) {
+        out.c_A += weights[i] * s.vertices[i].p_A;
+        out.c_B += weights[i] * (X_AB.R * s.vertices[i].p_B + X_AB.p);
+      }
+      return out;
+    }
+    case EpaStart::kFailed:
+      out.stop = 6;
+      return out;
+    case EpaStart::kPolytope:
+      break;
+  }
+  ExpandEpaPolytope(support, X_AB, options, &poly, &out);
   out.faces = poly.num_faces_created();
   bool inside = false;
   const double lower = poly.LowerBound(&inside);
@@ -381,6 +411,274 @@ EpaOutcome RunEpa(const ShapeA& a, const ShapeB& b, const RigidTransform& X_AB, 
   out.lower = out.lower_certified ? lower : 0.0;
   return out;
 }
+
+/// One ComputeSignedDistance query: GJK on the cores decides whether they are apart (and by how much);
+/// apart, the margins may still overlap (a certified normal, or EPA on the whole shapes); overlapping,
+/// EPA on the cores with the margins added along its normal.
+template <class ShapeA, class ShapeB>
+class SignedDistanceQuery {
+ public:
+  SignedDistanceQuery(const ShapeA& a, const RigidTransform& X_WA, const ShapeB& b, const RigidTransform& X_WB,
+                      GjkCache* cache, const SignedDistanceOptions& options)
+      : a_(a), b_(b), X_WA_(X_WA), X_WB_(X_WB), options_(options), margin_a_(Margin(a)), margin_b_(Margin(b)),
+        margin_(margin_a_ + margin_b_), gjk_cache_(cache != nullptr ? cache : &local_cache_),
+        X_AB_(RelativeTransform(X_WA, X_WB)) {}
+
+  Result<SignedDistanceResult> Run() {
+    g_ = GjkDistance(CoreView(a_), X_WA_, CoreView(b_), X_WB_, gjk_cache_, options_.gjk);
+    r_.gjk_iterations = g_.iterations;
+    r_.support_calls = g_.support_calls;
+    r_.converged = g_.converged;
+    start_a_ = gjk_cache_->vertex_a;
+    start_b_ = gjk_cache_->vertex_b;
+    // The final simplex's robust closest point u: a point of the cores' A - B, so |u| bounds their
+    // distance from above whatever GJK concluded; its weights give the witnesses on the cores.
+    simplex_ = &g_.simplex;
+    u_A_ = SimplexClosestPoint(*simplex_, &weights_);
+    u_norm_ = u_A_.norm();
+    scale_ = SimplexScale(g_.simplex);
+    contact_ = std::max(options_.gjk.abs_tolerance, 1e-14 * scale_);
+    core_upper_ = u_norm_;
+    FindCoresApart();
+    for (int32_t i = 0; i < simplex_->size; ++i) {
+      c_A_ += weights_[i] * simplex_->vertices[i].p_A;
+      c_B_ += weights_[i] * (X_AB_.R * simplex_->vertices[i].p_B + X_AB_.p);
+    }
+    if (apart_) {
+      AnswerApart();
+    } else {
+      AnswerCoresOverlap();
+    }
+    if (!(std::isfinite(r_.distance) && std::isfinite(r_.lower_bound) && std::isfinite(r_.upper_bound) &&
+          r_.normal_W.allFinite() && r_.p_WA.allFinite() && r_.p_WB.allFinite())) {
+      return Error{ErrorCode::kInternal, "ComputeSignedDistance produced a non-finite value"};
+    }
+    return r_;
+  }
+
+ private:
+  // Separation of the cores along unit n (A's frame): a lower bound on their distance.
+  double Separation(const Vec3& n, GjkVertex* w) {
+    *w = EpaSupport(a_, b_, X_AB_, n, &start_a_, &start_b_);
+    ++r_.support_calls;
+    return -n.dot(w->w);
+  }
+
+  // From a GJK run that found the cores apart: its closest point v gives the distance and the normal
+  // -v / |v| when u realises it (within rounding); v can lie off a sliver simplex, and then u answers.
+  // GJK can also stop on rounding without a separating axis: apart counts only once an axis proves it
+  // (GJK's lower bound, or the separation along the normal, above the contact tolerance).
+  bool TakeApart(const GjkResult& run, const Vec3& v_A) {
+    const double v_norm = v_A.norm();
+    const bool realised = u_norm_ <= v_norm * (1.0 + 1e-9) + 1e-14 * scale_;
+    core_distance_ = realised ? run.distance : u_norm_;
+    core_lower_ = std::min(run.lower_bound, core_distance_);
+    core_upper_ = std::max(u_norm_, core_distance_);
+    const Vec3& dir = realised ? v_A : u_A_;
+    const double dir_norm = realised ? v_norm : u_norm_;
+    if (dir_norm > 0.0) n_A_ = -dir / dir_norm;
+    if (!realised || !(core_lower_ > contact_)) {
+      GjkVertex w;
+      core_lower_ = std::max(core_lower_, std::min(Separation(n_A_, &w), core_distance_));
+    }
+    if (!(core_lower_ > contact_)) return false;
+    apart_ = true;
+    if (!realised) {
+      r_.converged = r_.converged && core_distance_ - core_lower_ <= std::max(contact_, 1e-9 * core_distance_);
+    }
+    return true;
+  }
+
+  // Are the cores apart, and by how much: [core_lower_, core_upper_], reported as core_distance_ along
+  // n_A_ (from A towards B)?
+  void FindCoresApart() {
+    if (!g_.intersecting) {
+      TakeApart(g_, gjk_cache_->v_A);
+      return;
+    }
+    if (!(u_norm_ > contact_)) return;
+    // GJK found contact, yet its simplex's robust closest point is off the origin: a sliver simplex
+    // can fool its inside test. An axis separating the cores along -u disproves the contact; failing
+    // that, GJK again from u, with a fresh simplex, may find them apart.
+    GjkVertex w;
+    const Vec3 n = -u_A_ / u_norm_;
+    const double sep = Separation(n, &w);
+    if (sep > contact_) {
+      apart_ = true;
+      core_distance_ = u_norm_;
+      core_lower_ = std::min(sep, u_norm_);
+      core_upper_ = u_norm_;
+      n_A_ = n;
+      r_.converged = r_.converged && core_distance_ - core_lower_ <= std::max(contact_, 1e-9 * core_distance_);
+      return;
+    }
+    GjkCache fresh;
+    fresh.v_A = u_A_;
+    retry_ = GjkDistance(CoreView(a_), X_WA_, CoreView(b_), X_WB_, &fresh, options_.gjk);
+    r_.gjk_iterations += retry_.iterations;
+    r_.support_calls += retry_.support_calls;
+    if (retry_.intersecting) return;
+    std::array<double, 4> retry_weights;
+    const Vec3 retry_u = SimplexClosestPoint(retry_.simplex, &retry_weights);
+    const Vec3 saved_u = u_A_;
+    const double saved_norm = u_norm_;
+    u_A_ = retry_u;
+    u_norm_ = retry_u.norm();
+    if (TakeApart(retry_, fresh.v_A)) {
+      simplex_ = &retry_.simplex;
+      weights_ = retry_weights;
+      r_.converged = r_.converged && retry_.converged;
+    } else {
+      u_A_ = saved_u;
+      u_norm_ = saved_norm;
+      core_upper_ = u_norm_;
+    }
+  }
+
+  // Fills r_ from an EPA outcome on shapes whose margins (shift_a + shift_b) add to the depth along the
+  // same normal; upper bounds the signed distance when EPA's lower bound is not certified.
+  void FromEpa(const EpaOutcome& e, double shift_a, double shift_b, double upper) {
+    const double extra = shift_a + shift_b;
+    r_.epa_iterations += e.iterations;
+    r_.support_calls += e.support_calls;
+    r_.epa_faces += e.faces;
+    r_.method = e.flat ? SignedDistanceMethod::kFlat : SignedDistanceMethod::kEpa;
+    if (e.flat) {
+      r_.distance = std::min(upper, u_norm_ - extra);
+      r_.upper_bound = std::max(r_.distance, upper);
+      r_.lower_bound = std::min(r_.distance, -extra);
+    } else {
+      r_.distance = -(e.h + extra);
+      r_.lower_bound = r_.distance;
+      r_.upper_bound = std::max(r_.distance, e.lower_certified ? std::min(upper, -(e.lower + extra)) : upper);
+      // EPA's answer stands on its own (GJK only gave it a start) once the cores' contact is
+      // established (the origin proven inside EPA's polytope, or GJK's simplex touching it), or once
+      // the bracket is tight anyway (the origin just outside: EPA's support value then certifies the
+      // separation along its normal).
+      r_.converged = e.converged && (e.lower_certified || u_norm_ <= contact_ ||
+                                     r_.upper_bound - r_.lower_bound <= EpaTolerance(options_, e.h, scale_));
+    }
+    r_.intersecting = r_.distance <= options_.gjk.abs_tolerance;
+    r_.normal_W = X_WA_.R * e.n;
+    r_.p_WA = X_WA_ * Vec3(e.c_A + shift_a * e.n);
+    r_.p_WB = X_WA_ * Vec3(e.c_B - shift_b * e.n);
+  }
+
+  // The cores apart: their distance less the margins, and when only the margins overlap, the depth.
+  void AnswerApart() {
+    r_.normal_W = X_WA_.R * n_A_;
+    r_.distance = core_distance_ - margin_;
+    r_.upper_bound = std::max(r_.distance, core_upper_ - margin_);
+    r_.lower_bound = std::min(r_.distance, core_lower_ - margin_);
+    r_.p_WA = X_WA_ * Vec3(c_A_ + margin_a_ * n_A_);
+    r_.p_WB = X_WA_ * Vec3(c_B_ - margin_b_ * n_A_);
+    r_.method = r_.distance > 0.0 ? SignedDistanceMethod::kGjk : SignedDistanceMethod::kMargin;
+    r_.intersecting = r_.distance <= options_.gjk.abs_tolerance;
+    if (r_.distance <= 0.0) AnswerMarginOverlap();
+  }
+
+  // Only the margins overlap: depth = margins - core distance. The normal is only as good as the
+  // direction between the cores, which near contact of curved cores can be far less accurate than
+  // their distance. Certify it: the overlap along n (one support pair) may exceed the largest possible
+  // depth, margins - core_upper... at least the exact depth, by the tolerance at most; else try u's
+  // direction, and else EPA on the whole shapes (margins folded in) decides.
+  void AnswerMarginOverlap() {
+    const double depth_at_least = margin_ - core_upper_;
+    double overlap = std::numeric_limits<double>::infinity();
+    for (int32_t attempt = 0; attempt < 2; ++attempt) {
+      const Vec3 n = attempt == 0 ? n_A_ : (u_norm_ > 0.0 ? Vec3(-u_A_ / u_norm_) : n_A_);
+      if (attempt == 1 && !(n != n_A_)) break;
+      GjkVertex w;
+      const double along = margin_ - Separation(n, &w);
+      if (along < overlap) {
+        overlap = along;
+        n_A_ = n;
+      }
+      if (overlap - depth_at_least <= EpaTolerance(options_, overlap, scale_ + margin_)) break;
+    }
+    r_.normal_W = X_WA_.R * n_A_;
+    r_.p_WA = X_WA_ * Vec3(c_A_ + margin_a_ * n_A_);
+    r_.p_WB = X_WA_ * Vec3(c_B_ - margin_b_ * n_A_);
+    r_.distance = -overlap;
+    r_.lower_bound = r_.distance;
+    r_.upper_bound = std::max(r_.distance, core_upper_ - margin_);
+    if (overlap - depth_at_least <= EpaTolerance(options_, overlap, scale_ + margin_)) return;
+    const Inflated<ShapeA> full_a{&a_};
+    const Inflated<ShapeB> full_b{&b_};
+    GjkCache full_cache;
+    const GjkResult f = GjkDistance(full_a, X_WA_, full_b, X_WB_, &full_cache, options_.gjk);
+    r_.gjk_iterations += f.iterations;
+    r_.support_calls += f.support_calls;
+    if (f.intersecting) {
+      const EpaOutcome e = RunEpa(full_a, full_b, X_AB_, f.simplex, full_cache.vertex_a, full_cache.vertex_b, options_);
+      if (e.evaluated && e.h < overlap) {
+        FromEpa(e, 0.0, 0.0, r_.upper_bound);
+        r_.method = SignedDistanceMethod::kEpa;
+        return;
+      }
+    }
+    // EPA could not improve on the overlap along n: the bracket [-overlap, core_upper - margin] stands.
+    // It is as good as converged when rounding alone keeps it open (the rounding floor, as for EPA
+    // itself: on curved cores the support values near the answer stop improving at about 1e-12
+    // relative, which a portable build without fused multiply-adds reaches first).
+    r_.converged = r_.converged && r_.upper_bound - r_.lower_bound <= kEpaRoundingFloor * (scale_ + margin_);
+  }
+
+  // Cores overlap: EPA on the cores, plus the margins along the same normal. |u| (within the contact
+  // tolerance) bounds the cores' signed distance from above.
+  void AnswerCoresOverlap() {
+    const EpaOutcome e = RunEpa(a_, b_, X_AB_, g_.simplex, start_a_, start_b_, options_);
+    if (e.flat || e.evaluated) {
+      FromEpa(e, margin_a_, margin_b_, u_norm_ - margin_);
+      return;
+    }
+    // EPA could not start (a polytope too thin to orient): the best axis is still a valid answer.
+    r_.epa_iterations += e.iterations;
+    r_.support_calls += e.support_calls;
+    r_.method = SignedDistanceMethod::kEpa;
+    r_.converged = false;
+    double best = std::numeric_limits<double>::infinity();
+    for (int32_t k = 0; k < 6; ++k) {
+      const Vec3 d = (k % 2 == 0 ? 1.0 : -1.0) * Vec3::Unit(k / 2);
+      GjkVertex w;
+      const double along = -Separation(d, &w);
+      if (along < best) {
+        best = along;
+        n_A_ = d;
+        c_A_ = w.p_A;
+        c_B_ = X_AB_.R * w.p_B + X_AB_.p;
+      }
+    }
+    r_.distance = -(best + margin_);
+    r_.lower_bound = r_.distance;
+    r_.upper_bound = std::max(r_.distance, u_norm_ - margin_);
+    r_.intersecting = r_.distance <= options_.gjk.abs_tolerance;
+    r_.normal_W = X_WA_.R * n_A_;
+    r_.p_WA = X_WA_ * Vec3(c_A_ + margin_a_ * n_A_);
+    r_.p_WB = X_WA_ * Vec3(c_B_ - margin_b_ * n_A_);
+  }
+
+  const ShapeA& a_;
+  const ShapeB& b_;
+  const RigidTransform& X_WA_;
+  const RigidTransform& X_WB_;
+  const SignedDistanceOptions& options_;
+  const double margin_a_, margin_b_, margin_;
+  GjkCache local_cache_;
+  GjkCache* gjk_cache_;
+  const RigidTransform X_AB_;
+  SignedDistanceResult r_;
+  GjkResult g_, retry_;
+  int32_t start_a_ = 0, start_b_ = 0;
+  const GjkSimplex* simplex_ = nullptr;
+  std::array<double, 4> weights_{};
+  Vec3 u_A_ = Vec3::Zero();
+  double u_norm_ = 0.0, scale_ = 0.0, contact_ = 0.0;
+  bool apart_ = false;
+  double core_distance_ = 0.0, core_lower_ = 0.0, core_upper_ = 0.0;
+  Vec3 n_A_ = Vec3::UnitZ();
+  Vec3 c_A_ = Vec3::Zero(), c_B_ = Vec3::Zero();
+};
 
 }  // namespace internal
 
@@ -391,243 +689,7 @@ Result<SignedDistanceResult> ComputeSignedDistance(const ShapeA& a, const RigidT
   if (Status st = internal::ValidateSignedDistanceInput(X_WA, X_WB, options); !st.ok()) return st.error();
   if (Status st = internal::ValidateConvexShape(a, "shape a"); !st.ok()) return st.error();
   if (Status st = internal::ValidateConvexShape(b, "shape b"); !st.ok()) return st.error();
-
-  const double margin_a = Margin(a), margin_b = Margin(b);
-  const double margin = margin_a + margin_b;
-  GjkCache local_cache;
-  GjkCache* gjk_cache = cache != nullptr ? cache : &local_cache;
-  const GjkResult g =
-      GjkDistance(internal::CoreView(a), X_WA, internal::CoreView(b), X_WB, gjk_cache, options.gjk);
-  const RigidTransform X_AB = RelativeTransform(X_WA, X_WB);
-  const Mat3& R_WA = X_WA.R;
-
-  SignedDistanceResult r;
-  r.gjk_iterations = g.iterations;
-  r.support_calls = g.support_calls;
-  r.converged = g.converged;
-
-  int32_t start_a = gjk_cache->vertex_a, start_b = gjk_cache->vertex_b;
-  // Separation of the cores along unit n (A's frame): a lower bound on their distance.
-  const auto separation = [&](const Vec3& n, GjkVertex* w) {
-    *w = internal::EpaSupport(a, b, X_AB, n, &start_a, &start_b);
-    ++r.support_calls;
-    return -n.dot(w->w);
-  };
-
-  // The final simplex's robust closest point u: a point of the cores' A - B, so |u| bounds their
-  // distance from above whatever GJK concluded; its weights give the witnesses on the cores.
-  const GjkSimplex* simplex = &g.simplex;
-  std::array<double, 4> weights;
-  Vec3 u_A = internal::SimplexClosestPoint(*simplex, &weights);
-  double u_norm = u_A.norm();
-  const double scale = internal::SimplexScale(g.simplex);
-  const double contact = std::max(options.gjk.abs_tolerance, 1e-14 * scale);
-
-  // Are the cores apart, and by how much: [core_lower, core_upper], reported as core_distance along
-  // n_A (from A towards B)?
-  bool apart = false;
-  double core_distance = 0.0, core_lower = 0.0, core_upper = u_norm;
-  Vec3 n_A = Vec3::UnitZ();
-  // From a GJK run that found the cores apart: its closest point v gives the distance and the normal
-  // -v / |v| when u realises it (within rounding); v can lie off a sliver simplex, and then u answers.
-  // GJK can also stop on rounding without a separating axis: apart counts only once an axis proves
-  // it (GJK's lower bound, or the separation along the normal, above the contact tolerance).
-  const auto take_apart = [&](const GjkResult& run, const Vec3& v_A) {
-    const double v_norm = v_A.norm();
-    const bool realised = u_norm <= v_norm * (1.0 + 1e-9) + 1e-14 * scale;
-    core_distance = realised ? run.distance : u_norm;
-    core_lower = std::min(run.lower_bound, core_distance);
-    core_upper = std::max(u_norm, core_distance);
-    const Vec3& dir = realised ? v_A : u_A;
-    const double dir_norm = realised ? v_norm : u_norm;
-    if (dir_norm > 0.0) n_A = -dir / dir_norm;
-    if (!realised || !(core_lower > contact)) {
-      GjkVertex w;
-      core_lower = std::max(core_lower, std::min(separation(n_A, &w), core_distance));
-    }
-    if (!(core_lower > contact)) return false;
-    apart = true;
-    if (!realised) {
-      r.converged = r.converged && core_distance - core_lower <= std::max(contact, 1e-9 * core_distance);
-    }
-    return true;
-  };
-  GjkResult retry;
-  if (!g.intersecting) {
-    take_apart(g, gjk_cache->v_A);
-  } else if (u_norm > contact) {
-    // GJK found contact, yet its simplex's robust closest point is off the origin: a sliver simplex
-    // can fool its inside test. An axis separating the cores along -u disproves the contact; failing
-    // that, GJK again from u, with a fresh simplex, may find them apart.
-    GjkVertex w;
-    const Vec3 n = -u_A / u_norm;
-    const double sep = separation(n, &w);
-    if (sep > contact) {
-      apart = true;
-      core_distance = u_norm;
-      core_lower = std::min(sep, u_norm);
-      core_upper = u_norm;
-      n_A = n;
-      r.converged = r.converged && core_distance - core_lower <= std::max(contact, 1e-9 * core_distance);
-    } else {
-      GjkCache fresh;
-      fresh.v_A = u_A;
-      retry = GjkDistance(internal::CoreView(a), X_WA, internal::CoreView(b), X_WB, &fresh, options.gjk);
-      r.gjk_iterations += retry.iterations;
-      r.support_calls += retry.support_calls;
-      if (!retry.intersecting) {
-        std::array<double, 4> retry_weights;
-        const Vec3 retry_u = internal::SimplexClosestPoint(retry.simplex, &retry_weights);
-        const Vec3 saved_u = u_A;
-        const double saved_norm = u_norm;
-        u_A = retry_u;
-        u_norm = retry_u.norm();
-        if (take_apart(retry, fresh.v_A)) {
-          simplex = &retry.simplex;
-          weights = retry_weights;
-          r.converged = r.converged && retry.converged;
-        } else {
-          u_A = saved_u;
-          u_norm = saved_norm;
-          core_upper = u_norm;
-        }
-      }
-    }
-  }
-  Vec3 c_A = Vec3::Zero(), c_B = Vec3::Zero();
-  for (int32_t i = 0; i < simplex->size; ++i) {
-    c_A += weights[i] * simplex->vertices[i].p_A;
-    c_B += weights[i] * (X_AB.R * simplex->vertices[i].p_B + X_AB.p);
-  }
-
-  // Fills r from an EPA outcome on shapes whose margins (shift_a + shift_b) add to the depth along the
-  // same normal; upper bounds the signed distance when EPA's lower bound is not certified.
-  const auto from_epa = [&](const internal::EpaOutcome& e, double shift_a, double shift_b, double upper) {
-    const double extra = shift_a + shift_b;
-    r.epa_iterations += e.iterations;
-    r.support_calls += e.support_calls;
-    r.epa_faces += e.faces;
-    r.method = e.flat ? SignedDistanceMethod::kFlat : SignedDistanceMethod::kEpa;
-    if (e.flat) {
-      r.distance = std::min(upper, u_norm - extra);
-      r.upper_bound = std::max(r.distance, upper);
-      r.lower_bound = std::min(r.distance, -extra);
-    } else {
-      r.distance = -(e.h + extra);
-      r.lower_bound = r.distance;
-      r.upper_bound = std::max(r.distance, e.lower_certified ? std::min(upper, -(e.lower + extra)) : upper);
-      // EPA's answer stands on its own (GJK only gave it a start) once the cores' contact is
-      // established (the origin proven inside EPA's polytope, or GJK's simplex touching it), or once
-      // the bracket is tight anyway (the origin just outside: EPA's support value then certifies the
-      // separation along its normal).
-      r.converged = e.converged && (e.lower_certified || u_norm <= contact ||
-                                    r.upper_bound - r.lower_bound <= internal::EpaTolerance(options, e.h, scale));
-    }
-    r.intersecting = r.distance <= options.gjk.abs_tolerance;
-    r.normal_W = R_WA * e.n;
-    r.p_WA = X_WA * Vec3(e.c_A + shift_a * e.n);
-    r.p_WB = X_WA * Vec3(e.c_B - shift_b * e.n);
-  };
-
-  if (apart) {
-    r.normal_W = R_WA * n_A;
-    r.distance = core_distance - margin;
-    r.upper_bound = std::max(r.distance, core_upper - margin);
-    r.lower_bound = std::min(r.distance, core_lower - margin);
-    r.p_WA = X_WA * Vec3(c_A + margin_a * n_A);
-    r.p_WB = X_WA * Vec3(c_B - margin_b * n_A);
-    r.method = r.distance > 0.0 ? SignedDistanceMethod::kGjk : SignedDistanceMethod::kMargin;
-    r.intersecting = r.distance <= options.gjk.abs_tolerance;
-    if (r.distance <= 0.0) {
-      // Only the margins overlap: depth = margins - core distance. The normal is only as good as the
-      // direction between the cores, which near contact of curved cores can be far less accurate than
-      // their distance. Certify it: the overlap along n (one support pair) may exceed the largest
-      // possible depth, margins - core_upper... at least the exact depth, by the tolerance at most;
-      // else try u's direction, and else EPA on the whole shapes (margins folded in) decides.
-      const double depth_at_least = margin - core_upper;
-      double overlap = std::numeric_limits<double>::infinity();
-      for (int32_t attempt = 0; attempt < 2; ++attempt) {
-        const Vec3 n = attempt == 0 ? n_A : (u_norm > 0.0 ? Vec3(-u_A / u_norm) : n_A);
-        if (attempt == 1 && !(n != n_A)) break;
-        GjkVertex w;
-        const double along = margin - separation(n, &w);
-        if (along < overlap) {
-          overlap = along;
-          n_A = n;
-        }
-        if (overlap - depth_at_least <= internal::EpaTolerance(options, overlap, scale + margin)) break;
-      }
-      r.normal_W = R_WA * n_A;
-      r.p_WA = X_WA * Vec3(c_A + margin_a * n_A);
-      r.p_WB = X_WA * Vec3(c_B - margin_b * n_A);
-      r.distance = -overlap;
-      r.lower_bound = r.distance;
-      r.upper_bound = std::max(r.distance, core_upper - margin);
-      if (overlap - depth_at_least > internal::EpaTolerance(options, overlap, scale + margin)) {
-        const internal::Inflated<ShapeA> full_a{&a};
-        const internal::Inflated<ShapeB> full_b{&b};
-        GjkCache full_cache;
-        const GjkResult f = GjkDistance(full_a, X_WA, full_b, X_WB, &full_cache, options.gjk);
-        r.gjk_iterations += f.iterations;
-        r.support_calls += f.support_calls;
-        bool improved = false;
-        if (f.intersecting) {
-          const internal::EpaOutcome e =
-              internal::RunEpa(full_a, full_b, X_AB, f.simplex, full_cache.vertex_a, full_cache.vertex_b, options);
-          if (e.evaluated && e.h < overlap) {
-            const double upper = r.upper_bound;
-            from_epa(e, 0.0, 0.0, upper);
-            r.method = SignedDistanceMethod::kEpa;
-            improved = true;
-          }
-        }
-        // EPA could not improve on the overlap along n: the bracket [-overlap, core_upper - margin]
-        // stands. It is as good as converged when rounding alone keeps it open (the rounding floor, as
-        // for EPA itself: on curved cores the support values near the answer stop improving at about
-        // 1e-12 relative, which a portable build without fused multiply-adds reaches first).
-        if (!improved) {
-          r.converged = r.converged && r.upper_bound - r.lower_bound <= internal::kEpaRoundingFloor * (scale + margin);
-        }
-      }
-    }
-  } else {
-    // Cores overlap: EPA on the cores, plus the margins along the same normal. |u| (within the contact
-    // tolerance) bounds the cores' signed distance from above.
-    const internal::EpaOutcome e = internal::RunEpa(a, b, X_AB, g.simplex, start_a, start_b, options);
-    if (e.flat || e.evaluated) {
-      from_epa(e, margin_a, margin_b, u_norm - margin);
-    } else {
-      // EPA could not start (a polytope too thin to orient): the best axis is still a valid answer.
-      r.epa_iterations += e.iterations;
-      r.support_calls += e.support_calls;
-      r.method = SignedDistanceMethod::kEpa;
-      r.converged = false;
-      double best = std::numeric_limits<double>::infinity();
-      for (int32_t k = 0; k < 6; ++k) {
-        const Vec3 d = (k % 2 == 0 ? 1.0 : -1.0) * Vec3::Unit(k / 2);
-        GjkVertex w;
-        const double along = -separation(d, &w);
-        if (along < best) {
-          best = along;
-          n_A = d;
-          c_A = w.p_A;
-          c_B = X_AB.R * w.p_B + X_AB.p;
-        }
-      }
-      r.distance = -(best + margin);
-      r.lower_bound = r.distance;
-      r.upper_bound = std::max(r.distance, u_norm - margin);
-      r.intersecting = r.distance <= options.gjk.abs_tolerance;
-      r.normal_W = R_WA * n_A;
-      r.p_WA = X_WA * Vec3(c_A + margin_a * n_A);
-      r.p_WB = X_WA * Vec3(c_B - margin_b * n_A);
-    }
-  }
-  if (!(std::isfinite(r.distance) && std::isfinite(r.lower_bound) && std::isfinite(r.upper_bound) &&
-        r.normal_W.allFinite() && r.p_WA.allFinite() && r.p_WB.allFinite())) {
-    return Error{ErrorCode::kInternal, "ComputeSignedDistance produced a non-finite value"};
-  }
-  return r;
+  return internal::SignedDistanceQuery<ShapeA, ShapeB>(a, X_WA, b, X_WB, cache, options).Run();
 }
 
 }  // namespace proximity::core
