@@ -208,314 +208,287 @@ int64_t Tracker::MemoryBytes() const {
   return bytes;  // the shared TrackingGeometry is counted by its owner
 }
 
-Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
-  if (Status s = ValidateTrackRequest(request); !s.ok()) return s.error();
+struct Tracker::PairView {
+  const NearbyPart& p;
+  const Geometry& a;
+  const Geometry& b;
+  const RigidTransform& X_a;
+  const RigidTransform& X_b;
+  double pad;
+  const VClipPolyhedron* poly_a;  // both set when V-Clip serves the pair's hulls
+  const VClipPolyhedron* poly_b;
+  bool convex;
+  bool has_mesh;
+};
+
+struct Tracker::PairAnswer {
+  double lower_raw = 0.0, upper_raw = kInf, signed_raw = 0.0;
+  Vec3 last_normal = Vec3::UnitZ();
+  Vec3 overlap_normal = Vec3::Zero();  // set when convex shapes overlap
+  bool need_walk = false;
+  double hull_floor = 0.0;  // a certified lower bound on the raw distance from the convex stand-ins
+};
+
+namespace {
+
+// The k best upper bounds so far, overall or per link (a self pair counts for both of its links): a pair
+// whose lower bound exceeds them cannot be reported.
+class KBest {
+ public:
+  KBest(int32_t k, bool per_link, int32_t num_links, double horizon)
+      : k_(k), per_link_(per_link), horizon_(horizon), best_(per_link ? static_cast<size_t>(num_links) : 1) {}
+  double Threshold(const StateContact& pair) const {
+    double t = LinkThreshold(pair.link);
+    if (per_link_ && pair.self) t = std::max(t, LinkThreshold(pair.other_link));
+    return t;
+  }
+  void Record(const StateContact& pair, double upper) {
+    Push(pair.link, upper);
+    if (per_link_ && pair.self) Push(pair.other_link, upper);
+  }
+
+ private:
+  double LinkThreshold(int32_t link) const {
+    const std::priority_queue<double>& h = best_[per_link_ ? static_cast<size_t>(link) : 0];
+    return static_cast<int32_t>(h.size()) < k_ ? horizon_ : std::min(horizon_, h.top());
+  }
+  void Push(int32_t link, double upper) {
+    std::priority_queue<double>& h = best_[per_link_ ? static_cast<size_t>(link) : 0];
+    h.push(upper);
+    if (static_cast<int32_t>(h.size()) > k_) h.pop();
+  }
+  int32_t k_;
+  bool per_link_;
+  double horizon_;
+  std::vector<std::priority_queue<double>> best_;
+};
+
+}  // namespace
+
+Status Tracker::Gather(std::span<const double> q, const TrackRequest& request) {
   NearbyPartsRequest near;
   near.horizon = request.horizon;
   near.world = request.world;
   near.self = request.self;
   near.max_pairs = kMaxTrackCandidates;
-  if (Status s = scene_->NearbyParts(q, near, &cache_, &nearby_); !s.ok()) return s.error();
-  const NearbyPartsResult& found = nearby_;
-  if (found.truncated) {
+  if (Status s = scene_->NearbyParts(q, near, &cache_, &nearby_); !s.ok()) return s;
+  if (nearby_.truncated) {
     return InvalidArgument("horizon " + std::to_string(request.horizon) + " m keeps more than " +
                            std::to_string(kMaxTrackCandidates) + " geometry pairs near each other: lower it");
   }
   ++frame_;
-  const RobotModel& robot = scene_->robot();
-  const std::vector<NearbyPart>& pairs = found.pairs;
-  const int32_t n = static_cast<int32_t>(pairs.size());
-  TrackResult result;
-  result.within_limits = found.within_limits;
-  result.candidates = n;
-
   // Warm-start state per pair, keyed by the pair's indices in the scene.
-  const uint64_t num_robot = static_cast<uint64_t>(found.num_robot_parts);
-  const uint64_t num_world = static_cast<uint64_t>(found.num_world_parts);
-  std::vector<PairState*>& states = states_;
-  states.resize(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) {
-    const NearbyPart& p = pairs[i];
+  const auto num_robot = static_cast<uint64_t>(nearby_.num_robot_parts);
+  const auto num_world = static_cast<uint64_t>(nearby_.num_world_parts);
+  states_.resize(nearby_.pairs.size());
+  for (size_t i = 0; i < nearby_.pairs.size(); ++i) {
+    const NearbyPart& p = nearby_.pairs[i];
     const uint64_t a = static_cast<uint64_t>(p.robot_part), b = static_cast<uint64_t>(p.other_part);
     const uint64_t key = p.parts.pair.self ? num_robot * num_world + a * num_robot + b : a * num_world + b;
-    states[i] = &pairs_[key];  // node-based: references stay valid as the map grows
-    states[i]->frame = frame_;
+    states_[i] = &pairs_[key];  // node-based: references stay valid as the map grows
+    states_[i]->frame = frame_;
   }
+  return {};
+}
 
-  // The k best upper bounds so far, overall or per link (a self pair counts for both of its links): a
-  // pair whose lower bound exceeds them cannot be reported.
-  const int32_t k = request.max_pairs;
-  const bool per_link = request.per_link;
-  std::vector<std::priority_queue<double>> best(per_link ? static_cast<size_t>(robot.num_links()) : 1);
-  auto link_threshold = [&](int32_t link) {
-    const std::priority_queue<double>& h = best[per_link ? static_cast<size_t>(link) : 0];
-    return static_cast<int32_t>(h.size()) < k ? request.horizon : std::min(request.horizon, h.top());
+Tracker::PairView Tracker::View(const NearbyPart& p, const TrackRequest& request) const {
+  const Geometry& a = *p.parts.robot;
+  const Geometry& b = *p.parts.other;
+  const bool use_vclip = request.convex == TrackConvexMethod::kVClip;
+  const VClipPolyhedron* poly_a = use_vclip && geometry_ != nullptr ? geometry_->robot(p.robot_part) : nullptr;
+  const VClipPolyhedron* poly_b = poly_a == nullptr         ? nullptr
+                                  : p.parts.pair.self ? geometry_->robot(p.other_part)
+                                                      : geometry_->world(p.other_part);
+  return {p, a, b, p.parts.X_WR, p.parts.X_WO, p.parts.padding, poly_a, poly_b, IsConvex(a) && IsConvex(b),
+          a.is_mesh() || b.is_mesh()};
+}
+
+// The hulls' distance bounds the meshes' from below (each mesh lies inside its hull).
+double Tracker::HullBound(const PairView& v, PairState& st, double t, TrackResult* result) const {
+  if (v.poly_a != nullptr && v.poly_b != nullptr) {
+    const VClipResult r = VClipDistance(*v.poly_a, v.X_a, *v.poly_b, v.X_b, &st.vclip);
+    ++result->vclip;
+    result->vclip_transitions += r.transitions;
+    return r.penetrating ? 0.0
+                         : std::max(0.0, r.fell_back_to_gjk ? r.distance * (1.0 - kGjkRelativeGap) : r.distance) -
+                               RoundingAllowance(PosedScale(*v.poly_a, v.X_a) + PosedScale(*v.poly_b, v.X_b));
+  }
+  double hull = -1.0;
+  VisitConvex(v.a, [&](const auto& sa) {
+    VisitConvex(v.b, [&](const auto& sb) {
+      GjkOptions o;
+      o.lower_bound_target = t + v.pad;
+      const GjkResult g = GjkDistance(sa, v.X_a, sb, v.X_b, &st.gjk, o);
+      ++result->gjk;
+      hull = g.intersecting ? 0.0 : g.lower_bound;
+    });
+  });
+  return hull;
+}
+
+Status Tracker::DecideConvex(const PairView& v, PairState& st, const TrackRequest& request, TrackResult* result,
+                             TrackedPair* tp, PairAnswer* ans) const {
+  // GJK, and EPA when they overlap, on the pair's convex shapes, warm from the pair's last simplex.
+  auto signed_distance = [&]() -> Result<SignedDistanceResult> {
+    Result<SignedDistanceResult> out = Error{ErrorCode::kInternal, "no convex shape"};
+    VisitConvex(v.a, [&](const auto& sa) {
+      VisitConvex(v.b, [&](const auto& sb) { out = ComputeSignedDistance(sa, v.X_a, sb, v.X_b, &st.gjk); });
+    });
+    ++result->gjk;
+    return out;
   };
-  auto threshold = [&](const StateContact& pair) {
-    double t = link_threshold(pair.link);
-    if (per_link && pair.self) t = std::max(t, link_threshold(pair.other_link));
-    return t;
+  // A convex mesh lies inside its hull but on it only up to the tolerance it was accepted with (a vertex
+  // may sit a little inside a merged face): the hulls' distance (lower_raw) is a lower bound, and the
+  // upper bound must be realised on the mesh surfaces. The pair's last closest triangles give one in a
+  // single test; when it meets the hulls' bound within the budget (or rounding) the pair is settled,
+  // otherwise the warm walk decides it.
+  auto surface_upper = [&] {
+    double u = kInf;
+    Vec3 p_a, p_b;
+    if (!LastSurfacePoints(v.a, v.X_a, v.b, v.X_b, st, &u, &p_a, &p_b)) {
+      ans->need_walk = true;
+      ans->hull_floor = ans->lower_raw;
+      return;
+    }
+    const double lo = std::max(0.0, ans->lower_raw - v.pad), hi = std::max(0.0, u - v.pad);
+    // Exact up to rounding, and on curved primitives up to what GJK certifies there (mesh_query.h).
+    const bool curved = (!v.a.is_mesh() && Curved(v.a.shape)) || (!v.b.is_mesh() && Curved(v.b.shape));
+    const double slack =
+        std::max((curved ? kCurvedRelativeWidth : kExactRelativeWidth) * hi,
+                 2.0 * RoundingAllowance(v.X_a.p.cwiseAbs().maxCoeff() + v.X_b.p.cwiseAbs().maxCoeff() + 1.0));
+    if (hi <= lo * (1.0 + request.rel_err) + slack || hi - lo <= request.abs_err + slack) {
+      ans->upper_raw = u;
+      tp->distance.p_W_robot = p_a;
+      tp->distance.p_W_other = p_b;
+      ++result->surface_checks;
+    } else {
+      ans->need_walk = true;
+      ans->hull_floor = ans->lower_raw;
+    }
   };
-  auto record = [&](const StateContact& pair, double upper) {
-    auto push = [&](int32_t link) {
-      std::priority_queue<double>& h = best[per_link ? static_cast<size_t>(link) : 0];
-      h.push(upper);
-      if (static_cast<int32_t>(h.size()) > k) h.pop();
-    };
-    push(pair.link);
-    if (per_link && pair.self) push(pair.other_link);
-  };
-
-  // Candidates leave a min-heap by their cheap bound; a non-convex pair goes back once with its hulls'
-  // bound before it is walked, so that walks run in order of the tighter bounds.
-  std::vector<Candidate>& heap = heap_;
-  heap.clear();
-  for (int32_t i = 0; i < n; ++i) heap.push_back({i, pairs[i].box_clearance, false});
-  auto later = [](const Candidate& x, const Candidate& y) { return x.cheap > y.cheap; };
-  std::make_heap(heap.begin(), heap.end(), later);
-
-  std::vector<TrackedPair>& decided = decided_;
-  decided.clear();
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Candidate c = heap.back();
-    heap.pop_back();
-    const NearbyPart& p = pairs[c.index];
-    const double t = threshold(p.parts.pair);
-    // Beyond the horizon, or no better than the k-th best found (a tie cannot change what is reported).
-    if (c.cheap > t || (c.cheap == t && t < request.horizon)) {
-      if (!per_link) break;  // every remaining bound is at least this one
-      continue;
-    }
-    if (request.stop()) {
-      result.stopped = true;
-      return result;
-    }
-    PairState& st = *states[c.index];
-    const Geometry& a = *p.parts.robot;
-    const Geometry& b = *p.parts.other;
-    const RigidTransform& X_a = p.parts.X_WR;
-    const RigidTransform& X_b = p.parts.X_WO;
-    const double pad = p.parts.padding;
-    const bool use_vclip = request.convex == TrackConvexMethod::kVClip;
-    const VClipPolyhedron* poly_a = use_vclip && geometry_ != nullptr ? geometry_->robot(p.robot_part) : nullptr;
-    const VClipPolyhedron* poly_b = poly_a == nullptr ? nullptr
-                                    : p.parts.pair.self ? geometry_->robot(p.other_part)
-                                                        : geometry_->world(p.other_part);
-    const bool convex = IsConvex(a) && IsConvex(b);
-
-    if (!convex && !c.refined) {
-      // The hulls' distance bounds the meshes' from below (each mesh lies inside its hull).
-      c.refined = true;
-      double hull = -1.0;
-      if (poly_a != nullptr && poly_b != nullptr) {
-        const VClipResult v = VClipDistance(*poly_a, X_a, *poly_b, X_b, &st.vclip);
-        ++result.vclip;
-        result.vclip_transitions += v.transitions;
-        hull = v.penetrating ? 0.0
-                             : std::max(0.0, v.fell_back_to_gjk ? v.distance * (1.0 - kGjkRelativeGap)
-                                                                : v.distance) -
-                                   RoundingAllowance(PosedScale(*poly_a, X_a) + PosedScale(*poly_b, X_b));
-      } else {
-        VisitConvex(a, [&](const auto& sa) {
-          VisitConvex(b, [&](const auto& sb) {
-            GjkOptions o;
-            o.lower_bound_target = t + pad;
-            const GjkResult g = GjkDistance(sa, X_a, sb, X_b, &st.gjk, o);
-            ++result.gjk;
-            hull = g.intersecting ? 0.0 : g.lower_bound;
-          });
-        });
-      }
-      if (hull - pad > c.cheap) {
-        c.cheap = hull - pad;
-        heap.push_back(c);
-        std::push_heap(heap.begin(), heap.end(), later);
-        continue;
-      }
-    }
-
-    TrackedPair tp;
-    tp.robot_part = p.robot_part;
-    tp.other_part = p.other_part;
-    tp.distance.pair = p.parts.pair;
-    double lower_raw = 0.0, upper_raw = kInf, signed_raw = 0.0;
-    const Vec3 centres = UnitOr(X_a.p - X_b.p, Vec3::UnitZ());
-    const Vec3 last_normal = st.normal_W.squaredNorm() > 0.0 ? st.normal_W : centres;
-    // GJK, and EPA when they overlap, on the pair's convex shapes, warm from the pair's last simplex.
-    auto signed_distance = [&]() -> Result<SignedDistanceResult> {
-      Result<SignedDistanceResult> out = Error{ErrorCode::kInternal, "no convex shape"};
-      VisitConvex(a, [&](const auto& sa) {
-        VisitConvex(b, [&](const auto& sb) { out = ComputeSignedDistance(sa, X_a, sb, X_b, &st.gjk); });
-      });
-      ++result.gjk;
-      return out;
-    };
-    // Convex solids that overlap have distance 0; a convex mesh is a surface, though, and one wholly
-    // inside the other is apart from it: overlapping pairs with a mesh side go on to the walk, which
-    // keeps the surface semantics, with the overlap's normal.
-    Vec3 overlap_normal = Vec3::Zero();
-    const bool has_mesh = a.is_mesh() || b.is_mesh();
-    bool need_walk = false;
-    double hull_floor = 0.0;  // a certified lower bound on the raw distance from the convex stand-ins
-    // A convex mesh lies inside its hull but on it only up to the tolerance it was accepted with (a
-    // vertex may sit a little inside a merged face): the hulls' distance (lower_raw) is a lower bound,
-    // and the upper bound must be realised on the mesh surfaces. The pair's last closest triangles
-    // give one in a single test; when it meets the hulls' bound within the budget (or rounding) the
-    // pair is settled, otherwise the warm walk decides it.
-    auto surface_upper = [&] {
-      double u = kInf;
-      Vec3 p_a, p_b;
-      if (!LastSurfacePoints(a, X_a, b, X_b, st, &u, &p_a, &p_b)) {
-        need_walk = true;
-        hull_floor = lower_raw;
-        return;
-      }
-      const double lo = std::max(0.0, lower_raw - pad), hi = std::max(0.0, u - pad);
-      // Exact up to rounding, and on curved primitives up to what GJK certifies there (mesh_query.h).
-      const bool curved = (!a.is_mesh() && Curved(a.shape)) || (!b.is_mesh() && Curved(b.shape));
-      const double slack =
-          std::max((curved ? kCurvedRelativeWidth : kExactRelativeWidth) * hi,
-                   2.0 * RoundingAllowance(X_a.p.cwiseAbs().maxCoeff() + X_b.p.cwiseAbs().maxCoeff() + 1.0));
-      if (hi <= lo * (1.0 + request.rel_err) + slack || hi - lo <= request.abs_err + slack) {
-        upper_raw = u;
-        tp.distance.p_W_robot = p_a;
-        tp.distance.p_W_other = p_b;
-        ++result.surface_checks;
-      } else {
-        need_walk = true;
-        hull_floor = lower_raw;
-      }
-    };
-    if (convex && poly_a != nullptr && poly_b != nullptr) {
-      const VClipResult v = VClipDistance(*poly_a, X_a, *poly_b, X_b, &st.vclip);
-      ++result.vclip;
-      result.vclip_transitions += v.transitions;
-      tp.method = TrackMethod::kVClip;
-      tp.feature_robot = Feature(v.feature_a);
-      tp.feature_other = Feature(v.feature_b);
-      if (v.penetrating) {
-        // Overlapping: EPA gives the depth and the direction that separates them.
-        Result<SignedDistanceResult> sd = signed_distance();
-        if (!sd.ok()) return sd.error();
-        signed_raw = std::min(0.0, sd.value().distance);
-        tp.normal_W = UnitOr(-sd.value().normal_W, last_normal);
-        tp.distance.p_W_robot = sd.value().p_WA;
-        tp.distance.p_W_other = sd.value().p_WB;
-        lower_raw = upper_raw = 0.0;
-        overlap_normal = tp.normal_W;
-      } else {
-        upper_raw = std::max(v.distance, (v.p_WA - v.p_WB).norm());
-        lower_raw = std::max(0.0, (v.fell_back_to_gjk ? v.distance * (1.0 - kGjkRelativeGap) : v.distance) -
-                                      RoundingAllowance(PosedScale(*poly_a, X_a) + PosedScale(*poly_b, X_b)));
-        signed_raw = v.distance;
-        tp.normal_W = UnitOr(v.p_WA - v.p_WB, last_normal);
-        tp.distance.p_W_robot = v.p_WA;
-        tp.distance.p_W_other = v.p_WB;
-        if (has_mesh) surface_upper();
-      }
-    } else if (convex) {
+  if (v.poly_a != nullptr && v.poly_b != nullptr) {
+    const VClipResult r = VClipDistance(*v.poly_a, v.X_a, *v.poly_b, v.X_b, &st.vclip);
+    ++result->vclip;
+    result->vclip_transitions += r.transitions;
+    tp->method = TrackMethod::kVClip;
+    tp->feature_robot = Feature(r.feature_a);
+    tp->feature_other = Feature(r.feature_b);
+    if (r.penetrating) {
+      // Overlapping: EPA gives the depth and the direction that separates them.
       Result<SignedDistanceResult> sd = signed_distance();
       if (!sd.ok()) return sd.error();
-      const SignedDistanceResult& r = sd.value();
-      tp.distance.p_W_robot = r.p_WA;
-      tp.distance.p_W_other = r.p_WB;
-      tp.normal_W = UnitOr(-r.normal_W, last_normal);
-      if (r.intersecting || r.distance <= 0.0) {
-        lower_raw = upper_raw = 0.0;
-        signed_raw = std::min(0.0, r.distance);
-        overlap_normal = tp.normal_W;
-      } else {
-        upper_raw = std::max(r.distance, (r.p_WA - r.p_WB).norm());
-        lower_raw = std::max(0.0, r.lower_bound);
-        signed_raw = r.distance;
-      }
-      tp.method = TrackMethod::kGjk;
-      if (has_mesh && overlap_normal.squaredNorm() == 0.0) surface_upper();
+      ans->signed_raw = std::min(0.0, sd.value().distance);
+      tp->normal_W = UnitOr(-sd.value().normal_W, ans->last_normal);
+      tp->distance.p_W_robot = sd.value().p_WA;
+      tp->distance.p_W_other = sd.value().p_WB;
+      ans->lower_raw = ans->upper_raw = 0.0;
+      ans->overlap_normal = tp->normal_W;
+    } else {
+      ans->upper_raw = std::max(r.distance, (r.p_WA - r.p_WB).norm());
+      ans->lower_raw = std::max(0.0, (r.fell_back_to_gjk ? r.distance * (1.0 - kGjkRelativeGap) : r.distance) -
+                                         RoundingAllowance(PosedScale(*v.poly_a, v.X_a) + PosedScale(*v.poly_b, v.X_b)));
+      ans->signed_raw = r.distance;
+      tp->normal_W = UnitOr(r.p_WA - r.p_WB, ans->last_normal);
+      tp->distance.p_W_robot = r.p_WA;
+      tp->distance.p_W_other = r.p_WB;
+      if (v.has_mesh) surface_upper();
     }
-    if (!convex || (has_mesh && overlap_normal.squaredNorm() > 0.0)) need_walk = true;
-    if (need_walk) {
-      // The exact walk, warm from the pair's last triangles (and, between two meshes, its last front);
-      // it may stop once it proves the pair beyond what this frame still reports.
-      DistanceRequest req{request.rel_err, request.abs_err, t + pad};
-      req.known_lower = std::max({0.0, hull_floor, c.cheap + pad});  // certified: boxes or hulls
-      auto walk = [&]() -> Result<DistanceResult> {
-        ++result.walks;
-        if (a.is_cloud() || b.is_cloud()) return GeometryDistance(a, X_a, b, X_b, req);  // cold: the cloud's tree
-        if (a.is_mesh() && b.is_mesh()) {
-          if (st.walk == nullptr) st.walk = std::make_unique<DistanceCache>();
-          return ComputeDistance(*a.mesh, X_a, *b.mesh, X_b, req, st.walk.get());
-        }
-        if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_a, b.shape, X_b, req, &st.shape_walk);
-        Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, X_b, a.shape, X_a, req, &st.shape_walk);
-        if (r.ok()) {
-          std::swap(r.value().p_WA, r.value().p_WB);
-          std::swap(r.value().triangles.triangle_a, r.value().triangles.triangle_b);
-        }
-        return r;
-      };
-      Result<DistanceResult> r = walk();
-      if (!r.ok()) return r.error();
-      // A relative budget on the raw distance is too loose for the padded clearance: when it is missed
-      // there, the exact distance meets any budget.
-      auto padded_met = [&](const DistanceResult& d) {
-        const double lo = std::max(0.0, d.lower_bound - pad), hi = std::max(0.0, d.upper_bound - pad);
-        return hi <= lo * (1.0 + request.rel_err) || hi - lo <= request.abs_err;
-      };
-      if (pad > 0.0 && !r.value().beyond_max_distance && !r.value().intersecting && !padded_met(r.value())) {
-        req.rel_err = req.abs_err = 0.0;
-        req.known_lower = 0.0;
-        r = walk();
-        if (!r.ok()) return r.error();
-      }
-      const DistanceResult& d = r.value();
-      result.stats += d.stats;
-      if (d.beyond_max_distance) continue;  // at least t away: neither reported nor within the horizon
-      tp.method = TrackMethod::kWalk;
-      lower_raw = d.intersecting ? 0.0 : std::max(d.lower_bound, hull_floor);
-      upper_raw = d.intersecting ? 0.0 : d.upper_bound;
-      signed_raw = upper_raw;
-      tp.distance.p_W_robot = d.p_WA;
-      tp.distance.p_W_other = d.p_WB;
-      const Vec3 touching = overlap_normal.squaredNorm() > 0.0 ? overlap_normal : last_normal;
-      tp.normal_W = d.intersecting ? touching : UnitOr(d.p_WA - d.p_WB, touching);
-      if (!convex) {
-        // Convex pairs keep the features of their polyhedra; the others name the closest triangles.
-        tp.feature_robot = d.triangles.triangle_a >= 0
-                               ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_a}
-                               : TrackFeature{};
-        tp.feature_other = d.triangles.triangle_b >= 0
-                               ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_b}
-                               : TrackFeature{};
-      }
-    }
-    ++result.decided;
-    tp.distance.upper = std::max(0.0, upper_raw - pad);
-    // The cheap bound holds for the pair too (and may exceed what a walk stopped at).
-    tp.distance.lower = std::min(tp.distance.upper, std::max({0.0, lower_raw - pad, c.cheap}));
-    tp.signed_distance = signed_raw - pad;
-    tp.same_features = st.has_features && st.feature_robot == tp.feature_robot && st.feature_other == tp.feature_other;
-    st.feature_robot = tp.feature_robot;
-    st.feature_other = tp.feature_other;
-    st.has_features = true;
-    st.normal_W = tp.normal_W;
-    if (tp.distance.lower > request.horizon) continue;
-    record(p.parts.pair, tp.distance.upper);
-    decided.push_back(std::move(tp));
+    return {};
   }
+  Result<SignedDistanceResult> sd = signed_distance();
+  if (!sd.ok()) return sd.error();
+  const SignedDistanceResult& r = sd.value();
+  tp->distance.p_W_robot = r.p_WA;
+  tp->distance.p_W_other = r.p_WB;
+  tp->normal_W = UnitOr(-r.normal_W, ans->last_normal);
+  if (r.intersecting || r.distance <= 0.0) {
+    ans->lower_raw = ans->upper_raw = 0.0;
+    ans->signed_raw = std::min(0.0, r.distance);
+    ans->overlap_normal = tp->normal_W;
+  } else {
+    ans->upper_raw = std::max(r.distance, (r.p_WA - r.p_WB).norm());
+    ans->lower_raw = std::max(0.0, r.lower_bound);
+    ans->signed_raw = r.distance;
+  }
+  tp->method = TrackMethod::kGjk;
+  if (v.has_mesh && ans->overlap_normal.squaredNorm() == 0.0) surface_upper();
+  return {};
+}
 
-  // The k nearest, overall or per link.
-  std::stable_sort(decided.begin(), decided.end(),
+// The exact walk, warm from the pair's last triangles (and, between two meshes, its last front); it may
+// stop once it proves the pair beyond what this frame still reports (then false).
+Result<bool> Tracker::Walk(const PairView& v, PairState& st, double t, double cheap, const TrackRequest& request,
+                           TrackResult* result, TrackedPair* tp, PairAnswer* ans) const {
+  DistanceRequest req{request.rel_err, request.abs_err, t + v.pad};
+  req.known_lower = std::max({0.0, ans->hull_floor, cheap + v.pad});  // certified: boxes or hulls
+  const Geometry& a = v.a;
+  const Geometry& b = v.b;
+  auto walk = [&]() -> Result<DistanceResult> {
+    ++result->walks;
+    if (a.is_cloud() || b.is_cloud()) return GeometryDistance(a, v.X_a, b, v.X_b, req);  // cold: the cloud's tree
+    if (a.is_mesh() && b.is_mesh()) {
+      if (st.walk == nullptr) st.walk = std::make_unique<DistanceCache>();
+      return ComputeDistance(*a.mesh, v.X_a, *b.mesh, v.X_b, req, st.walk.get());
+    }
+    if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, v.X_a, b.shape, v.X_b, req, &st.shape_walk);
+    Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, v.X_b, a.shape, v.X_a, req, &st.shape_walk);
+    if (r.ok()) {
+      std::swap(r.value().p_WA, r.value().p_WB);
+      std::swap(r.value().triangles.triangle_a, r.value().triangles.triangle_b);
+    }
+    return r;
+  };
+  Result<DistanceResult> r = walk();
+  if (!r.ok()) return r.error();
+  // A relative budget on the raw distance is too loose for the padded clearance: when it is missed
+  // there, the exact distance meets any budget.
+  auto padded_met = [&](const DistanceResult& d) {
+    const double lo = std::max(0.0, d.lower_bound - v.pad), hi = std::max(0.0, d.upper_bound - v.pad);
+    return hi <= lo * (1.0 + request.rel_err) || hi - lo <= request.abs_err;
+  };
+  if (v.pad > 0.0 && !r.value().beyond_max_distance && !r.value().intersecting && !padded_met(r.value())) {
+    req.rel_err = req.abs_err = 0.0;
+    req.known_lower = 0.0;
+    r = walk();
+    if (!r.ok()) return r.error();
+  }
+  const DistanceResult& d = r.value();
+  result->stats += d.stats;
+  if (d.beyond_max_distance) return false;  // at least t away: neither reported nor within the horizon
+  tp->method = TrackMethod::kWalk;
+  ans->lower_raw = d.intersecting ? 0.0 : std::max(d.lower_bound, ans->hull_floor);
+  ans->upper_raw = d.intersecting ? 0.0 : d.upper_bound;
+  ans->signed_raw = ans->upper_raw;
+  tp->distance.p_W_robot = d.p_WA;
+  tp->distance.p_W_other = d.p_WB;
+  const Vec3 touching = ans->overlap_normal.squaredNorm() > 0.0 ? ans->overlap_normal : ans->last_normal;
+  tp->normal_W = d.intersecting ? touching : UnitOr(d.p_WA - d.p_WB, touching);
+  if (!v.convex) {
+    // Convex pairs keep the features of their polyhedra; the others name the closest triangles.
+    tp->feature_robot = d.triangles.triangle_a >= 0 ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_a}
+                                                    : TrackFeature{};
+    tp->feature_other = d.triangles.triangle_b >= 0 ? TrackFeature{TrackFeatureType::kTriangle, d.triangles.triangle_b}
+                                                    : TrackFeature{};
+  }
+  return true;
+}
+
+// The k nearest of the decided pairs, overall or per link, with their gradients.
+void Tracker::Report(const TrackRequest& request, TrackResult* result) {
+  const RobotModel& robot = scene_->robot();
+  const int32_t k = request.max_pairs;
+  const bool per_link = request.per_link;
+  std::stable_sort(decided_.begin(), decided_.end(),
                    [](const TrackedPair& x, const TrackedPair& y) { return x.distance.upper < y.distance.upper; });
   std::vector<int32_t> count(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
-  for (TrackedPair& tp : decided) {
+  for (TrackedPair& tp : decided_) {
     const StateContact& pair = tp.distance.pair;
     const size_t la = per_link ? static_cast<size_t>(pair.link) : 0;
     const size_t lb = per_link && pair.self ? static_cast<size_t>(pair.other_link) : la;
     if (count[la] >= k && count[lb] >= k) continue;
     ++count[la];
     if (lb != la) ++count[lb];
-    if (tp.same_features) ++result.same_features;
+    if (tp.same_features) ++result->same_features;
     if (request.gradient) {
       // d/dq of |p_robot - p_other| with both points fixed to their bodies: n . (J_robot - J_other).
       const size_t dof = static_cast<size_t>(robot.num_positions());
@@ -530,15 +503,92 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
         tp.gradient[j] = g;
       }
     }
-    result.pairs.push_back(std::move(tp));
+    result->pairs.push_back(std::move(tp));
   }
+}
 
+Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
+  if (Status s = ValidateTrackRequest(request); !s.ok()) return s.error();
+  if (Status s = Gather(q, request); !s.ok()) return s.error();
+  const std::vector<NearbyPart>& pairs = nearby_.pairs;
+  const int32_t n = static_cast<int32_t>(pairs.size());
+  TrackResult result;
+  result.within_limits = nearby_.within_limits;
+  result.candidates = n;
+  KBest best(request.max_pairs, request.per_link, scene_->robot().num_links(), request.horizon);
+  // Candidates leave a min-heap by their cheap bound; a non-convex pair goes back once with its hulls'
+  // bound before it is walked, so that walks run in order of the tighter bounds.
+  heap_.clear();
+  for (int32_t i = 0; i < n; ++i) heap_.push_back({i, pairs[i].box_clearance, false});
+  auto later = [](const Candidate& x, const Candidate& y) { return x.cheap > y.cheap; };
+  std::make_heap(heap_.begin(), heap_.end(), later);
+  decided_.clear();
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    Candidate c = heap_.back();
+    heap_.pop_back();
+    const NearbyPart& p = pairs[c.index];
+    const double t = best.Threshold(p.parts.pair);
+    // Beyond the horizon, or no better than the k-th best found (a tie cannot change what is reported).
+    if (c.cheap > t || (c.cheap == t && t < request.horizon)) {
+      if (!request.per_link) break;  // every remaining bound is at least this one
+      continue;
+    }
+    if (request.stop()) {
+      result.stopped = true;
+      return result;
+    }
+    PairState& st = *states_[c.index];
+    const PairView v = View(p, request);
+    if (!v.convex && !c.refined) {
+      c.refined = true;
+      const double hull = HullBound(v, st, t, &result);
+      if (hull - v.pad > c.cheap) {
+        c.cheap = hull - v.pad;
+        heap_.push_back(c);
+        std::push_heap(heap_.begin(), heap_.end(), later);
+        continue;
+      }
+    }
+    TrackedPair tp;
+    tp.robot_part = p.robot_part;
+    tp.other_part = p.other_part;
+    tp.distance.pair = p.parts.pair;
+    PairAnswer ans;
+    const Vec3 centres = UnitOr(v.X_a.p - v.X_b.p, Vec3::UnitZ());
+    ans.last_normal = st.normal_W.squaredNorm() > 0.0 ? st.normal_W : centres;
+    if (v.convex) {
+      if (Status s = DecideConvex(v, st, request, &result, &tp, &ans); !s.ok()) return s.error();
+    }
+    // Convex solids that overlap have distance 0; a convex mesh is a surface, though, and one wholly
+    // inside the other is apart from it: overlapping pairs with a mesh side go on to the walk, which
+    // keeps the surface semantics, with the overlap's normal.
+    if (!v.convex || (v.has_mesh && ans.overlap_normal.squaredNorm() > 0.0)) ans.need_walk = true;
+    if (ans.need_walk) {
+      Result<bool> kept = Walk(v, st, t, c.cheap, request, &result, &tp, &ans);
+      if (!kept.ok()) return kept.error();
+      if (!kept.value()) continue;
+    }
+    ++result.decided;
+    tp.distance.upper = std::max(0.0, ans.upper_raw - v.pad);
+    // The cheap bound holds for the pair too (and may exceed what a walk stopped at).
+    tp.distance.lower = std::min(tp.distance.upper, std::max({0.0, ans.lower_raw - v.pad, c.cheap}));
+    tp.signed_distance = ans.signed_raw - v.pad;
+    tp.same_features = st.has_features && st.feature_robot == tp.feature_robot && st.feature_other == tp.feature_other;
+    st.feature_robot = tp.feature_robot;
+    st.feature_other = tp.feature_other;
+    st.has_features = true;
+    st.normal_W = tp.normal_W;
+    if (tp.distance.lower > request.horizon) continue;
+    best.Record(p.parts.pair, tp.distance.upper);
+    decided_.push_back(std::move(tp));
+  }
+  Report(request, &result);
   // Pairs that left the horizon are forgotten.
   for (auto it = pairs_.begin(); it != pairs_.end();) {
     it = it->second.frame == frame_ ? std::next(it) : pairs_.erase(it);
   }
   return result;
 }
-
 
 }  // namespace proximity::core

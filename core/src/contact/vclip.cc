@@ -497,28 +497,20 @@ int32_t NearestVertex(const ConvexPolytope& p, const Position& position, const V
 
 // ---- VClipPolyhedron ------------------------------------------------------------------------------------
 
-Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const ConvexPolytope& hull,
-                                                                      double coplanar_tolerance) {
-  if (!(coplanar_tolerance >= 0.0) || !std::isfinite(coplanar_tolerance)) {
-    return InvalidArgument("V-Clip polyhedron: coplanar_tolerance must be finite and >= 0, got " +
-                           FormatNumber(coplanar_tolerance));
-  }
-  const auto broken = [](const std::string& what) {
-    return Error{ErrorCode::kInternal, "V-Clip polyhedron: the hull is not a closed convex surface (" + what + ")"};
-  };
-  const int32_t V = hull.num_vertices(), T = hull.num_faces();
-  if (V < 4 || T < 4) return broken("fewer than 4 vertices or faces");
+namespace {
 
-  std::shared_ptr<VClipPolyhedron> poly(new VClipPolyhedron());
-  double scale = 0.0;
-  Vec3 centroid = Vec3::Zero();
-  for (const Vec3& v : hull.vertices()) {
-    scale = std::max(scale, v.cwiseAbs().maxCoeff());
-    centroid += v;
-  }
-  poly->scale_ = scale;
-  poly->centroid_ = centroid / V;
+Error Broken(const std::string& what) {
+  return Error{ErrorCode::kInternal, "V-Clip polyhedron: the hull is not a closed convex surface (" + what + ")"};
+}
 
+// The hull's faces as polygons: coplanar neighbouring triangles merged where they make a simple polygon,
+// in order of their first triangle; per face its vertex loop and its triangles.
+struct HullFaces {
+  std::vector<std::vector<int32_t>> loops, triangles;
+};
+
+Result<HullFaces> MergeCoplanarTriangles(const ConvexPolytope& hull, double coplanar_tolerance, double scale) {
+  const int32_t T = hull.num_faces();
   // Triangles across each directed edge, and groups of coplanar neighbours.
   std::unordered_map<uint64_t, int32_t> triangle_of_edge;
   triangle_of_edge.reserve(3 * T);
@@ -526,7 +518,7 @@ Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const Conv
     const auto& f = hull.faces()[t];
     for (int k = 0; k < 3; ++k) {
       if (!triangle_of_edge.emplace(DirectedKey(f[k], f[(k + 1) % 3]), t).second) {
-        return broken("a directed edge is used twice");
+        return Broken("a directed edge is used twice");
       }
     }
   }
@@ -537,7 +529,7 @@ Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const Conv
     const auto& f = hull.faces()[t];
     for (int k = 0; k < 3; ++k) {
       const auto twin = triangle_of_edge.find(DirectedKey(f[(k + 1) % 3], f[k]));
-      if (twin == triangle_of_edge.end()) return broken("an edge has one triangle");
+      if (twin == triangle_of_edge.end()) return Broken("an edge has one triangle");
       const int32_t s = twin->second;
       if (s > t && Coplanar(hull, t, s, coplanar_tolerance, distance_tolerance)) {
         parent[FindRoot(parent, s)] = FindRoot(parent, t);
@@ -551,8 +543,7 @@ Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const Conv
     members[group_of[t]].push_back(t);
   }
   // Faces in order of their first triangle; groups that are not simple polygons stay split.
-  std::vector<std::vector<int32_t>> face_loops;
-  std::vector<std::vector<int32_t>> face_triangles;
+  HullFaces out;
   std::vector<bool> done(T, false);
   for (int32_t t = 0; t < T; ++t) {
     const int32_t g = group_of[t];
@@ -562,145 +553,184 @@ Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const Conv
     std::vector<int32_t> loop;
     if (group.size() > 1) loop = GroupLoop(hull, group, group_of, g, triangle_of_edge);
     if (!loop.empty()) {
-      face_loops.push_back(std::move(loop));
-      face_triangles.push_back(group);
+      out.loops.push_back(std::move(loop));
+      out.triangles.push_back(group);
     } else {
       for (int32_t s : group) {
         const auto& f = hull.faces()[s];
-        face_loops.push_back({f[0], f[1], f[2]});
-        face_triangles.push_back({s});
+        out.loops.push_back({f[0], f[1], f[2]});
+        out.triangles.push_back({s});
       }
     }
   }
-  const int32_t F = static_cast<int32_t>(face_loops.size());
+  return out;
+}
 
-  // Vertices, faces (planes and loops), and edges from the loops: each undirected edge appears once
-  // in each direction, tail -> head (tail < head) in its left face.
-  poly->vertices_.resize(V);
-  for (int32_t v = 0; v < V; ++v) poly->vertices_[v].p = hull.vertices()[v];
+// A face's plane: the Qhull facet normals of its triangles weighted by area (so that a face of one
+// Qhull facet keeps its plane exactly); offset: the mean over the loop.
+FacePlane MergedFacePlane(const ConvexPolytope& hull, const std::vector<int32_t>& loop,
+                          const std::vector<int32_t>& triangles) {
+  const Vec3& first_normal = hull.face_planes()[triangles[0]].normal;
+  Vec3 n = first_normal;
+  bool one_plane = true;
+  for (int32_t s : triangles) one_plane = one_plane && hull.face_planes()[s].normal == first_normal;
+  if (!one_plane) {
+    n.setZero();
+    for (int32_t s : triangles) {
+      const auto& f = hull.faces()[s];
+      const double area =
+          (hull.vertices()[f[1]] - hull.vertices()[f[0]]).cross(hull.vertices()[f[2]] - hull.vertices()[f[0]]).norm();
+      n += area * hull.face_planes()[s].normal;
+    }
+    n = n.norm() > 0.0 ? Vec3(n.normalized()) : first_normal;
+  }
+  double offset = 0.0;
+  for (int32_t v : loop) offset += n.dot(hull.vertices()[v]);
+  FacePlane plane;
+  plane.normal = n;
+  plane.offset = offset / static_cast<double>(loop.size());
+  return plane;
+}
+
+VClipVoronoiPlane PlaneThrough(const Vec3& normal, const Vec3& point, VClipFeature neighbor) {
+  VClipVoronoiPlane plane;
+  plane.normal = normal;
+  plane.offset = normal.dot(point);
+  plane.neighbor = neighbor;
+  return plane;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const ConvexPolytope& hull,
+                                                                      double coplanar_tolerance) {
+  if (!(coplanar_tolerance >= 0.0) || !std::isfinite(coplanar_tolerance)) {
+    return InvalidArgument("V-Clip polyhedron: coplanar_tolerance must be finite and >= 0, got " +
+                           FormatNumber(coplanar_tolerance));
+  }
+  const int32_t V = hull.num_vertices(), T = hull.num_faces();
+  if (V < 4 || T < 4) return Broken("fewer than 4 vertices or faces");
+  std::shared_ptr<VClipPolyhedron> poly(new VClipPolyhedron());
+  double scale = 0.0;
+  Vec3 centroid = Vec3::Zero();
+  for (const Vec3& v : hull.vertices()) {
+    scale = std::max(scale, v.cwiseAbs().maxCoeff());
+    centroid += v;
+  }
+  poly->scale_ = scale;
+  poly->centroid_ = centroid / V;
+  Result<HullFaces> faces = MergeCoplanarTriangles(hull, coplanar_tolerance, scale);
+  if (!faces.ok()) return faces.error();
+  if (Status s = poly->AddFacesAndEdges(hull, faces.value().loops, faces.value().triangles); !s.ok()) return s.error();
+  if (Status s = poly->LinkVertexEdges(); !s.ok()) return s.error();
+  if (Status s = poly->AddVoronoiPlanes(); !s.ok()) return s.error();
+  return std::shared_ptr<const VClipPolyhedron>(std::move(poly));
+}
+
+// Vertices, faces (planes and loops), and edges from the loops: each undirected edge appears once in
+// each direction, tail -> head (tail < head) in its left face.
+Status VClipPolyhedron::AddFacesAndEdges(const ConvexPolytope& hull, const std::vector<std::vector<int32_t>>& loops,
+                                         const std::vector<std::vector<int32_t>>& triangles) {
+  const int32_t V = hull.num_vertices(), T = hull.num_faces();
+  const int32_t F = static_cast<int32_t>(loops.size());
+  vertices_.resize(V);
+  for (int32_t v = 0; v < V; ++v) vertices_[v].p = hull.vertices()[v];
   std::unordered_map<uint64_t, int32_t> edge_of;  // Keyed by (min, max).
   edge_of.reserve(3 * T / 2);
-  poly->faces_.resize(F);
+  faces_.resize(F);
   for (int32_t fi = 0; fi < F; ++fi) {
-    Face& face = poly->faces_[fi];
-    const std::vector<int32_t>& loop = face_loops[fi];
-    // Normal: the Qhull facet normals of the face's triangles weighted by area (so that a face of one
-    // Qhull facet keeps its plane exactly); offset: the mean over the loop.
-    const Vec3& first_normal = hull.face_planes()[face_triangles[fi][0]].normal;
-    Vec3 n = first_normal;
-    bool one_plane = true;
-    for (int32_t s : face_triangles[fi]) one_plane = one_plane && hull.face_planes()[s].normal == first_normal;
-    if (!one_plane) {
-      n.setZero();
-      for (int32_t s : face_triangles[fi]) {
-        const auto& f = hull.faces()[s];
-        const double area = (hull.vertices()[f[1]] - hull.vertices()[f[0]])
-                                .cross(hull.vertices()[f[2]] - hull.vertices()[f[0]])
-                                .norm();
-        n += area * hull.face_planes()[s].normal;
-      }
-      n = n.norm() > 0.0 ? Vec3(n.normalized()) : first_normal;
-    }
-    double offset = 0.0;
-    for (int32_t v : loop) offset += n.dot(hull.vertices()[v]);
-    face.plane.normal = n;
-    face.plane.offset = offset / static_cast<double>(loop.size());
-    face.loop_begin = static_cast<int32_t>(poly->loop_vertices_.size());
+    Face& face = faces_[fi];
+    const std::vector<int32_t>& loop = loops[fi];
+    face.plane = MergedFacePlane(hull, loop, triangles[fi]);
+    face.loop_begin = static_cast<int32_t>(loop_vertices_.size());
     for (size_t k = 0; k < loop.size(); ++k) {
       const int32_t a = loop[k], b = loop[(k + 1) % loop.size()];
       const uint64_t key = DirectedKey(std::min(a, b), std::max(a, b));
-      auto [it, inserted] = edge_of.emplace(key, static_cast<int32_t>(poly->edges_.size()));
+      auto [it, inserted] = edge_of.emplace(key, static_cast<int32_t>(edges_.size()));
       if (inserted) {
         Edge e;
         e.tail = std::min(a, b);
         e.head = std::max(a, b);
-        poly->edges_.push_back(e);
+        edges_.push_back(e);
       }
-      Edge& e = poly->edges_[it->second];
+      Edge& e = edges_[it->second];
       int32_t& side = a == e.tail ? e.left : e.right;
-      if (side >= 0) return broken("an edge has two faces on one side");
+      if (side >= 0) return Broken("an edge has two faces on one side");
       side = fi;
-      poly->loop_vertices_.push_back(a);
-      poly->loop_edges_.push_back(it->second);
+      loop_vertices_.push_back(a);
+      loop_edges_.push_back(it->second);
     }
-    face.loop_end = static_cast<int32_t>(poly->loop_vertices_.size());
+    face.loop_end = static_cast<int32_t>(loop_vertices_.size());
   }
-  const int32_t E = poly->num_edges();
-  for (const Edge& e : poly->edges_) {
-    if (e.left < 0 || e.right < 0 || e.left == e.right) return broken("an edge without two distinct faces");
+  for (const Edge& e : edges_) {
+    if (e.left < 0 || e.right < 0 || e.left == e.right) return Broken("an edge without two distinct faces");
   }
-  if (V - E + F != 2) return broken("Euler characteristic " + std::to_string(V - E + F));
+  if (V - num_edges() + F != 2) return Broken("Euler characteristic " + std::to_string(V - num_edges() + F));
+  return {};
+}
 
-  // Incident edges of each vertex.
+// Incident edges of each vertex.
+Status VClipPolyhedron::LinkVertexEdges() {
+  const auto V = static_cast<int32_t>(vertices_.size());
   std::vector<int32_t> degree(V + 1, 0);
-  for (const Edge& e : poly->edges_) {
+  for (const Edge& e : edges_) {
     ++degree[e.tail];
     ++degree[e.head];
   }
   int32_t running = 0;
   for (int32_t v = 0; v < V; ++v) {
-    if (degree[v] < 2) return broken("vertex " + std::to_string(v) + " has fewer than two edges");
-    poly->vertices_[v].edge_begin = poly->vertices_[v].edge_end = running;
+    if (degree[v] < 2) return Broken("vertex " + std::to_string(v) + " has fewer than two edges");
+    vertices_[v].edge_begin = vertices_[v].edge_end = running;
     running += degree[v];
   }
-  poly->vertex_edges_.resize(running);
-  for (int32_t ei = 0; ei < E; ++ei) {
-    for (int32_t v : {poly->edges_[ei].tail, poly->edges_[ei].head}) {
-      poly->vertex_edges_[poly->vertices_[v].edge_end++] = ei;
-    }
+  vertex_edges_.resize(running);
+  for (int32_t ei = 0; ei < num_edges(); ++ei) {
+    for (int32_t v : {edges_[ei].tail, edges_[ei].head}) vertex_edges_[vertices_[v].edge_end++] = ei;
   }
+  return {};
+}
 
-  // Voronoi planes. Planes shared by two features are stored twice with exactly opposite signs, so
-  // that a point is never outside both regions across one plane.
+// Voronoi planes. Planes shared by two features are stored twice with exactly opposite signs, so that a
+// point is never outside both regions across one plane.
+Status VClipPolyhedron::AddVoronoiPlanes() {
+  const int32_t V = static_cast<int32_t>(vertices_.size()), E = num_edges();
   std::vector<Vec3> unit(E);
-  for (int32_t ei = 0; ei < E; ++ei) {
-    const Edge& e = poly->edges_[ei];
-    unit[ei] = (poly->vertices_[e.head].p - poly->vertices_[e.tail].p).normalized();
-  }
-  const auto plane_through = [](const Vec3& normal, const Vec3& point, VClipFeature neighbor) {
-    VClipVoronoiPlane plane;
-    plane.normal = normal;
-    plane.offset = normal.dot(point);
-    plane.neighbor = neighbor;
-    return plane;
-  };
-  std::vector<VClipVoronoiPlane>& planes = poly->planes_;
+  for (int32_t ei = 0; ei < E; ++ei) unit[ei] = (vertices_[edges_[ei].head].p - vertices_[edges_[ei].tail].p).normalized();
+  std::vector<VClipVoronoiPlane>& planes = planes_;
   planes.reserve(static_cast<size_t>(8) * E);
   for (int32_t v = 0; v < V; ++v) {
-    Vertex& vertex = poly->vertices_[v];
+    Vertex& vertex = vertices_[v];
     vertex.plane_begin = static_cast<int32_t>(planes.size());
     for (int32_t k = vertex.edge_begin; k < vertex.edge_end; ++k) {
-      const int32_t ei = poly->vertex_edges_[k];
-      const Edge& e = poly->edges_[ei];
+      const int32_t ei = vertex_edges_[k];
       // Inside the vertex's region: not past the vertex along the edge, towards its other end.
-      const Vec3 normal = e.tail == v ? Vec3(-unit[ei]) : unit[ei];
-      planes.push_back(plane_through(normal, vertex.p, EdgeFeature(ei)));
+      const Vec3 normal = edges_[ei].tail == v ? Vec3(-unit[ei]) : unit[ei];
+      planes.push_back(PlaneThrough(normal, vertex.p, EdgeFeature(ei)));
     }
   }
   // Face side planes first (in loop order), then the edges' four planes refer to them.
   std::vector<int32_t> side_plane_left(E, -1), side_plane_right(E, -1);
   std::vector<VClipVoronoiPlane> face_planes;
   face_planes.reserve(static_cast<size_t>(2) * E);
-  for (int32_t fi = 0; fi < F; ++fi) {
-    const Face& face = poly->faces_[fi];
+  for (const Face& face : faces_) {
     for (int32_t k = face.loop_begin; k < face.loop_end; ++k) {
-      const int32_t ei = poly->loop_edges_[k];
-      const Edge& e = poly->edges_[ei];
-      const bool left = poly->loop_vertices_[k] == e.tail;  // The loop runs tail -> head.
+      const int32_t ei = loop_edges_[k];
+      const Edge& e = edges_[ei];
+      const bool left = loop_vertices_[k] == e.tail;  // The loop runs tail -> head.
       const Vec3 direction = left ? unit[ei] : Vec3(-unit[ei]);
       Vec3 inward = face.plane.normal.cross(direction);
       const double length = inward.norm();
-      if (!(length > 0.0)) return broken("an edge is parallel to the normal of its face");
+      if (!(length > 0.0)) return Broken("an edge is parallel to the normal of its face");
       inward /= length;
       (left ? side_plane_left : side_plane_right)[ei] = static_cast<int32_t>(face_planes.size());
-      face_planes.push_back(plane_through(inward, poly->vertices_[e.tail].p, EdgeFeature(ei)));
+      face_planes.push_back(PlaneThrough(inward, vertices_[e.tail].p, EdgeFeature(ei)));
     }
   }
   for (int32_t ei = 0; ei < E; ++ei) {
-    Edge& e = poly->edges_[ei];
+    Edge& e = edges_[ei];
     e.plane_begin = static_cast<int32_t>(planes.size());
-    planes.push_back(plane_through(unit[ei], poly->vertices_[e.tail].p, VertexFeature(e.tail)));
-    planes.push_back(plane_through(-unit[ei], poly->vertices_[e.head].p, VertexFeature(e.head)));
+    planes.push_back(PlaneThrough(unit[ei], vertices_[e.tail].p, VertexFeature(e.tail)));
+    planes.push_back(PlaneThrough(-unit[ei], vertices_[e.head].p, VertexFeature(e.head)));
     for (int32_t side : {side_plane_left[ei], side_plane_right[ei]}) {
       VClipVoronoiPlane plane = face_planes[side];
       plane.normal = -plane.normal;
@@ -712,11 +742,11 @@ Result<std::shared_ptr<const VClipPolyhedron>> VClipPolyhedron::Build(const Conv
   const int32_t face_plane_base = static_cast<int32_t>(planes.size());
   planes.insert(planes.end(), face_planes.begin(), face_planes.end());
   int32_t next_plane = face_plane_base;
-  for (Face& face : poly->faces_) {
+  for (Face& face : faces_) {
     face.plane_begin = next_plane;
     next_plane += face.loop_end - face.loop_begin;
   }
-  return std::shared_ptr<const VClipPolyhedron>(std::move(poly));
+  return {};
 }
 
 std::span<const VClipVoronoiPlane> VClipPolyhedron::planes(VClipFeature f) const {

@@ -205,6 +205,21 @@ class Tracker {
     bool refined;
   };
 
+  // One nearby pair's geometry this frame, and what deciding it has found so far (tracker.cc).
+  struct PairView;
+  struct PairAnswer;
+  // Update's steps: the broad phase and each nearby pair's warm-start state; the hulls' lower bound on a
+  // non-convex pair; a convex pair's distance (V-Clip or GJK/EPA, and the surface check of a convex
+  // mesh); the exact walk (false: the pair is beyond `t`); the k nearest with their gradients.
+  Status Gather(std::span<const double> q, const TrackRequest& request);
+  PairView View(const NearbyPart& p, const TrackRequest& request) const;
+  double HullBound(const PairView& v, PairState& st, double t, TrackResult* result) const;
+  Status DecideConvex(const PairView& v, PairState& st, const TrackRequest& request, TrackResult* result,
+                      TrackedPair* tp, PairAnswer* answer) const;
+  Result<bool> Walk(const PairView& v, PairState& st, double t, double cheap, const TrackRequest& request,
+                    TrackResult* result, TrackedPair* tp, PairAnswer* answer) const;
+  void Report(const TrackRequest& request, TrackResult* result);
+
   std::shared_ptr<const Scene> scene_;
   std::shared_ptr<const TrackingGeometry> geometry_;
   SceneCache cache_;

@@ -146,6 +146,13 @@ class VClipPolyhedron {
 
  private:
   VClipPolyhedron() = default;
+  // Build's steps: faces (planes and loops) and edges from the hull's face loops (the polyhedron's
+  // faces, coplanar triangles merged: loops[i] is made of triangles[i]); each vertex's incident edges;
+  // the Voronoi planes.
+  Status AddFacesAndEdges(const ConvexPolytope& hull, const std::vector<std::vector<int32_t>>& loops,
+                          const std::vector<std::vector<int32_t>>& triangles);
+  Status LinkVertexEdges();
+  Status AddVoronoiPlanes();
 
   std::vector<Vertex> vertices_;
   std::vector<Edge> edges_;
