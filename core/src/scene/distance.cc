@@ -105,6 +105,80 @@ Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const Rigid
   return bound;
 }
 
+struct Scene::DistanceCandidate {
+  int32_t a, b;  // robot part; world part, or (self) the self pair's index until it is queried, then its part
+  bool self;
+  bool refined;  // `cheap` includes the convex stand-ins' bound (or there are none)
+  double padding;
+  double cheap;  // lower bound on the padded clearance
+};
+
+// The cheap bound is the distance between padded boxes: growing a box by the padding along every axis
+// covers the padding ball, so that distance is at most the padded clearance.
+std::vector<Scene::DistanceCandidate> Scene::DistanceCandidates(const SceneDistanceRequest& request,
+                                                                const SceneCache& cache) const {
+  const std::vector<Aabb>& boxes = cache.part_bounds;
+  std::vector<DistanceCandidate> candidates;
+  const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
+  candidates.reserve(static_cast<size_t>(nparts) * world_parts_.size() + self_pairs_.size());
+  for (int32_t i = 0; request.world && i < nparts; ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
+      if (AllowedEntityObject(rp.entity, world_parts_[k].object)) continue;
+      candidates.push_back({i, k, false, false, rp.padding, AabbDistance(boxes[i], world_parts_[k].bounds)});
+    }
+  }
+  for (int32_t s = 0; request.self && s < static_cast<int32_t>(self_pairs_.size()); ++s) {
+    const SelfPair& sp = self_pairs_[s];
+    const double pad = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding;
+    // (Not the self-clearance maps' bounds: what they hold depends on which cells other queries filled,
+    // and the same state and request must give the same answer.)
+    candidates.push_back({sp.a, s, true, false, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
+  }
+  return candidates;
+}
+
+PairDistance Scene::QueryPair(const DistanceCandidate& c, double stop, const SceneDistanceRequest& request,
+                              const SceneCache& cache, SceneDistanceResult* result) const {
+  const double rel = request.rel_err, abs = request.abs_err;
+  const auto budget_met = [&](const PairDistance& pd) {
+    return pd.upper <= pd.lower * (1.0 + rel) || pd.upper - pd.lower <= abs;
+  };
+  const RobotPart& rp = robot_parts_[c.a];
+  const Geometry& other = c.self ? robot_parts_[c.b].geometry
+                                 : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].geometry;
+  const RigidTransform& X_other = c.self ? cache.X_WG[c.b] : WorldPartPose(c.b);
+  DistanceRequest pr{rel, abs, stop + c.padding};
+  // The cheap bound (boxes, or the convex stand-ins) is certified: a walk whose first upper bound
+  // already meets the budget against it stops there.
+  pr.known_lower = std::max(0.0, c.cheap + c.padding);
+  DistanceResult r;
+  PairDistance pd;
+  auto query = [&] {
+    // Poses, shapes and the validated budget make every pair query valid; an error would leave the
+    // pair at [0, inf], which claims nothing.
+    r = GeometryDistance(rp.geometry, cache.X_WG[c.a], other, X_other, pr).value_or({});
+    result->stats += r.stats;
+    pd.lower = std::max(0.0, r.lower_bound - c.padding);
+    pd.upper = std::max(0.0, r.upper_bound - c.padding);
+  };
+  query();
+  // The budget applies to the padded clearance d - padding, for which a relative budget on the raw
+  // distance d is too loose; when it is missed, the exact distance meets any budget.
+  if (c.padding > 0.0 && !r.beyond_max_distance && !r.intersecting && !budget_met(pd)) {
+    pr.rel_err = pr.abs_err = 0.0;
+    pr.known_lower = 0.0;
+    query();
+  }
+  ++result->pairs_tested;
+  // The cheap bound holds for the pair too, and the hulls' may exceed what the walk stopped at.
+  if (!request.per_pair) pd.lower = std::min(pd.upper, std::max(pd.lower, c.cheap));
+  pd.pair = c.self ? SelfContact(c.a, c.b) : WorldContact(c.a, world_parts_[c.b].object);
+  pd.p_W_robot = r.p_WA;
+  pd.p_W_other = r.p_WB;
+  return pd;
+}
+
 // distance(q). Candidate pairs (robot part x world part, and the self pairs) are ordered by a cheap
 // lower bound (their world boxes' distance, raised to their convex stand-ins' distance when the boxes'
 // does not settle them) and queried in that order; a pair is skipped once its cheap bound already
@@ -118,51 +192,21 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
   if (Status s = PoseParts(q, cache); !s.ok()) return s.error();  // rejects a wrong size or NaN
   SceneDistanceResult result;
   result.within_limits = robot_->WithinLimits(q);
-
-  struct Candidate {
-    int32_t a, b;  // robot part; world part or robot part
-    bool self;
-    bool refined;  // `cheap` includes the convex stand-ins' bound (or there are none)
-    double padding;
-    double cheap;  // lower bound on the padded clearance
-  };
-  // The cheap bound is the distance between padded boxes: growing a box by the padding along every
-  // axis covers the padding ball, so that distance is at most the padded clearance.
-  const std::vector<Aabb>& boxes = cache->part_bounds;
-  std::vector<Candidate> candidates;
-  const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
-  candidates.reserve(static_cast<size_t>(nparts) * world_parts_.size() + self_pairs_.size());
-  for (int32_t i = 0; request.world && i < nparts; ++i) {
-    const RobotPart& rp = robot_parts_[i];
-    for (int32_t k = 0; k < static_cast<int32_t>(world_parts_.size()); ++k) {
-      if (AllowedEntityObject(rp.entity, world_parts_[k].object)) continue;
-      candidates.push_back({i, k, false, false, rp.padding, AabbDistance(boxes[i], world_parts_[k].bounds)});
-    }
-  }
-  for (int32_t s = 0; request.self && s < static_cast<int32_t>(self_pairs_.size()); ++s) {
-    const SelfPair& sp = self_pairs_[s];
-    const double pad = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding;
-    // b is the self pair's index until the pair is queried. (Not the self-clearance maps' bounds: what
-    // they hold depends on which cells other queries filled, and the same state and request must give
-    // the same answer.)
-    candidates.push_back({sp.a, s, true, false, pad, AabbDistance(boxes[sp.a], boxes[sp.b])});
-  }
+  std::vector<DistanceCandidate> candidates = DistanceCandidates(request, *cache);
   // Candidates leave a min-heap by their cheap bound, lazily: once the smallest reaches the budget
   // against the best upper bound, every remaining one does. A pair whose box bound is below it is first
   // put back with the bound of its convex stand-ins (one GJK, far cheaper than a walk), so the
   // walks run in order of the tighter bounds and pairs whose hulls meet the budget are never walked.
-  auto later = [](const Candidate& x, const Candidate& y) { return x.cheap > y.cheap; };
+  auto later = [](const DistanceCandidate& x, const DistanceCandidate& y) { return x.cheap > y.cheap; };
   if (!request.per_pair) std::make_heap(candidates.begin(), candidates.end(), later);
   std::size_t remaining = candidates.size();
   std::size_t next = 0;  // per_pair: candidates in scene order
-
   const double rel = request.rel_err, abs = request.abs_err;
   auto enough = [&](double upper) { return std::min(upper / (1.0 + rel), upper - abs); };
-  auto budget_met = [&](const PairDistance& pd) { return pd.upper <= pd.lower * (1.0 + rel) || pd.upper - pd.lower <= abs; };
   double lower = std::numeric_limits<double>::infinity();
   double upper = std::numeric_limits<double>::infinity();
   for (;;) {
-    Candidate c;
+    DistanceCandidate c;
     if (request.per_pair) {
       if (next == candidates.size()) break;
       c = candidates[next++];
@@ -176,8 +220,7 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
       lower = std::min(lower, c.cheap);  // the smallest bound left: every other one is at least this
       break;
     }
-    const int32_t self_index = c.self ? c.b : -1;
-    const int32_t other_part = c.self ? self_pairs_[self_index].b : c.b;
+    const int32_t other_part = c.self ? self_pairs_[c.b].b : c.b;
     if (!request.per_pair && !c.refined) {
       c.refined = true;
       const Geometry& g = c.self ? robot_parts_[other_part].geometry
@@ -202,38 +245,7 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
       result.upper_bound = upper;
       return result;
     }
-    const RobotPart& rp = robot_parts_[c.a];
-    const Geometry& other = c.self ? robot_parts_[c.b].geometry
-                                   : objects_[world_parts_[c.b].object].parts[world_parts_[c.b].part].geometry;
-    const RigidTransform& X_other = c.self ? cache->X_WG[c.b] : WorldPartPose(c.b);
-    DistanceRequest pr{rel, abs, stop + c.padding};
-    // The cheap bound (boxes, or the convex stand-ins) is certified: a walk whose first upper bound
-    // already meets the budget against it stops there.
-    pr.known_lower = std::max(0.0, c.cheap + c.padding);
-    DistanceResult r;
-    PairDistance pd;
-    auto query = [&] {
-      // Poses, shapes and the validated budget make every pair query valid; an error would leave the
-      // pair at [0, inf], which claims nothing.
-      r = GeometryDistance(rp.geometry, cache->X_WG[c.a], other, X_other, pr).value_or({});
-      result.stats += r.stats;
-      pd.lower = std::max(0.0, r.lower_bound - c.padding);
-      pd.upper = std::max(0.0, r.upper_bound - c.padding);
-    };
-    query();
-    // The budget applies to the padded clearance d - padding, for which a relative budget on the raw
-    // distance d is too loose; when it is missed, the exact distance meets any budget.
-    if (c.padding > 0.0 && !r.beyond_max_distance && !r.intersecting && !budget_met(pd)) {
-      pr.rel_err = pr.abs_err = 0.0;
-      pr.known_lower = 0.0;
-      query();
-    }
-    ++result.pairs_tested;
-    // The cheap bound holds for the pair too, and the hulls' may exceed what the walk stopped at.
-    if (!request.per_pair) pd.lower = std::min(pd.upper, std::max(pd.lower, c.cheap));
-    pd.pair = c.self ? SelfContact(c.a, c.b) : WorldContact(c.a, world_parts_[c.b].object);
-    pd.p_W_robot = r.p_WA;
-    pd.p_W_other = r.p_WB;
+    const PairDistance pd = QueryPair(c, stop, request, *cache, &result);
     lower = std::min(lower, pd.lower);
     if (pd.upper < upper) {
       upper = pd.upper;

@@ -696,6 +696,12 @@ class Scene {
     return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
   }
   void BuildBroadPhase();
+  // ComputeDistance's steps (distance.cc): the candidate pairs with their cheap bounds, and one pair's
+  // query to the budget (stopping at `stop`).
+  struct DistanceCandidate;
+  std::vector<DistanceCandidate> DistanceCandidates(const SceneDistanceRequest& request, const SceneCache& cache) const;
+  PairDistance QueryPair(const DistanceCandidate& c, double stop, const SceneDistanceRequest& request,
+                         const SceneCache& cache, SceneDistanceResult* result) const;
   Result<MotionResult> CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
                                            const MotionRequest& request, SceneCache* cache) const;
   // The certified walk, continuing from `prepass` (the sampled pre-pass's answer, or an empty result).
