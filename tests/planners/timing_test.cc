@@ -36,6 +36,31 @@ double RestToRest(double d, double v, double a) {
   return d * a >= v * v ? d / v + v / a : 2.0 * std::sqrt(d / a);
 }
 
+// A random timing problem: 2 to 7 joints (the first wrapping on every third trial), limits in
+// [0.2, 3], `waypoints` waypoints in [-2.5, 2.5].
+struct RandomProblem {
+  JointSpace space;
+  TimingLimits limits;
+  std::vector<std::string> names;
+  std::vector<Configuration> path;
+};
+
+RandomProblem MakeRandomProblem(std::mt19937_64& rng, int trial, int waypoints) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0), pos(0.2, 3.0);
+  const int dof = 2 + trial % 6;
+  RandomProblem p{Space(dof, trial % 3 == 0 ? 0 : -1), {}, {}, {}};
+  for (int j = 0; j < dof; ++j) {
+    p.limits.velocity.push_back(pos(rng));
+    p.limits.acceleration.push_back(pos(rng));
+    p.names.push_back(std::string("joint_") += std::to_string(j));
+  }
+  p.path.assign(static_cast<size_t>(waypoints), Configuration(static_cast<size_t>(dof)));
+  for (auto& q : p.path) {
+    for (auto& x : q) x = 2.5 * u(rng);
+  }
+  return p;
+}
+
 TEST(TimeOptimalTrajectory, OneJointTrapezoidAndTriangleAreTheClosedForms) {
   const JointSpace space = Space(1);
   const TimingLimits limits{{1.0}, {2.0}};
@@ -64,21 +89,13 @@ TEST(TimeOptimalTrajectory, OneJointTrapezoidAndTriangleAreTheClosedForms) {
 
 TEST(TimeOptimalTrajectory, RandomPathsKeepTheLimitsAndTheSegmentsAtOneMillisecond) {
   std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> u(-1.0, 1.0), pos(0.2, 3.0);
   for (int trial = 0; trial < 30; ++trial) {
+    RandomProblem problem = MakeRandomProblem(rng, trial, 3 + trial % 4);
     const int dof = 2 + trial % 6;
-    const JointSpace space = Space(dof, trial % 3 == 0 ? 0 : -1);
-    TimingLimits limits;
-    std::vector<std::string> names;
-    for (int j = 0; j < dof; ++j) {
-      limits.velocity.push_back(pos(rng));
-      limits.acceleration.push_back(pos(rng));
-      names.push_back(std::string("joint_") += std::to_string(j));
-    }
-    std::vector<Configuration> path(3 + trial % 4, Configuration(static_cast<size_t>(dof)));
-    for (auto& q : path) {
-      for (auto& x : q) x = 2.5 * u(rng);
-    }
+    const JointSpace& space = problem.space;
+    const TimingLimits& limits = problem.limits;
+    const std::vector<std::string>& names = problem.names;
+    std::vector<Configuration>& path = problem.path;
     path[1] = path[2];  // a repeated waypoint: a segment of length 0
     const TimedTrajectory t = ValueOrFail(TimeOptimalTrajectory(space, path, limits, names, 1e-3));
     const auto d = static_cast<size_t>(dof);
@@ -256,23 +273,16 @@ TEST(TimeOptimalTrajectory, RightAngleBlendIsTheClosedForm) {
 
 TEST(TimeOptimalTrajectory, RandomBlendedPathsKeepTheirToleranceAndLimits) {
   std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> u(-1.0, 1.0), pos(0.2, 3.0), tol(0.01, 0.5);
+  std::uniform_real_distribution<double> tol(0.01, 0.5);
   int blended = 0, corners = 0;
   double ratio = 0.0;
   for (int trial = 0; trial < 40; ++trial) {
+    RandomProblem problem = MakeRandomProblem(rng, trial, 3 + trial % 5);
     const int dof = 2 + trial % 6;
-    const JointSpace space = Space(dof, trial % 3 == 0 ? 0 : -1);
-    TimingLimits limits;
-    std::vector<std::string> names;
-    for (int j = 0; j < dof; ++j) {
-      limits.velocity.push_back(pos(rng));
-      limits.acceleration.push_back(pos(rng));
-      names.push_back(std::string("joint_") += std::to_string(j));
-    }
-    std::vector<Configuration> path(3 + trial % 5, Configuration(static_cast<size_t>(dof)));
-    for (auto& q : path) {
-      for (auto& x : q) x = 2.5 * u(rng);
-    }
+    const JointSpace& space = problem.space;
+    const TimingLimits& limits = problem.limits;
+    const std::vector<std::string>& names = problem.names;
+    std::vector<Configuration>& path = problem.path;
     if (trial % 4 == 1) {  // a collinear corner: passed straight through
       for (int j = 0; j < dof; ++j) path[1][static_cast<size_t>(j)] = 0.5 * (path[0][static_cast<size_t>(j)] + path[2][static_cast<size_t>(j)]);
     }
