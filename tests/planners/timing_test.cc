@@ -91,11 +91,8 @@ TEST(TimeOptimalTrajectory, RandomPathsKeepTheLimitsAndTheSegmentsAtOneMilliseco
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 30; ++trial) {
     RandomProblem problem = MakeRandomProblem(rng, trial, 3 + trial % 4);
-    const int dof = 2 + trial % 6;
-    const JointSpace& space = problem.space;
-    const TimingLimits& limits = problem.limits;
-    const std::vector<std::string>& names = problem.names;
-    std::vector<Configuration>& path = problem.path;
+    auto& [space, limits, names, path] = problem;
+    const int dof = space.dof();
     path[1] = path[2];  // a repeated waypoint: a segment of length 0
     const TimedTrajectory t = ValueOrFail(TimeOptimalTrajectory(space, path, limits, names, 1e-3));
     const auto d = static_cast<size_t>(dof);
@@ -278,11 +275,8 @@ TEST(TimeOptimalTrajectory, RandomBlendedPathsKeepTheirToleranceAndLimits) {
   double ratio = 0.0;
   for (int trial = 0; trial < 40; ++trial) {
     RandomProblem problem = MakeRandomProblem(rng, trial, 3 + trial % 5);
-    const int dof = 2 + trial % 6;
-    const JointSpace& space = problem.space;
-    const TimingLimits& limits = problem.limits;
-    const std::vector<std::string>& names = problem.names;
-    std::vector<Configuration>& path = problem.path;
+    auto& [space, limits, names, path] = problem;
+    const int dof = space.dof();
     if (trial % 4 == 1) {  // a collinear corner: passed straight through
       for (int j = 0; j < dof; ++j) path[1][static_cast<size_t>(j)] = 0.5 * (path[0][static_cast<size_t>(j)] + path[2][static_cast<size_t>(j)]);
     }
