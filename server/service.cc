@@ -15,6 +15,7 @@
 
 #include "proximity/planners/pose_goal.h"
 #include "proximity/planners/scene_validity.h"
+#include "proximity/planners/scene_planner.h"
 #include "proximity/planners/timing.h"
 #include "server/batch.h"
 #include "server/contacts.h"
@@ -608,117 +609,7 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
 
 namespace {
 
-// The planner of a Plan call over the scene's validity checks. Certified edges are certified lazily:
-// trees grow on quick sampled checks and candidate paths are certified. Discrete mode samples every
-// edge at the requested resolution, as OMPL does. Every motion check asks the call's stop condition,
-// so a cancelled or expired call ends within one check's poll interval even inside a long edge.
-class ScenePlanner {
- public:
-  ScenePlanner(const std::shared_ptr<const core::Scene>& scene, const core::MotionRequest& motion,
-               core::Interrupt stop)
-      : lazy_(scene, planners::ScenePlanning::kDefaultQuickResolution,
-              planners::ScenePlanning::kDefaultShortcutClearance, stop),
-        discrete_(scene, WithStop(motion, stop)),
-        blends_(scene, motion.mode == core::MotionRequest::Mode::kCertified
-                           ? WithStop(planners::PlanningMotionRequest(), stop)
-                           : WithStop(motion, stop)),
-        planning_(lazy_.context()),
-        resolution_(motion.resolution),
-        certified_(motion.mode == core::MotionRequest::Mode::kCertified) {
-    if (!certified_) {
-      planning_.motion = &discrete_;
-      planning_.quick_motion = nullptr;
-    }
-  }
-  ScenePlanner(const ScenePlanner&) = delete;
-  ScenePlanner& operator=(const ScenePlanner&) = delete;
-
-  // Discrete mode: edges (and the simplifier's shortcuts) span at most the joint space's extent, so a
-  // resolution that would sample more than the core's cap on one of them is refused up front.
-  core::Status CheckResolution() const {
-    if (certified_) return {};
-    const double steps = planning_.space.MaxExtent() / resolution_;
-    if (steps <= core::kMaxMotionSteps) return {};
-    return core::InvalidArgument("resolution " + core::FormatNumber(resolution_) + " would sample up to " +
-                                 core::FormatNumber(std::ceil(steps)) + " states on an edge; at most " +
-                                 core::FormatNumber(core::kMaxMotionSteps) + " are allowed per edge");
-  }
-
-  core::Result<planners::PlanResult> Plan(std::span<const double> start, std::span<const double> goal,
-                                          const planners::PlannerOptions& options,
-                                          const planners::Termination& termination) const {
-    return planners::Plan(planning_, start, goal, options, termination);
-  }
-  core::Result<planners::PlanResult> Plan(std::span<const double> start, planners::GoalSampler& goals,
-                                          const planners::PlannerOptions& options,
-                                          const planners::Termination& termination) const {
-    return planners::Plan(planning_, start, goals, options, termination);
-  }
-
-  // The checks the planner made: states (CLEAR queries), motions (LINK queries), and their work.
-  int64_t state_checks() const { return lazy_.state().checks(); }
-  int64_t motion_checks() const {
-    return lazy_.certified().checks() + lazy_.quick().checks() + discrete_.checks() + blends_.checks();
-  }
-  Work work() const {
-    Work w;
-    w.states = lazy_.state().checks() + lazy_.certified().states() + lazy_.quick().states() + discrete_.states();
-    return w;
-  }
-  const planners::JointSpace& space() const { return planning_.space; }
-  // Corner blends of the timed path, checked as the plan's motions are.
-  const planners::BlendChecker& blends() const { return blends_; }
-  // Plans in `space` instead of the robot's whole joint space (a group's joints only).
-  void RestrictTo(planners::JointSpace space) { planning_.space = std::move(space); }
-
- private:
-  static core::MotionRequest WithStop(core::MotionRequest motion, core::Interrupt stop) {
-    motion.stop = stop;
-    return motion;
-  }
-
-  const planners::ScenePlanning lazy_;
-  const planners::SceneMotionValidator discrete_;
-  const planners::SceneBlendChecker blends_;
-  planners::PlanningContext planning_;
-  double resolution_;
-  bool certified_;
-};
-
-// The joint space of a plan that moves only SRDF group `group`: every other joint held at its start
-// value, which the goal must share.
-core::Result<planners::JointSpace> GroupSpace(const core::RobotModel& robot, const std::string& group,
-                                              std::span<const double> start, std::span<const double> goal) {
-  const core::Result<std::vector<int32_t>> members = robot.GroupActiveIndices(group);
-  if (!members.ok()) return core::InvalidArgument("group: " + members.error().message);
-  if (members.value().empty()) return core::InvalidArgument("group: '" + group + "' moves none of the scene's joints");
-  const planners::JointSpace full = planners::JointSpace::ForRobot(robot);
-  std::vector<double> lower = full.lower(), upper = full.upper();
-  std::vector<bool> wraps(lower.size());
-  std::vector<char> moves(lower.size(), 0);
-  for (int32_t j : members.value()) moves[static_cast<size_t>(j)] = 1;
-  for (size_t j = 0; j < lower.size(); ++j) {
-    wraps[j] = full.wraps(static_cast<int32_t>(j)) && moves[j];
-    if (moves[j]) continue;
-    if (goal[j] != start[j]) {
-      return core::InvalidArgument("goal: joint '" + robot.active_joint_names()[j] + "' is not in group '" + group +
-                                   "' and differs from the start (" + core::FormatNumber(goal[j]) + " against " +
-                                   core::FormatNumber(start[j]) + "): a group's plan holds it at the start's value");
-    }
-    lower[j] = upper[j] = start[j];
-  }
-  return planners::JointSpace::Create(std::move(lower), std::move(upper), std::move(wraps));
-}
-
-// Why `q` is not a valid end of a plan: its first contact, when CLEAR finds one.
-std::string InvalidEnd(const core::Scene& scene, std::span<const double> q, const char* what) {
-  core::SceneCache cache;
-  const core::Result<core::StateResult> checked = scene.CheckState(q, &cache);
-  if (!checked.ok() || checked.value().free) return std::string(what) + " is not a valid state";
-  const core::StateResult& r = checked.value();
-  return std::string(what) + " collides: " + r.contact.Name(scene) + " x " + r.contact.OtherName(scene) +
-         (r.contact.self ? " (self)" : " (world)");
-}
+using planners::ScenePlanner;
 
 std::string Seconds(double s) {
   char buf[32];
@@ -726,35 +617,31 @@ std::string Seconds(double s) {
   return buf;
 }
 
-// Why a plan found no path, for the response's message ("" when it did). `sampler`: the pose goal's.
-std::string PlanMessage(const core::Scene& scene, const planners::PlanResult& r, std::span<const double> start,
-                        std::span<const double> goal, const PlanSettings& plan,
-                        const planners::PoseGoalSampler* sampler = nullptr) {
-  switch (r.outcome) {
-    case planners::PlanOutcome::kInvalidStart:
-      return InvalidEnd(scene, start, "start");
-    case planners::PlanOutcome::kInvalidGoal:
-      if (sampler != nullptr) {
-        return "no collision-free configuration reaching goal_pose within the time limit of " +
-               Seconds(plan.time_limit_s) + " (" +
-               (sampler->solutions() == 0
-                    ? "no inverse-kinematics solution in " + std::to_string(sampler->draws()) +
-                          " draws: the pose may be out of reach"
-                    : std::to_string(sampler->solutions()) + " inverse-kinematics solutions in " +
-                          std::to_string(sampler->draws()) + " draws, every one in collision") +
-               ")";
-      }
-      return InvalidEnd(scene, goal, "goal");
-    case planners::PlanOutcome::kTimeout:
-      return "no path within the time limit of " + Seconds(plan.time_limit_s) + " (" +
-             std::to_string(r.stats.iterations) + " iterations)";
-    case planners::PlanOutcome::kIterationLimit:
-      return "no path within max_iterations = " + std::to_string(plan.max_iterations);
-    case planners::PlanOutcome::kSolved:
-    case planners::PlanOutcome::kCancelled:
-      break;
+// Times a solved plan's path (`rows`: the path as sent, continuous joints unwrapped, so the times are
+// those of the segments CheckPath checks) into the response, with blends when asked.
+grpc::Status TimePlan(CallScope& call, const core::Scene& scene, const ScenePlanner& planner,
+                      const TimingSettings& timing, const std::vector<double>& rows, int64_t max_samples,
+                      v1::PlanResponse* response) {
+  const auto dof = static_cast<size_t>(scene.robot().num_positions());
+  std::vector<planners::Configuration> sent(rows.size() / dof);
+  for (size_t i = 0; i < sent.size(); ++i) sent[i].assign(rows.begin() + i * dof, rows.begin() + (i + 1) * dof);
+  planners::TimingOptions options;
+  options.resample_dt = timing.resample_dt;
+  options.max_samples = max_samples;
+  options.path_tolerance = timing.path_tolerance;
+  options.blend_checker = &planner.blends();
+  options.stop = call.interrupt();
+  auto timed = planners::TimeOptimalTrajectory(planner.space(), sent, timing.limits,
+                                               scene.robot().active_joint_names(), options);
+  // A blend check the deadline or a cancel stopped refused its arc: no answer then, not a slower one.
+  if (call.cancel().Stopped()) return call.cancel().status("timing the path");
+  if (!timed.ok()) return ToGrpcStatus(WithField("timing", timed.error()));
+  ToWire(scene.robot(), timed.value(), response->mutable_trajectory());
+  call.record().set_field("duration_s", timed.value().duration());
+  if (timing.path_tolerance > 0.0) {
+    call.record().set_field("blended_corners", static_cast<int64_t>(timed.value().blended_corners));
   }
-  return {};
+  return grpc::Status::OK;
 }
 
 }  // namespace
@@ -777,7 +664,7 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
     const bool to_pose = request->has_goal_pose();
     if (!request->group().empty()) {
       core::Result<planners::JointSpace> space =
-          GroupSpace(scene.robot(), request->group(), start, to_pose ? std::span<const double>(start) : goal);
+          planners::GroupJointSpace(scene.robot(), request->group(), start, to_pose ? std::span<const double>(start) : goal);
       if (!space.ok()) return ToGrpcStatus(space.error());
       planner.RestrictTo(std::move(space).value());
     }
@@ -807,7 +694,8 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
                            : planner.Plan(start, goal, plan.options, termination);
 
     // The checks the planner made count as CLEAR and LINK queries, whatever the outcome.
-    const Work work = planner.work();
+    Work work;
+    work.states = planner.posed_states();
     call.record().Count(QueryKind::kClear, planner.state_checks(), work);
     call.metrics().AddQueries(QueryKind::kLink, planner.motion_checks());
     call.record().set_states(work.states);
@@ -834,27 +722,15 @@ grpc::Status ProximityServiceImpl::Plan(grpc::ServerContext* context, const v1::
       if (!times.ok()) return ToGrpcStatus(times.error());
       for (double t : times.value()) response->add_time_from_start(t);
       if (timing) {
-        std::vector<planners::Configuration> sent(static_cast<size_t>(response->path().count()));
-        const auto dof = static_cast<size_t>(scene.robot().num_positions());
-        for (size_t i = 0; i < sent.size(); ++i) sent[i].assign(rows.begin() + i * dof, rows.begin() + (i + 1) * dof);
-        planners::TimingOptions options;
-        options.resample_dt = timing->resample_dt;
-        options.max_samples = limits_.max_batch_states;
-        options.path_tolerance = timing->path_tolerance;
-        options.blend_checker = &planner.blends();
-        options.stop = call.interrupt();
-        auto timed = planners::TimeOptimalTrajectory(planner.space(), sent, timing->limits,
-                                                     scene.robot().active_joint_names(), options);
-        // A blend check the deadline or a cancel stopped refused its arc: no answer then, not a slower one.
-        if (cancel.Stopped()) return cancel.status("timing the path");
-        if (!timed.ok()) return ToGrpcStatus(WithField("timing", timed.error()));
-        ToWire(scene.robot(), timed.value(), response->mutable_trajectory());
-        call.record().set_field("duration_s", timed.value().duration());
-        if (timing->path_tolerance > 0.0) call.record().set_field("blended_corners", static_cast<int64_t>(timed.value().blended_corners));
+        if (grpc::Status s = TimePlan(call, scene, planner, *timing, rows, limits_.max_batch_states, response);
+            !s.ok()) {
+          return s;
+        }
       }
     }
     if (to_pose) call.record().set_field("goal_draws", sampler->draws());
-    if (std::string message = PlanMessage(scene, r, start, goal, plan, sampler ? &*sampler : nullptr);
+    if (std::string message = planners::PlanFailureMessage(scene, r, start, goal, plan.time_limit_s,
+                                                          plan.max_iterations, sampler ? &*sampler : nullptr);
         !message.empty()) {
       response->set_message(std::move(message));
     }
