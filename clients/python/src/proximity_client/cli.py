@@ -915,7 +915,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "stop at every waypoint)")
     pl.add_argument("--trajectory-out", default=None, metavar="FILE.json",
                     help="with time-optimal timing: write {joint_names, time_from_start, positions, velocities, "
-                         "accelerations, waypoint_samples}")
+                         "accelerations, waypoint_samples, blended_corners, max_deviation}")
 
     ik = sub.add_parser("ik", parents=[common], help="joint values that put a link at a pose (inverse kinematics)",
                         description="Inverse kinematics on the server: random-restart descents until a solution "
