@@ -1,4 +1,5 @@
 #include "server/service.h"
+#include "server/queries.h"
 
 #include <algorithm>
 #include <chrono>
@@ -383,23 +384,15 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
                                                    v1::ComputeDistanceResponse* response) {
   return opening_.ServeScene(context, Rpc::kComputeDistance, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    thread_local std::vector<double> q;
     thread_local core::SceneCache cache;
+    thread_local QueryScratch scratch;
+    scratch.cache = &cache;
     std::vector<std::string> warnings;
-    if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    core::SceneDistanceRequest query = ToDistanceRequest(*request);
-    query.stop = call.interrupt();
-    const core::Result<core::SceneDistanceResult> distance = scene.ComputeDistance(q, query, &cache);
-    if (!distance.ok()) return ToGrpcStatus(distance.error());
-    const core::SceneDistanceResult& r = distance.value();
-    if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
-    ToWire(scene, r, response);
+    const Answered a = AnswerDistance(scene, *request, "", &scratch, call.interrupt(), &warnings, response);
+    if (!a.status.ok()) return ToGrpcStatus(a.status);
+    if (a.stopped) return call.cancel().status(std::to_string(a.work.pairs_tested) + " pairs");
     AddWarnings(call, &warnings, response);
-    const Work work = DistanceWork(r);
-    work.ToWire(response->mutable_stats());
-    call.record().Count(QueryKind::kDistance, 1, work);
+    call.record().Count(QueryKind::kDistance, 1, a.work);
     call.record().set_states(1);
     return call.FitResponse(response, "leave out per_pair");
   });
@@ -409,32 +402,19 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, con
                                                v1::CheckMotionResponse* response) {
   return opening_.ServeScene(context, Rpc::kCheckMotion, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    thread_local std::vector<double> q0, q1;
     thread_local core::SceneCache cache;
+    thread_local QueryScratch scratch;
+    scratch.cache = &cache;
     std::vector<std::string> warnings;
-    if (core::Status s = ResolveState(scene.robot(), request->start(), "start", &q0, &warnings); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    if (core::Status s = ResolveState(scene.robot(), request->goal(), "goal", &q1, &warnings); !s.ok()) {
-      return ToGrpcStatus(s);
+    const Answered a = AnswerMotion(scene, *request, "", &scratch, call.interrupt(), &warnings, response);
+    if (!a.status.ok()) return ToGrpcStatus(a.status);
+    if (a.stopped) {
+      call.record().Count(QueryKind::kLink, 0, a.work);
+      return call.cancel().status(std::to_string(a.work.states) + " states of the motion");
     }
     AddWarnings(call, &warnings, response);
-    auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
-    if (!motion.ok()) return ToGrpcStatus(motion.error());
-    core::MotionRequest query = motion.value();
-    query.stop = call.interrupt();
-    const core::Result<core::MotionResult> checked = scene.CheckMotion(q0, q1, query, &cache);
-    if (!checked.ok()) return ToGrpcStatus(checked.error());
-    const core::MotionResult& r = checked.value();
-    const Work work = MotionWork(r);
-    if (r.stopped) {
-      call.record().Count(QueryKind::kLink, 0, work);
-      return call.cancel().status(std::to_string(r.states) + " states of the motion");
-    }
-    ToWire(scene, r, response->mutable_result());
-    work.ToWire(response->mutable_stats());
-    call.record().Count(QueryKind::kLink, 1, work);
-    call.record().set_states(work.states);
+    call.record().Count(QueryKind::kLink, 1, a.work);
+    call.record().set_states(a.work.states);
     return grpc::Status::OK;
   });
 }

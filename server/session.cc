@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/queries.h"
 #include "server/service.h"
 
 namespace proximity::server {
@@ -63,7 +64,8 @@ class SessionState {
       : call_(call), registry_(registry), scene_(call->scene()), cold_(cold), max_tracker_bytes_(max_tracker_bytes) {
     const auto dof = static_cast<size_t>(scene_.dof());
     q0_.reserve(dof);
-    q1_.reserve(dof);
+    scratch_.q0.reserve(dof);
+    scratch_.q1.reserve(dof);
   }
 
   // Answers `request`'s queries into `response` (cleared first). OK, or the status that ends the stream
@@ -140,6 +142,11 @@ class SessionState {
     if (!cold_) return &cache_;
     cold_cache_ = core::SceneCache();
     return &cold_cache_;
+  }
+  // The scratch of a motion or distance query (queries.h): buffers kept across the session, its cache.
+  QueryScratch* Scratch() {
+    scratch_.cache = Cache();
+    return &scratch_;
   }
 
   // The session's tracker, made at its first track query on the scene version's shared polyhedra (built
@@ -279,50 +286,26 @@ class SessionState {
         return grpc::Status::OK;
       }
       case v1::SessionQuery::kMotion: {
-        const v1::CheckMotionRequest& in = query.motion();
-        if (core::Status s = SameScene(in.scene_id(), "motion"); !s.ok()) return fail(s.error());
-        if (core::Status s = ResolveState(scene_.robot(), in.start(), "motion.start", &q0_); !s.ok()) {
-          return fail(s.error());
-        }
-        if (core::Status s = ResolveState(scene_.robot(), in.goal(), "motion.goal", &q1_); !s.ok()) {
-          return fail(s.error());
-        }
-        auto motion = ToMotionRequest(in.mode(), in.resolution(), "motion.");
-        if (!motion.ok()) return fail(motion.error());
-        core::MotionRequest request = motion.value();
-        request.stop = call_->interrupt();
-        const core::Result<core::MotionResult> checked = scene_.CheckMotion(q0_, q1_, request, Cache());
-        if (!checked.ok()) return fail(WithField("motion", checked.error()));
-        const core::MotionResult& r = checked.value();
-        const Work work = MotionWork(r);
-        link_work_ += work;
-        if (r.stopped) return call_->cancel().status(Progress());
+        if (core::Status s = SameScene(query.motion().scene_id(), "motion"); !s.ok()) return fail(s.error());
         v1::CheckMotionResponse* out = answer->mutable_motion();
-        ToWire(scene_, r, out->mutable_result());
-        work.ToWire(out->mutable_stats());
+        const Answered a = AnswerMotion(scene_, query.motion(), "motion", Scratch(), call_->interrupt(), nullptr, out);
+        if (!a.status.ok()) return fail(a.status.error());
+        link_work_ += a.work;
+        if (a.stopped) return call_->cancel().status(Progress());
         ++link_;
-        *valid = r.free;
+        *valid = out->result().free();
         return grpc::Status::OK;
       }
       case v1::SessionQuery::kDistance: {
-        const v1::ComputeDistanceRequest& in = query.distance();
-        if (core::Status s = SameScene(in.scene_id(), "distance"); !s.ok()) return fail(s.error());
-        if (core::Status s = ResolveState(scene_.robot(), in.state(), "distance.state", &q0_); !s.ok()) {
-          return fail(s.error());
-        }
-        core::SceneDistanceRequest request = ToDistanceRequest(in);
-        request.stop = call_->interrupt();
-        const core::Result<core::SceneDistanceResult> distance = scene_.ComputeDistance(q0_, request, Cache());
-        if (!distance.ok()) return fail(WithField("distance", distance.error()));
-        const core::SceneDistanceResult& r = distance.value();
-        const Work work = DistanceWork(r);
-        distance_work_ += work;
-        if (r.stopped) return call_->cancel().status(Progress());
+        if (core::Status s = SameScene(query.distance().scene_id(), "distance"); !s.ok()) return fail(s.error());
         v1::ComputeDistanceResponse* out = answer->mutable_distance();
-        ToWire(scene_, r, out);
-        work.ToWire(out->mutable_stats());
+        const Answered a =
+            AnswerDistance(scene_, query.distance(), "distance", Scratch(), call_->interrupt(), nullptr, out);
+        if (!a.status.ok()) return fail(a.status.error());
+        distance_work_ += a.work;
+        if (a.stopped) return call_->cancel().status(Progress());
         ++distance_;
-        *valid = r.lower_bound > 0.0;
+        *valid = out->lower_bound() > 0.0;
         return grpc::Status::OK;
       }
       case v1::SessionQuery::kTrack: {
@@ -370,7 +353,8 @@ class SessionState {
   SceneRegistry* registry_;
   const core::Scene& scene_;
   bool cold_;
-  std::vector<double> q0_, q1_;
+  std::vector<double> q0_;
+  QueryScratch scratch_;
   // A run of state queries: their configurations row after row, their places and CLEARs.
   std::vector<double> rows_;
   std::vector<int> checked_;
