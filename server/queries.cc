@@ -21,6 +21,12 @@ core::Status Named(std::string_view prefix, core::Error e) {
 
 }  // namespace
 
+QueryScratch* ThreadScratch() {
+  thread_local core::SceneCache cache;
+  thread_local QueryScratch scratch{{}, {}, &cache};
+  return &scratch;
+}
+
 Answered AnswerMotion(const core::Scene& scene, const v1::CheckMotionRequest& in, std::string_view field,
                       QueryScratch* scratch, core::Interrupt stop, std::vector<std::string>* warnings,
                       v1::CheckMotionResponse* out) {

@@ -29,6 +29,9 @@ struct QueryScratch {
   core::SceneCache* cache = nullptr;
 };
 
+/// The calling thread's scratch for unary calls: its own cache, warm across the thread's calls.
+QueryScratch* ThreadScratch();
+
 /// LINK(q0, q1) of a CheckMotionRequest into `out` (result and stats). `field`: "" for a unary call,
 /// "motion" in a Session (its fields then read "motion.start", and core errors are named "motion").
 /// `warnings`: where the states' leniency warnings go (null: dropped).

@@ -163,11 +163,8 @@ grpc::Status ProximityServiceImpl::ComputeDistance(grpc::ServerContext* context,
                                                    v1::ComputeDistanceResponse* response) {
   return opening_.ServeScene(context, Rpc::kComputeDistance, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    thread_local core::SceneCache cache;
-    thread_local QueryScratch scratch;
-    scratch.cache = &cache;
     std::vector<std::string> warnings;
-    const Answered a = AnswerDistance(scene, *request, "", &scratch, call.interrupt(), &warnings, response);
+    const Answered a = AnswerDistance(scene, *request, "", ThreadScratch(), call.interrupt(), &warnings, response);
     if (!a.status.ok()) return ToGrpcStatus(a.status);
     if (a.stopped) return call.cancel().status(std::to_string(a.work.pairs_tested) + " pairs");
     AddWarnings(call, &warnings, response);
@@ -181,11 +178,8 @@ grpc::Status ProximityServiceImpl::CheckMotion(grpc::ServerContext* context, con
                                                v1::CheckMotionResponse* response) {
   return opening_.ServeScene(context, Rpc::kCheckMotion, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    thread_local core::SceneCache cache;
-    thread_local QueryScratch scratch;
-    scratch.cache = &cache;
     std::vector<std::string> warnings;
-    const Answered a = AnswerMotion(scene, *request, "", &scratch, call.interrupt(), &warnings, response);
+    const Answered a = AnswerMotion(scene, *request, "", ThreadScratch(), call.interrupt(), &warnings, response);
     if (!a.status.ok()) return ToGrpcStatus(a.status);
     if (a.stopped) {
       call.record().Count(QueryKind::kLink, 0, a.work);
