@@ -246,8 +246,8 @@ core::Result<bool> SceneBlendChecker::ArcFree(const BlendArc& arc) const {
       checks_.fetch_add(1, std::memory_order_relaxed);
       const core::Result<core::MotionResult> checked = scene_->CheckMotion(q0, q1, request, cache.get());
       if (!checked.ok()) return checked.error();
-      free = checked.value().free && !checked.value().stopped;
-      if (checked.value().stopped) return false;
+      if (checked.value().stopped) return false;  // never a guess of free
+      free = checked.value().free;
       std::swap(q0, q1);
     }
     if (free) return true;

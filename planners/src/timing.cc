@@ -145,8 +145,10 @@ class PathTiming {
   // The speeds at the corners (the largest each segment can reach from the one before, forward, and brake
   // from to the one after, backward), the segments' profiles and start times; returns the duration.
   double Schedule();
-  // Whether corner k may be blended, and how it turns.
-  std::optional<Turn> TurnAt(size_t k);
+  // The cosine of the angle the path turns by at corner k (1: straight on).
+  double Cosine(size_t k) const;
+  // How corner k turns, when an arc can replace it (not a reversal).
+  std::optional<Turn> TurnAt(size_t k, double cosine) const;
   // Corner k's blend trimming `trim` off both segments, with the one speed its joints' limits allow over
   // the whole arc: |dq_j/ds| and radius |d2q_j/ds2| at their largest over its angle.
   Corner Blend(size_t k, double trim, const Turn& turn) const;
@@ -249,16 +251,14 @@ double PathTiming::Schedule() {
   return total;
 }
 
-std::optional<Turn> PathTiming::TurnAt(size_t k) {
-  const std::vector<double>&u0 = dirs_[k - 1], &u1 = dirs_[k];
+double PathTiming::Cosine(size_t k) const {
   double cosine = 0.0;
-  for (size_t j = 0; j < dof_; ++j) cosine += u0[j] * u1[j];
-  cosine = std::clamp(cosine, -1.0, 1.0);
-  if (cosine >= 1.0 - 1e-15) {  // collinear: passed straight through
-    corners_[k].kind = Corner::Kind::kStraight;
-    corners_[k].cap = std::min(seg_speed_[k - 1], seg_speed_[k]);
-    return std::nullopt;
-  }
+  for (size_t j = 0; j < dof_; ++j) cosine += dirs_[k - 1][j] * dirs_[k][j];
+  return std::clamp(cosine, -1.0, 1.0);
+}
+
+std::optional<Turn> PathTiming::TurnAt(size_t k, double cosine) const {
+  const std::vector<double>&u0 = dirs_[k - 1], &u1 = dirs_[k];
   Turn turn;
   turn.angle = std::acos(cosine);
   if (turn.angle > 3.1415) return std::nullopt;  // a reversal: only a vanishing arc would fit
@@ -299,7 +299,13 @@ core::Status PathTiming::ChooseBlends(double tolerance, const BlendChecker& chec
   std::vector<std::optional<Turn>> turns(nseg + 1);
   std::vector<Corner> candidates(nseg + 1);  // per corner, its blend at the full tolerance
   for (size_t k = 1; k < nseg; ++k) {
-    turns[k] = TurnAt(k);
+    const double cosine = Cosine(k);
+    if (cosine >= 1.0 - 1e-15) {  // collinear: passed straight through
+      corners_[k].kind = Corner::Kind::kStraight;
+      corners_[k].cap = std::min(seg_speed_[k - 1], seg_speed_[k]);
+      continue;
+    }
+    turns[k] = TurnAt(k, cosine);
     if (!turns[k]) continue;
     const double half = 0.5 * turns[k]->angle;
     const double trim = std::min({0.5 * lengths_[k - 1], 0.5 * lengths_[k],
