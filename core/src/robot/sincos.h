@@ -30,9 +30,15 @@ inline constexpr double kRoundShift = 6755399441055744.0;  // 1.5 * 2^52
   // One pass without calls or branches (the compiler vectorizes it), then the library for the rare
   // argument out of range.
   for (int i = 0; i < n; ++i) {
-    const double v = __builtin_fabs(x[i]) <= kSinCosRange ? x[i] : 0.0;
-    // Rounded to the nearest integer by adding and subtracting 1.5 * 2^52 (|v| * 2/pi < 2^51).
-    const double k = (v * kTwoOverPi + kRoundShift) - kRoundShift;
+    // Out of range (or NaN): 0 here, the library below. A mask, not a branch: the loop stays one
+    // straight line of lane-wide operations.
+    const uint64_t in_range = uint64_t{0} - static_cast<uint64_t>(__builtin_fabs(x[i]) <= kSinCosRange);
+    const double v = __builtin_bit_cast(double, __builtin_bit_cast(uint64_t, x[i]) & in_range);
+    // Rounded to the nearest integer by adding and subtracting 1.5 * 2^52 (|v| * 2/pi < 2^51); the sum's
+    // low mantissa bits hold k + 2^51, so its two lowest bits are k's quadrant (mod 4).
+    const double shifted = v * kTwoOverPi + kRoundShift;
+    const double k = shifted - kRoundShift;
+    const uint64_t quadrant = __builtin_bit_cast(uint64_t, shifted);
     const double r = (v - k * kPio2Hi) - k * kPio2Lo;
     const double r2 = r * r;
     // sin r = r (1 - r^2/3! + r^4/5! - ...), cos r = 1 - r^2/2! + r^4/4! - ...
@@ -55,11 +61,14 @@ inline constexpr double kRoundShift = 6755399441055744.0;  // 1.5 * 2^52
     pc = pc * r2 - 1.0 / 24.0;              // 1/4!
     pc = pc * r2 + 0.5;                     // 1/2!
     const double cr = 1.0 - r2 * pc;
-    const int32_t quadrant = static_cast<int32_t>(k) & 3;
-    const double sin_v = (quadrant & 1) != 0 ? cr : sr;
-    const double cos_v = (quadrant & 1) != 0 ? sr : cr;
-    s[i] = (quadrant & 2) != 0 ? -sin_v : sin_v;
-    c[i] = ((quadrant + 1) & 2) != 0 ? -cos_v : cos_v;
+    // Odd quadrants swap sine and cosine; quadrants 2 and 3 negate the sine, 1 and 2 the cosine
+    // (bit selects and sign flips, so that the compiler keeps the loop vectorized).
+    const uint64_t swap = uint64_t{0} - (quadrant & 1);
+    const uint64_t sr_bits = __builtin_bit_cast(uint64_t, sr), cr_bits = __builtin_bit_cast(uint64_t, cr);
+    const uint64_t sin_bits = (cr_bits & swap) | (sr_bits & ~swap);
+    const uint64_t cos_bits = (sr_bits & swap) | (cr_bits & ~swap);
+    s[i] = __builtin_bit_cast(double, sin_bits ^ ((quadrant & 2) << 62));
+    c[i] = __builtin_bit_cast(double, cos_bits ^ (((quadrant + 1) & 2) << 62));
   }
   for (int i = 0; i < n; ++i) {
     if (!(__builtin_fabs(x[i]) <= kSinCosRange)) {

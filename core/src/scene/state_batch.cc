@@ -20,6 +20,10 @@ using namespace internal;  // lanes.h, scene_internal.h
 
 namespace {
 
+// Lanes travel by value only between always-inlined helpers of this file (no call crosses the vector
+// ABI GCC warns about for targets with narrower registers).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 void CopyRowMajor(const Mat3& R, double* out) {
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 3; ++c) out[3 * r + c] = R(r, c);
@@ -35,25 +39,37 @@ RigidTransform LaneTransform(const LaneFrame& X, int k) {
   return {LaneMatrix(X.R, k), Vec3(X.p[0].v[k], X.p[1].v[k], X.p[2].v[k])};
 }
 
-// The lanes (bits) whose box overlaps `b` (touching counts, as Overlap).
-uint32_t OverlapMask(const LaneBox& a, const Aabb& b) {
+// Lane-wide comparisons as GCC vectors (kLanes doubles; lowered to what the build's target has), so
+// that a box test across the lanes is a few compares and no branch per lane.
+typedef double Lanes __attribute__((vector_size(sizeof(double) * kLanes)));
+typedef int64_t LaneBits __attribute__((vector_size(sizeof(double) * kLanes)));
+
+[[gnu::always_inline]] inline Lanes Load(const LaneVec& a) {
+  Lanes out;
+  __builtin_memcpy(&out, a.v, sizeof(out));
+  return out;
+}
+
+// Bit k set where lane k of `ok` is true (all ones).
+[[gnu::always_inline]] inline uint32_t LaneMask(LaneBits ok) {
   uint32_t mask = 0;
-  for (int k = 0; k < kLanes; ++k) {
-    const bool overlap = a.min[0].v[k] <= b.max.x() && b.min.x() <= a.max[0].v[k] && a.min[1].v[k] <= b.max.y() &&
-                         b.min.y() <= a.max[1].v[k] && a.min[2].v[k] <= b.max.z() && b.min.z() <= a.max[2].v[k];
-    mask |= static_cast<uint32_t>(overlap) << k;
-  }
+  for (int k = 0; k < kLanes; ++k) mask |= static_cast<uint32_t>(ok[k] & 1) << k;
   return mask;
 }
 
+// The lanes (bits) whose box overlaps `b` (touching counts, as Overlap).
+uint32_t OverlapMask(const LaneBox& a, const Aabb& b) {
+  LaneBits ok = (Load(a.min[0]) <= b.max.x()) & (Load(a.max[0]) >= b.min.x());
+  ok &= (Load(a.min[1]) <= b.max.y()) & (Load(a.max[1]) >= b.min.y());
+  ok &= (Load(a.min[2]) <= b.max.z()) & (Load(a.max[2]) >= b.min.z());
+  return LaneMask(ok);
+}
+
 uint32_t OverlapMask(const LaneBox& a, const LaneBox& b) {
-  uint32_t mask = 0;
-  for (int k = 0; k < kLanes; ++k) {
-    bool overlap = true;
-    for (int d = 0; d < 3; ++d) overlap = overlap && a.min[d].v[k] <= b.max[d].v[k] && b.min[d].v[k] <= a.max[d].v[k];
-    mask |= static_cast<uint32_t>(overlap) << k;
-  }
-  return mask;
+  LaneBits ok = (Load(a.min[0]) <= Load(b.max[0])) & (Load(b.min[0]) <= Load(a.max[0]));
+  ok &= (Load(a.min[1]) <= Load(b.max[1])) & (Load(b.min[1]) <= Load(a.max[1]));
+  ok &= (Load(a.min[2]) <= Load(b.max[2])) & (Load(b.min[2]) <= Load(a.max[2]));
+  return LaneMask(ok);
 }
 
 // The box of the lanes in `mask`, together.
