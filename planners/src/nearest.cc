@@ -56,6 +56,12 @@ void NearestNeighbors::Build(Tree* tree, std::vector<int32_t> points) {
   tree->box_hi.clear();
   tree->nodes.reserve(2 * tree->order.size() / kLeaf + 2);
   BuildNode(tree, 0, static_cast<int32_t>(tree->order.size()));
+  const size_t dof = static_cast<size_t>(space_.dof());
+  tree->coords.resize(tree->order.size() * dof);
+  for (size_t i = 0; i < tree->order.size(); ++i) {
+    const double* p = &points_[static_cast<size_t>(tree->order[i]) * dof];
+    std::copy(p, p + dof, &tree->coords[i * dof]);
+  }
 }
 
 int32_t NearestNeighbors::BuildNode(Tree* tree, int32_t begin, int32_t end) {
@@ -95,9 +101,8 @@ int32_t NearestNeighbors::BuildNode(Tree* tree, int32_t begin, int32_t end) {
 }
 
 template <bool kWraps>
-double NearestNeighbors::Distance2(const double* q, int32_t point) const {
+double NearestNeighbors::Distance2(const double* q, const double* p) const {
   const size_t dof = static_cast<size_t>(space_.dof());
-  const double* p = &points_[static_cast<size_t>(point) * dof];
   double s = 0.0;
   for (size_t d = 0; d < dof; ++d) {
     const double g = kWraps && space_.wraps(static_cast<int32_t>(d)) ? CircleGap(q[d], p[d]) : q[d] - p[d];
@@ -146,15 +151,13 @@ void NearestNeighbors::Search(std::span<const double> q_in, int32_t k, double ra
 template <bool kWraps>
 void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
                                    std::vector<std::pair<double, int32_t>>* heap) const {
-  // The current pruning bound: the k-th best so far, or the radius.
-  auto bound = [&]() {
-    if (k < 0) return radius2;
-    return static_cast<int32_t>(heap->size()) < k ? std::numeric_limits<double>::infinity() : heap->front().first;
-  };
+  const size_t dof = static_cast<size_t>(space_.dof());
+  // The pruning bound: the k-th best so far, or the radius; kept up to date by offer().
+  double bound = k < 0 ? radius2 : std::numeric_limits<double>::infinity();
   int64_t evaluations = 0;
-  auto offer = [&](int32_t point) {
+  auto offer = [&](const double* p, int32_t point) {
     ++evaluations;
-    const double d2 = Distance2<kWraps>(q, point);
+    const double d2 = Distance2<kWraps>(q, p);
     if (k < 0) {
       if (d2 <= radius2) heap->push_back({d2, point});
       return;
@@ -162,36 +165,39 @@ void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
     if (static_cast<int32_t>(heap->size()) < k) {
       heap->push_back({d2, point});
       std::push_heap(heap->begin(), heap->end());
-    } else if (d2 < heap->front().first) {
+      if (static_cast<int32_t>(heap->size()) == k) bound = heap->front().first;
+    } else if (d2 < bound) {
       std::pop_heap(heap->begin(), heap->end());
       heap->back() = {d2, point};
       std::push_heap(heap->begin(), heap->end());
+      bound = heap->front().first;
     }
   };
-  for (int32_t p : pending_) offer(p);
-  std::vector<std::pair<double, int32_t>> stack;
+  for (int32_t p : pending_) offer(&points_[static_cast<size_t>(p) * dof], p);
+  // A tree of 2^i points (i < 32) has depth below 32 and the walk keeps at most two entries a level.
+  std::pair<double, int32_t> stack[2 * 32 + 2];
   for (const Tree& tree : trees_) {
     if (tree.order.empty()) continue;
-    stack.clear();
-    stack.push_back({BoxLowerBound2<kWraps>(tree, 0, q), 0});
-    while (!stack.empty()) {
-      const auto [lb, node] = stack.back();
-      stack.pop_back();
-      if (lb > bound()) continue;
+    int32_t top = 0;
+    stack[top++] = {BoxLowerBound2<kWraps>(tree, 0, q), 0};
+    while (top > 0) {
+      const auto [lb, node] = stack[--top];
+      if (lb > bound) continue;
       const Node& n = tree.nodes[static_cast<size_t>(node)];
       if (n.left < 0) {
-        for (int32_t i = n.begin; i < n.end; ++i) offer(tree.order[static_cast<size_t>(i)]);
+        for (int32_t i = n.begin; i < n.end; ++i) {
+          offer(&tree.coords[static_cast<size_t>(i) * dof], tree.order[static_cast<size_t>(i)]);
+        }
         continue;
       }
       const double l = BoxLowerBound2<kWraps>(tree, n.left, q), r = BoxLowerBound2<kWraps>(tree, n.right, q);
       // Push the farther child first so the nearer one is searched first; a child beyond the bound is
       // not pushed at all.
-      const double b = bound();
       const bool left_first = l <= r;
       const double near_lb = left_first ? l : r, far_lb = left_first ? r : l;
       const int32_t near = left_first ? n.left : n.right, far = left_first ? n.right : n.left;
-      if (far_lb <= b) stack.push_back({far_lb, far});
-      if (near_lb <= b) stack.push_back({near_lb, near});
+      if (far_lb <= bound) stack[top++] = {far_lb, far};
+      if (near_lb <= bound) stack[top++] = {near_lb, near};
     }
   }
   distance_evaluations_ += evaluations;

@@ -39,7 +39,8 @@ class NearestNeighbors {
     int32_t left, right;   // Children (node indices), -1 for a leaf.
   };
   struct Tree {
-    std::vector<int32_t> order;  // Point indices.
+    std::vector<int32_t> order;   // Point indices.
+    std::vector<double> coords;   // dof per entry of `order`: the points in tree order, so a leaf's are contiguous.
     std::vector<Node> nodes;
     std::vector<double> box_lo, box_hi;  // dof per node.
   };
@@ -49,7 +50,7 @@ class NearestNeighbors {
   template <bool kWraps>
   double BoxLowerBound2(const Tree& tree, int32_t node, const double* q) const;
   template <bool kWraps>
-  double Distance2(const double* q, int32_t point) const;
+  double Distance2(const double* q, const double* p) const;
   // Visits candidates of every tree; keeps the best `k` (or all within radius2 when k < 0).
   void Search(std::span<const double> q, int32_t k, double radius2, std::vector<std::pair<double, int32_t>>* heap) const;
   template <bool kWraps>
