@@ -55,16 +55,19 @@ void ForceLaneTarget(std::optional<LaneTarget> target) {
   g_target.store(static_cast<int>(target ? Lowered(*target) : Automatic()), std::memory_order_relaxed);
 }
 
-PoseLanesFn PoseLanesKernel() {
+const LaneKernels& ActiveLaneKernels() {
+  static constexpr LaneKernels kBaseline{&PoseLanesBaseline, &BoxesOverlapLanesBaseline, &FixedBoxOverlapLanesBaseline};
+  static constexpr LaneKernels kAvx2{&PoseLanesAvx2, &BoxesOverlapLanesAvx2, &FixedBoxOverlapLanesAvx2};
+  static constexpr LaneKernels kAvx512{&PoseLanesAvx512, &BoxesOverlapLanesAvx512, &FixedBoxOverlapLanesAvx512};
   switch (ActiveLaneTarget()) {
     case LaneTarget::kAvx512:
-      return &PoseLanesAvx512;
+      return kAvx512;
     case LaneTarget::kAvx2:
-      return &PoseLanesAvx2;
+      return kAvx2;
     case LaneTarget::kBaseline:
       break;
   }
-  return &PoseLanesBaseline;
+  return kBaseline;
 }
 
 std::string_view LaneTargetName(LaneTarget target) {

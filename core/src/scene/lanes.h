@@ -82,6 +82,7 @@ struct LanePoses {
   std::vector<LaneFrame> geometry;  ///< X_WG per part.
   std::vector<LaneFrame> boxes;     ///< Per part: the world bounding box's axes (R) and centre (p).
   std::vector<LaneBox> bounds;      ///< Per part: the world AABB, grown by padding + margin.
+  std::vector<double> half;         ///< Per part, 3 values: the box's half extents grown the same way.
 };
 
 /// The pass: poses for the configurations q[0..kLanes) (each dof values; a block with fewer
@@ -91,10 +92,25 @@ using PoseLanesFn = void (*)(const LaneJoint* joints, int32_t num_joints, const 
                              const double* R_WB, const double* p_WB, const double* const* q, double margin,
                              LaneFrame* links, LaneFrame* geometry, LaneFrame* boxes, LaneBox* bounds);
 
+/// Which lanes' boxes overlap (bit k for lane k): ObbsOverlap's separating-axis test across the lanes.
+/// Box a: a lane frame's axes and centre (LanePoses::boxes) with half extents half_a, the same in every
+/// lane; box b: another lane frame (BoxesOverlapFn), or one box for every lane (FixedBoxOverlapFn: axes
+/// R_b row-major, centre p_b).
+using BoxesOverlapFn = uint32_t (*)(const LaneFrame& a, const double* half_a, const LaneFrame& b, const double* half_b);
+using FixedBoxOverlapFn = uint32_t (*)(const LaneFrame& a, const double* half_a, const double* R_b, const double* p_b,
+                                       const double* half_b);
+
 enum class LaneTarget { kBaseline, kAvx2, kAvx512 };
 
-/// The pass for the chosen target.
-PoseLanesFn PoseLanesKernel();
+/// The kernels of one target.
+struct LaneKernels {
+  PoseLanesFn pose;
+  BoxesOverlapFn boxes;
+  FixedBoxOverlapFn fixed_box;
+};
+
+/// The kernels of the chosen target.
+const LaneKernels& ActiveLaneKernels();
 /// The target in use: the best the CPU runs, unless PROXIMITY_SIMD (baseline, avx2, avx512) or
 /// ForceLaneTarget chose a lower one.
 LaneTarget ActiveLaneTarget();
@@ -110,5 +126,11 @@ void PoseLanesAvx2(const LaneJoint*, int32_t, const LanePart*, int32_t, const do
                    const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
 void PoseLanesAvx512(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
                      const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+uint32_t BoxesOverlapLanesBaseline(const LaneFrame&, const double*, const LaneFrame&, const double*);
+uint32_t FixedBoxOverlapLanesBaseline(const LaneFrame&, const double*, const double*, const double*, const double*);
+uint32_t BoxesOverlapLanesAvx2(const LaneFrame&, const double*, const LaneFrame&, const double*);
+uint32_t FixedBoxOverlapLanesAvx2(const LaneFrame&, const double*, const double*, const double*, const double*);
+uint32_t BoxesOverlapLanesAvx512(const LaneFrame&, const double*, const LaneFrame&, const double*);
+uint32_t FixedBoxOverlapLanesAvx512(const LaneFrame&, const double*, const double*, const double*, const double*);
 
 }  // namespace proximity::core::internal

@@ -164,15 +164,17 @@ void Scene::PrepareLanes(SceneCache* cache) const {
   poses.geometry.resize(robot_parts_.size());
   poses.boxes.resize(robot_parts_.size());
   poses.bounds.resize(robot_parts_.size());
+  poses.half.resize(3 * robot_parts_.size());
 }
 
 void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
                             SceneCache* cache, StateResult* out) const {
   const LanePlan& plan = *lane_plan_;
   LanePoses& poses = *cache->lanes;
-  PoseLanesKernel()(plan.joints.data(), static_cast<int32_t>(plan.joints.size()), plan.parts.data(),
-                    static_cast<int32_t>(plan.parts.size()), plan.R_WB, plan.p_WB, q, clearance, poses.links.data(),
-                    poses.geometry.data(), poses.boxes.data(), poses.bounds.data());
+  const LaneKernels& kernels = ActiveLaneKernels();
+  kernels.pose(plan.joints.data(), static_cast<int32_t>(plan.joints.size()), plan.parts.data(),
+               static_cast<int32_t>(plan.parts.size()), plan.R_WB, plan.p_WB, q, clearance, poses.links.data(),
+               poses.geometry.data(), poses.boxes.data(), poses.bounds.data());
   const size_t dof = static_cast<size_t>(plan.dof);
   // Lanes still free; a lane leaves at its first contact, as CheckState returns at it.
   uint32_t active = (uint32_t{1} << lanes) - 1;
@@ -181,40 +183,65 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
     out[k].free = true;
     out[k].within_limits = robot_->WithinLimits(std::span<const double>(q[k], dof));
   }
-  const auto part_box = [&](int32_t i, int k) {
-    const RobotPart& rp = robot_parts_[i];
-    const LaneFrame& b = poses.boxes[i];
-    return Obb{LaneMatrix(b.R, k), Vec3(b.p[0].v[k], b.p[1].v[k], b.p[2].v[k]),
-               (rp.local_box.half_extents.array() + (rp.padding + clearance)).matrix()};
-  };
   const auto n = static_cast<int32_t>(robot_parts_.size());
-  // Robot parts against the world: the broad phase walked once with the block's box, then each lane's
-  // box against each part it reached, in the order CheckState visits them.
+  // Each part's box half extents as CheckState grows them (padding and clearance), the same in every lane.
+  double* const half = poses.half.data();
+  for (int32_t i = 0; i < n; ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    for (int d = 0; d < 3; ++d) half[3 * i + d] = rp.local_box.half_extents[d] + rp.padding + clearance;
+  }
+  // Every lane of `candidates` counts a tested pair, as WorldPairCollides and SelfPairCollides count one.
+  const auto count = [&](uint32_t candidates) {
+    for (uint32_t m = candidates; m != 0; m &= m - 1) {
+      const int k = std::countr_zero(m);
+      ++out[k].pairs_tested;
+      ++out[k].stats.bv_tests;
+    }
+  };
+  // Robot parts against the world: the broad phase walked once with the block's box; for each world
+  // part it reaches, the lanes' boxes against the part's box across the lanes, then the exact test for
+  // each lane whose boxes meet, in the order CheckState visits them.
   for (int32_t i = 0; i < n && active != 0; ++i) {
     const RobotPart& rp = robot_parts_[i];
     const LaneBox& bounds = poses.bounds[i];
     VisitWorldParts(LaneUnion(bounds, active), [&](int32_t w) {
       const WorldPart& wp = world_parts_[w];
       if (AllowedEntityObject(rp.entity, wp.object)) return false;
-      for (uint32_t m = active & OverlapMask(bounds, wp.bounds); m != 0; m &= m - 1) {
+      const uint32_t candidates = active & OverlapMask(bounds, wp.bounds);
+      if (candidates == 0) return false;
+      count(candidates);
+      double R_b[9], p_b[3], half_b[3];
+      CopyRowMajor(wp.box.R_MB, R_b);
+      for (int d = 0; d < 3; ++d) {
+        p_b[d] = wp.box.center[d];
+        half_b[d] = wp.box.half_extents[d];
+      }
+      const uint32_t meet = candidates & kernels.fixed_box(poses.boxes[i], half + 3 * i, R_b, p_b, half_b);
+      for (uint32_t m = meet; m != 0; m &= m - 1) {
         const int k = std::countr_zero(m);
-        if (WorldPairCollides(i, w, LaneTransform(poses.geometry[i], k), part_box(i, k), clearance, cache, &out[k])) {
+        if (WorldPairMeets(i, w, LaneTransform(poses.geometry[i], k), clearance, cache, &out[k])) {
           active &= ~(uint32_t{1} << k);
         }
       }
       return active == 0;
     });
   }
-  // Pairs of robot parts, in CheckState's order.
+  // Pairs of robot parts, in CheckState's order: the lanes whose boxes meet (tested across the lanes),
+  // then for each the pair's self-clearance map and the exact test.
   for (size_t s = 0; s < self_pairs_.size() && active != 0; ++s) {
     const SelfPair& sp = self_pairs_[s];
     const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + self_clearance;
-    for (uint32_t m = active & OverlapMask(poses.bounds[sp.a], poses.bounds[sp.b]); m != 0; m &= m - 1) {
+    const uint32_t candidates = active & OverlapMask(poses.bounds[sp.a], poses.bounds[sp.b]);
+    if (candidates == 0) continue;
+    const uint32_t meet =
+        candidates & kernels.boxes(poses.boxes[sp.a], half + 3 * sp.a, poses.boxes[sp.b], half + 3 * sp.b);
+    for (uint32_t m = meet; m != 0; m &= m - 1) {
       const int k = std::countr_zero(m);
       const int64_t cell = SelfPairCell(sp, std::span<const double>(q[k], dof));
       if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding) > padding) continue;
-      if (SelfPairCollides(s, cell, LaneTransform(poses.geometry[sp.a], k), part_box(sp.a, k),
-                           LaneTransform(poses.geometry[sp.b], k), part_box(sp.b, k), padding, cache, &out[k])) {
+      count(uint32_t{1} << k);
+      if (SelfPairMeets(s, cell, LaneTransform(poses.geometry[sp.a], k), LaneTransform(poses.geometry[sp.b], k),
+                        padding, cache, &out[k])) {
         active &= ~(uint32_t{1} << k);
       }
     }

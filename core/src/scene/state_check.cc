@@ -395,11 +395,15 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
 
 bool Scene::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
                               SceneCache* cache, StateResult* out) const {
-  const RobotPart& rp = robot_parts_[i];
-  const WorldPart& wp = world_parts_[w];
   ++out->pairs_tested;
   ++out->stats.bv_tests;
-  if (!WorldBoxesOverlap(box, wp.box)) return false;
+  return WorldBoxesOverlap(box, world_parts_[w].box) && WorldPairMeets(i, w, X_WG, clearance, cache, out);
+}
+
+bool Scene::WorldPairMeets(int32_t i, int32_t w, const RigidTransform& X_WG, double clearance, SceneCache* cache,
+                           StateResult* out) const {
+  const RobotPart& rp = robot_parts_[i];
+  const WorldPart& wp = world_parts_[w];
   const ObjectPart& part = objects_[wp.object].parts[wp.part];
   if (!PairCollides(rp.geometry, X_WG, part.geometry, part.X_WG, rp.padding + clearance, &out->stats,
                     HullCache(cache, WorldPairCache(i, w)))) {
@@ -413,10 +417,14 @@ bool Scene::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, 
 bool Scene::SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a,
                              const RigidTransform& X_b, const Obb& box_b, double padding, SceneCache* cache,
                              StateResult* out) const {
-  const SelfPair& sp = self_pairs_[s];
   ++out->pairs_tested;
   ++out->stats.bv_tests;
-  if (!WorldBoxesOverlap(box_a, box_b)) return false;
+  return WorldBoxesOverlap(box_a, box_b) && SelfPairMeets(s, cell, X_a, X_b, padding, cache, out);
+}
+
+bool Scene::SelfPairMeets(size_t s, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b, double padding,
+                          SceneCache* cache, StateResult* out) const {
+  const SelfPair& sp = self_pairs_[s];
   if (SelfPairMeetsAtWitness(sp, cell, X_a, X_b, padding, &out->stats) ||
       PairCollides(robot_parts_[sp.a].geometry, X_a, robot_parts_[sp.b].geometry, X_b, padding, &out->stats,
                    HullCache(cache, SelfPairCache(s)))) {

@@ -720,6 +720,11 @@ class Scene {
   // `cell`: the state's cell in the pair's map (SelfPairCell), whose witness is tested first.
   bool SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
                         const Obb& box_b, double padding, SceneCache* cache, StateResult* out) const;
+  // The exact test of the two above, for a pair whose boxes are known to meet (and counted).
+  bool WorldPairMeets(int32_t i, int32_t w, const RigidTransform& X_WG, double clearance, SceneCache* cache,
+                      StateResult* out) const;
+  bool SelfPairMeets(size_t s, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b, double padding,
+                     SceneCache* cache, StateResult* out) const;
   // Whether the pair's map holds a witness for `cell` (two meshes, no padding) whose triangles meet at
   // these poses: a proven contact.
   bool SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b,
