@@ -648,12 +648,13 @@ Result<std::vector<int32_t>> RobotModel::GroupActiveIndices(const std::string& g
     const auto add = [&](JointIndex j) {
       if (j >= 0 && joints_[j].is_active()) active.insert(joints_[j].active_index);
     };
+    // A chain's joints are those below its base link down to its tip (as MoveIt's groups): the joint
+    // above the base link is not one of them.
     for (const auto& [base, tip] : g->chains) {
       const LinkIndex b = link_by_name_.at(base);
       for (LinkIndex at = link_by_name_.at(tip); at != b; at = joints_[links_[at].parent_joint].parent_link) {
         add(links_[at].parent_joint);
       }
-      add(links_[b].parent_joint);
     }
     for (const std::string& j : g->joints) {
       if (auto it = joint_by_name_.find(j); it != joint_by_name_.end()) add(it->second);  // else a virtual joint

@@ -241,6 +241,17 @@ TEST(SrdfTest, NamedStatesAndGroups) {
   EXPECT_FALSE(m->GroupActiveIndices("legs").ok());
 }
 
+TEST(SrdfTest, AChainHoldsTheJointsBelowItsBaseLinkOnly) {
+  // As MoveIt builds a chain group: from the tip up to the base link, the joint above the base link
+  // (here the active shoulder) not included.
+  auto m = RobotModel::FromUrdfString(ReadText(Fixture("planar_2link.urdf")), R"(<robot name="planar_2link">
+      <group name="forearm"><chain base_link="upper" tip_link="tip"/></group>
+      <group name="whole"><chain base_link="base" tip_link="tip"/></group></robot>)");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m.value()->GroupActiveIndices("forearm").value(), (std::vector<int32_t>{1}));
+  EXPECT_EQ(m.value()->GroupActiveIndices("whole").value(), (std::vector<int32_t>{0, 1}));
+}
+
 TEST(SrdfTest, PlanarAllowedCollisions) {
   auto with = LoadPlanar(Fixture("planar_2link.srdf"));
   auto without = LoadPlanar("");
