@@ -318,10 +318,13 @@ class WorkcellMaker {
   }
 
  private:
-  // Within reach and clear of the base.
+  // Within reach, clear of the base, and clear of every part of a fixed body around the arm.
   bool Placeable(const Primitive& p) const {
     const double d = PointDistance(p, ws_.origin);
-    return d >= keep_out_ && d <= 0.9 * R_;
+    if (d < keep_out_ || d > 0.9 * R_) return false;
+    return std::all_of(ws_.fixed_body.begin(), ws_.fixed_body.end(), [&](const std::pair<Vec3, double>& b) {
+      return PointDistance(p, b.first) >= b.second + 0.02 * R_;
+    });
   }
 
   Primitive Box(const std::string& id, double x, double y, double z, const Mat3& R, const Vec3& p) const {
@@ -766,6 +769,15 @@ Result<Workspace> MeasureWorkspace(const RobotModel& robot, int samples) {
   ws.origin = X_WJ.p;
   const bool turns = first.type == core::JointType::kRevolute || first.type == core::JointType::kContinuous;
   ws.up = turns ? Vec3((X_WJ.R * first.axis_J).normalized()) : Vec3::UnitZ();
+  // Spheres of the links no joint moves, at their one pose, and their largest distance from `origin`.
+  double fixed_extent = 0.0;
+  for (const BoundingSphere& b : spheres) {
+    if (robot.NumMovingJoints(b.link) != 0) continue;
+    const Vec3 c = X_WL[static_cast<size_t>(b.link)] * b.p_L;
+    ws.fixed_body.push_back({c, b.radius});
+    fixed_extent = std::max(fixed_extent, (c - ws.origin).norm() + b.radius);
+  }
+  double moving_reach = 0.0, first_radius = 0.0;
   std::mt19937_64 rng = Stream(0, 0, 0);  // The same samples for every run: the workspace is the robot's.
   double moving_height = 0.0, fixed_height = 0.0;
   int64_t moving_count = 0, fixed_count = 0;
@@ -779,6 +791,8 @@ Result<Workspace> MeasureWorkspace(const RobotModel& robot, int samples) {
       ws.reach = std::max(ws.reach, d);
       const int32_t moved_by = robot.NumMovingJoints(b.link);
       if (moved_by <= 1) ws.base_radius = std::max(ws.base_radius, d);
+      if (moved_by >= 1) moving_reach = std::max(moving_reach, d);
+      if (moved_by == 1) first_radius = std::max(first_radius, d);
       const double height = (c - ws.origin).dot(ws.up);
       if (moved_by == 0) {
         fixed_height += height;
@@ -793,6 +807,19 @@ Result<Workspace> MeasureWorkspace(const RobotModel& robot, int samples) {
   const double mean_moving = moving_height / std::max<int64_t>(1, moving_count);
   const double mean_fixed = fixed_height / std::max<int64_t>(1, fixed_count);
   if (mean_moving < mean_fixed) ws.up = -ws.up;
+  // A compact base lies well inside the arm's reach; a fixed body that reaches most of it (or beyond)
+  // surrounds the arm: obstacles then avoid its parts one by one (WorkcellMaker::Placeable) and the
+  // reach is the moving links'.
+  constexpr double kCompactBase = 0.6;
+  if (fixed_extent > kCompactBase * moving_reach) {
+    ws.reach = moving_reach;
+    ws.base_radius = first_radius;
+    // Such a body (a humanoid's, a torso's) stands on its root's z axis (REP 103); its first arm joint
+    // (a shoulder pitch) need not point up.
+    ws.up = Vec3::UnitZ();
+  } else {
+    ws.fixed_body.clear();
+  }
   if (!(ws.reach > 0.0)) return core::InvalidArgument("robot '" + robot.name() + "' has no extent");
   return ws;
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proximity/core/base/result.h"
@@ -32,6 +33,11 @@ struct Workspace {
   /// The same for the links that at most one joint moves (the base and what turns with the first joint):
   /// no obstacle comes closer to `origin` than this.
   double base_radius = 0.0;
+  /// A fixed body around the arm (a humanoid's torso, legs and other arm; base_radius would otherwise
+  /// reach most of `reach`): `reach` and `base_radius` then count the moving links and the first one
+  /// only, obstacles keep clear of each of these bounding spheres of fixed links instead (centre in
+  /// the root frame, radius), and `up` is the root's z axis. Empty for an arm on a compact base.
+  std::vector<std::pair<core::Vec3, double>> fixed_body;
 };
 
 /// Measures the workspace of `robot` on `samples` random configurations (the same ones for every run,
