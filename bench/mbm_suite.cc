@@ -143,7 +143,7 @@ JsonLine SideLine(const std::string& robot, const std::string& side, const std::
                   const std::vector<const PlanRun*>& runs, double time_limit_s) {
   std::vector<double> time_ms, plan_ms, simplify_ms, raw_length, length, raw_wp, wp, states, motions, motion_states;
   int64_t solved = 0, raw_unchecked = 0, invalid_raw = 0, invalid = 0, collide_raw = 0, collide = 0;
-  int64_t outside = 0, dense_states = 0, confirmed = 0, unconfirmed = 0;
+  int64_t outside = 0, dense_states = 0, refuted = 0, confirmed = 0, unconfirmed = 0;
   for (const PlanRun* r : runs) {
     time_ms.push_back(1e3 * r->time_s);
     plan_ms.push_back(1e3 * r->plan_s);
@@ -164,6 +164,7 @@ JsonLine SideLine(const std::string& robot, const std::string& side, const std::
     collide += r->check.segment >= 0;
     outside += (r->raw_checked && r->raw_check.outside_limits >= 0) + (r->check.outside_limits >= 0);
     dense_states += r->raw_check.states + r->check.states;
+    refuted += r->raw_check.refuted + r->check.refuted;
     confirmed += r->confirmed;
     unconfirmed += r->unconfirmed;
   }
@@ -189,6 +190,7 @@ JsonLine SideLine(const std::string& robot, const std::string& side, const std::
   line.Add("colliding_raw", collide_raw).Add("colliding_simplified", collide);
   line.Add("waypoints_outside_limits", outside);
   line.Add("dense_step", kDenseStep).Add("dense_states", dense_states);
+  line.Add("dense_states_fcl_contact_refuted", refuted);
   line.Add("collisions_confirmed_by_core", confirmed).Add("collisions_free_by_core", unconfirmed);
   return line;
 }
@@ -581,7 +583,19 @@ void MbmSuite::SecondOpinion(size_t k, const Problem& problem) {
       if (state.value().free) {
         ++r->unconfirmed;
         std::cerr << "mbm: DISAGREE " << problems()[k].name
-                  << ": the dense check's colliding state is free by our CLEAR\n";
+                  << ": the dense check's colliding state is free by our CLEAR; q =";
+        for (double v : c->q_collide) std::cerr << " " << v;
+        std::cerr << "; FCL pairwise contacts:";
+        (void)robot_->ForwardKinematics(c->q_collide, std::span<RigidTransform>(X_WL_), problem.scene->X_WB());
+        fcl_robot_->Pose(X_WL_);
+        for (const std::string& contact : fcl_robot_->AllContacts(*problem.scene, problem.Checked().Raw())) {
+          std::cerr << " [" << contact << "]";
+        }
+        if (auto d = problem.scene->ComputeDistance(c->q_collide, {}, &cache_); d.ok()) {
+          std::cerr << "; our distance [" << d.value().lower_bound << ", " << d.value().upper_bound << "] at "
+                    << d.value().nearest.pair.Describe(*problem.scene);
+        }
+        std::cerr << "\n";
       } else {
         ++r->confirmed;
       }

@@ -40,11 +40,57 @@ struct FclTag {
 };
 
 /// The broad-phase collision callback's state: the scene whose allowed pairs apply and whether a
-/// contact was found.
+/// contact was found. With `referee`, a contact FCL reports between a mesh and a sphere is kept only
+/// when the brute-force distance (SphereApartFromMesh) agrees; `refuted` counts those it overruled.
 struct FclCallbackData {
   const core::Scene* scene = nullptr;
   bool done = false;
+  bool referee = false;
+  int64_t refuted = 0;
 };
+
+/// Closest point to p on triangle abc (the Voronoi regions of its vertices, edges and face).
+inline core::Vec3 ClosestOnTriangle(const core::Vec3& p, const core::Vec3& a, const core::Vec3& b, const core::Vec3& c) {
+  const core::Vec3 ab = b - a, ac = c - a, ap = p - a;
+  const double d1 = ab.dot(ap), d2 = ac.dot(ap);
+  if (d1 <= 0.0 && d2 <= 0.0) return a;
+  const core::Vec3 bp = p - b;
+  const double d3 = ab.dot(bp), d4 = ac.dot(bp);
+  if (d3 >= 0.0 && d4 <= d3) return b;
+  const double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) return a + (d1 / (d1 - d3)) * ab;
+  const core::Vec3 cp = p - c;
+  const double d5 = ab.dot(cp), d6 = ac.dot(cp);
+  if (d6 >= 0.0 && d5 <= d6) return c;
+  const double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) return a + (d2 / (d2 - d6)) * ac;
+  const double va = d3 * d6 - d5 * d4;
+  if (va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0) return b + ((d4 - d3) / ((d4 - d3) + (d5 - d6))) * (c - b);
+  const double denom = 1.0 / (va + vb + vc);
+  return a + ab * (vb * denom) + ac * (vc * denom);
+}
+
+/// For a pair of a triangle mesh (BVHModel) and a sphere: whether every triangle lies farther from
+/// the sphere's centre than its radius (brute force over the triangles, in the mesh's frame; no FCL
+/// narrow phase), i.e. the surfaces FCL's triangle tests compare do not meet. false for other pairs.
+/// FCL 0.7's sphere-triangle test reports some spheres centimetres away as touching (upstream fixed it
+/// after 0.7), which the dense check must not count against a path.
+inline bool SphereApartFromMesh(const fcl::CollisionObjectd* o1, const fcl::CollisionObjectd* o2) {
+  const bool sphere_first = o1->getNodeType() == fcl::GEOM_SPHERE;
+  const fcl::CollisionObjectd* sphere = sphere_first ? o1 : o2;
+  const fcl::CollisionObjectd* mesh = sphere_first ? o2 : o1;
+  if (sphere->getNodeType() != fcl::GEOM_SPHERE || mesh->getObjectType() != fcl::OT_BVH) return false;
+  const auto* model = dynamic_cast<const fcl::BVHModel<fcl::OBBRSSd>*>(mesh->collisionGeometry().get());
+  if (model == nullptr || model->vertices == nullptr || model->tri_indices == nullptr) return false;
+  const double radius = static_cast<const fcl::Sphered*>(sphere->collisionGeometry().get())->radius;
+  const core::Vec3 centre = mesh->getTransform().inverse() * sphere->getTranslation();
+  for (int t = 0; t < model->num_tris; ++t) {
+    const fcl::Triangle& tri = model->tri_indices[t];
+    const core::Vec3 q = ClosestOnTriangle(centre, model->vertices[tri[0]], model->vertices[tri[1]], model->vertices[tri[2]]);
+    if ((q - centre).norm() <= radius) return false;
+  }
+  return true;
+}
 
 /// Whether the scene checks the pair of FCL objects: never two world objects, never allowed pairs.
 inline bool FclPairChecked(const core::Scene& scene, fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2) {
@@ -66,6 +112,10 @@ inline bool FclCallback(fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2, vo
   fcl::CollisionRequestd request;
   fcl::CollisionResultd result;
   fcl::collide(o1, o2, request, result);
+  if (result.isCollision() && data->referee && SphereApartFromMesh(o1, o2)) {
+    ++data->refuted;
+    return false;
+  }
   data->done = result.isCollision();
   return data->done;
 }
@@ -172,16 +222,23 @@ class FclRobot {
 
   /// CLEAR against `world` for the pose last given to Pose(): links against the world manager, then
   /// links against links; exact (FCL's narrow phase), first contact.
-  bool Free(const core::Scene& scene, const fcl::DynamicAABBTreeCollisionManagerd& world) {
+  /// With `refuted` (the dense check's referee): mesh-sphere contacts the brute-force distance
+  /// overrules are not contacts, and are counted in *refuted.
+  bool Free(const core::Scene& scene, const fcl::DynamicAABBTreeCollisionManagerd& world, int64_t* refuted = nullptr) {
     FclCallbackData data;
     data.scene = &scene;
+    data.referee = refuted != nullptr;
+    const auto finish = [&](bool free) {
+      if (refuted != nullptr) *refuted += data.refuted;
+      return free;
+    };
     for (Part& p : parts_) {
       world.collide(p.object.get(), &data, &FclCallback);
-      if (data.done) return false;
+      if (data.done) return finish(false);
     }
     self_manager_.update();
     self_manager_.collide(&data, &FclCallback);
-    return !data.done;
+    return finish(!data.done);
   }
 
   /// distance(q) (metres) for the pose last given to Pose(): links against the world manager, then
@@ -303,6 +360,9 @@ struct DensePathResult {
   int32_t outside_limits = -1;
   /// States checked for collision.
   int64_t states = 0;
+  /// States where FCL reported a mesh-sphere contact that the brute-force distance overruled
+  /// (SphereApartFromMesh), the state then being decided by its other pairs.
+  int64_t refuted = 0;
   /// Non-empty when the path is malformed (empty, a waypoint of the wrong size or with NaN); then
   /// valid is false and nothing was checked.
   std::string error;
@@ -311,8 +371,8 @@ struct DensePathResult {
 /// Checks a joint-space path independently of the core's collision code: each straight segment
 /// a -> b is walked in n = ceil(max_j |b_j - a_j| / max_step) equal steps (states at most `max_step`
 /// apart in every joint, both ends included), link poses come from the core's forward kinematics and
-/// each state is checked exactly by the FCL checker (world and self, the scene's allowed pairs).
-/// Stops at the first colliding state. Joints without finite limits (continuous) move the shorter way
+/// each state is checked exactly by the FCL checker (world and self, the scene's allowed pairs), with
+/// mesh-sphere contacts refereed by brute force (SphereApartFromMesh). Stops at the first colliding state. Joints without finite limits (continuous) move the shorter way
 /// round when `wrap_continuous`. Each waypoint must also lie within the joint limits (no tolerance).
 inline DensePathResult DensePathCheck(FclRobot& robot, const FclWorld& world, const core::Scene& scene,
                                       const std::vector<std::vector<double>>& path, double max_step = 1e-3,
@@ -349,7 +409,10 @@ inline DensePathResult DensePathCheck(FclRobot& robot, const FclWorld& world, co
     (void)model.ForwardKinematics(state, std::span<core::RigidTransform>(X_WL), scene.X_WB());
     robot.Pose(X_WL);
     ++out.states;
-    return robot.Free(scene, *world.manager);
+    int64_t refuted = 0;
+    const bool free = robot.Free(scene, *world.manager, &refuted);
+    out.refuted += refuted > 0;
+    return free;
   };
   if (!free_at(path[0])) {
     out.segment = 0;
