@@ -19,9 +19,11 @@
 // (ompl::RNG::setSeed), so the peer's answers are reproducible for a given problem set and order.
 //
 // Every returned path (both sides, raw and simplified) goes through peers::DensePathCheck: states at
-// most 1e-3 rad apart in every joint, each checked exactly by the FCL checker, and every waypoint
-// within the joint limits. Ours must never fail it; the peer's failures are reported as found. Each
-// colliding state it finds is also put to our CLEAR, a second opinion from other code (reported).
+// most 1e-3 rad apart in every joint, each checked exactly by the FCL checker (its mesh-sphere contacts
+// refereed by brute force: dense_states_fcl_contact_refuted), and every waypoint within the joint
+// limits. Ours must never fail it; the peer's failures are reported as found. Each colliding state it
+// finds is also put to our CLEAR, a second opinion from other code (reported with q, FCL's pairwise
+// contacts and our distance).
 //
 // Output: per family and overall, one JSON line per side (success, times, lengths, validity work,
 // dense-check failures), and one line of ratios (peer / ours), each naming the robot. With --ompl-log
