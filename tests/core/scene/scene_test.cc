@@ -329,6 +329,43 @@ TEST(SceneMotion, CertifiedLinkNeverMissesACollisionTheDenseCheckFinds) {
   }
 }
 
+TEST(Scene, PartsNoJointMovesKeepTheirClearanceToTheWorld) {
+  // The planar arm's base (no joint moves it) stands 0.03 above a slab: one at a time and in batches,
+  // CLEAR must agree with distance(q) at clearances on both sides of that gap (a part whose pose never
+  // changes still keeps the clearance asked).
+  auto robot = RobotModel::FromUrdfFile(testing::TestDataDir() + "/robots/planar_2link.urdf");
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  SceneDescription d;
+  d.robot = robot.value();
+  WorldObject slab{"slab", {}};
+  ObjectPart part;
+  part.geometry.shape = Box{Vec3(0.3, 0.3, 0.01)};
+  part.X_WG.p = Vec3(0.0, 0.0, -0.04);
+  slab.parts.push_back(part);
+  d.objects = {slab};
+  const auto scene = testing::ValueOrFail(Scene::Build(d));
+  SceneCache cache;
+  std::mt19937_64 rng(3);
+  int base_contacts = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::vector<double> q = RandomState(rng, *d.robot);
+    const SceneDistanceResult distance = testing::ValueOrFail(scene->ComputeDistance(q, {}, &cache));
+    for (const double clearance : {0.0, 0.02, 0.029, 0.031, 0.05}) {
+      const StateResult one = testing::ValueOrFail(scene->CheckState(q, &cache, clearance));
+      std::vector<StateResult> batch(1);
+      ASSERT_TRUE(scene->CheckStates(q, batch, &cache, clearance).ok());
+      EXPECT_EQ(one.free, batch[0].free) << "state " << i << " clearance " << clearance;
+      if (distance.lower_bound > clearance + 1e-9) EXPECT_TRUE(one.free) << "state " << i << " clearance " << clearance;
+      if (distance.upper_bound < clearance - 1e-9) {
+        EXPECT_FALSE(one.free) << "state " << i << " clearance " << clearance;
+        base_contacts += !one.free && !one.contact.self && one.contact.link == d.robot->FindLink("base").value();
+      }
+    }
+  }
+  // The slab is met by the base, which no joint moves, at the clearances past the gap.
+  EXPECT_GT(base_contacts, 0);
+}
+
 TEST(SceneMotion, ANearMissBetweenSamplesIsMissedByDiscreteAndCaughtByCertified) {
   const auto robots = Robots();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
