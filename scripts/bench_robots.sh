@@ -28,9 +28,11 @@ declare -A robots=(
   [ur5_visual]="--robot $ur5/ur_description/urdf/ur5_robot.urdf --srdf $ur5/ur5_moveit_config/config/ur5.srdf --package ur_description=$ur5/ur_description --collision-from-visual"
   [kr5]="--robot WORK/kr5/KR5_sixx_R650.urdf"
   [wam]="--robot $dart/wam/wam.urdf --srdf $root/tests/data/robots/wam.srdf --package herb_description=$dart/wam"
+  [hubo_left_arm]="--robot $dart/drchubo/drchubo.urdf --srdf $root/tests/data/robots/drchubo.srdf --package drchubo=$dart/drchubo --group left_arm"
+  [hubo_both_arms]="--robot $dart/drchubo/drchubo.urdf --srdf $root/tests/data/robots/drchubo.srdf --package drchubo=$dart/drchubo --group both_arms"
 )
 labels=("$@")
-if [ ${#labels[@]} -eq 0 ]; then labels=(panda mbm_panda ur5 ur5_visual kr5 wam); fi
+if [ ${#labels[@]} -eq 0 ]; then labels=(panda mbm_panda ur5 ur5_visual kr5 wam hubo_left_arm hubo_both_arms); fi
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 slug="$(echo "$cpu" | tr 'A-Z' 'a-z' | sed 's/([^)]*)//g; s/processor//; s/cpu//; s/@.*//; s/[^a-z0-9]\+/-/g; s/^-//; s/-$//')"
 out_root="$root/bench/results/${slug}-$(nproc)cpu/robots"
