@@ -50,11 +50,16 @@ typedef int64_t LaneBits __attribute__((vector_size(sizeof(double) * kLanes)));
   return out;
 }
 
-// Bit k set where lane k of `ok` is true (all ones).
+// Bit k set where lane k of `ok` is true (all ones): each lane keeps its own bit, then the halves are
+// or-ed together (three steps, where extracting the lanes one by one took eight).
 [[gnu::always_inline]] inline uint32_t LaneMask(LaneBits ok) {
-  uint32_t mask = 0;
-  for (int k = 0; k < kLanes; ++k) mask |= static_cast<uint32_t>(ok[k] & 1) << k;
-  return mask;
+  static_assert(kLanes == 8, "the reduction below halves 8 lanes three times");
+  typedef int64_t Half __attribute__((vector_size(4 * sizeof(int64_t))));
+  typedef int64_t Quarter __attribute__((vector_size(2 * sizeof(int64_t))));
+  const LaneBits bits = ok & LaneBits{1, 2, 4, 8, 16, 32, 64, 128};
+  const Half h = __builtin_shufflevector(bits, bits, 0, 1, 2, 3) | __builtin_shufflevector(bits, bits, 4, 5, 6, 7);
+  const Quarter q = __builtin_shufflevector(h, h, 0, 1) | __builtin_shufflevector(h, h, 2, 3);
+  return static_cast<uint32_t>(q[0] | q[1]);
 }
 
 // The lanes (bits) whose box overlaps `b` (touching counts, as Overlap).
