@@ -52,6 +52,12 @@ grpc::Status SceneNameNotHeld(std::string_view name, std::string_view scene) {
                                            Bounded(name, kMaxQuotedBytes) + "'"};
 }
 
+grpc::Status SessionRefusedWhileDraining() {
+  return {grpc::StatusCode::UNAVAILABLE, "the server is draining; open the session elsewhere"};
+}
+
+grpc::Status SessionClientGone() { return {grpc::StatusCode::CANCELLED, "the client is gone"}; }
+
 grpc::Status Unauthenticated() {
   return {grpc::StatusCode::UNAUTHENTICATED,
           "this server needs a bearer token: send 'authorization: Bearer <token>' metadata"};

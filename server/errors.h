@@ -2,7 +2,7 @@
 /// @file
 /// The one place gRPC statuses are built: core errors translated to gRPC codes, and the few statuses
 /// the service makes itself (an unknown scene, a missing token, another client's scene, an oversized
-/// response, a call stopped by its client or its deadline). No other server file constructs a grpc::Status or names a code
+/// response, a call stopped by its client or its deadline, a Session refused or left by its client). No other server file constructs a grpc::Status or names a code
 /// (grpc::StatusCode::...).
 ///
 /// Codes: kInvalidArgument and kParseError -> INVALID_ARGUMENT, kResourceExhausted ->
@@ -73,6 +73,10 @@ grpc::Status ResponseTooLarge(int64_t bytes, int64_t limit, std::string_view adv
 
 /// RESOURCE_EXHAUSTED: the server is already serving `limit` calls, its --max-concurrent-calls.
 grpc::Status TooManyConcurrentCalls(int32_t limit);
+/// UNAVAILABLE: a Session opened while the server drains (the client opens it elsewhere).
+grpc::Status SessionRefusedWhileDraining();
+/// CANCELLED: a Session whose client stopped reading (a reply could not be sent).
+grpc::Status SessionClientGone();
 
 /// A call that stopped before its answer: DEADLINE_EXCEEDED when `deadline_passed`, else CANCELLED;
 /// the message says how far it got ("cancelled after 12 of 100 states").

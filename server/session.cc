@@ -408,7 +408,7 @@ grpc::Status ProximityServiceImpl::Session(
     grpc::ServerContext* context, grpc::ServerReaderWriter<v1::SessionResponse, v1::SessionRequest>* stream) {
   return opening_.Serve(context, Rpc::kSession, {}, [&](CallScope& call) -> grpc::Status {
     const SessionSlot slot(&sessions_mutex_, &sessions_, &sessions_ended_, context);
-    if (slot.refused()) return {grpc::StatusCode::UNAVAILABLE, "the server is draining; open the session elsewhere"};
+    if (slot.refused()) return SessionRefusedWhileDraining();
     // The watchdog ends the stream just after its deadline or --max-call-seconds even while Read or
     // Write blocks.
     call.WatchStream();
@@ -461,7 +461,7 @@ grpc::Status ProximityServiceImpl::Session(
       if (!stream->Write(response)) {
         call.metrics().AddFailedSend();
         status = call.cancel().Stopped() ? call.cancel().status(std::to_string(session.queries()) + " queries")
-                                         : grpc::Status(grpc::StatusCode::CANCELLED, "the client is gone");
+                                         : SessionClientGone();
         break;
       }
       response.clear_opened();
