@@ -11,6 +11,7 @@
 /// translation unit could otherwise be the copy the linker keeps for every caller, and a CPU without
 /// AVX-512 would stop on it.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -74,6 +75,9 @@ struct LanePlan {
   double p_WB[3] = {0, 0, 0};
   std::vector<LaneJoint> joints;
   std::vector<LanePart> parts;
+  /// Per world part, its bounding box as FixedBoxOverlapFn reads it: axes R_b (9, row-major), centre
+  /// p_b (3), half extents (3).
+  std::vector<std::array<double, 15>> world_boxes;
 };
 
 /// The pass's output for one block of configurations.

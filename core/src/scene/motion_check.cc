@@ -143,7 +143,7 @@ Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<
   const double* q[internal::kLanes];
   int64_t index[internal::kLanes];
   StateResult out[internal::kLanes];
-  PrepareLanes(cache);
+  PrepareLanes(cache, clearance);
   while (true) {
     int32_t m = 0;
     for (int64_t i; m < internal::kLanes && (i = next()) >= 0; ++m) {

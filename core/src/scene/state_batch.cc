@@ -3,6 +3,7 @@
 /// lanes (lanes.h), one broad-phase walk per robot part and block, and per configuration the exact tests
 /// CheckState would make, in the same order, only for the pairs whose boxes meet.
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
+#include "scene/lane_vector.h"
 #include "scene/lanes.h"
 #include "scene/scene_internal.h"
 
@@ -19,10 +21,6 @@ namespace proximity::core {
 using namespace internal;  // lanes.h, scene_internal.h
 
 namespace {
-
-// Lanes travel by value only between always-inlined helpers of this file (no call crosses the vector
-// ABI GCC warns about for targets with narrower registers).
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 void CopyRowMajor(const Mat3& R, double* out) {
   for (int r = 0; r < 3; ++r)
@@ -37,29 +35,6 @@ Mat3 LaneMatrix(const LaneVec* R, int k) {
 
 RigidTransform LaneTransform(const LaneFrame& X, int k) {
   return {LaneMatrix(X.R, k), Vec3(X.p[0].v[k], X.p[1].v[k], X.p[2].v[k])};
-}
-
-// Lane-wide comparisons as GCC vectors (kLanes doubles; lowered to what the build's target has), so
-// that a box test across the lanes is a few compares and no branch per lane.
-typedef double Lanes __attribute__((vector_size(sizeof(double) * kLanes)));
-typedef int64_t LaneBits __attribute__((vector_size(sizeof(double) * kLanes)));
-
-[[gnu::always_inline]] inline Lanes Load(const LaneVec& a) {
-  Lanes out;
-  __builtin_memcpy(&out, a.v, sizeof(out));
-  return out;
-}
-
-// Bit k set where lane k of `ok` is true (all ones): each lane keeps its own bit, then the halves are
-// or-ed together (three steps, where extracting the lanes one by one took eight).
-[[gnu::always_inline]] inline uint32_t LaneMask(LaneBits ok) {
-  static_assert(kLanes == 8, "the reduction below halves 8 lanes three times");
-  typedef int64_t Half __attribute__((vector_size(4 * sizeof(int64_t))));
-  typedef int64_t Quarter __attribute__((vector_size(2 * sizeof(int64_t))));
-  const LaneBits bits = ok & LaneBits{1, 2, 4, 8, 16, 32, 64, 128};
-  const Half h = __builtin_shufflevector(bits, bits, 0, 1, 2, 3) | __builtin_shufflevector(bits, bits, 4, 5, 6, 7);
-  const Quarter q = __builtin_shufflevector(h, h, 0, 1) | __builtin_shufflevector(h, h, 2, 3);
-  return static_cast<uint32_t>(q[0] | q[1]);
 }
 
 // The lanes (bits) whose box overlaps `b` (touching counts, as Overlap).
@@ -134,6 +109,14 @@ void Scene::BuildLanePlan() {
     lp.padding = rp.padding;
     plan->parts.push_back(lp);
   }
+  for (const WorldPart& wp : world_parts_) {
+    std::array<double, 15>& box = plan->world_boxes.emplace_back();
+    CopyRowMajor(wp.box.R_MB, box.data());
+    for (int d = 0; d < 3; ++d) {
+      box[9 + d] = wp.box.center[d];
+      box[12 + d] = wp.box.half_extents[d];
+    }
+  }
   lane_plan_ = std::move(plan);
 }
 
@@ -152,7 +135,7 @@ Status Scene::CheckStates(std::span<const double> qs, std::span<StateResult> out
       return Error{s.error().code, "configuration " + std::to_string(i) + ": " + s.error().message};
     }
   }
-  PrepareLanes(cache);
+  PrepareLanes(cache, clearance);
   for (size_t begin = 0; begin < out.size(); begin += kLanes) {
     const auto lanes = static_cast<int32_t>(std::min<size_t>(kLanes, out.size() - begin));
     const double* q[kLanes];
@@ -162,14 +145,20 @@ Status Scene::CheckStates(std::span<const double> qs, std::span<StateResult> out
   return {};
 }
 
-void Scene::PrepareLanes(SceneCache* cache) const {
+void Scene::PrepareLanes(SceneCache* cache, double clearance) const {
   if (cache->lanes == nullptr) cache->lanes = std::make_shared<LanePoses>();
   LanePoses& poses = *cache->lanes;
   poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
   poses.geometry.resize(robot_parts_.size());
   poses.boxes.resize(robot_parts_.size());
   poses.bounds.resize(robot_parts_.size());
+  // Each part's box half extents as CheckState grows them (padding and clearance), the same in every
+  // lane and block.
   poses.half.resize(3 * robot_parts_.size());
+  for (size_t i = 0; i < robot_parts_.size(); ++i) {
+    const RobotPart& rp = robot_parts_[i];
+    for (int d = 0; d < 3; ++d) poses.half[3 * i + d] = rp.local_box.half_extents[d] + rp.padding + clearance;
+  }
 }
 
 void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
@@ -189,12 +178,7 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
     out[k].within_limits = robot_->WithinLimits(std::span<const double>(q[k], dof));
   }
   const auto n = static_cast<int32_t>(robot_parts_.size());
-  // Each part's box half extents as CheckState grows them (padding and clearance), the same in every lane.
-  double* const half = poses.half.data();
-  for (int32_t i = 0; i < n; ++i) {
-    const RobotPart& rp = robot_parts_[i];
-    for (int d = 0; d < 3; ++d) half[3 * i + d] = rp.local_box.half_extents[d] + rp.padding + clearance;
-  }
+  const double* const half = poses.half.data();  // PrepareLanes: grown by padding and `clearance`
   // Every lane of `candidates` counts a tested pair, as WorldPairCollides and SelfPairCollides count one.
   const auto count = [&](uint32_t candidates) {
     for (uint32_t m = candidates; m != 0; m &= m - 1) {
@@ -215,13 +199,8 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
       const uint32_t candidates = active & OverlapMask(bounds, wp.bounds);
       if (candidates == 0) return false;
       count(candidates);
-      double R_b[9], p_b[3], half_b[3];
-      CopyRowMajor(wp.box.R_MB, R_b);
-      for (int d = 0; d < 3; ++d) {
-        p_b[d] = wp.box.center[d];
-        half_b[d] = wp.box.half_extents[d];
-      }
-      const uint32_t meet = candidates & kernels.fixed_box(poses.boxes[i], half + 3 * i, R_b, p_b, half_b);
+      const double* box = plan.world_boxes[static_cast<size_t>(w)].data();
+      const uint32_t meet = candidates & kernels.fixed_box(poses.boxes[i], half + 3 * i, box, box + 9, box + 12);
       for (uint32_t m = meet; m != 0; m &= m - 1) {
         const int k = std::countr_zero(m);
         if (WorldPairMeets(i, w, LaneTransform(poses.geometry[i], k), clearance, cache, &out[k])) {

@@ -761,10 +761,11 @@ class Scene {
   void BuildLanePlan();
   // CheckStates on validated configurations, a block of `lanes` <= kLanes of them (q holds kLanes
   // pointers; those past `lanes` repeat one of the others): `clearance` for robot-world pairs,
-  // `self_clearance` for pairs of robot parts, as CheckStateWith. PrepareLanes(cache) first.
+  // `self_clearance` for pairs of robot parts, as CheckStateWith. PrepareLanes(cache, clearance) first.
   void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
                        SceneCache* cache, StateResult* out) const;
-  void PrepareLanes(SceneCache* cache) const;
+  // Sizes the cache's lane buffers and grows each part's box by its padding and `clearance`.
+  void PrepareLanes(SceneCache* cache, double clearance) const;
 };
 
 /// The instruction set Scene::CheckStates poses its blocks of configurations with on this CPU: "avx512",
