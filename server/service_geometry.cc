@@ -98,8 +98,8 @@ grpc::Status ProximityServiceImpl::ComputeContacts(grpc::ServerContext* context,
                                                    v1::ComputeContactsResponse* response) {
   return opening_.ServeScene(context, Rpc::kComputeContacts, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    thread_local std::vector<double> q;
-    thread_local core::SceneCache cache;
+    QueryScratch& scratch = *ThreadScratch();  // the thread's configuration and scene cache (queries.h)
+    std::vector<double>& q = scratch.q0;
     std::vector<std::string> warnings;
     if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
       return ToGrpcStatus(s);
@@ -107,7 +107,7 @@ grpc::Status ProximityServiceImpl::ComputeContacts(grpc::ServerContext* context,
     auto query = ToContactRequest(*request);
     if (!query.ok()) return ToGrpcStatus(query.error());
     query.value().stop = call.interrupt();
-    const core::Result<core::SceneContactResult> contacts = core::ComputeSceneContacts(scene, q, query.value(), &cache);
+    const core::Result<core::SceneContactResult> contacts = core::ComputeSceneContacts(scene, q, query.value(), scratch.cache);
     if (!contacts.ok()) return ToGrpcStatus(contacts.error());
     const core::SceneContactResult& r = contacts.value();
     if (r.stopped) return call.cancel().status(std::to_string(r.pairs_tested) + " pairs");
@@ -130,8 +130,8 @@ grpc::Status ProximityServiceImpl::ComputeSignedDistance(grpc::ServerContext* co
   return opening_.ServeScene(context, Rpc::kComputeSignedDistance, request->scene_id(),
                              [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    thread_local std::vector<double> q;
-    thread_local core::SceneCache cache;
+    QueryScratch& scratch = *ThreadScratch();  // the thread's configuration and scene cache (queries.h)
+    std::vector<double>& q = scratch.q0;
     std::vector<std::string> warnings;
     if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
       return ToGrpcStatus(s);
@@ -144,7 +144,7 @@ grpc::Status ProximityServiceImpl::ComputeSignedDistance(grpc::ServerContext* co
     query.abs_err = request->abs_err();
     query.stop = call.interrupt();
     const core::Result<core::PairSignedDistance> distance = core::ComputePairSignedDistance(
-        scene, request->first(), request->second(), q, query, &cache, "first", "second");
+        scene, request->first(), request->second(), q, query, scratch.cache, "first", "second");
     if (!distance.ok()) return ToGrpcStatus(distance.error());
     if (distance.value().stopped) return call.cancel().status("the pair's geometries");
     ToWire(scene, distance.value(), response);

@@ -34,14 +34,14 @@ grpc::Status ProximityServiceImpl::CheckState(grpc::ServerContext* context, cons
                                               v1::CheckStateResponse* response) {
   return opening_.ServeScene(context, Rpc::kCheckState, request->scene_id(), [&](CallScope& call) -> grpc::Status {
     const core::Scene& scene = call.scene();
-    // Per-thread scratch: a warm unary CheckState allocates nothing beyond its response.
-    thread_local std::vector<double> q;
-    thread_local core::SceneCache cache;
+    // The thread's scratch (queries.h): a warm unary CheckState allocates nothing beyond its response.
+    QueryScratch& scratch = *ThreadScratch();
+    std::vector<double>& q = scratch.q0;
     std::vector<std::string> warnings;
     if (core::Status s = ResolveState(scene.robot(), request->state(), "state", &q, &warnings); !s.ok()) {
       return ToGrpcStatus(s);
     }
-    const core::Result<core::StateResult> checked = scene.CheckState(q, &cache);
+    const core::Result<core::StateResult> checked = scene.CheckState(q, scratch.cache);
     if (!checked.ok()) return ToGrpcStatus(checked.error());
     const core::StateResult& r = checked.value();
     ToWire(scene, r, response);
@@ -202,10 +202,10 @@ grpc::Status ProximityServiceImpl::CheckPath(grpc::ServerContext* context, const
     auto motion = ToMotionRequest(request->mode(), request->resolution(), "");
     if (!motion.ok()) return ToGrpcStatus(motion.error());
     const std::vector<double> waypoints = rows.value().All();
-    thread_local core::SceneCache cache;
+    QueryScratch& scratch = *ThreadScratch();
     core::MotionRequest query = motion.value();
     query.stop = call.interrupt();
-    const core::Result<core::PathResult> checked = scene.CheckPath(waypoints, query, &cache);
+    const core::Result<core::PathResult> checked = scene.CheckPath(waypoints, query, scratch.cache);
     if (!checked.ok()) return ToGrpcStatus(checked.error());
     const core::PathResult& r = checked.value();
     const Work work = MotionWork(r);
@@ -321,8 +321,9 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
     core::ContinuousResult r;
     switch (request->motion_case()) {
       case v1::TimeOfFirstContactRequest::kJointMotion: {
-        thread_local std::vector<double> q0, q1;
-        thread_local core::SceneCache cache;
+        QueryScratch& scratch = *ThreadScratch();
+        std::vector<double>& q0 = scratch.q0;
+        std::vector<double>& q1 = scratch.q1;
         const v1::JointMotion& m = request->joint_motion();
         std::vector<std::string> warnings;
         if (core::Status s = ResolveState(scene.robot(), m.start(), "joint_motion.start", &q0, &warnings); !s.ok()) {
@@ -332,7 +333,7 @@ grpc::Status ProximityServiceImpl::TimeOfFirstContact(grpc::ServerContext* conte
           return ToGrpcStatus(s);
         }
         AddWarnings(call, &warnings, response);
-        core::Result<core::ContinuousResult> checked = scene.TimeOfFirstContact(q0, q1, query, &cache);
+        core::Result<core::ContinuousResult> checked = scene.TimeOfFirstContact(q0, q1, query, scratch.cache);
         if (!checked.ok()) return ToGrpcStatus(checked.error());
         r = std::move(checked).value();
         break;
