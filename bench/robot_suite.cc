@@ -193,6 +193,9 @@ class RobotSuite {
 
   // CLEAR: both sides over a set of states.
   void PoseFcl(std::span<const double> q, const Scene& scene);
+  // Whether FCL finds q free in problem k once its mesh-sphere contacts are refereed by brute force
+  // (asked after the timing, for a state the timed FCL called colliding).
+  bool PeerFreeRefereed(std::span<const double> q, int32_t k);
   void TimeStates(const std::vector<StateItem>& states, int reps, SideRun* ours, SideRun* peer);
   void ReportDisagreements(const char* what, const std::vector<StateItem>& states, const SideRun& ours,
                            SideRun* peer);
@@ -392,6 +395,13 @@ void RobotSuite::MakeRandomStates() {
 }
 
 // The peer's link objects posed at q (link poses from our forward kinematics).
+bool RobotSuite::PeerFreeRefereed(std::span<const double> q, int32_t k) {
+  const Scene& scene = *scenes_[static_cast<size_t>(k)];
+  PoseFcl(q, scene);
+  int64_t overruled = 0;
+  return fcl_robot_->Free(scene, *worlds_[static_cast<size_t>(k)].manager, &overruled);
+}
+
 void RobotSuite::PoseFcl(std::span<const double> q, const Scene& scene) {
   (void)robot_->ForwardKinematics(q, std::span<RigidTransform>(X_WL_), scene.X_WB());
   fcl_robot_->Pose(X_WL_);
@@ -440,10 +450,7 @@ void RobotSuite::ReportDisagreements(const char* what, const std::vector<StateIt
   int64_t refuted = 0;
   for (size_t i = 0; i < states.size(); ++i) {
     if (!ours.free[i] || peer.free[i]) continue;
-    const Scene& scene = *scenes_[states[i].problem];
-    PoseFcl(states[i].q, scene);
-    int64_t overruled = 0;
-    peer.refuted[i] = fcl_robot_->Free(scene, *worlds_[states[i].problem].manager, &overruled);
+    peer.refuted[i] = PeerFreeRefereed(states[i].q, states[i].problem);
     refuted += peer.refuted[i];
   }
   if (refuted > 0) {
@@ -585,10 +592,7 @@ void RobotSuite::ClearBatch() {
       disagree += out[i].free != static_cast<bool>(single_free[i]);
       colliding += !out[i].free;
       if (out[i].free == static_cast<bool>(peer_free[i])) continue;
-      // FCL's contact may be a mesh-sphere one the brute-force distance overrules (after the timing).
-      int64_t overruled = 0;
-      PoseFcl(row(i), scene);
-      if (out[i].free && fcl_robot_->Free(scene, *worlds_[k].manager, &overruled)) {
+      if (out[i].free && PeerFreeRefereed(row(i), static_cast<int32_t>(k))) {
         ++peer_refuted;
       } else {
         ++disagree_peer;

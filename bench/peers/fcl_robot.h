@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "peers/fcl_peer.h"
+#include "proximity/core/narrowphase/triangle.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"
 
@@ -49,30 +50,11 @@ struct FclCallbackData {
   int64_t refuted = 0;
 };
 
-/// Closest point to p on triangle abc (the Voronoi regions of its vertices, edges and face).
-inline core::Vec3 ClosestOnTriangle(const core::Vec3& p, const core::Vec3& a, const core::Vec3& b, const core::Vec3& c) {
-  const core::Vec3 ab = b - a, ac = c - a, ap = p - a;
-  const double d1 = ab.dot(ap), d2 = ac.dot(ap);
-  if (d1 <= 0.0 && d2 <= 0.0) return a;
-  const core::Vec3 bp = p - b;
-  const double d3 = ab.dot(bp), d4 = ac.dot(bp);
-  if (d3 >= 0.0 && d4 <= d3) return b;
-  const double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) return a + (d1 / (d1 - d3)) * ab;
-  const core::Vec3 cp = p - c;
-  const double d5 = ab.dot(cp), d6 = ac.dot(cp);
-  if (d6 >= 0.0 && d5 <= d6) return c;
-  const double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) return a + (d2 / (d2 - d6)) * ac;
-  const double va = d3 * d6 - d5 * d4;
-  if (va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0) return b + ((d4 - d3) / ((d4 - d3) + (d5 - d6))) * (c - b);
-  const double denom = 1.0 / (va + vb + vc);
-  return a + ab * (vb * denom) + ac * (vc * denom);
-}
-
 /// For a pair of a triangle mesh (BVHModel) and a sphere: whether every triangle lies farther from
-/// the sphere's centre than its radius (brute force over the triangles, in the mesh's frame; no FCL
-/// narrow phase), i.e. the surfaces FCL's triangle tests compare do not meet. false for other pairs.
+/// the sphere's centre than its radius (brute force over the triangles, in the mesh's frame, with the
+/// closest-point kernel tests/core/narrowphase/triangle_test.cc checks against a projection oracle; no
+/// FCL narrow phase and none of the scene's walks), i.e. the surfaces FCL's triangle tests compare do
+/// not meet. false for other pairs.
 /// FCL 0.7's sphere-triangle test reports some spheres centimetres away as touching (upstream fixed it
 /// after 0.7), which the dense check must not count against a path.
 inline bool SphereApartFromMesh(const fcl::CollisionObjectd* o1, const fcl::CollisionObjectd* o2) {
@@ -86,7 +68,8 @@ inline bool SphereApartFromMesh(const fcl::CollisionObjectd* o1, const fcl::Coll
   const core::Vec3 centre = mesh->getTransform().inverse() * sphere->getTranslation();
   for (int t = 0; t < model->num_tris; ++t) {
     const fcl::Triangle& tri = model->tri_indices[t];
-    const core::Vec3 q = ClosestOnTriangle(centre, model->vertices[tri[0]], model->vertices[tri[1]], model->vertices[tri[2]]);
+    const core::Vec3 q =
+        core::ClosestPointOnTriangle(centre, model->vertices[tri[0]], model->vertices[tri[1]], model->vertices[tri[2]]);
     if ((q - centre).norm() <= radius) return false;
   }
   return true;
