@@ -219,9 +219,8 @@ def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
         c.wait_until_serving()
         q0 = np.zeros(6)
         short = np.stack([q0, q0 + 1e-3])
-        # Just under the 1e7 states a call may ask: 1.4 s of work for one core at the 0.14 us a state the
-        # batched check takes on this short free motion (AMD EPYC, 2026-12), and the four admitted calls
-        # share two cores, so the 1 s deadline below ends every one of them before it can finish.
+        # Just under the 1e7 states a call may ask: seconds of work, so that the admitted calls are still
+        # running when the others arrive.
         resolution = float(np.linalg.norm(short[1] - short[0])) / 0.99e7
         codes: List[str] = []
         messages: List[str] = []
@@ -243,7 +242,9 @@ def test_concurrent_calls_beyond_the_quota_are_refused() -> None:
             t.join(timeout=60)
         assert len(codes) == 10
         assert codes.count("RESOURCE_EXHAUSTED") >= 5, codes
-        assert set(codes) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}, codes
+        # An admitted call ends at its deadline or, on a machine fast enough, with its answer: how long
+        # the work takes is not what this test is about.
+        assert set(codes) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "OK"}, codes
         # The refusals name the limit and its value.
         assert all("--max-concurrent-calls" in m and " 4 " in m for m in messages), messages
         # The refused and expired calls' handlers end within their deadline check; once their threads are
