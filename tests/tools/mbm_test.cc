@@ -1065,7 +1065,7 @@ TEST(MbmScene, AllSevenHundredStartsAndGoalsAreFreeWithMbmPanda) {
     SceneDescription probed = description.value();
     ObjectPart probe;
     probe.geometry.shape = Box{Vec3::Constant(0.01)};
-    probe.X_WG = cache.X_WL[hand.value()];
+    probe.X_WG = cache.link_poses()[hand.value()];
     probed.objects.push_back({"probe", {probe}});
     auto probed_scene = Scene::Build(probed);
     ASSERT_TRUE(probed_scene.ok()) << probed_scene.error().message;

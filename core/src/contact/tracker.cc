@@ -494,8 +494,8 @@ void Tracker::Report(const TrackRequest& request, TrackResult* result) {
       const size_t dof = static_cast<size_t>(robot.num_positions());
       jacobian_a_.resize(3 * dof);
       jacobian_b_.assign(3 * dof, 0.0);
-      robot.PointJacobian(pair.link, tp.distance.p_W_robot, cache_.X_WL, jacobian_a_);
-      if (pair.self) robot.PointJacobian(pair.other_link, tp.distance.p_W_other, cache_.X_WL, jacobian_b_);
+      robot.PointJacobian(pair.link, tp.distance.p_W_robot, cache_.link_poses(), jacobian_a_);
+      if (pair.self) robot.PointJacobian(pair.other_link, tp.distance.p_W_other, cache_.link_poses(), jacobian_b_);
       tp.gradient.resize(dof);
       for (size_t j = 0; j < dof; ++j) {
         double g = 0.0;

@@ -11,6 +11,7 @@
 #include "proximity/core/bvh/mesh_query.h"
 #include "proximity/core/bvh/shape_query.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 
@@ -105,7 +106,7 @@ Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const Rigid
   return bound;
 }
 
-struct Scene::DistanceCandidate {
+struct SceneImpl::DistanceCandidate {
   int32_t a, b;  // robot part; world part, or (self) the self pair's index until it is queried, then its part
   bool self;
   bool refined;  // `cheap` includes the convex stand-ins' bound (or there are none)
@@ -115,8 +116,8 @@ struct Scene::DistanceCandidate {
 
 // The cheap bound is the distance between padded boxes: growing a box by the padding along every axis
 // covers the padding ball, so that distance is at most the padded clearance.
-std::vector<Scene::DistanceCandidate> Scene::DistanceCandidates(const SceneDistanceRequest& request,
-                                                                const SceneCache& cache) const {
+std::vector<SceneImpl::DistanceCandidate> SceneImpl::DistanceCandidates(const SceneDistanceRequest& request,
+                                                                        const SceneCacheData& cache) const {
   const std::vector<Aabb>& boxes = cache.part_bounds;
   std::vector<DistanceCandidate> candidates;
   const int32_t nparts = static_cast<int32_t>(robot_parts_.size());
@@ -138,8 +139,8 @@ std::vector<Scene::DistanceCandidate> Scene::DistanceCandidates(const SceneDista
   return candidates;
 }
 
-PairDistance Scene::QueryPair(const DistanceCandidate& c, double stop, const SceneDistanceRequest& request,
-                              const SceneCache& cache, SceneDistanceResult* result) const {
+PairDistance SceneImpl::QueryPair(const DistanceCandidate& c, double stop, const SceneDistanceRequest& request,
+                                  const SceneCacheData& cache, SceneDistanceResult* result) const {
   const double rel = request.rel_err, abs = request.abs_err;
   const auto budget_met = [&](const PairDistance& pd) {
     return pd.upper <= pd.lower * (1.0 + rel) || pd.upper - pd.lower <= abs;
@@ -185,8 +186,8 @@ PairDistance Scene::QueryPair(const DistanceCandidate& c, double stop, const Sce
 // meets the budget against the best upper bound found, and each query may stop early at that point.
 // With L the smallest lower bound over all pairs (queried or skipped) and U the smallest upper bound,
 // the budget then holds for [L, U] (see the header and mesh_query.h).
-Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
-                                                   SceneCache* cache) const {
+Result<SceneDistanceResult> SceneImpl::ComputeDistance(std::span<const double> q, const SceneDistanceRequest& request,
+                                                       SceneCacheData* cache) const {
   DistanceRequest budget{request.rel_err, request.abs_err, request.max_distance};
   if (Status s = ValidateDistanceRequest(budget); !s.ok()) return s.error();
   if (Status s = PoseParts(q, cache); !s.ok()) return s.error();  // rejects a wrong size or NaN
@@ -228,8 +229,8 @@ Result<SceneDistanceResult> Scene::ComputeDistance(std::span<const double> q, co
       const RigidTransform& X_g = c.self ? cache->X_WG[other_part] : WorldPartPose(c.b);
       // GJK starts cold: a warm start would make the answer depend on the cache's history in its last
       // digits, and the same state and request must give the same answer.
-      const double hull =
-          HullLowerBound(robot_parts_[c.a].geometry, cache->X_WG[c.a], g, X_g, stop + c.padding, &result.stats, nullptr);
+      const double hull = HullLowerBound(robot_parts_[c.a].geometry, cache->X_WG[c.a], g, X_g, stop + c.padding,
+                                         &result.stats, nullptr);
       if (hull - c.padding > c.cheap) {
         c.cheap = hull - c.padding;
         candidates[remaining++] = c;

@@ -22,6 +22,7 @@
 
 #include "proximity/core/scene/scene.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 namespace internal {
@@ -30,8 +31,8 @@ namespace internal {
 /// that tighten them), the ends, then the walk. Lives for one call; all its buffers are per call.
 class CertifiedMotion {
  public:
-  CertifiedMotion(const Scene& scene, std::span<const double> q0, std::span<const double> q1, double clearance,
-                  double self_clearance, SceneCache* cache, MotionResult* result)
+  CertifiedMotion(const SceneImpl& scene, std::span<const double> q0, std::span<const double> q1, double clearance,
+                  double self_clearance, SceneCacheData* cache, MotionResult* result)
       : scene_(scene),
         robot_(*scene.robot_),
         q0_(q0),
@@ -68,7 +69,7 @@ class CertifiedMotion {
     double padding;  // the pair's total padding and the clearance asked for: distances count from there
     int32_t skip;    // self: the common ancestor's moving joints, which move both parts alike
     size_t cache;    // the pair's hull warm start in the SceneCache
-    const Scene::SelfPair* mapped;  // self, with a self-clearance map: the pair; else null
+    const SceneImpl::SelfPair* mapped;  // self, with a self-clearance map: the pair; else null
   };
 
   // A configuration on the segment: robot geometry poses and bounds, and per-pair distance bounds
@@ -110,7 +111,7 @@ class CertifiedMotion {
     for (int32_t i = 0; i < nparts_; ++i) {
       const double motion = part_motion_[i];
       if (motion == 0.0) continue;
-      const Scene::RobotPart& rp = scene_.robot_parts_[i];
+      const SceneImpl::RobotPart& rp = scene_.robot_parts_[i];
       for (int32_t k = 0; k < static_cast<int32_t>(scene_.world_parts_.size()); ++k) {
         if (!scene_.AllowedEntityObject(rp.entity, scene_.world_parts_[k].object)) {
           pairs_.push_back({i, k, false, motion, rp.padding + clearance_, 0, scene_.WorldPairCache(i, k), nullptr});
@@ -118,16 +119,19 @@ class CertifiedMotion {
       }
     }
     for (size_t s = 0; s < scene_.self_pairs_.size(); ++s) {
-      const Scene::SelfPair& sp = scene_.self_pairs_[s];
+      const SceneImpl::SelfPair& sp = scene_.self_pairs_[s];
       const double motion = scene_.SelfPairMotion(sp, q0_, q1_);
       if (motion == 0.0) continue;
       const double padding = scene_.robot_parts_[sp.a].padding + scene_.robot_parts_[sp.b].padding + self_clearance_;
       // A pair with a self-clearance map whose cells along the segment all keep it apart is certified
       // on the whole segment by look-ups (a wrist's flange a few millimetres from its forearm would
       // otherwise take bisection down to millimetre motions, a distance walk at every sample).
-      if (sp.clearance_map != nullptr && scene_.SelfPairClearAlong(sp, q0_, q1_, padding, Scene::kMapFillBudget)) continue;
-      pairs_.push_back({sp.a, sp.b, true, motion, padding, robot_.NumMovingJoints(sp.ancestor),
-                        scene_.SelfPairCache(s), sp.clearance_map != nullptr ? &sp : nullptr});
+      if (sp.clearance_map != nullptr &&
+          scene_.SelfPairClearAlong(sp, q0_, q1_, padding, SceneImpl::kMapFillBudget, &cache_->map_fill)) {
+        continue;
+      }
+      pairs_.push_back({sp.a, sp.b, true, motion, padding, robot_.NumMovingJoints(sp.ancestor), scene_.SelfPairCache(s),
+                        sp.clearance_map != nullptr ? &sp : nullptr});
       if (sp.clearance_map != nullptr) mapped_.push_back(pairs_.size() - 1);
     }
     npairs_ = pairs_.size();
@@ -142,7 +146,7 @@ class CertifiedMotion {
   void CollectLevers() {
     lever_begin_.assign(nparts_ + 1, 0);
     for (int32_t i = 0; i < nparts_; ++i) {
-      const Scene::RobotPart& rp = scene_.robot_parts_[i];
+      const SceneImpl::RobotPart& rp = scene_.robot_parts_[i];
       lever_begin_[i] = static_cast<int32_t>(levers_.size());
       if (part_motion_[i] > 0.0) robot_.MotionLevers(rp.link, 0, q0_, q1_, rp.reach, &levers_);
       for (size_t l = lever_growth_.size(); l < levers_.size(); ++l) {
@@ -224,7 +228,7 @@ class CertifiedMotion {
     sample_eta_enough_.resize(sample_eta_enough_.size() + npairs_, std::numeric_limits<double>::quiet_NaN());
     const Sample smp = At(static_cast<int32_t>(sample_t_.size()) - 1);
     for (int32_t i = 0; i < nparts_; ++i) {
-      const Scene::RobotPart& rp = scene_.robot_parts_[i];
+      const SceneImpl::RobotPart& rp = scene_.robot_parts_[i];
       smp.X_WG[i] = cache_->X_WL[rp.link] * rp.X_LG;
       smp.bounds[i] = WorldBounds(rp.local_box, smp.X_WG[i]);
     }
@@ -288,13 +292,13 @@ class CertifiedMotion {
 
   const Geometry& OtherGeometry(const PairRef& p) const {
     if (p.self) return scene_.robot_parts_[p.b].geometry;
-    const Scene::WorldPart& wp = scene_.world_parts_[p.b];
+    const SceneImpl::WorldPart& wp = scene_.world_parts_[p.b];
     return scene_.objects_[wp.object].parts[wp.part].geometry;
   }
 
   const RigidTransform& OtherPose(const Sample& s, const PairRef& p) const {
     if (p.self) return s.X_WG[p.b];
-    const Scene::WorldPart& wp = scene_.world_parts_[p.b];
+    const SceneImpl::WorldPart& wp = scene_.world_parts_[p.b];
     return scene_.objects_[wp.object].parts[wp.part].X_WG;
   }
 
@@ -343,11 +347,12 @@ class CertifiedMotion {
   // Whether pair k touches at s (the exact test); records the contact when it does.
   bool ContactAt(const Sample& s, size_t k) {
     const PairRef& p = pairs_[k];
-    if (!Scene::PairCollides(scene_.robot_parts_[p.a].geometry, s.X_WG[p.a], OtherGeometry(p), OtherPose(s, p),
-                             p.padding, &result_->stats, HullCache(p))) {
+    if (!SceneImpl::PairCollides(scene_.robot_parts_[p.a].geometry, s.X_WG[p.a], OtherGeometry(p), OtherPose(s, p),
+                                 p.padding, &result_->stats, HullCache(p))) {
       return false;
     }
-    result_->contact = p.self ? scene_.SelfContact(p.a, p.b) : scene_.WorldContact(p.a, scene_.world_parts_[p.b].object);
+    result_->contact =
+        p.self ? scene_.SelfContact(p.a, p.b) : scene_.WorldContact(p.a, scene_.world_parts_[p.b].object);
     return true;
   }
 
@@ -468,12 +473,12 @@ class CertifiedMotion {
     return {};
   }
 
-  const Scene& scene_;
+  const SceneImpl& scene_;
   const RobotModel& robot_;
   std::span<const double> q0_, q1_;
   double clearance_;       // robot-world pairs
   double self_clearance_;  // pairs of robot parts
-  SceneCache* cache_;
+  SceneCacheData* cache_;
   MotionResult* result_;
   const int32_t nparts_;
   std::vector<double> q_;  // the configuration being posed
@@ -504,9 +509,13 @@ class CertifiedMotion {
 
 }  // namespace internal
 
-Result<MotionResult> Scene::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
-                                                 double clearance, double self_clearance, const Interrupt& stop,
-                                                 SceneCache* cache, MotionResult prepass) const {
+using internal::SceneCacheData;
+using internal::SceneImpl;
+
+Result<MotionResult> SceneImpl::CheckMotionCertified(std::span<const double> q0, std::span<const double> q1,
+                                                     bool narrow, double clearance, double self_clearance,
+                                                     const Interrupt& stop, SceneCacheData* cache,
+                                                     MotionResult prepass) const {
   internal::CertifiedMotion walk(*this, q0, q1, clearance, self_clearance, cache, &prepass);
   if (Status s = walk.Run(narrow, stop); !s.ok()) return s.error();
   return prepass;

@@ -10,6 +10,7 @@
 #include "proximity/core/scene/scene.h"
 #include "scene/lanes.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 
@@ -57,7 +58,7 @@ double SelfClearance(const MotionRequest& request) {
 
 }  // namespace
 
-double Scene::RobotDisplacementBound(std::span<const double> dq) const {
+double SceneImpl::RobotDisplacementBound(std::span<const double> dq) const {
   const std::vector<double> zero(dq.size(), 0.0);
   std::vector<RobotModel::MotionLever> levers;
   double worst = 0.0;
@@ -73,8 +74,8 @@ double Scene::RobotDisplacementBound(std::span<const double> dq) const {
   return worst;
 }
 
-Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<const double> q1,
-                                        const MotionRequest& request, SceneCache* cache) const {
+Result<MotionResult> SceneImpl::CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                            const MotionRequest& request, SceneCacheData* cache) const {
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
   if (Status s = CheckClearance(request.clearance); !s.ok()) return s.error();
@@ -113,9 +114,9 @@ Result<MotionResult> Scene::CheckMotion(std::span<const double> q0, std::span<co
 // segment when coarse to fine), and the first colliding state in the order is the one reported, as if
 // they had been checked one by one; MotionResult::states counts every state posed. `stop` is asked
 // before each block; when it says stop, MotionResult::stopped is set.
-Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
-                                          bool coarse_to_fine, bool ends, double clearance, double self_clearance,
-                                          const Interrupt& stop, SceneCache* cache) const {
+Result<MotionResult> SceneImpl::SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t n,
+                                              bool coarse_to_fine, bool ends, double clearance, double self_clearance,
+                                              const Interrupt& stop, SceneCacheData* cache) const {
   MotionResult result;
   // The visiting order, one index at a time (-1 when done).
   int64_t next_in_order = ends ? 0 : 1;
@@ -172,8 +173,9 @@ Result<MotionResult> Scene::SampleSegment(std::span<const double> q0, std::span<
   }
 }
 
-Result<MotionResult> Scene::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
-                                                const MotionRequest& request, SceneCache* cache) const {
+Result<MotionResult> SceneImpl::CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1,
+                                                    int64_t steps, const MotionRequest& request,
+                                                    SceneCacheData* cache) const {
   Result<MotionResult> sampled = SampleSegment(q0, q1, steps, request.coarse_to_fine, request.check_ends,
                                                request.clearance, SelfClearance(request), request.stop, cache);
   if (!sampled.ok()) return sampled;
@@ -184,8 +186,8 @@ Result<MotionResult> Scene::CheckMotionDiscrete(std::span<const double> q0, std:
   return sampled;
 }
 
-Result<PathResult> Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& request,
-                                    SceneCache* cache) const {
+Result<PathResult> SceneImpl::CheckPath(std::span<const double> waypoints, const MotionRequest& request,
+                                        SceneCacheData* cache) const {
   const size_t dof = static_cast<size_t>(robot_->num_positions());
   // A robot without joints has one configuration (no values): its path is that one state.
   if (dof == 0 ? !waypoints.empty() : (waypoints.empty() || waypoints.size() % dof != 0)) {

@@ -19,6 +19,7 @@
 #include "proximity/core/bvh/mesh_query.h"
 #include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 #include "scene/self_clearance_fill.h"
 
 namespace proximity::core {
@@ -46,7 +47,7 @@ std::string StateContact::OtherName(const Scene& scene) const {
 }
 
 Result<std::shared_ptr<const Scene>> Scene::Build(SceneDescription d) {
-  Result<std::shared_ptr<Scene>> scene = Make(std::move(d));
+  Result<std::shared_ptr<SceneImpl>> scene = SceneImpl::Make(std::move(d));
   if (!scene.ok()) return scene.error();
   return std::shared_ptr<const Scene>(std::move(scene).value());
 }
@@ -59,8 +60,8 @@ Status CheckWithinExtent(const Obb& box_G, const RigidTransform& X_FG, const std
   const Aabb b = WorldBounds(box_G, X_FG);
   const double reach = std::max(b.max.cwiseAbs().maxCoeff(), b.min.cwiseAbs().maxCoeff());
   if (reach <= kWorldExtent) return {};
-  return InvalidArgument(what + " reaches " + FormatNumber(reach) + " m from the origin, beyond the accepted extent of " +
-                         FormatNumber(kWorldExtent) + " m");
+  return InvalidArgument(what + " reaches " + FormatNumber(reach) +
+                         " m from the origin, beyond the accepted extent of " + FormatNumber(kWorldExtent) + " m");
 }
 
 // Every size of a primitive: > 0 (a zero-size solid is almost surely a mistake and has no interior to
@@ -249,7 +250,7 @@ Result<NameIndex> IndexAttached(const std::vector<AttachedObject>& attached, con
 
 // Every name a pair or a padding can use: links, world objects and attached objects share one
 // namespace. The entities of the allowed-collision matrix are the links, then the attached objects.
-struct Scene::Names {
+struct SceneImpl::Names {
   const RobotModel* robot = nullptr;
   NameIndex object_by_id, attached_by_id;
 
@@ -336,41 +337,36 @@ int32_t CloudMapCells(const MeshModel& mesh) {
   for (const Vec3& v : mesh.mesh().vertices) box.Extend(v);
   const double longest = 1.2 * (box.max - box.min).maxCoeff();
   const double cells = std::ceil(longest / kCloudMapCell);
-  return static_cast<int32_t>(std::clamp(cells, static_cast<double>(kCloudMapMinCells), static_cast<double>(kCloudMapMaxCells)));
+  return static_cast<int32_t>(
+      std::clamp(cells, static_cast<double>(kCloudMapMinCells), static_cast<double>(kCloudMapMaxCells)));
 }
 
-// The distance map of a robot link mesh (unsigned: meshes are surfaces, so a point inside a closed
+// The distance map of a robot part's mesh (unsigned: meshes are surfaces, so a point inside a closed
 // link but away from its triangles is free, and the map proves it so), made once per mesh for every
-// scene that holds point clouds (a sensor's cloud is replaced many times a second, and each update
-// builds a scene), and kept while the mesh lives. Null when none can be made: the exact walk then.
-std::shared_ptr<const SignedDistanceMap> LinkDistanceMap(const std::shared_ptr<const MeshModel>& mesh) {
-  struct Entry {
-    std::weak_ptr<const MeshModel> mesh;
-    std::shared_ptr<const SignedDistanceMap> map;
-  };
-  static std::mutex mutex;
-  static std::unordered_map<const MeshModel*, Entry> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::erase_if(cache, [](const auto& kv) { return kv.second.mesh.expired(); });
-  auto it = cache.find(mesh.get());
-  if (it != cache.end()) return it->second.map;
-  SdfBuildOptions options;
-  options.unsigned_distance = true;
-  Result<std::shared_ptr<const SignedDistanceMap>> map = SignedDistanceMap::Build(*mesh, CloudMapCells(*mesh), options);
-  Entry e{mesh, map.ok() ? map.value() : nullptr};
-  cache.emplace(mesh.get(), e);
-  return e.map;
+// scene that holds point clouds and shares `maps` (a sensor's cloud is replaced many times a second,
+// and each update builds a scene), and kept while the mesh lives. Null when none can be made: the exact
+// walk then.
+std::shared_ptr<const SignedDistanceMap> LinkDistanceMap(SelfClearanceMaps& maps,
+                                                         const std::shared_ptr<const MeshModel>& mesh) {
+  return internal::PartDistanceMapsOf(maps).Get(mesh, [&]() -> std::shared_ptr<const SignedDistanceMap> {
+    SdfBuildOptions options;
+    options.unsigned_distance = true;
+    Result<std::shared_ptr<const SignedDistanceMap>> map =
+        SignedDistanceMap::Build(*mesh, CloudMapCells(*mesh), options);
+    return map.ok() ? map.value() : nullptr;
+  });
 }
 
 }  // namespace
 
-Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
+Result<std::shared_ptr<SceneImpl>> SceneImpl::Make(SceneDescription d) {
   if (Status s = ValidateRobotPlacement(d); !s.ok()) return s.error();
-  auto scene = std::shared_ptr<Scene>(new Scene());
+  auto scene = std::make_shared<SceneImpl>();
   static std::atomic<uint64_t> serials{0};
   scene->serial_ = ++serials;
   scene->robot_ = d.robot;
-  scene->self_clearance_maps_ = d.self_clearance_maps != nullptr ? d.self_clearance_maps : SelfClearanceMaps::For(d.robot);
+  scene->self_clearance_maps_ =
+      d.self_clearance_maps != nullptr ? d.self_clearance_maps : SelfClearanceMaps::For(d.robot);
   Result<Names> names = Names::Index(d);
   if (!names.ok()) return names.error();
   Result<std::vector<double>> padding = names.value().Padding(d);
@@ -391,7 +387,8 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   });
   if (clouds) {
     for (RobotPart& rp : scene->robot_parts_) {
-      if (rp.geometry.is_mesh()) rp.geometry.distance_map = LinkDistanceMap(rp.geometry.mesh);
+      if (!rp.geometry.is_mesh()) continue;
+      rp.geometry.distance_map = LinkDistanceMap(*scene->self_clearance_maps_, rp.geometry.mesh);
     }
   }
   if (Status s = scene->PairRobotParts(d.limits, d.stop); !s.ok()) return s.error();
@@ -411,14 +408,14 @@ Result<std::shared_ptr<Scene>> Scene::Make(SceneDescription d) {
   return scene;
 }
 
-void Scene::AllowEntities(size_t a, size_t b) {
+void SceneImpl::AllowEntities(size_t a, size_t b) {
   entity_allowed_[a * num_entities_ + b] = 1;
   entity_allowed_[b * num_entities_ + a] = 1;
 }
 
 // The robot's own allowed pairs (SRDF, adjacent links), and each attached object with itself, its
 // carrying link and its touch links.
-void Scene::AllowRobotPairs(const SceneDescription& d, const Names& names) {
+void SceneImpl::AllowRobotPairs(const SceneDescription& d, const Names& names) {
   const RobotModel& robot = *d.robot;
   const size_t nl = names.num_links(), na = d.attached.size();
   num_entities_ = names.num_entities();
@@ -435,7 +432,7 @@ void Scene::AllowRobotPairs(const SceneDescription& d, const Names& names) {
 
 // The description's allowed pairs by name: two entities, or an entity and a world object. Names that
 // are nothing here are kept and ignored, with one warning for all of them.
-void Scene::AllowNamedPairs(const std::vector<std::pair<std::string, std::string>>& pairs, const Names& names) {
+void SceneImpl::AllowNamedPairs(const std::vector<std::pair<std::string, std::string>>& pairs, const Names& names) {
   const NameIndex& object_by_id = names.object_by_id;
   const size_t no = object_by_id.size();
   entity_object_allowed_.assign(num_entities_ * no, 0);
@@ -466,8 +463,8 @@ void Scene::AllowNamedPairs(const std::vector<std::pair<std::string, std::string
                       ", neither robot links, attached objects nor world objects: those entries are ignored");
 }
 
-Scene::RobotPart Scene::MakeRobotPart(int32_t link, int32_t entity, int32_t attached, Geometry geometry,
-                                      const RigidTransform& X_LG) {
+SceneImpl::RobotPart SceneImpl::MakeRobotPart(int32_t link, int32_t entity, int32_t attached, Geometry geometry,
+                                              const RigidTransform& X_LG) {
   RobotPart rp;
   rp.link = link;
   rp.entity = entity;
@@ -485,7 +482,7 @@ Scene::RobotPart Scene::MakeRobotPart(int32_t link, int32_t entity, int32_t atta
 
 // The robot's parts: every link's collision geometries, then every attached object's parts, each with
 // its entity's padding.
-void Scene::AddRobotParts(const SceneDescription& d, const std::vector<double>& padding) {
+void SceneImpl::AddRobotParts(const SceneDescription& d, const std::vector<double>& padding) {
   const RobotModel& robot = *d.robot;
   const int32_t nl = static_cast<int32_t>(robot.links().size());
   for (int32_t l = 0; l < nl; ++l) {
@@ -508,7 +505,7 @@ void Scene::AddRobotParts(const SceneDescription& d, const std::vector<double>& 
 
 // The pairs of robot parts CLEAR tests (parts of two entities not allowed to touch), and the
 // self-clearance maps of link pairs that have one (the robot model keeps them across scenes).
-Status Scene::PairRobotParts(const BuildLimits& limits, const Interrupt& stop) {
+Status SceneImpl::PairRobotParts(const BuildLimits& limits, const Interrupt& stop) {
   const RobotModel& robot = *robot_;
   const auto& parts = robot_parts_;
   const auto n = static_cast<int32_t>(parts.size());
@@ -543,15 +540,16 @@ Status Scene::PairRobotParts(const BuildLimits& limits, const Interrupt& stop) {
     const RobotPart& a = parts[sp.a];
     const RobotPart& b = parts[sp.b];
     if (a.attached >= 0 || b.attached >= 0) continue;
-    sp.clearance_map = self_clearance_maps_->memo_->Get({a.link, a.geometry_index, b.link, b.geometry_index},
-                                                      [&] { return MakeSelfClearanceMap(robot, a, b, sp.ancestor); });
+    sp.clearance_map = internal::MemoOf(*self_clearance_maps_)
+                           .Get({a.link, a.geometry_index, b.link, b.geometry_index},
+                                [&] { return MakeSelfClearanceMap(robot, a, b, sp.ancestor); });
   }
   return {};
 }
 
 // A median-split AABB tree over the world parts, so that each robot geometry meets only the parts
 // near it: cost follows what is near, not how many objects there are.
-void Scene::BuildBroadPhase() {
+void SceneImpl::BuildBroadPhase() {
   for (int32_t o = 0; o < static_cast<int32_t>(objects_.size()); ++o)
     for (int32_t p = 0; p < static_cast<int32_t>(objects_[o].parts.size()); ++p) {
       const ObjectPart& part = objects_[o].parts[p];
@@ -631,8 +629,8 @@ static SelfClearanceSample SampleSelfClearance(const RobotModel& robot, LinkInde
 // A self-clearance map for link parts a and b (below their common ancestor `ancestor`), or null when
 // more than two joints, a prismatic, mimic or unlimited joint move them relative to each other, or
 // they have no convex stand-ins (WithHulls).
-std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
-                                                                        const RobotPart& b, int32_t ancestor) {
+std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
+                                                                            const RobotPart& b, int32_t ancestor) {
   const std::vector<double> q = robot.DefaultConfiguration();
   std::vector<RobotModel::MotionLever> levers;
   robot.MotionLevers(a.link, ancestor, q, q, 0.0, &levers);
@@ -704,15 +702,17 @@ std::unique_ptr<internal::SelfClearanceMap> Scene::MakeSelfClearanceMap(const Ro
                       static_cast<std::ptrdiff_t>(sample.hulls.size());
   const int64_t n = map->num_cells();
   map->cells = std::make_unique<std::atomic<float>[]>(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) map->cells[c].store(std::numeric_limits<float>::quiet_NaN(), std::memory_order_relaxed);
+  for (int64_t c = 0; c < n; ++c)
+    map->cells[c].store(std::numeric_limits<float>::quiet_NaN(), std::memory_order_relaxed);
   if (a.geometry.is_mesh() && b.geometry.is_mesh()) {
     map->witness = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
-    for (int64_t c = 0; c < n; ++c) map->witness[c].store(internal::SelfClearanceMap::kNoWitness, std::memory_order_relaxed);
+    for (int64_t c = 0; c < n; ++c)
+      map->witness[c].store(internal::SelfClearanceMap::kNoWitness, std::memory_order_relaxed);
   }
   return map;
 }
 
-SceneDescription Scene::Description() const {
+SceneDescription SceneImpl::Description() const {
   SceneDescription d;
   d.robot = robot_;
   d.X_WB = X_WB_;
@@ -726,7 +726,7 @@ SceneDescription Scene::Description() const {
   return d;
 }
 
-Result<std::shared_ptr<const Scene>> Scene::Update(const WorldUpdate& update) const {
+Result<std::shared_ptr<const Scene>> SceneImpl::Update(const WorldUpdate& update) const {
   SceneDescription d = Description();
   std::unordered_set<std::string> removed;
   for (const std::string& id : update.remove) {
@@ -746,8 +746,9 @@ Result<std::shared_ptr<const Scene>> Scene::Update(const WorldUpdate& update) co
     }
     d.objects.push_back(obj);
   }
-  std::erase_if(d.allowed_pairs, [&](const auto& p) { return removed.contains(p.first) || removed.contains(p.second); });
-  Result<std::shared_ptr<Scene>> scene = Make(std::move(d));
+  std::erase_if(d.allowed_pairs,
+                [&](const auto& p) { return removed.contains(p.first) || removed.contains(p.second); });
+  Result<std::shared_ptr<SceneImpl>> scene = SceneImpl::Make(std::move(d));
   if (!scene.ok()) return scene.error();
   scene.value()->version_ = version_ + 1;
   return std::shared_ptr<const Scene>(std::move(scene).value());

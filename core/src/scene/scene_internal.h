@@ -125,28 +125,3 @@ double SegmentLength(std::span<const double> q0, std::span<const double> q1);
 constexpr int64_t kStopPollStates = 8;
 
 }  // namespace proximity::core::internal
-
-namespace proximity::core {
-
-template <class Visit>
-bool Scene::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
-  if (broad_.empty()) return false;
-  int32_t stack[64];
-  int32_t top = 0;
-  stack[top++] = 0;
-  while (top > 0) {
-    const BroadNode& n = broad_[stack[--top]];
-    if (!internal::Overlap(n.bounds, bounds)) continue;
-    if (n.count == 0) {
-      stack[top++] = n.first;
-      stack[top++] = n.first + 1;
-      continue;
-    }
-    for (int32_t k = n.first; k < n.first + n.count; ++k) {
-      if (internal::Overlap(world_parts_[k].bounds, bounds) && visit(k)) return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace proximity::core

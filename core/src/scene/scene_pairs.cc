@@ -11,20 +11,23 @@
 
 #include "proximity/core/scene/scene.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 
 using internal::Overlap;
+using internal::SceneCacheData;
+using internal::SceneImpl;
 
-Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
-                                             SceneCache* cache) const {
+Result<NearbyPartsResult> SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
+                                                 SceneCacheData* cache) const {
   NearbyPartsResult result;
   if (Status s = NearbyParts(q, request, cache, &result); !s.ok()) return s.error();
   return result;
 }
 
-Status Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCache* cache,
-                          NearbyPartsResult* out) const {
+Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCacheData* cache,
+                              NearbyPartsResult* out) const {
   if (!std::isfinite(request.horizon) || request.horizon < 0.0 || request.horizon > kWorldExtent) {
     return InvalidArgument("horizon must be finite and in [0, " + std::to_string(kWorldExtent) + "] m, got " +
                            std::to_string(request.horizon));
@@ -96,8 +99,8 @@ Status Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& r
   return {};
 }
 
-Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, const CollidingPartsRequest& request,
-                                                   SceneCache* cache) const {
+Result<CollidingPartsResult> SceneImpl::CollidingParts(std::span<const double> q, const CollidingPartsRequest& request,
+                                                       SceneCacheData* cache) const {
   if (request.max_pairs < 1) {
     return InvalidArgument("max_pairs must be >= 1, got " + std::to_string(request.max_pairs));
   }
@@ -147,7 +150,7 @@ Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, co
       const RobotPart& b = robot_parts_[sp.b];
       const double padding = a.padding + b.padding;
       if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
-      if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding) > padding) continue;
+      if (sp.clearance_map != nullptr && SelfPairClearance(sp, q, padding, &cache->map_fill) > padding) continue;
       ++result.pairs_tested;
       if (!PairCollides(a.geometry, cache->X_WG[sp.a], b.geometry, cache->X_WG[sp.b], padding, &result.stats,
                         HullCache(cache, SelfPairCache(s)))) {
@@ -161,9 +164,9 @@ Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, co
   return result;
 }
 
-Result<std::vector<PosedPartPair>> Scene::NamedParts(std::string_view a, std::string_view b, std::span<const double> q,
-                                                     SceneCache* cache, std::string_view field_a,
-                                                     std::string_view field_b) const {
+Result<std::vector<PosedPartPair>> SceneImpl::NamedParts(std::string_view a, std::string_view b,
+                                                         std::span<const double> q, SceneCacheData* cache,
+                                                         std::string_view field_a, std::string_view field_b) const {
   // A name as an entity (link index, or num_links + attached index) or a world object.
   struct Named {
     int32_t entity = -1;

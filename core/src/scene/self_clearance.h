@@ -15,6 +15,12 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_map>
+#include <utility>
+
+#include "proximity/core/bvh/bvh.h"
+#include "proximity/core/bvh/sdf.h"
+#include "proximity/core/scene/self_clearance_maps.h"
 
 namespace proximity::core::internal {
 
@@ -107,5 +113,51 @@ class SelfClearanceMemo {
   mutable std::mutex mutex_;
   std::map<std::array<int32_t, 4>, std::unique_ptr<SelfClearanceMap>> maps_;
 };
+
+// The signed distance maps (sdf.h) of robot part meshes that scenes holding point clouds test points
+// against, one per mesh (by address, while the mesh lives; null for a mesh none can be made of), made by
+// the first scene that needs it.
+class PartDistanceMaps {
+ public:
+  template <class Make>
+  std::shared_ptr<const SignedDistanceMap> Get(const std::shared_ptr<const MeshModel>& mesh, Make&& make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(maps_, [](const auto& kv) { return kv.second.mesh.expired(); });
+    auto it = maps_.find(mesh.get());
+    if (it == maps_.end()) it = maps_.emplace(mesh.get(), Entry{mesh, make()}).first;
+    return it->second.map;
+  }
+  // Bytes the maps hold.
+  int64_t bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t total = 0;
+    for (const auto& [mesh, e] : maps_) total += e.map != nullptr ? static_cast<int64_t>(e.map->memory_bytes()) : 0;
+    return total;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<const MeshModel> mesh;
+    std::shared_ptr<const SignedDistanceMap> map;
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<const MeshModel*, Entry> maps_;
+};
+
+// What a SelfClearanceMaps object is (SelfClearanceMaps::For makes them): the robot model, its
+// self-clearance maps and its parts' distance maps.
+class SelfClearanceMapsImpl final : public SelfClearanceMaps {
+ public:
+  explicit SelfClearanceMapsImpl(std::shared_ptr<const RobotModel> robot) : robot_(std::move(robot)) {}
+  std::shared_ptr<const RobotModel> robot_;
+  SelfClearanceMemo memo;
+  PartDistanceMaps distance_maps;
+};
+
+// The self-clearance maps and the parts' distance maps of a SelfClearanceMaps object.
+inline SelfClearanceMemo& MemoOf(SelfClearanceMaps& maps) { return static_cast<SelfClearanceMapsImpl&>(maps).memo; }
+inline PartDistanceMaps& PartDistanceMapsOf(SelfClearanceMaps& maps) {
+  return static_cast<SelfClearanceMapsImpl&>(maps).distance_maps;
+}
 
 }  // namespace proximity::core::internal

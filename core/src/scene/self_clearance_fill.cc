@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "proximity/core/scene/scene.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core::internal {
 
@@ -63,7 +64,7 @@ class SelfClearanceFiller {
       if (std::shared_ptr<const Scene> scene = job.lock()) {
         // Stop at exit, or once nobody else holds the scene (its maps are released for a later fill).
         auto stop = [&] { return stop_.load(std::memory_order_relaxed) || scene.use_count() <= 1; };
-        (void)scene->FillSelfClearanceMaps(Interrupt(stop));
+        (void)Impl(*scene).FillSelfClearanceMaps(Interrupt(stop));
       }
       lock.lock();
       busy_ = false;

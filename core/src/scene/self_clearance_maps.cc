@@ -7,17 +7,21 @@
 
 namespace proximity::core {
 
+using internal::SelfClearanceMapsImpl;
+
 std::shared_ptr<SelfClearanceMaps> SelfClearanceMaps::For(std::shared_ptr<const RobotModel> robot) {
-  return std::shared_ptr<SelfClearanceMaps>(new SelfClearanceMaps(std::move(robot)));
+  return std::make_shared<SelfClearanceMapsImpl>(std::move(robot));
 }
 
-SelfClearanceMaps::SelfClearanceMaps(std::shared_ptr<const RobotModel> robot)
-    : robot_(std::move(robot)), memo_(std::make_unique<internal::SelfClearanceMemo>()) {}
+const std::shared_ptr<const RobotModel>& SelfClearanceMaps::robot() const {
+  return static_cast<const SelfClearanceMapsImpl&>(*this).robot_;
+}
 
-SelfClearanceMaps::~SelfClearanceMaps() = default;
+int64_t SelfClearanceMaps::num_maps() const { return static_cast<const SelfClearanceMapsImpl&>(*this).memo.num_maps(); }
 
-int64_t SelfClearanceMaps::num_maps() const { return memo_->num_maps(); }
-
-int64_t SelfClearanceMaps::bytes() const { return memo_->bytes(); }
+int64_t SelfClearanceMaps::bytes() const {
+  const auto& impl = static_cast<const SelfClearanceMapsImpl&>(*this);
+  return impl.memo.bytes() + impl.distance_maps.bytes();
+}
 
 }  // namespace proximity::core

@@ -15,6 +15,7 @@
 #include "scene/lane_vector.h"
 #include "scene/lanes.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 
@@ -57,7 +58,8 @@ Aabb LaneUnion(const LaneBox& a, uint32_t mask) {
   Aabb out;
   for (uint32_t m = mask; m != 0; m &= m - 1) {
     const int k = std::countr_zero(m);
-    out.Extend(Aabb{Vec3(a.min[0].v[k], a.min[1].v[k], a.min[2].v[k]), Vec3(a.max[0].v[k], a.max[1].v[k], a.max[2].v[k])});
+    out.Extend(
+        Aabb{Vec3(a.min[0].v[k], a.min[1].v[k], a.min[2].v[k]), Vec3(a.max[0].v[k], a.max[1].v[k], a.max[2].v[k])});
   }
   return out;
 }
@@ -66,7 +68,7 @@ Aabb LaneUnion(const LaneBox& a, uint32_t mask) {
 
 std::string_view BatchInstructionSet() { return LaneTargetName(ActiveLaneTarget()); }
 
-void Scene::BuildLanePlan() {
+void SceneImpl::BuildLanePlan() {
   auto plan = std::make_shared<LanePlan>();
   plan->num_links = robot_->num_links();
   plan->dof = robot_->num_positions();
@@ -74,8 +76,9 @@ void Scene::BuildLanePlan() {
   for (int d = 0; d < 3; ++d) plan->p_WB[d] = X_WB_.p[d];
   for (const Joint& j : robot_->joints()) {
     LaneJoint lj;
-    lj.type = j.type == JointType::kFixed ? LaneJoint::kFixed
-                                          : (j.type == JointType::kPrismatic ? LaneJoint::kPrismatic : LaneJoint::kRevolute);
+    lj.type = j.type == JointType::kFixed
+                  ? LaneJoint::kFixed
+                  : (j.type == JointType::kPrismatic ? LaneJoint::kPrismatic : LaneJoint::kRevolute);
     lj.parent = j.parent_link;
     lj.child = j.child_link;
     lj.active = j.active_index;
@@ -120,8 +123,8 @@ void Scene::BuildLanePlan() {
   lane_plan_ = std::move(plan);
 }
 
-Status Scene::CheckStates(std::span<const double> qs, std::span<StateResult> out, SceneCache* cache,
-                          double clearance) const {
+Status SceneImpl::CheckStates(std::span<const double> qs, std::span<StateResult> out, SceneCacheData* cache,
+                              double clearance) const {
   if (Status s = CheckClearance(clearance); !s.ok()) return s;
   const size_t dof = static_cast<size_t>(robot_->num_positions());
   if (qs.size() != out.size() * dof) {
@@ -145,7 +148,7 @@ Status Scene::CheckStates(std::span<const double> qs, std::span<StateResult> out
   return {};
 }
 
-void Scene::PrepareLanes(SceneCache* cache, double clearance) const {
+void SceneImpl::PrepareLanes(SceneCacheData* cache, double clearance) const {
   if (cache->lanes == nullptr) cache->lanes = std::make_shared<LanePoses>();
   LanePoses& poses = *cache->lanes;
   poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
@@ -161,8 +164,8 @@ void Scene::PrepareLanes(SceneCache* cache, double clearance) const {
   }
 }
 
-void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
-                            SceneCache* cache, StateResult* out) const {
+void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
+                                SceneCacheData* cache, StateResult* out) const {
   const LanePlan& plan = *lane_plan_;
   LanePoses& poses = *cache->lanes;
   const LaneKernels& kernels = ActiveLaneKernels();
@@ -222,7 +225,7 @@ void Scene::CheckStateBlock(const double* const* q, int32_t lanes, double cleara
     for (uint32_t m = meet; m != 0; m &= m - 1) {
       const int k = std::countr_zero(m);
       const int64_t cell = SelfPairCell(sp, std::span<const double>(q[k], dof));
-      if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding) > padding) continue;
+      if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding) continue;
       count(uint32_t{1} << k);
       if (SelfPairMeets(s, cell, LaneTransform(poses.geometry[sp.a], k), LaneTransform(poses.geometry[sp.b], k),
                         padding, cache, &out[k])) {

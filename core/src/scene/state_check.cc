@@ -15,6 +15,7 @@
 #include "bvh/query_internal.h"
 #include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 
@@ -114,7 +115,7 @@ float FloorToFloat(double bound) {
 
 }  // namespace
 
-double Scene::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const {
+double SceneImpl::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   const int64_t cell = map == nullptr ? -1 : map->Cell(q);
   if (cell < 0) return -1.0;
@@ -122,15 +123,17 @@ double Scene::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const dou
   return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
 }
 
-int64_t Scene::SelfPairCell(const SelfPair& pair, std::span<const double> q) {
+int64_t SceneImpl::SelfPairCell(const SelfPair& pair, std::span<const double> q) {
   return pair.clearance_map == nullptr ? -1 : pair.clearance_map->Cell(q);
 }
 
-double Scene::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need) const {
-  return SelfPairClearanceInCell(pair, SelfPairCell(pair, q), need);
+double SceneImpl::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need,
+                                    MapFillScratch* fill) const {
+  return SelfPairClearanceInCell(pair, SelfPairCell(pair, q), need, fill);
 }
 
-double Scene::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need) const {
+double SceneImpl::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need,
+                                          MapFillScratch* fill) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   if (cell < 0) return -1.0;
   const float stored = map->cells[cell].load(std::memory_order_relaxed);
@@ -150,16 +153,7 @@ double Scene::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double
     map->cells[cell].store(-0.0f, std::memory_order_relaxed);
     return 0.0;
   }
-  // Scratch per thread; consecutive fills of one map start GJK from the last one's answer (a plan
-  // moves through neighbouring cells). Keyed by the map's serial: a map freed and another made at the
-  // same address must not inherit a simplex on other shapes.
-  struct FillScratch {
-    uint64_t map = 0;
-    GjkCache gjk;
-    std::vector<double> q;
-    std::vector<RigidTransform> X_WL;
-  };
-  thread_local FillScratch scratch;
+  MapFillScratch& scratch = *fill;
   if (scratch.map != map->serial) {
     scratch.map = map->serial;
     scratch.gjk = GjkCache();
@@ -205,8 +199,9 @@ double Scene::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double
   return value;
 }
 
-bool Scene::FillSelfClearanceMaps(const Interrupt& stop) const {
+bool SceneImpl::FillSelfClearanceMaps(const Interrupt& stop) const {
   bool all = true;
+  MapFillScratch fill;
   std::vector<double> q = robot_->DefaultConfiguration();
   for (const SelfPair& pair : self_pairs_) {
     const internal::SelfClearanceMap* map = pair.clearance_map;
@@ -228,8 +223,10 @@ bool Scene::FillSelfClearanceMaps(const Interrupt& stop) const {
       for (int32_t d = 0; d < map->dims; ++d) q[static_cast<size_t>(map->active[d])] = values[d];
       if (SelfPairClearanceIfKnown(pair, q) >= 0.0) continue;
       // Both steps: the stand-ins (or the open mark), then, for a cell they leave open, the geometries.
-      SelfPairClearance(pair, q, 0.0);
-      if (SelfPairClearanceIfKnown(pair, q) < 0.0) SelfPairClearance(pair, q, std::numeric_limits<double>::infinity());
+      SelfPairClearance(pair, q, 0.0, &fill);
+      if (SelfPairClearanceIfKnown(pair, q) < 0.0) {
+        SelfPairClearance(pair, q, std::numeric_limits<double>::infinity(), &fill);
+      }
     }
     map->fill.store(done ? internal::SelfClearanceMap::kFilled : internal::SelfClearanceMap::kUnfilled);
     all = all && done;
@@ -237,23 +234,23 @@ bool Scene::FillSelfClearanceMaps(const Interrupt& stop) const {
   return all;
 }
 
-bool Scene::AnySelfClearanceMap(int32_t fill, bool equal) const {
+bool SceneImpl::AnySelfClearanceMap(int32_t fill, bool equal) const {
   for (const SelfPair& pair : self_pairs_) {
     if (pair.clearance_map != nullptr && (pair.clearance_map->fill.load() == fill) == equal) return true;
   }
   return false;
 }
 
-bool Scene::SelfClearanceFilled() const {
+bool SceneImpl::SelfClearanceFilled() const {
   return !AnySelfClearanceMap(internal::SelfClearanceMap::kFilled, false);
 }
 
-bool Scene::HasUnclaimedSelfClearanceMaps() const {
+bool SceneImpl::HasUnclaimedSelfClearanceMaps() const {
   return AnySelfClearanceMap(internal::SelfClearanceMap::kUnfilled, true);
 }
 
-bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
-                               double padding, int fill_budget) const {
+bool SceneImpl::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
+                                   double padding, int fill_budget, MapFillScratch* fill) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   if (map == nullptr || map->Cell(q0) < 0 || map->Cell(q1) < 0) return false;
   // The segment in grid units: cell i of dimension d spans [i - 0.5, i + 0.5] around grid point i.
@@ -286,10 +283,10 @@ bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0,
     double bound = SelfPairClearanceIfKnown(pair, q);
     if (bound <= padding && fill_budget > 0) {
       --fill_budget;
-      bound = SelfPairClearance(pair, q, padding);
+      bound = SelfPairClearance(pair, q, padding, fill);
       if (bound <= padding && fill_budget > 0 && SelfPairClearanceIfKnown(pair, q) < 0.0) {
         --fill_budget;
-        bound = SelfPairClearance(pair, q, padding);  // an open cell: its second step settles it
+        bound = SelfPairClearance(pair, q, padding, fill);  // an open cell: its second step settles it
       }
     }
     return bound > padding;
@@ -319,7 +316,7 @@ bool Scene::SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0,
   return false;
 }
 
-Result<const Scene::SelfPair*> Scene::FindSelfPair(std::string_view link_a, std::string_view link_b) const {
+Result<const SceneImpl::SelfPair*> SceneImpl::FindSelfPair(std::string_view link_a, std::string_view link_b) const {
   const Result<LinkIndex> a = robot_->FindLink(link_a);
   if (!a.ok()) return a.error();
   const Result<LinkIndex> b = robot_->FindLink(link_b);
@@ -333,25 +330,27 @@ Result<const Scene::SelfPair*> Scene::FindSelfPair(std::string_view link_a, std:
   return static_cast<const SelfPair*>(nullptr);
 }
 
-Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_view link_b,
-                                         std::span<const double> q) const {
+Result<double> SceneImpl::SelfClearanceBound(std::string_view link_a, std::string_view link_b,
+                                             std::span<const double> q) const {
   if (Status s = robot_->CheckConfiguration(q); !s.ok()) return s.error();
   const Result<const SelfPair*> pair = FindSelfPair(link_a, link_b);
   if (!pair.ok()) return pair.error();
-  return pair.value() == nullptr ? -1.0 : SelfPairClearance(*pair.value(), q, 0.0);
+  MapFillScratch fill;
+  return pair.value() == nullptr ? -1.0 : SelfPairClearance(*pair.value(), q, 0.0, &fill);
 }
 
-Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view link_b, std::span<const double> q0,
-                                   std::span<const double> q1) const {
+Result<bool> SceneImpl::SelfClearAlong(std::string_view link_a, std::string_view link_b, std::span<const double> q0,
+                                       std::span<const double> q1) const {
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return s.error();
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return s.error();
   const Result<const SelfPair*> pair = FindSelfPair(link_a, link_b);
   if (!pair.ok()) return pair.error();
-  return pair.value() != nullptr && SelfPairClearAlong(*pair.value(), q0, q1, 0.0, kMapFillBudget);
+  MapFillScratch fill;
+  return pair.value() != nullptr && SelfPairClearAlong(*pair.value(), q0, q1, 0.0, kMapFillBudget, &fill);
 }
 
-bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
-                         double padding, QueryStats* stats, GjkCache* hull_cache) {
+bool SceneImpl::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                             double padding, QueryStats* stats, GjkCache* hull_cache) {
   if (a.is_cloud() || b.is_cloud()) {
     // Padding and all: the cloud walk takes it as its balls' growth.
     const Result<CollisionResult> r = internal::CollideWithCloud(a, X_a, b, X_b, std::max(0.0, padding), {});
@@ -393,15 +392,15 @@ bool Scene::PairCollides(const Geometry& a, const RigidTransform& X_a, const Geo
   return r.intersecting || r.lower_bound < padding || r.upper_bound <= padding;
 }
 
-bool Scene::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
-                              SceneCache* cache, StateResult* out) const {
+bool SceneImpl::WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
+                                  SceneCacheData* cache, StateResult* out) const {
   ++out->pairs_tested;
   ++out->stats.bv_tests;
   return WorldBoxesOverlap(box, world_parts_[w].box) && WorldPairMeets(i, w, X_WG, clearance, cache, out);
 }
 
-bool Scene::WorldPairMeets(int32_t i, int32_t w, const RigidTransform& X_WG, double clearance, SceneCache* cache,
-                           StateResult* out) const {
+bool SceneImpl::WorldPairMeets(int32_t i, int32_t w, const RigidTransform& X_WG, double clearance,
+                               SceneCacheData* cache, StateResult* out) const {
   const RobotPart& rp = robot_parts_[i];
   const WorldPart& wp = world_parts_[w];
   const ObjectPart& part = objects_[wp.object].parts[wp.part];
@@ -414,16 +413,16 @@ bool Scene::WorldPairMeets(int32_t i, int32_t w, const RigidTransform& X_WG, dou
   return true;
 }
 
-bool Scene::SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a,
-                             const RigidTransform& X_b, const Obb& box_b, double padding, SceneCache* cache,
-                             StateResult* out) const {
+bool SceneImpl::SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a,
+                                 const RigidTransform& X_b, const Obb& box_b, double padding, SceneCacheData* cache,
+                                 StateResult* out) const {
   ++out->pairs_tested;
   ++out->stats.bv_tests;
   return WorldBoxesOverlap(box_a, box_b) && SelfPairMeets(s, cell, X_a, X_b, padding, cache, out);
 }
 
-bool Scene::SelfPairMeets(size_t s, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b, double padding,
-                          SceneCache* cache, StateResult* out) const {
+bool SceneImpl::SelfPairMeets(size_t s, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b,
+                              double padding, SceneCacheData* cache, StateResult* out) const {
   const SelfPair& sp = self_pairs_[s];
   if (SelfPairMeetsAtWitness(sp, cell, X_a, X_b, padding, &out->stats) ||
       PairCollides(robot_parts_[sp.a].geometry, X_a, robot_parts_[sp.b].geometry, X_b, padding, &out->stats,
@@ -435,8 +434,8 @@ bool Scene::SelfPairMeets(size_t s, int64_t cell, const RigidTransform& X_a, con
   return false;
 }
 
-bool Scene::SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const RigidTransform& X_a,
-                                   const RigidTransform& X_b, double padding, QueryStats* stats) const {
+bool SceneImpl::SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const RigidTransform& X_a,
+                                       const RigidTransform& X_b, double padding, QueryStats* stats) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   if (padding > 0.0 || cell < 0 || map->witness == nullptr) return false;
   const uint64_t w = map->witness[cell].load(std::memory_order_relaxed);
@@ -446,7 +445,7 @@ bool Scene::SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const Rig
                                       X_b, leaves, stats);
 }
 
-bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateResult* out) const {
+bool SceneImpl::CollideWorld(int32_t i, double clearance, SceneCacheData* cache, StateResult* out) const {
   const RobotPart& rp = robot_parts_[i];
   return VisitWorldParts(cache->part_bounds[i], [&](int32_t w) {
     return !AllowedEntityObject(rp.entity, world_parts_[w].object) &&
@@ -454,13 +453,13 @@ bool Scene::CollideWorld(int32_t i, double clearance, SceneCache* cache, StateRe
   });
 }
 
-GjkCache* Scene::HullCache(SceneCache* cache, size_t index) const {
+GjkCache* SceneImpl::HullCache(SceneCacheData* cache, size_t index) const {
   // At most this many pairs keep a warm start (about 26 MB of them); larger scenes start GJK cold.
   constexpr size_t kMaxHullCaches = 1 << 16;
   const size_t n = SelfPairCache(self_pairs_.size());
   if (n > kMaxHullCaches) return nullptr;
   if (cache->hull_caches.size() < n) cache->hull_caches.resize(n);
-  SceneCache::HullWarmStart& entry = cache->hull_caches[index];
+  SceneCacheData::HullWarmStart& entry = cache->hull_caches[index];
   if (entry.scene != serial_) {
     entry.gjk = GjkCache();
     entry.scene = serial_;
@@ -468,7 +467,7 @@ GjkCache* Scene::HullCache(SceneCache* cache, size_t index) const {
   return &entry.gjk;
 }
 
-Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double margin) const {
+Status SceneImpl::PoseParts(std::span<const double> q, SceneCacheData* cache, double margin) const {
   cache->X_WL.resize(robot_->links().size());
   if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
   cache->X_WG.resize(robot_parts_.size());
@@ -495,13 +494,13 @@ Status Scene::PoseParts(std::span<const double> q, SceneCache* cache, double mar
   return {};
 }
 
-Result<StateResult> Scene::CheckState(std::span<const double> q, SceneCache* cache, double clearance) const {
+Result<StateResult> SceneImpl::CheckState(std::span<const double> q, SceneCacheData* cache, double clearance) const {
   if (Status s = CheckClearance(clearance); !s.ok()) return s.error();
   return CheckStateWith(q, clearance, clearance, cache);
 }
 
-Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clearance, double self_clearance,
-                                          SceneCache* cache) const {
+Result<StateResult> SceneImpl::CheckStateWith(std::span<const double> q, double clearance, double self_clearance,
+                                              SceneCacheData* cache) const {
   if (Status s = PoseParts(q, cache, clearance); !s.ok()) return s.error();  // rejects a wrong size or NaN
   StateResult result;
   result.within_limits = robot_->WithinLimits(q);
@@ -517,7 +516,7 @@ Result<StateResult> Scene::CheckStateWith(std::span<const double> q, double clea
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
     const int64_t cell = SelfPairCell(sp, q);
-    if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding) > padding) continue;
+    if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding) continue;
     if (SelfPairCollides(s, cell, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
                          cache, &result)) {
       return result;

@@ -9,6 +9,7 @@
 #include "proximity/core/scene/scene.h"
 #include "proximity/core/bvh/mesh_query.h"
 #include "scene/scene_internal.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 
@@ -112,8 +113,8 @@ void Advance(std::vector<AdvancePair>& pairs, const ContinuousRequest& request, 
 
 }  // namespace
 
-Result<ContinuousResult> Scene::TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
-                                                   const ContinuousRequest& request, SceneCache* cache) const {
+Result<ContinuousResult> SceneImpl::TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
+                                                       const ContinuousRequest& request, SceneCacheData* cache) const {
   if (Status s = ValidateContinuousRequest(request); !s.ok()) return s.error();
   if (Status s = robot_->CheckConfiguration(q0); !s.ok()) return Error{s.error().code, "q0: " + s.error().message};
   if (Status s = robot_->CheckConfiguration(q1); !s.ok()) return Error{s.error().code, "q1: " + s.error().message};
@@ -143,10 +144,10 @@ Result<ContinuousResult> Scene::TimeOfFirstContact(std::span<const double> q0, s
   std::vector<double> q(q0.size());
   Status pose_status;
   struct Prepare {
-    const Scene* scene;
+    const SceneImpl* scene;
     std::span<const double> q0, q1;
     std::vector<double>* q;
-    SceneCache* cache;
+    SceneCacheData* cache;
     Status* status;
     int64_t* states;
     void operator()(double t) {
@@ -178,7 +179,7 @@ Result<ContinuousResult> Scene::TimeOfFirstContact(std::span<const double> q0, s
   return result;
 }
 
-Result<ContinuousResult> Scene::TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
+Result<ContinuousResult> SceneImpl::TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
                                                    const RigidTransform& X1, const ContinuousRequest& request) const {
   if (Status s = ValidateContinuousRequest(request); !s.ok()) return s.error();
   if (Status s = ValidatePose(X0, "body start pose"); !s.ok()) return s.error();
@@ -212,7 +213,7 @@ Result<ContinuousResult> Scene::TimeOfFirstContact(const Geometry& body, const R
     pairs.push_back({&body, &objects_[wp.object].parts[wp.part].geometry, -1, k, lambda, 0.0});
   }
   struct Prepare {
-    const Scene* scene;
+    const SceneImpl* scene;
     Eigen::Quaterniond r0, r1;
     Vec3 p0, p1;
     RigidTransform X;

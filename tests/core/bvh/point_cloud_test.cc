@@ -14,6 +14,7 @@
 #include <iostream>
 #include <unordered_map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -648,6 +649,49 @@ TEST(PointCloudScene, ContactsUpdatesAndRefusals) {
   auto next = ValueOrFail(scene->Update(u));
   const StateResult after = ValueOrFail(next->CheckState(hit, &cache));
   EXPECT_TRUE(after.free || after.contact.self);
+}
+
+// The link meshes' distance maps belong to the scene's SelfClearanceMaps object: scenes that share it
+// (given the same object, or made by Update) share each mesh's map, made once; another object makes its
+// own; an object's bytes count them.
+TEST(PointCloudScene, LinkDistanceMapsBelongToTheSceneSharedMapsObject) {
+  const auto robots = Robots();
+  if (robots.empty()) GTEST_SKIP() << "no robots: ../shared/data and dart-doc are both absent";
+  const RobotCase& rc = robots.back();
+  std::mt19937_64 rng(37);
+  const CloudWorld w = SensedWorld(rng, 0.02, 0.01);
+  SceneDescription d = CloudScene(rc, w);
+  d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  d.self_clearance_maps = SelfClearanceMaps::For(d.robot);
+  auto first = ValueOrFail(Scene::Build(d));
+  auto second = ValueOrFail(Scene::Build(d));
+  WorldUpdate u;
+  WorldObject moved;
+  moved.id = "camera";
+  moved.parts.push_back({Geometry::Cloud(w.cloud), RigidTransform(Mat3::Identity(), Vec3(0.01, 0, 0))});
+  u.replace.push_back(moved);
+  auto updated = ValueOrFail(first->Update(u));
+  d.self_clearance_maps = nullptr;
+  auto own = ValueOrFail(Scene::Build(d));
+  // The same robot without the cloud: its maps object holds the self-clearance maps alone.
+  SceneDescription bare = d;
+  bare.objects.clear();
+  auto without = ValueOrFail(Scene::Build(bare));
+  std::set<const SignedDistanceMap*> distinct;
+  int64_t map_bytes = 0;
+  for (int32_t i = 0; i < first->num_robot_parts(); ++i) {
+    const Geometry& g = first->robot_part_geometry(i);
+    if (!g.is_mesh()) continue;
+    ASSERT_NE(g.distance_map, nullptr) << "robot part " << i;
+    if (distinct.insert(g.distance_map.get()).second) map_bytes += static_cast<int64_t>(g.distance_map->memory_bytes());
+    EXPECT_EQ(second->robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
+    EXPECT_EQ(updated->robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
+    EXPECT_NE(own->robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
+    EXPECT_EQ(without->robot_part_geometry(i).distance_map, nullptr) << "robot part " << i;
+  }
+  ASSERT_FALSE(distinct.empty()) << rc.name << " has no link mesh";
+  EXPECT_EQ(first->self_clearance_maps(), updated->self_clearance_maps());
+  EXPECT_EQ(own->self_clearance_maps()->bytes() - without->self_clearance_maps()->bytes(), map_bytes);
 }
 
 }  // namespace

@@ -960,7 +960,7 @@ TEST(SceneAttached, CertifiedLinkCatchesTheToolTipSweepingThroughABall) {
       SceneDescription with_ball = d;
       ObjectPart ball;
       ball.geometry.shape = Sphere{Vec3::Zero(), 0.005};
-      ball.X_WG.p = cache.X_WL[tip] * Vec3(0.445, 0.0, 0.0);
+      ball.X_WG.p = cache.link_poses()[tip] * Vec3(0.445, 0.0, 0.0);
       with_ball.objects.push_back({"ball", {ball}});
       const auto scene = Scene::Build(with_ball).value();
       PROX_ASSERT_OK_AND_ASSIGN(r, scene->CheckState(Along(q0, q1, 0.5), &cache));

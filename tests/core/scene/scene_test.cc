@@ -33,7 +33,7 @@ class FclOracle {
     }
   }
 
-  bool Colliding(const std::vector<RigidTransform>& X_WL) {
+  bool Colliding(std::span<const RigidTransform> X_WL) {
     std::vector<std::unique_ptr<fcl::CollisionObjectd>> posed;
     for (const auto& r : robot_) {
       posed.push_back(std::make_unique<fcl::CollisionObjectd>(r.geometry, FclPose(X_WL[r.link] * r.X_LG)));
@@ -126,7 +126,7 @@ TEST(Scene, ClearAgreesWithAnFclPerLinkChecker) {
         StateResult r;
         PROX_ASSERT_OK_AND_ASSIGN(r, scene.CheckState(q, &cache));
         EXPECT_TRUE(r.within_limits);
-        const bool peer = oracle.Colliding(cache.X_WL);
+        const bool peer = oracle.Colliding(cache.link_poses());
         EXPECT_EQ(!r.free, peer) << "state " << k << ": ours " << (r.free ? "free" : r.contact.Describe(scene));
         if (r.free) {
           ++free;
@@ -396,7 +396,7 @@ TEST(SceneMotion, ANearMissBetweenSamplesIsMissedByDiscreteAndCaughtByCertified)
     const double t_obstacle = (std::floor(0.5 * n) + 0.5) / n;
     StateResult r;
     PROX_ASSERT_OK_AND_ASSIGN(r, empty->CheckState(Along(q0, q1, t_obstacle), &cache));
-    const RigidTransform X_WG = cache.X_WL[tip] * g.X_LG;
+    const RigidTransform X_WG = cache.link_poses()[tip] * g.X_LG;
     Vec3 fastest = Vec3::Zero();
     for (const Vec3& v : g.mesh->mesh().vertices) {
       const Vec3 p = X_WG * v;

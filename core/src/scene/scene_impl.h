@@ -1,0 +1,365 @@
+#pragma once
+/// @file
+/// What a Scene is inside: its data (robot parts, world parts and their broad-phase tree, self pairs,
+/// allowed-collision matrices, the lane plan) and the steps of its build and queries, which the scene's
+/// source files define. Every Scene is a SceneImpl (Build and Update make them); Scene's methods reach
+/// it by a static cast, so the installed header shows no internals and the queries pay no indirection.
+/// A SceneCache's buffers are a SceneCacheData, made on the cache's first use.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proximity/core/scene/scene.h"
+#include "scene/scene_internal.h"
+
+namespace proximity::core {
+namespace internal {
+struct SelfClearanceMap;
+struct LanePlan;
+struct LanePoses;
+
+// What filling a self-clearance map's cell works in: the grid point's configuration and link poses, and
+// GJK's warm start, kept from one fill to the next of the same map (a plan moves through neighbouring
+// cells). Keyed by the map's serial: a map freed and another made at the same address must not inherit
+// a simplex on other shapes. A query's is in its SceneCache; the background fill keeps its own.
+struct MapFillScratch {
+  uint64_t map = 0;
+  GjkCache gjk;
+  std::vector<double> q;
+  std::vector<RigidTransform> X_WL;
+};
+}  // namespace internal
+
+/// What a SceneCache holds: buffers the queries reuse and warm starts they learn.
+struct SceneCache::Data {
+  std::vector<RigidTransform> X_WL;  ///< Per link.
+  std::vector<RigidTransform> X_WG;  ///< Per robot geometry.
+  std::vector<Aabb> part_bounds;     ///< Per robot geometry, in the world.
+  std::vector<Obb> part_boxes;       ///< Per robot geometry: its bounding box in the world, grown by its padding.
+  /// GJK warm starts of the hull tests (Geometry::hull), one per pair of a robot geometry with a world
+  /// part or another robot geometry, each stamped with the serial number of the scene it belongs to: an
+  /// entry is reset when first used with another scene (moving between scenes costs nothing up front).
+  struct HullWarmStart {
+    uint64_t scene = 0;
+    GjkCache gjk;
+  };
+  std::vector<HullWarmStart> hull_caches;
+  /// CheckStates' poses of a block of configurations (kept to reuse its buffers).
+  std::shared_ptr<internal::LanePoses> lanes;
+  /// Where the queries fill self-clearance map cells.
+  internal::MapFillScratch map_fill;
+};
+
+namespace internal {
+
+/// The buffers and warm starts of a SceneCache, by the name the scene's files use.
+using SceneCacheData = SceneCache::Data;
+
+class SceneImpl final : public Scene {
+ public:
+  // Scene's queries and accessors (scene.h documents them), on the cache's data.
+  const RobotModel& robot() const { return *robot_; }
+  const std::shared_ptr<const RobotModel>& robot_ptr() const { return robot_; }
+  const std::shared_ptr<SelfClearanceMaps>& self_clearance_maps() const { return self_clearance_maps_; }
+  const std::vector<WorldObject>& objects() const { return objects_; }
+  const RigidTransform& X_WB() const { return X_WB_; }
+
+  [[nodiscard]] Result<StateResult> CheckState(std::span<const double> q, SceneCacheData* cache,
+                                               double clearance = 0.0) const;
+
+  [[nodiscard]] Status CheckStates(std::span<const double> qs, std::span<StateResult> out, SceneCacheData* cache,
+                                   double clearance = 0.0) const;
+
+  [[nodiscard]] Result<MotionResult> CheckMotion(std::span<const double> q0, std::span<const double> q1,
+                                                 const MotionRequest& request, SceneCacheData* cache) const;
+
+  double RobotDisplacementBound(std::span<const double> dq) const;
+
+  [[nodiscard]] Result<SceneDistanceResult> ComputeDistance(std::span<const double> q,
+                                                            const SceneDistanceRequest& request,
+                                                            SceneCacheData* cache) const;
+
+  [[nodiscard]] Result<ContinuousResult> TimeOfFirstContact(std::span<const double> q0, std::span<const double> q1,
+                                                            const ContinuousRequest& request,
+                                                            SceneCacheData* cache) const;
+
+  [[nodiscard]] Result<ContinuousResult> TimeOfFirstContact(const Geometry& body, const RigidTransform& X0,
+                                                            const RigidTransform& X1,
+                                                            const ContinuousRequest& request) const;
+
+  [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
+                                                  std::span<const double> q) const;
+  bool SelfClearanceFilled() const;
+  [[nodiscard]] Result<bool> SelfClearAlong(std::string_view link_a, std::string_view link_b,
+                                            std::span<const double> q0, std::span<const double> q1) const;
+
+  [[nodiscard]] Result<PathResult> CheckPath(std::span<const double> waypoints, const MotionRequest& request,
+                                             SceneCacheData* cache) const;
+
+  [[nodiscard]] Result<CollidingPartsResult> CollidingParts(std::span<const double> q,
+                                                            const CollidingPartsRequest& request,
+                                                            SceneCacheData* cache) const;
+
+  [[nodiscard]] Result<NearbyPartsResult> NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
+                                                      SceneCacheData* cache) const;
+  [[nodiscard]] Status NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCacheData* cache,
+                                   NearbyPartsResult* out) const;
+  int32_t num_robot_parts() const { return static_cast<int32_t>(robot_parts_.size()); }
+  const Geometry& robot_part_geometry(int32_t i) const { return robot_parts_[static_cast<size_t>(i)].geometry; }
+  int32_t num_world_parts() const { return static_cast<int32_t>(world_parts_.size()); }
+  const Geometry& world_part_geometry(int32_t k) const {
+    const WorldPart& w = world_parts_[static_cast<size_t>(k)];
+    return objects_[static_cast<size_t>(w.object)].parts[static_cast<size_t>(w.part)].geometry;
+  }
+
+  [[nodiscard]] Result<std::vector<PosedPartPair>> NamedParts(std::string_view a, std::string_view b,
+                                                              std::span<const double> q, SceneCacheData* cache,
+                                                              std::string_view field_a = "a",
+                                                              std::string_view field_b = "b") const;
+
+  [[nodiscard]] Result<std::shared_ptr<const Scene>> Update(const WorldUpdate& update) const;
+
+  const std::vector<AttachedObject>& attached() const { return attached_; }
+  SceneDescription Description() const;
+  uint64_t version() const { return version_; }
+  uint64_t serial() const { return serial_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  const std::vector<std::pair<std::string, std::string>>& allowed_pairs() const { return allowed_pairs_; }
+  double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
+  int32_t dof() const { return robot_->num_positions(); }
+
+  bool AllowedLinkObject(int32_t link, int32_t object) const {
+    return entity_object_allowed_[static_cast<size_t>(link) * objects_.size() + static_cast<size_t>(object)] != 0;
+  }
+  bool AllowedLinkLink(int32_t a, int32_t b) const { return AllowedEntities(a, b); }
+
+  // Build's and the queries' steps, and the scene's data (the files of src/scene).
+
+  // A robot geometry: link, the geometry and its pose in the link frame, and its bound in its frame.
+  // Links and attached objects are the scene's "entities" for the allowed-collision matrix: entity
+  // = link index, or num_links + attached index.
+  struct RobotPart {
+    int32_t link;
+    int32_t entity;
+    int32_t attached = -1;
+    int32_t geometry_index = -1;  ///< Link geometry: its index in the link's geometries; -1 when attached.
+    Geometry geometry;
+    RigidTransform X_LG;
+    Obb local_box;        ///< Bounding box in the geometry frame G.
+    Mat3 R_LB;            ///< The box's axes in the link frame (X_LG.R * local_box.R_MB).
+    Vec3 p_LBo;           ///< The box's centre in the link frame.
+    bool identity_X_LG = false;  ///< The geometry sits at the link frame (X_WG is X_WL).
+    double padding = 0.0;
+    double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds; 0 for
+                          ///< link geometry, which the robot's own bounds already cover.
+  };
+  // A world part with its world bounding box, for the broad phase.
+  struct WorldPart {
+    int32_t object;
+    int32_t part;
+    Aabb bounds;
+    Obb box;  ///< The part's bounding box in the world (the first box its hierarchy walk tests).
+  };
+  // Nodes of a binary AABB tree over world parts: leaves hold a range of world_parts_.
+  struct BroadNode {
+    Aabb bounds;
+    int32_t first = 0;  ///< Leaf: first world part. Internal: left child (right = first + 1).
+    int32_t count = 0;  ///< Leaf: number of parts; internal: 0.
+  };
+
+  [[nodiscard]] static Result<std::shared_ptr<SceneImpl>> Make(SceneDescription description);
+  // Make's steps (scene_build.cc): the description's names indexed and checked, the allowed-collision
+  // matrices, the robot's parts and the pairs of them CLEAR tests.
+  struct Names;
+  void AllowEntities(size_t a, size_t b);
+  void AllowRobotPairs(const SceneDescription& d, const Names& names);
+  void AllowNamedPairs(const std::vector<std::pair<std::string, std::string>>& pairs, const Names& names);
+  static RobotPart MakeRobotPart(int32_t link, int32_t entity, int32_t attached, Geometry geometry,
+                                 const RigidTransform& X_LG);
+  void AddRobotParts(const SceneDescription& d, const std::vector<double>& padding);
+  [[nodiscard]] Status PairRobotParts(const BuildLimits& limits, const Interrupt& stop);
+  bool AllowedEntities(int32_t a, int32_t b) const {
+    return entity_allowed_[static_cast<size_t>(a) * num_entities_ + static_cast<size_t>(b)] != 0;
+  }
+  bool AllowedEntityObject(int32_t entity, int32_t object) const {
+    return entity_object_allowed_[static_cast<size_t>(entity) * objects_.size() + static_cast<size_t>(object)] != 0;
+  }
+  // Poses and world bounds of every robot part at q, the bounds grown by the part's padding and
+  // `margin`; an error status on bad q.
+  Status PoseParts(std::span<const double> q, SceneCacheData* cache, double margin = 0.0) const;
+  // CheckState on a validated clearance: `clearance` for robot-world pairs, `self_clearance` for pairs of
+  // robot parts (each beyond the paddings).
+  Result<StateResult> CheckStateWith(std::span<const double> q, double clearance, double self_clearance,
+                                     SceneCacheData* cache) const;
+  // Two robot parts checked against each other, with the deepest link both hang below: joints above
+  // it move both alike and cannot bring them closer.
+  struct SelfPair {
+    int32_t a, b;
+    int32_t ancestor;
+    // Link geometry moved relative to each other by at most two revolute joints: the robot model's
+    // self-clearance map of the pair (see self_clearance.h), else null.
+    const SelfClearanceMap* clearance_map = nullptr;
+  };
+  static std::unique_ptr<SelfClearanceMap> MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
+                                                                         const RobotPart& b, int32_t ancestor);
+  // A certified lower bound (m) on the distance between the pair's parts at q from its self-clearance
+  // map, filling q's cell as far as deciding against `need` takes (see the definition) in `fill`; -1
+  // when the pair has no map or q lies off its grid.
+  double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need, MapFillScratch* fill) const;
+  // The same for cell `cell` of the pair's map (SelfPairCell); -1 for cell -1.
+  double SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need, MapFillScratch* fill) const;
+  // q's cell in the pair's self-clearance map; -1 when the pair has no map or q lies off its grid.
+  static int64_t SelfPairCell(const SelfPair& pair, std::span<const double> q);
+  // Fills every cell of the maps of this scene's self pairs that no other fill has claimed (both steps
+  // of SelfPairClearance, so that no query pays for a walk), until `stop` says so: maps it could not
+  // finish are released for another fill. Returns whether every map is filled.
+  bool FillSelfClearanceMaps(const Interrupt& stop) const;
+  // Whether some map of this scene's self pairs is neither filled nor being filled.
+  bool HasUnclaimedSelfClearanceMaps() const;
+  // Whether some map of this scene's self pairs has (equal) or has not (!equal) the fill state `fill`.
+  bool AnySelfClearanceMap(int32_t fill, bool equal) const;
+  // The same when q's cell is filled already, else -1: never fills.
+  double SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const;
+  // Whether the pair's map proves it keeps more than `padding` apart everywhere on the joint-space
+  // segment q0 -> q1: every cell the segment passes through holds a larger bound. Cells not settled
+  // yet are filled, up to `fill_budget` of them; false (nothing proven) when the pair has no map, the
+  // segment leaves the grid, a cell's bound falls short or the budget runs out.
+  bool SelfPairClearAlong(const SelfPair& pair, std::span<const double> q0, std::span<const double> q1,
+                          double padding, int fill_budget, MapFillScratch* fill) const;
+  // Calls visit(k) for each world part k whose bounds overlap `bounds`, walking the broad-phase tree;
+  // stops and returns true as soon as a call does.
+  template <class Visit>
+  bool VisitWorldParts(const Aabb& bounds, Visit&& visit) const;
+  // The self pair of the two links' first geometries, or null (SelfClearanceBound, SelfClearAlong).
+  Result<const SelfPair*> FindSelfPair(std::string_view link_a, std::string_view link_b) const;
+  // How many cells of a self-clearance map one LINK may fill (each about one distance walk): a
+  // planner's short edges settle their cells and are certified by look-ups from then on; a long edge
+  // over cold cells leaves its pairs to the walk.
+  static constexpr int kMapFillBudget = 16;
+  // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
+  double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
+    const RobotPart& rp = robot_parts_[i];
+    return robot_->MotionBoundRelative(rp.link, ancestor, q0, q1, rp.reach);
+  }
+  // Bound (m) on how much the distance between the two parts can shrink along q0 -> q1.
+  double SelfPairMotion(const SelfPair& p, std::span<const double> q0, std::span<const double> q1) const {
+    return PartMotion(p.a, q0, q1, p.ancestor) + PartMotion(p.b, q0, q1, p.ancestor);
+  }
+  // Whether two posed geometries collide once inflated by `padding` in total (touching counts).
+  // `hull_cache`: the pair's warm start for the hull test, or null.
+  static bool PairCollides(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
+                           const RigidTransform& X_b, double padding, QueryStats* stats, GjkCache* hull_cache);
+  StateContact WorldContact(int32_t part, int32_t object) const {
+    return {false, robot_parts_[part].link, -1, object, robot_parts_[part].attached, -1};
+  }
+  StateContact SelfContact(int32_t i, int32_t j) const {
+    return {true, robot_parts_[i].link, robot_parts_[j].link, -1, robot_parts_[i].attached, robot_parts_[j].attached};
+  }
+  const RigidTransform& WorldPartPose(int32_t k) const {
+    return objects_[world_parts_[k].object].parts[world_parts_[k].part].X_WG;
+  }
+  void BuildBroadPhase();
+  // ComputeDistance's steps (distance.cc): the candidate pairs with their cheap bounds, and one pair's
+  // query to the budget (stopping at `stop`).
+  struct DistanceCandidate;
+  std::vector<DistanceCandidate> DistanceCandidates(const SceneDistanceRequest& request,
+                                                    const SceneCacheData& cache) const;
+  PairDistance QueryPair(const DistanceCandidate& c, double stop, const SceneDistanceRequest& request,
+                         const SceneCacheData& cache, SceneDistanceResult* result) const;
+  Result<MotionResult> CheckMotionDiscrete(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                                           const MotionRequest& request, SceneCacheData* cache) const;
+  // The certified walk, continuing from `prepass` (the sampled pre-pass's answer, or an empty result).
+  Result<MotionResult> CheckMotionCertified(std::span<const double> q0, std::span<const double> q1, bool narrow,
+                                            double clearance, double self_clearance, const Interrupt& stop,
+                                            SceneCacheData* cache, MotionResult prepass) const;
+  Result<MotionResult> SampleSegment(std::span<const double> q0, std::span<const double> q1, int64_t steps,
+                                     bool coarse_to_fine, bool ends, double clearance, double self_clearance,
+                                     const Interrupt& stop, SceneCacheData* cache) const;
+  // Part `part` against the world, every pair keeping `clearance` beyond the part's padding.
+  bool CollideWorld(int32_t part, double clearance, SceneCacheData* cache, StateResult* out) const;
+  // One robot-world pair (part i, world part w) or self pair s, posed as given: counted in *out, boxes
+  // first, then the exact test; a contact is recorded in *out. CheckState and CheckStates share them.
+  bool WorldPairCollides(int32_t i, int32_t w, const RigidTransform& X_WG, const Obb& box, double clearance,
+                         SceneCacheData* cache, StateResult* out) const;
+  // `cell`: the state's cell in the pair's map (SelfPairCell), whose witness is tested first.
+  bool SelfPairCollides(size_t s, int64_t cell, const RigidTransform& X_a, const Obb& box_a, const RigidTransform& X_b,
+                        const Obb& box_b, double padding, SceneCacheData* cache, StateResult* out) const;
+  // The exact test of the two above, for a pair whose boxes are known to meet (and counted).
+  bool WorldPairMeets(int32_t i, int32_t w, const RigidTransform& X_WG, double clearance, SceneCacheData* cache,
+                      StateResult* out) const;
+  bool SelfPairMeets(size_t s, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b, double padding,
+                     SceneCacheData* cache, StateResult* out) const;
+  // Whether the pair's map holds a witness for `cell` (two meshes, no padding) whose triangles meet at
+  // these poses: a proven contact.
+  bool SelfPairMeetsAtWitness(const SelfPair& pair, int64_t cell, const RigidTransform& X_a, const RigidTransform& X_b,
+                              double padding, QueryStats* stats) const;
+  // The hull test's warm start for pair `index` (WorldPairCache, SelfPairCache) in `cache`, reset if it
+  // last served another scene; null when the scene has too many pairs to keep one each.
+  GjkCache* HullCache(SceneCacheData* cache, size_t index) const;
+  size_t WorldPairCache(int32_t part, int32_t world_part) const {
+    return static_cast<size_t>(part) * world_parts_.size() + static_cast<size_t>(world_part);
+  }
+  size_t SelfPairCache(size_t self_pair) const { return robot_parts_.size() * world_parts_.size() + self_pair; }
+
+  std::shared_ptr<const RobotModel> robot_;
+  std::shared_ptr<SelfClearanceMaps> self_clearance_maps_;  // never null; shared with other scenes
+  RigidTransform X_WB_;
+  uint64_t serial_ = 0;  // unique among the scenes of this process (SceneCacheData::HullWarmStart::scene)
+  std::vector<WorldObject> objects_;
+  std::vector<AttachedObject> attached_;
+  std::vector<std::pair<std::string, std::string>> allowed_pairs_;
+  std::vector<std::string> warnings_;
+  double default_padding_ = 0.0;
+  std::vector<std::pair<std::string, double>> padding_;
+  std::vector<double> link_padding_;  ///< Per link.
+  uint64_t version_ = 0;
+  std::vector<RobotPart> robot_parts_;
+  std::vector<SelfPair> self_pairs_;  ///< Robot part pairs to test for self collision.
+  std::vector<WorldPart> world_parts_;
+  std::vector<BroadNode> broad_;
+  size_t num_entities_ = 0;
+  std::vector<uint8_t> entity_object_allowed_;  ///< num_entities x objects
+  std::vector<uint8_t> entity_allowed_;         ///< num_entities x num_entities
+  std::shared_ptr<const LanePlan> lane_plan_;  ///< What CheckStates' lane pass reads.
+  SelfClearanceFill self_clearance_fill_ = SelfClearanceFill::kBackground;
+  void BuildLanePlan();
+  // CheckStates on validated configurations, a block of `lanes` <= kLanes of them (q holds kLanes
+  // pointers; those past `lanes` repeat one of the others): `clearance` for robot-world pairs,
+  // `self_clearance` for pairs of robot parts, as CheckStateWith. PrepareLanes(cache, clearance) first.
+  void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
+                       SceneCacheData* cache, StateResult* out) const;
+  // Sizes the cache's lane buffers and grows each part's box by its padding and `clearance`.
+  void PrepareLanes(SceneCacheData* cache, double clearance) const;
+};
+
+template <class Visit>
+bool SceneImpl::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
+  if (broad_.empty()) return false;
+  int32_t stack[64];
+  int32_t top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const BroadNode& n = broad_[stack[--top]];
+    if (!Overlap(n.bounds, bounds)) continue;
+    if (n.count == 0) {
+      stack[top++] = n.first;
+      stack[top++] = n.first + 1;
+      continue;
+    }
+    for (int32_t k = n.first; k < n.first + n.count; ++k) {
+      if (Overlap(world_parts_[k].bounds, bounds) && visit(k)) return true;
+    }
+  }
+  return false;
+}
+
+/// The SceneImpl a Scene is.
+inline const SceneImpl& Impl(const Scene& scene) { return static_cast<const SceneImpl&>(scene); }
+
+}  // namespace internal
+}  // namespace proximity::core
