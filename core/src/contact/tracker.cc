@@ -10,6 +10,7 @@
 #include <queue>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -186,7 +187,60 @@ Result<std::shared_ptr<const TrackingGeometry>> TrackingGeometry::Build(const Sc
   return std::shared_ptr<const TrackingGeometry>(std::move(g));
 }
 
-Tracker::Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)
+// What a Tracker keeps between frames (its warm starts per pair and buffers) and the frame's steps.
+class Tracker::Impl {
+ public:
+  Impl(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry);
+  Result<TrackResult> Update(std::span<const double> q, const TrackRequest& request);
+  void Reset() { pairs_.clear(); }
+  int64_t MemoryBytes() const;
+
+  struct PairState {
+    uint64_t frame = 0;  // last frame the pair was near
+    VClipCache vclip;
+    GjkCache gjk;
+    std::unique_ptr<DistanceCache> walk;
+    MeshShapeDistanceCache shape_walk;
+    TrackFeature feature_robot, feature_other;
+    Vec3 normal_W = Vec3::Zero();
+    bool has_features = false;
+  };
+  // A nearby pair on its way through the frame: its cheap bound, and whether the hulls have raised it.
+  struct Candidate {
+    int32_t index;   // into the broad phase's pairs
+    double cheap;    // certified lower bound on the padded clearance
+    bool refined;
+  };
+
+  // One nearby pair's geometry this frame, and what deciding it has found so far (below).
+  struct PairView;
+  struct PairAnswer;
+  // Update's steps: the broad phase and each nearby pair's warm-start state; the hulls' lower bound on a
+  // non-convex pair; a convex pair's distance (V-Clip or GJK/EPA, and the surface check of a convex
+  // mesh); the exact walk (false: the pair is beyond `t`); the k nearest with their gradients.
+  Status Gather(std::span<const double> q, const TrackRequest& request);
+  PairView View(const NearbyPart& p, const TrackRequest& request) const;
+  double HullBound(const PairView& v, PairState& st, double t, TrackResult* result) const;
+  Status DecideConvex(const PairView& v, PairState& st, const TrackRequest& request, TrackResult* result,
+                      TrackedPair* tp, PairAnswer* answer) const;
+  Result<bool> Walk(const PairView& v, PairState& st, double t, double cheap, const TrackRequest& request,
+                    TrackResult* result, TrackedPair* tp, PairAnswer* answer) const;
+  void Report(const TrackRequest& request, TrackResult* result);
+
+  std::shared_ptr<const Scene> scene_;
+  std::shared_ptr<const TrackingGeometry> geometry_;
+  SceneCache cache_;
+  uint64_t frame_ = 0;
+  std::unordered_map<uint64_t, PairState> pairs_;
+  // Buffers kept between frames.
+  NearbyPartsResult nearby_;
+  std::vector<PairState*> states_;
+  std::vector<Candidate> heap_;
+  std::vector<TrackedPair> decided_;
+  std::vector<double> jacobian_a_, jacobian_b_;
+};
+
+Tracker::Impl::Impl(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)
     : scene_(std::move(scene)), geometry_(std::move(geometry)) {
   if (geometry_ == nullptr || !geometry_->Fits(*scene_)) {
     // Polyhedra of hulls a scene accepted always build; a failure leaves V-Clip out (GJK decides).
@@ -195,9 +249,7 @@ Tracker::Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const Track
   }
 }
 
-void Tracker::Reset() { pairs_.clear(); }
-
-int64_t Tracker::MemoryBytes() const {
+int64_t Tracker::Impl::MemoryBytes() const {
   int64_t bytes = static_cast<int64_t>(sizeof(*this));
   for (const auto& [key, s] : pairs_) {
     bytes += static_cast<int64_t>(sizeof(key) + sizeof(s));
@@ -208,7 +260,7 @@ int64_t Tracker::MemoryBytes() const {
   return bytes;  // the shared TrackingGeometry is counted by its owner
 }
 
-struct Tracker::PairView {
+struct Tracker::Impl::PairView {
   const NearbyPart& p;
   const Geometry& a;
   const Geometry& b;
@@ -221,7 +273,7 @@ struct Tracker::PairView {
   bool has_mesh;
 };
 
-struct Tracker::PairAnswer {
+struct Tracker::Impl::PairAnswer {
   double lower_raw = 0.0, upper_raw = kInf, signed_raw = 0.0;
   Vec3 last_normal = Vec3::UnitZ();
   Vec3 overlap_normal = Vec3::Zero();  // set when convex shapes overlap
@@ -265,7 +317,7 @@ class KBest {
 
 }  // namespace
 
-Status Tracker::Gather(std::span<const double> q, const TrackRequest& request) {
+Status Tracker::Impl::Gather(std::span<const double> q, const TrackRequest& request) {
   NearbyPartsRequest near;
   near.horizon = request.horizon;
   near.world = request.world;
@@ -291,7 +343,7 @@ Status Tracker::Gather(std::span<const double> q, const TrackRequest& request) {
   return {};
 }
 
-Tracker::PairView Tracker::View(const NearbyPart& p, const TrackRequest& request) const {
+Tracker::Impl::PairView Tracker::Impl::View(const NearbyPart& p, const TrackRequest& request) const {
   const Geometry& a = *p.parts.robot;
   const Geometry& b = *p.parts.other;
   const bool use_vclip = request.convex == TrackConvexMethod::kVClip;
@@ -304,7 +356,7 @@ Tracker::PairView Tracker::View(const NearbyPart& p, const TrackRequest& request
 }
 
 // The hulls' distance bounds the meshes' from below (each mesh lies inside its hull).
-double Tracker::HullBound(const PairView& v, PairState& st, double t, TrackResult* result) const {
+double Tracker::Impl::HullBound(const PairView& v, PairState& st, double t, TrackResult* result) const {
   if (v.poly_a != nullptr && v.poly_b != nullptr) {
     const VClipResult r = VClipDistance(*v.poly_a, v.X_a, *v.poly_b, v.X_b, &st.vclip);
     ++result->vclip;
@@ -326,8 +378,8 @@ double Tracker::HullBound(const PairView& v, PairState& st, double t, TrackResul
   return hull;
 }
 
-Status Tracker::DecideConvex(const PairView& v, PairState& st, const TrackRequest& request, TrackResult* result,
-                             TrackedPair* tp, PairAnswer* ans) const {
+Status Tracker::Impl::DecideConvex(const PairView& v, PairState& st, const TrackRequest& request, TrackResult* result,
+                                   TrackedPair* tp, PairAnswer* ans) const {
   // GJK, and EPA when they overlap, on the pair's convex shapes, warm from the pair's last simplex.
   auto signed_distance = [&]() -> Result<SignedDistanceResult> {
     Result<SignedDistanceResult> out = Error{ErrorCode::kInternal, "no convex shape"};
@@ -417,8 +469,8 @@ Status Tracker::DecideConvex(const PairView& v, PairState& st, const TrackReques
 
 // The exact walk, warm from the pair's last triangles (and, between two meshes, its last front); it may
 // stop once it proves the pair beyond what this frame still reports (then false).
-Result<bool> Tracker::Walk(const PairView& v, PairState& st, double t, double cheap, const TrackRequest& request,
-                           TrackResult* result, TrackedPair* tp, PairAnswer* ans) const {
+Result<bool> Tracker::Impl::Walk(const PairView& v, PairState& st, double t, double cheap, const TrackRequest& request,
+                                 TrackResult* result, TrackedPair* tp, PairAnswer* ans) const {
   DistanceRequest req{request.rel_err, request.abs_err, t + v.pad};
   req.known_lower = std::max({0.0, ans->hull_floor, cheap + v.pad});  // certified: boxes or hulls
   const Geometry& a = v.a;
@@ -474,7 +526,7 @@ Result<bool> Tracker::Walk(const PairView& v, PairState& st, double t, double ch
 }
 
 // The k nearest of the decided pairs, overall or per link, with their gradients.
-void Tracker::Report(const TrackRequest& request, TrackResult* result) {
+void Tracker::Impl::Report(const TrackRequest& request, TrackResult* result) {
   const RobotModel& robot = scene_->robot();
   const int32_t k = request.max_pairs;
   const bool per_link = request.per_link;
@@ -507,7 +559,7 @@ void Tracker::Report(const TrackRequest& request, TrackResult* result) {
   }
 }
 
-Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
+Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const TrackRequest& request) {
   if (Status s = ValidateTrackRequest(request); !s.ok()) return s.error();
   if (Status s = Gather(q, request); !s.ok()) return s.error();
   const std::vector<NearbyPart>& pairs = nearby_.pairs;
@@ -590,5 +642,19 @@ Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackReques
   }
   return result;
 }
+
+Tracker::Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)
+    : impl_(std::make_unique<Impl>(std::move(scene), std::move(geometry))) {}
+Tracker::~Tracker() = default;
+Tracker::Tracker(Tracker&& other) noexcept = default;
+Tracker& Tracker::operator=(Tracker&& other) noexcept = default;
+
+Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
+  return impl_->Update(q, request);
+}
+void Tracker::Reset() { impl_->Reset(); }
+const std::shared_ptr<const Scene>& Tracker::scene() const { return impl_->scene_; }
+size_t Tracker::tracked_pairs() const { return impl_->pairs_.size(); }
+int64_t Tracker::MemoryBytes() const { return impl_->MemoryBytes() + static_cast<int64_t>(sizeof(Tracker)); }
 
 }  // namespace proximity::core

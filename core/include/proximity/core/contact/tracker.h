@@ -38,7 +38,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "proximity/core/base/result.h"
@@ -173,6 +172,10 @@ class Tracker {
   /// `geometry`: the scene's polyhedra (TrackingGeometry::Build), shared; null, or geometry built for
   /// another scene, builds them for this tracker alone.
   explicit Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry = nullptr);
+  ~Tracker();
+  /// Movable; a moved-from tracker may only be destroyed or assigned to.
+  Tracker(Tracker&& other) noexcept;
+  Tracker& operator=(Tracker&& other) noexcept;
 
   /// One frame at configuration q. Errors (kInvalidArgument, naming the field) for q as CheckState, a
   /// bad horizon, max_pairs or budget; the tracker's state is then untouched.
@@ -181,56 +184,15 @@ class Tracker {
   /// Forgets every warm start (the next frame starts cold; answers are the same either way).
   void Reset();
 
-  const std::shared_ptr<const Scene>& scene() const { return scene_; }
+  const std::shared_ptr<const Scene>& scene() const;
   /// Pairs with warm-start state kept.
-  size_t tracked_pairs() const { return pairs_.size(); }
+  size_t tracked_pairs() const;
   /// Bytes held by the warm starts and polyhedra (approximate), for memory caps.
   int64_t MemoryBytes() const;
 
  private:
-  struct PairState {
-    uint64_t frame = 0;  // last frame the pair was near
-    VClipCache vclip;
-    GjkCache gjk;
-    std::unique_ptr<DistanceCache> walk;
-    MeshShapeDistanceCache shape_walk;
-    TrackFeature feature_robot, feature_other;
-    Vec3 normal_W = Vec3::Zero();
-    bool has_features = false;
-  };
-  // A nearby pair on its way through the frame: its cheap bound, and whether the hulls have raised it.
-  struct Candidate {
-    int32_t index;   // into the broad phase's pairs
-    double cheap;    // certified lower bound on the padded clearance
-    bool refined;
-  };
-
-  // One nearby pair's geometry this frame, and what deciding it has found so far (tracker.cc).
-  struct PairView;
-  struct PairAnswer;
-  // Update's steps: the broad phase and each nearby pair's warm-start state; the hulls' lower bound on a
-  // non-convex pair; a convex pair's distance (V-Clip or GJK/EPA, and the surface check of a convex
-  // mesh); the exact walk (false: the pair is beyond `t`); the k nearest with their gradients.
-  Status Gather(std::span<const double> q, const TrackRequest& request);
-  PairView View(const NearbyPart& p, const TrackRequest& request) const;
-  double HullBound(const PairView& v, PairState& st, double t, TrackResult* result) const;
-  Status DecideConvex(const PairView& v, PairState& st, const TrackRequest& request, TrackResult* result,
-                      TrackedPair* tp, PairAnswer* answer) const;
-  Result<bool> Walk(const PairView& v, PairState& st, double t, double cheap, const TrackRequest& request,
-                    TrackResult* result, TrackedPair* tp, PairAnswer* answer) const;
-  void Report(const TrackRequest& request, TrackResult* result);
-
-  std::shared_ptr<const Scene> scene_;
-  std::shared_ptr<const TrackingGeometry> geometry_;
-  SceneCache cache_;
-  uint64_t frame_ = 0;
-  std::unordered_map<uint64_t, PairState> pairs_;
-  // Buffers kept between frames.
-  NearbyPartsResult nearby_;
-  std::vector<PairState*> states_;
-  std::vector<Candidate> heap_;
-  std::vector<TrackedPair> decided_;
-  std::vector<double> jacobian_a_, jacobian_b_;
+  class Impl;  // the warm starts and the frame's steps (tracker.cc)
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace proximity::core
