@@ -26,30 +26,36 @@ std::span<const RigidTransform> SceneCache::link_poses() const {
   return data_->X_WL;
 }
 
-const RobotModel& Scene::robot() const { return Impl(*this).robot(); }
-const std::shared_ptr<const RobotModel>& Scene::robot_ptr() const { return Impl(*this).robot_ptr(); }
+const RobotModel& Scene::robot() const { return *Impl(*this).robot_; }
+const std::shared_ptr<const RobotModel>& Scene::robot_ptr() const { return Impl(*this).robot_; }
 const std::shared_ptr<SelfClearanceMaps>& Scene::self_clearance_maps() const {
-  return Impl(*this).self_clearance_maps();
+  return Impl(*this).self_clearance_maps_;
 }
-const std::vector<WorldObject>& Scene::objects() const { return Impl(*this).objects(); }
-const RigidTransform& Scene::X_WB() const { return Impl(*this).X_WB(); }
-const std::vector<AttachedObject>& Scene::attached() const { return Impl(*this).attached(); }
-uint64_t Scene::version() const { return Impl(*this).version(); }
-uint64_t Scene::serial() const { return Impl(*this).serial(); }
-const std::vector<std::string>& Scene::warnings() const { return Impl(*this).warnings(); }
+const std::vector<WorldObject>& Scene::objects() const { return Impl(*this).objects_; }
+const RigidTransform& Scene::X_WB() const { return Impl(*this).X_WB_; }
+const std::vector<AttachedObject>& Scene::attached() const { return Impl(*this).attached_; }
+uint64_t Scene::version() const { return Impl(*this).version_; }
+uint64_t Scene::serial() const { return Impl(*this).serial_; }
+const std::vector<std::string>& Scene::warnings() const { return Impl(*this).warnings_; }
 const std::vector<std::pair<std::string, std::string>>& Scene::allowed_pairs() const {
-  return Impl(*this).allowed_pairs();
+  return Impl(*this).allowed_pairs_;
 }
-double Scene::LinkPadding(int32_t link) const { return Impl(*this).LinkPadding(link); }
-int32_t Scene::dof() const { return Impl(*this).dof(); }
+double Scene::LinkPadding(int32_t link) const { return Impl(*this).link_padding_[static_cast<size_t>(link)]; }
+int32_t Scene::dof() const { return Impl(*this).robot_->num_positions(); }
 bool Scene::AllowedLinkObject(int32_t link, int32_t object) const {
-  return Impl(*this).AllowedLinkObject(link, object);
+  return Impl(*this).AllowedEntityObject(link, object);
 }
-bool Scene::AllowedLinkLink(int32_t a, int32_t b) const { return Impl(*this).AllowedLinkLink(a, b); }
-int32_t Scene::num_robot_parts() const { return Impl(*this).num_robot_parts(); }
-const Geometry& Scene::robot_part_geometry(int32_t i) const { return Impl(*this).robot_part_geometry(i); }
-int32_t Scene::num_world_parts() const { return Impl(*this).num_world_parts(); }
-const Geometry& Scene::world_part_geometry(int32_t k) const { return Impl(*this).world_part_geometry(k); }
+bool Scene::AllowedLinkLink(int32_t a, int32_t b) const { return Impl(*this).AllowedEntities(a, b); }
+int32_t Scene::num_robot_parts() const { return static_cast<int32_t>(Impl(*this).robot_parts_.size()); }
+const Geometry& Scene::robot_part_geometry(int32_t i) const {
+  return Impl(*this).robot_parts_[static_cast<size_t>(i)].geometry;
+}
+int32_t Scene::num_world_parts() const { return static_cast<int32_t>(Impl(*this).world_parts_.size()); }
+const Geometry& Scene::world_part_geometry(int32_t k) const {
+  const SceneImpl& s = Impl(*this);
+  const SceneImpl::WorldPart& w = s.world_parts_[static_cast<size_t>(k)];
+  return s.objects_[static_cast<size_t>(w.object)].parts[static_cast<size_t>(w.part)].geometry;
+}
 SceneDescription Scene::Description() const { return Impl(*this).Description(); }
 Result<std::shared_ptr<const Scene>> Scene::Update(const WorldUpdate& update) const {
   return Impl(*this).Update(update);

@@ -62,13 +62,8 @@ using SceneCacheData = SceneCache::Data;
 
 class SceneImpl final : public Scene {
  public:
-  // Scene's queries and accessors (scene.h documents them), on the cache's data.
-  const RobotModel& robot() const { return *robot_; }
-  const std::shared_ptr<const RobotModel>& robot_ptr() const { return robot_; }
-  const std::shared_ptr<SelfClearanceMaps>& self_clearance_maps() const { return self_clearance_maps_; }
-  const std::vector<WorldObject>& objects() const { return objects_; }
-  const RigidTransform& X_WB() const { return X_WB_; }
-
+  // Scene's queries (scene.h documents them), on the cache's data; Scene's accessors read the members
+  // below directly (scene.cc).
   [[nodiscard]] Result<StateResult> CheckState(std::span<const double> q, SceneCacheData* cache,
                                                double clearance = 0.0) const;
 
@@ -109,13 +104,6 @@ class SceneImpl final : public Scene {
                                                       SceneCacheData* cache) const;
   [[nodiscard]] Status NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCacheData* cache,
                                    NearbyPartsResult* out) const;
-  int32_t num_robot_parts() const { return static_cast<int32_t>(robot_parts_.size()); }
-  const Geometry& robot_part_geometry(int32_t i) const { return robot_parts_[static_cast<size_t>(i)].geometry; }
-  int32_t num_world_parts() const { return static_cast<int32_t>(world_parts_.size()); }
-  const Geometry& world_part_geometry(int32_t k) const {
-    const WorldPart& w = world_parts_[static_cast<size_t>(k)];
-    return objects_[static_cast<size_t>(w.object)].parts[static_cast<size_t>(w.part)].geometry;
-  }
 
   [[nodiscard]] Result<std::vector<PosedPartPair>> NamedParts(std::string_view a, std::string_view b,
                                                               std::span<const double> q, SceneCacheData* cache,
@@ -124,19 +112,7 @@ class SceneImpl final : public Scene {
 
   [[nodiscard]] Result<std::shared_ptr<const Scene>> Update(const WorldUpdate& update) const;
 
-  const std::vector<AttachedObject>& attached() const { return attached_; }
   SceneDescription Description() const;
-  uint64_t version() const { return version_; }
-  uint64_t serial() const { return serial_; }
-  const std::vector<std::string>& warnings() const { return warnings_; }
-  const std::vector<std::pair<std::string, std::string>>& allowed_pairs() const { return allowed_pairs_; }
-  double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
-  int32_t dof() const { return robot_->num_positions(); }
-
-  bool AllowedLinkObject(int32_t link, int32_t object) const {
-    return entity_object_allowed_[static_cast<size_t>(link) * objects_.size() + static_cast<size_t>(object)] != 0;
-  }
-  bool AllowedLinkLink(int32_t a, int32_t b) const { return AllowedEntities(a, b); }
 
   // Build's and the queries' steps, and the scene's data (the files of src/scene).
 
