@@ -554,15 +554,21 @@ void RobotSuite::PrintRandomProfile(const SideRun& ours, const SideRun& peer) {
 // Case 2c: CLEAR many at once (Scene::CheckStates) on batches of kBatch new random states per problem,
 // states this run has not asked before: the batch's first pass (cold: the self-clearance maps' cells
 // the states land in may be unfilled), the same states one at a time (CheckState), the batch again,
-// and the peer one at a time. Times are per state, means over everything (a batch is timed whole).
+// and the peer one at a time. Times are per state, means over everything (a batch is timed whole); then
+// the free and the colliding states again, each kind as a batch of its own (ours_free_us,
+// ours_colliding_us: what each kind costs, the two parts of the mean).
 void RobotSuite::ClearBatch() {
   constexpr int kBatch = 1000;
   const int batches = std::max<int>(1, static_cast<int>(problems().size()) / (options_.quick ? 3 : 1));
   std::mt19937_64 rng(options_.seed + 17);
   std::vector<double> qs(static_cast<size_t>(kBatch) * static_cast<size_t>(dof_));
   std::vector<StateResult> out(kBatch);
-  double first_s = 0.0, batch_s = 0.0, single_s = 0.0, peer_s = 0.0;
+  double first_s = 0.0, batch_s = 0.0, single_s = 0.0, peer_s = 0.0, free_s = 0.0, colliding_s = 0.0;
   int64_t states = 0, disagree = 0, disagree_peer = 0, peer_refuted = 0, colliding = 0;
+  // The batch's free and colliding states again, each kind as a batch of its own: what a state of
+  // each kind costs.
+  std::vector<double> kind_qs;
+  std::vector<StateResult> kind_out;
   std::vector<char> peer_free(kBatch), single_free(kBatch);
   for (int b = 0; b < batches; ++b) {
     const int32_t k = b % static_cast<int32_t>(problems().size());
@@ -598,6 +604,17 @@ void RobotSuite::ClearBatch() {
         ++disagree_peer;
       }
     }
+    for (const bool want_free : {true, false}) {
+      kind_qs.clear();
+      for (int i = 0; i < kBatch; ++i) {
+        if (out[i].free == want_free) kind_qs.insert(kind_qs.end(), row(i).begin(), row(i).end());
+      }
+      kind_out.resize(kind_qs.size() / static_cast<size_t>(dof_));
+      t0 = Now();
+      if (!scene.CheckStates(kind_qs, kind_out, &cache_).ok()) ++failures_;
+      (want_free ? free_s : colliding_s) += Now() - t0;
+      for (const StateResult& r : kind_out) disagree += r.free != want_free;
+    }
     states += kBatch;
   }
   const double n = static_cast<double>(states);
@@ -609,6 +626,8 @@ void RobotSuite::ClearBatch() {
   line.Add("ratio", peer_s / std::max(1e-12, batch_s)).Add("ratio_first_pass", peer_s / std::max(1e-12, first_s));
   line.Add("batch_over_one_at_a_time", single_s / std::max(1e-12, batch_s));
   line.Add("colliding", static_cast<double>(colliding) / n);
+  line.Add("ours_free_us", free_s / std::max(1.0, n - static_cast<double>(colliding)) * 1e6);
+  line.Add("ours_colliding_us", colliding_s / std::max(1.0, static_cast<double>(colliding)) * 1e6);
   line.Add("disagree_one_at_a_time", disagree).Add("disagree_peer", disagree_peer);
   line.Add("peer_contacts_refuted", peer_refuted);
   line.Add("target_ours_us", 0.25).Add("meets_target", batch_s / n * 1e6 <= 0.25);
