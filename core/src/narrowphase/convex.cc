@@ -1,6 +1,7 @@
 #include "proximity/core/narrowphase/convex.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -243,6 +244,103 @@ bool IsHullSurface(const TriangleMesh& mesh, const ConvexPolytope& hull, double 
   double hull_area = 0.0;
   for (const auto& f : hull.faces()) hull_area += 0.5 * (hv[f[1]] - hv[f[0]]).cross(hv[f[2]] - hv[f[0]]).norm();
   return std::abs(mesh_area - hull_area) <= 1e-4 * hull_area;
+}
+
+namespace {
+
+// The union-find root of v (path halving).
+int32_t Root(std::vector<int32_t>& parent, int32_t v) {
+  while (parent[v] != v) v = parent[v] = parent[parent[v]];
+  return v;
+}
+
+// The signed solid angle of triangle (a, b, c) seen from the origin (Van Oosterom and Strackee, 1983).
+double SolidAngle(const Vec3& a, const Vec3& b, const Vec3& c) {
+  const double la = a.norm(), lb = b.norm(), lc = c.norm();
+  return 2.0 * std::atan2(a.dot(b.cross(c)), la * lb * lc + a.dot(b) * lc + a.dot(c) * lb + b.dot(c) * la);
+}
+
+}  // namespace
+
+double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
+  constexpr double kNotSealed = std::numeric_limits<double>::infinity();
+  const std::vector<FacePlane>& planes = hull.face_planes();
+  const auto nv = static_cast<int32_t>(mesh.vertices.size());
+  if (mesh.triangles.empty() || planes.empty()) return kNotSealed;
+  // The gap must stay below half the depth of the hull vertices' mean (see the winding test below).
+  Vec3 centre = Vec3::Zero();
+  for (const Vec3& v : hull.vertices()) centre += v;
+  centre /= static_cast<double>(hull.num_vertices());
+  const auto depth = [&](const Vec3& p) {
+    double d = std::numeric_limits<double>::infinity();
+    for (const FacePlane& f : planes) d = std::min(d, f.offset - f.normal.dot(p));
+    return d;
+  };
+  const double limit = 0.5 * depth(centre);
+  if (!(limit > 0.0)) return kNotSealed;
+  // A vertex deeper than that ends it cheaply (the gap is at least every vertex's depth).
+  for (const Vec3& v : mesh.vertices) {
+    if (depth(v) >= limit) return kNotSealed;
+  }
+  // How far each triangle lies off the face plane it is nearest (the one its neighbour used is tried
+  // first, and kept when the triangle lies no farther off it than the gap so far).
+  double gap = 0.0;
+  size_t last = 0;
+  const auto off_plane = [&](const std::array<int32_t, 3>& t, const FacePlane& f) {
+    double worst = 0.0;
+    for (int32_t k : t) worst = std::max(worst, std::abs(f.offset - f.normal.dot(mesh.vertices[k])));
+    return worst;
+  };
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    double off = off_plane(t, planes[last]);
+    for (size_t f = 0; f < planes.size() && off > gap; ++f) {
+      const double o = off_plane(t, planes[f]);
+      if (o < off) {
+        off = o;
+        last = f;
+      }
+    }
+    if (off >= limit) return kNotSealed;
+    gap = std::max(gap, off);
+  }
+  // Closed and consistently oriented: every directed edge once, and its reverse once.
+  std::vector<int64_t> edges;
+  edges.reserve(3 * mesh.triangles.size());
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    for (int k = 0; k < 3; ++k) edges.push_back(int64_t{t[k]} * nv + t[(k + 1) % 3]);
+  }
+  std::sort(edges.begin(), edges.end());
+  if (std::adjacent_find(edges.begin(), edges.end()) != edges.end()) return kNotSealed;
+  for (int64_t e : edges) {
+    const int64_t a = e / nv, b = e % nv;
+    if (a == b || !std::binary_search(edges.begin(), edges.end(), b * nv + a)) return kNotSealed;
+  }
+  // One connected piece holding every hull vertex.
+  std::vector<int32_t> parent(static_cast<size_t>(nv));
+  for (int32_t v = 0; v < nv; ++v) parent[v] = v;
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    for (int k = 1; k < 3; ++k) parent[Root(parent, t[k])] = Root(parent, t[0]);
+  }
+  const int32_t root = Root(parent, mesh.triangles[0][0]);
+  std::vector<char> used(static_cast<size_t>(nv), 0);
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    for (int32_t k : t) used[k] = 1;
+  }
+  for (int32_t v = 0; v < nv; ++v) {
+    if (used[v] && Root(parent, v) != root) return kNotSealed;
+  }
+  for (int32_t i : hull.input_indices()) {
+    if (i < 0 || i >= nv || !used[i]) return kNotSealed;
+  }
+  // Winding once around the hull vertices' mean, deeper than the gap: then around every point deeper
+  // than the gap, since the surface stays within the gap of the boundary.
+  double angle = 0.0;
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    angle += SolidAngle(mesh.vertices[t[0]] - centre, mesh.vertices[t[1]] - centre, mesh.vertices[t[2]] - centre);
+  }
+  const double winding = angle / (4.0 * M_PI);
+  if (!(std::abs(std::abs(winding) - 1.0) < 1e-6)) return kNotSealed;
+  return gap;
 }
 
 }  // namespace proximity::core

@@ -606,6 +606,7 @@ Status LoadLinkMesh(const urdf::Mesh& m, const std::string& what, const RobotLoa
   if (auto hull = ConvexPolytope::Build(g->mesh->mesh(), g->mesh_path); hull.ok()) {
     g->hull = hull.value();
     g->hull_is_surface = IsHullSurface(g->mesh->mesh(), *g->hull, kHullSurfaceTolerance);
+    g->hull_surface_gap = SealedHullGap(g->mesh->mesh(), *g->hull);
   }
   return {};
 }

@@ -180,6 +180,7 @@ Geometry FromLinkGeometry(const LinkGeometry& g) {
       geometry.mesh = g.mesh;
       geometry.hull = g.hull;
       geometry.hull_is_surface = g.hull_is_surface;
+      geometry.hull_surface_gap = g.hull_surface_gap;
       break;
     case ShapeType::kBox:
       geometry.shape = Box{0.5 * g.box_size};

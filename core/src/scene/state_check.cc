@@ -102,6 +102,176 @@ bool HullsApart(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
   return apart;
 }
 
+// Sealed convex meshes (Geometry::hull_surface_gap) meet other geometry where their hulls do, nearly
+// always: the proofs below decide most such pairs from the simplex ISA-GJK leaves when it finds the
+// hulls meeting (a tetrahedron holding the origin of their difference, or the touching simplex of a
+// sphere or capsule), without walking triangles. Each keeps a margin above rounding in
+// every comparison; false proves nothing (the walk decides).
+
+// The point of A's stand-in that the simplex's weights give (A's frame): with a tetrahedron holding
+// the origin, a point of both stand-ins; otherwise A's point nearest B's core.
+bool SimplexPointA(const GjkSimplex& s, Vec3* p_A) {
+  if (s.size < 1) return false;
+  *p_A = Vec3::Zero();
+  double weight = 0.0;
+  for (int32_t i = 0; i < s.size; ++i) {
+    if (!(s.weights[i] >= 0.0)) return false;
+    *p_A += s.weights[i] * s.vertices[i].p_A;
+    weight += s.weights[i];
+  }
+  return std::abs(weight - 1.0) < 1e-9;
+}
+
+// How deep p (P's frame) lies inside P: the least distance to a face plane, negative outside.
+double Depth(const ConvexPolytope& P, const Vec3& p) {
+  double depth = std::numeric_limits<double>::infinity();
+  for (const FacePlane& f : P.face_planes()) depth = std::min(depth, f.offset - f.normal.dot(p));
+  return depth;
+}
+
+// The same for a solid primitive at x (its frame), a lower bound that is concave in x like the
+// polytope's; -infinity for a cone. And a point deep inside it.
+double Depth(const Shape& shape, const Vec3& x) {
+  return VisitShape(shape, [&](const auto& solid) {
+    using S = std::decay_t<decltype(solid)>;
+    if constexpr (std::is_same_v<S, Box>) {
+      return (solid.half_extents - x.cwiseAbs()).minCoeff();
+    } else if constexpr (std::is_same_v<S, Sphere>) {
+      return solid.radius - (x - solid.center).norm();
+    } else if constexpr (std::is_same_v<S, Capsule>) {
+      const Vec3 axis(0.0, 0.0, std::clamp(x.z(), -solid.half_length, solid.half_length));
+      return solid.radius - (x - axis).norm();
+    } else if constexpr (std::is_same_v<S, Cylinder>) {
+      return std::min(solid.radius - x.head<2>().norm(), solid.half_length - std::abs(x.z()));
+    } else if constexpr (std::is_same_v<S, ConvexPolytope>) {
+      return Depth(solid, x);
+    } else {
+      return -std::numeric_limits<double>::infinity();
+    }
+  });
+}
+Vec3 InnerPoint(const Shape& shape) {
+  return VisitShape(shape, [&](const auto& solid) -> Vec3 {
+    using S = std::decay_t<decltype(solid)>;
+    if constexpr (std::is_same_v<S, Sphere>) {
+      return solid.center;
+    } else if constexpr (std::is_same_v<S, ConvexPolytope>) {
+      Vec3 mean = Vec3::Zero();
+      for (const Vec3& v : solid.vertices()) mean += v;
+      return mean / static_cast<double>(solid.num_vertices());
+    } else {
+      return Vec3::Zero();
+    }
+  });
+}
+
+// A point (A's frame) inside both A and B deeper than each needs: depth_a and depth_b give each side's
+// depth (concave), minus its need. Tries p, then p moved toward each inner point (inner_a, inner_b) as
+// far as the depths' bounds along the way say is best: concave depths lie above the chord between
+// their values at the ends, so the chords' crossing is where the smaller of the two bounds peaks. Each
+// candidate is then tested itself.
+template <class DepthA, class DepthB>
+bool CommonInside(const Vec3& p, const Vec3& inner_a, const Vec3& inner_b, DepthA&& depth_a, DepthB&& depth_b) {
+  const double a0 = depth_a(p), b0 = depth_b(p);
+  if (a0 > 0.0 && b0 > 0.0) return true;
+  for (const Vec3& inner : {inner_b, inner_a}) {
+    const double a1 = depth_a(inner), b1 = depth_b(inner);
+    // min((1 - t) a0 + t a1, (1 - t) b0 + t b1) over t in [0, 1].
+    const double slope = (a1 - a0) - (b1 - b0);
+    double t = 1.0;
+    if (slope != 0.0) t = std::clamp((b0 - a0) / slope, 0.0, 1.0);
+    if (std::min((1 - t) * a0 + t * a1, (1 - t) * b0 + t * b1) <= 0.0) continue;
+    const Vec3 q = p + t * (inner - p);
+    if (depth_a(q) > 0.0 && depth_b(q) > 0.0) return true;
+  }
+  return false;
+}
+
+// Whether, for one of a few directions d (A's frame: `first`, then both ways along each of `axes`'
+// columns), the support of B reaches beyond A's by more than margin |d|: then B's extreme point that way
+// lies outside A. h_A and h_B give each side's support value along d.
+template <class HA, class HB>
+bool ReachesBeyond(const Vec3& first, const Mat3& axes, double margin, HA&& h_A, HB&& h_B) {
+  for (int k = 0; k < 7; ++k) {
+    const Vec3 d = k == 0 ? first : (k % 2 == 0 ? -1.0 : 1.0) * Vec3(axes.col((k - 1) / 2));
+    const double n = d.norm();
+    if (n > 0.0 && h_B(d) - h_A(d) > margin * n) return true;
+  }
+  return false;
+}
+
+// The support value of hull P (frame S) along d_S.
+double HullSupport(const ConvexPolytope& P, const Vec3& d_S) { return d_S.dot(P.vertices()[P.SupportVertex(d_S, -1)]); }
+
+// Two sealed meshes: a point of both hulls deeper than each gap is inside both meshes, and a vertex of
+// each hull (a vertex of its mesh) outside the other hull shows that neither mesh holds the other. Two
+// closed, connected surfaces whose insides share a point while each has a point outside the other's
+// inside must cross: otherwise each surface, connected and missing the other, would lie wholly outside
+// the other's inside, and the insides' common part would be a bounded, non-empty set without boundary.
+bool SealedMeshesMeet(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                      const GjkSimplex& s) {
+  const ConvexPolytope& A = *a.hull;
+  const ConvexPolytope& B = *b.hull;
+  const RigidTransform X_AB = RelativeTransform(X_a, X_b);
+  const double margin = 1e-10 * (1.0 + X_AB.p.norm());
+  Vec3 p_A;
+  if (!SimplexPointA(s, &p_A)) return false;
+  const RigidTransform X_BA = X_AB.inverse();
+  const auto depth_a = [&](const Vec3& x) { return Depth(A, x) - a.hull_surface_gap - margin; };
+  const auto depth_b = [&](const Vec3& x) { return Depth(B, X_BA * x) - b.hull_surface_gap - margin; };
+  if (!CommonInside(p_A, a.mesh->obbs()[0].center, X_AB * b.mesh->obbs()[0].center, depth_a, depth_b)) return false;
+  const auto h_A = [&](const Vec3& d) { return HullSupport(A, d); };
+  const auto h_B = [&](const Vec3& d) { return HullSupport(B, X_AB.R.transpose() * d) + d.dot(X_AB.p); };
+  const Obb& box_a = a.mesh->obbs()[0];
+  const Obb& box_b = b.mesh->obbs()[0];
+  const Vec3 apart = X_AB * box_b.center - box_a.center;  // from A's middle towards B's
+  return ReachesBeyond(apart, X_AB.R * box_b.R_MB, margin, h_A, h_B) &&
+         ReachesBeyond(Vec3(-apart), box_a.R_MB, margin, h_B, h_A);
+}
+
+// A sealed mesh and a solid primitive (the hull is A, the primitive B, as WithHulls orders them): a
+// point deeper than the gap in the hull and inside the solid is inside both, and a point of the solid
+// outside the hull shows that the solid is not inside the mesh. The solid, connected, meets the inside
+// and leaves it, so it meets the surface, and a mesh touching a solid collides.
+bool SealedMeshMeetsShape(const Geometry& mesh, const RigidTransform& X_m, const Shape& shape,
+                          const RigidTransform& X_s, const GjkSimplex& s) {
+  const ConvexPolytope& A = *mesh.hull;
+  const RigidTransform X_AB = RelativeTransform(X_m, X_s);
+  const double margin = 1e-10 * (1.0 + X_AB.p.norm());
+  Vec3 p_A;
+  if (!SimplexPointA(s, &p_A)) return false;
+  const RigidTransform X_BA = X_AB.inverse();
+  const auto depth_a = [&](const Vec3& x) { return Depth(A, x) - mesh.hull_surface_gap - margin; };
+  const auto depth_b = [&](const Vec3& x) { return Depth(shape, X_BA * x) - margin; };
+  if (!CommonInside(p_A, mesh.mesh->obbs()[0].center, X_AB * InnerPoint(shape), depth_a, depth_b)) return false;
+  const auto h_A = [&](const Vec3& d) { return HullSupport(A, d); };
+  const auto h_B = [&](const Vec3& d) {
+    const Vec3 d_B = X_AB.R.transpose() * d;
+    return VisitShape(shape, [&](const auto& solid) { return d_B.dot(Support(solid, d_B)); }) + d.dot(X_AB.p);
+  };
+  const Obb& box = mesh.mesh->obbs()[0];
+  return ReachesBeyond(Vec3(X_AB.p - box.center), box.R_MB, margin, h_A, h_B);
+}
+
+// Whether a and b, whose hulls ISA-GJK found meeting (its tetrahedron `s`), provably collide by the
+// proofs above; false when neither applies or proves it.
+bool SealedContactProven(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
+                         const GjkSimplex& s) {
+  if (a.is_mesh() && b.is_mesh()) return SealedMeshesMeet(a, X_a, b, X_b, s);
+  if (a.is_mesh()) return SealedMeshMeetsShape(a, X_a, b.shape, X_b, s);
+  return SealedMeshMeetsShape(b, X_b, a.shape, X_a, s);
+}
+
+// Whether PairCollides may try SealedContactProven on the pair: no padding, and sealed meshes, or a
+// sealed mesh and a primitive.
+bool SealedPair(const Geometry& a, const Geometry& b, double padding) {
+  const auto sealed = [](const Geometry& g) {
+    return g.is_mesh() && g.hull != nullptr && std::isfinite(g.hull_surface_gap);
+  };
+  if (padding > 0.0 || a.is_cloud() || b.is_cloud()) return false;
+  return (sealed(a) && (sealed(b) || b.is_primitive())) || (sealed(b) && a.is_primitive());
+}
+
 }  // namespace
 
 namespace {
@@ -358,7 +528,16 @@ bool SceneImpl::PairCollides(const Geometry& a, const RigidTransform& X_a, const
     if (stats != nullptr) *stats += r.value().stats;
     return r.value().colliding;
   }
-  if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, hull_cache)) return false;
+  // Sealed convex meshes: where their hulls meet, the hull test's tetrahedron usually proves the
+  // geometry meets too (SealedContactProven), so it is kept even without the caller's warm start.
+  const bool sealed = SealedPair(a, b, padding);
+  GjkCache local;
+  GjkCache* cache = hull_cache != nullptr || !sealed ? hull_cache : &local;
+  if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, cache)) return false;
+  if (sealed && SealedContactProven(a, X_a, b, X_b, cache->simplex)) {
+    if (stats != nullptr) ++stats->bv_tests;
+    return true;
+  }
   if (padding <= 0.0) {
     // Poses and shapes of a built scene are valid: the unvalidated entry points.
     if (a.is_mesh() && b.is_mesh()) {

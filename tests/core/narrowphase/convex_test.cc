@@ -223,6 +223,64 @@ TEST(ConvexPolytope, HullSurfaceIsRecognisedOnlyForConvexMeshes) {
   EXPECT_FALSE(surface(dent));
 }
 
+// SealedHullGap: convex meshes lie on their hull (gap 0 up to rounding), a dented box as deep as its
+// dent, and any mesh that is open, inconsistently oriented, in pieces, or with a hull vertex off its
+// surface is not sealed.
+TEST(ConvexPolytope, SealedHullGapSaysHowFarASealedSurfaceLiesInside) {
+  const auto gap = [](const TriangleMesh& m) {
+    auto hull = ConvexPolytope::Build(m);
+    EXPECT_TRUE(hull.ok());
+    return hull.ok() ? SealedHullGap(m, *hull.value()) : -1.0;
+  };
+  const TriangleMesh box = MakeBoxMesh(Vec3(0.2, 0.3, 0.5));
+  EXPECT_LE(gap(box), 1e-15);
+  EXPECT_LE(gap(MakeIcosphereMesh(0.3, 2)), 1e-15);
+  // A cylinder's caps are fans that the hull may split otherwise, on the same planes.
+  EXPECT_LE(gap(MakeCylinderMesh(0.1, 0.4, 24)), 1e-15);
+  // The top face fanned to a vertex 3 cm below its middle: the fan's triangles lie up to 3 cm off the
+  // top face's plane, and no closer to any other.
+  TriangleMesh dent = box;
+  const auto n = static_cast<int32_t>(dent.vertices.size());
+  dent.vertices.push_back(Vec3(0.0, 0.0, 0.22));
+  std::vector<std::array<int32_t, 3>> triangles;
+  for (const auto& t : dent.triangles) {
+    if (dent.vertices[t[0]].z() > 0.2 && dent.vertices[t[1]].z() > 0.2 && dent.vertices[t[2]].z() > 0.2) {
+      for (int k = 0; k < 3; ++k) {
+        const Vec3 &a = dent.vertices[t[k]], &b = dent.vertices[t[(k + 1) % 3]];
+        if (a.x() != b.x() && a.y() != b.y()) continue;  // the face's diagonal
+        triangles.push_back({t[k], t[(k + 1) % 3], n});
+      }
+    } else {
+      triangles.push_back(t);
+    }
+  }
+  dent.triangles = triangles;
+  ASSERT_EQ(dent.triangles.size(), 14u);
+  EXPECT_NEAR(gap(dent), 0.03, 1e-12);
+  // A dent deeper than half the way to the middle: the middle may lie outside the surface.
+  TriangleMesh deep = dent;
+  deep.vertices.back() = Vec3(0.0, 0.0, 0.0);
+  EXPECT_TRUE(std::isinf(gap(deep)));
+  // Open: one triangle missing.
+  TriangleMesh open = box;
+  open.triangles.pop_back();
+  EXPECT_TRUE(std::isinf(gap(open)));
+  // One triangle turned over.
+  TriangleMesh flipped = box;
+  std::swap(flipped.triangles[0][1], flipped.triangles[0][2]);
+  EXPECT_TRUE(std::isinf(gap(flipped)));
+  // A hull vertex on no triangle.
+  TriangleMesh stray = box;
+  stray.vertices.push_back(Vec3(0.3, 0.3, 0.3));
+  EXPECT_TRUE(std::isinf(gap(stray)));
+  // Two pieces: a box inside a bigger one (the hull is the outer box's, every vertex on one piece).
+  TriangleMesh nested = MakeBoxMesh(Vec3(1.0, 1.0, 1.0));
+  AppendMesh(&nested, MakeBoxMesh(Vec3(0.2, 0.2, 0.2)));
+  EXPECT_TRUE(std::isinf(gap(nested)));
+  // A torus winds around no point of its hull's middle.
+  EXPECT_TRUE(std::isinf(gap(MakeTorusMesh(0.2, 0.05, 24, 12))));
+}
+
 TEST(ConvexPolytope, HillClimbingSupportMatchesBruteForce) {
   std::mt19937_64 rng(3);
   for (int n : {8, 16, 17, 30, 100, 400, 1000}) {

@@ -148,6 +148,15 @@ class ConvexPolytope {
 /// case: the mesh lies inside it.)
 bool IsHullSurface(const TriangleMesh& mesh, const ConvexPolytope& hull, double tolerance);
 
+/// How far (metres) `mesh` lies inside the boundary of `hull` (the hull of its vertices) when the mesh
+/// is a sealed surface close to that boundary, +infinity when it is not. Sealed: every triangle lies
+/// within the returned gap of one face's plane, every edge joins exactly two triangles in opposite
+/// directions, the triangles form one connected piece that holds every hull vertex, and the surface winds
+/// once around the hull vertices' mean, which lies deeper than twice the gap. Then every point deeper
+/// inside the hull than the gap is inside the mesh and each hull vertex is on the mesh, so a hull test
+/// can prove that such a mesh's surface meets another's without walking their triangles (CLEAR does).
+double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull);
+
 // Core support mappings. CoreSupport(shape, d_S, &vertex) returns a support point of the shape's core
 // (the shape itself when its margin is 0) for direction d_S in frame S; `*vertex` is read as the start
 // of a polytope's hill climbing and set to the index of the returned vertex for shapes with finitely

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,6 +106,9 @@ struct LinkGeometry {
   /// away from the hull keeps away from the mesh: a cheap first test before the hierarchy walk.
   std::shared_ptr<const ConvexPolytope> hull;
   bool hull_is_surface = false;   ///< kMesh: the mesh is its hull's surface (IsHullSurface): a convex mesh.
+  /// kMesh: how far the mesh lies inside its hull's boundary when it is a sealed surface close to it
+  /// (SealedHullGap), +infinity otherwise.
+  double hull_surface_gap = std::numeric_limits<double>::infinity();
   std::string mesh_path;          ///< kMesh: resolved absolute file path.
   Vec3 mesh_scale = Vec3::Ones(); ///< kMesh: the URDF scale.
   std::string name;               ///< The URDF <collision name>, or "".

@@ -1,0 +1,208 @@
+// CLEAR's proofs of contact for sealed convex meshes (state_check.cc): where a link mesh is a sealed
+// surface close to its hull (SealedHullGap), a hull test that finds the hulls meeting can prove the
+// meshes collide without walking their triangles. These tests pose such meshes so that they cross,
+// touch, keep apart and hold one another, and compare CLEAR with brute force over every triangle pair
+// (mesh against mesh) and with the hierarchy walk (mesh against a solid primitive).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "core/scene_fixtures.h"
+#include "core/test_util.h"
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/scene.h"
+
+namespace proximity::core {
+namespace {
+
+std::string ToObj(const TriangleMesh& m) {
+  std::ostringstream out;
+  out.precision(17);
+  for (const Vec3& v : m.vertices) out << "v " << v.x() << ' ' << v.y() << ' ' << v.z() << '\n';
+  for (const auto& t : m.triangles) out << "f " << t[0] + 1 << ' ' << t[1] + 1 << ' ' << t[2] + 1 << '\n';
+  return out.str();
+}
+
+// A box whose top face's triangles fan to a vertex `dent` below the face's middle: not convex, a sealed
+// surface `dent` inside its hull.
+TriangleMesh DentedBox(const Vec3& size, double dent) {
+  TriangleMesh m = MakeBoxMesh(size);
+  const auto n = static_cast<int32_t>(m.vertices.size());
+  const double top = 0.5 * size.z();
+  m.vertices.push_back(Vec3(0.0, 0.0, top - dent));
+  std::vector<std::array<int32_t, 3>> triangles;
+  for (const auto& t : m.triangles) {
+    if (m.vertices[t[0]].z() == top && m.vertices[t[1]].z() == top && m.vertices[t[2]].z() == top) {
+      for (int k = 0; k < 3; ++k) {
+        // Only the square's outline: the diagonal both triangles share is dropped.
+        const Vec3 &a = m.vertices[t[k]], &b = m.vertices[t[(k + 1) % 3]];
+        if (a.x() != b.x() && a.y() != b.y()) continue;
+        triangles.push_back({t[k], t[(k + 1) % 3], n});
+      }
+    } else {
+      triangles.push_back(t);
+    }
+  }
+  m.triangles = triangles;
+  return m;
+}
+
+// A robot with a fixed link "big" holding `big`, and a link "small" holding `small` on three slides of
+// +-`slide` m and three turns.
+std::shared_ptr<const RobotModel> TwoBodyRobot(const TriangleMesh& big, const TriangleMesh& small, double slide) {
+  const std::string s = std::to_string(slide);
+  std::string urdf = R"(<robot name="two_bodies"><link name="base"/>
+    <link name="big"><collision><geometry><mesh filename="big.obj"/></geometry></collision></link>
+    <joint name="fix" type="fixed"><parent link="base"/><child link="big"/></joint>
+    <link name="sx"/><link name="sy"/><link name="sz"/><link name="rz"/><link name="ry"/>
+    <link name="small"><collision><geometry><mesh filename="small.obj"/></geometry></collision></link>)";
+  const char* joints[6][4] = {{"px", "base", "sx", "1 0 0"}, {"py", "sx", "sy", "0 1 0"}, {"pz", "sy", "sz", "0 0 1"},
+                              {"tz", "sz", "rz", "0 0 1"},   {"ty", "rz", "ry", "0 1 0"}, {"tx", "ry", "small", "1 0 0"}};
+  for (int j = 0; j < 6; ++j) {
+    const bool slides = j < 3;
+    urdf += std::string("<joint name=\"") + joints[j][0] + "\" type=\"" + (slides ? "prismatic" : "revolute") +
+            "\"><parent link=\"" + joints[j][1] + "\"/><child link=\"" + joints[j][2] + "\"/><axis xyz=\"" +
+            joints[j][3] + "\"/><limit effort=\"1\" velocity=\"1\" lower=\"" + (slides ? "-" + s : "-3.1") +
+            "\" upper=\"" + (slides ? s : "3.1") + "\"/></joint>";
+  }
+  urdf += "</robot>";
+  RobotLoadOptions options;
+  options.ros_package_path = "";
+  options.uploaded_files["big.obj"] = ToObj(big);
+  options.uploaded_files["small.obj"] = ToObj(small);
+  auto robot = RobotModel::FromUrdfString(urdf, "", options);
+  EXPECT_TRUE(robot.ok()) << robot.error().message;
+  return robot.ok() ? robot.value() : nullptr;
+}
+
+const LinkGeometry& OnlyGeometry(const RobotModel& robot, const std::string& link) {
+  return robot.links()[static_cast<size_t>(robot.FindLink(link).value())].geometries.at(0);
+}
+
+// Two sealed meshes (a dented box, or a cylinder, around a sphere or a cylinder moving through, beside
+// and inside it): CLEAR says what brute force over every triangle pair says, and most of its contacts
+// come without a triangle test (the proof decided them).
+TEST(SealedContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
+  struct Case {
+    const char* name;
+    TriangleMesh big, small;
+    bool can_hold;  // whether the small body fits inside the big one's box |x|, |y|, |z| <= 0.1
+    double slide = 0.3;
+    int proven_share = 4;  // at least 1 / proven_share of the contacts proven without a walk (0: any)
+  };
+  const Case cases[] = {
+      {"dented box, sphere", DentedBox(Vec3(0.4, 0.3, 0.35), 0.01), MakeIcosphereMesh(0.06, 2), true},
+      {"cylinder, dented box", MakeCylinderMesh(0.2, 0.4, 24), DentedBox(Vec3(0.12, 0.08, 0.1), 0.01), true},
+      {"dented box, cylinder", DentedBox(Vec3(0.3, 0.3, 0.3), 0.02), MakeCylinderMesh(0.04, 0.5, 16), false},
+      // Mostly inside: the hulls meet, and the surfaces only where the sphere reaches out.
+      // (The contacts are the sphere's shallow crossings, left to the walk.)
+      {"dented box, sphere inside", DentedBox(Vec3(0.4, 0.3, 0.35), 0.01), MakeIcosphereMesh(0.06, 2), true, 0.12, 0},
+  };
+  std::mt19937_64 rng(7);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto robot = TwoBodyRobot(c.big, c.small, c.slide);
+    ASSERT_NE(robot, nullptr);
+    ASSERT_TRUE(std::isfinite(OnlyGeometry(*robot, "big").hull_surface_gap));
+    ASSERT_TRUE(std::isfinite(OnlyGeometry(*robot, "small").hull_surface_gap));
+    SceneDescription d;
+    d.robot = robot;
+    auto scene = Scene::Build(d);
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    SceneCache cache;
+    const int32_t big = robot->FindLink("big").value(), small = robot->FindLink("small").value();
+    int colliding = 0, proven = 0, held = 0;
+    const int states = testing::Cases(6000);
+    for (int k = 0; k < states; ++k) {
+      const auto q = RandomState(rng, *robot);
+      PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene.value()->CheckState(q, &cache));
+      const auto X = cache.link_poses();
+      const bool meet = testing::BruteForceCollide(c.big, X[big], c.small, X[small]);
+      ASSERT_EQ(!r.free, meet) << "state " << k;
+      colliding += meet;
+      proven += meet && r.stats.triangle_tests == 0;
+      // The small body wholly inside the big one's hull: its hulls meet, its surfaces do not.
+      held += !meet && r.stats.convex_tests > 0 &&
+              c.small.vertices.end() == std::find_if(c.small.vertices.begin(), c.small.vertices.end(),
+                                                     [&](const Vec3& v) {
+                                                       return (X[big].inverse() * (X[small] * v)).cwiseAbs().maxCoeff() >
+                                                              0.1;
+                                                     });
+    }
+    EXPECT_GT(colliding, states / 10);
+    // Shallow crossings (a point deeper than the dent's gap in both is needed) and crossings at the
+    // edges are left to the walk.
+    if (c.proven_share > 0) EXPECT_GT(proven, colliding / c.proven_share);
+    RecordProperty(std::string(c.name) + " colliding / proven / held",
+                   std::to_string(colliding) + " / " + std::to_string(proven) + " / " + std::to_string(held));
+    if (c.can_hold) EXPECT_GT(held, 0);
+  }
+}
+
+// A sealed link mesh against boxes, spheres and cylinders of the world, from ones wholly inside the link
+// (no contact: the link is a surface) to ones holding it wholly (contact: a mesh inside a solid collides):
+// CLEAR says what the hierarchy walk (CollideGeometry) says, pair by pair.
+TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
+  const TriangleMesh link = DentedBox(Vec3(0.3, 0.25, 0.3), 0.01);
+  const auto robot = TwoBodyRobot(MakeIcosphereMesh(0.01, 0), link, 0.2);
+  ASSERT_NE(robot, nullptr);
+  const LinkGeometry& g = OnlyGeometry(*robot, "small");
+  ASSERT_TRUE(std::isfinite(g.hull_surface_gap));
+  Geometry mesh;
+  mesh.mesh = g.mesh;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> size(0.02, 0.45);
+  int colliding = 0, proven = 0, free = 0;
+  for (int world = 0; world < testing::Cases(40); ++world) {
+    SceneDescription d;
+    d.robot = robot;
+    for (int i = 0; i < 3; ++i) {
+      // Sizes from well inside the link to well around it, placed where the link moves.
+      WorldObject o;
+      o.id = "obj" + std::to_string(i);
+      ObjectPart part;
+      const double a = size(rng), b = size(rng), c = size(rng);
+      if (i % 3 == 0) part.geometry.shape = Box{0.5 * Vec3(a, b, c)};
+      if (i % 3 == 1) part.geometry.shape = Sphere{Vec3::Zero(), 0.5 * a};
+      if (i % 3 == 2) part.geometry.shape = Cylinder{0.5 * a, 0.5 * b};
+      part.X_WG = testing::RandomPose(rng, Vec3(-0.25, -0.25, -0.25), Vec3(0.25, 0.25, 0.25));
+      o.parts.push_back(part);
+      d.objects.push_back(o);
+    }
+    d.allowed_pairs.push_back({"big", "small"});
+    for (const WorldObject& o : d.objects) d.allowed_pairs.push_back({"big", o.id});
+    auto scene = Scene::Build(d);
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    SceneCache cache;
+    const int32_t small = robot->FindLink("small").value();
+    for (int k = 0; k < 100; ++k) {
+      const auto q = RandomState(rng, *robot);
+      PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene.value()->CheckState(q, &cache));
+      const RigidTransform X_WL = cache.link_poses()[small];
+      bool meet = false;
+      for (const WorldObject& o : d.objects) {
+        auto walk = CollideGeometry(mesh, X_WL, o.parts[0].geometry, o.parts[0].X_WG);
+        ASSERT_TRUE(walk.ok()) << walk.error().message;
+        meet = meet || walk.value().colliding;
+      }
+      ASSERT_EQ(!r.free, meet) << "world " << world << " state " << k;
+      colliding += meet;
+      free += !meet;
+      proven += meet && r.stats.triangle_tests == 0;
+    }
+  }
+  EXPECT_GT(colliding, 100);
+  EXPECT_GT(free, 100);
+  EXPECT_GT(proven, colliding / 2);
+  RecordProperty("colliding / free / proven",
+                 std::to_string(colliding) + " / " + std::to_string(free) + " / " + std::to_string(proven));
+}
+
+}  // namespace
+}  // namespace proximity::core
