@@ -278,28 +278,48 @@ double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
   };
   const double limit = 0.5 * depth(centre);
   if (!(limit > 0.0)) return kNotSealed;
-  // A vertex deeper than that ends it cheaply (the gap is at least every vertex's depth).
-  for (const Vec3& v : mesh.vertices) {
-    if (depth(v) >= limit) return kNotSealed;
+  // A vertex deeper than that ends it cheaply (the gap is at least every vertex's depth); the vertices
+  // are visited in sixteen interleaved sweeps, so that a mesh with deep parts meets one early.
+  constexpr size_t kSweeps = 16;
+  for (size_t sweep = 0; sweep < kSweeps; ++sweep) {
+    for (size_t v = sweep; v < mesh.vertices.size(); v += kSweeps) {
+      if (depth(mesh.vertices[v]) >= limit) return kNotSealed;
+    }
   }
-  // How far each triangle lies off the face plane it is nearest (the one its neighbour used is tried
-  // first, and kept when the triangle lies no farther off it than the gap so far).
+  // How far each triangle lies off the face plane it is nearest. The planes of the hull faces at the
+  // triangle's corners are tried first (on a convex mesh one of them is the triangle's own); the rest
+  // only while those leave the triangle farther off than the gap so far.
+  std::vector<int32_t> faces_start(static_cast<size_t>(hull.num_vertices()) + 1, 0), faces_at;
+  for (const auto& f : hull.faces()) {
+    for (int32_t h : f) ++faces_start[static_cast<size_t>(h) + 1];
+  }
+  for (size_t h = 0; h < static_cast<size_t>(hull.num_vertices()); ++h) faces_start[h + 1] += faces_start[h];
+  faces_at.resize(static_cast<size_t>(faces_start.back()));
+  {
+    std::vector<int32_t> fill(faces_start.begin(), faces_start.end() - 1);
+    for (int32_t f = 0; f < hull.num_faces(); ++f) {
+      for (int32_t h : hull.faces()[f]) faces_at[static_cast<size_t>(fill[h]++)] = f;
+    }
+  }
+  std::vector<int32_t> hull_vertex(static_cast<size_t>(nv), -1);
+  for (int32_t h = 0; h < hull.num_vertices(); ++h) {
+    const int32_t i = hull.input_indices()[h];
+    if (i >= 0 && i < nv) hull_vertex[i] = h;
+  }
   double gap = 0.0;
-  size_t last = 0;
   const auto off_plane = [&](const std::array<int32_t, 3>& t, const FacePlane& f) {
     double worst = 0.0;
     for (int32_t k : t) worst = std::max(worst, std::abs(f.offset - f.normal.dot(mesh.vertices[k])));
     return worst;
   };
   for (const std::array<int32_t, 3>& t : mesh.triangles) {
-    double off = off_plane(t, planes[last]);
-    for (size_t f = 0; f < planes.size() && off > gap; ++f) {
-      const double o = off_plane(t, planes[f]);
-      if (o < off) {
-        off = o;
-        last = f;
-      }
+    double off = std::numeric_limits<double>::infinity();
+    for (int32_t k : t) {
+      const int32_t h = hull_vertex[k];
+      if (h < 0) continue;
+      for (int32_t e = faces_start[h]; e < faces_start[h + 1]; ++e) off = std::min(off, off_plane(t, planes[faces_at[e]]));
     }
+    for (size_t f = 0; f < planes.size() && off > gap; ++f) off = std::min(off, off_plane(t, planes[f]));
     if (off >= limit) return kNotSealed;
     gap = std::max(gap, off);
   }
