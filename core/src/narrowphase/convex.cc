@@ -262,6 +262,10 @@ double SolidAngle(const Vec3& a, const Vec3& b, const Vec3& c) {
 
 }  // namespace
 
+// The most plane evaluations SealedHullGap spends on one mesh (some tens of milliseconds): a robot
+// link's mesh takes a few million at most.
+constexpr int64_t kSealedHullWorkCap = 50'000'000;
+
 double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
   constexpr double kNotSealed = std::numeric_limits<double>::infinity();
   const std::vector<FacePlane>& planes = hull.face_planes();
@@ -278,12 +282,19 @@ double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
   };
   const double limit = 0.5 * depth(centre);
   if (!(limit > 0.0)) return kNotSealed;
+  // Work is counted in plane evaluations and capped: a mesh that would take more (a hostile one, or
+  // one far larger than a robot link) is taken as not sealed, which only costs CLEAR its shortcut.
+  int64_t work = 0;
+  const auto over_budget = [&](size_t evaluations) {
+    work += static_cast<int64_t>(evaluations);
+    return work > kSealedHullWorkCap;
+  };
   // A vertex deeper than that ends it cheaply (the gap is at least every vertex's depth); the vertices
   // are visited in sixteen interleaved sweeps, so that a mesh with deep parts meets one early.
   constexpr size_t kSweeps = 16;
   for (size_t sweep = 0; sweep < kSweeps; ++sweep) {
     for (size_t v = sweep; v < mesh.vertices.size(); v += kSweeps) {
-      if (depth(mesh.vertices[v]) >= limit) return kNotSealed;
+      if (over_budget(planes.size()) || depth(mesh.vertices[v]) >= limit) return kNotSealed;
     }
   }
   // How far each triangle lies off the face plane it is nearest. The planes of the hull faces at the
@@ -317,9 +328,13 @@ double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
     for (int32_t k : t) {
       const int32_t h = hull_vertex[k];
       if (h < 0) continue;
+      if (over_budget(static_cast<size_t>(faces_start[h + 1] - faces_start[h]))) return kNotSealed;
       for (int32_t e = faces_start[h]; e < faces_start[h + 1]; ++e) off = std::min(off, off_plane(t, planes[faces_at[e]]));
     }
-    for (size_t f = 0; f < planes.size() && off > gap; ++f) off = std::min(off, off_plane(t, planes[f]));
+    if (off > gap) {
+      if (over_budget(planes.size())) return kNotSealed;
+      for (size_t f = 0; f < planes.size() && off > gap; ++f) off = std::min(off, off_plane(t, planes[f]));
+    }
     if (off >= limit) return kNotSealed;
     gap = std::max(gap, off);
   }
