@@ -1,15 +1,20 @@
 // Mesh bytes through the loader and the hierarchy build: the first byte picks the format (STL, OBJ,
 // PLY, COLLADA) and the weld tolerance, the rest is the file. A loaded mesh must satisfy TriangleMesh's
-// contract, build into a MeshModel, and give a certified distance interval to a box.
+// contract, build into a MeshModel, give a certified distance interval to a box, and (as a robot link's
+// mesh) a hull whose sealed gap holds what it claims.
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "fuzz_check.h"
 #include "proximity/core/bvh/bvh.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/narrowphase/convex.h"
 
 namespace {
 
@@ -81,5 +86,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const core::Result<core::CollisionResult> c = core::Collide(m, core::RigidTransform::Identity(), *Box(), X_WB, {});
   PROX_FUZZ_CHECK(c.ok(), c.status().ToString());
   PROX_FUZZ_CHECK(!c.value().colliding || r.lower_bound == 0.0, "colliding meshes have no positive lower bound");
+
+  // The hull a robot link gets at load, and whether the mesh is a sealed surface close to it: a gap is
+  // +infinity or a number >= 0 that no vertex lies deeper than (up to rounding at the mesh's scale).
+  auto hull = core::ConvexPolytope::Build(m.mesh(), "fuzz." + hint);
+  if (!hull.ok()) {
+    fuzz::CheckError(hull.error());
+    return 0;
+  }
+  const double gap = core::SealedHullGap(m.mesh(), *hull.value());
+  PROX_FUZZ_CHECK(!std::isnan(gap) && gap >= 0.0, "a sealed gap is a number >= 0 or infinity");
+  if (std::isfinite(gap)) {
+    const double scale = std::max(bounds[0].cwiseAbs().maxCoeff(), bounds[1].cwiseAbs().maxCoeff());
+    for (const auto& t : m.mesh().triangles) {
+      for (int32_t i : t) {
+        const core::Vec3& v = m.mesh().vertices[i];
+        double depth = std::numeric_limits<double>::infinity();
+        for (const core::FacePlane& f : hull.value()->face_planes()) depth = std::min(depth, f.offset - f.normal.dot(v));
+        PROX_FUZZ_CHECK(depth <= gap + 1e-12 * (1.0 + scale), "no corner of a sealed mesh lies deeper than its gap");
+      }
+    }
+  }
   return 0;
 }

@@ -159,7 +159,8 @@ TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> size(0.02, 0.45);
   int colliding = 0, proven = 0, free = 0;
-  for (int world = 0; world < testing::Cases(40); ++world) {
+  const int worlds = testing::Cases(40);
+  for (int world = 0; world < worlds; ++world) {
     SceneDescription d;
     d.robot = robot;
     for (int i = 0; i < 3; ++i) {
@@ -197,8 +198,9 @@ TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
       proven += meet && r.stats.triangle_tests == 0;
     }
   }
-  EXPECT_GT(colliding, 100);
-  EXPECT_GT(free, 100);
+  // 100 states a world: most collide (the solids are large), some are free.
+  EXPECT_GT(colliding, worlds * 10);
+  EXPECT_GT(free, worlds * 100 / 40);
   EXPECT_GT(proven, colliding / 2);
   RecordProperty("colliding / free / proven",
                  std::to_string(colliding) + " / " + std::to_string(free) + " / " + std::to_string(proven));
