@@ -382,6 +382,14 @@ Result<std::shared_ptr<SceneImpl>> SceneImpl::Make(SceneDescription d) {
   }
   scene->AllowRobotPairs(d, names.value());
   scene->AllowNamedPairs(d.allowed_pairs, names.value());
+  // A sealed gap proves contacts (Geometry::hull_surface_gap): the scene trusts only the ones its robot
+  // model found at load, never one a description gives a world or attached object.
+  for (WorldObject& o : d.objects) {
+    for (ObjectPart& part : o.parts) part.geometry.hull_surface_gap = std::numeric_limits<double>::infinity();
+  }
+  for (AttachedObject& a : d.attached) {
+    for (AttachedPart& part : a.parts) part.geometry.hull_surface_gap = std::numeric_limits<double>::infinity();
+  }
   scene->AddRobotParts(d, padding.value());
   const bool clouds = std::any_of(d.objects.begin(), d.objects.end(), [](const WorldObject& o) {
     return std::any_of(o.parts.begin(), o.parts.end(), [](const ObjectPart& p) { return p.geometry.is_cloud(); });

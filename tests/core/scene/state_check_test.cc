@@ -14,7 +14,9 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
+#include "proximity/core/bvh/bvh.h"
 #include "proximity/core/mesh/mesh.h"
+#include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"
 
@@ -204,6 +206,37 @@ TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
   EXPECT_GT(proven, colliding / 2);
   RecordProperty("colliding / free / proven",
                  std::to_string(colliding) + " / " + std::to_string(free) + " / " + std::to_string(proven));
+}
+
+// A scene trusts only the sealed gaps its robot model found: a world mesh that claims one (a torus,
+// whose hull holds a rod through its hole while the surfaces keep apart) gets no proof, and the rod is
+// free.
+TEST(SealedContact, AGapAWorldObjectClaimsIsIgnored) {
+  const TriangleMesh rod = MakeCylinderMesh(0.08, 0.6, 24);
+  const auto robot = TwoBodyRobot(MakeIcosphereMesh(0.01, 0), rod, 0.2);
+  ASSERT_NE(robot, nullptr);
+  ASSERT_TRUE(std::isfinite(OnlyGeometry(*robot, "small").hull_surface_gap));
+  const TriangleMesh torus = MakeTorusMesh(0.2, 0.05, 32, 16);
+  Geometry claimed;
+  claimed.mesh = testing::ValueOrFail(MeshModel::Build(torus));
+  claimed.hull = testing::ValueOrFail(ConvexPolytope::Build(torus));
+  claimed.hull_surface_gap = 0.0;  // not so: the torus's inner ring lies deep inside its hull
+  SceneDescription d;
+  d.robot = robot;
+  d.objects.push_back({"torus", {ObjectPart{claimed, RigidTransform::Identity()}}});
+  d.allowed_pairs = {{"big", "small"}, {"big", "torus"}};
+  const auto scene = testing::ValueOrFail(Scene::Build(d));
+  SceneCache cache;
+  const std::vector<double> centre(6, 0.0);  // the rod through the torus's hole, out of its hull
+  PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene->CheckState(centre, &cache));
+  EXPECT_TRUE(r.free);
+  EXPECT_FALSE(testing::BruteForceCollide(torus, RigidTransform::Identity(), rod,
+                                          cache.link_poses()[robot->FindLink("small").value()]));
+  // Moved onto the ring, it collides.
+  std::vector<double> ring(6, 0.0);
+  ring[0] = 0.2;
+  PROX_ASSERT_OK_AND_ASSIGN(const StateResult hit, scene->CheckState(ring, &cache));
+  EXPECT_FALSE(hit.free);
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ struct Geometry {
   bool hull_is_surface = false;
   /// Finite when the mesh is a sealed surface at most this far inside its hull's boundary (SealedHullGap):
   /// CLEAR proves that two such meshes meet when their hulls share a point deeper than the gaps and
-  /// neither hull holds the other, without walking the triangles.
+  /// neither hull holds the other, without walking the triangles. A scene takes it from its robot
+  /// model's links (found at load) and ignores it on world and attached objects.
   double hull_surface_gap = std::numeric_limits<double>::infinity();
   /// A closed mesh's signed distance map (sdf.h): robot link meshes carry one in scenes that hold point
   /// clouds, and cloud collision queries drop what its certified bounds prove apart. Answers are the
