@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "proximity/core/mesh/mesh.h"
 #include "proximity/core/narrowphase/triangle.h"
 
 // assimp 5.2.5 leaks the partly built mesh when an ASCII STL ends inside a facet (a broken file the
@@ -103,6 +104,28 @@ double QueryRoundingAllowance(const TriangleMesh& a, const RigidTransform& X_WA,
     return 3.0 * r;
   };
   return core::RoundingAllowance(X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + reach(a) + reach(b));
+}
+
+TriangleMesh DentedBoxMesh(const Vec3& size, double dent) {
+  TriangleMesh m = core::MakeBoxMesh(size);
+  const auto n = static_cast<int32_t>(m.vertices.size());
+  const double top = 0.5 * size.z();
+  m.vertices.push_back(Vec3(0.0, 0.0, top - dent));
+  std::vector<std::array<int32_t, 3>> triangles;
+  for (const auto& t : m.triangles) {
+    if (m.vertices[t[0]].z() != top || m.vertices[t[1]].z() != top || m.vertices[t[2]].z() != top) {
+      triangles.push_back(t);
+      continue;
+    }
+    for (int k = 0; k < 3; ++k) {
+      // The square's outline only: the diagonal its two triangles share is dropped.
+      const Vec3 &a = m.vertices[t[k]], &b = m.vertices[t[(k + 1) % 3]];
+      if (a.x() != b.x() && a.y() != b.y()) continue;
+      triangles.push_back({t[k], t[(k + 1) % 3], n});
+    }
+  }
+  m.triangles = triangles;
+  return m;
 }
 
 double SignedVolume(const TriangleMesh& m) {

@@ -92,6 +92,11 @@ double BruteForceDistance(const TriangleMesh& a, const RigidTransform& X_WA, con
 double QueryRoundingAllowance(const TriangleMesh& a, const RigidTransform& X_WA, const TriangleMesh& b,
                               const RigidTransform& X_WB);
 
+/// A box of full edge lengths `size` centred at the origin (MakeBoxMesh) whose top face's triangles fan to
+/// a vertex `dent` below the face's middle: a closed surface, not convex, `dent` inside its hull where
+/// the top face was.
+TriangleMesh DentedBoxMesh(const Vec3& size, double dent);
+
 /// Volume enclosed by the mesh (divergence theorem); positive when the triangles face outward.
 double SignedVolume(const TriangleMesh& m);
 /// Every edge is used by exactly two triangles, once in each direction: the mesh is closed and

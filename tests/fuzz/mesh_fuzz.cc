@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "fuzz_check.h"
@@ -100,10 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const double scale = std::max(bounds[0].cwiseAbs().maxCoeff(), bounds[1].cwiseAbs().maxCoeff());
     for (const auto& t : m.mesh().triangles) {
       for (int32_t i : t) {
-        const core::Vec3& v = m.mesh().vertices[i];
-        double depth = std::numeric_limits<double>::infinity();
-        for (const core::FacePlane& f : hull.value()->face_planes()) depth = std::min(depth, f.offset - f.normal.dot(v));
-        PROX_FUZZ_CHECK(depth <= gap + 1e-12 * (1.0 + scale), "no corner of a sealed mesh lies deeper than its gap");
+        PROX_FUZZ_CHECK(hull.value()->Depth(m.mesh().vertices[i]) <= gap + 1e-12 * (1.0 + scale),
+                        "no corner of a sealed mesh lies deeper than its gap");
       }
     }
   }

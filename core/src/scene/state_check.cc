@@ -122,24 +122,8 @@ bool SimplexPointA(const GjkSimplex& s, Vec3* p_A) {
   return std::abs(weight - 1.0) < 1e-9;
 }
 
-// How deep p (P's frame) lies inside P: the least distance to a face plane, negative outside. Four
-// running minima, so that the planes' tests overlap instead of waiting on one chain of comparisons.
-double Depth(const ConvexPolytope& P, const Vec3& p) {
-  const std::vector<FacePlane>& planes = P.face_planes();
-  const size_t n = planes.size();
-  const auto gap = [&](size_t i) { return planes[i].offset - planes[i].normal.dot(p); };
-  double d[4] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
-                 std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int k = 0; k < 4; ++k) d[k] = std::min(d[k], gap(i + static_cast<size_t>(k)));
-  }
-  for (; i < n; ++i) d[0] = std::min(d[0], gap(i));
-  return std::min(std::min(d[0], d[1]), std::min(d[2], d[3]));
-}
-
-// The same for a solid primitive at x (its frame), a lower bound that is concave in x like the
-// polytope's; -infinity for a cone. And a point deep inside it.
+// How deep x (a solid primitive's frame) lies inside it: a lower bound that is concave in x like a
+// polytope's (ConvexPolytope::Depth); -infinity for a cone. And a point deep inside it.
 double Depth(const Shape& shape, const Vec3& x) {
   return VisitShape(shape, [&](const auto& solid) {
     using S = std::decay_t<decltype(solid)>;
@@ -153,7 +137,7 @@ double Depth(const Shape& shape, const Vec3& x) {
     } else if constexpr (std::is_same_v<S, Cylinder>) {
       return std::min(solid.radius - x.head<2>().norm(), solid.half_length - std::abs(x.z()));
     } else if constexpr (std::is_same_v<S, ConvexPolytope>) {
-      return Depth(solid, x);
+      return solid.Depth(x);
     } else {
       return -std::numeric_limits<double>::infinity();
     }
@@ -212,63 +196,59 @@ bool ReachesBeyond(const Vec3& first, const Mat3& axes, double margin, HA&& h_A,
 // The support value of hull P (frame S) along d_S.
 double HullSupport(const ConvexPolytope& P, const Vec3& d_S) { return d_S.dot(P.vertices()[P.SupportVertex(d_S, -1)]); }
 
-// Two sealed meshes: a point of both hulls deeper than each gap is inside both meshes, and a vertex of
-// each hull (a vertex of its mesh) outside the other hull shows that neither mesh holds the other. Two
-// closed, connected surfaces whose insides share a point while each has a point outside the other's
-// inside must cross: otherwise each surface, connected and missing the other, would lie wholly outside
-// the other's inside, and the insides' common part would be a bounded, non-empty set without boundary.
-bool SealedMeshesMeet(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
-                      const GjkSimplex& s) {
+// The proof for a sealed mesh a (its hull is A) and a body B posed at X_AB, whose side is given in B's
+// frame: depth_B, how deep a point lies inside B beyond what the proof needs; inner_B, a point well
+// inside; support_B, its support value along a direction; axes_B, directions to look along.
+//  - A point deeper than the gap inside A's hull is inside a's mesh; with depth_B > 0 there too, it is
+//    inside both bodies.
+//  - B's extreme point along some direction outside A's hull shows that B is not inside a's mesh.
+//  - When B is a sealed mesh too (b_is_surface), a vertex of A's hull (a vertex of a's mesh) outside
+//    B's shows that a's mesh is not inside B's.
+// Then the surfaces cross: two closed, connected surfaces whose insides share a point while each has a
+// point outside the other's inside must (otherwise each, connected and missing the other, would lie
+// wholly outside the other's inside, and the insides' common part would be a bounded, non-empty set
+// without boundary). A solid, connected, that meets the mesh's inside and leaves it meets its surface,
+// and a mesh touching a solid collides.
+template <class DepthB, class SupportB>
+bool SealedProof(const Geometry& a, const RigidTransform& X_AB, const GjkSimplex& s, const Vec3& inner_B,
+                 const Mat3& axes_B, bool b_is_surface, DepthB&& depth_B, SupportB&& support_B) {
   const ConvexPolytope& A = *a.hull;
-  const ConvexPolytope& B = *b.hull;
-  const RigidTransform X_AB = RelativeTransform(X_a, X_b);
   const double margin = 1e-10 * (1.0 + X_AB.p.norm());
   Vec3 p_A;
   if (!SimplexPointA(s, &p_A)) return false;
   const RigidTransform X_BA = X_AB.inverse();
-  const auto depth_a = [&](const Vec3& x) { return Depth(A, x) - a.hull_surface_gap - margin; };
-  const auto depth_b = [&](const Vec3& x) { return Depth(B, X_BA * x) - b.hull_surface_gap - margin; };
-  if (!CommonInside(p_A, a.mesh->obbs()[0].center, X_AB * b.mesh->obbs()[0].center, depth_a, depth_b)) return false;
-  const auto h_A = [&](const Vec3& d) { return HullSupport(A, d); };
-  const auto h_B = [&](const Vec3& d) { return HullSupport(B, X_AB.R.transpose() * d) + d.dot(X_AB.p); };
+  const auto depth_a = [&](const Vec3& x) { return A.Depth(x) - a.hull_surface_gap - margin; };
+  const auto depth_b = [&](const Vec3& x) { return depth_B(X_BA * x) - margin; };
   const Obb& box_a = a.mesh->obbs()[0];
-  const Obb& box_b = b.mesh->obbs()[0];
-  const Vec3 apart = X_AB * box_b.center - box_a.center;  // from A's middle towards B's
-  return ReachesBeyond(apart, X_AB.R * box_b.R_MB, margin, h_A, h_B) &&
-         ReachesBeyond(Vec3(-apart), box_a.R_MB, margin, h_B, h_A);
-}
-
-// A sealed mesh and a solid primitive (the hull is A, the primitive B, as WithHulls orders them): a
-// point deeper than the gap in the hull and inside the solid is inside both, and a point of the solid
-// outside the hull shows that the solid is not inside the mesh. The solid, connected, meets the inside
-// and leaves it, so it meets the surface, and a mesh touching a solid collides.
-bool SealedMeshMeetsShape(const Geometry& mesh, const RigidTransform& X_m, const Shape& shape,
-                          const RigidTransform& X_s, const GjkSimplex& s) {
-  const ConvexPolytope& A = *mesh.hull;
-  const RigidTransform X_AB = RelativeTransform(X_m, X_s);
-  const double margin = 1e-10 * (1.0 + X_AB.p.norm());
-  Vec3 p_A;
-  if (!SimplexPointA(s, &p_A)) return false;
-  const RigidTransform X_BA = X_AB.inverse();
-  const auto depth_a = [&](const Vec3& x) { return Depth(A, x) - mesh.hull_surface_gap - margin; };
-  const auto depth_b = [&](const Vec3& x) { return Depth(shape, X_BA * x) - margin; };
-  if (!CommonInside(p_A, mesh.mesh->obbs()[0].center, X_AB * InnerPoint(shape), depth_a, depth_b)) return false;
+  const Vec3 inner_b = X_AB * inner_B;
+  if (!CommonInside(p_A, box_a.center, inner_b, depth_a, depth_b)) return false;
   const auto h_A = [&](const Vec3& d) { return HullSupport(A, d); };
-  const auto h_B = [&](const Vec3& d) {
-    const Vec3 d_B = X_AB.R.transpose() * d;
-    return VisitShape(shape, [&](const auto& solid) { return d_B.dot(Support(solid, d_B)); }) + d.dot(X_AB.p);
-  };
-  const Obb& box = mesh.mesh->obbs()[0];
-  return ReachesBeyond(Vec3(X_AB.p - box.center), box.R_MB, margin, h_A, h_B);
+  const auto h_B = [&](const Vec3& d) { return support_B(Vec3(X_AB.R.transpose() * d)) + d.dot(X_AB.p); };
+  const Vec3 apart = inner_b - box_a.center;  // from A's middle towards B's
+  if (!ReachesBeyond(apart, X_AB.R * axes_B, margin, h_A, h_B)) return false;
+  return !b_is_surface || ReachesBeyond(Vec3(-apart), box_a.R_MB, margin, h_B, h_A);
 }
 
-// Whether a and b, whose hulls ISA-GJK found meeting (its tetrahedron `s`), provably collide by the
-// proofs above; false when neither applies or proves it.
+// Whether a and b, whose hulls ISA-GJK found meeting (its simplex `s`; for a mesh and a primitive the
+// hull is its A side, as WithHulls orders them), provably collide by SealedProof; false when it does
+// not apply or prove it.
 bool SealedContactProven(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b,
                          const GjkSimplex& s) {
-  if (a.is_mesh() && b.is_mesh()) return SealedMeshesMeet(a, X_a, b, X_b, s);
-  if (a.is_mesh()) return SealedMeshMeetsShape(a, X_a, b.shape, X_b, s);
-  return SealedMeshMeetsShape(b, X_b, a.shape, X_a, s);
+  if (a.is_mesh() && b.is_mesh()) {
+    const ConvexPolytope& B = *b.hull;
+    const Obb& box_b = b.mesh->obbs()[0];
+    return SealedProof(
+        a, RelativeTransform(X_a, X_b), s, box_b.center, box_b.R_MB, true,
+        [&](const Vec3& x) { return B.Depth(x) - b.hull_surface_gap; },
+        [&](const Vec3& d) { return HullSupport(B, d); });
+  }
+  const bool mesh_a = a.is_mesh();
+  const Geometry& mesh = mesh_a ? a : b;
+  const Shape& shape = mesh_a ? b.shape : a.shape;
+  return SealedProof(
+      mesh, RelativeTransform(mesh_a ? X_a : X_b, mesh_a ? X_b : X_a), s, InnerPoint(shape), Mat3::Identity(), false,
+      [&](const Vec3& x) { return Depth(shape, x); },
+      [&](const Vec3& d) { return VisitShape(shape, [&](const auto& solid) { return d.dot(Support(solid, d)); }); });
 }
 
 // Whether PairCollides may try SealedContactProven on the pair: no padding, and sealed meshes, or a

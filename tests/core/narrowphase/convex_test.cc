@@ -239,23 +239,9 @@ TEST(ConvexPolytope, SealedHullGapSaysHowFarASealedSurfaceLiesInside) {
   EXPECT_LE(gap(MakeCylinderMesh(0.1, 0.4, 24)), 1e-15);
   // The top face fanned to a vertex 3 cm below its middle: the fan's triangles lie up to 3 cm off the
   // top face's plane, and no closer to any other.
-  TriangleMesh dent = box;
-  const auto n = static_cast<int32_t>(dent.vertices.size());
-  dent.vertices.push_back(Vec3(0.0, 0.0, 0.22));
-  std::vector<std::array<int32_t, 3>> triangles;
-  for (const auto& t : dent.triangles) {
-    if (dent.vertices[t[0]].z() > 0.2 && dent.vertices[t[1]].z() > 0.2 && dent.vertices[t[2]].z() > 0.2) {
-      for (int k = 0; k < 3; ++k) {
-        const Vec3 &a = dent.vertices[t[k]], &b = dent.vertices[t[(k + 1) % 3]];
-        if (a.x() != b.x() && a.y() != b.y()) continue;  // the face's diagonal
-        triangles.push_back({t[k], t[(k + 1) % 3], n});
-      }
-    } else {
-      triangles.push_back(t);
-    }
-  }
-  dent.triangles = triangles;
+  const TriangleMesh dent = testing::DentedBoxMesh(Vec3(0.2, 0.3, 0.5), 0.03);
   ASSERT_EQ(dent.triangles.size(), 14u);
+  EXPECT_TRUE(testing::IsClosedAndConsistent(dent));
   EXPECT_NEAR(gap(dent), 0.03, 1e-12);
   // A dent deeper than half the way to the middle: the middle may lie outside the surface.
   TriangleMesh deep = dent;

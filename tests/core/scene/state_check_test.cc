@@ -31,30 +31,6 @@ std::string ToObj(const TriangleMesh& m) {
   return out.str();
 }
 
-// A box whose top face's triangles fan to a vertex `dent` below the face's middle: not convex, a sealed
-// surface `dent` inside its hull.
-TriangleMesh DentedBox(const Vec3& size, double dent) {
-  TriangleMesh m = MakeBoxMesh(size);
-  const auto n = static_cast<int32_t>(m.vertices.size());
-  const double top = 0.5 * size.z();
-  m.vertices.push_back(Vec3(0.0, 0.0, top - dent));
-  std::vector<std::array<int32_t, 3>> triangles;
-  for (const auto& t : m.triangles) {
-    if (m.vertices[t[0]].z() == top && m.vertices[t[1]].z() == top && m.vertices[t[2]].z() == top) {
-      for (int k = 0; k < 3; ++k) {
-        // Only the square's outline: the diagonal both triangles share is dropped.
-        const Vec3 &a = m.vertices[t[k]], &b = m.vertices[t[(k + 1) % 3]];
-        if (a.x() != b.x() && a.y() != b.y()) continue;
-        triangles.push_back({t[k], t[(k + 1) % 3], n});
-      }
-    } else {
-      triangles.push_back(t);
-    }
-  }
-  m.triangles = triangles;
-  return m;
-}
-
 // A robot with a fixed link "big" holding `big`, and a link "small" holding `small` on three slides of
 // +-`slide` m and three turns.
 std::shared_ptr<const RobotModel> TwoBodyRobot(const TriangleMesh& big, const TriangleMesh& small, double slide) {
@@ -99,12 +75,12 @@ TEST(SealedContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
     int proven_share = 4;  // at least 1 / proven_share of the contacts proven without a walk (0: any)
   };
   const Case cases[] = {
-      {"dented box, sphere", DentedBox(Vec3(0.4, 0.3, 0.35), 0.01), MakeIcosphereMesh(0.06, 2), true},
-      {"cylinder, dented box", MakeCylinderMesh(0.2, 0.4, 24), DentedBox(Vec3(0.12, 0.08, 0.1), 0.01), true},
-      {"dented box, cylinder", DentedBox(Vec3(0.3, 0.3, 0.3), 0.02), MakeCylinderMesh(0.04, 0.5, 16), false},
+      {"dented box, sphere", testing::DentedBoxMesh(Vec3(0.4, 0.3, 0.35), 0.01), MakeIcosphereMesh(0.06, 2), true},
+      {"cylinder, dented box", MakeCylinderMesh(0.2, 0.4, 24), testing::DentedBoxMesh(Vec3(0.12, 0.08, 0.1), 0.01), true},
+      {"dented box, cylinder", testing::DentedBoxMesh(Vec3(0.3, 0.3, 0.3), 0.02), MakeCylinderMesh(0.04, 0.5, 16), false},
       // Mostly inside: the hulls meet, and the surfaces only where the sphere reaches out.
       // (The contacts are the sphere's shallow crossings, left to the walk.)
-      {"dented box, sphere inside", DentedBox(Vec3(0.4, 0.3, 0.35), 0.01), MakeIcosphereMesh(0.06, 2), true, 0.12, 0},
+      {"dented box, sphere inside", testing::DentedBoxMesh(Vec3(0.4, 0.3, 0.35), 0.01), MakeIcosphereMesh(0.06, 2), true, 0.12, 0},
   };
   std::mt19937_64 rng(7);
   for (const Case& c : cases) {
@@ -151,7 +127,7 @@ TEST(SealedContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
 // (no contact: the link is a surface) to ones holding it wholly (contact: a mesh inside a solid collides):
 // CLEAR says what the hierarchy walk (CollideGeometry) says, pair by pair.
 TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
-  const TriangleMesh link = DentedBox(Vec3(0.3, 0.25, 0.3), 0.01);
+  const TriangleMesh link = testing::DentedBoxMesh(Vec3(0.3, 0.25, 0.3), 0.01);
   const auto robot = TwoBodyRobot(MakeIcosphereMesh(0.01, 0), link, 0.2);
   ASSERT_NE(robot, nullptr);
   const LinkGeometry& g = OnlyGeometry(*robot, "small");

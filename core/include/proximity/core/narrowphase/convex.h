@@ -126,6 +126,8 @@ class ConvexPolytope {
   int32_t SupportVertex(const Vec3& d_S, int32_t start, int32_t* steps = nullptr) const;
   /// Index of a vertex maximising d_S · p_SV by scanning every vertex (the oracle for tests).
   int32_t SupportVertexBruteForce(const Vec3& d_S) const;
+  /// How deep p_S lies inside: the least distance to a face plane (metres), negative outside.
+  double Depth(const Vec3& p_S) const;
 
  private:
   ConvexPolytope() = default;
