@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -520,8 +521,8 @@ bool SceneImpl::PairCollides(const Geometry& a, const RigidTransform& X_a, const
   // Sealed convex meshes: where their hulls meet, the hull test's tetrahedron usually proves the
   // geometry meets too (SealedContactProven), so it is kept even without the caller's warm start.
   const bool sealed = SealedPair(a, b, padding);
-  GjkCache local;
-  GjkCache* cache = hull_cache != nullptr || !sealed ? hull_cache : &local;
+  std::optional<GjkCache> local;  // made only when needed: every pair test passes here
+  GjkCache* cache = hull_cache != nullptr || !sealed ? hull_cache : &local.emplace();
   if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, cache)) return false;
   if (sealed && SealedContactProven(a, X_a, b, X_b, cache->simplex)) {
     if (stats != nullptr) ++stats->bv_tests;
