@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proximity/core/bvh/mesh_query.h"
+#include "narrowphase/mesh_topology.h"
 
 namespace proximity::core {
 namespace {
@@ -72,16 +73,6 @@ inline Vec3 ClosestPointAndRegion(const Vec3& p, const Vec3& a, const Vec3& b, c
   *region = kFace;
   const double inv = 1.0 / (va + vb + vc);
   return a + ab * (vb * inv) + ac * (vc * inv);
-}
-
-// Solid angle of triangle (a, b, c) seen from p, signed positive when the triangle turns
-// counter-clockwise around p's view direction (Van Oosterom, Strackee 1983).
-inline double SolidAngle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
-  const Vec3 x = a - p, y = b - p, z = c - p;
-  const double lx = x.norm(), ly = y.norm(), lz = z.norm();
-  const double num = x.dot(y.cross(z));
-  const double den = lx * ly * lz + x.dot(y) * lz + x.dot(z) * ly + y.dot(z) * lx;
-  return 2.0 * std::atan2(num, den);
 }
 
 // Squared distance from p to an OBB (0 inside): a lower bound on the squared distance to anything in it.
@@ -172,11 +163,6 @@ struct Pseudonormals {
   std::vector<double> part_volume;
 };
 
-int32_t FindRoot(std::vector<int32_t>& parent, int32_t x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
-  return x;
-}
-
 std::string EdgeText(int32_t a, int32_t b, int32_t t) {
   return "vertices " + std::to_string(a) + "-" + std::to_string(b) + " of triangle " + std::to_string(t);
 }
@@ -256,25 +242,15 @@ Status PairEdges(const TriangleMesh& mesh, const std::string& name, Pseudonormal
 // centre for accuracy: out->part and out->part_volume; refuses a surface or part enclosing no volume.
 Status PartVolumes(const TriangleMesh& mesh, const std::string& name, Pseudonormals* out) {
   const int32_t nt = static_cast<int32_t>(mesh.triangles.size());
-  std::vector<int32_t> parent(mesh.vertices.size());
-  for (std::size_t v = 0; v < parent.size(); ++v) parent[v] = static_cast<int32_t>(v);
-  for (const auto& tri : mesh.triangles) {
-    parent[FindRoot(parent, tri[0])] = FindRoot(parent, tri[1]);
-    parent[FindRoot(parent, tri[1])] = FindRoot(parent, tri[2]);
-  }
-  std::vector<int32_t> part_of_root(mesh.vertices.size(), -1);
-  out->part.resize(nt);
+  const internal::MeshParts parts = internal::ConnectedParts(mesh);
+  out->part = parts.of_triangle;
+  out->part_volume.assign(static_cast<std::size_t>(parts.count), 0.0);
   const auto bounds = MeshBounds(mesh);
   const Vec3 centre = 0.5 * (bounds[0] + bounds[1]);
   double volume = 0.0;
   for (int32_t t = 0; t < nt; ++t) {
     const auto& tri = mesh.triangles[t];
-    int32_t& part = part_of_root[FindRoot(parent, tri[0])];
-    if (part < 0) {
-      part = static_cast<int32_t>(out->part_volume.size());
-      out->part_volume.push_back(0.0);
-    }
-    out->part[t] = part;
+    const int32_t part = out->part[t];
     const double v6 = (mesh.vertices[tri[0]] - centre).dot((mesh.vertices[tri[1]] - centre).cross(mesh.vertices[tri[2]] - centre));
     out->part_volume[part] += v6 / 6.0;
     volume += v6 / 6.0;
@@ -407,7 +383,7 @@ struct SdfBuilder {
     double omega = 0.0;
     const LeafTriangle* tris = part.model->leaf_triangles();
     for (int32_t k = 0; k < part.model->num_triangles(); ++k) {
-      omega += SolidAngle(p, tris[k].v[0], tris[k].v[1], tris[k].v[2]);
+      omega += internal::SolidAngle(p, tris[k].v[0], tris[k].v[1], tris[k].v[2]);
     }
     // The winding number omega / 4 pi of one closed part is 1 inside it and 0 outside when it faces
     // outward, -1 and 0 when it faces inward; a part taken whole adds its nested surfaces the same way.

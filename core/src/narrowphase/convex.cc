@@ -10,6 +10,8 @@ extern "C" {
 #include <libqhull_r/qhull_ra.h>
 }
 
+#include "narrowphase/mesh_topology.h"
+
 namespace proximity::core {
 namespace {
 
@@ -258,21 +260,30 @@ bool IsHullSurface(const TriangleMesh& mesh, const ConvexPolytope& hull, double 
   return std::abs(mesh_area - hull_area) <= 1e-4 * hull_area;
 }
 
-namespace {
+namespace internal {
 
-// The union-find root of v (path halving).
-int32_t Root(std::vector<int32_t>& parent, int32_t v) {
-  while (parent[v] != v) v = parent[v] = parent[parent[v]];
-  return v;
+MeshParts ConnectedParts(const TriangleMesh& mesh) {
+  std::vector<int32_t> parent(mesh.vertices.size());
+  for (size_t v = 0; v < parent.size(); ++v) parent[v] = static_cast<int32_t>(v);
+  const auto root = [&](int32_t v) {  // path halving
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    for (int k = 1; k < 3; ++k) parent[root(t[k])] = root(t[0]);
+  }
+  MeshParts parts;
+  std::vector<int32_t> part_of_root(mesh.vertices.size(), -1);
+  parts.of_triangle.reserve(mesh.triangles.size());
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    int32_t& part = part_of_root[root(t[0])];
+    if (part < 0) part = parts.count++;
+    parts.of_triangle.push_back(part);
+  }
+  return parts;
 }
 
-// The signed solid angle of triangle (a, b, c) seen from the origin (Van Oosterom and Strackee, 1983).
-double SolidAngle(const Vec3& a, const Vec3& b, const Vec3& c) {
-  const double la = a.norm(), lb = b.norm(), lc = c.norm();
-  return 2.0 * std::atan2(a.dot(b.cross(c)), la * lb * lc + a.dot(b) * lc + a.dot(c) * lb + b.dot(c) * la);
-}
-
-}  // namespace
+}  // namespace internal
 
 // The most plane evaluations SealedHullGap spends on one mesh (some tens of milliseconds): a robot
 // link's mesh takes a few million at most.
@@ -358,18 +369,10 @@ double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
     if (a == b || !std::binary_search(edges.begin(), edges.end(), b * nv + a)) return kNotSealed;
   }
   // One connected piece holding every hull vertex.
-  std::vector<int32_t> parent(static_cast<size_t>(nv));
-  for (int32_t v = 0; v < nv; ++v) parent[v] = v;
-  for (const std::array<int32_t, 3>& t : mesh.triangles) {
-    for (int k = 1; k < 3; ++k) parent[Root(parent, t[k])] = Root(parent, t[0]);
-  }
-  const int32_t root = Root(parent, mesh.triangles[0][0]);
+  if (internal::ConnectedParts(mesh).count != 1) return kNotSealed;
   std::vector<char> used(static_cast<size_t>(nv), 0);
   for (const std::array<int32_t, 3>& t : mesh.triangles) {
     for (int32_t k : t) used[k] = 1;
-  }
-  for (int32_t v = 0; v < nv; ++v) {
-    if (used[v] && Root(parent, v) != root) return kNotSealed;
   }
   for (int32_t i : hull.input_indices()) {
     if (i < 0 || i >= nv || !used[i]) return kNotSealed;
@@ -378,7 +381,7 @@ double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
   // than the gap, since the surface stays within the gap of the boundary.
   double angle = 0.0;
   for (const std::array<int32_t, 3>& t : mesh.triangles) {
-    angle += SolidAngle(mesh.vertices[t[0]] - centre, mesh.vertices[t[1]] - centre, mesh.vertices[t[2]] - centre);
+    angle += internal::SolidAngle(centre, mesh.vertices[t[0]], mesh.vertices[t[1]], mesh.vertices[t[2]]);
   }
   const double winding = angle / (4.0 * M_PI);
   if (!(std::abs(std::abs(winding) - 1.0) < 1e-6)) return kNotSealed;

@@ -14,6 +14,7 @@
 
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/robot/robot_model.h"
+#include "bvh/solid_interior.h"
 
 namespace proximity::core {
 namespace {
@@ -607,6 +608,7 @@ Status LoadLinkMesh(const urdf::Mesh& m, const std::string& what, const RobotLoa
     g->hull = hull.value();
     g->hull_is_surface = IsHullSurface(g->mesh->mesh(), *g->hull, kHullSurfaceTolerance);
     g->hull_surface_gap = SealedHullGap(g->mesh->mesh(), *g->hull);
+    g->interior = FindSolidInterior(*g->mesh, g->hull);
   }
   return {};
 }

@@ -181,6 +181,7 @@ Geometry FromLinkGeometry(const LinkGeometry& g) {
       geometry.hull = g.hull;
       geometry.hull_is_surface = g.hull_is_surface;
       geometry.hull_surface_gap = g.hull_surface_gap;
+      geometry.interior = g.interior;
       break;
     case ShapeType::kBox:
       geometry.shape = Box{0.5 * g.box_size};
@@ -382,13 +383,18 @@ Result<std::shared_ptr<SceneImpl>> SceneImpl::Make(SceneDescription d) {
   }
   scene->AllowRobotPairs(d, names.value());
   scene->AllowNamedPairs(d.allowed_pairs, names.value());
-  // A sealed gap proves contacts (Geometry::hull_surface_gap): the scene trusts only the ones its robot
-  // model found at load, never one a description gives a world or attached object.
+  // Sealed gaps and interior balls prove contacts (Geometry::hull_surface_gap, Geometry::interior): the
+  // scene trusts only the ones its robot model found at load, never one a description gives a world or
+  // attached object.
+  const auto distrust = [](Geometry& g) {
+    g.hull_surface_gap = std::numeric_limits<double>::infinity();
+    g.interior = nullptr;
+  };
   for (WorldObject& o : d.objects) {
-    for (ObjectPart& part : o.parts) part.geometry.hull_surface_gap = std::numeric_limits<double>::infinity();
+    for (ObjectPart& part : o.parts) distrust(part.geometry);
   }
   for (AttachedObject& a : d.attached) {
-    for (AttachedPart& part : a.parts) part.geometry.hull_surface_gap = std::numeric_limits<double>::infinity();
+    for (AttachedPart& part : a.parts) distrust(part.geometry);
   }
   scene->AddRobotParts(d, padding.value());
   const bool clouds = std::any_of(d.objects.begin(), d.objects.end(), [](const WorldObject& o) {

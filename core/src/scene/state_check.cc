@@ -14,6 +14,7 @@
 #include "proximity/core/scene/scene.h"
 #include "proximity/core/bvh/mesh_query.h"
 #include "bvh/query_internal.h"
+#include "bvh/solid_interior.h"
 #include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
@@ -250,6 +251,146 @@ bool SealedContactProven(const Geometry& a, const RigidTransform& X_a, const Geo
       mesh, RelativeTransform(mesh_a ? X_a : X_b, mesh_a ? X_b : X_a), s, InnerPoint(shape), Mat3::Identity(), false,
       [&](const Vec3& x) { return Depth(shape, x); },
       [&](const Vec3& d) { return VisitShape(shape, [&](const auto& solid) { return d.dot(Support(solid, d)); }); });
+}
+
+// Closed meshes that are not convex carry balls proven inside their solids (Geometry::interior,
+// solid_interior.h). A point in a ball of mesh a's part P and in a ball of mesh b's part Q lies where both
+// parts wind around it; a vertex of P outside Q's hull and one of Q outside P's hull lie where the other
+// part does not. Then the parts' surfaces cross: were they apart, the winding number of Q, constant on the
+// connected surface P, would be 0 all over it (so too P's on Q), and the region around the common point
+// where both wind would be bounded with no boundary. The same for a solid primitive holding a point of a
+// ball of P and reaching beyond P's hull (its segment between the two crosses P's surface). Margins keep
+// every comparison above rounding; false proves nothing (the walk decides).
+
+// The point of a solid primitive (its frame) nearest x, or a point inside it for a polytope or a cone.
+Vec3 NearestSolidPoint(const Shape& shape, const Vec3& x) {
+  return VisitShape(shape, [&](const auto& solid) -> Vec3 {
+    using S = std::decay_t<decltype(solid)>;
+    if constexpr (std::is_same_v<S, Box>) {
+      return x.cwiseMax(-solid.half_extents).cwiseMin(solid.half_extents);
+    } else if constexpr (std::is_same_v<S, Sphere>) {
+      const Vec3 d = x - solid.center;
+      const double n = d.norm();
+      return n <= solid.radius ? x : Vec3(solid.center + (solid.radius / n) * d);
+    } else if constexpr (std::is_same_v<S, Capsule>) {
+      const Vec3 axis(0.0, 0.0, std::clamp(x.z(), -solid.half_length, solid.half_length));
+      const Vec3 d = x - axis;
+      const double n = d.norm();
+      return n <= solid.radius ? x : Vec3(axis + (solid.radius / n) * d);
+    } else if constexpr (std::is_same_v<S, Cylinder>) {
+      Vec3 y(x.x(), x.y(), std::clamp(x.z(), -solid.half_length, solid.half_length));
+      const double n = x.head<2>().norm();
+      if (n > solid.radius) y.head<2>() *= solid.radius / n;
+      return y;
+    } else {
+      return InnerPoint(shape);
+    }
+  });
+}
+
+// Whether `ball` (the shape's frame) and the solid share a point deeper than margin inside the solid.
+bool BallMeetsSolid(const Shape& shape, const Vec3& center, double radius, double margin) {
+  if (Depth(shape, center) > margin) return true;
+  const Vec3 toward = NearestSolidPoint(shape, center) - center;
+  const double gap = toward.norm();
+  if (!(gap < radius)) return false;
+  // Past the nearest point, halfway to the ball's far side along the same line.
+  const Vec3 x = center + (0.5 * (gap + radius) / gap) * toward;
+  return Depth(shape, x) > margin;
+}
+
+bool InteriorContactProven(const Geometry& a, const RigidTransform& X_a, const Geometry& b, const RigidTransform& X_b) {
+  if (a.is_mesh() && b.is_mesh()) {
+    const SolidInterior& in_a = *a.interior;
+    const SolidInterior& in_b = *b.interior;
+    const RigidTransform X_AB = RelativeTransform(X_a, X_b);
+    const double margin = 1e-10 * (1.0 + X_AB.p.norm());
+    // b's balls in a's frame, those that reach into a's root box, and the box around them.
+    const Obb& box_a = a.mesh->obbs()[0];
+    std::array<Vec3, kMaxInteriorBalls> centers_b;
+    std::array<const InteriorBall*, kMaxInteriorBalls> near_b;
+    size_t nb = 0;
+    Aabb around_b;
+    for (const InteriorBall& ball : in_b.balls) {
+      const Vec3 c = X_AB * ball.center;
+      const Vec3 out = ((box_a.R_MB.transpose() * (c - box_a.center)).cwiseAbs() - box_a.half_extents).cwiseMax(0.0);
+      if (!(out.squaredNorm() < ball.radius * ball.radius) || nb == centers_b.size()) continue;
+      centers_b[nb] = c;
+      near_b[nb++] = &ball;
+      around_b.min = around_b.min.cwiseMin(Vec3(c.array() - ball.radius));
+      around_b.max = around_b.max.cwiseMax(Vec3(c.array() + ball.radius));
+    }
+    const Mat3& axes_a = box_a.R_MB;
+    const Mat3 axes_b = X_AB.R * b.mesh->obbs()[0].R_MB;
+    int32_t reach_tests = 0;
+    for (const InteriorBall& ball_a : in_a.balls) {
+      const Vec3& ca = ball_a.center;
+      if ((ca.array() + ball_a.radius <= around_b.min.array()).any() ||
+          (ca.array() - ball_a.radius >= around_b.max.array()).any()) {
+        continue;
+      }
+      for (size_t j = 0; j < nb; ++j) {
+        const InteriorBall& ball_b = *near_b[j];
+        const double reach = ball_a.radius + ball_b.radius - margin;
+        if (!((centers_b[j] - ca).squaredNorm() < reach * reach)) continue;
+        const ConvexPolytope& P = *in_a.part_hulls[ball_a.part];
+        const ConvexPolytope& Q = *in_b.part_hulls[ball_b.part];
+        const auto h_P = [&](const Vec3& d) { return HullSupport(P, d); };
+        const auto h_Q = [&](const Vec3& d) { return HullSupport(Q, Vec3(X_AB.R.transpose() * d)) + d.dot(X_AB.p); };
+        const Vec3 apart = centers_b[j] - ca;
+        if (ReachesBeyond(apart, axes_b, margin, h_P, h_Q) && ReachesBeyond(Vec3(-apart), axes_a, margin, h_Q, h_P)) {
+          return true;
+        }
+        // The reach tests depend little on which balls met: a few tries settle it.
+        if (++reach_tests == 2) return false;
+      }
+    }
+    return false;
+  }
+  const bool mesh_a = a.is_mesh();
+  const Geometry& mesh = mesh_a ? a : b;
+  const Shape& shape = mesh_a ? b.shape : a.shape;
+  const RigidTransform X_SM = RelativeTransform(mesh_a ? X_b : X_a, mesh_a ? X_a : X_b);
+  const double margin = 1e-10 * (1.0 + X_SM.p.norm());
+  const Vec3 inner_S = InnerPoint(shape);
+  // The solid's middle in the mesh's frame and a radius around it that holds the solid.
+  const Vec3 inner_M = X_SM.inverse() * inner_S;
+  const double solid_radius = VisitShape(shape, [&](const auto& solid) {
+    using S = std::decay_t<decltype(solid)>;
+    if constexpr (std::is_same_v<S, Box>) {
+      return solid.half_extents.norm();
+    } else if constexpr (std::is_same_v<S, Sphere>) {
+      return solid.radius;
+    } else if constexpr (std::is_same_v<S, Capsule>) {
+      return solid.half_length + solid.radius;
+    } else if constexpr (std::is_same_v<S, Cylinder>) {
+      return std::hypot(solid.radius, solid.half_length);
+    } else {
+      return std::numeric_limits<double>::infinity();
+    }
+  });
+  int32_t reach_tests = 0;
+  for (const InteriorBall& ball : mesh.interior->balls) {
+    const double reach = ball.radius + solid_radius;
+    if (!((ball.center - inner_M).squaredNorm() < reach * reach)) continue;
+    const Vec3 center_S = X_SM * ball.center;
+    if (!BallMeetsSolid(shape, center_S, ball.radius - margin, margin)) continue;
+    // The solid reaches beyond the part's hull (directions in the solid's frame).
+    const ConvexPolytope& P = *mesh.interior->part_hulls[ball.part];
+    const auto h_P = [&](const Vec3& d) { return HullSupport(P, Vec3(X_SM.R.transpose() * d)) + d.dot(X_SM.p); };
+    const auto h_S = [&](const Vec3& d) { return VisitShape(shape, [&](const auto& solid) { return d.dot(Support(solid, d)); }); };
+    if (ReachesBeyond(Vec3(inner_S - center_S), Mat3::Identity(), margin, h_P, h_S)) return true;
+    if (++reach_tests == 2) return false;
+  }
+  return false;
+}
+
+// Whether PairCollides may try InteriorContactProven on the pair: no padding, and meshes with balls, or
+// one and a solid primitive.
+bool InteriorPair(const Geometry& a, const Geometry& b, double padding) {
+  const auto inside = [](const Geometry& g) { return g.is_mesh() && g.interior != nullptr; };
+  if (padding > 0.0 || a.is_cloud() || b.is_cloud()) return false;
+  return (inside(a) && (inside(b) || b.is_primitive())) || (inside(b) && a.is_primitive());
 }
 
 // Whether PairCollides may try SealedContactProven on the pair: no padding, and sealed meshes, or a
@@ -524,7 +665,8 @@ bool SceneImpl::PairCollides(const Geometry& a, const RigidTransform& X_a, const
   std::optional<GjkCache> local;  // made only when needed: every pair test passes here
   GjkCache* cache = hull_cache != nullptr || !sealed ? hull_cache : &local.emplace();
   if (HullsApart(a, X_a, b, X_b, std::max(0.0, padding), stats, cache)) return false;
-  if (sealed && SealedContactProven(a, X_a, b, X_b, cache->simplex)) {
+  if ((sealed && SealedContactProven(a, X_a, b, X_b, cache->simplex)) ||
+      (InteriorPair(a, b, padding) && InteriorContactProven(a, X_a, b, X_b))) {
     if (stats != nullptr) ++stats->bv_tests;
     return true;
   }

@@ -19,6 +19,7 @@
 #include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"
+#include "bvh/solid_interior.h"
 
 namespace proximity::core {
 namespace {
@@ -123,18 +124,19 @@ TEST(SealedContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
   }
 }
 
-// A sealed link mesh against boxes, spheres and cylinders of the world, from ones wholly inside the link
-// (no contact: the link is a surface) to ones holding it wholly (contact: a mesh inside a solid collides):
-// CLEAR says what the hierarchy walk (CollideGeometry) says, pair by pair.
-TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
-  const TriangleMesh link = testing::DentedBoxMesh(Vec3(0.3, 0.25, 0.3), 0.01);
+// A link mesh against boxes, spheres and cylinders of the world, from ones wholly inside the link (no
+// contact: the link is a surface) to ones holding it wholly (contact: a mesh inside a solid collides):
+// CLEAR says what the hierarchy walk (CollideGeometry) says, pair by pair, and proves most contacts
+// without a triangle test. `link` must be closed (interior balls), sealed or not as the caller asserts.
+void ExpectMeshAgainstSolidsAnswersAsTheWalk(const TriangleMesh& link, bool sealed, uint64_t seed) {
   const auto robot = TwoBodyRobot(MakeIcosphereMesh(0.01, 0), link, 0.2);
   ASSERT_NE(robot, nullptr);
   const LinkGeometry& g = OnlyGeometry(*robot, "small");
-  ASSERT_TRUE(std::isfinite(g.hull_surface_gap));
+  ASSERT_EQ(std::isfinite(g.hull_surface_gap), sealed);
+  ASSERT_NE(g.interior, nullptr);
   Geometry mesh;
   mesh.mesh = g.mesh;
-  std::mt19937_64 rng(11);
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> size(0.02, 0.45);
   int colliding = 0, proven = 0, free = 0;
   const int worlds = testing::Cases(40);
@@ -180,8 +182,12 @@ TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
   EXPECT_GT(colliding, worlds * 10);
   EXPECT_GT(free, worlds * 100 / 40);
   EXPECT_GT(proven, colliding / 2);
-  RecordProperty("colliding / free / proven",
+  ::testing::Test::RecordProperty("colliding / free / proven",
                  std::to_string(colliding) + " / " + std::to_string(free) + " / " + std::to_string(proven));
+}
+
+TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
+  ExpectMeshAgainstSolidsAnswersAsTheWalk(testing::DentedBoxMesh(Vec3(0.3, 0.25, 0.3), 0.01), true, 11);
 }
 
 // A scene trusts only the sealed gaps its robot model found: a world mesh that claims one (a torus,
@@ -213,6 +219,106 @@ TEST(SealedContact, AGapAWorldObjectClaimsIsIgnored) {
   ring[0] = 0.2;
   PROX_ASSERT_OK_AND_ASSIGN(const StateResult hit, scene->CheckState(ring, &cache));
   EXPECT_FALSE(hit.free);
+}
+
+}  // namespace
+}  // namespace proximity::core
+
+namespace proximity::core {
+namespace {
+
+// Two boxes crossing each other (two closed parts that overlap, as robot meshes built from shells
+// often are): not convex, not one part.
+TriangleMesh CrossMesh() {
+  TriangleMesh cross = MakeBoxMesh(Vec3(0.3, 0.08, 0.08));
+  const TriangleMesh bar = MakeBoxMesh(Vec3(0.08, 0.08, 0.3));
+  const auto offset = static_cast<int32_t>(cross.vertices.size());
+  cross.vertices.insert(cross.vertices.end(), bar.vertices.begin(), bar.vertices.end());
+  for (const auto& t : bar.triangles) cross.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
+  return cross;
+}
+
+// Closed meshes that are not convex (a torus, two crossing boxes) prove their contacts from balls
+// inside them (Geometry::interior): every ball lies inside the solid by an independent test, and CLEAR
+// says what brute force over every triangle pair says, with a rod through the torus's hole (hulls
+// meeting, surfaces apart) among the states.
+TEST(InteriorContact, BallsLieInsideTheSolid) {
+  const TriangleMesh torus = MakeTorusMesh(0.2, 0.05, 32, 16);
+  const auto robot = TwoBodyRobot(torus, CrossMesh(), 0.3);
+  ASSERT_NE(robot, nullptr);
+  const LinkGeometry& ring = OnlyGeometry(*robot, "big");
+  const LinkGeometry& cross = OnlyGeometry(*robot, "small");
+  ASSERT_FALSE(std::isfinite(ring.hull_surface_gap));
+  ASSERT_NE(ring.interior, nullptr);
+  ASSERT_NE(cross.interior, nullptr);
+  // The torus's balls keep within its tube (distance to the ring circle plus radius at most the tube's
+  // radius of the polygonal tube's inscribed part), the cross's within one of its boxes.
+  for (const InteriorBall& b : ring.interior->balls) {
+    const double around = std::hypot(b.center.head<2>().norm() - 0.2, b.center.z());
+    EXPECT_LE(around + b.radius, 0.05) << b.center.transpose();
+  }
+  EXPECT_GE(ring.interior->balls.size(), 8u);
+  for (const InteriorBall& b : cross.interior->balls) {
+    const Vec3 d = b.center.cwiseAbs() + Vec3::Constant(b.radius);
+    EXPECT_TRUE((d.array() <= Vec3(0.15, 0.04, 0.04).array()).all() || (d.array() <= Vec3(0.04, 0.04, 0.15).array()).all())
+        << b.center.transpose() << " r " << b.radius;
+  }
+  EXPECT_EQ(cross.interior->part_hulls.size(), 2u);
+  // An open mesh (one triangle dropped) has none.
+  TriangleMesh open = torus;
+  open.triangles.pop_back();
+  const auto open_model = testing::ValueOrFail(MeshModel::Build(open));
+  EXPECT_EQ(FindSolidInterior(*open_model, testing::ValueOrFail(ConvexPolytope::Build(open))), nullptr);
+}
+
+TEST(InteriorContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
+  struct Case {
+    const char* name;
+    TriangleMesh big, small;
+    double slide;
+  };
+  const Case cases[] = {
+      {"torus, rod", MakeTorusMesh(0.2, 0.05, 32, 16), MakeCylinderMesh(0.03, 0.5, 16), 0.3},
+      {"torus, cross", MakeTorusMesh(0.2, 0.06, 32, 16), CrossMesh(), 0.3},
+      {"cross, sphere", CrossMesh(), MakeIcosphereMesh(0.05, 2), 0.2},
+      // The sphere often wholly inside the tube: balls meeting, surfaces apart.
+      {"torus, sphere in its tube", MakeTorusMesh(0.2, 0.08, 32, 16), MakeIcosphereMesh(0.03, 2), 0.25},
+  };
+  std::mt19937_64 rng(13);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto robot = TwoBodyRobot(c.big, c.small, c.slide);
+    ASSERT_NE(robot, nullptr);
+    ASSERT_NE(OnlyGeometry(*robot, "big").interior, nullptr);
+    ASSERT_NE(OnlyGeometry(*robot, "small").interior, nullptr);
+    SceneDescription d;
+    d.robot = robot;
+    const auto scene = testing::ValueOrFail(Scene::Build(d));
+    SceneCache cache;
+    const int32_t big = robot->FindLink("big").value(), small = robot->FindLink("small").value();
+    int colliding = 0, proven = 0, hulls_only = 0;
+    const int states = testing::Cases(2000);
+    for (int k = 0; k < states; ++k) {
+      const auto q = RandomState(rng, *robot);
+      PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene->CheckState(q, &cache));
+      const auto X = cache.link_poses();
+      const bool meet = testing::BruteForceCollide(c.big, X[big], c.small, X[small]);
+      ASSERT_EQ(!r.free, meet) << "state " << k;
+      colliding += meet;
+      proven += meet && r.stats.triangle_tests == 0;
+      hulls_only += !meet && r.stats.triangle_tests > 0;  // the hulls met, the walk found them apart
+    }
+    EXPECT_GT(colliding, states / 10);
+    EXPECT_GT(proven, colliding / 4);
+    EXPECT_GT(hulls_only, 0);
+    RecordProperty(std::string(c.name) + " colliding / proven / hulls only",
+                   std::to_string(colliding) + " / " + std::to_string(proven) + " / " + std::to_string(hulls_only));
+  }
+}
+
+TEST(InteriorContact, MeshAgainstSolidsAnswersAsTheWalk) {
+  ExpectMeshAgainstSolidsAnswersAsTheWalk(MakeTorusMesh(0.2, 0.06, 32, 16), false, 17);
+  ExpectMeshAgainstSolidsAnswersAsTheWalk(CrossMesh(), false, 19);
 }
 
 }  // namespace

@@ -91,6 +91,8 @@ inline constexpr std::string_view kUploadedFilePrefix = "uploaded:";
 /// relative to options.urdf_dir. The error names the URI and every place tried.
 [[nodiscard]] Result<std::string> ResolveMeshUri(const std::string& uri, const RobotLoadOptions& options);
 
+struct SolidInterior;
+
 /// Kind of a collision geometry; primitives keep their parameters (they are not tessellated).
 enum class ShapeType { kMesh, kBox, kCylinder, kSphere };
 
@@ -109,6 +111,8 @@ struct LinkGeometry {
   /// kMesh: how far the mesh lies inside its hull's boundary when it is a sealed surface close to it
   /// (SealedHullGap), +infinity otherwise.
   double hull_surface_gap = std::numeric_limits<double>::infinity();
+  /// kMesh: balls proven inside a closed mesh's solid (found at load; an internal type), or null.
+  std::shared_ptr<const SolidInterior> interior;
   std::string mesh_path;          ///< kMesh: resolved absolute file path.
   Vec3 mesh_scale = Vec3::Ones(); ///< kMesh: the URDF scale.
   std::string name;               ///< The URDF <collision name>, or "".

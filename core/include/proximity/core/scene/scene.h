@@ -51,6 +51,10 @@ struct Geometry {
   /// neither hull holds the other, without walking the triangles. A scene takes it from its robot
   /// model's links (found at load) and ignores it on world and attached objects.
   double hull_surface_gap = std::numeric_limits<double>::infinity();
+  /// Balls proven inside a closed mesh (convex or not): CLEAR proves that two such meshes meet when a
+  /// ball of each overlap and neither mesh's part holding it lies within the other's hull. Like the
+  /// gap, a scene takes them from its robot model's links and ignores them on other objects.
+  std::shared_ptr<const SolidInterior> interior;
   /// A closed mesh's signed distance map (sdf.h): robot link meshes carry one in scenes that hold point
   /// clouds, and cloud collision queries drop what its certified bounds prove apart. Answers are the
   /// same without it.
