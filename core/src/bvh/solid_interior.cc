@@ -13,6 +13,9 @@ namespace {
 
 // Cells of the proposing map along the mesh's longest side.
 constexpr int32_t kProposalCells = 16;
+// Meshes of fewer triangles get no balls: their walk costs about what the balls' test does (measured on
+// arms whose links have 12 to 52).
+constexpr int32_t kMinTriangles = 2 * static_cast<int32_t>(kMaxInteriorBalls);
 // The smallest a ball may be beside the largest (see kMaxInteriorBalls).
 constexpr double kSmallestShare = 0.1;
 // The most triangle evaluations (solid angles and point-triangle distances) the checks spend on one
@@ -24,7 +27,7 @@ constexpr int64_t kWorkCap = 8'000'000;
 std::shared_ptr<const SolidInterior> FindSolidInterior(const MeshModel& model,
                                                        const std::shared_ptr<const ConvexPolytope>& hull) {
   const TriangleMesh& mesh = model.mesh();
-  if (hull == nullptr || mesh.triangles.empty()) return nullptr;
+  if (hull == nullptr || model.num_triangles() < kMinTriangles) return nullptr;
   // The map refuses what is not closed and outward, part by part; its node values propose centres.
   SdfBuildOptions options;
   options.num_threads = 1;

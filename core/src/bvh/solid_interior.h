@@ -33,8 +33,8 @@ struct SolidInterior {
 };
 
 // The interior of `model`'s mesh, or null when it has none to offer: a mesh that is not closed and
-// consistently oriented (every edge run once each way), a flat one, or one whose checks would cost
-// more than a capped amount of work. `hull` is the hull of the whole mesh (used when it is one part).
+// consistently oriented (every edge run once each way), a flat one, one of so few triangles that its
+// walk is as cheap as the balls' test, or one whose checks would cost more than a capped amount of work. `hull` is the hull of the whole mesh (used when it is one part).
 // Every ball is verified exactly (winding number and distance over its part's triangles); a signed
 // distance map only proposes them.
 std::shared_ptr<const SolidInterior> FindSolidInterior(const MeshModel& model,
