@@ -132,8 +132,31 @@ std::shared_ptr<const SolidInterior> FindSolidInterior(const MeshModel& model,
     interior->balls.push_back({proposal.p, radius, hull_index});
   }
   if (interior->balls.empty()) return nullptr;
-  std::stable_sort(interior->balls.begin(), interior->balls.end(),
-                   [](const InteriorBall& x, const InteriorBall& y) { return x.radius > y.radius; });
+  // Groups of neighbours: the balls in order along the longest side of their centres' box, cut into
+  // runs of equal length.
+  std::vector<InteriorBall>& balls = interior->balls;
+  Aabb centres;
+  for (const InteriorBall& b : balls) {
+    centres.min = centres.min.cwiseMin(b.center);
+    centres.max = centres.max.cwiseMax(b.center);
+  }
+  int axis = 0;
+  (centres.max - centres.min).maxCoeff(&axis);
+  std::stable_sort(balls.begin(), balls.end(),
+                   [&](const InteriorBall& x, const InteriorBall& y) { return x.center[axis] < y.center[axis]; });
+  const size_t n = balls.size(), groups = std::min(n, kInteriorBallGroups);
+  for (size_t g = 0; g < groups; ++g) {
+    InteriorBallGroup group;
+    group.begin = static_cast<int32_t>(g * n / groups);
+    group.end = static_cast<int32_t>((g + 1) * n / groups);
+    for (int32_t i = group.begin; i < group.end; ++i) group.center += balls[i].center;
+    group.center /= static_cast<double>(group.end - group.begin);
+    for (int32_t i = group.begin; i < group.end; ++i) {
+      group.radius = std::max(group.radius, (balls[i].center - group.center).norm() + balls[i].radius);
+    }
+    group.radius *= 1.0 + 1e-12;  // holds its balls despite rounding
+    interior->groups.push_back(group);
+  }
   return interior;
 }
 

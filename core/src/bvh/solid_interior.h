@@ -25,16 +25,29 @@ struct InteriorBall {
 // prove what the larger ones do not.
 inline constexpr size_t kMaxInteriorBalls = 32;
 
-// The balls of a closed mesh (largest first, at most kMaxInteriorBalls) and, for each part a ball lies in, that part's convex
-// hull (whose outside the part's winding number is 0; every hull vertex is a vertex of the part).
+// Balls [begin, end) of a SolidInterior and a sphere holding them all: a pair test looks at the
+// groups' spheres first and at their balls only where those meet.
+struct InteriorBallGroup {
+  Vec3 center = Vec3::Zero();
+  double radius = 0.0;
+  int32_t begin = 0;
+  int32_t end = 0;
+};
+inline constexpr size_t kInteriorBallGroups = 4;
+
+// The balls of a closed mesh (at most kMaxInteriorBalls, in up to kInteriorBallGroups groups of
+// neighbours) and, for each part a ball lies in, that part's convex hull (whose outside the part's
+// winding number is 0; every hull vertex is a vertex of the part).
 struct SolidInterior {
   std::vector<InteriorBall> balls;
+  std::vector<InteriorBallGroup> groups;
   std::vector<std::shared_ptr<const ConvexPolytope>> part_hulls;
 };
 
 // The interior of `model`'s mesh, or null when it has none to offer: a mesh that is not closed and
 // consistently oriented (every edge run once each way), a flat one, one of so few triangles that its
-// walk is as cheap as the balls' test, or one whose checks would cost more than a capped amount of work. `hull` is the hull of the whole mesh (used when it is one part).
+// walk is as cheap as the balls' test, or one whose checks would cost more than a capped amount of
+// work. `hull` is the hull of the whole mesh (used when it is one part).
 // Every ball is verified exactly (winding number and distance over its part's triangles); a signed
 // distance map only proposes them.
 std::shared_ptr<const SolidInterior> FindSolidInterior(const MeshModel& model,

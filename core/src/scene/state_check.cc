@@ -305,44 +305,47 @@ bool InteriorContactProven(const Geometry& a, const RigidTransform& X_a, const G
     const SolidInterior& in_b = *b.interior;
     const RigidTransform X_AB = RelativeTransform(X_a, X_b);
     const double margin = 1e-10 * (1.0 + X_AB.p.norm());
-    // b's balls in a's frame, those that reach into a's root box, and the box around them.
-    const Obb& box_a = a.mesh->obbs()[0];
-    std::array<Vec3, kMaxInteriorBalls> centers_b;
-    std::array<const InteriorBall*, kMaxInteriorBalls> near_b;
-    size_t nb = 0;
-    Aabb around_b;
-    for (const InteriorBall& ball : in_b.balls) {
-      const Vec3 c = X_AB * ball.center;
-      const Vec3 out = ((box_a.R_MB.transpose() * (c - box_a.center)).cwiseAbs() - box_a.half_extents).cwiseMax(0.0);
-      if (!(out.squaredNorm() < ball.radius * ball.radius) || nb == centers_b.size()) continue;
-      centers_b[nb] = c;
-      near_b[nb++] = &ball;
-      around_b.min = around_b.min.cwiseMin(Vec3(c.array() - ball.radius));
-      around_b.max = around_b.max.cwiseMax(Vec3(c.array() + ball.radius));
+    // Groups first: b's group spheres in a's frame; b's balls moved into it only where a group of a's
+    // meets theirs.
+    std::array<Vec3, kInteriorBallGroups> group_centers_b;
+    for (size_t g = 0; g < in_b.groups.size() && g < group_centers_b.size(); ++g) {
+      group_centers_b[g] = X_AB * in_b.groups[g].center;
     }
-    const Mat3& axes_a = box_a.R_MB;
+    std::array<Vec3, kMaxInteriorBalls> centers_b;
+    std::array<bool, kMaxInteriorBalls> moved{};
+    const Mat3& axes_a = a.mesh->obbs()[0].R_MB;
     const Mat3 axes_b = X_AB.R * b.mesh->obbs()[0].R_MB;
     int32_t reach_tests = 0;
-    for (const InteriorBall& ball_a : in_a.balls) {
-      const Vec3& ca = ball_a.center;
-      if ((ca.array() + ball_a.radius <= around_b.min.array()).any() ||
-          (ca.array() - ball_a.radius >= around_b.max.array()).any()) {
-        continue;
-      }
-      for (size_t j = 0; j < nb; ++j) {
-        const InteriorBall& ball_b = *near_b[j];
-        const double reach = ball_a.radius + ball_b.radius - margin;
-        if (!((centers_b[j] - ca).squaredNorm() < reach * reach)) continue;
-        const ConvexPolytope& P = *in_a.part_hulls[ball_a.part];
-        const ConvexPolytope& Q = *in_b.part_hulls[ball_b.part];
-        const auto h_P = [&](const Vec3& d) { return HullSupport(P, d); };
-        const auto h_Q = [&](const Vec3& d) { return HullSupport(Q, Vec3(X_AB.R.transpose() * d)) + d.dot(X_AB.p); };
-        const Vec3 apart = centers_b[j] - ca;
-        if (ReachesBeyond(apart, axes_b, margin, h_P, h_Q) && ReachesBeyond(Vec3(-apart), axes_a, margin, h_Q, h_P)) {
-          return true;
+    for (const InteriorBallGroup& ga : in_a.groups) {
+      for (size_t g = 0; g < in_b.groups.size() && g < group_centers_b.size(); ++g) {
+        const InteriorBallGroup& gb = in_b.groups[g];
+        const double group_reach = ga.radius + gb.radius;
+        if (!((group_centers_b[g] - ga.center).squaredNorm() < group_reach * group_reach)) continue;
+        for (int32_t i = ga.begin; i < ga.end; ++i) {
+          const InteriorBall& ball_a = in_a.balls[i];
+          for (int32_t j = gb.begin; j < gb.end && static_cast<size_t>(j) < centers_b.size(); ++j) {
+            const InteriorBall& ball_b = in_b.balls[j];
+            if (!moved[j]) {
+              centers_b[j] = X_AB * ball_b.center;
+              moved[j] = true;
+            }
+            const double reach = ball_a.radius + ball_b.radius - margin;
+            if (!((centers_b[j] - ball_a.center).squaredNorm() < reach * reach)) continue;
+            const ConvexPolytope& P = *in_a.part_hulls[ball_a.part];
+            const ConvexPolytope& Q = *in_b.part_hulls[ball_b.part];
+            const auto h_P = [&](const Vec3& d) { return HullSupport(P, d); };
+            const auto h_Q = [&](const Vec3& d) {
+              return HullSupport(Q, Vec3(X_AB.R.transpose() * d)) + d.dot(X_AB.p);
+            };
+            const Vec3 apart = centers_b[j] - ball_a.center;
+            if (ReachesBeyond(apart, axes_b, margin, h_P, h_Q) &&
+                ReachesBeyond(Vec3(-apart), axes_a, margin, h_Q, h_P)) {
+              return true;
+            }
+            // The reach tests depend little on which balls met: a few tries settle it.
+            if (++reach_tests == 2) return false;
+          }
         }
-        // The reach tests depend little on which balls met: a few tries settle it.
-        if (++reach_tests == 2) return false;
       }
     }
     return false;
@@ -370,17 +373,25 @@ bool InteriorContactProven(const Geometry& a, const RigidTransform& X_a, const G
     }
   });
   int32_t reach_tests = 0;
-  for (const InteriorBall& ball : mesh.interior->balls) {
-    const double reach = ball.radius + solid_radius;
-    if (!((ball.center - inner_M).squaredNorm() < reach * reach)) continue;
-    const Vec3 center_S = X_SM * ball.center;
-    if (!BallMeetsSolid(shape, center_S, ball.radius - margin, margin)) continue;
-    // The solid reaches beyond the part's hull (directions in the solid's frame).
-    const ConvexPolytope& P = *mesh.interior->part_hulls[ball.part];
-    const auto h_P = [&](const Vec3& d) { return HullSupport(P, Vec3(X_SM.R.transpose() * d)) + d.dot(X_SM.p); };
-    const auto h_S = [&](const Vec3& d) { return VisitShape(shape, [&](const auto& solid) { return d.dot(Support(solid, d)); }); };
-    if (ReachesBeyond(Vec3(inner_S - center_S), Mat3::Identity(), margin, h_P, h_S)) return true;
-    if (++reach_tests == 2) return false;
+  const SolidInterior& interior = *mesh.interior;
+  for (const InteriorBallGroup& group : interior.groups) {
+    const double group_reach = group.radius + solid_radius;
+    if (!((group.center - inner_M).squaredNorm() < group_reach * group_reach)) continue;
+    for (int32_t i = group.begin; i < group.end; ++i) {
+      const InteriorBall& ball = interior.balls[i];
+      const double reach = ball.radius + solid_radius;
+      if (!((ball.center - inner_M).squaredNorm() < reach * reach)) continue;
+      const Vec3 center_S = X_SM * ball.center;
+      if (!BallMeetsSolid(shape, center_S, ball.radius - margin, margin)) continue;
+      // The solid reaches beyond the part's hull (directions in the solid's frame).
+      const ConvexPolytope& P = *interior.part_hulls[ball.part];
+      const auto h_P = [&](const Vec3& d) { return HullSupport(P, Vec3(X_SM.R.transpose() * d)) + d.dot(X_SM.p); };
+      const auto h_S = [&](const Vec3& d) {
+        return VisitShape(shape, [&](const auto& solid) { return d.dot(Support(solid, d)); });
+      };
+      if (ReachesBeyond(Vec3(inner_S - center_S), Mat3::Identity(), margin, h_P, h_S)) return true;
+      if (++reach_tests == 2) return false;
+    }
   }
   return false;
 }

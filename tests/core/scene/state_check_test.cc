@@ -286,6 +286,18 @@ TEST(InteriorContact, BallsLieInsideTheSolid) {
         << b.center.transpose() << " r " << b.radius;
   }
   EXPECT_EQ(cross.interior->part_hulls.size(), 2u);
+  // The groups partition the balls, each sphere holding its own.
+  for (const SolidInterior* in : {ring.interior.get(), cross.interior.get()}) {
+    int32_t next = 0;
+    for (const InteriorBallGroup& g : in->groups) {
+      EXPECT_EQ(g.begin, next);
+      for (int32_t i = g.begin; i < g.end; ++i) {
+        EXPECT_LE((in->balls[i].center - g.center).norm() + in->balls[i].radius, g.radius);
+      }
+      next = g.end;
+    }
+    EXPECT_EQ(next, static_cast<int32_t>(in->balls.size()));
+  }
   // An open mesh (one triangle dropped) has none.
   TriangleMesh open = torus;
   open.triangles.pop_back();
