@@ -706,6 +706,7 @@ std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(cons
     const Joint& joint = robot.joint(levers[d].joint);
     map->step[d] = (joint.upper - joint.lower) / (map->count[d] - 1);
     map->loss += 0.5 * map->step[d] * radius[d];
+    map->radius[d] = radius[d];
   }
   // Rounding in the cell search may pick a grid point a hair more than half a step away.
   map->loss *= 1.0 + 1e-9;
@@ -717,8 +718,11 @@ std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(cons
                       static_cast<std::ptrdiff_t>(sample.hulls.size());
   const int64_t n = map->num_cells();
   map->cells = std::make_unique<std::atomic<float>[]>(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c)
+  map->grid = std::make_unique<std::atomic<float>[]>(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
     map->cells[c].store(std::numeric_limits<float>::quiet_NaN(), std::memory_order_relaxed);
+    map->grid[c].store(0.0f, std::memory_order_relaxed);
+  }
   if (a.geometry.is_mesh() && b.geometry.is_mesh()) {
     map->witness = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
     for (int64_t c = 0; c < n; ++c)

@@ -32,6 +32,7 @@ struct SelfClearanceMap {
   std::array<double, 2> step{};
   std::array<int32_t, 2> count{};     // grid points per dimension (>= 2), spanning the joint's limits
   double loss = 0.0;                  // relative motion bound over half a step in every dimension
+  std::array<double, 2> radius{};     // relative motion bound per radian of each joint (m)
   bool hulls_settle = true;           // the convex stand-ins settle enough cells to be asked first
   // The fill ahead of the queries (Scene::FillSelfClearanceMaps): kUnfilled, kClaimed by a fill in
   // progress, or kFilled (every cell settled or proven open by the geometries themselves).
@@ -39,6 +40,10 @@ struct SelfClearanceMap {
   mutable std::atomic<int32_t> fill{kUnfilled};
   std::unique_ptr<std::atomic<float>[]> cells;  // bound (m, >= 0, rounded down); NaN until filled; negated
                                                 // (sign bit set) while open (see Scene::SelfPairClearance)
+  // Per cell: a lower bound on the distance at the grid point itself (m, rounded down; 0 until a fill
+  // step found one), from which a configuration near the grid point gets a bound finer than the cell's
+  // (NearGridBound).
+  std::unique_ptr<std::atomic<float>[]> grid;
   // For two meshes, per cell: a pair of leaf triangles (MeshModel::leaf_triangles of a, of b) that meet
   // at the cell's grid point, found when the cell is filled (Witness packs them), or kNoWitness. CLEAR
   // in the cell tests that pair first: near the grid point it still meets, and one triangle test proves
@@ -58,7 +63,8 @@ struct SelfClearanceMap {
   int64_t num_cells() const { return dims == 1 ? count[0] : int64_t{count[0]} * count[1]; }
   // Bytes of the cells and witnesses.
   int64_t bytes() const {
-    const int64_t per_cell = int64_t{sizeof(std::atomic<float>)} + (witness ? int64_t{sizeof(std::atomic<uint64_t>)} : 0);
+    const int64_t per_cell =
+        2 * int64_t{sizeof(std::atomic<float>)} + (witness ? int64_t{sizeof(std::atomic<uint64_t>)} : 0);
     return int64_t{sizeof(SelfClearanceMap)} + num_cells() * per_cell;
   }
   // The cell whose grid point is nearest q, or -1 when a joint value lies off the grid (outside the
@@ -74,6 +80,18 @@ struct SelfClearanceMap {
       stride *= count[d];
     }
     return cell;
+  }
+  // A lower bound on the pair's distance at q, in cell c, from the bound at c's grid point less the most
+  // q's own joint values move the pair from there (the cell's bound takes its farthest point instead);
+  // <= 0 when the grid point has none.
+  double NearGridBound(int64_t c, std::span<const double> q) const {
+    const double at_grid = static_cast<double>(grid[c].load(std::memory_order_relaxed));
+    if (!(at_grid > 0.0)) return 0.0;
+    double values[2];
+    GridPoint(c, values);
+    double move = 0.0;
+    for (int32_t d = 0; d < dims; ++d) move += radius[d] * std::abs(q[static_cast<size_t>(active[d])] - values[d]);
+    return at_grid - move * (1.0 + 1e-9);
   }
   // The joint values of cell c's grid point.
   void GridPoint(int64_t c, double* values) const {

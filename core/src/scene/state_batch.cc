@@ -16,6 +16,7 @@
 #include "scene/lanes.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
+#include "scene/self_clearance.h"
 
 namespace proximity::core {
 
@@ -224,8 +225,12 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
         candidates & kernels.boxes(poses.boxes[sp.a], half + 3 * sp.a, poses.boxes[sp.b], half + 3 * sp.b);
     for (uint32_t m = meet; m != 0; m &= m - 1) {
       const int k = std::countr_zero(m);
-      const int64_t cell = SelfPairCell(sp, std::span<const double>(q[k], dof));
-      if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding) continue;
+      const std::span<const double> q_k(q[k], dof);
+      const int64_t cell = SelfPairCell(sp, q_k);
+      if (cell >= 0 && (SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding ||
+                        sp.clearance_map->NearGridBound(cell, q_k) > padding)) {
+        continue;
+      }
       count(uint32_t{1} << k);
       if (SelfPairMeets(s, cell, LaneTransform(poses.geometry[sp.a], k), LaneTransform(poses.geometry[sp.b], k),
                         padding, cache, &out[k])) {

@@ -487,6 +487,7 @@ double SceneImpl::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, do
     const double hull = HullLowerBound(a.geometry, X_a, b.geometry, X_b, std::numeric_limits<double>::infinity(),
                                        nullptr, &scratch.gjk);
     const float value = FloorToFloat(std::max(0.0, hull - map->loss));
+    map->grid[cell].store(FloorToFloat(std::max(0.0, hull)), std::memory_order_relaxed);
     map->cells[cell].store(hull >= settled ? value : -value, std::memory_order_relaxed);
     return value;
   }
@@ -495,7 +496,11 @@ double SceneImpl::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, do
   request.stop_below = settled;
   const Result<DistanceResult> exact = GeometryDistance(a.geometry, X_a, b.geometry, X_b, request);
   double lower = open_bound;
-  if (exact.ok() && !exact.value().intersecting) lower = std::max(lower, exact.value().lower_bound - map->loss);
+  if (exact.ok() && !exact.value().intersecting) {
+    lower = std::max(lower, exact.value().lower_bound - map->loss);
+    const float at_grid = FloorToFloat(std::max(0.0, exact.value().lower_bound));
+    if (at_grid > map->grid[cell].load(std::memory_order_relaxed)) map->grid[cell].store(at_grid, std::memory_order_relaxed);
+  }
   if (exact.ok() && exact.value().lower_bound <= 0.0 && map->witness != nullptr) {
     // Not proven apart (the walk stops early at points closer than the cell settles, so it does not say
     // whether they meet): if the geometries meet at the grid point, the triangles that do, for CLEAR in
@@ -648,7 +653,12 @@ Result<double> SceneImpl::SelfClearanceBound(std::string_view link_a, std::strin
   const Result<const SelfPair*> pair = FindSelfPair(link_a, link_b);
   if (!pair.ok()) return pair.error();
   MapFillScratch fill;
-  return pair.value() == nullptr ? -1.0 : SelfPairClearance(*pair.value(), q, 0.0, &fill);
+  if (pair.value() == nullptr) return -1.0;
+  const SelfPair& sp = *pair.value();
+  const int64_t cell = SelfPairCell(sp, q);
+  const double bound = SelfPairClearanceInCell(sp, cell, 0.0, &fill);
+  // As CLEAR asks: the cell's bound, or the finer one near its grid point.
+  return cell < 0 ? bound : std::max(bound, sp.clearance_map->NearGridBound(cell, q));
 }
 
 Result<bool> SceneImpl::SelfClearAlong(std::string_view link_a, std::string_view link_b, std::span<const double> q0,
@@ -838,7 +848,10 @@ Result<StateResult> SceneImpl::CheckStateWith(std::span<const double> q, double 
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
     const int64_t cell = SelfPairCell(sp, q);
-    if (cell >= 0 && SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding) continue;
+    if (cell >= 0 && (SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding ||
+                      sp.clearance_map->NearGridBound(cell, q) > padding)) {
+      continue;
+    }
     if (SelfPairCollides(s, cell, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
                          cache, &result)) {
       return result;

@@ -483,8 +483,9 @@ class Scene {
   /// A certified lower bound (m) on the distance between the geometries of two robot links (their first
   /// geometries) at q, from the precomputed self-clearance map of the pair (kept for link pairs that at
   /// most two revolute joints move relative to each other, such as a wrist's, and that the scene checks);
-  /// -1 when the pair has none or q lies outside those joints' limits. For tests and diagnostics: CLEAR
-  /// uses the maps itself. Errors for unknown link names or a wrong size of q.
+  /// -1 when the pair has none or q lies outside those joints' limits. The bound is the larger of q's
+  /// cell's and the one from the distance at the cell's grid point less how far q moves the pair from
+  /// it. For tests and diagnostics: CLEAR uses the maps itself. Errors for unknown link names or a wrong size of q.
   [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
                                                   std::span<const double> q) const;
   /// Whether every self-clearance map of the scene's link pairs is filled ahead of the queries
