@@ -52,8 +52,8 @@ struct Geometry {
   /// model's links (found at load) and ignores it on world and attached objects.
   double hull_surface_gap = std::numeric_limits<double>::infinity();
   /// Balls proven inside a closed mesh (convex or not): CLEAR proves that two such meshes meet when a
-  /// ball of each overlap and neither mesh's part holding it lies within the other's hull. Like the
-  /// gap, a scene takes them from its robot model's links and ignores them on other objects.
+  /// ball of each overlap and each mesh's part holding its ball reaches beyond the other part's hull.
+  /// Like the gap, a scene takes them from its robot model's links and ignores them on other objects.
   std::shared_ptr<const SolidInterior> interior;
   /// A closed mesh's signed distance map (sdf.h): robot link meshes carry one in scenes that hold point
   /// clouds, and cloud collision queries drop what its certified bounds prove apart. Answers are the
@@ -485,7 +485,8 @@ class Scene {
   /// most two revolute joints move relative to each other, such as a wrist's, and that the scene checks);
   /// -1 when the pair has none or q lies outside those joints' limits. The bound is the larger of q's
   /// cell's and the one from the distance at the cell's grid point less how far q moves the pair from
-  /// it. For tests and diagnostics: CLEAR uses the maps itself. Errors for unknown link names or a wrong size of q.
+  /// it. For tests and diagnostics: CLEAR uses the maps itself. Errors for unknown link names or a wrong
+  /// size of q.
   [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
                                                   std::span<const double> q) const;
   /// Whether every self-clearance map of the scene's link pairs is filled ahead of the queries
