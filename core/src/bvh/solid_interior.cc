@@ -143,13 +143,7 @@ std::shared_ptr<const SolidInterior> FindSolidInterior(const MeshModel& model,
   const auto map = SignedDistanceMap::Build(model, kProposalCells, options, "interior");
   if (!map.ok()) return nullptr;
   const Parts parts = SplitParts(mesh);
-  std::vector<char> used(mesh.vertices.size(), 0);
-  for (const auto& t : mesh.triangles) {
-    for (int32_t v : t) used[static_cast<size_t>(v)] = 1;
-  }
-  const bool all_hull_vertices_used = std::all_of(hull->input_indices().begin(), hull->input_indices().end(), [&](int32_t i) {
-    return i >= 0 && static_cast<size_t>(i) < used.size() && used[static_cast<size_t>(i)] != 0;
-  });
+  const bool all_hull_vertices_used = internal::HullVerticesOnTriangles(mesh, *hull);
   const double extent = (box.max - box.min).norm();
   auto interior = std::make_shared<SolidInterior>();
   std::vector<int32_t> hull_of_part(parts.triangles.size(), -1);

@@ -283,6 +283,16 @@ MeshParts ConnectedParts(const TriangleMesh& mesh) {
   return parts;
 }
 
+bool HullVerticesOnTriangles(const TriangleMesh& mesh, const ConvexPolytope& hull) {
+  std::vector<char> used(mesh.vertices.size(), 0);
+  for (const std::array<int32_t, 3>& t : mesh.triangles) {
+    for (int32_t k : t) used[static_cast<size_t>(k)] = 1;
+  }
+  return std::all_of(hull.input_indices().begin(), hull.input_indices().end(), [&](int32_t i) {
+    return i >= 0 && static_cast<size_t>(i) < used.size() && used[static_cast<size_t>(i)] != 0;
+  });
+}
+
 }  // namespace internal
 
 // The most plane evaluations SealedHullGap spends on one mesh (some tens of milliseconds): a robot
@@ -369,14 +379,7 @@ double SealedHullGap(const TriangleMesh& mesh, const ConvexPolytope& hull) {
     if (a == b || !std::binary_search(edges.begin(), edges.end(), b * nv + a)) return kNotSealed;
   }
   // One connected piece holding every hull vertex.
-  if (internal::ConnectedParts(mesh).count != 1) return kNotSealed;
-  std::vector<char> used(static_cast<size_t>(nv), 0);
-  for (const std::array<int32_t, 3>& t : mesh.triangles) {
-    for (int32_t k : t) used[k] = 1;
-  }
-  for (int32_t i : hull.input_indices()) {
-    if (i < 0 || i >= nv || !used[i]) return kNotSealed;
-  }
+  if (internal::ConnectedParts(mesh).count != 1 || !internal::HullVerticesOnTriangles(mesh, hull)) return kNotSealed;
   // Winding once around the hull vertices' mean, deeper than the gap: then around every point deeper
   // than the gap, since the surface stays within the gap of the boundary.
   double angle = 0.0;

@@ -1,6 +1,7 @@
 #pragma once
 // Small pieces of a triangle mesh's topology shared by the builders that read it: the solid angle a
-// triangle subtends (the term of a closed surface's winding number) and the mesh's connected parts.
+// triangle subtends (the term of a closed surface's winding number), the mesh's connected parts, and
+// whether its hull's vertices lie on its triangles.
 
 #include <cmath>
 #include <cstdint>
@@ -8,6 +9,10 @@
 
 #include "proximity/core/base/types.h"
 #include "proximity/core/mesh/mesh.h"
+
+namespace proximity::core {
+class ConvexPolytope;
+}  // namespace proximity::core
 
 namespace proximity::core::internal {
 
@@ -28,5 +33,9 @@ struct MeshParts {
   int32_t count = 0;
 };
 MeshParts ConnectedParts(const TriangleMesh& mesh);
+
+// Whether every vertex of `hull` (built from the mesh's vertices) is a corner of some triangle of the
+// mesh: then a point of the hull outside another body is one of the surface's.
+bool HullVerticesOnTriangles(const TriangleMesh& mesh, const ConvexPolytope& hull);
 
 }  // namespace proximity::core::internal

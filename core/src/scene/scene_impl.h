@@ -189,6 +189,11 @@ class SceneImpl final : public Scene {
   double SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need, MapFillScratch* fill) const;
   // The same for cell `cell` of the pair's map (SelfPairCell); -1 for cell -1.
   double SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need, MapFillScratch* fill) const;
+  // The bound CLEAR takes from the pair's map at q, in its cell `cell`: the cell's
+  // (SelfPairClearanceInCell, filling as `need` asks) when it exceeds `need`, else the larger of it and
+  // the one from the cell's grid point (SelfClearanceMap::NearGridBound); -1 for cell -1.
+  double SelfPairMapBound(const SelfPair& pair, int64_t cell, std::span<const double> q, double need,
+                          MapFillScratch* fill) const;
   // q's cell in the pair's self-clearance map; -1 when the pair has no map or q lies off its grid.
   static int64_t SelfPairCell(const SelfPair& pair, std::span<const double> q);
   // Fills every cell of the maps of this scene's self pairs that no other fill has claimed (both steps

@@ -227,10 +227,7 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
       const int k = std::countr_zero(m);
       const std::span<const double> q_k(q[k], dof);
       const int64_t cell = SelfPairCell(sp, q_k);
-      if (cell >= 0 && (SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding ||
-                        sp.clearance_map->NearGridBound(cell, q_k) > padding)) {
-        continue;
-      }
+      if (cell >= 0 && SelfPairMapBound(sp, cell, q_k, padding, &cache->map_fill) > padding) continue;
       count(uint32_t{1} << k);
       if (SelfPairMeets(s, cell, LaneTransform(poses.geometry[sp.a], k), LaneTransform(poses.geometry[sp.b], k),
                         padding, cache, &out[k])) {

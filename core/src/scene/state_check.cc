@@ -356,31 +356,19 @@ bool InteriorContactProven(const Geometry& a, const RigidTransform& X_a, const G
   const RigidTransform X_SM = RelativeTransform(mesh_a ? X_b : X_a, mesh_a ? X_a : X_b);
   const double margin = 1e-10 * (1.0 + X_SM.p.norm());
   const Vec3 inner_S = InnerPoint(shape);
-  // The solid's middle in the mesh's frame and a radius around it that holds the solid.
-  const Vec3 inner_M = X_SM.inverse() * inner_S;
-  const double solid_radius = VisitShape(shape, [&](const auto& solid) {
-    using S = std::decay_t<decltype(solid)>;
-    if constexpr (std::is_same_v<S, Box>) {
-      return solid.half_extents.norm();
-    } else if constexpr (std::is_same_v<S, Sphere>) {
-      return solid.radius;
-    } else if constexpr (std::is_same_v<S, Capsule>) {
-      return solid.half_length + solid.radius;
-    } else if constexpr (std::is_same_v<S, Cylinder>) {
-      return std::hypot(solid.radius, solid.half_length);
-    } else {
-      return std::numeric_limits<double>::infinity();
-    }
-  });
+  // A sphere around the solid, in the mesh's frame: balls beyond it cannot meet the solid.
+  const Obb bound_S = ShapeBoundingObb(shape);
+  const Vec3 bound_M = X_SM.inverse() * bound_S.center;
+  const double solid_radius = bound_S.half_extents.norm();
   int32_t reach_tests = 0;
   const SolidInterior& interior = *mesh.interior;
   for (const InteriorBallGroup& group : interior.groups) {
     const double group_reach = group.radius + solid_radius;
-    if (!((group.center - inner_M).squaredNorm() < group_reach * group_reach)) continue;
+    if (!((group.center - bound_M).squaredNorm() < group_reach * group_reach)) continue;
     for (int32_t i = group.begin; i < group.end; ++i) {
       const InteriorBall& ball = interior.balls[i];
       const double reach = ball.radius + solid_radius;
-      if (!((ball.center - inner_M).squaredNorm() < reach * reach)) continue;
+      if (!((ball.center - bound_M).squaredNorm() < reach * reach)) continue;
       const Vec3 center_S = X_SM * ball.center;
       if (!BallMeetsSolid(shape, center_S, ball.radius - margin, margin)) continue;
       // The solid reaches beyond the part's hull (directions in the solid's frame).
@@ -396,22 +384,19 @@ bool InteriorContactProven(const Geometry& a, const RigidTransform& X_a, const G
   return false;
 }
 
-// Whether PairCollides may try InteriorContactProven on the pair: no padding, and meshes with balls, or
-// one and a solid primitive.
-bool InteriorPair(const Geometry& a, const Geometry& b, double padding) {
-  const auto inside = [](const Geometry& g) { return g.is_mesh() && g.interior != nullptr; };
+// Whether PairCollides may try a contact proof on the pair: no padding, and two meshes that carry what
+// the proof needs (`carries`), or one and a solid primitive.
+template <class Carries>
+bool ProofPair(const Geometry& a, const Geometry& b, double padding, Carries&& carries) {
   if (padding > 0.0 || a.is_cloud() || b.is_cloud()) return false;
-  return (inside(a) && (inside(b) || b.is_primitive())) || (inside(b) && a.is_primitive());
+  const bool has_a = a.is_mesh() && carries(a), has_b = b.is_mesh() && carries(b);
+  return (has_a && (has_b || b.is_primitive())) || (has_b && a.is_primitive());
 }
-
-// Whether PairCollides may try SealedContactProven on the pair: no padding, and sealed meshes, or a
-// sealed mesh and a primitive.
 bool SealedPair(const Geometry& a, const Geometry& b, double padding) {
-  const auto sealed = [](const Geometry& g) {
-    return g.is_mesh() && g.hull != nullptr && std::isfinite(g.hull_surface_gap);
-  };
-  if (padding > 0.0 || a.is_cloud() || b.is_cloud()) return false;
-  return (sealed(a) && (sealed(b) || b.is_primitive())) || (sealed(b) && a.is_primitive());
+  return ProofPair(a, b, padding, [](const Geometry& g) { return g.hull != nullptr && std::isfinite(g.hull_surface_gap); });
+}
+bool InteriorPair(const Geometry& a, const Geometry& b, double padding) {
+  return ProofPair(a, b, padding, [](const Geometry& g) { return g.interior != nullptr; });
 }
 
 }  // namespace
@@ -442,6 +427,12 @@ int64_t SceneImpl::SelfPairCell(const SelfPair& pair, std::span<const double> q)
 double SceneImpl::SelfPairClearance(const SelfPair& pair, std::span<const double> q, double need,
                                     MapFillScratch* fill) const {
   return SelfPairClearanceInCell(pair, SelfPairCell(pair, q), need, fill);
+}
+
+double SceneImpl::SelfPairMapBound(const SelfPair& pair, int64_t cell, std::span<const double> q, double need,
+                                   MapFillScratch* fill) const {
+  const double bound = SelfPairClearanceInCell(pair, cell, need, fill);
+  return cell < 0 || bound > need ? bound : std::max(bound, pair.clearance_map->NearGridBound(cell, q));
 }
 
 double SceneImpl::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, double need,
@@ -656,8 +647,8 @@ Result<double> SceneImpl::SelfClearanceBound(std::string_view link_a, std::strin
   if (pair.value() == nullptr) return -1.0;
   const SelfPair& sp = *pair.value();
   const int64_t cell = SelfPairCell(sp, q);
-  const double bound = SelfPairClearanceInCell(sp, cell, 0.0, &fill);
-  // As CLEAR asks: the cell's bound, or the finer one near its grid point.
+  // Both bounds, whichever decides (CLEAR stops at the cell's when it does).
+  const double bound = SelfPairMapBound(sp, cell, q, 0.0, &fill);
   return cell < 0 ? bound : std::max(bound, sp.clearance_map->NearGridBound(cell, q));
 }
 
@@ -848,10 +839,7 @@ Result<StateResult> SceneImpl::CheckStateWith(std::span<const double> q, double 
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
     const int64_t cell = SelfPairCell(sp, q);
-    if (cell >= 0 && (SelfPairClearanceInCell(sp, cell, padding, &cache->map_fill) > padding ||
-                      sp.clearance_map->NearGridBound(cell, q) > padding)) {
-      continue;
-    }
+    if (cell >= 0 && SelfPairMapBound(sp, cell, q, padding, &cache->map_fill) > padding) continue;
     if (SelfPairCollides(s, cell, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
                          cache, &result)) {
       return result;
