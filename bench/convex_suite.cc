@@ -46,13 +46,13 @@
 
 #include "bench_util.h"
 #include "peers/fcl_peer.h"
-#include "proximity/core/narrowphase/convex.h"
-#include "proximity/core/narrowphase/gjk.h"
+#include "narrowphase/convex.h"
+#include "narrowphase/gjk.h"
 #include "proximity/core/mesh/mesh.h"
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/narrowphase/triangle.h"
-#include "proximity/core/contact/vclip.h"
-#include "proximity/core/bvh/sdf.h"
+#include "bvh/mesh_query.h"
+#include "narrowphase/triangle.h"
+#include "contact/vclip.h"
+#include "bvh/sdf.h"
 
 namespace proximity::bench {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "bench_util.h"
 #include "peers/fcl_peer.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 
 namespace proximity::bench {
 namespace {

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "robot_input.h"
+#include "bvh/point_cloud.h"
 
 namespace proximity::bench {
 

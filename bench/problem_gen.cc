@@ -22,6 +22,8 @@
 #include "bench_util.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/mbm/mbm.h"
+#include "bvh/bvh.h"
+#include "robot/robot_motion.h"
 
 namespace proximity::bench {
 namespace {
@@ -772,7 +774,7 @@ Result<Workspace> MeasureWorkspace(const RobotModel& robot, int samples) {
   // Spheres of the links no joint moves, at their one pose, and their largest distance from `origin`.
   double fixed_extent = 0.0;
   for (const BoundingSphere& b : spheres) {
-    if (robot.NumMovingJoints(b.link) != 0) continue;
+    if (NumMovingJoints(robot, b.link) != 0) continue;
     const Vec3 c = X_WL[static_cast<size_t>(b.link)] * b.p_L;
     ws.fixed_body.push_back({c, b.radius});
     fixed_extent = std::max(fixed_extent, (c - ws.origin).norm() + b.radius);
@@ -789,7 +791,7 @@ Result<Workspace> MeasureWorkspace(const RobotModel& robot, int samples) {
       const Vec3 c = X_WL[static_cast<size_t>(b.link)] * b.p_L;
       const double d = (c - ws.origin).norm() + b.radius;
       ws.reach = std::max(ws.reach, d);
-      const int32_t moved_by = robot.NumMovingJoints(b.link);
+      const int32_t moved_by = NumMovingJoints(robot, b.link);
       if (moved_by <= 1) ws.base_radius = std::max(ws.base_radius, d);
       if (moved_by >= 1) moving_reach = std::max(moving_reach, d);
       if (moved_by == 1) first_radius = std::max(first_radius, d);

@@ -1,4 +1,5 @@
 #include "robot_input.h"
+#include "robot/robot_motion.h"
 
 #include <tinyxml2.h>
 
@@ -196,7 +197,7 @@ core::Result<core::LinkIndex> TipLink(const core::RobotModel& robot, const std::
   }
   core::LinkIndex best = 0;
   for (core::LinkIndex k = 0; k < robot.num_links(); ++k) {
-    if (robot.NumMovingJoints(k) > robot.NumMovingJoints(best)) best = k;
+    if (NumMovingJoints(robot, k) > NumMovingJoints(robot, best)) best = k;
   }
   return best;
 }

@@ -41,6 +41,7 @@
 #include "peers/fcl_robot.h"
 #include "proximity/mbm/mbm.h"
 #include "proximity/core/scene/scene.h"
+#include "bvh/bvh.h"
 
 namespace proximity::bench {
 namespace {

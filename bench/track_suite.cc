@@ -27,8 +27,9 @@
 #include "problem_gen.h"
 #include "proximity/core/contact/tracker.h"
 #include "proximity/core/mesh/mesh.h"
-#include "proximity/core/narrowphase/convex.h"
+#include "narrowphase/convex.h"
 #include "robot_input.h"
+#include "bvh/bvh.h"
 
 namespace proximity::bench {
 namespace {

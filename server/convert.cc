@@ -6,10 +6,8 @@
 #include <cstring>
 #include <utility>
 
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/bvh/point_cloud.h"
-#include "proximity/core/narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
+#include "proximity/core/scene/geometry.h"
 #include "proximity/planners/scene_validity.h"
 #include "server/errors.h"
 
@@ -72,7 +70,7 @@ Result<std::vector<Vec3>> ToPoints(const google::protobuf::RepeatedField<double>
 }
 
 Result<core::Geometry> BuildMesh(core::TriangleMesh mesh, std::string_view field) {
-  auto model = core::MeshModel::Build(std::move(mesh), {}, Str(field));
+  auto model = core::BuildMeshModel(std::move(mesh), field);
   if (!model.ok()) return Invalid(field, model.error());
   core::Geometry g;
   g.mesh = std::move(model).value();
@@ -256,7 +254,7 @@ Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field
     case v1::Shape::kConvexHull: {
       auto points = ToPoints(shape.convex_hull().points(), Str(field) + ".convex_hull.points");
       if (!points.ok()) return points.error();
-      auto hull = core::ConvexPolytope::Build(points.value(), Str(field) + ".convex_hull");
+      auto hull = core::BuildConvexPolytope(points.value(), Str(field) + ".convex_hull");
       if (!hull.ok()) return Invalid(Str(field) + ".convex_hull", hull.error());
       core::Geometry g;
       g.shape = std::move(hull).value();
@@ -358,26 +356,23 @@ Result<core::Geometry> ToPointCloud(const v1::PointCloud& cloud, std::string_vie
       // at `state` are dropped. The cloud's pose is X_WP (an object's part: its world pose).
       core::PointCloudOptions raw;
       raw.voxel_size = 0.0;
-      auto all = core::PointCloud::Build(points, cloud.radius(), raw, Str(field));
+      auto all = core::BuildPointCloud(points, cloud.radius(), raw, field);
       if (!all.ok()) return Invalid(field, all.error());
-      std::vector<uint8_t> drop(static_cast<size_t>(n), 0);
-      core::CollisionRequest every;
-      every.all_contacts = true;
-      every.max_contacts = static_cast<int32_t>(std::min<int64_t>(n, INT32_MAX));
+      const std::vector<core::Sphere> balls = core::CloudBalls(*all.value());
+      std::vector<uint8_t> drop(balls.size(), 0);
       for (int32_t l = 0; l < robot.num_links(); ++l) {
         for (const core::LinkGeometry& lg : robot.link(l).geometries) {
           const core::Geometry g = LinkGeometryOf(lg);
           const core::RigidTransform X_WG = X_WL.value()[static_cast<size_t>(l)] * lg.X_LG;
-          const core::CloudCollision hit =
-              g.is_mesh() ? core::CollideMeshCloud(*g.mesh, X_WG, *all.value(), *X_WP, cloud.self_filter_padding(), every)
-                          : core::CollideShapeCloud(g.shape, X_WG, *all.value(), *X_WP, cloud.self_filter_padding(), every);
-          for (const core::CloudContact& c : hit.contacts) drop[static_cast<size_t>(c.point)] = 1;  // tree order
+          auto near = core::CloudPointsNear(g, X_WG, *all.value(), *X_WP, cloud.self_filter_padding());
+          if (!near.ok()) return Invalid(field, near.error());
+          for (const int32_t i : near.value()) drop[static_cast<size_t>(i)] = 1;  // tree order
         }
       }
       std::vector<Vec3> kept;
       kept.reserve(points.size());
-      for (int32_t i = 0; i < all.value()->num_points(); ++i) {
-        if (!drop[static_cast<size_t>(i)]) kept.push_back(all.value()->point(i));
+      for (size_t i = 0; i < balls.size(); ++i) {
+        if (!drop[i]) kept.push_back(balls[i].center);
       }
       points = std::move(kept);
       if (points.empty()) {
@@ -386,7 +381,7 @@ Result<core::Geometry> ToPointCloud(const v1::PointCloud& cloud, std::string_vie
       }
     }
   }
-  auto built = core::PointCloud::Build(points, cloud.radius(), options, Str(field));
+  auto built = core::BuildPointCloud(points, cloud.radius(), options, field);
   if (!built.ok()) return Invalid(field, built.error());
   return core::Geometry::Cloud(std::move(built).value());
 }
@@ -813,7 +808,7 @@ int64_t SceneCloudPoints(const core::Scene& scene) {
   int64_t n = 0;
   for (const core::WorldObject& o : scene.objects()) {
     for (const core::ObjectPart& p : o.parts) {
-      if (p.geometry.is_cloud()) n += p.geometry.cloud->num_points();
+      if (p.geometry.is_cloud()) n += core::CloudBuildStats(*p.geometry.cloud).points;
     }
   }
   return n;

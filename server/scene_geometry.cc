@@ -12,7 +12,7 @@
 #include <variant>
 
 #include "proximity/core/mesh/mesh.h"
-#include "proximity/core/narrowphase/convex.h"
+#include "proximity/core/scene/geometry.h"
 #include "server/convert.h"
 
 namespace proximity::server {
@@ -102,7 +102,7 @@ Part MeshPart(v1::GeometryGroup* group, const RigidTransform& X, const core::Mes
   p.group = group;
   p.X_OG = X;
   p.shape = "mesh";
-  p.scene_mesh = &model.mesh();
+  p.scene_mesh = &core::MeshOf(model);
   p.hull = std::move(hull);
   return p;
 }
@@ -120,12 +120,13 @@ Part OwnedPart(v1::GeometryGroup* group, const RigidTransform& X, std::string sh
 // of them (evenly through the cloud's tree order, which is spatially coherent).
 TriangleMesh CloudMesh(const core::PointCloud& cloud) {
   TriangleMesh m;
-  const int32_t n = cloud.num_points();
+  const std::vector<core::Sphere> balls = core::CloudBalls(cloud);
+  const int32_t n = static_cast<int32_t>(balls.size());
   const int32_t shown = std::min(n, kDisplayCloudPoints);
   for (int32_t k = 0; k < shown; ++k) {
-    const int32_t i = static_cast<int32_t>(static_cast<int64_t>(k) * n / shown);
-    const core::Vec3& c = cloud.point(i);
-    const double r = std::max(cloud.point_radius(i), 1e-3);
+    const core::Sphere& ball = balls[static_cast<size_t>(static_cast<int64_t>(k) * n / shown)];
+    const core::Vec3& c = ball.center;
+    const double r = std::max(ball.radius, 1e-3);
     const int32_t base = static_cast<int32_t>(m.vertices.size());
     for (int a = 0; a < 3; ++a) {
       for (double sign : {1.0, -1.0}) {
@@ -162,7 +163,7 @@ Part GeometryToPart(v1::GeometryGroup* group, const RigidTransform& X, const cor
         } else if constexpr (std::is_same_v<S, core::Cone>) {
           return OwnedPart(group, X, "cone", ConeMesh(s.radius, s.half_height, kDisplaySegments));
         } else {
-          return OwnedPart(group, X, "convex_hull", s->ToMesh());
+          return OwnedPart(group, X, "convex_hull", core::ConvexPolytopeMesh(*s));
         }
       },
       g.shape);
@@ -207,12 +208,13 @@ core::Status FitTriangles(std::vector<Part>& parts, int64_t max_triangles, int64
     if (*total <= max_triangles) break;
     std::shared_ptr<const core::ConvexPolytope> hull = p->hull;
     if (hull == nullptr) {
-      auto built = core::ConvexPolytope::Build(p->Source());
+      auto built = core::BuildConvexPolytope(p->Source().vertices);
       if (!built.ok()) continue;  // a flat mesh has no hull: it is sent as it is
       hull = std::move(built).value();
     }
-    if (hull->num_faces() >= p->triangles()) continue;
-    p->hull_mesh = hull->ToMesh();
+    TriangleMesh hull_mesh = core::ConvexPolytopeMesh(*hull);
+    if (static_cast<int64_t>(hull_mesh.triangles.size()) >= p->triangles()) continue;
+    p->hull_mesh = std::move(hull_mesh);
     *total -= p->triangles() - static_cast<int64_t>(p->hull_mesh->triangles.size());
     ++*hulls;
   }

@@ -71,7 +71,9 @@ Status CheckPadding(double value, const std::string& field) {
   return {};
 }
 
-int64_t GeometryTriangles(const core::Geometry& g) { return g.is_mesh() ? g.mesh->num_triangles() : 0; }
+int64_t GeometryTriangles(const core::Geometry& g) {
+  return g.is_mesh() ? static_cast<int64_t>(core::MeshOf(*g.mesh).triangles.size()) : 0;
+}
 
 v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uint64_t version,
                             const std::string& parent) {
@@ -99,7 +101,7 @@ v1::SceneInfo MakeSceneInfo(const core::Scene& scene, const std::string& id, uin
   for (const core::Link& link : robot.links()) {
     info.add_link_names(link.name);
     for (const core::LinkGeometry& g : link.geometries) {
-      if (g.mesh != nullptr) triangles += g.mesh->num_triangles();
+      if (g.mesh != nullptr) triangles += static_cast<int64_t>(core::MeshOf(*g.mesh).triangles.size());
     }
   }
   for (const core::WorldObject& o : scene.objects()) {
@@ -140,14 +142,7 @@ Status HashFiles(const std::vector<std::string>& paths, const core::FileAccess& 
 // Bytes of a geometry's own arrays (a mesh with its hierarchies, a cloud with its tree, a hull, a
 // polytope); primitives hold none.
 int64_t GeometryBytes(const core::Geometry& g) {
-  int64_t bytes = static_cast<int64_t>(sizeof(core::Geometry));
-  if (g.mesh != nullptr) bytes += g.mesh->MemoryBytes();
-  if (g.cloud != nullptr) bytes += g.cloud->MemoryBytes();
-  if (g.hull != nullptr) bytes += g.hull->MemoryBytes();
-  if (const auto* p = std::get_if<std::shared_ptr<const core::ConvexPolytope>>(&g.shape); p != nullptr && *p) {
-    bytes += (*p)->MemoryBytes();
-  }
-  return bytes;
+  return static_cast<int64_t>(sizeof(core::Geometry) + core::MemoryBytes(g));
 }
 
 // What an entry holds: the robot's meshes and hulls (shared by every scene of the same robot model)
@@ -157,8 +152,10 @@ void AccountMemory(SceneEntry* entry) {
   entry->robot_bytes = 0;
   for (const core::Link& link : scene.robot().links()) {
     for (const core::LinkGeometry& g : link.geometries) {
-      if (g.mesh != nullptr) entry->robot_bytes += g.mesh->MemoryBytes();
-      if (g.hull != nullptr) entry->robot_bytes += g.hull->MemoryBytes();
+      core::Geometry built;
+      built.mesh = g.mesh;
+      built.hull = g.hull;
+      entry->robot_bytes += static_cast<int64_t>(core::MemoryBytes(built));
     }
   }
   // The self-clearance maps go with the robot model: a scene's updates share both (Scene::Update), and

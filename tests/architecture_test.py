@@ -5,8 +5,9 @@ The document's "Allowed includes" block lists, for each module, the modules its 
 include. This test reads that block, resolves every `#include "..."` of the product's code (core,
 planners, tools, server, clients/cpp) to the file it names, maps both ends to modules, and fails on an
 arrow the block does not allow, naming the file and line. It also fails on a product file no module
-claims, on a module the block names that no file belongs to, and (first) on a synthetic graph with a
-known bad arrow, so that a checker that finds nothing cannot pass unnoticed.
+claims, on a module the block names that no file belongs to, on a file outside core/ that includes one of
+the core's private headers (core/src: not installed, so not the API), and (first) on a synthetic graph
+with a known bad arrow, so that a checker that finds nothing cannot pass unnoticed.
 
 Usage: architecture_test.py REPO_ROOT
 """
@@ -93,8 +94,13 @@ def violations(edges, allowed):
     return out
 
 
+def private_include(including, resolved):
+    """Whether `including` (a product file outside core/) reaches a private core header (core/src)."""
+    return not including.startswith("core/") and resolved.startswith("core/src/")
+
+
 def include_graph(root):
-    edges, modules = {}, set()
+    edges, modules, private = {}, set(), []
     for top in PRODUCT:
         for folder, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
@@ -110,10 +116,13 @@ def include_graph(root):
                         m = INCLUDE.match(line)
                         if not m:
                             continue
-                        dst, _ = resolve(root, path, m.group(1))
+                        dst, resolved = resolve(root, path, m.group(1))
+                        if private_include(path, resolved):
+                            private.append(f"{path}:{n} (#include \"{m.group(1)}\") reaches the core's private "
+                                           f"{resolved}: only core/include is installed")
                         if dst is not None and dst != src:
                             edges.setdefault((src, dst), []).append(f"{path}:{n} (#include \"{m.group(1)}\")")
-    return edges, modules
+    return edges, modules, private
 
 
 def main():
@@ -124,8 +133,11 @@ def main():
     found = violations(synthetic, {"tools": {"scene"}, "server": {"scene"}, "scene": set()})
     assert len(found) == 1 and "tools -> server" in found[0], found
 
-    edges, modules = include_graph(root)
-    problems = violations(edges, allowed)
+    assert private_include("server/x.cc", "core/src/bvh/bvh.h") and not private_include("core/src/a.cc", "core/src/b.h")
+    assert not private_include("server/x.cc", "core/include/proximity/core/scene/scene.h")
+
+    edges, modules, private = include_graph(root)
+    problems = violations(edges, allowed) + private
     for module in sorted(set(allowed) - modules - {"proto"}):
         problems.append(f"ARCHITECTURE.md's block names module '{module}', which no product file belongs to")
     print(f"{len(edges)} module arrows in the include graph of {', '.join(PRODUCT)}:")

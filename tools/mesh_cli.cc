@@ -6,7 +6,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "proximity/core/bvh/mesh_query.h"
+#include "proximity/core/mesh/mesh.h"
+#include "proximity/core/scene/geometry.h"
 
 namespace {
 
@@ -27,6 +28,10 @@ std::string Fmt(const Vec3& p) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "[%.6g, %.6g, %.6g]", p.x(), p.y(), p.z());
   return buf;
+}
+
+int Triangles(const proximity::core::Geometry& g) {
+  return static_cast<int>(proximity::core::MeshOf(*g.mesh).triangles.size());
 }
 
 double Micros(std::chrono::steady_clock::time_point t0) {
@@ -55,12 +60,16 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print one JSON object instead of text");
   CLI11_PARSE(app, argc, argv);
 
-  auto load = [](const std::string& path, double scale) -> pc::Result<std::shared_ptr<const pc::MeshModel>> {
+  auto load = [](const std::string& path, double scale) -> pc::Result<pc::Geometry> {
     pc::MeshLoadOptions opt;
     opt.scale = Vec3::Constant(scale);
     auto mesh = pc::LoadMesh(path, opt);
     if (!mesh.ok()) return mesh.error();
-    return pc::MeshModel::Build(std::move(mesh).value(), {}, path);
+    auto model = pc::BuildMeshModel(std::move(mesh).value(), path);
+    if (!model.ok()) return model.error();
+    pc::Geometry g;
+    g.mesh = std::move(model).value();
+    return g;
   };
   const auto t_load = std::chrono::steady_clock::now();
   auto a = load(path_a, scale_a);
@@ -77,7 +86,7 @@ int main(int argc, char** argv) {
   pc::CollisionRequest creq;
   creq.all_contacts = all_contacts;
   auto t0 = std::chrono::steady_clock::now();
-  const pc::Result<pc::CollisionResult> collision = pc::Collide(*a.value(), X_WA, *b.value(), X_WB, creq);
+  const pc::Result<pc::CollisionResult> collision = pc::CollideGeometry(a.value(), X_WA, b.value(), X_WB, creq);
   const double collide_us = Micros(t0);
   if (!collision.ok()) {
     std::cerr << "error: " << collision.error().message << "\n";
@@ -86,7 +95,7 @@ int main(int argc, char** argv) {
   const pc::CollisionResult& col = collision.value();
   t0 = std::chrono::steady_clock::now();
   const pc::Result<pc::DistanceResult> distance =
-      pc::ComputeDistance(*a.value(), X_WA, *b.value(), X_WB, dreq, nullptr);
+      pc::GeometryDistance(a.value(), X_WA, b.value(), X_WB, dreq);
   const double distance_us = Micros(t0);
   if (!distance.ok()) {
     std::cerr << "error: " << distance.error().message << "\n";
@@ -100,16 +109,15 @@ int main(int argc, char** argv) {
         "\"contacts\": %zu, \"collide_bv_tests\": %lld, \"collide_triangle_tests\": %lld, \"lower_bound\": %.17g, "
         "\"upper_bound\": %.17g, \"p_WA\": [%.17g, %.17g, %.17g], \"p_WB\": [%.17g, %.17g, %.17g], "
         "\"distance_bv_tests\": %lld, \"distance_triangle_tests\": %lld, \"collide_us\": %.2f, \"distance_us\": %.2f}\n",
-        path_a.c_str(), path_b.c_str(), a.value()->num_triangles(), b.value()->num_triangles(),
+        path_a.c_str(), path_b.c_str(), Triangles(a.value()), Triangles(b.value()),
         col.colliding ? "true" : "false", col.contacts.size(), (long long)col.stats.bv_tests,
         (long long)col.stats.triangle_tests, dist.lower_bound, dist.upper_bound, dist.p_WA.x(), dist.p_WA.y(),
         dist.p_WA.z(), dist.p_WB.x(), dist.p_WB.y(), dist.p_WB.z(), (long long)dist.stats.bv_tests,
         (long long)dist.stats.triangle_tests, collide_us, distance_us);
     return 0;
   }
-  std::printf("A: %s (%d triangles, %d nodes)\nB: %s (%d triangles, %d nodes)\nloaded and built in %.1f ms\n",
-              path_a.c_str(), a.value()->num_triangles(), a.value()->num_nodes(), path_b.c_str(),
-              b.value()->num_triangles(), b.value()->num_nodes(), load_us / 1e3);
+  std::printf("A: %s (%d triangles)\nB: %s (%d triangles)\nloaded and built in %.1f ms\n", path_a.c_str(),
+              Triangles(a.value()), path_b.c_str(), Triangles(b.value()), load_us / 1e3);
   std::printf("collision: %s", col.colliding ? "YES" : "no");
   if (col.colliding) {
     std::printf(" (%zu triangle pair%s%s, first A#%d x B#%d)", col.contacts.size(), col.contacts.size() == 1 ? "" : "s",

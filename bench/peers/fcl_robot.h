@@ -28,9 +28,12 @@
 #include <vector>
 
 #include "peers/fcl_peer.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"
+#include "bvh/bvh.h"
+#include "scene/scene_impl.h"
+#include "bvh/point_cloud.h"
 
 namespace proximity::peers {
 
@@ -79,11 +82,11 @@ inline bool SphereApartFromMesh(const fcl::CollisionObjectd* o1, const fcl::Coll
 inline bool FclPairChecked(const core::Scene& scene, fcl::CollisionObjectd* o1, fcl::CollisionObjectd* o2) {
   const auto* a = static_cast<const FclTag*>(o1->getUserData());
   const auto* b = static_cast<const FclTag*>(o2->getUserData());
-  if (a->robot && b->robot) return a->index != b->index && !scene.AllowedLinkLink(a->index, b->index);
+  if (a->robot && b->robot) return a->index != b->index && !proximity::core::internal::Impl(scene).AllowedLinkLink(a->index, b->index);
   if (a->robot == b->robot) return false;
   const FclTag* link = a->robot ? a : b;
   const FclTag* object = a->robot ? b : a;
-  return !scene.AllowedLinkObject(link->index, object->index);
+  return !proximity::core::internal::Impl(scene).AllowedLinkObject(link->index, object->index);
 }
 
 /// MoveIt's collision callback, reduced to what CLEAR needs: skips allowed pairs, runs FCL's narrow
@@ -255,14 +258,14 @@ class FclRobot {
         const int32_t o = static_cast<const FclTag*>(w->getUserData())->index;
         if (hit(parts_[i].object.get(), w)) {
           out.push_back(link + " x '" + scene.objects()[o].id + "'" +
-                        (scene.AllowedLinkObject(parts_[i].link, o) ? " (allowed)" : ""));
+                        (proximity::core::internal::Impl(scene).AllowedLinkObject(parts_[i].link, o) ? " (allowed)" : ""));
         }
       }
       for (size_t j = i + 1; j < parts_.size(); ++j) {
         if (parts_[i].link == parts_[j].link) continue;
         if (hit(parts_[i].object.get(), parts_[j].object.get())) {
           out.push_back(link + " x " + robot_.link(parts_[j].link).name +
-                        (scene.AllowedLinkLink(parts_[i].link, parts_[j].link) ? " (allowed)" : ""));
+                        (proximity::core::internal::Impl(scene).AllowedLinkLink(parts_[i].link, parts_[j].link) ? " (allowed)" : ""));
         }
       }
     }

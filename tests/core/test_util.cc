@@ -8,7 +8,8 @@
 #include <map>
 
 #include "proximity/core/mesh/mesh.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
+#include "base/numerics.h"
 
 // assimp 5.2.5 leaks the partly built mesh when an ASCII STL ends inside a facet (a broken file the
 // tests load on purpose). The leak is inside assimp, so leak-checking builds ignore leaks from it.

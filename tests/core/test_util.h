@@ -13,9 +13,10 @@
 #include <utility>
 
 #include "proximity/core/base/result.h"
-#include "proximity/core/narrowphase/convex.h"
+#include "narrowphase/convex.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/base/types.h"
+#include "base/numerics.h"
 
 namespace proximity::testing {
 

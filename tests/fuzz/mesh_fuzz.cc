@@ -10,10 +10,10 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "proximity/core/bvh/bvh.h"
+#include "bvh/bvh.h"
 #include "proximity/core/mesh/mesh.h"
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/narrowphase/convex.h"
+#include "bvh/mesh_query.h"
+#include "narrowphase/convex.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // A program outside the project, built against an installed proximity package (find_package): the
 // planar two-link arm of tests/data/robots among three blocks, CLEAR on known configurations, a plan
-// through the narrow passage re-checked densely by CLEAR, a signed distance map (proximity::contact) and a
-// MotionBenchMaker request (proximity::mbm). Exits 1 on any wrong answer.
+// through the narrow passage re-checked densely by CLEAR, a signed distance (proximity::contact), a mesh's
+// distance to a box and a MotionBenchMaker request (proximity::mbm). Exits 1 on any wrong answer.
 //
 // Usage: package_consumer <planar_2link.urdf>
 #include <algorithm>
@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/bvh/sdf.h"
+#include "proximity/core/contact/scene_contacts.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/geometry.h"
 #include "proximity/core/scene/scene.h"
 #include "proximity/mbm/mbm.h"
 #include "proximity/planners/planner.h"
@@ -124,11 +125,29 @@ int main(int argc, char** argv) {
                 static_cast<long long>(plan.value().stats.iterations), path.size(), plan.value().stats.length);
   }
 
-  // proximity::contact: the signed distance map of a unit cube.
-  auto sdf = core::SignedDistanceMap::Build(core::MakeBoxMesh(Vec3(1.0, 1.0, 1.0)), 16);
-  Expect(sdf.ok() && std::abs(sdf.value()->Value(Vec3(0.0, 0.0, 0.0)) + 0.5) < 0.05 &&
-             std::abs(sdf.value()->Value(Vec3(0.55, 0.0, 0.0)) - 0.05) < 0.03,
-         "signed distance map of a unit cube: -0.5 at the centre, 0.05 outside a face");
+  // proximity::contact: the signed distance between the link CLEAR named and the block, negative in
+  // contact and positive apart, each bracketed by its certified interval.
+  if (blocked) {
+    const std::string link = hit.value().contact.Name(*scene);
+    const auto inside = core::ComputePairSignedDistance(*scene, link, "block", stretched, {}, &cache);
+    const auto apart = core::ComputePairSignedDistance(*scene, link, "block", start, {}, &cache);
+    Expect(inside.ok() && inside.value().distance < 0.0 && inside.value().lower <= inside.value().distance &&
+               inside.value().distance <= inside.value().upper && apart.ok() && apart.value().distance > 0.0 &&
+               apart.value().lower <= apart.value().distance && apart.value().distance <= apart.value().upper,
+           "signed distance of " + link + " and the block: negative at (0, 0), positive at (-2.4, 0)");
+  }
+
+  // Geometry: a built mesh (a unit cube) 0.5 m from a unit box, exactly.
+  auto cube = core::BuildMeshModel(core::MakeBoxMesh(Vec3(1.0, 1.0, 1.0)));
+  core::Geometry mesh_cube, box;
+  if (cube.ok()) mesh_cube.mesh = cube.value();
+  box.shape = core::Box{Vec3(0.5, 0.5, 0.5)};
+  core::RigidTransform X_box;
+  X_box.p = Vec3(1.5, 0.2, 0.0);
+  const auto d_cube = core::GeometryDistance(mesh_cube, core::RigidTransform(), box, X_box, core::DistanceRequest{});
+  Expect(cube.ok() && d_cube.ok() && std::abs(d_cube.value().lower_bound - 0.5) < 1e-9 &&
+             std::abs(d_cube.value().upper_bound - 0.5) < 1e-9,
+         "a unit cube mesh and a unit box 0.5 m apart");
 
   // proximity::mbm: a MotionBenchMaker request.
   auto request = proximity::mbm::LoadMbmRequestFromString(

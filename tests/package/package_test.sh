@@ -46,7 +46,7 @@ done
 for lib in core contact mbm planners; do
   compgen -G "$prefix/lib/libproximity_$lib.*" >/dev/null || fail "libproximity_$lib is missing"
 done
-for h in core/base/result.h core/scene/scene.h core/contact/epa.h planners/planner.h mbm/mbm.h; do
+for h in core/base/result.h core/scene/scene.h core/scene/geometry.h core/contact/tracker.h planners/planner.h mbm/mbm.h; do
   [ -f "$prefix/include/proximity/$h" ] || fail "include/proximity/$h is missing"
 done
 ok "config files, libraries and public headers"

@@ -7,6 +7,8 @@
 
 #include "server/scene_store.h"
 #include "tests/server/service_fixture.h"
+#include "bvh/bvh.h"
+#include "narrowphase/convex.h"
 
 namespace proximity::server::testing {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "proximity/planners/timing.h"
 #include "tests/server/service_fixture.h"
+#include "bvh/bvh.h"
 
 // Last: httplib pulls in <resolv.h>, whose _res macro breaks Eigen headers included after it.
 #include <httplib.h>

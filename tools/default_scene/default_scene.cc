@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "proximity/core/robot/robot_model.h"
-#include "proximity/core/bvh/shape_query.h"
+#include "proximity/core/narrowphase/shapes.h"
 
 #ifndef PROX_DEFAULT_ROBOT_URDF
 #define PROX_DEFAULT_ROBOT_URDF "/usr/share/doc/dart/data/urdf/KR5/KR5 sixx R650.urdf"

@@ -1,4 +1,4 @@
-#include "proximity/core/bvh/bvh.h"
+#include "bvh/bvh.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 
 #include "bvh/query_internal.h"
 
@@ -8,7 +8,8 @@
 
 #include "bvh/bound_heap.h"
 #include "bvh/walk_stack.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 namespace {

@@ -2,7 +2,7 @@
 /// Point clouds: the voxel filter and point tree (linear time: Morton codes, radix sort, runs of
 /// kLeafPoints paired upwards), and the exact cloud-mesh and cloud-solid queries.
 
-#include "proximity/core/bvh/point_cloud.h"
+#include "bvh/point_cloud.h"
 
 #include <algorithm>
 #include <array>
@@ -15,8 +15,9 @@
 
 #include "bvh/bound_heap.h"
 #include "bvh/query_internal.h"
-#include "proximity/core/narrowphase/gjk.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/gjk.h"
+#include "narrowphase/triangle.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 namespace {

@@ -4,8 +4,9 @@
 // kinematics). Validation costs more than a bounding-volume test, and CLEAR makes a dozen of these
 // calls per state. The public functions validate and then call these.
 
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/bvh/shape_query.h"
+#include "bvh/mesh_query.h"
+#include "bvh/shape_query.h"
+#include "base/numerics.h"
 
 namespace proximity::core::internal {
 

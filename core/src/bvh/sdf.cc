@@ -1,4 +1,4 @@
-#include "proximity/core/bvh/sdf.h"
+#include "bvh/sdf.h"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 #include "narrowphase/mesh_topology.h"
 
 namespace proximity::core {

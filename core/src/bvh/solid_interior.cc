@@ -5,8 +5,8 @@
 #include <limits>
 #include <utility>
 
-#include "proximity/core/bvh/sdf.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "bvh/sdf.h"
+#include "narrowphase/triangle.h"
 #include "narrowphase/mesh_topology.h"
 
 namespace proximity::core {

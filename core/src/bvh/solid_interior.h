@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/narrowphase/convex.h"
+#include "bvh/bvh.h"
+#include "narrowphase/convex.h"
 
 namespace proximity::core {
 

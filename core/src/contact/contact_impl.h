@@ -2,7 +2,7 @@
 /// @file
 /// The definitions behind contact.h: support sets, separating-axis tests, the axis searches and the contact-region templates. Private: included by contact_instances.cc (which compiles every pair of PROX_FOR_EACH_CONVEX_PAIR), contact.cc and the tests.
 
-#include "proximity/core/contact/contact.h"
+#include "contact/contact.h"
 #include "contact/epa_impl.h"
 
 namespace proximity::core {

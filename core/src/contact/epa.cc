@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 
 namespace proximity::core::internal {
 namespace {

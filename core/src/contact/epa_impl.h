@@ -2,7 +2,7 @@
 /// @file
 /// The definitions behind epa.h: EPA's polytope and helpers, and ComputeSignedDistance's template. Private: included by epa_instances.cc (which compiles every pair of PROX_FOR_EACH_CONVEX_PAIR), contact.cc and the tests.
 
-#include "proximity/core/contact/epa.h"
+#include "contact/epa.h"
 
 namespace proximity::core {
 

@@ -14,10 +14,11 @@
 #include <variant>
 #include <vector>
 
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/bvh/shape_query.h"
-#include "proximity/core/contact/contact.h"
-#include "proximity/core/contact/epa.h"
+#include "bvh/mesh_query.h"
+#include "bvh/point_cloud.h"
+#include "bvh/shape_query.h"
+#include "contact/contact.h"
+#include "contact/epa.h"
 
 namespace proximity::core {
 

@@ -14,9 +14,13 @@
 #include <utility>
 #include <variant>
 
-#include "proximity/core/bvh/shape_query.h"
-#include "proximity/core/contact/epa.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "bvh/mesh_query.h"
+#include "bvh/shape_query.h"
+#include "contact/vclip.h"
+#include "scene/scene_impl.h"
+#include "contact/epa.h"
+#include "narrowphase/triangle.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 
@@ -170,15 +174,15 @@ Result<std::shared_ptr<const TrackingGeometry>> TrackingGeometry::Build(const Sc
     if (key != nullptr) built.emplace(key, p.value());
     return p.value();
   };
-  g->robot_.reserve(static_cast<size_t>(scene.num_robot_parts()));
-  for (int32_t i = 0; i < scene.num_robot_parts(); ++i) {
-    Result<std::shared_ptr<const VClipPolyhedron>> p = make(scene.robot_part_geometry(i));
+  g->robot_.reserve(static_cast<size_t>(internal::Impl(scene).num_robot_parts()));
+  for (int32_t i = 0; i < internal::Impl(scene).num_robot_parts(); ++i) {
+    Result<std::shared_ptr<const VClipPolyhedron>> p = make(internal::Impl(scene).robot_part_geometry(i));
     if (!p.ok()) return p.error();
     g->robot_.push_back(p.value());
   }
-  g->world_.reserve(static_cast<size_t>(scene.num_world_parts()));
-  for (int32_t k = 0; k < scene.num_world_parts(); ++k) {
-    Result<std::shared_ptr<const VClipPolyhedron>> p = make(scene.world_part_geometry(k));
+  g->world_.reserve(static_cast<size_t>(internal::Impl(scene).num_world_parts()));
+  for (int32_t k = 0; k < internal::Impl(scene).num_world_parts(); ++k) {
+    Result<std::shared_ptr<const VClipPolyhedron>> p = make(internal::Impl(scene).world_part_geometry(k));
     if (!p.ok()) return p.error();
     g->world_.push_back(p.value());
   }
@@ -323,7 +327,7 @@ Status Tracker::Impl::Gather(std::span<const double> q, const TrackRequest& requ
   near.world = request.world;
   near.self = request.self;
   near.max_pairs = kMaxTrackCandidates;
-  if (Status s = scene_->NearbyParts(q, near, &cache_, &nearby_); !s.ok()) return s;
+  if (Status s = internal::Impl(*scene_).NearbyParts(q, near, SceneCacheAccess::Data(&cache_), &nearby_); !s.ok()) return s;
   if (nearby_.truncated) {
     return InvalidArgument("horizon " + std::to_string(request.horizon) + " m keeps more than " +
                            std::to_string(kMaxTrackCandidates) + " geometry pairs near each other: lower it");

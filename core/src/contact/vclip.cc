@@ -1,4 +1,4 @@
-#include "proximity/core/contact/vclip.h"
+#include "contact/vclip.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "proximity/core/narrowphase/gjk.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/gjk.h"
+#include "narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

@@ -1,4 +1,4 @@
-#include "proximity/core/narrowphase/gjk.h"
+#include "narrowphase/gjk.h"
 
 #include <limits>
 

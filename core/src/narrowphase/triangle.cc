@@ -1,4 +1,4 @@
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,6 +2,8 @@
 // collision set, and motion bounds for certified motion checking.
 
 #include "proximity/core/robot/robot_model.h"
+#include "bvh/bvh.h"
+#include "robot/robot_motion.h"
 #include "robot/sincos.h"
 
 #include <algorithm>
@@ -85,6 +87,12 @@ inline void ApplyJoint(const Joint& j, double value, double sin_value, double co
       X_WC->p = p_WJ;
       break;
   }
+}
+
+// The value of a moving joint at q: its own entry, or its leader's scaled and offset (a mimic).
+double JointValue(const Joint& joint, std::span<const double> q) {
+  if (joint.active_index >= 0) return q[joint.active_index];
+  return joint.mimic_multiplier * q[joint.mimic_active_index] + joint.mimic_offset;
 }
 
 }  // namespace
@@ -471,72 +479,48 @@ double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::spa
 
 double RobotModel::MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1,
                                double reach) const {
-  return MotionBoundRelative(k, 0, q0, q1, reach);
+  return MotionBoundRelative(*this, k, 0, q0, q1, reach);
 }
 
-LinkIndex RobotModel::CommonAncestor(LinkIndex a, LinkIndex b) const {
-  auto depth = [this](LinkIndex l) {
+LinkIndex CommonAncestor(const RobotModel& robot, LinkIndex a, LinkIndex b) {
+  const auto parent = [&](LinkIndex l) { return robot.joint(robot.link(l).parent_joint).parent_link; };
+  auto depth = [&](LinkIndex l) {
     int d = 0;
-    for (; links_[l].parent_joint >= 0; l = joints_[links_[l].parent_joint].parent_link) ++d;
+    for (; robot.link(l).parent_joint >= 0; l = parent(l)) ++d;
     return d;
   };
   int da = depth(a), db = depth(b);
-  for (; da > db; --da) a = joints_[links_[a].parent_joint].parent_link;
-  for (; db > da; --db) b = joints_[links_[b].parent_joint].parent_link;
+  for (; da > db; --da) a = parent(a);
+  for (; db > da; --db) b = parent(b);
   while (a != b) {
-    a = joints_[links_[a].parent_joint].parent_link;
-    b = joints_[links_[b].parent_joint].parent_link;
+    a = parent(a);
+    b = parent(b);
   }
   return a;
 }
 
-// Calls f(i, lever) for the levers of MotionBoundRelative(k, ancestor, q0, q1, reach), tip first; i
-// counts from the first joint after the ancestor. The ancestor's own moving joints are a prefix of k's:
-// they move both frames alike.
-template <class F>
-void RobotModel::VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
-                                   std::span<const double> q1, double reach, F&& f) const {
-  const std::vector<MotionTerm>& terms = motion_terms_[k];
-  const size_t skip = motion_terms_[ancestor].size();
-  double extent = 0.0;  // sum of max |q_i| over prismatic joints after the current one
-  for (size_t i = terms.size(); i-- > skip;) {
-    const MotionTerm& t = terms[i];
-    const double a = q0[t.source], b = q1[t.source];
-    MotionLever l;
-    l.joint = t.joint;
-    l.dq = std::abs(t.multiplier * (b - a));
-    l.prismatic = t.prismatic;
-    if (t.prismatic) {
-      extent += std::max(std::abs(t.multiplier * a + t.offset), std::abs(t.multiplier * b + t.offset));
-    } else {
-      l.lever = t.lever + extent + reach;
-    }
-    f(i - skip, l);
-  }
-}
-
-double RobotModel::MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
-                                       std::span<const double> q1, double reach) const {
+double MotionBoundRelative(const RobotModel& robot, LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                           std::span<const double> q1, double reach) {
   double bound = 0.0;
-  VisitMotionLevers(k, ancestor, q0, q1, reach,
+  VisitMotionLevers(robot, k, ancestor, q0, q1, reach,
                     [&](size_t, const MotionLever& l) { bound += l.dq * (l.prismatic ? 1.0 : l.lever); });
   return bound;
 }
 
-void RobotModel::MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
-                              std::span<const double> q1, double reach, std::vector<MotionLever>* out) const {
+void MotionLevers(const RobotModel& robot, LinkIndex k, LinkIndex ancestor, std::span<const double> q0,
+                  std::span<const double> q1, double reach, std::vector<MotionLever>* out) {
   const size_t first = out->size();
-  out->resize(first + motion_terms_[k].size() - motion_terms_[ancestor].size());
-  VisitMotionLevers(k, ancestor, q0, q1, reach, [&](size_t i, const MotionLever& l) { (*out)[first + i] = l; });
+  out->resize(first + static_cast<size_t>(NumMovingJoints(robot, k) - NumMovingJoints(robot, ancestor)));
+  VisitMotionLevers(robot, k, ancestor, q0, q1, reach, [&](size_t i, const MotionLever& l) { (*out)[first + i] = l; });
 }
 
-double RobotModel::LeverRadius(LinkIndex k, JointIndex j) const {
-  const std::vector<MotionTerm>& terms = motion_terms_[k];
+double LeverRadius(const RobotModel& robot, LinkIndex k, JointIndex j) {
+  const std::vector<RobotMotionAccess::Term>& terms = RobotMotionAccess::Terms(robot, k);
   double extent = 0.0;
   for (auto it = terms.rbegin(); it != terms.rend(); ++it) {
     if (it->prismatic) {
-      const double lo = it->multiplier * lower_limits_[it->source] + it->offset;
-      const double hi = it->multiplier * upper_limits_[it->source] + it->offset;
+      const double lo = it->multiplier * robot.lower_limits()[static_cast<size_t>(it->source)] + it->offset;
+      const double hi = it->multiplier * robot.upper_limits()[static_cast<size_t>(it->source)] + it->offset;
       extent += std::max(std::abs(lo), std::abs(hi));
     } else if (it->joint == j) {
       return it->lever + extent;
@@ -714,8 +698,10 @@ std::string RobotModel::ClampWarning(std::string_view what, std::span<const doub
 
 Status RobotModel::CheckLimits(std::span<const double> q, double tolerance) const {
   if (Status s = CheckConfiguration(q); !s.ok()) return s;
-  const int32_t i = FirstOutsideLimits(q, tolerance);
-  if (i < 0) return {};
+  int32_t i = 0;
+  const auto n = static_cast<int32_t>(q.size());
+  while (i < n && q[i] >= lower_limits_[i] - tolerance && q[i] <= upper_limits_[i] + tolerance) ++i;
+  if (i == n) return {};
   return InvalidArgument("q[" + std::to_string(i) + "] = " + Number(q[i]) + " for joint '" + active_joint_names_[i] +
                          "' is outside its limits [" + Number(lower_limits_[i]) + ", " + Number(upper_limits_[i]) + "]");
 }

@@ -431,7 +431,7 @@ bool Finite(const RigidTransform& X) { return X.R.allFinite() && X.p.allFinite()
 
 Result<std::shared_ptr<const MeshModel>> MeshCache::Get(const std::string& path, const Vec3& scale,
                                                         const FileAccess& files, const BuildLimits& limits) {
-  const Key key{path, {scale.x(), scale.y(), scale.z()}};
+  const decltype(models_)::key_type key{path, {scale.x(), scale.y(), scale.z()}};
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = models_.find(key); it != models_.end()) {
     if (Status s = CheckLinkTriangles(it->second->mesh(), limits); !s.ok()) return s.error();

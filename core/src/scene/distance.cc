@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/bvh/shape_query.h"
+#include "bvh/mesh_query.h"
+#include "bvh/shape_query.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 
@@ -37,7 +38,7 @@ double HullLowerBound(const Geometry& a, const RigidTransform& X_a, const Geomet
   });
   if (tested && stats != nullptr) {
     ++stats->bv_tests;
-    stats->CountConvex(warm, iterations);
+    CountConvex(stats, warm, iterations);
   }
   return lower;
 }

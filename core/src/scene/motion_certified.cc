@@ -23,6 +23,7 @@
 #include "proximity/core/scene/scene.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
+#include "robot/robot_motion.h"
 
 namespace proximity::core {
 namespace internal {
@@ -130,7 +131,7 @@ class CertifiedMotion {
           scene_.SelfPairClearAlong(sp, q0_, q1_, padding, SceneImpl::kMapFillBudget, &cache_->map_fill)) {
         continue;
       }
-      pairs_.push_back({sp.a, sp.b, true, motion, padding, robot_.NumMovingJoints(sp.ancestor), scene_.SelfPairCache(s),
+      pairs_.push_back({sp.a, sp.b, true, motion, padding, NumMovingJoints(robot_, sp.ancestor), scene_.SelfPairCache(s),
                         sp.clearance_map != nullptr ? &sp : nullptr});
       if (sp.clearance_map != nullptr) mapped_.push_back(pairs_.size() - 1);
     }
@@ -148,11 +149,11 @@ class CertifiedMotion {
     for (int32_t i = 0; i < nparts_; ++i) {
       const SceneImpl::RobotPart& rp = scene_.robot_parts_[i];
       lever_begin_[i] = static_cast<int32_t>(levers_.size());
-      if (part_motion_[i] > 0.0) robot_.MotionLevers(rp.link, 0, q0_, q1_, rp.reach, &levers_);
+      if (part_motion_[i] > 0.0) MotionLevers(robot_, rp.link, 0, q0_, q1_, rp.reach, &levers_);
       for (size_t l = lever_growth_.size(); l < levers_.size(); ++l) {
         lever_growth_.push_back(levers_[l].prismatic || levers_[l].dq == 0.0
                                     ? 0.0
-                                    : robot_.MotionBoundRelative(rp.link, robot_.joint(levers_[l].joint).child_link,
+                                    : MotionBoundRelative(robot_, rp.link, robot_.joint(levers_[l].joint).child_link,
                                                                  q0_, q1_, rp.reach));
       }
     }
@@ -240,7 +241,7 @@ class CertifiedMotion {
       for (int32_t l = lever_begin_[i]; l < lever_begin_[i + 1]; ++l) {
         if (levers_[l].prismatic || levers_[l].dq == 0.0) continue;
         const Joint& j = robot_.joint(levers_[l].joint);
-        smp.axis_distance[l] = robot_.JointAxisDistance(levers_[l].joint, cache_->X_WL[j.parent_link], c_W) + r;
+        smp.axis_distance[l] = JointAxisDistance(robot_, levers_[l].joint, cache_->X_WL[j.parent_link], c_W) + r;
       }
     }
     // Pairs with a self-clearance map start from its bound at this configuration where it beats their
@@ -261,7 +262,7 @@ class CertifiedMotion {
   double PartBound(const Sample& s, int32_t i, int32_t skip, double width) const {
     double sum = 0.0;
     for (int32_t l = lever_begin_[i] + skip; l < lever_begin_[i + 1]; ++l) {
-      const RobotModel::MotionLever& lv = levers_[l];
+      const MotionLever& lv = levers_[l];
       if (lv.dq == 0.0) continue;
       sum += lv.dq * (lv.prismatic ? 1.0 : std::min(lv.lever, s.axis_distance[l] + width * lever_growth_[l]));
     }
@@ -488,7 +489,7 @@ class CertifiedMotion {
   std::vector<PairRef> pairs_;
   size_t npairs_ = 0;
   std::vector<size_t> mapped_;  // the pairs with a self-clearance map
-  std::vector<RobotModel::MotionLever> levers_;
+  std::vector<MotionLever> levers_;
   std::vector<int32_t> lever_begin_;  // part i's levers: [lever_begin_[i], lever_begin_[i + 1])
   std::vector<double> lever_growth_;
   size_t nlevers_ = 0;

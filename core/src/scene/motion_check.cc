@@ -11,6 +11,7 @@
 #include "scene/lanes.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
+#include "robot/robot_motion.h"
 
 namespace proximity::core {
 
@@ -60,14 +61,14 @@ double SelfClearance(const MotionRequest& request) {
 
 double SceneImpl::RobotDisplacementBound(std::span<const double> dq) const {
   const std::vector<double> zero(dq.size(), 0.0);
-  std::vector<RobotModel::MotionLever> levers;
+  std::vector<MotionLever> levers;
   double worst = 0.0;
   for (const RobotPart& rp : robot_parts_) {
     levers.clear();
-    robot_->MotionLevers(rp.link, 0, zero, dq, rp.reach, &levers);
+    MotionLevers(*robot_, rp.link, 0, zero, dq, rp.reach, &levers);
     double bound = 0.0;
-    for (const RobotModel::MotionLever& l : levers) {
-      bound += l.dq * (l.prismatic ? 1.0 : robot_->LeverRadius(rp.link, l.joint) + rp.reach);
+    for (const MotionLever& l : levers) {
+      bound += l.dq * (l.prismatic ? 1.0 : LeverRadius(*robot_, rp.link, l.joint) + rp.reach);
     }
     worst = std::max(worst, bound);
   }

@@ -40,22 +40,7 @@ const std::vector<std::string>& Scene::warnings() const { return Impl(*this).war
 const std::vector<std::pair<std::string, std::string>>& Scene::allowed_pairs() const {
   return Impl(*this).allowed_pairs_;
 }
-double Scene::LinkPadding(int32_t link) const { return Impl(*this).link_padding_[static_cast<size_t>(link)]; }
 int32_t Scene::dof() const { return Impl(*this).robot_->num_positions(); }
-bool Scene::AllowedLinkObject(int32_t link, int32_t object) const {
-  return Impl(*this).AllowedEntityObject(link, object);
-}
-bool Scene::AllowedLinkLink(int32_t a, int32_t b) const { return Impl(*this).AllowedEntities(a, b); }
-int32_t Scene::num_robot_parts() const { return static_cast<int32_t>(Impl(*this).robot_parts_.size()); }
-const Geometry& Scene::robot_part_geometry(int32_t i) const {
-  return Impl(*this).robot_parts_[static_cast<size_t>(i)].geometry;
-}
-int32_t Scene::num_world_parts() const { return static_cast<int32_t>(Impl(*this).world_parts_.size()); }
-const Geometry& Scene::world_part_geometry(int32_t k) const {
-  const SceneImpl& s = Impl(*this);
-  const SceneImpl::WorldPart& w = s.world_parts_[static_cast<size_t>(k)];
-  return s.objects_[static_cast<size_t>(w.object)].parts[static_cast<size_t>(w.part)].geometry;
-}
 SceneDescription Scene::Description() const { return Impl(*this).Description(); }
 Result<std::shared_ptr<const Scene>> Scene::Update(const WorldUpdate& update) const {
   return Impl(*this).Update(update);
@@ -94,17 +79,7 @@ Result<ContinuousResult> Scene::TimeOfFirstContact(const Geometry& body, const R
   return Impl(*this).TimeOfFirstContact(body, X0, X1, request);
 }
 
-Result<double> Scene::SelfClearanceBound(std::string_view link_a, std::string_view link_b,
-                                         std::span<const double> q) const {
-  return Impl(*this).SelfClearanceBound(link_a, link_b, q);
-}
-
 bool Scene::SelfClearanceFilled() const { return Impl(*this).SelfClearanceFilled(); }
-
-Result<bool> Scene::SelfClearAlong(std::string_view link_a, std::string_view link_b, std::span<const double> q0,
-                                   std::span<const double> q1) const {
-  return Impl(*this).SelfClearAlong(link_a, link_b, q0, q1);
-}
 
 Result<PathResult> Scene::CheckPath(std::span<const double> waypoints, const MotionRequest& request,
                                     SceneCache* cache) const {
@@ -114,16 +89,6 @@ Result<PathResult> Scene::CheckPath(std::span<const double> waypoints, const Mot
 Result<CollidingPartsResult> Scene::CollidingParts(std::span<const double> q, const CollidingPartsRequest& request,
                                                    SceneCache* cache) const {
   return Impl(*this).CollidingParts(q, request, cache->data());
-}
-
-Result<NearbyPartsResult> Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
-                                             SceneCache* cache) const {
-  return Impl(*this).NearbyParts(q, request, cache->data());
-}
-
-Status Scene::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCache* cache,
-                          NearbyPartsResult* out) const {
-  return Impl(*this).NearbyParts(q, request, cache->data(), out);
 }
 
 Result<std::vector<PosedPartPair>> Scene::NamedParts(std::string_view a, std::string_view b,

@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 #include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
 #include "scene/self_clearance_fill.h"
+#include "robot/robot_motion.h"
 
 namespace proximity::core {
 
@@ -547,7 +548,7 @@ Status SceneImpl::PairRobotParts(const BuildLimits& limits, const Interrupt& sto
   for (int32_t i = 0; i < n; ++i) {
     if (stop()) return Stopped("scene: the build was stopped pairing robot parts");
     for (int32_t j = i + 1; j < n; ++j) {
-      if (checked(i, j)) self_pairs_.push_back({i, j, robot.CommonAncestor(parts[i].link, parts[j].link)});
+      if (checked(i, j)) self_pairs_.push_back({i, j, CommonAncestor(robot, parts[i].link, parts[j].link)});
     }
   }
   for (SelfPair& sp : self_pairs_) {
@@ -616,7 +617,7 @@ struct SelfClearanceSample {
 static SelfClearanceSample SampleSelfClearance(const RobotModel& robot, LinkIndex la, const Geometry& ga,
                                                const RigidTransform& X_LGa, LinkIndex lb, const Geometry& gb,
                                                const RigidTransform& X_LGb,
-                                               const std::vector<RobotModel::MotionLever>& levers, double cap) {
+                                               const std::vector<MotionLever>& levers, double cap) {
   constexpr int kSamples = 48;
   std::vector<double> q = robot.DefaultConfiguration();
   std::vector<RigidTransform> X_WL(robot.links().size());
@@ -647,14 +648,14 @@ static SelfClearanceSample SampleSelfClearance(const RobotModel& robot, LinkInde
 std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(const RobotModel& robot, const RobotPart& a,
                                                                             const RobotPart& b, int32_t ancestor) {
   const std::vector<double> q = robot.DefaultConfiguration();
-  std::vector<RobotModel::MotionLever> levers;
-  robot.MotionLevers(a.link, ancestor, q, q, 0.0, &levers);
-  robot.MotionLevers(b.link, ancestor, q, q, 0.0, &levers);
+  std::vector<MotionLever> levers;
+  MotionLevers(robot, a.link, ancestor, q, q, 0.0, &levers);
+  MotionLevers(robot, b.link, ancestor, q, q, 0.0, &levers);
   if (levers.empty() || levers.size() > 2) return nullptr;
   const bool stand_ins = WithHulls(a.geometry, RigidTransform(), b.geometry, RigidTransform(),
                                    [](const auto&, const RigidTransform&, const auto&, const RigidTransform&) {});
   if (!stand_ins) return nullptr;
-  for (const RobotModel::MotionLever& lever : levers) {
+  for (const MotionLever& lever : levers) {
     const Joint& joint = robot.joint(lever.joint);
     if (joint.type != JointType::kRevolute || !joint.is_active() || !std::isfinite(joint.lower) ||
         !std::isfinite(joint.upper) || !(joint.upper > joint.lower)) {
@@ -683,7 +684,7 @@ std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(cons
     map->active[d] = joint.active_index;
     map->lower[d] = joint.lower;
     // How far either part's points can be from the joint's axis, for every configuration in limits.
-    radius[d] = robot.LeverRadius(a.link, levers[d].joint) + robot.LeverRadius(b.link, levers[d].joint);
+    radius[d] = LeverRadius(robot, a.link, levers[d].joint) + LeverRadius(robot, b.link, levers[d].joint);
     // Half a step moves the pair by at most step / 2 * radius: each joint takes an equal share of the loss.
     const double range = joint.upper - joint.lower;
     const double step = radius[d] > 0.0 ? 2.0 * target_loss / map->dims / radius[d] : range;

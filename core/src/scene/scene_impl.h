@@ -16,8 +16,48 @@
 
 #include "proximity/core/scene/scene.h"
 #include "scene/scene_internal.h"
+#include "robot/robot_motion.h"
 
 namespace proximity::core {
+
+/// Options for SceneImpl::NearbyParts (the tracker's broad phase).
+struct NearbyPartsRequest {
+  /// Metres, finite, in [0, kWorldExtent]: pairs whose padded clearance may be at most this are kept.
+  double horizon = 0.1;
+  bool world = true;  ///< Include robot-world pairs.
+  bool self = true;   ///< Include robot-robot pairs.
+  int32_t max_pairs = 1 << 16;  ///< At most this many pairs (>= 1); NearbyPartsResult::truncated beyond.
+};
+
+/// A geometry pair the broad phase keeps, with its cheap bound and stable indices.
+struct NearbyPart {
+  PosedPartPair parts;
+  /// The robot side's index among the scene's robot geometries (stable for the scene's life).
+  int32_t robot_part = -1;
+  /// The other side: the world part's index among the scene's world parts, or (self) the other robot
+  /// geometry's index. Together with `parts.pair.self` and robot_part, a key that names the pair in
+  /// the scene.
+  int32_t other_part = -1;
+  /// A certified lower bound on the pair's padded clearance (m): the distance between their world boxes
+  /// grown by the padding, never more than the truth.
+  double box_clearance = 0.0;
+};
+
+/// The pairs near each other at a state (SceneImpl::NearbyParts).
+struct NearbyPartsResult {
+  std::vector<NearbyPart> pairs;  ///< World pairs first (by robot geometry), then self pairs, in scene order.
+  bool truncated = false;         ///< More pairs than max_pairs are near.
+  bool within_limits = true;
+  int32_t num_robot_parts = 0;    ///< Robot geometries in the scene (bounds on the keys above).
+  int32_t num_world_parts = 0;
+};
+
+/// A SceneCache's buffers for the core's queries that take a SceneCache but are not Scene's (the tracker's).
+class SceneCacheAccess {
+ public:
+  static SceneCache::Data* Data(SceneCache* cache) { return cache->data(); }
+};
+
 namespace internal {
 struct SelfClearanceMap;
 struct LanePlan;
@@ -87,11 +127,22 @@ class SceneImpl final : public Scene {
                                                             const RigidTransform& X1,
                                                             const ContinuousRequest& request) const;
 
+  /// A certified lower bound (m) on the distance between the geometries of two robot links (their first
+  /// geometries) at q, from the precomputed self-clearance map of the pair (kept for link pairs that at
+  /// most two revolute joints move relative to each other, such as a wrist's, and that the scene checks);
+  /// -1 when the pair has none or q lies outside those joints' limits. The bound is the larger of q's
+  /// cell's and the one from the distance at the cell's grid point less how far q moves the pair from
+  /// it. For tests and diagnostics: CLEAR uses the maps itself. Errors for unknown link names or a wrong
+  /// size of q.
   [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
                                                   std::span<const double> q) const;
   bool SelfClearanceFilled() const;
+  /// Whether the self-clearance map of the two links (as above) proves them apart everywhere on the
+  /// joint-space segment q0 -> q1, as certified LINK asks it (filling cells within the same budget);
+  /// false when it does not or the pair has none. For tests and diagnostics. Errors as above.
   [[nodiscard]] Result<bool> SelfClearAlong(std::string_view link_a, std::string_view link_b,
                                             std::span<const double> q0, std::span<const double> q1) const;
+
 
   [[nodiscard]] Result<PathResult> CheckPath(std::span<const double> waypoints, const MotionRequest& request,
                                              SceneCacheData* cache) const;
@@ -100,10 +151,31 @@ class SceneImpl final : public Scene {
                                                             const CollidingPartsRequest& request,
                                                             SceneCacheData* cache) const;
 
+  /// Every checked geometry pair (allowed pairs skipped) whose padded clearance may be within
+  /// `request.horizon` at q, by the broad phase alone: world boxes within the horizon of each other
+  /// (a superset of the pairs that are; no exact test is made). Leaves the link poses at q in
+  /// cache->X_WL, for Jacobians. What a clearance tracker starts each frame from. Errors as CheckState,
+  /// and for a horizon that is not finite, negative or beyond kWorldExtent, or max_pairs < 1.
   [[nodiscard]] Result<NearbyPartsResult> NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
                                                       SceneCacheData* cache) const;
+  /// The same into `out`, whose buffers are reused (a tracker's every frame allocates nothing).
   [[nodiscard]] Status NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCacheData* cache,
                                    NearbyPartsResult* out) const;
+  /// The scene's robot geometries (links' and attached objects'), by NearbyPart::robot_part.
+  int32_t num_robot_parts() const { return static_cast<int32_t>(robot_parts_.size()); }
+  const Geometry& robot_part_geometry(int32_t i) const { return robot_parts_[static_cast<size_t>(i)].geometry; }
+  /// The world objects' parts, by NearbyPart::other_part (world pairs).
+  int32_t num_world_parts() const { return static_cast<int32_t>(world_parts_.size()); }
+  const Geometry& world_part_geometry(int32_t k) const {
+    const WorldPart& w = world_parts_[static_cast<size_t>(k)];
+    return objects_[static_cast<size_t>(w.object)].parts[static_cast<size_t>(w.part)].geometry;
+  }
+  /// The padding of a link (metres).
+  double LinkPadding(int32_t link) const { return link_padding_[static_cast<size_t>(link)]; }
+  /// Whether the pair (link, object) is excluded from checking.
+  bool AllowedLinkObject(int32_t link, int32_t object) const { return AllowedEntityObject(link, object); }
+  /// Whether the link pair is excluded from checking (the robot's set plus the scene's pairs).
+  bool AllowedLinkLink(int32_t a, int32_t b) const { return AllowedEntities(a, b); }
 
   [[nodiscard]] Result<std::vector<PosedPartPair>> NamedParts(std::string_view a, std::string_view b,
                                                               std::span<const double> q, SceneCacheData* cache,
@@ -225,7 +297,7 @@ class SceneImpl final : public Scene {
   // Motion bound (m) of robot part i along q0 -> q1, in the frame of link `ancestor` (0: the world).
   double PartMotion(int32_t i, std::span<const double> q0, std::span<const double> q1, int32_t ancestor = 0) const {
     const RobotPart& rp = robot_parts_[i];
-    return robot_->MotionBoundRelative(rp.link, ancestor, q0, q1, rp.reach);
+    return MotionBoundRelative(*robot_, rp.link, ancestor, q0, q1, rp.reach);
   }
   // Bound (m) on how much the distance between the two parts can shrink along q0 -> q1.
   double SelfPairMotion(const SelfPair& p, std::span<const double> q0, std::span<const double> q1) const {

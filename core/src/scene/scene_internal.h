@@ -11,8 +11,37 @@
 #include <variant>
 
 #include "proximity/core/base/result.h"
-#include "proximity/core/narrowphase/gjk.h"
+#include "bvh/point_cloud.h"
+#include "bvh/shape_query.h"
+#include "narrowphase/gjk.h"
 #include "proximity/core/scene/scene.h"
+
+namespace proximity::core {
+
+/// World bounds of a box (OBB in frame G posed at X_WG).
+Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
+
+/// What GeometryDistanceLowerBound proves, and the work it took.
+struct ClearanceBound {
+  double lower_bound = 0.0;  ///< Certified lower bound on the padded clearance (m), >= 0.
+  QueryStats stats;
+};
+
+/// Certified lower bound on the clearance between two posed geometries inflated by `padding` (>= 0) in
+/// total: distance minus padding, 0 when they touch; the query may stop once it proves the clearance
+/// is at least `enough`. Without padding the walk keeps a 100% relative budget (the bound is at least
+/// half the distance); with padding it keeps an absolute one of enough / 4 (a relative budget on the
+/// raw distance says nothing about the padded clearance, so a pair just outside its padding would never
+/// be proven clear).
+/// When a mesh carries its hull (Geometry::hull) the hulls are tried first, with `hull_cache` (one per
+/// pair, or null; caller-owned warm-start state) as GJK's warm start.
+[[nodiscard]] Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
+                                                                const Geometry& b, const RigidTransform& X_WB,
+                                                                double enough, double padding,
+                                                                GjkCache* hull_cache = nullptr);
+
+
+}  // namespace proximity::core
 
 namespace proximity::core::internal {
 

@@ -12,6 +12,7 @@
 #include "proximity/core/scene/scene.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 

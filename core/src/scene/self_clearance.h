@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/bvh/sdf.h"
+#include "bvh/bvh.h"
+#include "bvh/sdf.h"
 #include "proximity/core/scene/self_clearance_maps.h"
 
 namespace proximity::core::internal {

@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 #include "bvh/query_internal.h"
 #include "bvh/solid_interior.h"
 #include "scene/self_clearance.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 
@@ -34,12 +35,12 @@ Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG) {
 }
 
 Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                        const RigidTransform& X_WB) {
-  if (a.is_cloud() || b.is_cloud()) return internal::CollideWithCloud(a, X_WA, b, X_WB, 0.0, {});
-  if (a.is_mesh() && b.is_mesh()) return Collide(*a.mesh, X_WA, *b.mesh, X_WB, {});
-  if (a.is_mesh()) return CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, {});
-  if (b.is_mesh()) return CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, {});
-  return CollideShapes(a.shape, X_WA, b.shape, X_WB, {});
+                                        const RigidTransform& X_WB, const CollisionRequest& request) {
+  if (a.is_cloud() || b.is_cloud()) return internal::CollideWithCloud(a, X_WA, b, X_WB, 0.0, request);
+  if (a.is_mesh() && b.is_mesh()) return Collide(*a.mesh, X_WA, *b.mesh, X_WB, request);
+  if (a.is_mesh()) return CollideMeshShape(*a.mesh, X_WA, b.shape, X_WB, request);
+  if (b.is_mesh()) return CollideMeshShape(*b.mesh, X_WB, a.shape, X_WA, request);
+  return CollideShapes(a.shape, X_WA, b.shape, X_WB, request);
 }
 
 namespace internal {
@@ -99,7 +100,7 @@ bool HullsApart(const Geometry& a, const RigidTransform& X_a, const Geometry& b,
   });
   if (tested && stats != nullptr) {
     ++stats->bv_tests;
-    stats->CountConvex(warm, iterations);
+    CountConvex(stats, warm, iterations);
   }
   return apart;
 }

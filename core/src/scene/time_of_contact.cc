@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "proximity/core/scene/scene.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/test_util.h"
 #include "peers/fcl_peer.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 
 namespace proximity::core {
 namespace {

@@ -1,4 +1,4 @@
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,8 @@
 #include <set>
 
 #include "core/test_util.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 namespace {

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "core/test_util.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "bvh/mesh_query.h"
 
 namespace proximity::core {
 namespace {

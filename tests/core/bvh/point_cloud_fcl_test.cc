@@ -16,7 +16,7 @@
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "peers/fcl_robot.h"
-#include "proximity/core/bvh/point_cloud.h"
+#include "bvh/point_cloud.h"
 #include "proximity/core/scene/scene.h"
 
 namespace proximity::core {

@@ -4,7 +4,7 @@
 // certified LINK and distance(q) on real robots in sensed worlds agree with a brute-force oracle over
 // the robot's link meshes (never a false "free"); bad clouds are refused by name.
 
-#include "proximity/core/bvh/point_cloud.h"
+#include "bvh/point_cloud.h"
 
 #include <gtest/gtest.h>
 
@@ -22,8 +22,9 @@
 #include "core/test_util.h"
 #include "proximity/core/contact/scene_contacts.h"
 #include "proximity/core/mesh/mesh.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 #include "proximity/core/scene/scene.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 namespace {
@@ -679,15 +680,15 @@ TEST(PointCloudScene, LinkDistanceMapsBelongToTheSceneSharedMapsObject) {
   auto without = ValueOrFail(Scene::Build(bare));
   std::set<const SignedDistanceMap*> distinct;
   int64_t map_bytes = 0;
-  for (int32_t i = 0; i < first->num_robot_parts(); ++i) {
-    const Geometry& g = first->robot_part_geometry(i);
+  for (int32_t i = 0; i < internal::Impl(*first).num_robot_parts(); ++i) {
+    const Geometry& g = internal::Impl(*first).robot_part_geometry(i);
     if (!g.is_mesh()) continue;
     ASSERT_NE(g.distance_map, nullptr) << "robot part " << i;
     if (distinct.insert(g.distance_map.get()).second) map_bytes += static_cast<int64_t>(g.distance_map->memory_bytes());
-    EXPECT_EQ(second->robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
-    EXPECT_EQ(updated->robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
-    EXPECT_NE(own->robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
-    EXPECT_EQ(without->robot_part_geometry(i).distance_map, nullptr) << "robot part " << i;
+    EXPECT_EQ(internal::Impl(*second).robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
+    EXPECT_EQ(internal::Impl(*updated).robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
+    EXPECT_NE(internal::Impl(*own).robot_part_geometry(i).distance_map, g.distance_map) << "robot part " << i;
+    EXPECT_EQ(internal::Impl(*without).robot_part_geometry(i).distance_map, nullptr) << "robot part " << i;
   }
   ASSERT_FALSE(distinct.empty()) << rc.name << " has no link mesh";
   EXPECT_EQ(first->self_clearance_maps(), updated->self_clearance_maps());

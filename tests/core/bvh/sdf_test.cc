@@ -1,4 +1,4 @@
-#include "proximity/core/bvh/sdf.h"
+#include "bvh/sdf.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

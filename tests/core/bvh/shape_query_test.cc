@@ -1,4 +1,4 @@
-#include "proximity/core/bvh/shape_query.h"
+#include "bvh/shape_query.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/narrowphase/gjk.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/gjk.h"
+#include "narrowphase/triangle.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 namespace {

@@ -1,4 +1,4 @@
-#include "proximity/core/contact/contact.h"
+#include "contact/contact.h"
 // Also checks helpers of the contact module (src/contact/contact_impl.h).
 #include "contact/contact_impl.h"
 

@@ -1,4 +1,4 @@
-#include "proximity/core/contact/epa.h"
+#include "contact/epa.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

@@ -14,8 +14,11 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/contact/epa.h"
+#include "contact/epa.h"
 #include "proximity/core/mesh/mesh.h"
+#include "bvh/bvh.h"
+#include "bvh/shape_query.h"
+#include "narrowphase/convex.h"
 
 namespace proximity::core {
 namespace {

@@ -18,8 +18,13 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/contact/vclip.h"
+#include "contact/vclip.h"
 #include "proximity/core/mesh/mesh.h"
+#include "bvh/bvh.h"
+#include "bvh/shape_query.h"
+#include "narrowphase/convex.h"
+#include "narrowphase/gjk.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 namespace {
@@ -146,7 +151,7 @@ std::map<PairKey, PosedPartPair> PosedPairs(const Scene& scene, std::span<const 
   SceneCache cache;
   NearbyPartsRequest all;
   all.horizon = kWorldExtent;
-  const NearbyPartsResult r = testing::ValueOrFail(scene.NearbyParts(q, all, &cache));
+  const NearbyPartsResult r = testing::ValueOrFail(internal::Impl(scene).NearbyParts(q, all, SceneCacheAccess::Data(&cache)));
   std::map<PairKey, PosedPartPair> out;
   for (const NearbyPart& p : r.pairs) out[{p.parts.pair.self, p.robot_part, p.other_part}] = p.parts;
   return out;
@@ -489,7 +494,7 @@ TEST(Tracker, SharesTrackingGeometryOnlyWithItsOwnScene) {
   // answer for the second.
   auto first = ArmScene(21);
   auto second = ArmScene(22);
-  ASSERT_EQ(first->num_world_parts(), second->num_world_parts());
+  ASSERT_EQ(internal::Impl(*first).num_world_parts(), internal::Impl(*second).num_world_parts());
   auto geometry = testing::ValueOrFail(TrackingGeometry::Build(*first));
   EXPECT_TRUE(geometry->Fits(*first));
   EXPECT_FALSE(geometry->Fits(*second));

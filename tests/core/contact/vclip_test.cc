@@ -1,4 +1,4 @@
-#include "proximity/core/contact/vclip.h"
+#include "contact/vclip.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/narrowphase/gjk.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/gjk.h"
+#include "narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

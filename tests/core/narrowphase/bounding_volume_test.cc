@@ -1,4 +1,4 @@
-#include "proximity/core/narrowphase/bounding_volume.h"
+#include "narrowphase/bounding_volume.h"
 
 #include <gtest/gtest.h>
 

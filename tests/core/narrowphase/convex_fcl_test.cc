@@ -19,8 +19,8 @@
 
 #include "core/test_util.h"
 #include "peers/fcl_peer.h"
-#include "proximity/core/contact/epa.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "contact/epa.h"
+#include "narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

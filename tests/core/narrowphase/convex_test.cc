@@ -1,4 +1,4 @@
-#include "proximity/core/narrowphase/convex.h"
+#include "narrowphase/convex.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proximity/core/narrowphase/gjk.h"
+#include "narrowphase/gjk.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/test_util.h"
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 
 namespace proximity::core {
 namespace {

@@ -4,7 +4,7 @@
 // barycentrics), so that a shared mistake is unlikely. Tolerances scale with the conditioning of the
 // triangle: the product's plane computations lose about eps / sin(largest angle).
 
-#include "proximity/core/narrowphase/triangle.h"
+#include "narrowphase/triangle.h"
 
 #include <gtest/gtest.h>
 

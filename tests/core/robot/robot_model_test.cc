@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "core/test_util.h"
+#include "bvh/bvh.h"
+#include "robot/robot_motion.h"
 
 namespace proximity::core {
 namespace {
@@ -372,14 +374,14 @@ TEST(RobotModelTest, PlanarLeverRadiiByHand) {
   const LinkIndex upper = m->FindLink("upper").value();
   const JointIndex shoulder = m->FindJoint("shoulder").value(), elbow = m->FindJoint("elbow").value();
   // tip: sphere r 0.05 at 0.5 beyond the elbow, which is 1.0 beyond the shoulder.
-  EXPECT_NEAR(m->LeverRadius(tip, elbow), 0.55, 1e-12);
-  EXPECT_NEAR(m->LeverRadius(tip, shoulder), 1.55, 1e-12);
+  EXPECT_NEAR(LeverRadius(*m, tip, elbow), 0.55, 1e-12);
+  EXPECT_NEAR(LeverRadius(*m, tip, shoulder), 1.55, 1e-12);
   // lower: cylinder r 0.04 from 0 to 0.5 along x, covered by the capsule over its cap centres.
-  EXPECT_NEAR(m->LeverRadius(lower, elbow), 0.54, 1e-12);
-  EXPECT_NEAR(m->LeverRadius(lower, shoulder), 1.54, 1e-12);
-  EXPECT_EQ(m->LeverRadius(upper, elbow), 0.0);
+  EXPECT_NEAR(LeverRadius(*m, lower, elbow), 0.54, 1e-12);
+  EXPECT_NEAR(LeverRadius(*m, lower, shoulder), 1.54, 1e-12);
+  EXPECT_EQ(LeverRadius(*m, upper, elbow), 0.0);
   // upper: box 1.0 x 0.1 x 0.1 from 0 to 1 along x; farthest corner from z: hypot(1, 0.05).
-  EXPECT_NEAR(m->LeverRadius(upper, shoulder), std::hypot(1.0, 0.05), 1e-12);
+  EXPECT_NEAR(LeverRadius(*m, upper, shoulder), std::hypot(1.0, 0.05), 1e-12);
   // A shoulder-only move sweeps the tip sphere's far point along an arc of exactly this length.
   EXPECT_NEAR(m->MotionBound(tip, std::vector<double>{0, 0}, std::vector<double>{0.1, 0}), 0.155, 1e-12);
   EXPECT_NEAR(m->MotionBound(tip, std::vector<double>{0, 0}, std::vector<double>{0.1, -0.2}), 0.155 + 0.11, 1e-12);
@@ -470,7 +472,7 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
       }
       // Relative to every ancestor's frame: only the joints in between count.
       for (LinkIndex a = l; a >= 0; a = m->link(a).parent_joint >= 0 ? m->joint(m->link(a).parent_joint).parent_link : -1) {
-        const double relative = m->MotionBoundRelative(l, a, q0, q1);
+        const double relative = MotionBoundRelative(*m, l, a, q0, q1);
         EXPECT_LE(relative, bound * (1 + 1e-12));
         for (const Vec3& p_L : points[l]) {
           double length = 0;
@@ -484,9 +486,9 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
       // distance from each joint's axis to a ball around the points, grown by the link's motion
       // relative to the joint's child link) they still cover every point's path.
       if (!points[l].empty()) {
-        std::vector<RobotModel::MotionLever> levers;
-        m->MotionLevers(l, 0, qa, qb, 0.0, &levers);
-        ASSERT_EQ(static_cast<int32_t>(levers.size()), m->NumMovingJoints(l));
+        std::vector<MotionLever> levers;
+        MotionLevers(*m, l, 0, qa, qb, 0.0, &levers);
+        ASSERT_EQ(static_cast<int32_t>(levers.size()), NumMovingJoints(*m, l));
         double sum = 0;
         for (const auto& lv : levers) sum += lv.dq * (lv.prismatic ? 1.0 : lv.lever);
         EXPECT_NEAR(sum, sub_bound, 1e-12 * (1 + sub_bound));
@@ -503,8 +505,8 @@ void CheckMotionBounds(const RobotCase& c, double widen, int segments) {
               continue;
             }
             const Joint& j = m->joint(lv.joint);
-            const double at_end = m->JointAxisDistance(lv.joint, X[end][j.parent_link], X[end][l] * c_L) + r;
-            tight += lv.dq * std::min(lv.lever, at_end + m->MotionBoundRelative(l, j.child_link, qa, qb));
+            const double at_end = JointAxisDistance(*m, lv.joint, X[end][j.parent_link], X[end][l] * c_L) + r;
+            tight += lv.dq * std::min(lv.lever, at_end + MotionBoundRelative(*m, l, j.child_link, qa, qb));
           }
           EXPECT_LE(tight, sub_bound * (1 + 1e-12) + 1e-15);
           tight_sum += tight;
@@ -553,7 +555,7 @@ TEST(RobotModelTest, CommonAncestorMatchesThePathsToTheRoot) {
             break;
           }
         }
-        EXPECT_EQ(m->CommonAncestor(a, b), expected) << m->link(a).name << ", " << m->link(b).name;
+        EXPECT_EQ(CommonAncestor(*m, a, b), expected) << m->link(a).name << ", " << m->link(b).name;
       }
     }
   }

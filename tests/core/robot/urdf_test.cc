@@ -10,6 +10,7 @@
 
 #include "core/test_util.h"
 #include "proximity/core/robot/robot_model.h"
+#include "bvh/bvh.h"
 
 namespace proximity::core {
 namespace {

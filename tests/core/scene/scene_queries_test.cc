@@ -10,6 +10,11 @@
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "proximity/core/scene/scene.h"
+#include "bvh/bvh.h"
+#include "scene/scene_impl.h"
+#include "scene/scene_internal.h"
+#include "narrowphase/convex.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 namespace {
@@ -178,8 +183,8 @@ TEST(SceneDistance, BracketsTheBruteForceClearanceAndMeetsTheBudget) {
           // Zero clearance exactly when CLEAR finds a contact.
           EXPECT_EQ(r.upper_bound == 0.0, !state.free) << what << " upper " << r.upper_bound;
           ASSERT_GE(r.nearest.pair.link, 0) << what;
-          const double pad = scene->LinkPadding(r.nearest.pair.link) +
-                             (r.nearest.pair.self ? scene->LinkPadding(r.nearest.pair.other_link) : 0.0);
+          const double pad = internal::Impl(*scene).LinkPadding(r.nearest.pair.link) +
+                             (r.nearest.pair.self ? internal::Impl(*scene).LinkPadding(r.nearest.pair.other_link) : 0.0);
           if (r.upper_bound > 0.0) {
             EXPECT_NEAR((r.nearest.p_W_robot - r.nearest.p_W_other).norm() - pad, r.upper_bound, 1e-9) << what;
           }
@@ -369,10 +374,10 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
         int asked = 0, apart = 0, decided = 0;
         for (int c = 0; c < testing::Cases(200); ++c) {
           const auto q = RandomState(rng, *robot);
-          const Result<double> first = scene->SelfClearanceBound(a, b, q);
+          const Result<double> first = internal::Impl(*scene).SelfClearanceBound(a, b, q);
           ASSERT_TRUE(first.ok()) << first.error().message;
           if (first.value() < 0.0) break;  // no map for this pair
-          const Result<double> bound = scene->SelfClearanceBound(a, b, q);
+          const Result<double> bound = internal::Impl(*scene).SelfClearanceBound(a, b, q);
           ASSERT_TRUE(bound.ok()) << bound.error().message;
           ++asked;
           std::vector<RigidTransform> X_WL;
@@ -389,7 +394,7 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
           // Off the grid (a mapped joint beyond its limit) the map gives no answer.
           auto off = q;
           for (size_t j = 0; j < off.size(); ++j) off[j] = robot->upper_limits()[j] + 0.5;
-          EXPECT_EQ(scene->SelfClearanceBound(a, b, off).value(), -1.0);
+          EXPECT_EQ(internal::Impl(*scene).SelfClearanceBound(a, b, off).value(), -1.0);
         }
         if (asked == 0) continue;
         ++mapped_pairs;
@@ -409,10 +414,10 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
   d.robot = robots.front().second;
   const auto scene = Scene::Build(d).value();
   const auto q = d.robot->DefaultConfiguration();
-  const Result<double> unknown = scene->SelfClearanceBound("no_such_link", d.robot->link(1).name, q);
+  const Result<double> unknown = internal::Impl(*scene).SelfClearanceBound("no_such_link", d.robot->link(1).name, q);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("no_such_link"), std::string::npos) << unknown.error().message;
-  EXPECT_FALSE(scene->SelfClearanceBound(d.robot->link(1).name, d.robot->link(2).name,
+  EXPECT_FALSE(internal::Impl(*scene).SelfClearanceBound(d.robot->link(1).name, d.robot->link(2).name,
                                          std::vector<double>(q.size() + 1, 0.0))
                    .ok());
 }
@@ -445,7 +450,7 @@ TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
         const std::string& b = robot->link(lb).name;
         for (int c = 0; c < testing::Cases(100); ++c) {
           const auto q = RandomState(rng, *robot);
-          const double bound = scene->SelfClearanceBound(a, b, q).value();
+          const double bound = internal::Impl(*scene).SelfClearanceBound(a, b, q).value();
           if (bound < 0.0) break;  // no map for this pair
           std::vector<RigidTransform> X_WL;
           PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
@@ -569,7 +574,7 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
         if (robot->link(la).geometries.empty() || robot->link(lb).geometries.empty()) continue;
         const std::string& a = robot->link(la).name;
         const std::string& b = robot->link(lb).name;
-        if (scene->SelfClearanceBound(a, b, robot->DefaultConfiguration()).value() < 0.0) continue;  // no map
+        if (internal::Impl(*scene).SelfClearanceBound(a, b, robot->DefaultConfiguration()).value() < 0.0) continue;  // no map
         const LinkGeometry& ga = robot->link(la).geometries[0];
         const LinkGeometry& gb = robot->link(lb).geometries[0];
         for (int c = 0; c < testing::Cases(12); ++c) {
@@ -581,7 +586,7 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
           }
           bool apart = false;
           for (int ask = 0; ask < 2; ++ask) {
-            PROX_ASSERT_OK_AND_ASSIGN(apart, scene->SelfClearAlong(a, b, q0, q1));
+            PROX_ASSERT_OK_AND_ASSIGN(apart, internal::Impl(*scene).SelfClearAlong(a, b, q0, q1));
           }
           ++asked;
           if (!apart) continue;

@@ -15,7 +15,7 @@
 
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
-#include "proximity/core/bvh/bvh.h"
+#include "bvh/bvh.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"

@@ -7,6 +7,8 @@
 #include "core/scene_fixtures.h"
 #include "core/test_util.h"
 #include "peers/fcl_peer.h"
+#include "bvh/bvh.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 namespace {
@@ -40,11 +42,11 @@ class FclOracle {
     }
     for (size_t i = 0; i < robot_.size(); ++i) {
       for (const auto& w : world_) {
-        if (scene_.AllowedLinkObject(robot_[i].link, w.object)) continue;
+        if (internal::Impl(scene_).AllowedLinkObject(robot_[i].link, w.object)) continue;
         if (Hit(*posed[i], *w.object_ptr)) return true;
       }
       for (size_t j = i + 1; j < robot_.size(); ++j) {
-        if (robot_[i].link == robot_[j].link || scene_.AllowedLinkLink(robot_[i].link, robot_[j].link)) continue;
+        if (robot_[i].link == robot_[j].link || internal::Impl(scene_).AllowedLinkLink(robot_[i].link, robot_[j].link)) continue;
         if (Hit(*posed[i], *posed[j])) return true;
       }
     }

@@ -22,20 +22,6 @@ inline constexpr double kWorldExtent = 1e4;
 inline constexpr double kMaxJointValue = 1e4;
 inline constexpr double kMaxMotionSteps = 1e7;
 
-/// How far rounding can move a distance or a distance bound computed from points whose coordinates are
-/// at most `scale` in magnitude (metres, in every frame the computation passes through, translations of
-/// the poses included). Each such value is a short chain of operations on those coordinates: a rigid
-/// transform (three products and three sums a coordinate, rotation entries themselves rounded), a
-/// difference, a dot or cross product, a square root, a division. Each step adds an error of at most a
-/// few units of the last place of `scale` (about 12 eps * scale in all for the longest chain, GJK's
-/// support-plane bound); kRoundingUlps doubles that twice over. Certified lower bounds are lowered by
-/// this allowance, so that they hold under any rounding, on any CPU and with any contraction of products
-/// into fused multiply-adds, not only on the build machine.
-inline constexpr double kRoundingUlps = 64.0;
-inline constexpr double RoundingAllowance(double scale) {
-  return kRoundingUlps * std::numeric_limits<double>::epsilon() * scale;
-}
-
 /// A caller's request to stop a long query early: a cancelled call, an expired deadline. Queries ask it
 /// between states, segments and advancement steps (never inside a hierarchy walk or a GJK loop); a query
 /// it stops reports `stopped` and never answers "free". Holds a plain function pointer and a context,
@@ -118,14 +104,10 @@ struct QueryStats {
   int64_t triangle_tests = 0;  ///< Exact triangle-pair tests (intersection or distance).
   /// Scene queries' GJK tests on convex stand-ins (link hulls against parts; also counted in bv_tests),
   /// their loop iterations, and how many of them the caller's cache answered warm: it held the pair's
-  /// previous simplex or separating axis and the test ended within kWarmGjkIterations iterations.
+  /// previous simplex or separating axis and the test ended within two iterations.
   int64_t convex_tests = 0;
   int64_t convex_iterations = 0;
   int64_t convex_warm = 0;
-
-  /// At most this many GJK iterations from a warm start count as answered warm (the cached axis or
-  /// simplex was, or was next to, the answer).
-  static constexpr int32_t kWarmGjkIterations = 2;
 
   QueryStats& operator+=(const QueryStats& o) {
     bv_tests += o.bv_tests;
@@ -134,12 +116,6 @@ struct QueryStats {
     convex_iterations += o.convex_iterations;
     convex_warm += o.convex_warm;
     return *this;
-  }
-  /// Counts one GJK test on convex stand-ins: `warm_start` when the cache held a previous answer.
-  void CountConvex(bool warm_start, int32_t iterations) {
-    ++convex_tests;
-    convex_iterations += iterations;
-    convex_warm += warm_start && iterations <= kWarmGjkIterations;
   }
 };
 

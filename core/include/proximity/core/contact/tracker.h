@@ -15,7 +15,7 @@
 ///    pair's last simplex, and EPA when they overlap;
 ///  - pairs with a mesh that is not convex by its hull first (V-Clip or GJK, warm), and only when the
 ///    hulls come closer than what the frame still needs, by the exact hierarchy walk warm-started from
-///    the pair's last closest triangles and walk front (mesh_query.h's DistanceCache).
+///    the pair's last closest triangles and walk front.
 /// Pairs are skipped once their cheap bound reaches the k-th best distance found (overall or per link),
 /// so a frame costs a few warm convex tests and rarely a walk. Pairs that leave the horizon are
 /// forgotten; pairs that enter it start cold and are warm from the next frame.
@@ -42,13 +42,12 @@
 
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/bvh/shape_query.h"
-#include "proximity/core/contact/vclip.h"
-#include "proximity/core/narrowphase/gjk.h"
 #include "proximity/core/scene/scene.h"
 
 namespace proximity::core {
+
+/// A convex polyhedron with the adjacency V-Clip walks (opaque: built by TrackingGeometry).
+class VClipPolyhedron;
 
 /// What a TrackFeature names.
 enum class TrackFeatureType : int8_t {

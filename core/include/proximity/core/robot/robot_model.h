@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/narrowphase/convex.h"
+#include "proximity/core/bvh/query_types.h"
+#include "proximity/core/narrowphase/shapes.h"
 #include "proximity/core/base/file_access.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
@@ -35,7 +35,7 @@ using LinkIndex = int32_t;
 using JointIndex = int32_t;
 
 /// Built meshes shared across links and models, keyed by resolved absolute path and scale.
-/// Thread-safe; a file is loaded and built once per (path, scale), with default BvhBuildOptions.
+/// Thread-safe; a file is loaded and built once per (path, scale), with the default hierarchy options.
 class MeshCache {
  public:
   /// The built mesh of file `path` scaled per axis by `scale`; loads it on first use, reading it under
@@ -48,9 +48,8 @@ class MeshCache {
   size_t size() const;
 
  private:
-  using Key = std::pair<std::string, std::array<double, 3>>;
   mutable std::mutex mutex_;
-  std::map<Key, std::shared_ptr<const MeshModel>> models_;
+  std::map<std::pair<std::string, std::array<double, 3>>, std::shared_ptr<const MeshModel>> models_;
 };
 
 /// How a robot is loaded.
@@ -327,7 +326,12 @@ class RobotModel {
   [[nodiscard]] Status CheckLimits(std::span<const double> q, double tolerance = 0.0) const;
   /// Whether every entry of q lies within its joint's limits widened by `tolerance`; CheckLimits
   /// without the message, for hot paths. Precondition: q has num_positions() entries.
-  bool WithinLimits(std::span<const double> q, double tolerance = 0.0) const { return FirstOutsideLimits(q, tolerance) < 0; }
+  bool WithinLimits(std::span<const double> q, double tolerance = 0.0) const {
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (q[i] < lower_limits_[i] - tolerance || q[i] > upper_limits_[i] + tolerance) return false;
+    }
+    return true;
+  }
 
   /// Whether some active joint is continuous (its motions then turn the short way; see MotionEnd).
   bool has_continuous_joints() const { return !continuous_indices_.empty(); }
@@ -389,44 +393,8 @@ class RobotModel {
   /// the link carries): every revolute lever grows by `reach`, which bounds the distance from the last
   /// joint's axis (through the origin) and adds to the chain's reach for the joints before it.
   double MotionBound(LinkIndex k, std::span<const double> q0, std::span<const double> q1, double reach) const;
-  /// MotionBound(k, q0, q1, reach) measured in the frame of `ancestor` (k itself or a link on k's path
-  /// to the root) instead of the world: only the joints between the two count. The distance between a point of link a and a point of link b shrinks by at most
-  /// MotionBoundRelative(a, c) + MotionBoundRelative(b, c) for their common ancestor c, which is far
-  /// smaller than their world motions when both hang below joints that move them together.
-  double MotionBoundRelative(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
-                             double reach = 0.0) const;
-  /// One moving joint's share of MotionBoundRelative(k, ancestor, q0, q1, reach): that bound is the sum
-  /// over the levers of dq * lever (revolute: `lever` bounds the distance from the joint's axis to every
-  /// point concerned, for any q on the segment) plus dq (prismatic).
-  struct MotionLever {
-    JointIndex joint = -1;
-    double dq = 0.0;     ///< |change of the joint's value| along the segment (mimics scaled)
-    double lever = 0.0;  ///< revolute: the lever radius; prismatic: 0
-    bool prismatic = false;
-  };
-  /// Appends the levers of MotionBoundRelative(k, ancestor, q0, q1, reach) to *out, root side first;
-  /// their count is NumMovingJoints(k) - NumMovingJoints(ancestor). A caller that knows where the
-  /// geometry is at a point of the segment can tighten the levers (JointAxisDistance).
-  void MotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
-                    double reach, std::vector<MotionLever>* out) const;
-  /// Moving (non-fixed) joints on the path from the root to link k.
-  int32_t NumMovingJoints(LinkIndex k) const { return static_cast<int32_t>(motion_terms_[k].size()); }
-  /// Distance (m) from the axis of joint j (the line through its frame's origin along axis_J) to p_W,
-  /// given the world pose of j's parent link.
-  double JointAxisDistance(JointIndex j, const RigidTransform& X_WP, const Vec3& p_W) const {
-    const Joint& joint = joints_[j];
-    const Vec3 o_W = X_WP * joint.X_PJ.p;
-    const Vec3 u_W = X_WP.R * (joint.X_PJ.R * joint.axis_J);
-    const Vec3 d = p_W - o_W;
-    return (d - u_W * u_W.dot(d)).norm();
-  }
-  /// The deepest link that is an ancestor of both a and b (either of them itself, or the root).
-  LinkIndex CommonAncestor(LinkIndex a, LinkIndex b) const;
-  /// The lever radius (m) of joint j for link k, valid for every q within limits: an upper bound on the
-  /// distance from joint j's axis to any point of k's geometry. 0 when j does not move k or is prismatic.
-  double LeverRadius(LinkIndex k, JointIndex j) const;
-
  private:
+  friend class RobotMotionAccess;  // the motion terms' readers (src/robot/robot_motion.h)
   // One moving joint on the path from the root to a link, for MotionBound.
   struct MotionTerm {
     JointIndex joint = -1;
@@ -438,26 +406,12 @@ class RobotModel {
   };
 
   RobotModel() = default;
-  // Index of the first entry of q outside its limits widened by `tolerance`, or -1.
-  int32_t FirstOutsideLimits(std::span<const double> q, double tolerance) const {
-    for (size_t i = 0; i < q.size(); ++i) {
-      if (q[i] < lower_limits_[i] - tolerance || q[i] > upper_limits_[i] + tolerance) return static_cast<int32_t>(i);
-    }
-    return -1;
-  }
   // Orders, indexes and validates the tree, applies the SRDF, and precomputes the allowed set and the
   // motion terms. Called once by the loader after links_ and joints_ are filled in document order;
   // mimic_leader[j] is the document index of the joint j mimics, or -1.
   [[nodiscard]] Status Finalize(const std::vector<JointIndex>& mimic_leader, const Interrupt& stop = {});
   Status ApplySrdf();
   [[nodiscard]] Status ComputeMotionTerms(const Interrupt& stop);
-  template <class F>
-  void VisitMotionLevers(LinkIndex k, LinkIndex ancestor, std::span<const double> q0, std::span<const double> q1,
-                         double reach, F&& f) const;
-  double JointValue(const Joint& joint, std::span<const double> q) const {
-    if (joint.active_index >= 0) return q[joint.active_index];
-    return joint.mimic_multiplier * q[joint.mimic_active_index] + joint.mimic_offset;
-  }
 
   std::string name_;
   std::vector<Link> links_;

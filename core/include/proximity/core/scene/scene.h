@@ -3,10 +3,10 @@
 /// A scene: a robot and a world of objects, built once into an immutable object that answers CLEAR(q)
 /// (is configuration q free of world and self collision?) from any number of threads.
 ///
-/// Geometry semantics: meshes are surfaces and primitives are solids, as in mesh_query.h and
-/// shape_query.h. A link mesh touching or inside a world box collides; a box wholly inside a link mesh
-/// that touches none of its triangles does not. A point cloud is the union of its points' balls
-/// (point_cloud.h): a link collides with it when some ball touches the link's surface or solid.
+/// Geometry semantics (geometry.h): meshes are surfaces and primitives are solids. A link mesh touching
+/// or inside a world box collides; a box wholly inside a link mesh that touches none of its triangles
+/// does not. A point cloud is the union of its points' balls: a link collides with it when some ball
+/// touches the link's surface or solid.
 
 #include <cstdint>
 #include <functional>
@@ -18,63 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "proximity/core/narrowphase/bounding_volume.h"
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/narrowphase/gjk.h"
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/bvh/point_cloud.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/robot/robot_model.h"
+#include "proximity/core/scene/geometry.h"
 #include "proximity/core/scene/self_clearance_maps.h"
-#include "proximity/core/bvh/shape_query.h"
 #include "proximity/core/base/types.h"
 
 namespace proximity::core {
-
-/// A piece of geometry: a built triangle mesh (surface), a convex primitive (solid), or a point cloud
-/// (the union of its points' balls; world objects only).
-struct Geometry {
-  std::shared_ptr<const MeshModel> mesh;  ///< Set for a mesh; null for a primitive or a cloud.
-  Shape shape;                            ///< The primitive when mesh and cloud are null.
-  /// Set for a point cloud (point_cloud.h): a world object's sensed points. Robot links and attached
-  /// objects are never clouds.
-  std::shared_ptr<const PointCloud> cloud;
-  /// A mesh's convex hull (frame G), or null. When set, collision and distance-bound queries test the
-  /// hull first (GJK): what is clear of the hull is clear of the mesh, so a pair whose hulls keep apart
-  /// costs no hierarchy walk. Robot link meshes carry theirs (LinkGeometry::hull).
-  std::shared_ptr<const ConvexPolytope> hull;
-  /// The mesh is its hull's surface (IsHullSurface): for a pair apart, the hull's distance is the mesh's
-  /// and the hierarchy walk is skipped.
-  bool hull_is_surface = false;
-  /// Finite when the mesh is a sealed surface at most this far inside its hull's boundary (SealedHullGap):
-  /// CLEAR proves that two such meshes meet when their hulls share a point deeper than the gaps and
-  /// neither hull holds the other, without walking the triangles. A scene takes it from its robot
-  /// model's links (found at load) and ignores it on world and attached objects.
-  double hull_surface_gap = std::numeric_limits<double>::infinity();
-  /// Balls proven inside a closed mesh (convex or not): CLEAR proves that two such meshes meet when a
-  /// ball of each overlap and each mesh's part holding its ball reaches beyond the other part's hull.
-  /// Like the gap, a scene takes them from its robot model's links and ignores them on other objects.
-  std::shared_ptr<const SolidInterior> interior;
-  /// A closed mesh's signed distance map (sdf.h): robot link meshes carry one in scenes that hold point
-  /// clouds, and cloud collision queries drop what its certified bounds prove apart. Answers are the
-  /// same without it.
-  std::shared_ptr<const SignedDistanceMap> distance_map;
-
-  bool is_mesh() const { return mesh != nullptr; }
-  bool is_cloud() const { return cloud != nullptr; }
-  /// Neither a mesh nor a cloud: `shape` is the geometry.
-  bool is_primitive() const { return mesh == nullptr && cloud == nullptr; }
-  static Geometry Cloud(std::shared_ptr<const PointCloud> c) {
-    Geometry g;
-    g.cloud = std::move(c);
-    return g;
-  }
-  static Geometry Primitive(Shape s) {
-    Geometry g;
-    g.shape = std::move(s);
-    return g;
-  }
-};
 
 /// One part of a world object, at its pose in the world.
 struct ObjectPart {
@@ -359,38 +309,6 @@ struct CollidingPartsResult {
   QueryStats stats;
 };
 
-/// Options for Scene::NearbyParts.
-struct NearbyPartsRequest {
-  /// Metres, finite, in [0, kWorldExtent]: pairs whose padded clearance may be at most this are kept.
-  double horizon = 0.1;
-  bool world = true;  ///< Include robot-world pairs.
-  bool self = true;   ///< Include robot-robot pairs.
-  int32_t max_pairs = 1 << 16;  ///< At most this many pairs (>= 1); NearbyPartsResult::truncated beyond.
-};
-
-/// A geometry pair the broad phase keeps, with its cheap bound and stable indices.
-struct NearbyPart {
-  PosedPartPair parts;
-  /// The robot side's index among the scene's robot geometries (stable for the scene's life).
-  int32_t robot_part = -1;
-  /// The other side: the world part's index among the scene's world parts, or (self) the other robot
-  /// geometry's index. Together with `parts.pair.self` and robot_part, a key that names the pair in
-  /// the scene.
-  int32_t other_part = -1;
-  /// A certified lower bound on the pair's padded clearance (m): the distance between their world boxes
-  /// grown by the padding, never more than the truth.
-  double box_clearance = 0.0;
-};
-
-/// The pairs near each other at a state (Scene::NearbyParts).
-struct NearbyPartsResult {
-  std::vector<NearbyPart> pairs;  ///< World pairs first (by robot geometry), then self pairs, in scene order.
-  bool truncated = false;         ///< More pairs than max_pairs are near.
-  bool within_limits = true;
-  int32_t num_robot_parts = 0;    ///< Robot geometries in the scene (bounds on the keys above).
-  int32_t num_world_parts = 0;
-};
-
 /// Caller-owned scratch for scene queries (link poses, geometry bounds, warm starts); one per thread.
 /// Queries take it by pointer: it is state the caller keeps between calls, not an output. Its buffers
 /// are made on first use and kept; a moved-from cache starts empty again.
@@ -401,13 +319,14 @@ class SceneCache {
   SceneCache(SceneCache&& other) noexcept;
   SceneCache& operator=(SceneCache&& other) noexcept;
   /// The pose in the world of each link (LinkIndex order) at the state the last query posed; empty
-  /// before the first. NearbyParts leaves them here for Jacobians (RobotModel::PointJacobian).
+  /// before the first: for Jacobians (RobotModel::PointJacobian) at the state a query was answered at.
   std::span<const RigidTransform> link_poses() const;
   /// What the cache holds (defined inside the core).
   struct Data;
 
  private:
   friend class Scene;
+  friend class SceneCacheAccess;  // the core's own queries (src/scene/scene_impl.h)
   Data* data();  // made on first use
   std::unique_ptr<Data> data_;
 };
@@ -480,24 +399,9 @@ class Scene {
                                                             const RigidTransform& X1,
                                                             const ContinuousRequest& request) const;
 
-  /// A certified lower bound (m) on the distance between the geometries of two robot links (their first
-  /// geometries) at q, from the precomputed self-clearance map of the pair (kept for link pairs that at
-  /// most two revolute joints move relative to each other, such as a wrist's, and that the scene checks);
-  /// -1 when the pair has none or q lies outside those joints' limits. The bound is the larger of q's
-  /// cell's and the one from the distance at the cell's grid point less how far q moves the pair from
-  /// it. For tests and diagnostics: CLEAR uses the maps itself. Errors for unknown link names or a wrong
-  /// size of q.
-  [[nodiscard]] Result<double> SelfClearanceBound(std::string_view link_a, std::string_view link_b,
-                                                  std::span<const double> q) const;
   /// Whether every self-clearance map of the scene's link pairs is filled ahead of the queries
   /// (SceneDescription::self_clearance_fill); true for a scene without maps. For tests and diagnostics.
   bool SelfClearanceFilled() const;
-  /// Whether the self-clearance map of the two links (as above) proves them apart everywhere on the
-  /// joint-space segment q0 -> q1, as certified LINK asks it (filling cells within the same budget);
-  /// false when it does not or the pair has none. For tests and diagnostics. Errors as above.
-  [[nodiscard]] Result<bool> SelfClearAlong(std::string_view link_a, std::string_view link_b,
-                                            std::span<const double> q0, std::span<const double> q1) const;
-
   /// Checks a path: `waypoints` holds n configurations (n >= 1) of dof() values each, row after row;
   /// segments are checked in order and the first one that is not free is reported. request.stop is
   /// asked before each segment and inside each (a cancelled call, an expired deadline) and ends the
@@ -511,23 +415,6 @@ class Scene {
   [[nodiscard]] Result<CollidingPartsResult> CollidingParts(std::span<const double> q,
                                                             const CollidingPartsRequest& request,
                                                             SceneCache* cache) const;
-
-  /// Every checked geometry pair (allowed pairs skipped) whose padded clearance may be within
-  /// `request.horizon` at q, by the broad phase alone: world boxes within the horizon of each other
-  /// (a superset of the pairs that are; no exact test is made). Leaves the link poses at q in
-  /// cache->link_poses(), for Jacobians. What a clearance tracker starts each frame from. Errors as CheckState,
-  /// and for a horizon that is not finite, negative or beyond kWorldExtent, or max_pairs < 1.
-  [[nodiscard]] Result<NearbyPartsResult> NearbyParts(std::span<const double> q, const NearbyPartsRequest& request,
-                                                      SceneCache* cache) const;
-  /// The same into `out`, whose buffers are reused (a tracker's every frame allocates nothing).
-  [[nodiscard]] Status NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCache* cache,
-                                   NearbyPartsResult* out) const;
-  /// The scene's robot geometries (links' and attached objects'), by NearbyPart::robot_part.
-  int32_t num_robot_parts() const;
-  const Geometry& robot_part_geometry(int32_t i) const;
-  /// The world objects' parts, by NearbyPart::other_part (world pairs).
-  int32_t num_world_parts() const;
-  const Geometry& world_part_geometry(int32_t k) const;
 
   /// Every geometry pair between the two things named (each a link name, an attached object id or a
   /// world object id), posed at q, whether or not the scene checks the pair (PosedPartPair::allowed).
@@ -557,14 +444,7 @@ class Scene {
   const std::vector<std::string>& warnings() const;
   /// The allowed pairs the description gave (SceneDescription::allowed_pairs), as given.
   const std::vector<std::pair<std::string, std::string>>& allowed_pairs() const;
-  /// The padding of a link (metres).
-  double LinkPadding(int32_t link) const;
   int32_t dof() const;
-
-  /// Whether the pair (link, object) is excluded from checking.
-  bool AllowedLinkObject(int32_t link, int32_t object) const;
-  /// Whether the link pair is excluded from checking (the robot's set plus the scene's pairs).
-  bool AllowedLinkLink(int32_t a, int32_t b) const;
 
  protected:
   // Scenes are made by Build and Update only: each is an internal::SceneImpl (src/scene/scene_impl.h),
@@ -579,38 +459,5 @@ class Scene {
 /// "avx2" or "baseline" (x86-64 without either). The environment variable PROXIMITY_SIMD=avx2 or
 /// =baseline lowers it (for comparisons; answers are the same).
 std::string_view BatchInstructionSet();
-
-/// World bounds of a box (OBB in frame G posed at X_WG).
-Aabb WorldBounds(const Obb& box_G, const RigidTransform& X_WG);
-
-/// Distance between two posed geometries as a certified interval (mesh_query.h semantics), dispatching
-/// to the mesh, shape and point cloud queries; p_WA lies on a and p_WB on b (for a cloud: on the
-/// closest point's ball, its index in the cloud's triangle field). Two clouds are an error.
-[[nodiscard]] Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform& X_WA, const Geometry& b,
-                                                      const RigidTransform& X_WB, const DistanceRequest& request);
-
-/// What GeometryDistanceLowerBound proves, and the work it took.
-struct ClearanceBound {
-  double lower_bound = 0.0;  ///< Certified lower bound on the padded clearance (m), >= 0.
-  QueryStats stats;
-};
-
-/// Certified lower bound on the clearance between two posed geometries inflated by `padding` (>= 0) in
-/// total: distance minus padding, 0 when they touch; the query may stop once it proves the clearance
-/// is at least `enough`. Without padding the walk keeps a 100% relative budget (the bound is at least
-/// half the distance); with padding it keeps an absolute one of enough / 4 (a relative budget on the
-/// raw distance says nothing about the padded clearance, so a pair just outside its padding would never
-/// be proven clear).
-/// When a mesh carries its hull (Geometry::hull) the hulls are tried first, with `hull_cache` (one per
-/// pair, or null; caller-owned warm-start state) as GJK's warm start.
-[[nodiscard]] Result<ClearanceBound> GeometryDistanceLowerBound(const Geometry& a, const RigidTransform& X_WA,
-                                                                const Geometry& b, const RigidTransform& X_WB,
-                                                                double enough, double padding,
-                                                                GjkCache* hull_cache = nullptr);
-
-/// Collision between two posed geometries (the first contact), dispatching to the mesh, shape and point
-/// cloud queries (a cloud's contact names its point). Two clouds are an error.
-[[nodiscard]] Result<CollisionResult> CollideGeometry(const Geometry& a, const RigidTransform& X_WA,
-                                                      const Geometry& b, const RigidTransform& X_WB);
 
 }  // namespace proximity::core

@@ -23,7 +23,7 @@
 #include <span>
 #include <vector>
 
-#include "proximity/core/narrowphase/convex.h"
+#include "narrowphase/convex.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
 

@@ -22,63 +22,12 @@
 #include <limits>
 #include <vector>
 
-#include "proximity/core/bvh/bvh.h"
+#include "bvh/bvh.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
+#include "proximity/core/bvh/query_types.h"
 
 namespace proximity::core {
-
-/// Options for Collide.
-struct CollisionRequest {
-  /// false: stop at the first intersecting triangle pair. true: report every intersecting pair, up to
-  /// max_contacts.
-  bool all_contacts = false;
-  int32_t max_contacts = 1 << 20;
-};
-
-/// A pair of triangles, as indices into each model's mesh().triangles.
-struct TrianglePair {
-  int32_t triangle_a = -1;
-  int32_t triangle_b = -1;
-};
-
-/// What Collide found.
-struct CollisionResult {
-  bool colliding = false;
-  /// The first intersecting pair found, or all of them (up to max_contacts) with all_contacts.
-  std::vector<TrianglePair> contacts;
-  /// True when all_contacts stopped at max_contacts.
-  bool truncated = false;
-  QueryStats stats;
-};
-
-/// Options for ComputeDistance. Every field must be finite (max_distance may be +inf) and >= 0.
-struct DistanceRequest {
-  double rel_err = 0.0;  ///< Relative error budget (0.2 = upper may exceed lower by 20%).
-  double abs_err = 0.0;  ///< Absolute error budget, in mesh units.
-  /// The walk may stop once it proves the distance is at least this (for "is it farther than d?").
-  double max_distance = std::numeric_limits<double>::infinity();
-  /// The walk may stop once it finds points closer than this (for "is it closer than d?"): then
-  /// upper_bound < stop_below and only the interval holds. 0: never.
-  double stop_below = 0.0;
-  /// A lower bound on the distance the caller has already certified (its convex hulls' distance, a
-  /// tracker's previous answer lowered by the motion since): the walk stops as soon as an upper bound
-  /// meets the budget against it, and the result's lower bound is never below it. Must be finite, >= 0
-  /// and truly a lower bound: the answer is only as certified as this value. 0: none.
-  double known_lower = 0.0;
-};
-
-/// What ComputeDistance found. Points are in the world frame.
-struct DistanceResult {
-  double lower_bound = 0.0;
-  double upper_bound = std::numeric_limits<double>::infinity();
-  bool intersecting = false;         ///< The meshes share a point; then lower = upper = 0.
-  bool beyond_max_distance = false;  ///< lower_bound >= request.max_distance.
-  Vec3 p_WA = Vec3::Zero();          ///< Point on A's surface; |p_WA - p_WB| = upper_bound.
-  Vec3 p_WB = Vec3::Zero();          ///< Point on B's surface.
-  TrianglePair triangles;            ///< The triangles p_WA and p_WB lie on.
-  QueryStats stats;
-};
 
 /// A pair of hierarchy nodes (one of each model) with a lower bound on the distance between their
 /// triangles, valid at the relative pose the cache records.

@@ -53,8 +53,8 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/narrowphase/bounding_volume.h"
-#include "proximity/core/bvh/bvh.h"
+#include "narrowphase/bounding_volume.h"
+#include "bvh/bvh.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"

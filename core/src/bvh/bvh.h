@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "proximity/core/narrowphase/bounding_volume.h"
+#include "narrowphase/bounding_volume.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/base/result.h"
 

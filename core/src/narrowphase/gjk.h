@@ -22,8 +22,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "proximity/core/narrowphase/convex.h"
+#include "narrowphase/convex.h"
 #include "proximity/core/base/types.h"
+#include "base/numerics.h"
 
 namespace proximity::core {
 

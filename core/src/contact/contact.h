@@ -39,9 +39,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "proximity/core/narrowphase/convex.h"
-#include "proximity/core/contact/epa.h"
-#include "proximity/core/narrowphase/gjk.h"
+#include "narrowphase/convex.h"
+#include "contact/epa.h"
+#include "narrowphase/gjk.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
 

@@ -19,41 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "proximity/core/narrowphase/bounding_volume.h"
+#include "narrowphase/bounding_volume.h"
 #include "proximity/core/mesh/mesh.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
 
 namespace proximity::core {
 
-// The sphere shape is core::Sphere from bounding_volume.h: {center p_SC, radius}. A zero radius is a point.
-
-/// Box {x : |x_i| <= half_extents_i} centred at the origin of its frame; zero extents give a rectangle,
-/// segment or point.
-struct Box {
-  Vec3 half_extents = Vec3::Zero();
-};
-
-/// The points within `radius` of the segment from (0, 0, -half_length) to (0, 0, +half_length).
-/// A zero half length is a sphere, a zero radius a segment.
-struct Capsule {
-  double radius = 0.0;
-  double half_length = 0.0;
-};
-
-/// Solid cylinder of `radius` along z from z = -half_length to z = +half_length.
-struct Cylinder {
-  double radius = 0.0;
-  double half_length = 0.0;
-};
-
-/// Solid cone along z: apex at (0, 0, +half_height), base disk of `radius` in the plane
-/// z = -half_height. The frame origin is the middle of the axis (the bounding box centre, not the
-/// centroid, which is at z = -half_height / 2).
-struct Cone {
-  double radius = 0.0;
-  double half_height = 0.0;
-};
+// The primitives (Box, Sphere, Capsule, Cylinder, Cone) are the installed narrowphase/shapes.h.
 
 /// A solid triangle (a, b, c) in its frame; used to test one mesh triangle against a convex shape
 /// exactly. Zero-area triangles (segments, points) are allowed.

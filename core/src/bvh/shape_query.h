@@ -26,19 +26,15 @@
 #include <type_traits>
 #include <variant>
 
-#include "proximity/core/narrowphase/bounding_volume.h"
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/narrowphase/convex.h"
-#include "proximity/core/bvh/mesh_query.h"
+#include "narrowphase/bounding_volume.h"
+#include "bvh/bvh.h"
+#include "narrowphase/convex.h"
+#include "bvh/mesh_query.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
+#include "proximity/core/narrowphase/shapes.h"
 
 namespace proximity::core {
-
-/// A convex solid in its own frame S, as scenes hold them: box, sphere (core::Sphere, centre p_SC),
-/// cylinder, capsule, cone (see convex.h for each frame), or a shared convex polytope (never null once
-/// validated).
-using Shape = std::variant<Box, Sphere, Cylinder, Capsule, Cone, std::shared_ptr<const ConvexPolytope>>;
 
 /// Calls f with the concrete solid `shape` holds (a polytope as `const ConvexPolytope&`) and returns
 /// what it returns: one dispatch per query, outside every walk and GJK loop.
@@ -58,13 +54,6 @@ auto VisitShape(const Shape& shape, F&& f) {
 /// Bounding box of `shape` in its frame S: exact for a box, sphere, cylinder, capsule and cone; the
 /// vertices' axis-aligned box for a polytope. Precondition: ValidateShape(shape) is ok.
 Obb ShapeBoundingObb(const Shape& shape);
-
-/// A lower-case name of the shape's type ("box", "sphere", "cylinder", "capsule", "cone", "polytope").
-const char* ShapeName(const Shape& shape);
-
-/// Checks that every dimension is finite and >= 0 (and a sphere's centre finite, a polytope non-null);
-/// the error names `what`, the shape type and the field.
-[[nodiscard]] Status ValidateShape(const Shape& shape, const char* what = "shape");
 
 /// Whether the surface of `mesh` (pose X_WM) touches the solid `shape` (pose X_WS). Contacts name
 /// mesh triangles in triangle_a (triangle_b = -1); all_contacts and max_contacts as in Collide.

@@ -51,8 +51,8 @@
 #include <utility>
 #include <vector>
 
-#include "proximity/core/narrowphase/convex.h"
-#include "proximity/core/narrowphase/gjk.h"
+#include "narrowphase/convex.h"
+#include "narrowphase/gjk.h"
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
 

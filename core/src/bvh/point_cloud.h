@@ -31,32 +31,14 @@
 
 #include "proximity/core/base/result.h"
 #include "proximity/core/base/types.h"
-#include "proximity/core/bvh/bvh.h"
-#include "proximity/core/bvh/mesh_query.h"
-#include "proximity/core/bvh/sdf.h"
-#include "proximity/core/bvh/shape_query.h"
-#include "proximity/core/narrowphase/bounding_volume.h"
+#include "proximity/core/bvh/query_types.h"
+#include "bvh/bvh.h"
+#include "bvh/mesh_query.h"
+#include "bvh/sdf.h"
+#include "bvh/shape_query.h"
+#include "narrowphase/bounding_volume.h"
 
 namespace proximity::core {
-
-/// Settings for PointCloud::Build.
-struct PointCloudOptions {
-  /// Side (m) of the filter's voxels; unset: the cloud's radius; 0: no filtering (every input point is
-  /// kept, in tree order). Finite and >= 0. A voxel finer than the cloud's extent / 2^21 is coarsened
-  /// to that (the codes' resolution), and build_stats() reports the side used.
-  std::optional<double> voxel_size;
-  /// Most input points accepted (a refusal names the count and this limit).
-  int64_t max_points = int64_t{1} << 24;
-};
-
-/// What a build did and cost.
-struct PointCloudBuildStats {
-  int64_t input_points = 0;
-  int64_t points = 0;             ///< Kept after filtering.
-  double voxel_size = 0.0;        ///< The filter's voxel side used (0: none).
-  double max_radius_growth = 0.0; ///< The largest radius growth of a kept point (m).
-  double seconds = 0.0;           ///< Wall-clock time of the build.
-};
 
 /// A node of the point tree: the points [first, first + count) in tree order, their box in the cloud
 /// frame C, grown by the largest radius among them. Internal nodes have children left and left + 1.

@@ -9,14 +9,9 @@
 #include <span>
 
 #include "proximity/core/base/types.h"
+#include "proximity/core/narrowphase/shapes.h"
 
 namespace proximity::core {
-
-/// A sphere in its model's frame M.
-struct Sphere {
-  Vec3 center = Vec3::Zero();  ///< p_MC.
-  double radius = 0.0;
-};
 
 /// An axis-aligned box in its model's frame M; empty when min > max on any axis.
 struct Aabb {
