@@ -24,6 +24,13 @@ double PointBoxDistance(const Vec3& p_W, const Vec3& h, const RigidTransform& X_
   return (p_B.cwiseAbs() - h).cwiseMax(0.0).norm();
 }
 
+// The result is an error whose message names `word`.
+template <class T>
+void ExpectErrorNaming(const Result<T>& result, const std::string& word) {
+  ASSERT_FALSE(result.ok()) << "expected an error naming " << word;
+  EXPECT_NE(result.error().message.find(word), std::string::npos) << result.error().message;
+}
+
 std::vector<Vec3> RandomPoints(std::mt19937_64& rng, int n, double extent) {
   std::uniform_real_distribution<double> u(-extent, extent);
   std::vector<Vec3> points(static_cast<size_t>(n));
@@ -45,9 +52,7 @@ TEST(Geometry, BuiltMeshGivesBackItsTriangles) {
 
   TriangleMesh broken = torus;
   broken.vertices[3].y() = std::nan("");
-  const auto bad = BuildMeshModel(broken, "link 'wrist'");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("link 'wrist'"), std::string::npos) << bad.error().message;
+  ExpectErrorNaming(BuildMeshModel(broken, "link 'wrist'"), "link 'wrist'");
 }
 
 TEST(Geometry, ConvexPolytopeMeshIsTheHull) {
@@ -68,9 +73,7 @@ TEST(Geometry, ConvexPolytopeMeshIsTheHull) {
     EXPECT_TRUE(std::any_of(points.begin(), points.end(), [&](const Vec3& p) { return (p - v).norm() == 0.0; }));
   }
   const std::vector<Vec3> flat = {Vec3(0, 0, 0), Vec3(1, 0, 0), Vec3(0, 1, 0), Vec3(1, 1, 0)};
-  const auto none = BuildConvexPolytope(flat, "a square");
-  ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().message.find("a square"), std::string::npos) << none.error().message;
+  ExpectErrorNaming(BuildConvexPolytope(flat, "a square"), "a square");
 }
 
 TEST(Geometry, CloudBallsAreThePointsKept) {
@@ -105,7 +108,7 @@ TEST(Geometry, CloudBallsAreThePointsKept) {
   EXPECT_GT(MemoryBytes(g), kept.size() * sizeof(Vec3));
 
   const std::vector<Vec3> nan_point = {Vec3(0, std::nan(""), 0)};
-  EXPECT_FALSE(BuildPointCloud(nan_point, 0.01).ok());
+  ExpectErrorNaming(BuildPointCloud(nan_point, 0.01, {}, "camera 2"), "camera 2");
 }
 
 // CloudPointsNear against brute force: a ball is near when its centre is within radius + padding of the
