@@ -40,10 +40,10 @@ ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs" -E 'AtVolume|R
 took "sanitizer tests"
 
 echo "== thread sanitizer"
-CMAKE_BUILD_TYPE=RelWithDebInfo PROX_BUILD_TARGET="mesh_query_threads_test planner_test" \
+CMAKE_BUILD_TYPE=RelWithDebInfo PROX_BUILD_TARGET="mesh_query_threads_test scene_validity_test" \
   "$root/scripts/build.sh" "$root/build-tsan" -DPROX_SANITIZE=thread "${sanitizer_flags[@]}"
 ctest --test-dir "$root/build-tsan" --output-on-failure \
-  -R '^(mesh_query_threads_test\.|planner_test\.SceneValidity\.)'
+  -R '^(mesh_query_threads_test\.|scene_validity_test\.)'
 took "thread sanitizer"
 
 echo "== fuzzing (libFuzzer, address + undefined behaviour sanitizers)"
