@@ -28,7 +28,7 @@ sanitizer_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitizer_cflags" -DCMAKE_C_
 # generation (vector widths, fused multiply-adds): sanitizer builds never take -march=native
 # (cmake/ProximityOptions.cmake), so every test below also runs built for the x86-64 baseline, without
 # AVX or FMA (Scene::CheckStates' lane pass keeps its AVX2 and AVX-512 builds, chosen by the CPU at run
-# time; scene_batch_test forces each against one at a time).
+# time; state_batch_test forces each against one at a time).
 echo "== address + undefined behaviour sanitizers (x86-64 baseline)"
 CMAKE_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DPROX_SANITIZE=address "${sanitizer_flags[@]}"
 took "sanitizer build"

@@ -107,6 +107,35 @@ double QueryRoundingAllowance(const TriangleMesh& a, const RigidTransform& X_WA,
   return core::RoundingAllowance(X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + reach(a) + reach(b));
 }
 
+TriangleMesh Subdivided(const TriangleMesh& m) {
+  TriangleMesh out;
+  out.vertices = m.vertices;
+  std::map<std::pair<int32_t, int32_t>, int32_t> middle;
+  const auto mid = [&](int32_t a, int32_t b) {
+    const auto key = std::minmax(a, b);
+    auto [it, added] = middle.emplace(key, static_cast<int32_t>(out.vertices.size()));
+    if (added) out.vertices.push_back(0.5 * (m.vertices[a] + m.vertices[b]));
+    return it->second;
+  };
+  for (const auto& t : m.triangles) {
+    const int32_t ab = mid(t[0], t[1]), bc = mid(t[1], t[2]), ca = mid(t[2], t[0]);
+    out.triangles.push_back({t[0], ab, ca});
+    out.triangles.push_back({ab, t[1], bc});
+    out.triangles.push_back({ca, bc, t[2]});
+    out.triangles.push_back({ab, bc, ca});
+  }
+  return out;
+}
+
+TriangleMesh CrossedBoxesMesh() {
+  TriangleMesh cross = core::MakeBoxMesh(Vec3(0.3, 0.08, 0.08));
+  const TriangleMesh bar = core::MakeBoxMesh(Vec3(0.07, 0.07, 0.3));  // no face in a plane of the other's
+  const auto offset = static_cast<int32_t>(cross.vertices.size());
+  cross.vertices.insert(cross.vertices.end(), bar.vertices.begin(), bar.vertices.end());
+  for (const auto& t : bar.triangles) cross.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
+  return Subdivided(cross);
+}
+
 TriangleMesh DentedBoxMesh(const Vec3& size, double dent) {
   TriangleMesh m = core::MakeBoxMesh(size);
   const auto n = static_cast<int32_t>(m.vertices.size());

@@ -98,6 +98,15 @@ double QueryRoundingAllowance(const TriangleMesh& a, const RigidTransform& X_WA,
 /// the top face was.
 TriangleMesh DentedBoxMesh(const Vec3& size, double dent);
 
+/// Each triangle split in four at its edges' midpoints (shared between neighbours: a closed mesh stays
+/// closed).
+TriangleMesh Subdivided(const TriangleMesh& m);
+
+/// Two boxes crossing each other (0.3 x 0.08 x 0.08 and 0.07 x 0.07 x 0.3, centred at the origin): two
+/// closed parts that overlap, as robot meshes built from shells often are; not convex, not one part;
+/// subdivided once (meshes of a few dozen triangles get no interior balls).
+TriangleMesh CrossedBoxesMesh();
+
 /// Volume enclosed by the mesh (divergence theorem); positive when the triangles face outward.
 double SignedVolume(const TriangleMesh& m);
 /// Every edge is used by exactly two triangles, once in each direction: the mesh is closed and

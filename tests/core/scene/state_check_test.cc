@@ -228,81 +228,21 @@ TEST(SealedContact, AGapAWorldObjectClaimsIsIgnored) {
 namespace proximity::core {
 namespace {
 
-// Each triangle split in four at its edges' midpoints (shared between neighbours: still closed).
-TriangleMesh Subdivided(const TriangleMesh& m) {
-  TriangleMesh out;
-  out.vertices = m.vertices;
-  std::map<std::pair<int32_t, int32_t>, int32_t> middle;
-  const auto mid = [&](int32_t a, int32_t b) {
-    const auto key = std::minmax(a, b);
-    auto [it, added] = middle.emplace(key, static_cast<int32_t>(out.vertices.size()));
-    if (added) out.vertices.push_back(0.5 * (m.vertices[a] + m.vertices[b]));
-    return it->second;
-  };
-  for (const auto& t : m.triangles) {
-    const int32_t ab = mid(t[0], t[1]), bc = mid(t[1], t[2]), ca = mid(t[2], t[0]);
-    out.triangles.push_back({t[0], ab, ca});
-    out.triangles.push_back({ab, t[1], bc});
-    out.triangles.push_back({ca, bc, t[2]});
-    out.triangles.push_back({ab, bc, ca});
-  }
-  return out;
-}
-
-// Two boxes crossing each other (two closed parts that overlap, as robot meshes built from shells
-// often are): not convex, not one part; subdivided, since meshes of a few dozen triangles get no balls.
-TriangleMesh CrossMesh() {
-  TriangleMesh cross = MakeBoxMesh(Vec3(0.3, 0.08, 0.08));
-  const TriangleMesh bar = MakeBoxMesh(Vec3(0.07, 0.07, 0.3));  // no face in a plane of the other's
-  const auto offset = static_cast<int32_t>(cross.vertices.size());
-  cross.vertices.insert(cross.vertices.end(), bar.vertices.begin(), bar.vertices.end());
-  for (const auto& t : bar.triangles) cross.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
-  return Subdivided(cross);
-}
-
 // Closed meshes that are not convex (a torus, two crossing boxes) prove their contacts from balls
-// inside them (Geometry::interior): every ball lies inside the solid by an independent test, and CLEAR
-// says what brute force over every triangle pair says, with a rod through the torus's hole (hulls
-// meeting, surfaces apart) among the states.
-TEST(InteriorContact, BallsLieInsideTheSolid) {
+// inside them (Geometry::interior; the balls themselves are solid_interior_test's): a robot's link
+// meshes carry theirs from the load, and CLEAR says what brute force over every triangle pair says, with
+// a rod through the torus's hole (hulls meeting, surfaces apart) among the states.
+TEST(InteriorContact, LinkMeshesCarryTheirBalls) {
   const TriangleMesh torus = MakeTorusMesh(0.2, 0.05, 32, 16);
-  const auto robot = TwoBodyRobot(torus, CrossMesh(), 0.3);
+  const auto robot = TwoBodyRobot(torus, testing::CrossedBoxesMesh(), 0.3);
   ASSERT_NE(robot, nullptr);
   const LinkGeometry& ring = OnlyGeometry(*robot, "big");
   const LinkGeometry& cross = OnlyGeometry(*robot, "small");
   ASSERT_FALSE(std::isfinite(ring.hull_surface_gap));
   ASSERT_NE(ring.interior, nullptr);
   ASSERT_NE(cross.interior, nullptr);
-  // The torus's balls keep within its tube (distance to the ring circle plus radius at most the tube's
-  // radius of the polygonal tube's inscribed part), the cross's within one of its boxes.
-  for (const InteriorBall& b : ring.interior->balls) {
-    const double around = std::hypot(b.center.head<2>().norm() - 0.2, b.center.z());
-    EXPECT_LE(around + b.radius, 0.05) << b.center.transpose();
-  }
-  EXPECT_GE(ring.interior->balls.size(), 8u);
-  for (const InteriorBall& b : cross.interior->balls) {
-    const Vec3 d = b.center.cwiseAbs() + Vec3::Constant(b.radius - 1e-6);  // the mesh file's rounding
-    EXPECT_TRUE((d.array() <= Vec3(0.15, 0.04, 0.04).array()).all() || (d.array() <= Vec3(0.035, 0.035, 0.15).array()).all())
-        << b.center.transpose() << " r " << b.radius;
-  }
-  EXPECT_EQ(cross.interior->part_hulls.size(), 2u);
-  // The groups partition the balls, each sphere holding its own.
-  for (const SolidInterior* in : {ring.interior.get(), cross.interior.get()}) {
-    int32_t next = 0;
-    for (const InteriorBallGroup& g : in->groups) {
-      EXPECT_EQ(g.begin, next);
-      for (int32_t i = g.begin; i < g.end; ++i) {
-        EXPECT_LE((in->balls[i].center - g.center).norm() + in->balls[i].radius, g.radius);
-      }
-      next = g.end;
-    }
-    EXPECT_EQ(next, static_cast<int32_t>(in->balls.size()));
-  }
-  // An open mesh (one triangle dropped) has none.
-  TriangleMesh open = torus;
-  open.triangles.pop_back();
-  const auto open_model = testing::ValueOrFail(MeshModel::Build(open));
-  EXPECT_EQ(FindSolidInterior(*open_model, testing::ValueOrFail(ConvexPolytope::Build(open))), nullptr);
+  EXPECT_FALSE(ring.interior->balls.empty());
+  EXPECT_FALSE(cross.interior->balls.empty());
 }
 
 TEST(InteriorContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
@@ -314,8 +254,8 @@ TEST(InteriorContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
   };
   const Case cases[] = {
       {"torus, rod", MakeTorusMesh(0.2, 0.05, 24, 12), MakeCylinderMesh(0.03, 0.5, 16), 0.3, true},
-      {"torus, cross", MakeTorusMesh(0.2, 0.06, 24, 12), CrossMesh(), 0.3, false},
-      {"cross, sphere", CrossMesh(), MakeIcosphereMesh(0.05, 2), 0.2, true},
+      {"torus, cross", MakeTorusMesh(0.2, 0.06, 24, 12), testing::CrossedBoxesMesh(), 0.3, false},
+      {"cross, sphere", testing::CrossedBoxesMesh(), MakeIcosphereMesh(0.05, 2), 0.2, true},
       // The sphere often wholly inside the tube: balls meeting, surfaces apart.
       {"torus, sphere in its tube", MakeTorusMesh(0.2, 0.08, 24, 12), MakeIcosphereMesh(0.03, 1), 0.25, true},
   };
@@ -357,7 +297,7 @@ TEST(InteriorContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
 
 TEST(InteriorContact, MeshAgainstSolidsAnswersAsTheWalk) {
   ExpectMeshAgainstSolidsAnswersAsTheWalk(MakeTorusMesh(0.2, 0.06, 32, 16), false, 17);
-  ExpectMeshAgainstSolidsAnswersAsTheWalk(CrossMesh(), false, 19);
+  ExpectMeshAgainstSolidsAnswersAsTheWalk(testing::CrossedBoxesMesh(), false, 19);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Certified LINK at scale: 10,000 random edges per robot in the MotionBenchMaker scenes, each
+// Certified LINK (motion_certified.cc) at scale: 10,000 random edges per robot in the MotionBenchMaker scenes, each
 // certified answer checked against the dense reference (states at most 1e-3 rad apart, exact CLEAR).
 // Also reports how often OMPL-style discrete checking at its default resolution misses a collision
 // on the same edges.
