@@ -1,5 +1,5 @@
-// Scene ids are content hashes; every bad request fails with the right code and a message naming
-// the field, and changes nothing.
+// The scene handlers (service.cc, scene_store.cc, scene_id.cc): scene ids are content hashes; every bad
+// request fails with the right code and a message naming the field, and changes nothing.
 #include <unistd.h>
 
 #include <cmath>

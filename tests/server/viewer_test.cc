@@ -1,5 +1,6 @@
-// GetLinkPoses, GetSceneGeometry, Plan's time stamps and the viewer's HTTP routes, against the core's
-// in-process answers (forward kinematics, the scene's meshes, the robot's velocity limits).
+// GetLinkPoses, GetSceneGeometry (scene_geometry.cc), Plan's time stamps and the viewer's HTTP routes
+// (viewer.cc), against the core's in-process answers (forward kinematics, the scene's meshes, the robot's
+// velocity limits).
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>

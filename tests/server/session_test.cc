@@ -1,7 +1,7 @@
-// The Session RPC against the core in process: answers equal the core's (and the unary calls'),
-// in order with the ids echoed, warm or cold; bad queries are error answers naming the field and the
-// session goes on; protocol violations, oversize batches, deadlines, a client that stops reading and
-// the drain end the stream with a clear status.
+// The Session RPC (session.cc) against the core in process: answers equal the core's (and the unary calls'),
+// in order with the ids echoed, warm or cold; bad queries are error answers naming the field and the session
+// goes on; protocol violations, oversize batches, deadlines, a client that stops reading and the drain end
+// the stream with a clear status.
 #include <gtest/gtest.h>
 
 #include <chrono>

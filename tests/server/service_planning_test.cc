@@ -1,6 +1,6 @@
-// Service tests for Plan: paths on the default scene re-checked by the core's certified CheckPath in
-// process, determinism, colliding ends, an unsolvable problem (a planar arm whose only way from start
-// to goal is blocked, so TIMEOUT and ITERATION_LIMIT never depend on the machine's speed), bad input,
+// Service tests for Plan (service_planning.cc): paths on the default scene re-checked by the core's certified
+// CheckPath in process, determinism, colliding ends, an unsolvable problem (a planar arm whose only way from
+// start to goal is blocked, so TIMEOUT and ITERATION_LIMIT never depend on the machine's speed), bad input,
 // and deadlines and cancellation ending a long plan.
 #include <cmath>
 #include <functional>

@@ -1,4 +1,5 @@
-// Operations: health, reflection, metrics, port clashes, deadlines, cancellation and draining.
+// Operations (server.cc, metrics.cc, http_server.cc): health, reflection, metrics, port clashes, deadlines,
+// cancellation and draining.
 #include <future>
 #include <thread>
 

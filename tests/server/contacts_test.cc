@@ -1,5 +1,5 @@
-// ComputeContacts and ComputeSignedDistance answer as proximity::contact does in process, on the
-// default scene; bad input is named.
+// ComputeContacts and ComputeSignedDistance (contacts.cc) answer as proximity::contact does in process, on
+// the default scene; bad input is named.
 #include "proximity/core/contact/scene_contacts.h"
 #include "tests/server/service_fixture.h"
 
