@@ -1,11 +1,11 @@
-// The C++ remote client riding through replica loss, against real proximityd processes on loopback ports:
-// a scene uploaded with RemoteScene::Create (the KR5 URDF with its meshes in the request, and a world of
-// our own), batches of states and motion checks driven over three replicas from two threads, one replica
-// SIGKILLed mid-run and a fresh one started on its port (it lacks the scene). Every call must succeed, every
-// answer must equal one replica's alone, and the fresh replica must have been sent the scene by the client.
-// A query session whose open fails NOT_FOUND (the server lost the scene) uploads the scene and opens again.
-// The same run behind nginx (deploy/nginx/proximity-grpc.conf, balancing each call) loses no query either.
-// Also: targets and retry settings that cannot work are errors naming the bad part.
+// The C++ remote client riding through replica loss (its channel: remote_channel.cc), against real proximityd
+// processes on loopback ports: a scene uploaded with RemoteScene::Create (the KR5 URDF with its meshes in the
+// request, and a world of our own), batches of states and motion checks driven over three replicas from two
+// threads, one replica SIGKILLed mid-run and a fresh one started on its port (it lacks the scene). Every call
+// must succeed, every answer must equal one replica's alone, and the fresh replica must have been sent the
+// scene by the client. A query session whose open fails NOT_FOUND (the server lost the scene) uploads the
+// scene and opens again. The same run behind nginx (deploy/nginx/proximity-grpc.conf, balancing each call)
+// loses no query either. Also: targets and retry settings that cannot work are errors naming the bad part.
 #include <grp.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

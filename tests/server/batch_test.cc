@@ -1,5 +1,5 @@
-// Batch scheduling (server/batch.h) on a real worker pool, without gRPC: how batches are chunked, the
-// order items run and results are sent in, cancellation between items, and error propagation.
+// Batch scheduling (server/batch.h) on a real worker pool (worker_pool.cc), without gRPC: how batches are
+// chunked, the order items run and results are sent in, cancellation between items, and error propagation.
 
 #include "server/batch.h"
 

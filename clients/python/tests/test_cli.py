@@ -1,6 +1,7 @@
-"""The ``proximity`` command as a user runs it (a subprocess with Debian's /usr/bin/python3), against a
-real daemon. Which paths collide is decided independently by the client library's check_motion, and one
-colliding path is built from a geometric fact: it ends inside a solid box added to the world."""
+"""The ``proximity`` command as a user runs it (with ``info``: server/robot_info.cc's groups, end effectors
+and allowed pairs) (a subprocess with Debian's /usr/bin/python3), against a real daemon. Which paths
+collide is decided independently by the client library's check_motion, and one colliding path is built
+from a geometric fact: it ends inside a solid box added to the world."""
 from __future__ import annotations
 
 import json

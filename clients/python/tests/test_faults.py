@@ -1,4 +1,4 @@
-"""Faults against a real proximityd: deadlines that pass inside long LINK work while other clients are
+"""Faults against a real proximityd (and its JSON log lines, server/log.cc): deadlines that pass inside long LINK work while other clients are
 served, a stream cancelled after its first results, a client that stops reading its stream, SIGTERM under
 the load of eight clients, and requests over the server's limits.
 

@@ -1,7 +1,7 @@
-// Scene contacts and pair signed distance (contact/scene_contacts.h): closed-form depths of primitive
-// pairs, convex meshes against our EPA on the primitives they tessellate exactly, a non-convex mesh
-// against its closed form and a sampled reference within the reported bracket, padding, self pairs,
-// agreement with CLEAR on real robots, and bad input.
+// Scene contacts and pair signed distance (scene_contacts.cc, on scene_pairs.cc's CollidingParts and
+// NamedParts): closed-form depths of primitive pairs, convex meshes against our EPA on the primitives they
+// tessellate exactly, a non-convex mesh against its closed form and a sampled reference within the reported
+// bracket, padding, self pairs, agreement with CLEAR on real robots, and bad input.
 
 #include "proximity/core/contact/scene_contacts.h"
 

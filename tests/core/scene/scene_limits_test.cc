@@ -1,7 +1,7 @@
-// What a scene accepts and how long its queries may work: the accepted ranges (kWorldExtent,
-// kMaxJointValue, kMaxMotionSteps) refuse what would overflow into a wrong answer, a caller's
-// Interrupt ends every long query without a guess of free, and a robot without joints works. Each
-// test here reproduces a defect found by a hostile caller (issue: hardening) and fails without its fix.
+// What a scene accepts (scene_build.cc) and how long its queries may work: the accepted ranges (kWorldExtent,
+// kMaxJointValue, kMaxMotionSteps) refuse what would overflow into a wrong answer, a caller's Interrupt ends
+// every long query without a guess of free, and a robot without joints works. Each test here reproduces a
+// defect found by a hostile caller (issue: hardening) and fails without its fix.
 
 #include <gtest/gtest.h>
 

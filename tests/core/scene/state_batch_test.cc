@@ -1,7 +1,8 @@
-// Scene::CheckStates, many configurations at once, against CheckState one at a time: the same free / not
-// free, limits flag and first contact on every configuration, for every lane build the CPU runs (the x86-64
-// baseline forced as well as AVX2 and AVX-512), on real robots in random workcells, with padding,
-// clearance and attached objects, and on a fixture of continuous, prismatic, mimic and fixed joints.
+// Scene::CheckStates (state_batch.cc, lanes.cc), many configurations at once, against CheckState one at a
+// time: the same free / not free, limits flag and first contact on every configuration, for every lane build
+// the CPU runs (the x86-64 baseline forced as well as AVX2 and AVX-512), on real robots in random workcells,
+// with padding, clearance and attached objects, and on a fixture of continuous, prismatic, mimic and fixed
+// joints.
 
 #include <gtest/gtest.h>
 
