@@ -23,13 +23,6 @@
 namespace proximity::planners {
 namespace {
 
-using core::Box;
-using core::RigidTransform;
-using core::Scene;
-using core::SelfClearanceMaps;
-using core::SceneCache;
-using core::Vec3;
-
 class PassageTest : public ::testing::TestWithParam<double> {};
 
 TEST_P(PassageTest, EveryPlannerThreadsTheNarrowPassageWithCertifiedEdges) {

@@ -20,13 +20,6 @@
 namespace proximity::planners {
 namespace {
 
-using core::Box;
-using core::RigidTransform;
-using core::Scene;
-using core::SelfClearanceMaps;
-using core::SceneCache;
-using core::Vec3;
-
 // The tip's pose at `q`, as a pose goal of the default tolerances (a 1e-4 m sphere, 1e-3 rad).
 core::PoseGoal TipGoal(const core::RobotModel& robot, const std::string& tip, std::span<const double> q) {
   core::PoseGoal goal;

@@ -19,13 +19,6 @@
 namespace proximity::planners {
 namespace {
 
-using core::Box;
-using core::RigidTransform;
-using core::Scene;
-using core::SelfClearanceMaps;
-using core::SceneCache;
-using core::Vec3;
-
 TEST(Planner, PrmKeepsItsRoadmapAcrossQueries) {
   SceneSetup setup(PassageScene(false));
   for (PlannerType type : {PlannerType::kPrm, PlannerType::kLazyPrm}) {

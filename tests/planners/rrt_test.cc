@@ -19,13 +19,6 @@
 namespace proximity::planners {
 namespace {
 
-using core::Box;
-using core::RigidTransform;
-using core::Scene;
-using core::SelfClearanceMaps;
-using core::SceneCache;
-using core::Vec3;
-
 // A MotionValidator whose step chains are decided step by step (IsValid, then CheckMotion, each chain up
 // to its first invalid step): an oracle for CheckStepsUntilInvalid's batch default. Records the most
 // chains one call asked.

@@ -20,13 +20,6 @@
 namespace proximity::planners {
 namespace {
 
-using core::Box;
-using core::RigidTransform;
-using core::Scene;
-using core::SelfClearanceMaps;
-using core::SceneCache;
-using core::Vec3;
-
 // The validity objects are shared by concurrent callers (OMPL's contract): four threads asking the same
 // questions get the answers one thread gets. Run under the thread sanitizer too.
 TEST(SceneValidity, ConcurrentCallersGetTheSingleThreadedAnswers) {

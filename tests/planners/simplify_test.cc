@@ -20,13 +20,6 @@
 namespace proximity::planners {
 namespace {
 
-using core::Box;
-using core::RigidTransform;
-using core::Scene;
-using core::SelfClearanceMaps;
-using core::SceneCache;
-using core::Vec3;
-
 TEST(Planner, SimplifyKeepsEveryEdgeValid) {
   SceneSetup setup(PassageScene(false));
   PlannerOptions options;

@@ -12,24 +12,15 @@
 #include <vector>
 
 #include "core/test_util.h"
+#include "server/service_fixture.h"
 #include "proximity/core/scene/geometry.h"
 
 namespace proximity::server {
 namespace {
 
 using core::Vec3;
-
-v1::Pose WirePose(const Vec3& p, const Eigen::Quaterniond& q) {
-  v1::Pose pose;
-  pose.mutable_position()->set_x(p.x());
-  pose.mutable_position()->set_y(p.y());
-  pose.mutable_position()->set_z(p.z());
-  pose.mutable_orientation()->set_x(q.x());
-  pose.mutable_orientation()->set_y(q.y());
-  pose.mutable_orientation()->set_z(q.z());
-  pose.mutable_orientation()->set_w(q.w());
-  return pose;
-}
+using testing::WirePose;
+namespace test = ::proximity::testing;
 
 std::string Packed(const std::vector<Vec3>& points) {
   std::string bytes(points.size() * 12, '\0');
@@ -48,12 +39,12 @@ void ExpectRefusedNaming(const core::Status& s, const std::string& field) {
 
 TEST(Convert, PosesRoundTripAndBadOnesAreNamed) {
   const Eigen::Quaterniond q = Eigen::Quaterniond(0.3, -0.5, 0.2, 0.7).normalized();
-  const auto X = testing::ValueOrFail(ToRigidTransform(WirePose(Vec3(1, -2, 3), q), "object.pose"));
+  const auto X = test::ValueOrFail(ToRigidTransform(WirePose(Vec3(1, -2, 3), q), "object.pose"));
   EXPECT_TRUE(X.R.isApprox(q.toRotationMatrix(), 1e-12));
   EXPECT_EQ(X.p, Vec3(1, -2, 3));
   v1::Pose back;
   ToWire(X, &back);
-  EXPECT_TRUE(testing::ValueOrFail(ToRigidTransform(back, "back")).R.isApprox(X.R, 1e-12));
+  EXPECT_TRUE(test::ValueOrFail(ToRigidTransform(back, "back")).R.isApprox(X.R, 1e-12));
   ExpectRefusedNaming(ToRigidTransform(WirePose(Vec3(std::nan(""), 0, 0), q), "object.pose").status(),
                       "object.pose");
   ExpectRefusedNaming(ToRigidTransform(WirePose(Vec3::Zero(), Eigen::Quaterniond(2, 0, 0, 0)), "part.pose").status(),
@@ -65,13 +56,13 @@ TEST(Convert, PrimitivesTakeFullSizesOnTheWire) {
   box.mutable_box()->mutable_size()->set_x(0.2);
   box.mutable_box()->mutable_size()->set_y(0.4);
   box.mutable_box()->mutable_size()->set_z(0.6);
-  const core::Geometry g = testing::ValueOrFail(ToGeometry(box, "parts[0].shape", nullptr));
+  const core::Geometry g = test::ValueOrFail(ToGeometry(box, "parts[0].shape", nullptr));
   ASSERT_TRUE(std::holds_alternative<core::Box>(g.shape));
   EXPECT_EQ(std::get<core::Box>(g.shape).half_extents, Vec3(0.1, 0.2, 0.3));
   v1::Shape cylinder;
   cylinder.mutable_cylinder()->set_radius(0.05);
   cylinder.mutable_cylinder()->set_length(0.5);
-  const core::Geometry c = testing::ValueOrFail(ToGeometry(cylinder, "s", nullptr));
+  const core::Geometry c = test::ValueOrFail(ToGeometry(cylinder, "s", nullptr));
   EXPECT_EQ(std::get<core::Cylinder>(c.shape).half_length, 0.25);
   box.mutable_box()->mutable_size()->set_y(-1.0);
   ExpectRefusedNaming(ToGeometry(box, "parts[3].shape", nullptr).status(), "parts[3].shape.box.size.y");
@@ -93,10 +84,10 @@ TEST(Convert, ConvexHullAndCloudFromPackedFloats) {
     hull.mutable_convex_hull()->add_points(p.y());
     hull.mutable_convex_hull()->add_points(p.z());
   }
-  const core::Geometry h = testing::ValueOrFail(ToGeometry(hull, "hull", nullptr));
+  const core::Geometry h = test::ValueOrFail(ToGeometry(hull, "hull", nullptr));
   const core::TriangleMesh hull_mesh = core::ConvexPolytopeMesh(
       *std::get<std::shared_ptr<const core::ConvexPolytope>>(h.shape));
-  EXPECT_GT(testing::SignedVolume(hull_mesh), 0.0);
+  EXPECT_GT(test::SignedVolume(hull_mesh), 0.0);
   hull.mutable_convex_hull()->add_points(1.0);  // no longer whole triples
   ExpectRefusedNaming(ToGeometry(hull, "hull", nullptr).status(), "hull.convex_hull.points");
 
@@ -104,7 +95,7 @@ TEST(Convert, ConvexHullAndCloudFromPackedFloats) {
   cloud.set_points(Packed(points));
   cloud.set_radius(0.01);
   cloud.set_voxel_size(0.0);
-  const core::Geometry g = testing::ValueOrFail(ToPointCloud(cloud, "cloud", nullptr, nullptr));
+  const core::Geometry g = test::ValueOrFail(ToPointCloud(cloud, "cloud", nullptr, nullptr));
   const std::vector<core::Sphere> balls = core::CloudBalls(*g.cloud);
   ASSERT_EQ(balls.size(), points.size());
   std::multiset<std::array<double, 3>> in, out;
@@ -121,10 +112,10 @@ TEST(Convert, ConvexHullAndCloudFromPackedFloats) {
 // The self filter drops exactly the points whose ball comes within the padding of a link geometry at the
 // state: checked point by point against the distance to every link's triangles or solid.
 TEST(Convert, SelfFilterDropsWhatTouchesTheRobot) {
-  auto robot = testing::ValueOrFail(core::RobotModel::FromUrdfFile(testing::TestDataDir() + "/robots/planar_2link.urdf", ""));
+  auto robot = test::ValueOrFail(core::RobotModel::FromUrdfFile(test::TestDataDir() + "/robots/planar_2link.urdf", ""));
   const std::vector<double> q = {0.4, -0.9};
   const core::RigidTransform X_WB;
-  const std::vector<core::RigidTransform> X_WL = testing::ValueOrFail(robot->ForwardKinematics(q, X_WB));
+  const std::vector<core::RigidTransform> X_WL = test::ValueOrFail(robot->ForwardKinematics(q, X_WB));
   std::mt19937_64 rng(22);
   std::uniform_real_distribution<double> u(-1.6, 1.6), uz(-0.2, 0.4);
   std::uniform_real_distribution<double> along(-0.1, 1.1), across(-0.12, 0.12);
@@ -144,7 +135,7 @@ TEST(Convert, SelfFilterDropsWhatTouchesTheRobot) {
   for (const double v : q) cloud.add_state(v);
   const CloudContext context{robot.get(), X_WB};
   core::RigidTransform X_WP;
-  const core::Geometry g = testing::ValueOrFail(ToPointCloud(cloud, "cloud", &context, &X_WP));
+  const core::Geometry g = test::ValueOrFail(ToPointCloud(cloud, "cloud", &context, &X_WP));
   std::multiset<std::array<double, 3>> kept;
   for (const core::Sphere& b : core::CloudBalls(*g.cloud)) kept.insert({b.center.x(), b.center.y(), b.center.z()});
   int dropped = 0, boundary = 0;
@@ -162,7 +153,7 @@ TEST(Convert, SelfFilterDropsWhatTouchesTheRobot) {
           const double axial = std::max(0.0, std::abs(p_G.z()) - 0.5 * lg.length);
           d = std::hypot(radial, axial);
         }
-        if (lg.type == core::ShapeType::kMesh) d = testing::PointMeshDistance(p, core::MeshOf(*lg.mesh), X_WG);
+        if (lg.type == core::ShapeType::kMesh) d = test::PointMeshDistance(p, core::MeshOf(*lg.mesh), X_WG);
         nearest = std::min(nearest, d);
       }
     }
