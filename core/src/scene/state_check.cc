@@ -648,8 +648,8 @@ Result<double> SceneImpl::SelfClearanceBound(std::string_view link_a, std::strin
   if (pair.value() == nullptr) return -1.0;
   const SelfPair& sp = *pair.value();
   const int64_t cell = SelfPairCell(sp, q);
-  // Both bounds, whichever decides (CLEAR stops at the cell's when it does).
-  const double bound = SelfPairMapBound(sp, cell, q, 0.0, &fill);
+  // The larger of both bounds (CLEAR stops at the cell's when it decides).
+  const double bound = SelfPairClearanceInCell(sp, cell, 0.0, &fill);
   return cell < 0 ? bound : std::max(bound, sp.clearance_map->NearGridBound(cell, q));
 }
 
