@@ -271,30 +271,6 @@ Result<core::Geometry> ToGeometry(const v1::Shape& shape, std::string_view field
   }
 }
 
-namespace {
-
-// The robot's geometry of one link as scene geometry, for the self filter.
-core::Geometry LinkGeometryOf(const core::LinkGeometry& g) {
-  core::Geometry out;
-  switch (g.type) {
-    case core::ShapeType::kMesh:
-      out.mesh = g.mesh;
-      break;
-    case core::ShapeType::kBox:
-      out.shape = core::Box{0.5 * g.box_size};
-      break;
-    case core::ShapeType::kCylinder:
-      out.shape = core::Cylinder{g.radius, 0.5 * g.length};
-      break;
-    case core::ShapeType::kSphere:
-      out.shape = core::Sphere{Vec3::Zero(), g.radius};
-      break;
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<core::Geometry> ToPointCloud(const v1::PointCloud& cloud, std::string_view field, const CloudContext* context,
                                     core::RigidTransform* X_WP) {
   const std::string& bytes = cloud.points();
@@ -362,7 +338,7 @@ Result<core::Geometry> ToPointCloud(const v1::PointCloud& cloud, std::string_vie
       std::vector<uint8_t> drop(balls.size(), 0);
       for (int32_t l = 0; l < robot.num_links(); ++l) {
         for (const core::LinkGeometry& lg : robot.link(l).geometries) {
-          const core::Geometry g = LinkGeometryOf(lg);
+          const core::Geometry g = core::FromLinkGeometry(lg);
           const core::RigidTransform X_WG = X_WL.value()[static_cast<size_t>(l)] * lg.X_LG;
           auto near = core::CloudPointsNear(g, X_WG, *all.value(), *X_WP, cloud.self_filter_padding());
           if (!near.ok()) return Invalid(field, near.error());

@@ -120,11 +120,7 @@ Part OwnedPart(v1::GeometryGroup* group, const RigidTransform& X, std::string sh
 // of them (evenly through the cloud's tree order, which is spatially coherent).
 TriangleMesh CloudMesh(const core::PointCloud& cloud) {
   TriangleMesh m;
-  const std::vector<core::Sphere> balls = core::CloudBalls(cloud);
-  const int32_t n = static_cast<int32_t>(balls.size());
-  const int32_t shown = std::min(n, kDisplayCloudPoints);
-  for (int32_t k = 0; k < shown; ++k) {
-    const core::Sphere& ball = balls[static_cast<size_t>(static_cast<int64_t>(k) * n / shown)];
+  for (const core::Sphere& ball : core::CloudBalls(cloud, kDisplayCloudPoints)) {
     const core::Vec3& c = ball.center;
     const double r = std::max(ball.radius, 1e-3);
     const int32_t base = static_cast<int32_t>(m.vertices.size());

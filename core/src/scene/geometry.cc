@@ -1,6 +1,7 @@
 // Building and reading the opaque geometry of geometry.h.
 #include "proximity/core/scene/geometry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "bvh/sdf.h"
 #include "bvh/shape_query.h"
 #include "narrowphase/convex.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::core {
 
@@ -31,13 +33,41 @@ Result<std::shared_ptr<const PointCloud>> BuildPointCloud(std::span<const Vec3> 
   return PointCloud::Build(points, radius, options, std::string(what));
 }
 
-std::vector<Sphere> CloudBalls(const PointCloud& cloud) {
-  std::vector<Sphere> out(static_cast<size_t>(cloud.num_points()));
-  for (int32_t i = 0; i < cloud.num_points(); ++i) out[static_cast<size_t>(i)] = {cloud.point(i), cloud.point_radius(i)};
+std::vector<Sphere> CloudBalls(const PointCloud& cloud, int32_t max_balls) {
+  const int32_t n = cloud.num_points();
+  const int32_t shown = std::clamp(max_balls, 0, n);
+  std::vector<Sphere> out(static_cast<size_t>(shown));
+  for (int32_t k = 0; k < shown; ++k) {
+    const auto i = static_cast<int32_t>(static_cast<int64_t>(k) * n / shown);
+    out[static_cast<size_t>(k)] = {cloud.point(i), cloud.point_radius(i)};
+  }
   return out;
 }
 
 PointCloudBuildStats CloudBuildStats(const PointCloud& cloud) { return cloud.build_stats(); }
+
+Geometry FromLinkGeometry(const LinkGeometry& g) {
+  Geometry geometry;
+  switch (g.type) {
+    case ShapeType::kMesh:
+      geometry.mesh = g.mesh;
+      geometry.hull = g.hull;
+      geometry.hull_is_surface = g.hull_is_surface;
+      geometry.hull_surface_gap = g.hull_surface_gap;
+      geometry.interior = g.interior;
+      break;
+    case ShapeType::kBox:
+      geometry.shape = Box{0.5 * g.box_size};
+      break;
+    case ShapeType::kCylinder:
+      geometry.shape = Cylinder{g.radius, 0.5 * g.length};
+      break;
+    case ShapeType::kSphere:
+      geometry.shape = Sphere{Vec3::Zero(), g.radius};
+      break;
+  }
+  return geometry;
+}
 
 size_t MemoryBytes(const Geometry& g) {
   size_t bytes = 0;

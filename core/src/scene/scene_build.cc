@@ -173,30 +173,6 @@ Status ValidateRobotPlacement(const SceneDescription& d) {
   return ValidateRobotExtent(*d.robot);
 }
 
-// The geometry a robot link's collision geometry stands for in a scene.
-Geometry FromLinkGeometry(const LinkGeometry& g) {
-  Geometry geometry;
-  switch (g.type) {
-    case ShapeType::kMesh:
-      geometry.mesh = g.mesh;
-      geometry.hull = g.hull;
-      geometry.hull_is_surface = g.hull_is_surface;
-      geometry.hull_surface_gap = g.hull_surface_gap;
-      geometry.interior = g.interior;
-      break;
-    case ShapeType::kBox:
-      geometry.shape = Box{0.5 * g.box_size};
-      break;
-    case ShapeType::kCylinder:
-      geometry.shape = Cylinder{g.radius, 0.5 * g.length};
-      break;
-    case ShapeType::kSphere:
-      geometry.shape = Sphere{Vec3::Zero(), g.radius};
-      break;
-  }
-  return geometry;
-}
-
 using NameIndex = std::unordered_map<std::string, int32_t>;
 
 // World objects by id, each checked: a unique, non-empty id that no link has, and valid parts.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/test_util.h"
+#include "proximity/core/robot/robot_model.h"
 
 namespace proximity::core {
 namespace {
@@ -55,6 +56,31 @@ TEST(Geometry, BuiltMeshGivesBackItsTriangles) {
   ExpectErrorNaming(BuildMeshModel(broken, "link 'wrist'"), "link 'wrist'");
 }
 
+TEST(Geometry, LinkGeometryTakesHalfSizesAndWhatTheLoadFound) {
+  LinkGeometry box;
+  box.type = ShapeType::kBox;
+  box.box_size = Vec3(0.2, 0.4, 0.6);
+  EXPECT_EQ(std::get<Box>(FromLinkGeometry(box).shape).half_extents, Vec3(0.1, 0.2, 0.3));
+  LinkGeometry cylinder;
+  cylinder.type = ShapeType::kCylinder;
+  cylinder.radius = 0.05;
+  cylinder.length = 0.5;
+  const Cylinder c = std::get<Cylinder>(FromLinkGeometry(cylinder).shape);
+  EXPECT_EQ(c.radius, 0.05);
+  EXPECT_EQ(c.half_length, 0.25);
+  LinkGeometry mesh;
+  mesh.type = ShapeType::kMesh;
+  mesh.mesh = ValueOrFail(BuildMeshModel(MakeBoxMesh(Vec3(1, 1, 1))));
+  mesh.hull = ValueOrFail(BuildConvexPolytope(MeshOf(*mesh.mesh).vertices));
+  mesh.hull_is_surface = true;
+  mesh.hull_surface_gap = 1e-6;
+  const Geometry g = FromLinkGeometry(mesh);
+  EXPECT_EQ(g.mesh, mesh.mesh);
+  EXPECT_EQ(g.hull, mesh.hull);
+  EXPECT_TRUE(g.hull_is_surface);
+  EXPECT_EQ(g.hull_surface_gap, 1e-6);
+}
+
 TEST(Geometry, ConvexPolytopeMeshIsTheHull) {
   std::mt19937_64 rng(11);
   const std::vector<Vec3> points = RandomPoints(rng, 200, 1.0);
@@ -92,6 +118,12 @@ TEST(Geometry, CloudBallsAreThePointsKept) {
   }
   EXPECT_EQ(in, out) << "without a filter, the balls are the points, reordered";
   EXPECT_EQ(CloudBuildStats(*cloud).points, 500);
+  // A capped list takes the balls evenly through the same order.
+  const std::vector<Sphere> some = CloudBalls(*cloud, 64);
+  ASSERT_EQ(some.size(), 64u);
+  for (size_t k = 0; k < some.size(); ++k) EXPECT_EQ(some[k].center, balls[k * balls.size() / some.size()].center);
+  EXPECT_TRUE(CloudBalls(*cloud, 0).empty());
+  EXPECT_EQ(CloudBalls(*cloud, 10000).size(), balls.size());
   EXPECT_EQ(CloudBuildStats(*cloud).input_points, 500);
 
   // With the default filter (voxels of the radius) fewer balls, grown to cover every input point.

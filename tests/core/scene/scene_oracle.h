@@ -19,7 +19,8 @@
 
 namespace proximity::core {
 
-inline Geometry FromLinkGeometry(const LinkGeometry& g) {
+// A link geometry as the oracle sees it: its mesh or primitive alone, nothing found at load.
+inline Geometry OracleGeometry(const LinkGeometry& g) {
   Geometry out;
   switch (g.type) {
     case ShapeType::kMesh:
@@ -60,7 +61,7 @@ inline std::vector<OraclePart> PoseOracle(const SceneDescription& d, std::span<c
   std::vector<OraclePart> parts;
   for (int32_t l = 0; l < d.robot->num_links(); ++l) {
     for (const LinkGeometry& g : d.robot->link(l).geometries) {
-      parts.push_back({d.robot->link(l).name, l, FromLinkGeometry(g), X_WL[l] * g.X_LG, pad(d.robot->link(l).name)});
+      parts.push_back({d.robot->link(l).name, l, OracleGeometry(g), X_WL[l] * g.X_LG, pad(d.robot->link(l).name)});
     }
   }
   for (const AttachedObject& a : d.attached) {

@@ -56,7 +56,7 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
           const LinkGeometry& ga = robot->link(la).geometries[0];
           const LinkGeometry& gb = robot->link(lb).geometries[0];
           const double exact =
-              ExactDistance(FromLinkGeometry(ga), X_WL[la] * ga.X_LG, FromLinkGeometry(gb), X_WL[lb] * gb.X_LG);
+              ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
           EXPECT_LE(first.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
           EXPECT_LE(bound.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
           EXPECT_GE(bound.value(), first.value()) << "settling a cell never loosens it";
@@ -128,7 +128,7 @@ TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
           const LinkGeometry& ga = robot->link(la).geometries[0];
           const LinkGeometry& gb = robot->link(lb).geometries[0];
           const double exact =
-              ExactDistance(FromLinkGeometry(ga), X_WL[la] * ga.X_LG, FromLinkGeometry(gb), X_WL[lb] * gb.X_LG);
+              ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
           EXPECT_LE(bound, exact + 1e-9) << a << " - " << b << ", case " << c;
           ++asked;
           apart += exact > 0.0;
@@ -272,7 +272,7 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
             std::vector<RigidTransform> X_WL;
             PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
             const double exact =
-                ExactDistance(FromLinkGeometry(ga), X_WL[la] * ga.X_LG, FromLinkGeometry(gb), X_WL[lb] * gb.X_LG);
+                ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
             ASSERT_GT(exact, 0.0) << a << " - " << b << ", case " << c << ": proven apart, in contact at t = " << t;
           }
         }

@@ -25,6 +25,7 @@
 namespace proximity::core {
 
 struct SolidInterior;
+struct LinkGeometry;
 
 /// A piece of geometry: a built triangle mesh (surface), a convex primitive (solid), or a point cloud
 /// (the union of its points' balls; world objects only).
@@ -71,6 +72,10 @@ struct Geometry {
   }
 };
 
+/// The geometry a robot link's collision geometry stands for in a scene: its mesh with what was found at
+/// load (hull, sealed gap, interior balls), or its primitive (full sizes to half sizes).
+Geometry FromLinkGeometry(const LinkGeometry& link_geometry);
+
 /// A triangle mesh built for queries (its bounding-volume hierarchy, default options). Errors (a mesh
 /// with non-finite or out-of-range vertices, bad indices) name `what`.
 [[nodiscard]] Result<std::shared_ptr<const MeshModel>> BuildMeshModel(TriangleMesh mesh,
@@ -93,8 +98,9 @@ TriangleMesh ConvexPolytopeMesh(const ConvexPolytope& polytope);
                                                                         std::string_view what = "point cloud");
 
 /// The points a cloud kept, each as its ball (centre in frame C, radius grown by the filter), in the
-/// cloud's tree order (spatially coherent).
-std::vector<Sphere> CloudBalls(const PointCloud& cloud);
+/// cloud's tree order (spatially coherent); at most `max_balls` of them, evenly through that order (a
+/// display of a large cloud), all by default.
+std::vector<Sphere> CloudBalls(const PointCloud& cloud, int32_t max_balls = std::numeric_limits<int32_t>::max());
 
 /// What the cloud's build did and cost.
 PointCloudBuildStats CloudBuildStats(const PointCloud& cloud);
