@@ -463,6 +463,67 @@ bool internal::CollideFirstTrusted(const MeshModel& a, const RigidTransform& X_W
   return hit;
 }
 
+double internal::SweptDistanceLowerBound(const MeshModel& a, const RigidTransform& X_WA, const AxisSweep& sweep_a,
+                                         const MeshModel& b, const RigidTransform& X_WB, const AxisSweep& sweep_b,
+                                         double target, int64_t max_tests, QueryStats* stats) {
+  const PairWalk walk{a, b, RelativeTransform(X_WA, X_WB), {}};
+  // Both models' own frames hold their sweeps; the rounding of a model's points and the walk's
+  // distances is covered as in ComputeDistance.
+  const double rounding = RoundingAllowance(X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() +
+                                            internal::ModelReach(a) + internal::ModelReach(b));
+  auto motion = [&](int32_t na, int32_t nb) {
+    return sweep_a.Bound(a.spheres()[na].center, a.spheres()[na].radius) +
+           sweep_b.Bound(b.spheres()[nb].center, b.spheres()[nb].radius) + rounding;
+  };
+  struct Entry {
+    int32_t a, b;
+  };
+  internal::WalkStack<Entry> stack;
+  stack.push({0, 0});
+  double lowest = std::numeric_limits<double>::infinity();
+  int64_t tests = 0;
+  while (!stack.empty()) {
+    const Entry e = stack.pop();
+    const double move = motion(e.a, e.b);
+    const Obb& oa = a.obbs()[e.a];
+    const Obb& ob = b.obbs()[e.b];
+    ++tests;
+    const double gap =
+        ObbDistanceLowerBound(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, walk.X_AB)) - move;
+    if (gap > target) {
+      lowest = std::min(lowest, gap);
+      continue;
+    }
+    if (tests >= max_tests) {
+      lowest = std::min(lowest, gap);
+      break;
+    }
+    const BvhNode& na = a.nodes()[e.a];
+    const BvhNode& nb = b.nodes()[e.b];
+    if (na.is_leaf() && nb.is_leaf()) {
+      for (int32_t kb = nb.first; kb < nb.first + nb.count; ++kb) {
+        Vec3 vb[3];
+        walk.TriangleInA(kb, vb);
+        for (int32_t ka = na.first; ka < na.first + na.count; ++ka) {
+          const LeafTriangle& ta = a.leaf_triangles()[ka];
+          Vec3 pa, pb;
+          ++stats->triangle_tests;
+          lowest = std::min(lowest, TriangleDistance(ta.v[0], ta.v[1], ta.v[2], vb[0], vb[1], vb[2], &pa, &pb) - move);
+        }
+      }
+      if (lowest <= target) break;
+      continue;
+    }
+    if (walk.DescendA(e.a, e.b)) {
+      for (int32_t c = na.first + 1; c >= na.first; --c) stack.push({c, e.b});
+    } else {
+      for (int32_t c = nb.first + 1; c >= nb.first; --c) stack.push({e.a, c});
+    }
+  }
+  stats->bv_tests += tests;
+  return lowest;
+}
+
 Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
                                        const RigidTransform& X_WB, const DistanceRequest& request,
                                        DistanceCache* cache) {

@@ -626,6 +626,7 @@ std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(cons
   const std::vector<double> q = robot.DefaultConfiguration();
   std::vector<MotionLever> levers;
   MotionLevers(robot, a.link, ancestor, q, q, 0.0, &levers);
+  const size_t levers_of_a = levers.size();
   MotionLevers(robot, b.link, ancestor, q, q, 0.0, &levers);
   if (levers.empty() || levers.size() > 2) return nullptr;
   const bool stand_ins = WithHulls(a.geometry, RigidTransform(), b.geometry, RigidTransform(),
@@ -658,6 +659,8 @@ std::unique_ptr<internal::SelfClearanceMap> SceneImpl::MakeSelfClearanceMap(cons
   for (int32_t d = 0; d < map->dims; ++d) {
     const Joint& joint = robot.joint(levers[d].joint);
     map->active[d] = joint.active_index;
+    map->joint[d] = levers[d].joint;
+    map->side[d] = static_cast<size_t>(d) < levers_of_a ? 0 : 1;
     map->lower[d] = joint.lower;
     // How far either part's points can be from the joint's axis, for every configuration in limits.
     radius[d] = LeverRadius(robot, a.link, levers[d].joint) + LeverRadius(robot, b.link, levers[d].joint);

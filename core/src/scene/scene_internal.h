@@ -113,6 +113,9 @@ constexpr double kSelfClearanceLoss = 0.015;
 constexpr double kSelfClearanceMinLoss = 0.0005;
 constexpr double kSelfClearanceLossShare = 0.75;
 constexpr int64_t kSelfClearanceMaxCells = int64_t{1} << 19;
+// The most box tests a cell's swept walk (SweptDistanceLowerBound) makes before it gives the cell up to
+// the walks of the states in it: the fill's cost per cell stays bounded whatever the meshes.
+constexpr int64_t kSweptCellMaxTests = 4096;
 
 // A pair holding a point cloud, its other side first: `other` (a mesh or a solid) and `cloud`, and
 // whether the cloud was the pair's first side (answers then swap back). Two clouds: `other` is a cloud.

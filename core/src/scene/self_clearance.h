@@ -3,7 +3,10 @@
 // whose relative pose depends on at most two revolute joints (the links of a wrist), on a grid over
 // those joints. A cell holds the distance between the geometries' convex stand-ins at its grid point
 // less the most the pair can move relative to each other between that point and any configuration
-// nearer to it than to the others, so it bounds the distance everywhere in the cell. Cells are filled
+// nearer to it than to the others, so it bounds the distance everywhere in the cell; for two meshes
+// closer than that, the geometries' distance less the loss, or a walk of their hierarchies that lowers
+// each pair of nodes by those nodes' own motion over the cell (internal::SweptDistanceLowerBound: near
+// a joint's axis, where links meet over it, points move far less than the loss assumes). Cells are filled
 // ahead of the queries (SelfClearanceFill) or on first use, and kept by a SelfClearanceMaps object
 // (proximity/core/scene/self_clearance_maps.h) for every scene that shares it.
 #include <array>
@@ -33,6 +36,8 @@ struct SelfClearanceMap {
   std::array<int32_t, 2> count{};     // grid points per dimension (>= 2), spanning the joint's limits
   double loss = 0.0;                  // relative motion bound over half a step in every dimension
   std::array<double, 2> radius{};     // relative motion bound per radian of each joint (m)
+  std::array<int32_t, 2> joint{};     // the joints (RobotModel::joint)
+  std::array<int32_t, 2> side{};      // 0: the joint moves the pair's first part, 1: its second
   bool hulls_settle = true;           // the convex stand-ins settle enough cells to be asked first
   // The fill ahead of the queries (Scene::FillSelfClearanceMaps): kUnfilled, kClaimed by a fill in
   // progress, or kFilled (every cell settled or proven open by the geometries themselves).

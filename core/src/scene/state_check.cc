@@ -411,6 +411,25 @@ float FloorToFloat(double bound) {
   return value;
 }
 
+// How the joints of map's cell move part `side` (0: the pair's first, 1: its second) about the grid point
+// whose link poses X_WL holds: each joint's axis in the part's geometry frame (X_WG), turned by at most
+// half a step (the cell is the grid point's nearest neighbourhood).
+internal::AxisSweep CellSweep(const RobotModel& robot, const internal::SelfClearanceMap& map, int32_t side,
+                              std::span<const RigidTransform> X_WL, const RigidTransform& X_WG) {
+  internal::AxisSweep sweep;
+  const RigidTransform X_GW = X_WG.inverse();
+  for (int32_t d = 0; d < map.dims; ++d) {
+    if (map.side[d] != side) continue;
+    const Joint& joint = robot.joint(map.joint[d]);
+    const RigidTransform& X_WC = X_WL[static_cast<size_t>(joint.child_link)];
+    sweep.point[sweep.count] = X_GW * X_WC.p;
+    sweep.direction[sweep.count] = (X_GW.R * (X_WC.R * joint.axis_J)).normalized();
+    sweep.angle[sweep.count] = 0.5 * map.step[d] * (1.0 + 1e-9);
+    ++sweep.count;
+  }
+  return sweep;
+}
+
 }  // namespace
 
 double SceneImpl::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const {
@@ -492,6 +511,18 @@ double SceneImpl::SelfPairClearanceInCell(const SelfPair& pair, int64_t cell, do
     lower = std::max(lower, exact.value().lower_bound - map->loss);
     const float at_grid = FloorToFloat(std::max(0.0, exact.value().lower_bound));
     if (at_grid > map->grid[cell].load(std::memory_order_relaxed)) map->grid[cell].store(at_grid, std::memory_order_relaxed);
+  }
+  if (exact.ok() && exact.value().upper_bound > 0.0 && lower < settled - map->loss && a.geometry.is_mesh() &&
+      b.geometry.is_mesh()) {
+    // Closer than the loss at the grid point, or not yet known apart: the loss takes every point's
+    // motion at the farthest a point of either part can be from each joint's axis; near the axis
+    // (where a link meets its neighbour over a joint) points move far less. A walk that lowers each
+    // node pair's distance by its own nodes' motion over the cell can still prove the cell apart.
+    QueryStats unused;
+    const double swept = internal::SweptDistanceLowerBound(
+        *a.geometry.mesh, X_a, CellSweep(*robot_, *map, 0, scratch.X_WL, X_a), *b.geometry.mesh, X_b,
+        CellSweep(*robot_, *map, 1, scratch.X_WL, X_b), lower, kSweptCellMaxTests, &unused);
+    if (swept > lower) lower = swept;
   }
   if (exact.ok() && exact.value().lower_bound <= 0.0 && map->witness != nullptr) {
     // Not proven apart (the walk stops early at points closer than the cell settles, so it does not say

@@ -11,9 +11,18 @@
 #include "proximity/core/scene/scene.h"
 #include "scene/scene_impl.h"
 #include "scene/scene_internal.h"
+#include "scene/self_clearance.h"
 
 namespace proximity::core {
 namespace {
+
+// Every test robot (scene_fixtures.h) and the MotionBenchMaker Panda, by name; empty without their data.
+std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> EveryTestRobot() {
+  std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> robots;
+  for (const RobotCase& rc : Robots()) robots.emplace_back(rc.name, LoadRobot(rc));
+  if (!testing::SharedDataDir().empty()) robots.emplace_back("mbm_panda", LoadMbmPanda());
+  return robots;
+}
 
 // The self-clearance maps (link pairs moved by at most two revolute joints: a wrist's) never claim
 // more distance than the exact one between the link meshes, decide most states where the links are
@@ -23,9 +32,7 @@ namespace {
 // those without a map answer -1. Pairs that keep millimetres apart across a wrist (the KR5's flange,
 // the WAM's wrist) are among them: their maps take a loss fitted to the pair.
 TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
-  std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> robots;
-  for (const RobotCase& rc : Robots()) robots.emplace_back(rc.name, LoadRobot(rc));
-  if (!testing::SharedDataDir().empty()) robots.emplace_back("mbm_panda", LoadMbmPanda());
+  const auto robots = EveryTestRobot();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
   int robots_with_maps = 0;
   for (const auto& [name, robot] : robots) {
@@ -229,9 +236,7 @@ TEST(SelfClearanceMaps, OwnedByWhoeverBuildsScenesNotByTheRobotModel) {
 // by the exact distance between the link meshes. Short random segments around random states on every
 // test robot, each asked twice (the second time over cells the first settled).
 TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
-  std::vector<std::pair<std::string, std::shared_ptr<const RobotModel>>> robots;
-  for (const RobotCase& rc : Robots()) robots.emplace_back(rc.name, LoadRobot(rc));
-  if (!testing::SharedDataDir().empty()) robots.emplace_back("mbm_panda", LoadMbmPanda());
+  const auto robots = EveryTestRobot();
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
   int proven = 0, asked = 0;
   for (const auto& [name, robot] : robots) {
@@ -281,6 +286,65 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
   }
   std::printf("%d of %d segments proven apart by the maps\n", proven, asked);
   EXPECT_GT(2 * proven, asked) << "the maps should prove most short segments apart";
+}
+
+// A settled cell's bound holds over the whole cell, not only at the states that asked it: at its
+// corners (half a step from its grid point in every mapped joint, the farthest any state in it lies)
+// and at random states in it, by the exact distance between the link meshes. Cells settled on the
+// geometries take the larger of the grid point's distance less the loss and a walk that lowers each
+// pair of hierarchy nodes by their own motion over the cell (near a joint's axis far less than the
+// loss assumes); both must hold. Random states on every test robot, each asked twice.
+TEST(SelfClearanceMaps, SettledCellsHoldAtTheirCornersAndInside) {
+  const auto robots = EveryTestRobot();
+  if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
+  int cells = 0, within_loss = 0;
+  for (const auto& [name, robot] : robots) {
+    SCOPED_TRACE(name);
+    SceneDescription d;
+    d.robot = robot;
+    d.self_clearance_fill = SelfClearanceFill::kOnUse;
+    const auto scene = Scene::Build(d).value();
+    const internal::SceneImpl& impl = internal::Impl(*scene);
+    std::mt19937_64 rng(44);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int32_t la = 0; la < robot->num_links(); ++la) {
+      for (int32_t lb = la + 1; lb < robot->num_links(); ++lb) {
+        if (robot->link(la).geometries.empty() || robot->link(lb).geometries.empty()) continue;
+        const std::string& a = robot->link(la).name;
+        const std::string& b = robot->link(lb).name;
+        const internal::SceneImpl::SelfPair* pair = impl.FindSelfPair(a, b).value();
+        if (pair == nullptr || pair->clearance_map == nullptr) continue;
+        const internal::SelfClearanceMap& map = *pair->clearance_map;
+        const LinkGeometry& ga = robot->link(la).geometries[0];
+        const LinkGeometry& gb = robot->link(lb).geometries[0];
+        for (int c = 0; c < testing::Cases(40); ++c) {
+          auto q = RandomState(rng, *robot);
+          for (int ask = 0; ask < 2; ++ask) ASSERT_TRUE(impl.SelfClearanceBound(a, b, q).ok());
+          const double cell_bound = impl.SelfPairClearanceIfKnown(*pair, q);
+          if (!(cell_bound > 0.0)) continue;
+          ++cells;
+          double grid[2];
+          map.GridPoint(map.Cell(q), grid);
+          double least = std::numeric_limits<double>::infinity();
+          for (int k = 0; k < 8; ++k) {
+            for (int32_t dim = 0; dim < map.dims; ++dim) {
+              const double f = k < 4 ? ((k >> dim) & 1 ? 1.0 : -1.0) : u(rng);
+              q[static_cast<size_t>(map.active[dim])] = grid[dim] + f * 0.5 * map.step[dim] * (1.0 - 1e-12);
+            }
+            std::vector<RigidTransform> X_WL;
+            PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
+            least = std::min(least, ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb),
+                                                  X_WL[lb] * gb.X_LG));
+          }
+          ASSERT_LE(cell_bound, least + 1e-9) << a << " - " << b << ", case " << c;
+          within_loss += least < map.loss;
+        }
+      }
+    }
+  }
+  std::printf("%d settled cells checked, %d of them where the pair comes within the cell's loss\n", cells, within_loss);
+  EXPECT_GT(cells, 0);
+  EXPECT_GT(within_loss, 0) << "cells where the pair keeps less than the loss apart are settled by the swept walk";
 }
 
 }  // namespace
