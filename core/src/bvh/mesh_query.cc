@@ -258,7 +258,7 @@ struct DistanceWalk : PairWalk {
     bool stale;  // bound carried over from an earlier pose, lowered by the motion since
     int32_t axis = -1;  // stale leaf pairs: their closest direction, an index into `axes`
   };
-  std::vector<Vec3> axes;  // the carried front's leaf directions (CarriedFront)
+  std::vector<Vec3> axes{};  // the carried front's leaf directions (CarriedFront)
 
   // Best-first: node pairs leave a min-heap in order of their lower bounds, so the walk expands only
   // pairs whose bound is below the final distance (within the budget), and stops as soon as the
