@@ -391,6 +391,7 @@ Result<std::shared_ptr<SceneImpl>> SceneImpl::Make(SceneDescription d) {
   scene->default_padding_ = d.default_padding;
   scene->padding_ = std::move(d.padding);
   scene->BuildBroadPhase();
+  scene->BuildStaticSelfPhase();
   scene->BuildLanePlan();
   scene->self_clearance_fill_ = d.self_clearance_fill;
   if (d.self_clearance_fill == SelfClearanceFill::kAtBuild) (void)scene->FillSelfClearanceMaps(d.stop);
@@ -549,37 +550,111 @@ void SceneImpl::BuildBroadPhase() {
       world_parts_.push_back({o, p, WorldBounds(box_G, part.X_WG),
                               Obb{part.X_WG.R * box_G.R_MB, part.X_WG * box_G.center, box_G.half_extents}});
     }
-  broad_.clear();
-  if (world_parts_.empty()) return;
+  BuildBoxTree(&world_parts_, &broad_);
+}
+
+template <class Item>
+void SceneImpl::BuildBoxTree(std::vector<Item>* items, std::vector<BroadNode>* nodes) {
+  nodes->clear();
+  if (items->empty()) return;
   struct Task {
     int32_t node, begin, end;
   };
-  broad_.push_back({});
-  std::vector<Task> stack{{0, 0, static_cast<int32_t>(world_parts_.size())}};
+  nodes->push_back({});
+  std::vector<Task> stack{{0, 0, static_cast<int32_t>(items->size())}};
   while (!stack.empty()) {
     const Task t = stack.back();
     stack.pop_back();
     Aabb box;
-    for (int32_t k = t.begin; k < t.end; ++k) box.Extend(world_parts_[k].bounds);
-    broad_[t.node].bounds = box;
+    for (int32_t k = t.begin; k < t.end; ++k) box.Extend((*items)[k].bounds);
+    (*nodes)[t.node].bounds = box;
     if (t.end - t.begin <= 2) {
-      broad_[t.node].first = t.begin;
-      broad_[t.node].count = t.end - t.begin;
+      (*nodes)[t.node].first = t.begin;
+      (*nodes)[t.node].count = t.end - t.begin;
       continue;
     }
     int axis = 0;
     (box.max - box.min).maxCoeff(&axis);
     const int32_t mid = t.begin + (t.end - t.begin) / 2;
-    std::nth_element(world_parts_.begin() + t.begin, world_parts_.begin() + mid, world_parts_.begin() + t.end,
-                     [axis](const WorldPart& a, const WorldPart& b) {
+    std::nth_element(items->begin() + t.begin, items->begin() + mid, items->begin() + t.end,
+                     [axis](const Item& a, const Item& b) {
                        return a.bounds.center()[axis] < b.bounds.center()[axis];
                      });
-    const int32_t left = static_cast<int32_t>(broad_.size());
-    broad_[t.node].first = left;
-    broad_[t.node].count = 0;
-    broad_.resize(left + 2);
+    const int32_t left = static_cast<int32_t>(nodes->size());
+    (*nodes)[t.node].first = left;
+    (*nodes)[t.node].count = 0;
+    nodes->resize(left + 2);
     stack.push_back({left, t.begin, mid});
     stack.push_back({left + 1, mid, t.end});
+  }
+}
+
+void SceneImpl::BuildStaticSelfPhase() {
+  static_boxes_.clear();
+  static_broad_.clear();
+  static_pair_of_.clear();
+  movers_with_static_.clear();
+  listed_pairs_.clear();
+  // A part is static when no active joint (nor a mimic of one) lies between its link and the root.
+  const RobotModel& robot = *robot_;
+  std::vector<uint8_t> link_moves(robot.links().size(), 0);
+  for (LinkIndex l = 0; l < robot.num_links(); ++l) {  // links are in topological order
+    const JointIndex j = robot.link(l).parent_joint;
+    if (j < 0) continue;
+    const Joint& joint = robot.joints()[j];
+    link_moves[l] = link_moves[joint.parent_link] || joint.is_active() || joint.is_mimic();
+  }
+  const auto n = static_cast<int32_t>(robot_parts_.size());
+  std::vector<uint8_t> moves(robot_parts_.size());
+  for (int32_t i = 0; i < n; ++i) moves[i] = link_moves[robot_parts_[i].link];
+  // The static parts' boxes as PoseParts makes them (any configuration: they do not depend on it), with no
+  // clearance, grown a little above the rounding of other ways of computing them (the lane pass's).
+  SceneCacheData pose;
+  if (!PoseParts(robot.DefaultConfiguration(), &pose, 0.0).ok()) return;
+  for (int32_t i = 0; i < n; ++i) {
+    if (moves[i]) continue;
+    Aabb b = pose.part_bounds[i];
+    const double slack = 1e-9 * (1.0 + std::max(b.min.cwiseAbs().maxCoeff(), b.max.cwiseAbs().maxCoeff()));
+    b.min.array() -= slack;
+    b.max.array() += slack;
+    static_boxes_.push_back({i, b});
+  }
+  int64_t through_tree = 0;
+  std::vector<uint8_t> mover(robot_parts_.size(), 0);
+  for (const SelfPair& sp : self_pairs_) {
+    if (moves[sp.a] == moves[sp.b]) continue;
+    ++through_tree;
+    mover[moves[sp.a] ? sp.a : sp.b] = 1;
+  }
+  // A tree pays when it replaces several box tests per moving part and state (a robot whose base link
+  // alone is static keeps its plain loop).
+  const auto movers = static_cast<int64_t>(std::count(mover.begin(), mover.end(), 1));
+  // Its table (a row per moving part with static partners, a column per static part) is kept when dense
+  // enough to cost no more memory than the pairs themselves.
+  const auto ns = static_cast<int64_t>(static_boxes_.size());
+  if (through_tree < 4 * std::max<int64_t>(movers, 1) || movers * ns > 8 * through_tree) {
+    static_boxes_.clear();
+    return;
+  }
+  BuildBoxTree(&static_boxes_, &static_broad_);
+  std::vector<int32_t> slot(robot_parts_.size(), -1);
+  for (int64_t k = 0; k < ns; ++k) slot[static_boxes_[k].part] = static_cast<int32_t>(k);
+  std::vector<int32_t> row(robot_parts_.size(), -1);
+  for (int32_t i = 0; i < n; ++i) {
+    if (!mover[i]) continue;
+    row[i] = static_cast<int32_t>(movers_with_static_.size());
+    movers_with_static_.push_back(i);
+  }
+  static_pair_of_.assign(static_cast<size_t>(movers * ns), -1);
+  for (int32_t s = 0; s < static_cast<int32_t>(self_pairs_.size()); ++s) {
+    const SelfPair& sp = self_pairs_[s];
+    if (moves[sp.a] == moves[sp.b]) {
+      listed_pairs_.push_back(s);
+      continue;
+    }
+    const int32_t m = moves[sp.a] ? sp.a : sp.b;
+    const int32_t t = moves[sp.a] ? sp.b : sp.a;
+    static_pair_of_[static_cast<size_t>(row[m] * ns + slot[t])] = s;
   }
 }
 

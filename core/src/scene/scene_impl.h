@@ -93,6 +93,8 @@ struct SceneCache::Data {
   std::shared_ptr<internal::LanePoses> lanes;
   /// Where the queries fill self-clearance map cells.
   internal::MapFillScratch map_fill;
+  /// The self pairs a state's boxes may meet (SceneImpl::SelfCandidates).
+  std::vector<int32_t> self_candidates;
 };
 
 namespace internal {
@@ -288,6 +290,24 @@ class SceneImpl final : public Scene {
   // stops and returns true as soon as a call does.
   template <class Visit>
   bool VisitWorldParts(const Aabb& bounds, Visit&& visit) const;
+  // A tree of boxes over `items` (each has .bounds; reordered into the leaves' order), median splits along
+  // the longest side, leaves of at most two; and its walk: visit(k) for each item k whose bounds overlap
+  // `bounds`, stopping with true as soon as a call returns true.
+  template <class Item>
+  static void BuildBoxTree(std::vector<Item>* items, std::vector<BroadNode>* nodes);
+  template <class Item, class Visit>
+  static bool VisitBoxTree(const std::vector<BroadNode>& nodes, const std::vector<Item>& items, const Aabb& bounds,
+                           Visit&& visit);
+  // The self pairs CLEAR looks at for robot part boxes `bounds` (bounds(i): part i's box in the world,
+  // grown by its padding and `grow`), in self_pairs_' order, into `out`: every pair whose two boxes may
+  // overlap. Pairs of a part no active joint moves (static: fixed to the robot's base, as the parts of
+  // links outside the planned group are) with a moving one are found through a tree of the static
+  // parts' boxes, so that a many-link robot planning a few joints does not test every such pair's boxes
+  // in every state; the others are listed. False (out untouched) when the robot has no static part with
+  // a moving partner: then every pair is a candidate.
+  template <class Bounds>
+  bool SelfCandidates(Bounds&& bounds, double grow, std::vector<int32_t>* out) const;
+  void BuildStaticSelfPhase();
   // The self pair of the two links' first geometries, or null (SelfClearanceBound, SelfClearAlong).
   Result<const SelfPair*> FindSelfPair(std::string_view link_a, std::string_view link_b) const;
   // How many cells of a self-clearance map one LINK may fill (each about one distance walk): a
@@ -375,6 +395,20 @@ class SceneImpl final : public Scene {
   std::vector<SelfPair> self_pairs_;  ///< Robot part pairs to test for self collision.
   std::vector<WorldPart> world_parts_;
   std::vector<BroadNode> broad_;
+  // The static self phase (SelfCandidates): the static parts' boxes at no clearance (grown a little
+  // above rounding) and their tree (leaf k: static_boxes_[k]); the moving parts with static partners
+  // (movers_with_static_) and, for the r-th of them, the pair index of it and static part k at
+  // static_pair_of_[r * static_boxes_.size() + k], -1 if none; the pairs not found through the tree, in
+  // order (listed_pairs_).
+  struct StaticBox {
+    int32_t part;
+    Aabb bounds;
+  };
+  std::vector<StaticBox> static_boxes_;
+  std::vector<BroadNode> static_broad_;
+  std::vector<int32_t> static_pair_of_;
+  std::vector<int32_t> movers_with_static_;
+  std::vector<int32_t> listed_pairs_;
   size_t num_entities_ = 0;
   std::vector<uint8_t> entity_object_allowed_;  ///< num_entities x objects
   std::vector<uint8_t> entity_allowed_;         ///< num_entities x num_entities
@@ -390,14 +424,15 @@ class SceneImpl final : public Scene {
   void PrepareLanes(SceneCacheData* cache, double clearance) const;
 };
 
-template <class Visit>
-bool SceneImpl::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
-  if (broad_.empty()) return false;
+template <class Item, class Visit>
+bool SceneImpl::VisitBoxTree(const std::vector<BroadNode>& nodes, const std::vector<Item>& items, const Aabb& bounds,
+                             Visit&& visit) {
+  if (nodes.empty()) return false;
   int32_t stack[64];
   int32_t top = 0;
   stack[top++] = 0;
   while (top > 0) {
-    const BroadNode& n = broad_[stack[--top]];
+    const BroadNode& n = nodes[stack[--top]];
     if (!Overlap(n.bounds, bounds)) continue;
     if (n.count == 0) {
       stack[top++] = n.first;
@@ -405,10 +440,34 @@ bool SceneImpl::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
       continue;
     }
     for (int32_t k = n.first; k < n.first + n.count; ++k) {
-      if (Overlap(world_parts_[k].bounds, bounds) && visit(k)) return true;
+      if (Overlap(items[k].bounds, bounds) && visit(k)) return true;
     }
   }
   return false;
+}
+
+template <class Visit>
+bool SceneImpl::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
+  return VisitBoxTree(broad_, world_parts_, bounds, visit);
+}
+
+template <class Bounds>
+bool SceneImpl::SelfCandidates(Bounds&& bounds, double grow, std::vector<int32_t>* out) const {
+  if (static_broad_.empty()) return false;
+  out->assign(listed_pairs_.begin(), listed_pairs_.end());
+  const size_t ns = static_boxes_.size();
+  for (size_t r = 0; r < movers_with_static_.size(); ++r) {
+    Aabb box = bounds(movers_with_static_[r]);
+    box.min.array() -= grow;  // the static boxes are not grown by it
+    box.max.array() += grow;
+    VisitBoxTree(static_broad_, static_boxes_, box, [&](int32_t k) {
+      const int32_t s = static_pair_of_[r * ns + static_cast<size_t>(k)];
+      if (s >= 0) out->push_back(s);
+      return false;
+    });
+  }
+  std::sort(out->begin(), out->end());
+  return true;
 }
 
 /// The SceneImpl a Scene is.

@@ -864,18 +864,27 @@ Result<StateResult> SceneImpl::CheckStateWith(std::span<const double> q, double 
   for (int32_t i = 0; i < static_cast<int32_t>(robot_parts_.size()); ++i) {
     if (CollideWorld(i, clearance, cache, &result)) return result;
   }
-  for (size_t s = 0; s < self_pairs_.size(); ++s) {
+  const auto pair_meets = [&](size_t s) {
     const SelfPair& sp = self_pairs_[s];
     const double padding = robot_parts_[sp.a].padding + robot_parts_[sp.b].padding + self_clearance;
-    if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) continue;
+    if (!Overlap(cache->part_bounds[sp.a], cache->part_bounds[sp.b])) return false;
     // Links one or two joints apart: the map decides most states with one look-up (its cells are
     // filled on first use, so it is asked only once the boxes meet).
     const int64_t cell = SelfPairCell(sp, q);
-    if (cell >= 0 && SelfPairMapBound(sp, cell, q, padding, &cache->map_fill) > padding) continue;
-    if (SelfPairCollides(s, cell, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b], padding,
-                         cache, &result)) {
-      return result;
+    if (cell >= 0 && SelfPairMapBound(sp, cell, q, padding, &cache->map_fill) > padding) return false;
+    return SelfPairCollides(s, cell, X_WG[sp.a], cache->part_boxes[sp.a], X_WG[sp.b], cache->part_boxes[sp.b],
+                            padding, cache, &result);
+  };
+  // The pairs whose boxes may meet, in the same order as all of them (SelfCandidates).
+  const auto bounds = [&](int32_t i) -> const Aabb& { return cache->part_bounds[i]; };
+  if (SelfCandidates(bounds, clearance, &cache->self_candidates)) {
+    for (const int32_t s : cache->self_candidates) {
+      if (pair_meets(static_cast<size_t>(s))) return result;
     }
+    return result;
+  }
+  for (size_t s = 0; s < self_pairs_.size(); ++s) {
+    if (pair_meets(s)) return result;
   }
   return result;
 }

@@ -18,6 +18,7 @@
 #include "proximity/core/robot/robot_model.h"
 #include "proximity/core/scene/scene.h"
 #include "scene/lanes.h"
+#include "scene/scene_impl.h"
 
 namespace proximity::core {
 namespace {
@@ -126,6 +127,78 @@ TEST(SceneBatch, EqualsOneAtATimeOnRealRobotsInRandomWorkcells) {
     EXPECT_GT(colliding, total / 20) << rc.name;
     EXPECT_LT(colliding, total - total / 20) << rc.name;
   }
+}
+
+// A robot whose base carries `posts` fixed links around a three-joint arm: many pairs of a static part
+// (no active joint moves it) with a moving one, which CheckState finds through a tree of the static
+// parts' boxes (SceneImpl::SelfCandidates) and CheckStates by testing every pair's boxes.
+std::string PostsAndArmUrdf(int posts) {
+  std::string urdf = R"(<robot name="posts_and_arm"><link name="base"><collision><geometry><box size="0.3 0.3 0.2"/>
+    </geometry></collision></link>)";
+  for (int i = 0; i < posts; ++i) {
+    const double a = 2.0 * M_PI * i / posts;
+    const std::string n = "post" + std::to_string(i);
+    urdf += "<link name=\"" + n + "\"><collision><geometry><box size=\"0.06 0.06 " +
+            std::to_string(0.2 + 0.05 * (i % 4)) + "\"/></geometry></collision></link><joint name=\"" + n +
+            "_fixed\" type=\"fixed\"><parent link=\"base\"/>" +
+            "<child link=\"" + n + "\"/><origin xyz=\"" + std::to_string(0.45 * std::cos(a)) + " " +
+            std::to_string(0.45 * std::sin(a)) + " " + std::to_string(0.1 + 0.12 * (i % 3)) + "\"/></joint>";
+  }
+  const char* arm[3][3] = {{"base", "upper", "0 0 0.15"}, {"upper", "fore", "0.4 0 0"}, {"fore", "hand", "0.35 0 0"}};
+  const char* axes[3] = {"0 0 1", "0 1 0", "0 1 0"};
+  for (int j = 0; j < 3; ++j) {
+    urdf += std::string("<link name=\"") + arm[j][1] + "\"><collision><origin xyz=\"" + (j == 2 ? "0.1" : "0.2") +
+            " 0 0\"/><geometry><box size=\"" + (j == 2 ? "0.2" : "0.4") +
+            " 0.07 0.07\"/></geometry></collision></link>" +
+            "<joint name=\"j" + std::to_string(j) + "\" type=\"revolute\"><parent link=\"" + arm[j][0] +
+            "\"/><child link=\"" + arm[j][1] + "\"/><origin xyz=\"" + arm[j][2] + "\"/><axis xyz=\"" + axes[j] +
+            "\"/><limit lower=\"-3.1\" upper=\"3.1\" effort=\"1\" velocity=\"1\"/></joint>";
+  }
+  return urdf + "</robot>";
+}
+
+TEST(SceneBatch, StaticPartsFoundThroughTheirTreeAsByEveryPair) {
+  auto robot = RobotModel::FromUrdfString(PostsAndArmUrdf(16));
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  SceneDescription d;
+  d.robot = robot.value();
+  d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  const auto scene = testing::ValueOrFail(Scene::Build(d));
+  const internal::SceneImpl& impl = internal::Impl(*scene);
+  ASSERT_FALSE(impl.static_broad_.empty()) << "the posts' pairs with the arm go through the tree";
+  // Every pair whose boxes overlap is a candidate, in self_pairs_' order, at several clearances.
+  std::mt19937_64 rng(23);
+  SceneCache cache;
+  int overlapping = 0;
+  size_t listed = 0;
+  for (const double clearance : {0.0, 0.05, 0.3}) {
+    for (int i = 0; i < testing::Cases(2000); ++i) {
+      const std::vector<double> q = RandomState(rng, scene->robot());
+      ASSERT_TRUE(scene->CheckState(q, &cache, clearance).ok());  // poses the parts in the cache
+      internal::SceneCacheData& data = *SceneCacheAccess::Data(&cache);
+      std::vector<int32_t> candidates;
+      ASSERT_TRUE(impl.SelfCandidates([&](int32_t k) -> const Aabb& { return data.part_bounds[k]; }, clearance,
+                                      &candidates));
+      ASSERT_TRUE(std::is_sorted(candidates.begin(), candidates.end()));
+      for (int32_t s = 0; s < static_cast<int32_t>(impl.self_pairs_.size()); ++s) {
+        const auto& sp = impl.self_pairs_[s];
+        if (!internal::Overlap(data.part_bounds[sp.a], data.part_bounds[sp.b])) continue;
+        ++overlapping;
+        ASSERT_TRUE(std::binary_search(candidates.begin(), candidates.end(), s))
+            << "pair " << s << " overlaps at clearance " << clearance << " but is no candidate";
+      }
+      if (clearance == 0.0) listed += candidates.size();
+    }
+  }
+  EXPECT_GT(overlapping, 100);
+  // What the tree is for: most static pairs are never looked at.
+  EXPECT_LT(listed, impl.self_pairs_.size() * static_cast<size_t>(testing::Cases(2000)) / 3);
+  // The answers: CheckState (through the tree) as CheckStates (every pair), contacts included.
+  const int n = Sized(40000);
+  const int colliding = ExpectBatchEqualsOneAtATime(*scene, rng, n, 0.0, "posts and arm");
+  EXPECT_GT(colliding, n / 10);
+  EXPECT_LT(colliding, n - n / 10);
+  ExpectBatchEqualsOneAtATime(*scene, rng, n / 4, 0.04, "posts and arm, clearance 0.04");
 }
 
 TEST(SceneBatch, PaddingClearanceAndAttachedObjectsAsOneAtATime) {
