@@ -590,6 +590,7 @@ void SceneImpl::BuildBoxTree(std::vector<Item>* items, std::vector<BroadNode>* n
 }
 
 void SceneImpl::BuildStaticSelfPhase() {
+  part_static_.clear();
   static_boxes_.clear();
   static_broad_.clear();
   static_pair_of_.clear();
@@ -607,6 +608,8 @@ void SceneImpl::BuildStaticSelfPhase() {
   const auto n = static_cast<int32_t>(robot_parts_.size());
   std::vector<uint8_t> moves(robot_parts_.size());
   for (int32_t i = 0; i < n; ++i) moves[i] = link_moves[robot_parts_[i].link];
+  part_static_.assign(robot_parts_.size(), 0);
+  for (int32_t i = 0; i < n; ++i) part_static_[i] = !moves[i];
   // The static parts' boxes as PoseParts makes them (any configuration: they do not depend on it), with no
   // clearance, grown a little above the rounding of other ways of computing them (the lane pass's).
   SceneCacheData pose;

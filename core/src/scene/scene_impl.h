@@ -95,6 +95,10 @@ struct SceneCache::Data {
   internal::MapFillScratch map_fill;
   /// The self pairs a state's boxes may meet (SceneImpl::SelfCandidates).
   std::vector<int32_t> self_candidates;
+  /// The scene (serial number) and margin the robot parts above were last posed for by PoseParts: static
+  /// parts (SceneImpl::part_static_) sit where they did then.
+  uint64_t posed_scene = 0;
+  double posed_margin = -1.0;
 };
 
 namespace internal {
@@ -404,6 +408,7 @@ class SceneImpl final : public Scene {
     int32_t part;
     Aabb bounds;
   };
+  std::vector<uint8_t> part_static_;  // per robot part: no active joint moves it
   std::vector<StaticBox> static_boxes_;
   std::vector<BroadNode> static_broad_;
   std::vector<int32_t> static_pair_of_;

@@ -825,10 +825,16 @@ GjkCache* SceneImpl::HullCache(SceneCacheData* cache, size_t index) const {
 Status SceneImpl::PoseParts(std::span<const double> q, SceneCacheData* cache, double margin) const {
   cache->X_WL.resize(robot_->links().size());
   if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
+  // Static parts posed for this scene and margin before are where they were.
+  const bool keep_static = cache->posed_scene == serial_ && cache->posed_margin == margin &&
+                           cache->X_WG.size() == robot_parts_.size() && !part_static_.empty();
   cache->X_WG.resize(robot_parts_.size());
   cache->part_bounds.resize(robot_parts_.size());
   cache->part_boxes.resize(robot_parts_.size());
+  cache->posed_scene = serial_;
+  cache->posed_margin = margin;
   for (size_t i = 0; i < robot_parts_.size(); ++i) {
+    if (keep_static && part_static_[i]) continue;
     const RobotPart& rp = robot_parts_[i];
     const RigidTransform& X_WL = cache->X_WL[rp.link];
     if (rp.identity_X_LG) {

@@ -201,6 +201,45 @@ TEST(SceneBatch, StaticPartsFoundThroughTheirTreeAsByEveryPair) {
   ExpectBatchEqualsOneAtATime(*scene, rng, n / 4, 0.04, "posts and arm, clearance 0.04");
 }
 
+// PoseParts keeps static parts' poses in the cache from one state to the next: a cache moved between
+// scenes (another base pose) or margins must answer as a fresh one.
+TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
+  auto robot = RobotModel::FromUrdfString(PostsAndArmUrdf(16));
+  ASSERT_TRUE(robot.ok()) << robot.error().message;
+  // A box 4 cm beside post 0 (at x = 0.45 m, 6 cm wide) with the base at the origin; the base moved
+  // 6 cm towards it puts the post inside it.
+  SceneDescription d;
+  d.robot = robot.value();
+  d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  WorldObject box;
+  box.id = "box";
+  ObjectPart part;
+  part.geometry.shape = Box{Vec3(0.02, 0.2, 0.2)};
+  part.X_WG.p = Vec3(0.45 + 0.03 + 0.04 + 0.02, 0.0, 0.1);
+  box.parts.push_back(part);
+  d.objects.push_back(box);
+  const auto apart = testing::ValueOrFail(Scene::Build(d));
+  d.X_WB.p = Vec3(0.06, 0.0, 0.0);
+  const auto inside = testing::ValueOrFail(Scene::Build(d));
+  std::mt19937_64 rng(29);
+  SceneCache shared;
+  int differ = 0, checked = 0, static_contacts = 0;
+  for (int i = 0; i < testing::Cases(400); ++i) {
+    const std::vector<double> q = RandomState(rng, apart->robot());
+    for (const auto& [scene, clearance] : {std::pair{apart.get(), 0.0}, std::pair{apart.get(), 0.05},
+                                           std::pair{inside.get(), 0.0}, std::pair{apart.get(), 0.0}}) {
+      SceneCache fresh;
+      const StateResult expected = testing::ValueOrFail(scene->CheckState(q, &fresh, clearance));
+      const StateResult got = testing::ValueOrFail(scene->CheckState(q, &shared, clearance));
+      ++checked;
+      static_contacts += !expected.free && !expected.contact.self && expected.contact.link == 1;
+      differ += expected.free != got.free || (!expected.free && expected.contact.link != got.contact.link);
+    }
+  }
+  EXPECT_EQ(differ, 0) << "of " << checked;
+  EXPECT_GT(static_contacts, checked / 8) << "post 0 meets the box in the moved scene and within the clearance";
+}
+
 TEST(SceneBatch, PaddingClearanceAndAttachedObjectsAsOneAtATime) {
   const std::vector<RobotCase> robots = BatchRobots();
   if (robots.empty()) GTEST_SKIP() << "needs ../shared/data or Debian's dart-doc for its robots";
