@@ -606,16 +606,15 @@ void SceneImpl::BuildStaticSelfPhase() {
     link_moves[l] = link_moves[joint.parent_link] || joint.is_active() || joint.is_mimic();
   }
   const auto n = static_cast<int32_t>(robot_parts_.size());
-  std::vector<uint8_t> moves(robot_parts_.size());
-  for (int32_t i = 0; i < n; ++i) moves[i] = link_moves[robot_parts_[i].link];
   part_static_.assign(robot_parts_.size(), 0);
-  for (int32_t i = 0; i < n; ++i) part_static_[i] = !moves[i];
+  for (int32_t i = 0; i < n; ++i) part_static_[i] = !link_moves[robot_parts_[i].link];
+  const auto moves = [&](int32_t i) { return !part_static_[i]; };
   // The static parts' boxes as PoseParts makes them (any configuration: they do not depend on it), with no
   // clearance, grown a little above the rounding of other ways of computing them (the lane pass's).
   SceneCacheData pose;
   if (!PoseParts(robot.DefaultConfiguration(), &pose, 0.0).ok()) return;
   for (int32_t i = 0; i < n; ++i) {
-    if (moves[i]) continue;
+    if (moves(i)) continue;
     Aabb b = pose.part_bounds[i];
     const double slack = 1e-9 * (1.0 + std::max(b.min.cwiseAbs().maxCoeff(), b.max.cwiseAbs().maxCoeff()));
     b.min.array() -= slack;
@@ -625,9 +624,9 @@ void SceneImpl::BuildStaticSelfPhase() {
   int64_t through_tree = 0;
   std::vector<uint8_t> mover(robot_parts_.size(), 0);
   for (const SelfPair& sp : self_pairs_) {
-    if (moves[sp.a] == moves[sp.b]) continue;
+    if (moves(sp.a) == moves(sp.b)) continue;
     ++through_tree;
-    mover[moves[sp.a] ? sp.a : sp.b] = 1;
+    mover[moves(sp.a) ? sp.a : sp.b] = 1;
   }
   // A tree pays when it replaces several box tests per moving part and state (a robot whose base link
   // alone is static keeps its plain loop).
@@ -651,12 +650,12 @@ void SceneImpl::BuildStaticSelfPhase() {
   static_pair_of_.assign(static_cast<size_t>(movers * ns), -1);
   for (int32_t s = 0; s < static_cast<int32_t>(self_pairs_.size()); ++s) {
     const SelfPair& sp = self_pairs_[s];
-    if (moves[sp.a] == moves[sp.b]) {
+    if (moves(sp.a) == moves(sp.b)) {
       listed_pairs_.push_back(s);
       continue;
     }
-    const int32_t m = moves[sp.a] ? sp.a : sp.b;
-    const int32_t t = moves[sp.a] ? sp.b : sp.a;
+    const int32_t m = moves(sp.a) ? sp.a : sp.b;
+    const int32_t t = moves(sp.a) ? sp.b : sp.a;
     static_pair_of_[static_cast<size_t>(row[m] * ns + slot[t])] = s;
   }
 }

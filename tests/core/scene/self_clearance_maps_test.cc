@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <random>
+#include <span>
 
 #include "core/scene/scene_oracle.h"
 #include "proximity/core/scene/scene.h"
@@ -25,6 +27,18 @@ std::vector<std::pair<int32_t, int32_t>> LinkPairsWithGeometry(const RobotModel&
     }
   }
   return pairs;
+}
+
+// The exact distance between the first geometries of links la and lb at q (the tests' oracle); NaN,
+// which fails every comparison, when q cannot be posed.
+double LinkPairDistance(const RobotModel& robot, int32_t la, int32_t lb, std::span<const double> q) {
+  const Result<std::vector<RigidTransform>> X_WL = robot.ForwardKinematics(q);
+  EXPECT_TRUE(X_WL.ok()) << X_WL.error().message;
+  if (!X_WL.ok()) return std::numeric_limits<double>::quiet_NaN();
+  const LinkGeometry& ga = robot.link(la).geometries[0];
+  const LinkGeometry& gb = robot.link(lb).geometries[0];
+  return ExactDistance(OracleGeometry(ga), X_WL.value()[la] * ga.X_LG, OracleGeometry(gb),
+                       X_WL.value()[lb] * gb.X_LG);
 }
 
 // Every test robot (scene_fixtures.h) and the MotionBenchMaker Panda, by name; empty without their data.
@@ -67,12 +81,7 @@ TEST(SelfClearanceMaps, NeverExceedTheExactDistanceAndDecideMostStates) {
         const Result<double> bound = internal::Impl(*scene).SelfClearanceBound(a, b, q);
         ASSERT_TRUE(bound.ok()) << bound.error().message;
         ++asked;
-        std::vector<RigidTransform> X_WL;
-        PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
-        const LinkGeometry& ga = robot->link(la).geometries[0];
-        const LinkGeometry& gb = robot->link(lb).geometries[0];
-        const double exact =
-            ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
+        const double exact = LinkPairDistance(*robot, la, lb, q);
         EXPECT_LE(first.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
         EXPECT_LE(bound.value(), exact + 1e-9) << a << " - " << b << ", case " << c;
         EXPECT_GE(bound.value(), first.value()) << "settling a cell never loosens it";
@@ -136,12 +145,7 @@ TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
         const auto q = RandomState(rng, *robot);
         const double bound = internal::Impl(*scene).SelfClearanceBound(a, b, q).value();
         if (bound < 0.0) break;  // no map for this pair
-        std::vector<RigidTransform> X_WL;
-        PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
-        const LinkGeometry& ga = robot->link(la).geometries[0];
-        const LinkGeometry& gb = robot->link(lb).geometries[0];
-        const double exact =
-            ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
+        const double exact = LinkPairDistance(*robot, la, lb, q);
         EXPECT_LE(bound, exact + 1e-9) << a << " - " << b << ", case " << c;
         ++asked;
         apart += exact > 0.0;
@@ -255,8 +259,6 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
       const std::string& b = robot->link(lb).name;
       // No map for this pair:
       if (internal::Impl(*scene).SelfClearanceBound(a, b, robot->DefaultConfiguration()).value() < 0.0) continue;
-      const LinkGeometry& ga = robot->link(la).geometries[0];
-      const LinkGeometry& gb = robot->link(lb).geometries[0];
       for (int c = 0; c < testing::Cases(12); ++c) {
         const auto q0 = RandomState(rng, *robot);
         auto q1 = q0;
@@ -278,10 +280,7 @@ TEST(SelfClearanceMaps, SegmentsProvenApartStayApartAtDenseSamples) {
         for (int k = 0; k <= n; ++k) {
           const double t = n == 0 ? 0.0 : static_cast<double>(k) / n;
           for (size_t j = 0; j < q.size(); ++j) q[j] = q0[j] + t * (q1[j] - q0[j]);
-          std::vector<RigidTransform> X_WL;
-          PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
-          const double exact =
-              ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
+          const double exact = LinkPairDistance(*robot, la, lb, q);
           ASSERT_GT(exact, 0.0) << a << " - " << b << ", case " << c << ": proven apart, in contact at t = " << t;
         }
       }
@@ -317,8 +316,6 @@ TEST(SelfClearanceMaps, SettledCellsHoldAtTheirCornersAndInside) {
       const internal::SceneImpl::SelfPair* pair = impl.FindSelfPair(a, b).value();
       if (pair == nullptr || pair->clearance_map == nullptr) continue;
       const internal::SelfClearanceMap& map = *pair->clearance_map;
-      const LinkGeometry& ga = robot->link(la).geometries[0];
-      const LinkGeometry& gb = robot->link(lb).geometries[0];
       for (int c = 0; c < testing::Cases(40); ++c) {
         auto q = RandomState(rng, *robot);
         for (int ask = 0; ask < 2; ++ask) ASSERT_TRUE(impl.SelfClearanceBound(a, b, q).ok());
@@ -334,9 +331,7 @@ TEST(SelfClearanceMaps, SettledCellsHoldAtTheirCornersAndInside) {
             const double f = k < 4 ? ((k >> dim) & 1 ? 1.0 : -1.0) : (k < 8 ? u(rng) : 0.0);
             q[static_cast<size_t>(map.active[dim])] = grid[dim] + f * 0.5 * map.step[dim] * (1.0 - 1e-12);
           }
-          std::vector<RigidTransform> X_WL;
-          PROX_ASSERT_OK_AND_ASSIGN(X_WL, robot->ForwardKinematics(q));
-          at_grid = ExactDistance(OracleGeometry(ga), X_WL[la] * ga.X_LG, OracleGeometry(gb), X_WL[lb] * gb.X_LG);
+          at_grid = LinkPairDistance(*robot, la, lb, q);
           least = std::min(least, at_grid);
         }
         ASSERT_LE(cell_bound, least + 1e-9) << a << " - " << b << ", case " << c;

@@ -157,12 +157,17 @@ std::string PostsAndArmUrdf(int posts) {
   return urdf + "</robot>";
 }
 
-TEST(SceneBatch, StaticPartsFoundThroughTheirTreeAsByEveryPair) {
-  auto robot = RobotModel::FromUrdfString(PostsAndArmUrdf(16));
-  ASSERT_TRUE(robot.ok()) << robot.error().message;
+// That robot, 16 posts, in an empty world (self-clearance maps filled as asked).
+SceneDescription PostsAndArm() {
   SceneDescription d;
-  d.robot = robot.value();
+  d.robot = testing::ValueOrFail(RobotModel::FromUrdfString(PostsAndArmUrdf(16)));
   d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  return d;
+}
+
+TEST(SceneBatch, StaticPartsFoundThroughTheirTreeAsByEveryPair) {
+  const SceneDescription d = PostsAndArm();
+  ASSERT_NE(d.robot, nullptr);
   const auto scene = testing::ValueOrFail(Scene::Build(d));
   const internal::SceneImpl& impl = internal::Impl(*scene);
   ASSERT_FALSE(impl.static_broad_.empty()) << "the posts' pairs with the arm go through the tree";
@@ -204,13 +209,10 @@ TEST(SceneBatch, StaticPartsFoundThroughTheirTreeAsByEveryPair) {
 // PoseParts keeps static parts' poses in the cache from one state to the next: a cache moved between
 // scenes (another base pose) or margins must answer as a fresh one.
 TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
-  auto robot = RobotModel::FromUrdfString(PostsAndArmUrdf(16));
-  ASSERT_TRUE(robot.ok()) << robot.error().message;
   // A box 4 cm beside post 0 (at x = 0.45 m, 6 cm wide) with the base at the origin; the base moved
   // 6 cm towards it puts the post inside it.
-  SceneDescription d;
-  d.robot = robot.value();
-  d.self_clearance_fill = SelfClearanceFill::kOnUse;
+  SceneDescription d = PostsAndArm();
+  ASSERT_NE(d.robot, nullptr);
   WorldObject box;
   box.id = "box";
   ObjectPart part;
@@ -221,6 +223,7 @@ TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
   const auto apart = testing::ValueOrFail(Scene::Build(d));
   d.X_WB.p = Vec3(0.06, 0.0, 0.0);
   const auto inside = testing::ValueOrFail(Scene::Build(d));
+  const int32_t post0 = apart->robot().FindLink("post0").value();
   std::mt19937_64 rng(29);
   SceneCache shared;
   int differ = 0, checked = 0, static_contacts = 0;
@@ -232,7 +235,7 @@ TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
       const StateResult expected = testing::ValueOrFail(scene->CheckState(q, &fresh, clearance));
       const StateResult got = testing::ValueOrFail(scene->CheckState(q, &shared, clearance));
       ++checked;
-      static_contacts += !expected.free && !expected.contact.self && expected.contact.link == 1;
+      static_contacts += !expected.free && !expected.contact.self && expected.contact.link == post0;
       differ += expected.free != got.free || (!expected.free && expected.contact.link != got.contact.link);
     }
   }
