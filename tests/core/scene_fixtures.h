@@ -75,12 +75,17 @@ inline std::vector<WorldObject> RandomWorld(std::mt19937_64& rng, double reach, 
   return objects;
 }
 
-// The robot of `rc` in a seeded random workcell of `count` objects within 0.8 m.
-inline SceneDescription RandomWorldScene(const RobotCase& rc, std::mt19937_64& rng, int count) {
+// A robot in a seeded random workcell of `count` objects within 0.8 m.
+inline SceneDescription RandomWorldScene(std::shared_ptr<const RobotModel> robot, std::mt19937_64& rng, int count) {
   SceneDescription d;
-  d.robot = LoadRobot(rc);
+  d.robot = std::move(robot);
   d.objects = RandomWorld(rng, 0.8, count);
   return d;
+}
+
+// The robot of `rc`, loaded afresh, in such a workcell.
+inline SceneDescription RandomWorldScene(const RobotCase& rc, std::mt19937_64& rng, int count) {
+  return RandomWorldScene(LoadRobot(rc), rng, count);
 }
 
 // A 30 cm bar carried by the last link: checked against the world and the other links, never

@@ -14,8 +14,8 @@ namespace proximity::server::testing {
 namespace {
 
 TEST_F(ServiceTest, CheckStateMatchesCoreOnTheDefaultScene) {
-  AwaitFilledMaps();  // the work counts compared below
-  {  // GetScene says so (the readiness signal a caller polls instead of the in-process wait)
+  const bool counts = AwaitFilledMapsToCompareCounts();  // the work counts compared below
+  if (counts) {  // GetScene says so (the readiness signal a caller polls instead of the in-process wait)
     v1::GetSceneRequest request;
     request.set_scene_id("default");
     v1::GetSceneResponse response;
@@ -41,8 +41,10 @@ TEST_F(ServiceTest, CheckStateMatchesCoreOnTheDefaultScene) {
     ASSERT_EQ(response.free(), r.free) << "state " << k;
     EXPECT_EQ(response.within_limits(), r.within_limits);
     EXPECT_EQ(response.stats().states(), 1);
-    EXPECT_EQ(response.stats().pairs_tested(), r.pairs_tested);
-    EXPECT_EQ(response.stats().bv_tests(), r.stats.bv_tests);
+    if (counts) {
+      EXPECT_EQ(response.stats().pairs_tested(), r.pairs_tested);
+      EXPECT_EQ(response.stats().bv_tests(), r.stats.bv_tests);
+    }
     if (!r.free) {
       ++colliding;
       ExpectSamePair(*core_, r.contact, response.contact(), "state " + std::to_string(k));
@@ -135,7 +137,7 @@ TEST_F(ServiceTest, JointNamesInAnyOrderGiveTheSameAnswer) {
 }
 
 TEST_F(ServiceTest, CheckMotionMatchesCoreCertifiedAndDiscrete) {
-  AwaitFilledMaps();  // the work counts compared below
+  const bool counts = AwaitFilledMapsToCompareCounts();  // the work counts compared below
   std::mt19937_64 rng(10);
   core::SceneCache cache;
   for (int k = 0; k < Cases(150); ++k) {
@@ -161,8 +163,10 @@ TEST_F(ServiceTest, CheckMotionMatchesCoreCertifiedAndDiscrete) {
     core::MotionResult r;
     PROX_ASSERT_OK_AND_ASSIGN(r, core_->CheckMotion(q0, q1, mr, &cache));
     ExpectSameMotion(*core_, r, response.result(), "motion " + std::to_string(k));
-    EXPECT_EQ(response.stats().states(), r.states);
-    EXPECT_EQ(response.stats().distance_queries(), r.distance_queries);
+    if (counts) {
+      EXPECT_EQ(response.stats().states(), r.states);
+      EXPECT_EQ(response.stats().distance_queries(), r.distance_queries);
+    }
   }
 }
 

@@ -75,7 +75,7 @@ class SessionTest : public ServiceTest {
 // Three batches of mixed queries (CLEAR, certified and discrete LINK, distance), warm and cold: every
 // answer equals the core's in process, in the batch's order with its id; the opening names the scene.
 TEST_F(SessionTest, AnswersEqualTheCoreInOrderWarmAndCold) {
-  AwaitFilledMaps();  // the work counts compared below
+  const bool counts = AwaitFilledMapsToCompareCounts();  // the work counts compared below
   std::mt19937_64 rng(31);
   core::SceneCache cache;
   for (const bool cold : {false, true}) {
@@ -127,7 +127,7 @@ TEST_F(SessionTest, AnswersEqualTheCoreInOrderWarmAndCold) {
         const auto& [q0, q1] = edges[static_cast<size_t>(k)];
         const core::MotionResult cm = proximity::testing::ValueOrFail(core_->CheckMotion(q0, q1, mr, &cache));
         ExpectSameMotion(*core_, cm, m.motion().result(), where);
-        EXPECT_EQ(m.motion().stats().states(), cm.states) << where;
+        if (counts) EXPECT_EQ(m.motion().stats().states(), cm.states) << where;
         colliding_motions += !cm.free;
         core::SceneDistanceRequest dr;
         dr.rel_err = 0.05;
@@ -151,7 +151,7 @@ TEST_F(SessionTest, AnswersEqualTheCoreInOrderWarmAndCold) {
 // The answers equal the unary calls' for the same requests (the session is the unary call without its
 // per-call setup).
 TEST_F(SessionTest, AnswersEqualTheUnaryCalls) {
-  AwaitFilledMaps();  // the work counts compared below
+  const bool counts = AwaitFilledMapsToCompareCounts();  // the work counts compared below
   std::mt19937_64 rng(5);
   auto context = Context();
   auto stream = Open(context.get());
@@ -172,7 +172,7 @@ TEST_F(SessionTest, AnswersEqualTheUnaryCalls) {
     // The answer exactly; the work counters differ where the session's warm caches saved work.
     EXPECT_EQ(response.answers(k).motion().result().SerializeAsString(), expected.result().SerializeAsString())
         << "query " << k;
-    EXPECT_EQ(response.answers(k).motion().stats().states(), expected.stats().states()) << "query " << k;
+    if (counts) EXPECT_EQ(response.answers(k).motion().stats().states(), expected.stats().states()) << "query " << k;
   }
 }
 

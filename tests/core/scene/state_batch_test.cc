@@ -116,8 +116,9 @@ TEST(SceneBatch, EqualsOneAtATimeOnRealRobotsInRandomWorkcells) {
   for (const RobotCase& rc : robots) {
     std::mt19937_64 rng(7);
     int colliding = 0, total = 0;
+    const auto robot = LoadRobot(rc);  // shared by the four scenes (a robot model is immutable)
     for (int w = 0; w < 4; ++w) {
-      SceneDescription d = RandomWorldScene(rc, rng, 12);
+      SceneDescription d = RandomWorldScene(robot, rng, 12);
       ASSERT_NE(d.robot, nullptr);
       const auto scene = testing::ValueOrFail(Scene::Build(d));
       colliding += ExpectBatchEqualsOneAtATime(*scene, rng, per_world, 0.0, rc.name + " world " + std::to_string(w));
