@@ -127,7 +127,9 @@ TEST_F(SessionTest, AnswersEqualTheCoreInOrderWarmAndCold) {
         const auto& [q0, q1] = edges[static_cast<size_t>(k)];
         const core::MotionResult cm = proximity::testing::ValueOrFail(core_->CheckMotion(q0, q1, mr, &cache));
         ExpectSameMotion(*core_, cm, m.motion().result(), where);
-        if (counts) EXPECT_EQ(m.motion().stats().states(), cm.states) << where;
+        if (counts) {
+          EXPECT_EQ(m.motion().stats().states(), cm.states) << where;
+        }
         colliding_motions += !cm.free;
         core::SceneDistanceRequest dr;
         dr.rel_err = 0.05;
@@ -172,7 +174,9 @@ TEST_F(SessionTest, AnswersEqualTheUnaryCalls) {
     // The answer exactly; the work counters differ where the session's warm caches saved work.
     EXPECT_EQ(response.answers(k).motion().result().SerializeAsString(), expected.result().SerializeAsString())
         << "query " << k;
-    if (counts) EXPECT_EQ(response.answers(k).motion().stats().states(), expected.stats().states()) << "query " << k;
+    if (counts) {
+      EXPECT_EQ(response.answers(k).motion().stats().states(), expected.stats().states()) << "query " << k;
+    }
   }
 }
 
