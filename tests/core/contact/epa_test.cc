@@ -941,8 +941,12 @@ void ExpectSameRotationBoxes(const Mat3& R, const Vec3& p1, double h1, const Vec
     // One axis decides (face contact): the normal is that axis.
     EXPECT_NEAR(r.normal_W.dot(R.col(axis) * (d[axis] > 0 ? 1.0 : -1.0)), 1.0, 1e-9);
   }
-  if (truth < -1e-12) EXPECT_TRUE(r.intersecting);
-  if (truth > 1e-12) EXPECT_FALSE(r.intersecting);
+  if (truth < -1e-12) {
+    EXPECT_TRUE(r.intersecting);
+  }
+  if (truth > 1e-12) {
+    EXPECT_FALSE(r.intersecting);
+  }
 }
 
 TEST(SignedDistance, FclKissingBoxesGiveOneAnswerAcrossZero) {
@@ -1025,8 +1029,12 @@ TEST(SignedDistance, DrakeSmallSphereAgainstASixteenVertexHull) {
       EXPECT_NEAR(s.distance, gap, 1e-12);
       EXPECT_LE(s.lower_bound, gap + 1e-12);
       EXPECT_GE(s.upper_bound, gap - 1e-12);
-      if (gap < 0) EXPECT_TRUE(s.intersecting);
-      if (gap > 0) EXPECT_FALSE(s.intersecting);
+      if (gap < 0) {
+        EXPECT_TRUE(s.intersecting);
+      }
+      if (gap > 0) {
+        EXPECT_FALSE(s.intersecting);
+      }
       if (gap != 0.0 && out != edge.normalized()) {  // on an edge the normal cone is a whole wedge
         EXPECT_NEAR(s.normal_W.dot(-(R * out)), 1.0, 1e-6);
       }

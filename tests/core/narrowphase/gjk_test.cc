@@ -593,8 +593,12 @@ void ExpectBoxPair(const Mat3& R, const Vec3& p1, const Vec3& h1, const Vec3& p2
   ExpectWitnessesConsistent(r);
   EXPECT_TRUE(r.converged);
   EXPECT_NEAR(r.distance, std::max(truth, 0.0), tol);
-  if (truth > tol) EXPECT_FALSE(r.intersecting);
-  if (truth < -tol) EXPECT_TRUE(r.intersecting);
+  if (truth > tol) {
+    EXPECT_FALSE(r.intersecting);
+  }
+  if (truth < -tol) {
+    EXPECT_TRUE(r.intersecting);
+  }
   if (std::abs(truth) > tol) {
     EXPECT_EQ(GjkIntersect(Box{h1}, RigidTransform(R, p1), Box{h2}, RigidTransform(R, p2)).intersecting,
               r.intersecting);
@@ -698,7 +702,9 @@ TEST(GjkDistance, NearDegenerateClassesAgainstClosedForms) {
     const GjkResult r = GjkDistance(slab, I, Sphere{Vec3::Zero(), 1e-4}, at(Vec3(4321.5, -1234.25, 1 + 1e-4 + gap)));
     ExpectWitnessesConsistent(r);
     EXPECT_NEAR(r.distance, gap, 1e-11) << gap;
-    if (gap > 0) EXPECT_FALSE(r.intersecting);
+    if (gap > 0) {
+      EXPECT_FALSE(r.intersecting);
+    }
   }
   {
     const GjkResult r = GjkDistance(Box{Vec3::Constant(5e-6)}, at(Vec3(-2500, 4000, 1 + 5e-6 + 2e-6)), slab, I);

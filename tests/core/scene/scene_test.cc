@@ -357,7 +357,9 @@ TEST(Scene, PartsNoJointMovesKeepTheirClearanceToTheWorld) {
       std::vector<StateResult> batch(1);
       ASSERT_TRUE(scene->CheckStates(q, batch, &cache, clearance).ok());
       EXPECT_EQ(one.free, batch[0].free) << "state " << i << " clearance " << clearance;
-      if (distance.lower_bound > clearance + 1e-9) EXPECT_TRUE(one.free) << "state " << i << " clearance " << clearance;
+      if (distance.lower_bound > clearance + 1e-9) {
+        EXPECT_TRUE(one.free) << "state " << i << " clearance " << clearance;
+      }
       if (distance.upper_bound < clearance - 1e-9) {
         EXPECT_FALSE(one.free) << "state " << i << " clearance " << clearance;
         base_contacts += !one.free && !one.contact.self && one.contact.link == d.robot->FindLink("base").value();

@@ -118,10 +118,14 @@ TEST(SealedContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
     EXPECT_GT(colliding, states / 10);
     // Shallow crossings (a point deeper than the dent's gap in both is needed) and crossings at the
     // edges are left to the walk.
-    if (c.proven_share > 0) EXPECT_GT(proven, colliding / c.proven_share);
+    if (c.proven_share > 0) {
+      EXPECT_GT(proven, colliding / c.proven_share);
+    }
     RecordProperty(std::string(c.name) + " colliding / proven / held",
                    std::to_string(colliding) + " / " + std::to_string(proven) + " / " + std::to_string(held));
-    if (c.can_hold) EXPECT_GT(held, 0);
+    if (c.can_hold) {
+      EXPECT_GT(held, 0);
+    }
   }
 }
 
@@ -134,7 +138,9 @@ void ExpectMeshAgainstSolidsAnswersAsTheWalk(const TriangleMesh& link, bool seal
   ASSERT_NE(robot, nullptr);
   const LinkGeometry& g = OnlyGeometry(*robot, "small");
   ASSERT_EQ(std::isfinite(g.hull_surface_gap), sealed);
-  if (!sealed) ASSERT_NE(g.interior, nullptr);
+  if (!sealed) {
+    ASSERT_NE(g.interior, nullptr);
+  }
   Geometry mesh;
   mesh.mesh = g.mesh;
   std::mt19937_64 rng(seed);
@@ -288,7 +294,9 @@ TEST(InteriorContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
     // are checked there all the same).
     if (states == 800) {
       EXPECT_GT(proven, colliding / 4);
-      if (c.apart_in_hulls) EXPECT_GT(hulls_only, 0);
+      if (c.apart_in_hulls) {
+        EXPECT_GT(hulls_only, 0);
+      }
     }
     RecordProperty(std::string(c.name) + " colliding / proven / hulls only",
                    std::to_string(colliding) + " / " + std::to_string(proven) + " / " + std::to_string(hulls_only));
