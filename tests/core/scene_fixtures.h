@@ -39,6 +39,15 @@ inline std::vector<RobotCase> Robots() {
   return out;
 }
 
+// The robots of an oracle-heavy robot test: every one in the optimized build; under a sanitizer, whose
+// job there is memory faults on the same code paths, the first alone (building a robot's maps and
+// running a brute-force oracle over it take about a minute a robot there).
+template <class Robot>
+std::vector<Robot> FirstUnderSanitizer(std::vector<Robot> robots) {
+  if (testing::kSanitizedSlowdown > 1 && robots.size() > 1) robots.resize(1);
+  return robots;
+}
+
 inline std::shared_ptr<const RobotModel> LoadRobot(const RobotCase& c) {
   auto r = RobotModel::FromUrdfFile(c.urdf, c.srdf, c.options);
   EXPECT_TRUE(r.ok()) << c.name << ": " << r.error().message;

@@ -422,15 +422,6 @@ CloudWorld SensedWorldOf(std::mt19937_64& rng, int count, double radius, double 
   return w;
 }
 
-// The robots of the oracle-heavy robot tests: every one in the optimized build; under a sanitizer, whose
-// job there is memory faults on the same code paths, the first (building each robot's link maps and
-// running the brute-force oracle took a minute a robot there).
-std::vector<RobotCase> SanitizedRobots() {
-  std::vector<RobotCase> robots = Robots();
-  if (testing::kSanitizedSlowdown > 1 && robots.size() > 1) robots.resize(1);
-  return robots;
-}
-
 // CLEAR and CheckStates at volume: clouds of about 10,000 and 100,000 points sent (the default filter
 // keeps fewer of the dense one), on
 // PROX_CLOUD_STATES random states per robot and cloud (default 1,500; a quarter under the sanitizers;
@@ -516,7 +507,7 @@ TEST(PointCloudScene, ClearAgreesWithBruteForceAtVolume) {
 
 // CLEAR, the batch and distance(q) on real robots among sensed points, against the oracle.
 TEST(PointCloudScene, ClearBatchAndDistanceAgreeWithBruteForceOnRobots) {
-  const auto robots = SanitizedRobots();
+  const auto robots = FirstUnderSanitizer(Robots());
   if (robots.empty()) GTEST_SKIP() << "no robots: ../shared/data and dart-doc are both absent";
   for (const RobotCase& rc : robots) {
     std::mt19937_64 rng(17);
@@ -572,7 +563,7 @@ TEST(PointCloudScene, ClearBatchAndDistanceAgreeWithBruteForceOnRobots) {
 
 // Certified LINK never says "free" where a dense 1e-3 rad reference finds a state touching the cloud.
 TEST(PointCloudScene, CertifiedLinkNeverMissesAgainstTheDenseReference) {
-  const auto robots = SanitizedRobots();
+  const auto robots = FirstUnderSanitizer(Robots());
   if (robots.empty()) GTEST_SKIP() << "no robots: ../shared/data and dart-doc are both absent";
   for (const RobotCase& rc : robots) {
     std::mt19937_64 rng(23);

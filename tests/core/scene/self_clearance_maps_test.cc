@@ -128,9 +128,7 @@ TEST(SelfClearanceMaps, FilledAheadOfTheQueriesAtBuildOrInTheBackground) {
   }
   if (!testing::SharedDataDir().empty()) robots.emplace_back("mbm_panda", LoadMbmPanda());
   if (robots.empty()) GTEST_SKIP() << "neither ../shared/data nor dart-doc's URDF folder is present";
-  // Under a sanitizer (filling a robot's maps takes tens of seconds there) the first robot alone.
-  if (testing::kSanitizedSlowdown > 1) robots.resize(1);
-  for (const auto& [name, robot] : robots) {
+  for (const auto& [name, robot] : FirstUnderSanitizer(robots)) {
     SCOPED_TRACE(name);
     ASSERT_NE(robot, nullptr);
     SceneDescription d;
