@@ -10,12 +10,18 @@ namespace proximity::core::internal {
 template <class Entry>
 class BoundHeap {
  public:
-  /// Takes `entries` as the heap's contents, in any order.
-  void Assign(std::vector<Entry> entries) {
-    v_ = std::move(entries);
+  /// Empties the heap, then takes the entries of `entries` (in any order) for which `admit(entry)` is
+  /// true as its contents; the heap's storage is reused.
+  template <class Admit>
+  void AssignWhere(const std::vector<Entry>& entries, Admit admit) {
+    v_.clear();
+    for (const Entry& e : entries) {
+      if (admit(e)) v_.push_back(e);
+    }
     std::make_heap(v_.begin(), v_.end(), Later);
   }
   void Reserve(size_t n) { v_.reserve(n); }
+  size_t capacity() const { return v_.capacity(); }
   /// Empties the heap, keeping its storage (a heap kept per thread across queries).
   void Clear() { v_.clear(); }
   bool empty() const { return v_.empty(); }

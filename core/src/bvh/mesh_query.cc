@@ -19,6 +19,13 @@ namespace {
 // settled without testing each of them.
 constexpr double kExactRelativeWidth = 1e-12;
 
+// Makes room for n elements, at least doubling the capacity when it grows: storage kept from query to
+// query grows a few times, not at every query whose front is a little larger.
+template <class T>
+void Reserve(std::vector<T>& v, size_t n) {
+  if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
 // Both models' hierarchies walked in A's frame: B's volumes and triangles are mapped by X_AB.
 struct PairWalk {
   const MeshModel& A;
@@ -258,16 +265,18 @@ struct DistanceWalk : PairWalk {
     bool stale;  // bound carried over from an earlier pose, lowered by the motion since
     int32_t axis = -1;  // stale leaf pairs: their closest direction, an index into `axes`
   };
-  std::vector<Vec3> axes{};  // the carried front's leaf directions (CarriedFront)
+  std::vector<Vec3>* axes = nullptr;  // the carried front's leaf directions (CarriedFront); scratch
 
   // Best-first: node pairs leave a min-heap in order of their lower bounds, so the walk expands only
   // pairs whose bound is below the final distance (within the budget), and stops as soon as the
   // smallest remaining bound reaches the threshold; that bound is then the certified lower bound.
   // `start` must cover every triangle pair (the root pair, or a cached front).
-  void Run(std::vector<Entry> start) {
-    internal::BoundHeap<Entry> heap;
+  // `heap`: scratch storage (emptied first).
+  void Run(const std::vector<Entry>& start, internal::BoundHeap<Entry>& heap) {
     // A stopped pair keeps its closest direction, if it carries one.
-    auto stop = [&](const Entry& e) { Stop(e.a, e.b, e.bound, e.axis >= 0 ? axes[static_cast<size_t>(e.axis)] : Vec3::Zero()); };
+    auto stop = [&](const Entry& e) {
+      Stop(e.a, e.b, e.bound, e.axis >= 0 ? (*axes)[static_cast<size_t>(e.axis)] : Vec3::Zero());
+    };
     auto push = [&](const Entry& e) {
       if (e.bound >= threshold) {
         stop(e);
@@ -275,14 +284,11 @@ struct DistanceWalk : PairWalk {
       }
       heap.Push(e);
     };
-    {
-      std::vector<Entry> live;
-      live.reserve(start.size());
-      for (const Entry& e : start) {
-        if (e.bound >= threshold) stop(e); else live.push_back(e);
-      }
-      heap.Assign(std::move(live));
-    }
+    heap.AssignWhere(start, [&](const Entry& e) {
+      if (e.bound < threshold) return true;
+      stop(e);
+      return false;
+    });
     auto pop = [&]() { return heap.Pop(); };
     if (heap.empty()) return;
     // The nearer child of an expanded pair is walked at once, without a trip through the heap, when
@@ -322,7 +328,7 @@ struct DistanceWalk : PairWalk {
         if (e.stale && e.axis >= 0) {
           // A carried leaf pair: its gap along its last closest direction first (tight when the motion
           // since is tangential); the triangles only when that no longer prunes it.
-          const Vec3& axis = axes[static_cast<size_t>(e.axis)];
+          const Vec3& axis = (*axes)[static_cast<size_t>(e.axis)];
           const double gap = LeafGap(e.a, e.b, axis);
           if (gap >= threshold) {
             Stop(e.a, e.b, gap, axis);
@@ -363,10 +369,10 @@ struct DistanceWalk : PairWalk {
   // The cached front at the current pose: each bound lowered by how far any point of B's node can
   // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere).
   // Leaf pairs keep their closest direction (in `axes`), for LeafGap.
-  std::vector<Entry> CarriedFront(const DistanceCache& cache) {
-    std::vector<Entry> out;
-    out.reserve(cache.front.size());
-    axes.clear();
+  void CarriedFront(const DistanceCache& cache, std::vector<Entry>* out) {
+    out->clear();
+    Reserve(*out, cache.front.size());
+    axes->clear();
     const SphereMotion moved(cache.X_AB, X_AB);
     int32_t last_b = -1;
     double motion = 0.0;
@@ -377,12 +383,30 @@ struct DistanceWalk : PairWalk {
       }
       int32_t axis = -1;
       if (f.axis_A.squaredNorm() > 0.0) {
-        axis = static_cast<int32_t>(axes.size());
-        axes.push_back(f.axis_A);
+        axis = static_cast<int32_t>(axes->size());
+        axes->push_back(f.axis_A);
       }
-      out.push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true, axis});
+      out->push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true, axis});
     }
-    return out;
+  }
+};
+
+// Storage the distance walks of one thread reuse from query to query: no allocation once warm. (A
+// walk never starts another, so one set per thread serves every query.)
+struct WalkScratch {
+  std::vector<DistanceWalk::Entry> start;
+  std::vector<Vec3> axes;
+  internal::BoundHeap<DistanceWalk::Entry> heap;
+  std::vector<NodePairBound> front;  // the new front, copied into the cache
+
+  // Storage beyond what ordinary queries need is given back after a query, so that one huge walk does
+  // not pin its memory to the thread.
+  void Trim() {
+    constexpr size_t kKeep = size_t{1} << 16;  // entries
+    if (start.capacity() > kKeep) std::vector<DistanceWalk::Entry>().swap(start);
+    if (axes.capacity() > kKeep) std::vector<Vec3>().swap(axes);
+    if (heap.capacity() > kKeep) heap = {};
+    if (front.capacity() > kKeep) std::vector<NodePairBound>().swap(front);
   }
 };
 
@@ -539,9 +563,12 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
-  std::vector<NodePairBound> front;
+  thread_local WalkScratch scratch;
+  walk.axes = &scratch.axes;
+  std::vector<NodePairBound>& front = scratch.front;
+  front.clear();
   if (cache != nullptr) {
-    front.reserve(cache->front.size() + 64);
+    Reserve(front, cache->front.size() + 64);
     walk.front_out = &front;
   }
   // Roots already max_distance apart settle the query without a triangle test (upper stays infinite:
@@ -555,17 +582,20 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   }
   bool from_front = false;
   if (!settled && walk.upper > 0.0) {
-    std::vector<DistanceWalk::Entry> start;
+    std::vector<DistanceWalk::Entry>& start = scratch.start;
+    start.clear();
     if (warm && !cache->front.empty()) {
       // The carried front pays off when the motion since left most of it pruned; when too many of its
       // (deep) pairs would need testing again, a walk from the roots is cheaper.
-      start = walk.CarriedFront(*cache);
+      walk.CarriedFront(*cache, &start);
       const auto live = std::count_if(start.begin(), start.end(),
                                       [&](const DistanceWalk::Entry& e) { return e.bound < walk.threshold; });
       from_front = 2 * static_cast<std::size_t>(live) <= cache->cold_front_size;
     }
-    if (!from_front) start = {{0, 0, std::isfinite(request.max_distance) ? root : walk.LowerBound(0, 0), false}};
-    walk.Run(std::move(start));
+    if (!from_front) {
+      start.assign(1, {0, 0, std::isfinite(request.max_distance) ? root : walk.LowerBound(0, 0), false});
+    }
+    walk.Run(start, scratch.heap);
   }
 
   DistanceResult result;
@@ -598,9 +628,11 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
     } else if (front.size() > 4 * cold_size + 256) {
       cache->front.clear();
     } else {
-      cache->front.swap(front);
+      Reserve(cache->front, front.size());
+      cache->front.assign(front.begin(), front.end());
     }
   }
+  scratch.Trim();
   return result;
 }
 

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <random>
 #include <set>
 
@@ -10,6 +13,24 @@
 #include "core/test_util.h"
 #include "narrowphase/triangle.h"
 #include "base/numerics.h"
+
+// Allocations counted while `g_count_allocations` is set (WarmQueriesReuseTheirStorage).
+namespace {
+std::atomic<bool> g_count_allocations{false};
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+// The replacements pair malloc with free (GCC cannot tell that they replace the global operators).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t size) {
+  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace proximity::core {
 namespace {
@@ -329,6 +350,35 @@ TEST_F(RealMeshes, WarmStartGivesTheSameAnswersWithLessWork) {
       }
     }
     EXPECT_LT(warm_work, cold_work);
+  }
+}
+
+// A warm walk along a smooth motion (a controller's queries) reuses storage instead of allocating: the
+// walk's queue, its start and the new front live in per-thread scratch, and the front is copied into the
+// cache's own vector. Allocations happen only while the storage grows, far fewer than one a query (a walk
+// that allocated its queue, start list or front afresh makes at least three a query).
+TEST_F(RealMeshes, WarmQueriesReuseTheirStorage) {
+  for (const PairCase& c : RealCases()) {
+    SCOPED_TRACE(c.name);
+    const auto a = Build(testing::LoadMeshOrDie(c.path_a)), b = Build(testing::LoadMeshOrDie(c.path_b));
+    std::mt19937_64 rng(23);
+    const RigidTransform X0 = RandomPose(rng, c.lo, c.hi), X1 = RandomPose(rng, c.lo, c.hi);
+    const Eigen::Quaterniond q0(X0.R), q1(X1.R);
+    DistanceCache cache;
+    constexpr int kSteps = 400, kWarmUp = 20;
+    int64_t allocations = 0;
+    for (int step = 0; step <= kSteps; ++step) {
+      const double t = static_cast<double>(step) / kSteps;
+      const RigidTransform X(q0.slerp(t, q1).toRotationMatrix(), (1 - t) * X0.p + t * X1.p);
+      g_allocations = 0;
+      g_count_allocations = step >= kWarmUp;
+      const Result<DistanceResult> r = ComputeDistance(*a, RigidTransform(), *b, X, {}, &cache);
+      g_count_allocations = false;
+      allocations += g_allocations;
+      ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+    EXPECT_LT(allocations, (kSteps - kWarmUp) / 4) << allocations << " allocations in " << kSteps - kWarmUp
+                                                   << " queries";
   }
 }
 
