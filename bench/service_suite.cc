@@ -600,6 +600,9 @@ int SessionLatency(const SuiteOptions& options, Fixture& f, std::mt19937_64& rng
 struct PlanSides {
   static constexpr const char* kNames[3] = {"inprocess", "session", "unary"};
   std::vector<double> times[3], per_query[3];  // microseconds
+  // Per plan: the search's and the simplification's time (microseconds), and the session side's round
+  // trips (session messages).
+  std::vector<double> search_us[3], simplify_us[3], session_trips;
   int solved[3] = {0, 0, 0};
   // Problems; those where every side ended before 90% of the time limit (a plan cut short by the limit
   // ends differently on a slower side), and those of them whose three paths are equal.
@@ -635,15 +638,20 @@ int PlanThreeWays(const std::shared_ptr<const core::Scene>& scene,
   std::vector<planners::Configuration> paths[3];
   bool limited = false;
   for (int k = 0; k < 3; ++k) {
+    const int64_t trips0 = session_scene->session_round_trips();
     const double t0 = Now();
     auto planned = planners::Plan(contexts[k], start, goal, po, termination);
     const double s = Now() - t0;
+    const int64_t trips = session_scene->session_round_trips() - trips0;
     if (!planned.ok()) {
       std::cerr << "service: remote_plan (" << PlanSides::kNames[k] << "): " << planned.error().message << "\n";
       return 1;
     }
     const planners::PlanStats& st = planned.value().stats;
     sides->times[k].push_back(s * 1e6);
+    sides->search_us[k].push_back(st.plan_time_s * 1e6);
+    sides->simplify_us[k].push_back(st.simplify_time_s * 1e6);
+    if (k == 1) sides->session_trips.push_back(static_cast<double>(trips));
     sides->per_query[k].push_back(s * 1e6 / static_cast<double>(std::max<int64_t>(
                                                1, st.state_checks + st.motion_checks + st.quick_motion_checks)));
     sides->solved[k] += planned.value().solved();
@@ -667,6 +675,11 @@ JsonLine PlanLine(const std::string& name, const PlanSides& t) {
   line.Add("us_per_query_inprocess", Median(t.per_query[0])).Add("us_per_query_session", Median(t.per_query[1]));
   line.Add("us_per_query_unary", Median(t.per_query[2]));
   line.Add("time_ratio", Median(t.times[1]) / Median(t.times[0]));
+  line.Add("search_ms_inprocess", Median(t.search_us[0]) / 1e3);
+  line.Add("simplify_ms_inprocess", Median(t.simplify_us[0]) / 1e3);
+  line.Add("search_ms_session", Median(t.search_us[1]) / 1e3);
+  line.Add("simplify_ms_session", Median(t.simplify_us[1]) / 1e3);
+  line.Add("round_trips_session", Median(t.session_trips));
   line.Add("unary_time_ratio", Median(t.times[2]) / Median(t.times[0]));
   return line;
 }
@@ -824,7 +837,10 @@ int RemotePlanMbm(const SuiteOptions& options, Fixture& f) {
       return 1;
     }
     for (PlanSides* t : {&sides, &families[p.family]}) {
+      t->session_trips.push_back(one.session_trips[0]);
       for (int s = 0; s < 3; ++s) {
+        t->search_us[s].push_back(one.search_us[s][0]);
+        t->simplify_us[s].push_back(one.simplify_us[s][0]);
         t->times[s].push_back(one.times[s][0]);
         t->per_query[s].push_back(one.per_query[s][0]);
         t->solved[s] += one.solved[s];

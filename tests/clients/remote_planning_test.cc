@@ -345,6 +345,7 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
       (expected[c].valid_steps < static_cast<size_t>(chains[c]) ? stopped : complete) += 1;
     }
     const int64_t calls_before = remote_->calls();
+    const int64_t trips_before = remote_->session_round_trips();
     RemoteSession counted(*remote_);
     std::vector<std::vector<planners::StepChecks>> sides;  // session, in process, validators: session, unary
     sides.push_back(proximity::testing::ValueOrFail(
@@ -354,6 +355,9 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
         local_quick.CheckStepsUntilInvalid(local_state, states, starts, ends, chains, space_->dof())));
     sides.push_back(proximity::testing::ValueOrFail(
         session_quick.CheckStepsUntilInvalid(session_state, states, starts, ends, chains, space_->dof())));
+    // One message for each of the two session sides, whatever the batch's size.
+    const int64_t trips_after_sessions = remote_->session_round_trips();
+    EXPECT_EQ(trips_after_sessions - trips_before, 2) << "batch " << batch;
     sides.push_back(proximity::testing::ValueOrFail(
         unary_quick.CheckStepsUntilInvalid(unary_state, states, starts, ends, chains, space_->dof())));
     for (size_t side = 0; side < sides.size(); ++side) {

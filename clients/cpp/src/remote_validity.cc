@@ -713,6 +713,7 @@ struct RemoteSession::Impl {
         request.clear_open();
       }
       ++round_trips;
+      scene->session_round_trips_.fetch_add(1, std::memory_order_relaxed);
       const bool ok = stream->Write(request) && stream->Read(&response);
       busy_since.store(0, std::memory_order_relaxed);
       if (ok) {

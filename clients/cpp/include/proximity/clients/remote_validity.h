@@ -240,6 +240,9 @@ class RemoteScene {
   int64_t uploads() const;
   /// Sessions opened so far (a new one per calling thread, and after one ended).
   int64_t sessions_opened() const { return sessions_.load(std::memory_order_relaxed); }
+  /// Session messages sent so far, each one round trip (a batch of queries counts once; calls() counts
+  /// its queries). Unary calls are not counted here.
+  int64_t session_round_trips() const { return session_round_trips_.load(std::memory_order_relaxed); }
 
  private:
   friend class RemoteSession;
@@ -254,6 +257,7 @@ class RemoteScene {
   mutable std::atomic<int64_t> calls_{0};
   mutable std::atomic<int64_t> failures_{0};
   mutable std::atomic<int64_t> sessions_{0};
+  mutable std::atomic<int64_t> session_round_trips_{0};
 };
 
 /// A certified distance interval from a session's distance query.
