@@ -26,6 +26,28 @@ void Reserve(std::vector<T>& v, size_t n) {
   if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
 }
 
+// How far each of B's nodes can have moved since the cache's pose, computed once per node and query: a
+// carried front holds the same node in many pairs, and not next to each other. Kept per thread; its
+// size follows the largest model B walked on the thread (12 bytes a node, a small part of the model's
+// own hierarchy), so it is not trimmed.
+struct NodeMotionMemo {
+  std::vector<uint32_t> stamp;  // == now: value holds this query's bound
+  std::vector<double> value;
+  uint32_t now = 0;
+
+  // Starts a query over a model of n nodes: every earlier value is forgotten.
+  void Begin(size_t n) {
+    if (stamp.size() < n) {
+      stamp.resize(n, 0);
+      value.resize(n);
+    }
+    if (++now == 0) {  // the stamps wrapped: clear them once
+      std::fill(stamp.begin(), stamp.end(), 0);
+      now = 1;
+    }
+  }
+};
+
 // Both models' hierarchies walked in A's frame: B's volumes and triangles are mapped by X_AB.
 struct PairWalk {
   const MeshModel& A;
@@ -266,6 +288,7 @@ struct DistanceWalk : PairWalk {
     int32_t axis = -1;  // stale leaf pairs: their closest direction, an index into `axes`
   };
   std::vector<Vec3>* axes = nullptr;  // the carried front's leaf directions (CarriedFront); scratch
+  NodeMotionMemo* motions = nullptr;   // scratch for CarriedFront
 
   // Best-first: node pairs leave a min-heap in order of their lower bounds, so the walk expands only
   // pairs whose bound is below the final distance (within the budget), and stops as soon as the
@@ -367,27 +390,43 @@ struct DistanceWalk : PairWalk {
   }
 
   // The cached front at the current pose: each bound lowered by how far any point of B's node can
-  // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere).
-  // Leaf pairs keep their closest direction (in `axes`), for LeafGap.
-  void CarriedFront(const DistanceCache& cache, std::vector<Entry>* out) {
-    out->clear();
-    Reserve(*out, cache.front.size());
+  // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere). Pairs
+  // whose lowered bound still reaches the threshold stop at once (they join the new front as Run would
+  // stop them: the threshold only falls); the rest go to *live. Leaf pairs keep their closest direction
+  // (in `axes`), for LeafGap. A walk that then starts from the roots instead must ForgetStops() first.
+  void CarriedFront(const DistanceCache& cache, std::vector<Entry>* live) {
+    live->clear();
     axes->clear();
     const SphereMotion moved(cache.X_AB, X_AB);
+    motions->Begin(static_cast<size_t>(B.num_nodes()));
     int32_t last_b = -1;
     double motion = 0.0;
     for (const NodePairBound& f : cache.front) {
       if (f.node_b != last_b) {
-        motion = moved.Of(B.spheres()[f.node_b]);
+        const auto nb = static_cast<size_t>(f.node_b);
+        if (motions->stamp[nb] != motions->now) {
+          motions->stamp[nb] = motions->now;
+          motions->value[nb] = moved.Of(B.spheres()[f.node_b]);
+        }
+        motion = motions->value[nb];
         last_b = f.node_b;
+      }
+      const double bound = std::max(0.0, f.bound - motion);
+      if (bound >= threshold) {
+        Stop(f.node_a, f.node_b, bound, f.axis_A);
+        continue;
       }
       int32_t axis = -1;
       if (f.axis_A.squaredNorm() > 0.0) {
         axis = static_cast<int32_t>(axes->size());
         axes->push_back(f.axis_A);
       }
-      out->push_back({f.node_a, f.node_b, std::max(0.0, f.bound - motion), true, axis});
+      live->push_back({f.node_a, f.node_b, bound, true, axis});
     }
+  }
+  void ForgetStops() {
+    min_pruned = std::numeric_limits<double>::infinity();
+    if (front_out != nullptr) front_out->clear();
   }
 };
 
@@ -396,8 +435,9 @@ struct DistanceWalk : PairWalk {
 struct WalkScratch {
   std::vector<DistanceWalk::Entry> start;
   std::vector<Vec3> axes;
+  NodeMotionMemo motions;
   internal::BoundHeap<DistanceWalk::Entry> heap;
-  std::vector<NodePairBound> front;  // the new front, copied into the cache
+  std::vector<NodePairBound> front;  // the new front, swapped with the cache's (whose storage it takes)
 
   // Storage beyond what ordinary queries need is given back after a query, so that one huge walk does
   // not pin its memory to the thread.
@@ -565,6 +605,7 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
   thread_local WalkScratch scratch;
   walk.axes = &scratch.axes;
+  walk.motions = &scratch.motions;
   std::vector<NodePairBound>& front = scratch.front;
   front.clear();
   if (cache != nullptr) {
@@ -588,9 +629,8 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
       // The carried front pays off when the motion since left most of it pruned; when too many of its
       // (deep) pairs would need testing again, a walk from the roots is cheaper.
       walk.CarriedFront(*cache, &start);
-      const auto live = std::count_if(start.begin(), start.end(),
-                                      [&](const DistanceWalk::Entry& e) { return e.bound < walk.threshold; });
-      from_front = 2 * static_cast<std::size_t>(live) <= cache->cold_front_size;
+      from_front = 2 * start.size() <= cache->cold_front_size;
+      if (!from_front) walk.ForgetStops();
     }
     if (!from_front) {
       start.assign(1, {0, 0, std::isfinite(request.max_distance) ? root : walk.LowerBound(0, 0), false});
@@ -628,8 +668,8 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
     } else if (front.size() > 4 * cold_size + 256) {
       cache->front.clear();
     } else {
-      Reserve(cache->front, front.size());
-      cache->front.assign(front.begin(), front.end());
+      // The old front's storage comes back as scratch (sizes settle after a few growths).
+      cache->front.swap(front);
     }
   }
   scratch.Trim();
