@@ -354,9 +354,10 @@ TEST_F(RealMeshes, WarmStartGivesTheSameAnswersWithLessWork) {
 }
 
 // A warm walk along a smooth motion (a controller's queries) reuses storage instead of allocating: the
-// walk's queue, its start and the new front live in per-thread scratch, and the front is copied into the
-// cache's own vector. Allocations happen only while the storage grows, far fewer than one a query (a walk
-// that allocated its queue, start list or front afresh makes at least three a query).
+// walk's queue, its start and the new front live in per-thread scratch, and the new front is swapped with
+// the cache's, whose storage comes back as scratch. Allocations happen only while the storage grows, far
+// fewer than one a query (a walk that allocated its queue, start list or front afresh makes at least
+// three a query).
 TEST_F(RealMeshes, WarmQueriesReuseTheirStorage) {
   for (const PairCase& c : RealCases()) {
     SCOPED_TRACE(c.name);
