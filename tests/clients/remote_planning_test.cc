@@ -356,8 +356,7 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
     sides.push_back(proximity::testing::ValueOrFail(
         session_quick.CheckStepsUntilInvalid(session_state, states, starts, ends, chains, space_->dof())));
     // One message for each of the two session sides, whatever the batch's size.
-    const int64_t trips_after_sessions = remote_->session_round_trips();
-    EXPECT_EQ(trips_after_sessions - trips_before, 2) << "batch " << batch;
+    EXPECT_EQ(remote_->session_round_trips() - trips_before, 2) << "batch " << batch;
     sides.push_back(proximity::testing::ValueOrFail(
         unary_quick.CheckStepsUntilInvalid(unary_state, states, starts, ends, chains, space_->dof())));
     for (size_t side = 0; side < sides.size(); ++side) {

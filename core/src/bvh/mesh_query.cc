@@ -399,19 +399,13 @@ struct DistanceWalk : PairWalk {
     axes->clear();
     const SphereMotion moved(cache.X_AB, X_AB);
     motions->Begin(static_cast<size_t>(B.num_nodes()));
-    int32_t last_b = -1;
-    double motion = 0.0;
     for (const NodePairBound& f : cache.front) {
-      if (f.node_b != last_b) {
-        const auto nb = static_cast<size_t>(f.node_b);
-        if (motions->stamp[nb] != motions->now) {
-          motions->stamp[nb] = motions->now;
-          motions->value[nb] = moved.Of(B.spheres()[f.node_b]);
-        }
-        motion = motions->value[nb];
-        last_b = f.node_b;
+      const auto nb = static_cast<size_t>(f.node_b);
+      if (motions->stamp[nb] != motions->now) {
+        motions->stamp[nb] = motions->now;
+        motions->value[nb] = moved.Of(B.spheres()[f.node_b]);
       }
-      const double bound = std::max(0.0, f.bound - motion);
+      const double bound = std::max(0.0, f.bound - motions->value[nb]);
       if (bound >= threshold) {
         Stop(f.node_a, f.node_b, bound, f.axis_A);
         continue;
