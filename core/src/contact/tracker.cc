@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -241,6 +241,9 @@ class Tracker::Impl {
   std::vector<PairState*> states_;
   std::vector<Candidate> heap_;
   std::vector<TrackedPair> decided_;
+  std::vector<std::vector<double>> best_;  // KBest's heaps
+  std::vector<int32_t> order_, count_;     // Report's
+  int64_t list_bytes_ = 0;                 // the broad phase's list in cache_ (SceneCacheData::NearbyList)
   std::vector<double> jacobian_a_, jacobian_b_;
 };
 
@@ -260,7 +263,10 @@ int64_t Tracker::Impl::MemoryBytes() const {
     if (s.walk) bytes += static_cast<int64_t>(sizeof(DistanceCache) + s.walk->front.capacity() * sizeof(NodePairBound));
   }
   bytes += static_cast<int64_t>(nearby_.pairs.capacity() * sizeof(NearbyPart) + states_.capacity() * sizeof(void*) +
-                                heap_.capacity() * sizeof(Candidate) + decided_.capacity() * sizeof(TrackedPair));
+                                heap_.capacity() * sizeof(Candidate) + decided_.capacity() * sizeof(TrackedPair) +
+                                (order_.capacity() + count_.capacity()) * sizeof(int32_t));
+  for (const std::vector<double>& h : best_) bytes += static_cast<int64_t>(sizeof(h) + h.capacity() * sizeof(double));
+  bytes += list_bytes_;
   return bytes;  // the shared TrackingGeometry is counted by its owner
 }
 
@@ -288,11 +294,14 @@ struct Tracker::Impl::PairAnswer {
 namespace {
 
 // The k best upper bounds so far, overall or per link (a self pair counts for both of its links): a pair
-// whose lower bound exceeds them cannot be reported.
+// whose lower bound exceeds them cannot be reported. Its heaps are the caller's (kept between frames).
 class KBest {
  public:
-  KBest(int32_t k, bool per_link, int32_t num_links, double horizon)
-      : k_(k), per_link_(per_link), horizon_(horizon), best_(per_link ? static_cast<size_t>(num_links) : 1) {}
+  KBest(int32_t k, bool per_link, int32_t num_links, double horizon, std::vector<std::vector<double>>* heaps)
+      : k_(k), per_link_(per_link), horizon_(horizon), best_(*heaps) {
+    best_.resize(per_link ? static_cast<size_t>(num_links) : 1);
+    for (std::vector<double>& h : best_) h.clear();
+  }
   double Threshold(const StateContact& pair) const {
     double t = LinkThreshold(pair.link);
     if (per_link_ && pair.self) t = std::max(t, LinkThreshold(pair.other_link));
@@ -304,19 +313,24 @@ class KBest {
   }
 
  private:
+  // Each heap holds its link's k smallest upper bounds, the largest of them on top.
   double LinkThreshold(int32_t link) const {
-    const std::priority_queue<double>& h = best_[per_link_ ? static_cast<size_t>(link) : 0];
-    return static_cast<int32_t>(h.size()) < k_ ? horizon_ : std::min(horizon_, h.top());
+    const std::vector<double>& h = best_[per_link_ ? static_cast<size_t>(link) : 0];
+    return static_cast<int32_t>(h.size()) < k_ ? horizon_ : std::min(horizon_, h.front());
   }
   void Push(int32_t link, double upper) {
-    std::priority_queue<double>& h = best_[per_link_ ? static_cast<size_t>(link) : 0];
-    h.push(upper);
-    if (static_cast<int32_t>(h.size()) > k_) h.pop();
+    std::vector<double>& h = best_[per_link_ ? static_cast<size_t>(link) : 0];
+    h.push_back(upper);
+    std::push_heap(h.begin(), h.end());
+    if (static_cast<int32_t>(h.size()) > k_) {
+      std::pop_heap(h.begin(), h.end());
+      h.pop_back();
+    }
   }
   int32_t k_;
   bool per_link_;
   double horizon_;
-  std::vector<std::priority_queue<double>> best_;
+  std::vector<std::vector<double>>& best_;
 };
 
 }  // namespace
@@ -332,6 +346,10 @@ Status Tracker::Impl::Gather(std::span<const double> q, const TrackRequest& requ
     return InvalidArgument("horizon " + std::to_string(request.horizon) + " m keeps more than " +
                            std::to_string(kMaxTrackCandidates) + " geometry pairs near each other: lower it");
   }
+  const SceneCache::Data::NearbyList& list = SceneCacheAccess::Data(&cache_)->nearby_list;
+  list_bytes_ = static_cast<int64_t>(list.boxes.capacity() * sizeof(Aabb) +
+                                     list.world_pairs.capacity() * sizeof(list.world_pairs[0]) +
+                                     list.self_pairs.capacity() * sizeof(int32_t));
   ++frame_;
   // Warm-start state per pair, keyed by the pair's indices in the scene.
   const auto num_robot = static_cast<uint64_t>(nearby_.num_robot_parts);
@@ -534,10 +552,17 @@ void Tracker::Impl::Report(const TrackRequest& request, TrackResult* result) {
   const RobotModel& robot = scene_->robot();
   const int32_t k = request.max_pairs;
   const bool per_link = request.per_link;
-  std::stable_sort(decided_.begin(), decided_.end(),
-                   [](const TrackedPair& x, const TrackedPair& y) { return x.distance.upper < y.distance.upper; });
-  std::vector<int32_t> count(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
-  for (TrackedPair& tp : decided_) {
+  // Nearest first; pairs at the same bound in the order they were decided.
+  order_.resize(decided_.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::sort(order_.begin(), order_.end(), [&](int32_t x, int32_t y) {
+    const double ux = decided_[x].distance.upper, uy = decided_[y].distance.upper;
+    return ux < uy || (ux == uy && x < y);
+  });
+  std::vector<int32_t>& count = count_;
+  count.assign(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
+  for (const int32_t d : order_) {
+    TrackedPair& tp = decided_[d];
     const StateContact& pair = tp.distance.pair;
     const size_t la = per_link ? static_cast<size_t>(pair.link) : 0;
     const size_t lb = per_link && pair.self ? static_cast<size_t>(pair.other_link) : la;
@@ -571,7 +596,7 @@ Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const Track
   TrackResult result;
   result.within_limits = nearby_.within_limits;
   result.candidates = n;
-  KBest best(request.max_pairs, request.per_link, scene_->robot().num_links(), request.horizon);
+  KBest best(request.max_pairs, request.per_link, scene_->robot().num_links(), request.horizon, &best_);
   // Candidates leave a min-heap by their cheap bound; a non-convex pair goes back once with its hulls'
   // bound before it is walked, so that walks run in order of the tighter bounds.
   heap_.clear();

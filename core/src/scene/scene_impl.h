@@ -99,6 +99,17 @@ struct SceneCache::Data {
   /// parts (SceneImpl::part_static_) sit where they did then.
   uint64_t posed_scene = 0;
   double posed_margin = -1.0;
+  /// SceneImpl::NearbyParts' pairs within its horizon plus a margin at the state the list was made (a
+  /// Verlet list): while no robot geometry's box has moved more than half the margin since, every pair
+  /// near now is in it, and only the listed pairs' boxes are measured.
+  struct NearbyList {
+    uint64_t scene = 0;  ///< Serial number of the scene it lists; 0: none.
+    double horizon = -1.0, margin = 0.0;
+    bool world = false, self = false;
+    std::vector<Aabb> boxes;  ///< Each robot geometry's box, grown by its padding, when the list was made.
+    std::vector<std::pair<int32_t, int32_t>> world_pairs;  ///< (robot geometry, world part), in scan order.
+    std::vector<int32_t> self_pairs;  ///< Indices into the scene's self pairs, in their order.
+  } nearby_list;
 };
 
 namespace internal {
@@ -294,6 +305,10 @@ class SceneImpl final : public Scene {
   // stops and returns true as soon as a call does.
   template <class Visit>
   bool VisitWorldParts(const Aabb& bounds, Visit&& visit) const;
+  // NearbyParts' list (SceneCacheData::NearbyList) at the robot geometries' boxes posed last in `cache`:
+  // the pairs within the request's horizon plus `margin`, at most `cap` of them (false when there are
+  // more; the list then holds the first `cap` and is not kept for later states).
+  bool ListNearbyParts(const NearbyPartsRequest& request, double margin, size_t cap, SceneCacheData* cache) const;
   // A tree of boxes over `items` (each has .bounds; reordered into the leaves' order), median splits along
   // the longest side, leaves of at most two; and its walk: visit(k) for each item k whose bounds overlap
   // `bounds`, stopping with true as soon as a call returns true.

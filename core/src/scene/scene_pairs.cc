@@ -27,6 +27,72 @@ Result<NearbyPartsResult> SceneImpl::NearbyParts(std::span<const double> q, cons
   return result;
 }
 
+namespace {
+
+// Growing a box by the horizon and shrinking it back rounds its corners by a few units of the last place
+// at the world's extent: box bounds are lowered by that much so that they stay certified.
+constexpr double kBoxRounding = RoundingAllowance(4.0 * kWorldExtent);
+
+// A robot geometry's box grown by its padding only (its PoseParts bounds carry the horizon too).
+Aabb Shrunk(const Aabb& b, double horizon) {
+  const Vec3 h = Vec3::Constant(horizon);
+  return Aabb{b.min + h, b.max - h};
+}
+
+// How far (m) any point of `now` is from box `then`, at most.
+double BoxExcess(const Aabb& now, const Aabb& then) {
+  const Vec3 e = (then.min - now.min).cwiseMax(now.max - then.max).cwiseMax(0.0);
+  return e.norm();
+}
+
+}  // namespace
+
+bool SceneImpl::ListNearbyParts(const NearbyPartsRequest& request, double margin, size_t cap,
+                                SceneCacheData* cache) const {
+  SceneCacheData::NearbyList& list = cache->nearby_list;
+  const int32_t num_parts = static_cast<int32_t>(robot_parts_.size());
+  list.scene = 0;
+  list.horizon = request.horizon;
+  list.margin = margin;
+  list.world = request.world;
+  list.self = request.self;
+  list.boxes.resize(robot_parts_.size());
+  for (int32_t i = 0; i < num_parts; ++i) list.boxes[i] = Shrunk(cache->part_bounds[i], request.horizon);
+  list.world_pairs.clear();
+  list.self_pairs.clear();
+  // A pair near now has boxes within the horizon now; each box has moved at most margin / 2 since the
+  // list was made, so they were within horizon + margin then (the rounding allowance once more). With
+  // no margin the list is what the horizon keeps, as the boxes grown by it (PoseParts) find it.
+  const double reach = margin > 0.0 ? request.horizon + margin + kBoxRounding : request.horizon;
+  const Vec3 grow = Vec3::Constant(reach);
+  const auto full = [&] { return list.world_pairs.size() + list.self_pairs.size() >= cap; };
+  if (request.world) {
+    for (int32_t i = 0; i < num_parts; ++i) {
+      const RobotPart& rp = robot_parts_[i];
+      const Aabb& box = list.boxes[i];
+      const Aabb query = margin > 0.0 ? Aabb{box.min - grow, box.max + grow} : cache->part_bounds[i];
+      const bool stopped = VisitWorldParts(query, [&](int32_t k) {
+        const WorldPart& wp = world_parts_[k];
+        if (AllowedEntityObject(rp.entity, wp.object)) return false;
+        if (std::max(0.0, AabbDistance(box, wp.bounds) - kBoxRounding) > reach) return false;
+        list.world_pairs.emplace_back(i, k);
+        return full();
+      });
+      if (stopped) return false;
+    }
+  }
+  if (request.self) {
+    for (int32_t s = 0; s < static_cast<int32_t>(self_pairs_.size()); ++s) {
+      const SelfPair& sp = self_pairs_[s];
+      if (std::max(0.0, AabbDistance(list.boxes[sp.a], list.boxes[sp.b]) - kBoxRounding) > reach) continue;
+      list.self_pairs.push_back(s);
+      if (full()) return false;
+    }
+  }
+  list.scene = serial_;
+  return true;
+}
+
 Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsRequest& request, SceneCacheData* cache,
                               NearbyPartsResult* out) const {
   if (!std::isfinite(request.horizon) || request.horizon < 0.0 || request.horizon > kWorldExtent) {
@@ -44,57 +110,56 @@ Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsReques
   result.within_limits = robot_->WithinLimits(q);
   result.num_robot_parts = static_cast<int32_t>(robot_parts_.size());
   result.num_world_parts = static_cast<int32_t>(world_parts_.size());
-  const Vec3 horizon = Vec3::Constant(request.horizon);
-  // Growing a box by the horizon and shrinking it back rounds its corners by a few units of the last
-  // place at the world's extent: the bounds are lowered by that much so that they stay certified.
-  constexpr double kBoxRounding = RoundingAllowance(4.0 * kWorldExtent);
-  auto shrunk = [&](int32_t i) {  // the part's box grown by its padding only
-    const Aabb& b = cache->part_bounds[i];
-    return Aabb{b.min + horizon, b.max - horizon};
-  };
+  // The pairs come from the list while every box stays within half the margin of where the list saw it;
+  // it is made again when one has moved farther. The margin is a share of the horizon: along a smooth
+  // motion a list lasts many states and holds a few more pairs than the horizon keeps. A list that would
+  // hold more than four times max_pairs is made without a margin (the horizon's pairs, one beyond
+  // max_pairs at most: enough to say the result is truncated).
+  const double margin = 0.5 * request.horizon;
+  const SceneCacheData::NearbyList& list = cache->nearby_list;
+  bool listed = list.scene == serial_ && list.horizon == request.horizon && list.world == request.world &&
+                list.self == request.self && list.boxes.size() == robot_parts_.size();
+  for (size_t i = 0; listed && i < robot_parts_.size(); ++i) {
+    listed = BoxExcess(Shrunk(cache->part_bounds[i], request.horizon), list.boxes[i]) <= 0.5 * list.margin;
+  }
+  const size_t cap = static_cast<size_t>(request.max_pairs);
+  if (!listed && !ListNearbyParts(request, margin, 4 * cap, cache)) (void)ListNearbyParts(request, 0.0, cap + 1, cache);
   auto add = [&](NearbyPart p) {
-    if (static_cast<int32_t>(result.pairs.size()) >= request.max_pairs) {
+    if (p.box_clearance > request.horizon) return true;
+    if (result.pairs.size() >= cap) {
       result.truncated = true;
       return false;
     }
     result.pairs.push_back(std::move(p));
     return true;
   };
-  const int32_t num_parts = static_cast<int32_t>(robot_parts_.size());
-  if (request.world) {
-    for (int32_t i = 0; i < num_parts; ++i) {
-      const RobotPart& rp = robot_parts_[i];
-      const Aabb box = shrunk(i);
-      const bool full = VisitWorldParts(cache->part_bounds[i], [&](int32_t k) {
-        const WorldPart& wp = world_parts_[k];
-        if (AllowedEntityObject(rp.entity, wp.object)) return false;
-        const ObjectPart& part = objects_[wp.object].parts[wp.part];
-        const double bound = std::max(0.0, AabbDistance(box, wp.bounds) - kBoxRounding);
-        if (bound > request.horizon) return false;
-        return !add({{WorldContact(i, wp.object), &rp.geometry, cache->X_WG[i], &part.geometry, part.X_WG, rp.padding,
-                      false},
-                     i,
-                     k,
-                     bound});
-      });
-      if (full) return {};
+  for (const auto& [i, k] : list.world_pairs) {
+    const RobotPart& rp = robot_parts_[i];
+    const WorldPart& wp = world_parts_[k];
+    const ObjectPart& part = objects_[wp.object].parts[wp.part];
+    const double bound = std::max(0.0, AabbDistance(Shrunk(cache->part_bounds[i], request.horizon), wp.bounds) -
+                                           kBoxRounding);
+    if (!add({{WorldContact(i, wp.object), &rp.geometry, cache->X_WG[i], &part.geometry, part.X_WG, rp.padding, false},
+              i,
+              k,
+              bound})) {
+      return {};
     }
   }
-  if (request.self) {
-    for (const SelfPair& sp : self_pairs_) {
-      const RobotPart& a = robot_parts_[sp.a];
-      const RobotPart& b = robot_parts_[sp.b];
-      const double padding = a.padding + b.padding;
-      // Each box is grown by its own padding, so their distance bounds the clearance beyond both.
-      const double bound = std::max(0.0, AabbDistance(shrunk(sp.a), shrunk(sp.b)) - kBoxRounding);
-      if (bound > request.horizon) continue;
-      if (!add({{SelfContact(sp.a, sp.b), &a.geometry, cache->X_WG[sp.a], &b.geometry, cache->X_WG[sp.b], padding,
-                 false},
-                sp.a,
-                sp.b,
-                bound})) {
-        return {};
-      }
+  for (const int32_t s : list.self_pairs) {
+    const SelfPair& sp = self_pairs_[s];
+    const RobotPart& a = robot_parts_[sp.a];
+    const RobotPart& b = robot_parts_[sp.b];
+    // Each box is grown by its own padding, so their distance bounds the clearance beyond both.
+    const double bound = std::max(0.0, AabbDistance(Shrunk(cache->part_bounds[sp.a], request.horizon),
+                                                    Shrunk(cache->part_bounds[sp.b], request.horizon)) -
+                                           kBoxRounding);
+    if (!add({{SelfContact(sp.a, sp.b), &a.geometry, cache->X_WG[sp.a], &b.geometry, cache->X_WG[sp.b],
+               a.padding + b.padding, false},
+              sp.a,
+              sp.b,
+              bound})) {
+      return {};
     }
   }
   return {};

@@ -239,6 +239,60 @@ TEST(Tracker, IntervalsBracketBruteForceAlongTrajectoriesAndAfterJumps) {
   EXPECT_GT(walks, 0);
 }
 
+// The broad phase keeps a list of the pairs within the horizon plus a margin and measures only those
+// while the robot's boxes stay near where the list saw them: along smooth motion and after jumps its
+// pairs, bounds, order and truncation are those of a cache that has seen no other state.
+TEST(Tracker, BroadPhaseListKeepsExactlyThePairsWithinTheHorizon) {
+  int64_t frames = 0, reused = 0, pairs = 0, truncated = 0;
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    auto scene = ArmScene(seed, seed == 2 ? 0.01 : 0.0);
+    const internal::SceneImpl& impl = internal::Impl(*scene);
+    std::mt19937_64 rng(seed + 20);
+    for (const int32_t max_pairs : {1 << 16, 3}) {
+      SceneCache kept;
+      NearbyPartsRequest request;
+      request.horizon = 0.15;
+      request.max_pairs = max_pairs;
+      for (const auto& q : Trajectory(scene->robot(), rng, testing::Cases(400), 2e-3, 100)) {
+        const std::vector<Aabb> boxes_before = SceneCacheAccess::Data(&kept)->nearby_list.boxes;
+        const NearbyPartsResult r = testing::ValueOrFail(impl.NearbyParts(q, request, SceneCacheAccess::Data(&kept)));
+        const auto& list = SceneCacheAccess::Data(&kept)->nearby_list;
+        reused += !boxes_before.empty() && list.boxes.size() == boxes_before.size() &&
+                  std::equal(list.boxes.begin(), list.boxes.end(), boxes_before.begin(),
+                             [](const Aabb& x, const Aabb& y) { return x.min == y.min && x.max == y.max; });
+        // The reference: a fresh cache, and every pair of the scene with its bound.
+        SceneCache fresh, every;
+        const NearbyPartsResult f = testing::ValueOrFail(impl.NearbyParts(q, request, SceneCacheAccess::Data(&fresh)));
+        NearbyPartsRequest all = request;
+        all.horizon = kWorldExtent;
+        all.max_pairs = 1 << 16;
+        const NearbyPartsResult a = testing::ValueOrFail(impl.NearbyParts(q, all, SceneCacheAccess::Data(&every)));
+        std::vector<PairKey> within;
+        for (const NearbyPart& p : a.pairs) {
+          if (p.box_clearance <= request.horizon) within.push_back({p.parts.pair.self, p.robot_part, p.other_part});
+        }
+        ASSERT_EQ(r.truncated, static_cast<int32_t>(within.size()) > max_pairs);
+        ASSERT_EQ(r.pairs.size(), std::min(within.size(), static_cast<size_t>(max_pairs)));
+        ASSERT_EQ(f.truncated, r.truncated);
+        ASSERT_EQ(f.pairs.size(), r.pairs.size());
+        for (size_t i = 0; i < r.pairs.size(); ++i) {
+          const PairKey key{r.pairs[i].parts.pair.self, r.pairs[i].robot_part, r.pairs[i].other_part};
+          ASSERT_EQ(key, within[i]) << "pair " << i;
+          ASSERT_EQ(key, (PairKey{f.pairs[i].parts.pair.self, f.pairs[i].robot_part, f.pairs[i].other_part}));
+          ASSERT_EQ(r.pairs[i].box_clearance, f.pairs[i].box_clearance);
+        }
+        ++frames;
+        pairs += static_cast<int64_t>(r.pairs.size());
+        truncated += r.truncated;
+      }
+    }
+  }
+  EXPECT_GT(pairs, frames);       // the horizon keeps pairs
+  EXPECT_GT(truncated, 0);        // and more than three of them at times
+  EXPECT_GT(reused, frames / 2);  // most states are answered from a kept list
+  EXPECT_LT(reused, frames);      // and lists are made again as the robot moves and jumps
+}
+
 TEST(Tracker, ReportsTheKNearestOverallAndPerLink) {
   auto scene = ArmScene(4);
   std::mt19937_64 rng(44);
