@@ -87,9 +87,9 @@ int32_t SplitSurfaceArea(const Obb& box, const std::vector<Vec3>& centroids, con
 
 Result<std::shared_ptr<const MeshModel>> MeshModel::Build(TriangleMesh mesh, const BvhBuildOptions& options,
                                                           const std::string& name) {
-  if (options.max_leaf_triangles < 1 || options.max_leaf_triangles > 16) {
-    return InvalidArgument(name + ": max_leaf_triangles must be in [1, 16], got " +
-                           std::to_string(options.max_leaf_triangles));
+  if (options.max_leaf_triangles < 1 || options.max_leaf_triangles > kMaxLeafTriangles) {
+    return InvalidArgument(name + ": max_leaf_triangles must be in [1, " + std::to_string(kMaxLeafTriangles) +
+                           "], got " + std::to_string(options.max_leaf_triangles));
   }
   if (mesh.triangles.empty()) return InvalidArgument(name + ": mesh has no triangles");
   if (mesh.triangles.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max() / 2)) {

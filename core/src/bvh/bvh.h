@@ -22,11 +22,14 @@ enum class SplitRule {
 };
 
 /// Settings for MeshModel::Build.
+/// The most triangles a hierarchy leaf may hold (BvhBuildOptions::max_leaf_triangles).
+inline constexpr int32_t kMaxLeafTriangles = 16;
+
 struct BvhBuildOptions {
   /// The surface-area split with two triangles a leaf was fastest for collision and distance on
   /// every mesh measured (FCL's env/rob, Panda, UR5 and KR5 links); see bench/results.
   SplitRule split = SplitRule::kSurfaceArea;
-  /// Largest number of triangles in a leaf, 1 to 16.
+  /// Largest number of triangles in a leaf, 1 to kMaxLeafTriangles.
   int32_t max_leaf_triangles = 2;
 };
 

@@ -2,6 +2,7 @@
 
 #include "bvh/query_internal.h"
 
+#include <array>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -221,6 +222,41 @@ struct DistanceWalk : PairWalk {
     return d;
   }
 
+  // TestLeaves for a carried leaf pair with its last closest direction (unit, A's frame): a triangle pair
+  // whose vertices' gap along it already reaches the threshold is not tested, the gap standing for its
+  // distance's lower bound (near a flat contact most of a leaf pair's triangles sit beside the closest
+  // one, not in front of it). *axis receives the closest tested direction, else keeps `axis`.
+  double TestLeavesAlong(int32_t na, int32_t nb, const Vec3& axis, Vec3* axis_out) {
+    const BvhNode& a = A.nodes()[na];
+    const BvhNode& b = B.nodes()[nb];
+    std::array<double, kMaxLeafTriangles> top_a;  // each of A's triangles' highest vertex along the axis
+    for (int32_t i = 0; i < a.count; ++i) {
+      const LeafTriangle& t = A.leaf_triangles()[a.first + i];
+      top_a[static_cast<size_t>(i)] = std::max({axis.dot(t.v[0]), axis.dot(t.v[1]), axis.dot(t.v[2])});
+    }
+    double d = std::numeric_limits<double>::infinity();
+    *axis_out = axis;
+    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
+      Vec3 vb[3];
+      TriangleInA(kb, vb);
+      const double low_b = std::min({axis.dot(vb[0]), axis.dot(vb[1]), axis.dot(vb[2])});
+      for (int32_t i = 0; i < a.count; ++i) {
+        const double gap = low_b - top_a[static_cast<size_t>(i)];
+        if (gap >= threshold) {
+          d = std::min(d, gap);
+          continue;
+        }
+        Vec3 pa, pb;
+        const double t = TestTriangles(a.first + i, kb, vb, &pa, &pb);
+        if (t < d) {
+          d = t;
+          *axis_out = t > 0.0 ? Vec3((pb - pa) / t) : Vec3::Zero();
+        }
+      }
+    }
+    return d;
+  }
+
   // A lower bound on the distance between two leaves' triangles: the gap of their vertices projected
   // on the unit axis (A's frame), 0 when they overlap along it. Holds for any unit axis.
   double LeafGap(int32_t na, int32_t nb, const Vec3& axis) {
@@ -361,7 +397,9 @@ struct DistanceWalk : PairWalk {
           }
         }
         Vec3 axis;
-        Stop(e.a, e.b, TestLeaves(e.a, e.b, &axis), axis);
+        const double d = e.stale && e.axis >= 0 ? TestLeavesAlong(e.a, e.b, (*axes)[static_cast<size_t>(e.axis)], &axis)
+                                                : TestLeaves(e.a, e.b, &axis);
+        Stop(e.a, e.b, d, axis);
         if (upper == 0.0 || heap.empty()) break;
         e = pop();
         continue;
