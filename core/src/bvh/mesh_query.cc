@@ -181,6 +181,13 @@ struct DistanceWalk : PairWalk {
   // Distance between leaf triangle ka of A and triangle vb (B's, in A's frame), with the closest points
   // (also updates the upper bound).
   double TestTriangles(int32_t ka, int32_t kb, const Vec3* vb, Vec3* pa_out = nullptr, Vec3* pb_out = nullptr) {
+    if (ka == seed.ka && kb == seed.kb) {  // tested by Seed: its answer is already in the upper bound
+      if (pa_out != nullptr) {
+        *pa_out = seed.pa;
+        *pb_out = seed.pb;
+      }
+      return seed.d;
+    }
     const LeafTriangle& ta = A.leaf_triangles()[ka];
     Vec3 pa, pb;
     ++stats.triangle_tests;
@@ -279,14 +286,27 @@ struct DistanceWalk : PairWalk {
     return std::max(0.0, min_b + shift - max_a);
   }
 
+  // The triangle pair Seed tested, and its answer (the walk meets it again in its leaf pair).
+  struct SeedPair {
+    int32_t ka = -1, kb = -1;
+    double d = 0.0;
+    Vec3 pa = Vec3::Zero(), pb = Vec3::Zero();
+  };
+  SeedPair seed{};
+  void TestSeed(int32_t ka, int32_t kb) {
+    Vec3 vb[3];
+    TriangleInA(kb, vb);
+    Vec3 pa, pb;
+    const double d = TestTriangles(ka, kb, vb, &pa, &pb);
+    seed = {ka, kb, d, pa, pb};
+  }
+
   // A first upper bound: the cached pair, or a greedy descent to the leaf pair whose spheres are
   // closest at each step (signed sphere gaps keep ranking children where box bounds are all 0).
   // Costs one triangle test and about 2 * depth sphere tests.
   void Seed(const DistanceCache* cache) {
     if (cache != nullptr && cache->leaf_a >= 0 && cache->leaf_b >= 0) {
-      Vec3 vb[3];
-      TriangleInA(cache->leaf_b, vb);
-      TestTriangles(cache->leaf_a, cache->leaf_b, vb);
+      TestSeed(cache->leaf_a, cache->leaf_b);
       return;
     }
     int32_t na = 0, nb = 0;
@@ -305,10 +325,7 @@ struct DistanceWalk : PairWalk {
         nb = gap(na, c) <= gap(na, c + 1) ? c : c + 1;
       }
     }
-    Vec3 vb[3];
-    const BvhNode& leaf_b = B.nodes()[nb];
-    TriangleInA(leaf_b.first, vb);
-    TestTriangles(A.nodes()[na].first, leaf_b.first, vb);
+    TestSeed(A.nodes()[na].first, B.nodes()[nb].first);
   }
 
   // A pair the walk stops at: its bound joins the certified lower bound and the front.
