@@ -21,10 +21,10 @@ enum class SplitRule {
   kSurfaceArea,  ///< Binned surface-area heuristic over the three model axes.
 };
 
-/// Settings for MeshModel::Build.
 /// The most triangles a hierarchy leaf may hold (BvhBuildOptions::max_leaf_triangles).
 inline constexpr int32_t kMaxLeafTriangles = 16;
 
+/// Settings for MeshModel::Build.
 struct BvhBuildOptions {
   /// The surface-area split with two triangles a leaf was fastest for collision and distance on
   /// every mesh measured (FCL's env/rob, Panda, UR5 and KR5 links); see bench/results.

@@ -2,8 +2,8 @@
 
 #include "bvh/query_internal.h"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
