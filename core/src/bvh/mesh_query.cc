@@ -207,19 +207,55 @@ struct DistanceWalk : PairWalk {
     return d;
   }
 
-  // Exact distance between two leaves' triangles (also updates the upper bound); *axis receives the
-  // unit direction from A's closest point to B's (zero when they touch).
-  double TestLeaves(int32_t na, int32_t nb, Vec3* axis) {
+  // Exact distance between two leaves' triangles (also updates the upper bound), or a lower bound that
+  // reaches the threshold; *axis receives the unit direction from A's closest point to B's of the
+  // nearest pair tested (zero when they touch). `along`, when given, is a carried leaf pair's last
+  // closest direction (unit, A's frame), on which the vertices are projected first: the leaves' gap
+  // along it (tight when the motion since is tangential) settles the pair without a triangle test when
+  // it reaches the threshold; otherwise each triangle pair whose own gap does is skipped (near a flat
+  // contact most of a leaf pair's triangles sit beside the closest one). A gap stands for the distance
+  // it bounds, and *axis keeps `along` unless a tested pair is nearer.
+  double TestLeaves(int32_t na, int32_t nb, const Vec3* along, Vec3* axis) {
     const BvhNode& a = A.nodes()[na];
     const BvhNode& b = B.nodes()[nb];
-    double d = std::numeric_limits<double>::infinity();
+    std::array<double, kMaxLeafTriangles> top_a, low_b;  // each triangle's extreme vertex along the axis
     *axis = Vec3::Zero();
-    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
+    if (along != nullptr) {
+      double max_a = -std::numeric_limits<double>::infinity();
+      for (int32_t i = 0; i < a.count; ++i) {
+        const LeafTriangle& t = A.leaf_triangles()[a.first + i];
+        top_a[static_cast<size_t>(i)] = std::max({along->dot(t.v[0]), along->dot(t.v[1]), along->dot(t.v[2])});
+        max_a = std::max(max_a, top_a[static_cast<size_t>(i)]);
+      }
+      // B's vertices projected through X_AB: axis . (R v + p) = (R^T axis) . v + axis . p.
+      const Vec3 along_B = X_AB.R.transpose() * *along;
+      const double shift = along->dot(X_AB.p);
+      double min_b = std::numeric_limits<double>::infinity();
+      for (int32_t j = 0; j < b.count; ++j) {
+        const LeafTriangle& t = B.leaf_triangles()[b.first + j];
+        low_b[static_cast<size_t>(j)] =
+            std::min({along_B.dot(t.v[0]), along_B.dot(t.v[1]), along_B.dot(t.v[2])}) + shift;
+        min_b = std::min(min_b, low_b[static_cast<size_t>(j)]);
+      }
+      ++stats.bv_tests;
+      *axis = *along;
+      const double gap = std::max(0.0, min_b - max_a);
+      if (gap >= threshold) return gap;
+    }
+    double d = std::numeric_limits<double>::infinity();
+    for (int32_t j = 0; j < b.count; ++j) {
       Vec3 vb[3];
-      TriangleInA(kb, vb);
-      for (int32_t ka = a.first; ka < a.first + a.count; ++ka) {
+      TriangleInA(b.first + j, vb);
+      for (int32_t i = 0; i < a.count; ++i) {
+        if (along != nullptr) {
+          const double gap = low_b[static_cast<size_t>(j)] - top_a[static_cast<size_t>(i)];
+          if (gap >= threshold) {
+            d = std::min(d, gap);
+            continue;
+          }
+        }
         Vec3 pa, pb;
-        const double t = TestTriangles(ka, kb, vb, &pa, &pb);
+        const double t = TestTriangles(a.first + i, b.first + j, vb, &pa, &pb);
         if (t < d) {
           d = t;
           *axis = t > 0.0 ? Vec3((pb - pa) / t) : Vec3::Zero();
@@ -227,63 +263,6 @@ struct DistanceWalk : PairWalk {
       }
     }
     return d;
-  }
-
-  // TestLeaves for a carried leaf pair with its last closest direction (unit, A's frame): a triangle pair
-  // whose vertices' gap along it already reaches the threshold is not tested, the gap standing for its
-  // distance's lower bound (near a flat contact most of a leaf pair's triangles sit beside the closest
-  // one, not in front of it). *axis receives the closest tested direction, else keeps `axis`.
-  double TestLeavesAlong(int32_t na, int32_t nb, const Vec3& axis, Vec3* axis_out) {
-    const BvhNode& a = A.nodes()[na];
-    const BvhNode& b = B.nodes()[nb];
-    std::array<double, kMaxLeafTriangles> top_a;  // each of A's triangles' highest vertex along the axis
-    for (int32_t i = 0; i < a.count; ++i) {
-      const LeafTriangle& t = A.leaf_triangles()[a.first + i];
-      top_a[static_cast<size_t>(i)] = std::max({axis.dot(t.v[0]), axis.dot(t.v[1]), axis.dot(t.v[2])});
-    }
-    double d = std::numeric_limits<double>::infinity();
-    *axis_out = axis;
-    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
-      Vec3 vb[3];
-      TriangleInA(kb, vb);
-      const double low_b = std::min({axis.dot(vb[0]), axis.dot(vb[1]), axis.dot(vb[2])});
-      for (int32_t i = 0; i < a.count; ++i) {
-        const double gap = low_b - top_a[static_cast<size_t>(i)];
-        if (gap >= threshold) {
-          d = std::min(d, gap);
-          continue;
-        }
-        Vec3 pa, pb;
-        const double t = TestTriangles(a.first + i, kb, vb, &pa, &pb);
-        if (t < d) {
-          d = t;
-          *axis_out = t > 0.0 ? Vec3((pb - pa) / t) : Vec3::Zero();
-        }
-      }
-    }
-    return d;
-  }
-
-  // A lower bound on the distance between two leaves' triangles: the gap of their vertices projected
-  // on the unit axis (A's frame), 0 when they overlap along it. Holds for any unit axis.
-  double LeafGap(int32_t na, int32_t nb, const Vec3& axis) {
-    const BvhNode& a = A.nodes()[na];
-    const BvhNode& b = B.nodes()[nb];
-    double max_a = -std::numeric_limits<double>::infinity();
-    for (int32_t ka = a.first; ka < a.first + a.count; ++ka) {
-      const LeafTriangle& t = A.leaf_triangles()[ka];
-      for (const Vec3& v : t.v) max_a = std::max(max_a, axis.dot(v));
-    }
-    // B's vertices projected through X_AB: axis . (R v + p) = (R^T axis) . v + axis . p.
-    const Vec3 axis_B = X_AB.R.transpose() * axis;
-    const double shift = axis.dot(X_AB.p);
-    double min_b = std::numeric_limits<double>::infinity();
-    for (int32_t kb = b.first; kb < b.first + b.count; ++kb) {
-      const LeafTriangle& t = B.leaf_triangles()[kb];
-      for (const Vec3& v : t.v) min_b = std::min(min_b, axis_B.dot(v));
-    }
-    ++stats.bv_tests;
-    return std::max(0.0, min_b + shift - max_a);
   }
 
   // The triangle pair Seed tested, and its answer (the walk meets it again in its leaf pair).
@@ -401,22 +380,10 @@ struct DistanceWalk : PairWalk {
       }
       if (leaves) {
         dive = false;
-        if (e.stale && e.axis >= 0) {
-          // A carried leaf pair: its gap along its last closest direction first (tight when the motion
-          // since is tangential); the triangles only when that no longer prunes it.
-          const Vec3& axis = (*axes)[static_cast<size_t>(e.axis)];
-          const double gap = LeafGap(e.a, e.b, axis);
-          if (gap >= threshold) {
-            Stop(e.a, e.b, gap, axis);
-            if (heap.empty()) break;
-            e = pop();
-            continue;
-          }
-        }
+        // A carried leaf pair goes along its last closest direction first.
+        const Vec3* along = e.stale && e.axis >= 0 ? &(*axes)[static_cast<size_t>(e.axis)] : nullptr;
         Vec3 axis;
-        const double d = e.stale && e.axis >= 0 ? TestLeavesAlong(e.a, e.b, (*axes)[static_cast<size_t>(e.axis)], &axis)
-                                                : TestLeaves(e.a, e.b, &axis);
-        Stop(e.a, e.b, d, axis);
+        Stop(e.a, e.b, TestLeaves(e.a, e.b, along, &axis), axis);
         if (upper == 0.0 || heap.empty()) break;
         e = pop();
         continue;
@@ -448,7 +415,7 @@ struct DistanceWalk : PairWalk {
   // have moved relative to A since the cache's pose (SphereMotionBound on the node's sphere). Pairs
   // whose lowered bound still reaches the threshold stop at once (they join the new front as Run would
   // stop them: the threshold only falls); the rest go to *live. Leaf pairs keep their closest direction
-  // (in `axes`), for LeafGap. A walk that then starts from the roots instead must ForgetStops() first.
+  // (in `axes`), for TestLeaves. A walk that then starts from the roots instead must ForgetStops() first.
   void CarriedFront(const DistanceCache& cache, std::vector<Entry>* live) {
     live->clear();
     axes->clear();

@@ -559,16 +559,15 @@ void Tracker::Impl::Report(const TrackRequest& request, TrackResult* result) {
     const double ux = decided_[x].distance.upper, uy = decided_[y].distance.upper;
     return ux < uy || (ux == uy && x < y);
   });
-  std::vector<int32_t>& count = count_;
-  count.assign(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
+  count_.assign(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
   for (const int32_t d : order_) {
     TrackedPair& tp = decided_[d];
     const StateContact& pair = tp.distance.pair;
     const size_t la = per_link ? static_cast<size_t>(pair.link) : 0;
     const size_t lb = per_link && pair.self ? static_cast<size_t>(pair.other_link) : la;
-    if (count[la] >= k && count[lb] >= k) continue;
-    ++count[la];
-    if (lb != la) ++count[lb];
+    if (count_[la] >= k && count_[lb] >= k) continue;
+    ++count_[la];
+    if (lb != la) ++count_[lb];
     if (tp.same_features) ++result->same_features;
     if (request.gradient) {
       // d/dq of |p_robot - p_other| with both points fixed to their bodies: n . (J_robot - J_other).

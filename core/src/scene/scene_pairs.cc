@@ -39,6 +39,9 @@ Aabb Shrunk(const Aabb& b, double horizon) {
   return Aabb{b.min + h, b.max - h};
 }
 
+// The certified lower bound on two boxes' distance.
+double BoxBound(const Aabb& a, const Aabb& b) { return std::max(0.0, AabbDistance(a, b) - kBoxRounding); }
+
 // How far (m) any point of `now` is from box `then`, at most.
 double BoxExcess(const Aabb& now, const Aabb& then) {
   const Vec3 e = (then.min - now.min).cwiseMax(now.max - then.max).cwiseMax(0.0);
@@ -74,7 +77,7 @@ bool SceneImpl::ListNearbyParts(const NearbyPartsRequest& request, double margin
       const bool stopped = VisitWorldParts(query, [&](int32_t k) {
         const WorldPart& wp = world_parts_[k];
         if (AllowedEntityObject(rp.entity, wp.object)) return false;
-        if (std::max(0.0, AabbDistance(box, wp.bounds) - kBoxRounding) > reach) return false;
+        if (BoxBound(box, wp.bounds) > reach) return false;
         list.world_pairs.emplace_back(i, k);
         return full();
       });
@@ -84,7 +87,7 @@ bool SceneImpl::ListNearbyParts(const NearbyPartsRequest& request, double margin
   if (request.self) {
     for (int32_t s = 0; s < static_cast<int32_t>(self_pairs_.size()); ++s) {
       const SelfPair& sp = self_pairs_[s];
-      if (std::max(0.0, AabbDistance(list.boxes[sp.a], list.boxes[sp.b]) - kBoxRounding) > reach) continue;
+      if (BoxBound(list.boxes[sp.a], list.boxes[sp.b]) > reach) continue;
       list.self_pairs.push_back(s);
       if (full()) return false;
     }
@@ -137,8 +140,7 @@ Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsReques
     const RobotPart& rp = robot_parts_[i];
     const WorldPart& wp = world_parts_[k];
     const ObjectPart& part = objects_[wp.object].parts[wp.part];
-    const double bound = std::max(0.0, AabbDistance(Shrunk(cache->part_bounds[i], request.horizon), wp.bounds) -
-                                           kBoxRounding);
+    const double bound = BoxBound(Shrunk(cache->part_bounds[i], request.horizon), wp.bounds);
     if (!add({{WorldContact(i, wp.object), &rp.geometry, cache->X_WG[i], &part.geometry, part.X_WG, rp.padding, false},
               i,
               k,
@@ -151,9 +153,8 @@ Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsReques
     const RobotPart& a = robot_parts_[sp.a];
     const RobotPart& b = robot_parts_[sp.b];
     // Each box is grown by its own padding, so their distance bounds the clearance beyond both.
-    const double bound = std::max(0.0, AabbDistance(Shrunk(cache->part_bounds[sp.a], request.horizon),
-                                                    Shrunk(cache->part_bounds[sp.b], request.horizon)) -
-                                           kBoxRounding);
+    const double bound =
+        BoxBound(Shrunk(cache->part_bounds[sp.a], request.horizon), Shrunk(cache->part_bounds[sp.b], request.horizon));
     if (!add({{SelfContact(sp.a, sp.b), &a.geometry, cache->X_WG[sp.a], &b.geometry, cache->X_WG[sp.b],
                a.padding + b.padding, false},
               sp.a,
