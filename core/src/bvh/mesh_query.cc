@@ -610,7 +610,12 @@ Result<DistanceResult> ComputeDistance(const MeshModel& a, const RigidTransform&
   if (Status s = ValidatePose(X_WA, "X_WA"); !s.ok()) return s.error();
   if (Status s = ValidatePose(X_WB, "X_WB"); !s.ok()) return s.error();
   if (Status s = ValidateDistanceRequest(request); !s.ok()) return s.error();
+  return internal::ComputeDistanceTrusted(a, X_WA, b, X_WB, request, cache);
+}
 
+DistanceResult internal::ComputeDistanceTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                                const RigidTransform& X_WB, const DistanceRequest& request,
+                                                DistanceCache* cache) {
   DistanceWalk walk{{a, b, RelativeTransform(X_WA, X_WB), {}}, request.rel_err, request.abs_err,
                     request.max_distance};
   walk.stop_below = request.stop_below;

@@ -27,6 +27,9 @@ bool LeafPairIntersects(const MeshModel& a, const RigidTransform& X_WA, const Me
 /// written to `contact`. Adds the work to `stats`.
 bool CollideFirstTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
                          const RigidTransform& X_WB, LeafPair* contact, QueryStats* stats);
+/// ComputeDistance for a valid request (ValidateDistanceRequest) and poses.
+DistanceResult ComputeDistanceTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b,
+                                      const RigidTransform& X_WB, const DistanceRequest& request, DistanceCache* cache);
 /// Mesh-shape collision; `result` must be cleared.
 void CollideMeshShapeTrusted(const MeshModel& mesh, const RigidTransform& X_WM, const Shape& shape,
                              const RigidTransform& X_WS, const CollisionRequest& request, CollisionResult* result);

@@ -15,6 +15,7 @@
 #include <variant>
 
 #include "bvh/mesh_query.h"
+#include "bvh/query_internal.h"
 #include "bvh/shape_query.h"
 #include "contact/vclip.h"
 #include "scene/scene_impl.h"
@@ -195,7 +196,7 @@ Result<std::shared_ptr<const TrackingGeometry>> TrackingGeometry::Build(const Sc
 class Tracker::Impl {
  public:
   Impl(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry);
-  Result<TrackResult> Update(std::span<const double> q, const TrackRequest& request);
+  Status Update(std::span<const double> q, const TrackRequest& request, TrackResult* out);
   void Reset() { pairs_.clear(); }
   int64_t MemoryBytes() const;
 
@@ -245,6 +246,7 @@ class Tracker::Impl {
   std::vector<int32_t> order_, count_;     // Report's
   int64_t list_bytes_ = 0;                 // the broad phase's list in cache_ (SceneCacheData::NearbyList)
   std::vector<double> jacobian_a_, jacobian_b_;
+  TrackResult result_;  // the frame being made, in the storage of a frame the caller gave back
 };
 
 Tracker::Impl::Impl(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)
@@ -264,7 +266,9 @@ int64_t Tracker::Impl::MemoryBytes() const {
   }
   bytes += static_cast<int64_t>(nearby_.pairs.capacity() * sizeof(NearbyPart) + states_.capacity() * sizeof(void*) +
                                 heap_.capacity() * sizeof(Candidate) + decided_.capacity() * sizeof(TrackedPair) +
-                                (order_.capacity() + count_.capacity()) * sizeof(int32_t));
+                                (order_.capacity() + count_.capacity()) * sizeof(int32_t) +
+                                result_.pairs.capacity() * sizeof(TrackedPair));
+  for (const TrackedPair& tp : result_.pairs) bytes += static_cast<int64_t>(tp.gradient.capacity() * sizeof(double));
   for (const std::vector<double>& h : best_) bytes += static_cast<int64_t>(sizeof(h) + h.capacity() * sizeof(double));
   bytes += list_bytes_;
   return bytes;  // the shared TrackingGeometry is counted by its owner
@@ -502,7 +506,8 @@ Result<bool> Tracker::Impl::Walk(const PairView& v, PairState& st, double t, dou
     if (a.is_cloud() || b.is_cloud()) return GeometryDistance(a, v.X_a, b, v.X_b, req);  // cold: the cloud's tree
     if (a.is_mesh() && b.is_mesh()) {
       if (st.walk == nullptr) st.walk = std::make_unique<DistanceCache>();
-      return ComputeDistance(*a.mesh, v.X_a, *b.mesh, v.X_b, req, st.walk.get());
+      // Poses from the scene, and a budget Update validated.
+      return internal::ComputeDistanceTrusted(*a.mesh, v.X_a, *b.mesh, v.X_b, req, st.walk.get());
     }
     if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, v.X_a, b.shape, v.X_b, req, &st.shape_walk);
     Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, v.X_b, a.shape, v.X_a, req, &st.shape_walk);
@@ -560,39 +565,55 @@ void Tracker::Impl::Report(const TrackRequest& request, TrackResult* result) {
     return ux < uy || (ux == uy && x < y);
   });
   count_.assign(per_link ? static_cast<size_t>(robot.num_links()) : 1, 0);
+  // The reported pairs go into result->pairs' elements in turn, each keeping its gradient's storage.
+  std::vector<TrackedPair>& pairs = result->pairs;
+  size_t used = 0;
   for (const int32_t d : order_) {
     TrackedPair& tp = decided_[d];
-    const StateContact& pair = tp.distance.pair;
+    const StateContact pair = tp.distance.pair;
     const size_t la = per_link ? static_cast<size_t>(pair.link) : 0;
     const size_t lb = per_link && pair.self ? static_cast<size_t>(pair.other_link) : la;
     if (count_[la] >= k && count_[lb] >= k) continue;
     ++count_[la];
     if (lb != la) ++count_[lb];
     if (tp.same_features) ++result->same_features;
+    if (used == pairs.size()) pairs.emplace_back();
+    TrackedPair& out = pairs[used++];
+    std::vector<double> gradient = std::move(out.gradient);
+    out = std::move(tp);
+    out.gradient = std::move(gradient);
+    out.gradient.clear();
     if (request.gradient) {
       // d/dq of |p_robot - p_other| with both points fixed to their bodies: n . (J_robot - J_other).
       const size_t dof = static_cast<size_t>(robot.num_positions());
       jacobian_a_.resize(3 * dof);
       jacobian_b_.assign(3 * dof, 0.0);
-      robot.PointJacobian(pair.link, tp.distance.p_W_robot, cache_.link_poses(), jacobian_a_);
-      if (pair.self) robot.PointJacobian(pair.other_link, tp.distance.p_W_other, cache_.link_poses(), jacobian_b_);
-      tp.gradient.resize(dof);
+      robot.PointJacobian(pair.link, out.distance.p_W_robot, cache_.link_poses(), jacobian_a_);
+      if (pair.self) robot.PointJacobian(pair.other_link, out.distance.p_W_other, cache_.link_poses(), jacobian_b_);
+      out.gradient.resize(dof);
       for (size_t j = 0; j < dof; ++j) {
         double g = 0.0;
-        for (size_t i = 0; i < 3; ++i) g += tp.normal_W[static_cast<int>(i)] * (jacobian_a_[3 * j + i] - jacobian_b_[3 * j + i]);
-        tp.gradient[j] = g;
+        for (size_t i = 0; i < 3; ++i) {
+          g += out.normal_W[static_cast<int>(i)] * (jacobian_a_[3 * j + i] - jacobian_b_[3 * j + i]);
+        }
+        out.gradient[j] = g;
       }
     }
-    result->pairs.push_back(std::move(tp));
   }
+  pairs.resize(used);
 }
 
-Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const TrackRequest& request) {
-  if (Status s = ValidateTrackRequest(request); !s.ok()) return s.error();
-  if (Status s = Gather(q, request); !s.ok()) return s.error();
+Status Tracker::Impl::Update(std::span<const double> q, const TrackRequest& request, TrackResult* out) {
+  if (Status s = ValidateTrackRequest(request); !s.ok()) return s;
+  if (Status s = Gather(q, request); !s.ok()) return s;
   const std::vector<NearbyPart>& pairs = nearby_.pairs;
   const int32_t n = static_cast<int32_t>(pairs.size());
-  TrackResult result;
+  // The frame is made in the tracker's own result (its reported pairs' storage kept from frame to frame)
+  // and swapped with *out at the end, which leaves *out as it was on an error.
+  TrackResult& result = result_;
+  std::vector<TrackedPair> kept_pairs = std::move(result.pairs);
+  result = TrackResult{};
+  result.pairs = std::move(kept_pairs);
   result.within_limits = nearby_.within_limits;
   result.candidates = n;
   KBest best(request.max_pairs, request.per_link, scene_->robot().num_links(), request.horizon, &best_);
@@ -616,7 +637,9 @@ Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const Track
     }
     if (request.stop()) {
       result.stopped = true;
-      return result;
+      result.pairs.clear();
+      std::swap(result, *out);
+      return {};
     }
     PairState& st = *states_[c.index];
     const PairView v = View(p, request);
@@ -638,7 +661,7 @@ Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const Track
     const Vec3 centres = UnitOr(v.X_a.p - v.X_b.p, Vec3::UnitZ());
     ans.last_normal = st.normal_W.squaredNorm() > 0.0 ? st.normal_W : centres;
     if (v.convex) {
-      if (Status s = DecideConvex(v, st, request, &result, &tp, &ans); !s.ok()) return s.error();
+      if (Status s = DecideConvex(v, st, request, &result, &tp, &ans); !s.ok()) return s;
     }
     // Convex solids that overlap have distance 0; a convex mesh is a surface, though, and one wholly
     // inside the other is apart from it: overlapping pairs with a mesh side go on to the walk, which
@@ -646,7 +669,7 @@ Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const Track
     if (!v.convex || (v.has_mesh && ans.overlap_normal.squaredNorm() > 0.0)) ans.need_walk = true;
     if (ans.need_walk) {
       Result<bool> kept = Walk(v, st, t, c.cheap, request, &result, &tp, &ans);
-      if (!kept.ok()) return kept.error();
+      if (!kept.ok()) return kept.status();
       if (!kept.value()) continue;
     }
     ++result.decided;
@@ -668,7 +691,8 @@ Result<TrackResult> Tracker::Impl::Update(std::span<const double> q, const Track
   for (auto it = pairs_.begin(); it != pairs_.end();) {
     it = it->second.frame == frame_ ? std::next(it) : pairs_.erase(it);
   }
-  return result;
+  std::swap(result, *out);
+  return {};
 }
 
 Tracker::Tracker(std::shared_ptr<const Scene> scene, std::shared_ptr<const TrackingGeometry> geometry)
@@ -678,7 +702,12 @@ Tracker::Tracker(Tracker&& other) noexcept = default;
 Tracker& Tracker::operator=(Tracker&& other) noexcept = default;
 
 Result<TrackResult> Tracker::Update(std::span<const double> q, const TrackRequest& request) {
-  return impl_->Update(q, request);
+  TrackResult result;
+  if (Status s = impl_->Update(q, request, &result); !s.ok()) return s.error();
+  return result;
+}
+Status Tracker::Update(std::span<const double> q, const TrackRequest& request, TrackResult* out) {
+  return impl_->Update(q, request, out);
 }
 void Tracker::Reset() { impl_->Reset(); }
 const std::shared_ptr<const Scene>& Tracker::scene() const { return impl_->scene_; }

@@ -9,6 +9,7 @@
 
 #include "proximity/core/scene/scene.h"
 #include "bvh/mesh_query.h"
+#include "bvh/query_internal.h"
 #include "bvh/shape_query.h"
 #include "scene/scene_internal.h"
 #include "scene/scene_impl.h"
@@ -62,7 +63,11 @@ Result<DistanceResult> GeometryDistance(const Geometry& a, const RigidTransform&
     }
     return r;
   }
-  if (a.is_mesh() && b.is_mesh()) return ComputeDistance(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr);
+  if (a.is_mesh() && b.is_mesh()) {
+    // Poses from the scene; the budget is checked here, as the other pairs' queries check it.
+    if (Status s = ValidateDistanceRequest(request); !s.ok()) return s.error();
+    return internal::ComputeDistanceTrusted(*a.mesh, X_WA, *b.mesh, X_WB, request, nullptr);
+  }
   if (a.is_mesh()) return ComputeMeshShapeDistance(*a.mesh, X_WA, b.shape, X_WB, request);
   if (!b.is_mesh()) return ComputeShapeDistance(a.shape, X_WA, b.shape, X_WB, request);
   Result<DistanceResult> r = ComputeMeshShapeDistance(*b.mesh, X_WB, a.shape, X_WA, request);

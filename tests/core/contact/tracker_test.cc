@@ -335,6 +335,67 @@ TEST(Tracker, ReportsTheKNearestOverallAndPerLink) {
   }
 }
 
+// Update into a caller's result gives the frames the returning Update gives, and makes each in the
+// storage of a frame given back earlier: a control loop that keeps one result stops allocating for it.
+TEST(Tracker, UpdateIntoAResultGivesTheSameFramesInReusedStorage) {
+  auto scene = ArmScene(9);
+  std::mt19937_64 rng(90);
+  Tracker returning(scene), into(scene);
+  TrackRequest request;
+  request.horizon = 2.0;  // every pair: the same number reported at every frame
+  request.max_pairs = 2;
+  request.per_link = true;
+  TrackResult frame;
+  std::vector<const TrackedPair*> pairs_at;
+  std::vector<const double*> gradient_at;
+  std::vector<size_t> count_at;
+  int64_t compared = 0;
+  for (const auto& q : Trajectory(scene->robot(), rng, testing::Cases(120), 1e-3, 25)) {
+    const TrackResult r = testing::ValueOrFail(returning.Update(q, request));
+    ASSERT_TRUE(into.Update(q, request, &frame).ok());
+    ASSERT_EQ(frame.pairs.size(), r.pairs.size());
+    ASSERT_FALSE(frame.pairs.empty());
+    EXPECT_EQ(frame.candidates, r.candidates);
+    EXPECT_EQ(frame.decided, r.decided);
+    for (size_t i = 0; i < r.pairs.size(); ++i) {
+      const TrackedPair& a = frame.pairs[i];
+      const TrackedPair& b = r.pairs[i];
+      EXPECT_EQ(a.robot_part, b.robot_part);
+      EXPECT_EQ(a.other_part, b.other_part);
+      EXPECT_EQ(a.distance.lower, b.distance.lower);
+      EXPECT_EQ(a.distance.upper, b.distance.upper);
+      EXPECT_EQ(a.distance.p_W_robot, b.distance.p_W_robot);
+      EXPECT_EQ(a.normal_W, b.normal_W);
+      EXPECT_TRUE(a.feature_robot == b.feature_robot && a.feature_other == b.feature_other);
+      EXPECT_EQ(a.same_features, b.same_features);
+      EXPECT_EQ(a.gradient, b.gradient);
+      ++compared;
+    }
+    pairs_at.push_back(frame.pairs.data());
+    gradient_at.push_back(frame.pairs[0].gradient.data());
+    count_at.push_back(frame.pairs.size());
+    // From the third frame on, each is made in the storage the frame two before was given in (which
+    // held as many pairs).
+    const size_t f = pairs_at.size() - 1;
+    if (f >= 3 && count_at[f] <= count_at[f - 2]) {
+      EXPECT_EQ(pairs_at[f], pairs_at[f - 2]) << f;
+      EXPECT_EQ(gradient_at[f], gradient_at[f - 2]) << f;
+    }
+  }
+  EXPECT_GT(compared, 100);
+  // A refused frame leaves the caller's result as it was.
+  const TrackResult before = frame;
+  TrackRequest bad = request;
+  bad.horizon = -1.0;
+  const std::vector<double> q = {0.3, 0.2, -0.4, 0.05};
+  EXPECT_FALSE(into.Update(q, bad, &frame).ok());
+  EXPECT_FALSE(into.Update(std::vector<double>{0.3}, request, &frame).ok());
+  ASSERT_EQ(frame.pairs.size(), before.pairs.size());
+  for (size_t i = 0; i < frame.pairs.size(); ++i) {
+    EXPECT_EQ(frame.pairs[i].distance.upper, before.pairs[i].distance.upper);
+  }
+}
+
 TEST(Tracker, GradientMatchesCentralDifferencesOfTheExactDistance) {
   int64_t compared = 0, polyhedral = 0;
   for (uint64_t seed : {5u, 6u, 7u}) {

@@ -179,6 +179,10 @@ class Tracker {
   /// One frame at configuration q. Errors (kInvalidArgument, naming the field) for q as CheckState, a
   /// bad horizon, max_pairs or budget; the tracker's state is then untouched.
   [[nodiscard]] Result<TrackResult> Update(std::span<const double> q, const TrackRequest& request);
+  /// The same frame written into *out, whose storage (the pairs and their gradients) is reused: once
+  /// its sizes have settled, a control loop that keeps one TrackResult allocates nothing for it per
+  /// frame. On an error *out is left as it was.
+  [[nodiscard]] Status Update(std::span<const double> q, const TrackRequest& request, TrackResult* out);
 
   /// Forgets every warm start (the next frame starts cold; answers are the same either way).
   void Reset();
