@@ -319,7 +319,8 @@ class SessionState {
         core::TrackRequest request = std::move(options).value();
         request.stop = call_->interrupt();
         core::Tracker* tracker = Tracker();
-        const core::Result<core::TrackResult> tracked = tracker->Update(q0_, request);
+        // Each frame is made in the storage of the one before (no allocation once sizes settle).
+        const core::Status tracked = tracker->Update(q0_, request, &track_result_);
         const int64_t bytes = tracker->MemoryBytes();
         tracker_bytes_ = std::max(tracker_bytes_, bytes);
         if (max_tracker_bytes_ > 0 && bytes > max_tracker_bytes_) {
@@ -327,7 +328,7 @@ class SessionState {
           ++tracker_resets_;
         }
         if (!tracked.ok()) return fail(WithField("track", tracked.error()));
-        const core::TrackResult& r = tracked.value();
+        const core::TrackResult& r = track_result_;
         const Work work = TrackWork(r);
         track_work_ += work;
         if (r.stopped) return call_->cancel().status(Progress());
@@ -363,6 +364,7 @@ class SessionState {
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
   std::unique_ptr<core::Tracker> tracker_;
+  core::TrackResult track_result_;  // the last frame's answer, whose storage the next one reuses
   int64_t max_tracker_bytes_;
   int64_t tracker_bytes_ = 0;  // the most the tracker held after a query
   int64_t tracker_resets_ = 0;  // times it held more than max_tracker_bytes_ and forgot its warm starts
