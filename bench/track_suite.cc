@@ -19,6 +19,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -201,33 +202,43 @@ int RunWorld(const LoadedRobot& loaded, const Workspace& ws, int count, const Su
   }
   // Each method runs a whole trajectory on its own, as a controller's process would (one after the
   // other, each frame's caches would be the other methods'). The first frame of each trajectory
-  // starts cold: run, but not timed as a tracking frame.
-  auto run = [&](auto&& frame, std::vector<double>* times) {
+  // starts cold: run, but not timed as a tracking frame. `keep` (untimed) stores what a frame found, for
+  // the comparisons below.
+  auto run_keep = [&](auto&& frame, std::vector<double>* times, auto&& keep) {
     for (const auto& path : paths) {
       for (size_t f = 0; f < path.size(); ++f) {
         const double t0 = Now();
         frame(path[f], f == 0);
         const double t1 = Now();
+        keep();
         if (f > 0) times->push_back(Us(t1 - t0));
       }
     }
   };
+  auto run = [&](auto&& frame, std::vector<double>* times) { run_keep(frame, times, [] {}); };
   std::vector<double> ours, ours_gjk, ours_link, cold, cold_link, peer, ours_nm, cold_nm_times;
   std::vector<core::TrackResult> r_all, rg_all, rl_all, rc_all, rn_all;
   std::vector<core::SceneDistanceResult> en_all;
   std::vector<core::SceneDistanceResult> e_all;
   std::vector<double> fcl_all;
   std::unique_ptr<core::Tracker> tracker;
-  auto tracking = [&](const core::TrackRequest& request, std::vector<core::TrackResult>* out) {
-    return [&, out](const std::vector<double>& q, bool start) {
-      if (start) tracker = std::make_unique<core::Tracker>(scene, geometry);
-      out->push_back(tracker->Update(q, request).value());
-    };
+  // A controller keeps one result and lets each frame reuse its storage (Tracker::Update into it).
+  core::TrackResult frame_result;
+  auto tracking = [&](const core::TrackRequest& request, std::vector<double>* times,
+                      std::vector<core::TrackResult>* out) {
+    run_keep(
+        [&](const std::vector<double>& q, bool start) {
+          if (start) tracker = std::make_unique<core::Tracker>(scene, geometry);
+          if (core::Status s = tracker->Update(q, request, &frame_result); !s.ok()) {
+            throw std::runtime_error("tracker: " + s.error().message);
+          }
+        },
+        times, [&] { out->push_back(frame_result); });
   };
-  run(tracking(nearest, &r_all), &ours);
-  run(tracking(nearest_gjk, &rg_all), &ours_gjk);
-  run(tracking(nearest_nm, &rn_all), &ours_nm);
-  run(tracking(per_link, &rl_all), &ours_link);
+  tracking(nearest, &ours, &r_all);
+  tracking(nearest_gjk, &ours_gjk, &rg_all);
+  tracking(nearest_nm, &ours_nm, &rn_all);
+  tracking(per_link, &ours_link, &rl_all);
   core::SceneCache cache;
   run([&](const std::vector<double>& q, bool) { e_all.push_back(scene->ComputeDistance(q, {}, &cache).value()); },
       &cold);
