@@ -579,9 +579,8 @@ void Tracker::Impl::Report(const TrackRequest& request, TrackResult* result) {
     if (tp.same_features) ++result->same_features;
     if (used == pairs.size()) pairs.emplace_back();
     TrackedPair& out = pairs[used++];
-    std::vector<double> gradient = std::move(out.gradient);
+    out.gradient.swap(tp.gradient);  // the element keeps its gradient's storage
     out = std::move(tp);
-    out.gradient = std::move(gradient);
     out.gradient.clear();
     if (request.gradient) {
       // d/dq of |p_robot - p_other| with both points fixed to their bodies: n . (J_robot - J_other).

@@ -9,8 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <new>
 #include <random>
 #include <string>
 #include <tuple>
@@ -25,6 +28,34 @@
 #include "narrowphase/convex.h"
 #include "narrowphase/gjk.h"
 #include "scene/scene_impl.h"
+
+// Allocations made through operator new in this test binary (UpdateIntoAResult counts them per frame).
+// Every unaligned form is replaced, so that each allocation and release pairs malloc with free (the
+// sanitizers' own operators would otherwise meet memory they did not allocate); GCC warns on free() in
+// a delete.
+namespace {
+std::atomic<int64_t> g_allocations{0};
+void* CountedAllocation(std::size_t size) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+}  // namespace
+void* operator new(std::size_t size) {
+  if (void* p = CountedAllocation(size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return CountedAllocation(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return CountedAllocation(size); }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace proximity::core {
 namespace {
@@ -336,7 +367,9 @@ TEST(Tracker, ReportsTheKNearestOverallAndPerLink) {
 }
 
 // Update into a caller's result gives the frames the returning Update gives, and makes each in the
-// storage of a frame given back earlier: a control loop that keeps one result stops allocating for it.
+// storage of a frame given back earlier: a control loop that keeps one result stops allocating for it
+// (counted: each frame into the kept result allocates at least one vector per reported pair, and one
+// for the list, less than the returning Update, whose tracker has the same history).
 TEST(Tracker, UpdateIntoAResultGivesTheSameFramesInReusedStorage) {
   auto scene = ArmScene(9);
   std::mt19937_64 rng(90);
@@ -346,13 +379,14 @@ TEST(Tracker, UpdateIntoAResultGivesTheSameFramesInReusedStorage) {
   request.max_pairs = 2;
   request.per_link = true;
   TrackResult frame;
-  std::vector<const TrackedPair*> pairs_at;
-  std::vector<const double*> gradient_at;
-  std::vector<size_t> count_at;
-  int64_t compared = 0;
+  int64_t compared = 0, frames = 0;
   for (const auto& q : Trajectory(scene->robot(), rng, testing::Cases(120), 1e-3, 25)) {
-    const TrackResult r = testing::ValueOrFail(returning.Update(q, request));
+    const int64_t a0 = g_allocations.load();
+    const Result<TrackResult> returned = returning.Update(q, request);
+    const int64_t a1 = g_allocations.load();
     ASSERT_TRUE(into.Update(q, request, &frame).ok());
+    const int64_t a2 = g_allocations.load();
+    const TrackResult& r = testing::ValueOrFail(returned);
     ASSERT_EQ(frame.pairs.size(), r.pairs.size());
     ASSERT_FALSE(frame.pairs.empty());
     EXPECT_EQ(frame.candidates, r.candidates);
@@ -371,15 +405,9 @@ TEST(Tracker, UpdateIntoAResultGivesTheSameFramesInReusedStorage) {
       EXPECT_EQ(a.gradient, b.gradient);
       ++compared;
     }
-    pairs_at.push_back(frame.pairs.data());
-    gradient_at.push_back(frame.pairs[0].gradient.data());
-    count_at.push_back(frame.pairs.size());
-    // From the third frame on, each is made in the storage the frame two before was given in (which
-    // held as many pairs).
-    const size_t f = pairs_at.size() - 1;
-    if (f >= 3 && count_at[f] <= count_at[f - 2]) {
-      EXPECT_EQ(pairs_at[f], pairs_at[f - 2]) << f;
-      EXPECT_EQ(gradient_at[f], gradient_at[f - 2]) << f;
+    // From the third frame on the kept result's storage holds a frame as large (two results take turns).
+    if (++frames >= 3) {
+      EXPECT_LE((a2 - a1) + static_cast<int64_t>(r.pairs.size()) + 1, a1 - a0) << "frame " << frames;
     }
   }
   EXPECT_GT(compared, 100);
