@@ -45,10 +45,14 @@ endif()
 # Sources made of the convex kernels' template instances (EPA, contact regions, and the tests that
 # instantiate them for every shape pair) skip the address sanitizer's use-after-scope check: it nearly
 # doubles their compile time (contact_instances.cc 91 -> 51 s at -O1) for code that keeps its values on the
-# stack of one function. Every other check, and use-after-scope everywhere else, stays on.
+# stack of one function. They also skip the undefined-behaviour sanitizer's checks on each pointer use
+# (null, alignment, object-size), which halve them again (epa_instances.cc 115 -> 60 s): every access
+# is still checked by the address sanitizer. Every other check stays on, and these in every other product
+# source (the test programs leave them out too: tests/CMakeLists.txt).
 # Call from the directory that adds the sources (source properties are per directory).
 function(prox_template_heavy_sources)
   if(PROX_SANITIZE STREQUAL "address" OR PROX_FUZZ)
-    set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS -fno-sanitize-address-use-after-scope)
+    set_source_files_properties(${ARGN} PROPERTIES COMPILE_OPTIONS
+      "-fno-sanitize-address-use-after-scope;-fno-sanitize=null,alignment,object-size")
   endif()
 endfunction()
