@@ -37,9 +37,13 @@ void ErrorAnswer(const core::Error& error, v1::SessionAnswer* answer) {
 }
 
 // A batch's chains: none, or lengths >= 1 that sum to its number of queries (and only with
-// until_invalid, where they mean something).
+// until_invalid, where they mean something); its `after`: none, or one entry per chain, each 0 or an
+// earlier chain counted from 1.
 core::Status CheckChains(const v1::SessionRequest& request) {
-  if (request.chains_size() == 0) return {};
+  if (request.chains_size() == 0) {
+    if (request.after_size() > 0) return core::InvalidArgument("after: given without chains (it orders chains)");
+    return {};
+  }
   if (!request.until_invalid()) {
     return core::InvalidArgument("chains: given without until_invalid (chains stop at their first invalid query)");
   }
@@ -54,8 +58,20 @@ core::Status CheckChains(const v1::SessionRequest& request) {
     return core::InvalidArgument("chains: lengths summing to " + std::to_string(sum) + " for a batch of " +
                                  std::to_string(request.queries_size()) + " queries");
   }
+  if (request.after_size() == 0) return {};
+  if (request.after_size() != request.chains_size()) {
+    return core::InvalidArgument("after: " + std::to_string(request.after_size()) + " entries for " +
+                                 std::to_string(request.chains_size()) + " chains (one per chain, 0 for none)");
+  }
+  for (int c = 0; c < request.after_size(); ++c) {
+    if (request.after(c) > static_cast<uint32_t>(c)) {
+      return core::InvalidArgument("after[" + std::to_string(c) + "]: " + std::to_string(request.after(c)) +
+                                   "; a chain comes after an earlier chain (counted from 1), or 0");
+    }
+  }
   return {};
 }
+
 
 // One open session: its scene, scratch and tallies.
 class SessionState {
@@ -74,24 +90,40 @@ class SessionState {
     response->clear_answers();
     const int n = request.queries_size();
     if (request.until_invalid()) {
-      // Chains (their lengths checked by the caller; the whole batch when none are given), each stopped
-      // after its first invalid query. The states are CLEARed at once first (one Scene::CheckStates
-      // call; a CLEAR's answer does not depend on when it is asked) and answered from that where a chain
-      // gets to them.
-      const bool batched = !cold_ && CheckStateQueries(request);
+      // Chains (their lengths and order checked by the caller; the whole batch when none are given),
+      // each stopped after its first invalid query, and skipped when the chain it comes after did not
+      // end complete. They go in runs: from the first chain not answered yet, those whose prerequisites
+      // come before it. A run's states are CLEARed at once first (one Scene::CheckStates call; a CLEAR's
+      // answer does not depend on when it is asked; a skipped chain's are left out) and answered from
+      // that where a chain gets to them.
       const uint32_t whole[1] = {static_cast<uint32_t>(n)};
       const std::span<const uint32_t> chains =
           request.chains_size() > 0 ? std::span<const uint32_t>(request.chains().data(), request.chains().size())
                                     : std::span<const uint32_t>(whole);
-      int begin = 0;
-      for (const uint32_t length : chains) {
-        const int end = begin + static_cast<int>(length);
-        for (int i = begin; i < end; ++i) {
-          bool valid = true;
-          if (grpc::Status s = AnswerQuery(request, i, batched, response, &valid); !s.ok()) return s;
-          if (!valid) break;
+      // after(c): the chain c comes after, counted from 1 (0: none).
+      auto after = [&](size_t c) { return request.after_size() > 0 ? request.after(static_cast<int>(c)) : 0u; };
+      chain_begin_.assign(1, 0);
+      for (const uint32_t length : chains) chain_begin_.push_back(chain_begin_.back() + static_cast<int>(length));
+      complete_.assign(chains.size(), 0);
+      for (size_t run = 0; run < chains.size();) {
+        size_t end = run + 1;
+        while (end < chains.size() && after(end) <= run) ++end;
+        live_.clear();
+        for (size_t c = run; c < end; ++c) {
+          if (after(c) == 0 || complete_[after(c) - 1] != 0) live_.emplace_back(chain_begin_[c], chain_begin_[c + 1]);
         }
-        begin = end;
+        const bool batched = !cold_ && CheckStateQueries(request, live_);
+        for (const auto& [begin, stop] : live_) {
+          bool valid = true;
+          for (int i = begin; i < stop && valid; ++i) {
+            if (grpc::Status s = AnswerQuery(request, i, batched, response, &valid); !s.ok()) return s;
+          }
+          // The chain this range is: its index from its first query.
+          const auto c = static_cast<size_t>(
+              std::upper_bound(chain_begin_.begin(), chain_begin_.end(), begin) - chain_begin_.begin() - 1);
+          complete_[c] = valid ? 1 : 0;
+        }
+        run = end;
       }
       return grpc::Status::OK;
     }
@@ -228,20 +260,23 @@ class SessionState {
     }
   }
 
-  // Every state query of `request` CLEARed by one Scene::CheckStates call: results_[state_at_[i]] is
-  // query i's. False (nothing kept) when there are fewer than two, or one does not resolve or the core
-  // refuses it: those go one at a time, so that every answer, error or not, is a lone query's.
-  bool CheckStateQueries(const v1::SessionRequest& request) {
+  // Every state query of `request` in the query ranges [first, second) of `ranges` CLEARed by one
+  // Scene::CheckStates call: results_[state_at_[i]] is query i's. False (nothing kept) when there are
+  // fewer than two, or one does not resolve or the core refuses it: those go one at a time, so that
+  // every answer, error or not, is a lone query's.
+  bool CheckStateQueries(const v1::SessionRequest& request, std::span<const std::pair<int, int>> ranges) {
     const auto dof = static_cast<size_t>(scene_.dof());
     rows_.clear();
     state_at_.assign(static_cast<size_t>(request.queries_size()), -1);
     int32_t count = 0;
-    for (int i = 0; i < request.queries_size(); ++i) {
-      const v1::SessionQuery& query = request.queries(i);
-      if (query.query_case() != v1::SessionQuery::kState) continue;
-      if (!ResolveStateQuery(query, &q0_).ok()) return false;
-      rows_.insert(rows_.end(), q0_.begin(), q0_.end());
-      state_at_[static_cast<size_t>(i)] = count++;
+    for (const auto& [begin, end] : ranges) {
+      for (int i = begin; i < end; ++i) {
+        const v1::SessionQuery& query = request.queries(i);
+        if (query.query_case() != v1::SessionQuery::kState) continue;
+        if (!ResolveStateQuery(query, &q0_).ok()) return false;
+        rows_.insert(rows_.end(), q0_.begin(), q0_.end());
+        state_at_[static_cast<size_t>(i)] = count++;
+      }
     }
     if (count < 2) return false;
     results_.resize(static_cast<size_t>(count));
@@ -361,6 +396,11 @@ class SessionState {
   std::vector<int> checked_;
   std::vector<core::StateResult> results_;
   std::vector<int32_t> state_at_;  // chains: query -> its row of results_ (-1: not a state)
+  // Chains: each chain's first query (and the batch's size last), whether each ended complete, and the
+  // query ranges of a run's chains that are answered.
+  std::vector<int> chain_begin_;
+  std::vector<char> complete_;
+  std::vector<std::pair<int, int>> live_;
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
   std::unique_ptr<core::Tracker> tracker_;

@@ -83,11 +83,13 @@ class Checker {
   }
   // Chains of a tree's steps: chain c starts from froms[c] and goes through the next chains[c] rows of
   // `steps` (each step's state, then the segment to it from the step before), each decided in order up
-  // to its first invalid step by the quick check (the decisive one when the context has none):
-  // MotionValidator::CheckStepsUntilInvalid, one batch of states in process, one round trip to a remote
-  // scene for every chain. Counted as ValidRows() and Quick() count them.
+  // to its first invalid step by the quick check (the decisive one when the context has none), and only
+  // when chain after[c] (if any, >= 0) ended complete: MotionValidator::CheckStepsUntilInvalid, one
+  // batch of states per wave in process, one round trip to a remote scene for every chain. Counted as
+  // ValidRows() and Quick() count them.
   Result<std::vector<StepChecks>> StepChains(std::span<const std::span<const double>> froms,
-                                             std::span<const double> steps, std::span<const int32_t> chains) {
+                                             std::span<const double> steps, std::span<const int32_t> chains,
+                                             std::span<const int32_t> after = {}) {
     const auto dof = static_cast<size_t>(context_.space.dof());
     const size_t n = steps.size() / dof;
     starts_.resize(n * dof);
@@ -103,7 +105,7 @@ class Checker {
     const bool quick = context_.quick_motion != nullptr;
     const MotionValidator& validator = quick ? *context_.quick_motion : *context_.motion;
     Result<std::vector<StepChecks>> checks =
-        validator.CheckStepsUntilInvalid(*context_.state, steps, starts_, ends_, chains, context_.space.dof());
+        validator.CheckStepsUntilInvalid(*context_.state, steps, starts_, ends_, chains, after, context_.space.dof());
     if (!checks.ok()) return checks;
     for (const StepChecks& chain : checks.value()) {
       stats_->state_checks += chain.state_checks;
@@ -151,6 +153,14 @@ class Checker {
     *counter += static_cast<int64_t>(checks.value().size());
     for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
     return checks;
+  }
+  // Whether Edges(decisive)'s calls are round trips (MotionValidator::calls_are_round_trips).
+  bool EdgesAreRoundTrips(bool decisive) const {
+    const MotionValidator* validator = context_.motion;
+    if (!decisive && (context_.shortcut_motion != nullptr || context_.quick_motion != nullptr)) {
+      validator = context_.shortcut_motion != nullptr ? context_.shortcut_motion : context_.quick_motion;
+    }
+    return validator->calls_are_round_trips();
   }
   // Whether Quick() answers are final (no separate decisive check).
   bool quick_is_final() const { return context_.quick_motion == nullptr; }

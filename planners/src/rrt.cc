@@ -136,7 +136,7 @@ class RrtPlanner final : public Planner {
     bool solved = false;
     std::vector<double> samples;
     std::vector<int32_t> toward_goal;  // per sample: the goal it is (RRT's goal bias), or -1
-    std::vector<Extension> grown;
+    std::vector<Extension> grown, connected;
     const int64_t max_samples = clock.termination().max_iterations;
     for (int64_t round = 0, drawn = 0;; ++round) {
       if (clock.Expired(drawn, &result.outcome)) break;
@@ -168,7 +168,14 @@ class RrtPlanner final : public Planner {
           space.Sample(rng, q);
         }
       }
-      if (Status s = Extend(&checker, a, samples, range, 1, &grown); !s.ok()) return s.error();
+      // RRT-Connect: the round's connections start in the extensions' batch.
+      if (connect_) {
+        if (Status s = ExtendAndConnect(&checker, a, b, samples, range, &grown, &connected); !s.ok()) {
+          return s.error();
+        }
+      } else if (Status s = Extend(&checker, a, samples, range, 1, &grown); !s.ok()) {
+        return s.error();
+      }
       // The first sample in order whose step reached it (RRT: the goal) or whose new vertex the other
       // tree connects to (RRT-Connect) gives the round's candidate path.
       int32_t va = -1, vb = -1, reached_goal = -1;
@@ -188,7 +195,8 @@ class RrtPlanner final : public Planner {
         if (!from.empty()) {
           std::vector<int32_t> joined;
           bool expired = false;
-          if (Status s = ConnectAll(&checker, &clock, drawn - 1, b, *a, from, range, &joined, &expired, &result.outcome);
+          if (Status s = ConnectAll(&checker, &clock, drawn - 1, b, *a, from, range, &joined, &expired, &result.outcome,
+                                    &connected);
               !s.ok()) {
             return s.error();
           }
@@ -281,30 +289,52 @@ class RrtPlanner final : public Planner {
     return Status::Ok();
   }
 
-  // Grows `tree` toward each row of `targets` (row after row) from its vertex nearest that target (the
-  // tree as it is on entry), by up to `max_steps` steps of at most `range` each (the points Grow would
-  // make one at a time), every target's steps a chain of one batch (Checker::StepChains: one batch of
-  // states in process, one round trip to a remote scene). Each chain's valid steps join the tree, each
-  // the parent of the next. One Extension per target.
-  Status Extend(Checker* checker, Tree* tree, std::span<const double> targets, double range, int32_t max_steps,
-                std::vector<Extension>* out) {
+  // One batch of step chains (Checker::StepChains: one batch of states in process, one round trip to a
+  // remote scene) over one or two trees: Plan appends a tree's chains toward targets, Decide checks every
+  // chain at once, Apply adds a plan's valid steps to its tree.
+  struct Chains {
+    std::vector<double> steps;  // rows: every chain's steps, chain after chain
+    std::vector<int32_t> near, length;  // per chain: the tree's vertex it starts from, its steps
+    std::vector<char> reach;            // per chain: whether its last step is the target
+    std::vector<size_t> first;          // per chain: its first row
+    std::vector<int32_t> after;         // per chain: the chain it is decided after (-1: none)
+    std::vector<std::span<const double>> froms;
+    std::vector<StepChecks> checks;  // Decide's answers, one per chain
+    size_t rows = 0;                 // steps planned
+    void Clear() {
+      near.clear();
+      length.clear();
+      reach.clear();
+      first.clear();
+      after.clear();
+      froms.clear();
+      checks.clear();
+      rows = 0;
+    }
+  };
+
+  // Plans chains of `tree` toward each row of `targets` (row after row) from its vertex nearest that target
+  // (the tree as it is now), each of up to `max_steps` steps of at most `range` (the points Grow would make
+  // one at a time), into `batch`; returns the index of the plan's first chain. Target t's chain is decided
+  // after chain after_first + t when after_first >= 0. `targets` must not lie in batch->steps.
+  size_t Plan(Chains* batch, const Tree& tree, std::span<const double> targets, double range, int32_t max_steps,
+              int32_t after_first = -1) const {
     const JointSpace& space = context_.space;
     const auto dof = static_cast<size_t>(space.dof());
     const size_t count = targets.size() / dof;
-    near_.resize(count);
-    chains_.resize(count);
-    reach_.assign(count, 0);
-    steps_.resize(count * static_cast<size_t>(max_steps) * dof);  // no reallocation below: `last` may point into it
-    size_t n = 0;
+    const size_t first_chain = batch->length.size();
+    size_t n = batch->rows;
+    // Room for the longest chains at once: no reallocation below (`last` may point into the rows).
+    batch->steps.resize((n + count * static_cast<size_t>(max_steps)) * dof);
     for (size_t t = 0; t < count; ++t) {
       const std::span<const double> target = targets.subspan(t * dof, dof);
-      near_[t] = tree->Nearest(target);
+      const int32_t near = tree.Nearest(target);
       int32_t length = 0;
       bool reach = false;
       while (length < max_steps && !reach) {
         std::span<const double> last =
-            length == 0 ? tree->q(near_[t]) : std::span<const double>(steps_.data() + (n - 1) * dof, dof);
-        std::span<double> q(steps_.data() + n * dof, dof);
+            length == 0 ? tree.q(near) : std::span<const double>(batch->steps.data() + (n - 1) * dof, dof);
+        std::span<double> q(batch->steps.data() + n * dof, dof);
         const double d = space.Distance(last, target);
         reach = d <= range;
         if (reach) {
@@ -315,28 +345,79 @@ class RrtPlanner final : public Planner {
         ++length;
         ++n;
       }
-      chains_[t] = length;
-      reach_[t] = reach ? 1 : 0;
+      batch->first.push_back(n - static_cast<size_t>(length));
+      batch->after.push_back(after_first < 0 ? -1 : after_first + static_cast<int32_t>(t));
+      batch->near.push_back(near);
+      batch->length.push_back(length);
+      batch->reach.push_back(reach ? 1 : 0);
+      batch->froms.push_back(tree.q(near));
     }
-    froms_.clear();
-    for (size_t t = 0; t < count; ++t) froms_.push_back(tree->q(near_[t]));
-    const Result<std::vector<StepChecks>> checks =
-        checker->StepChains(froms_, std::span<const double>(steps_.data(), n * dof), chains_);
+    batch->rows = n;
+    return first_chain;
+  }
+
+  // Checks every chain of `batch` in one call, each after its prerequisite.
+  Status Decide(Checker* checker, Chains* batch) {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    const bool ordered = std::any_of(batch->after.begin(), batch->after.end(), [](int32_t c) { return c >= 0; });
+    const std::span<const int32_t> after = ordered ? std::span<const int32_t>(batch->after) : std::span<const int32_t>();
+    Result<std::vector<StepChecks>> checks = checker->StepChains(
+        batch->froms, std::span<const double>(batch->steps.data(), batch->rows * dof), batch->length, after);
     if (!checks.ok()) return checks.status();
-    out->assign(count, Extension{});
-    size_t first = 0;
-    for (size_t t = 0; t < count; ++t) {
-      const StepChecks& chain = checks.value()[t];
-      Extension& e = (*out)[t];
-      int32_t parent = near_[t];
-      for (size_t k = 0; k < chain.valid_steps; ++k) {
-        parent = tree->Add(std::span<const double>(steps_.data() + (first + k) * dof, dof), parent,
-                           checker->quick_is_final());
-        e.last = parent;
-      }
-      e.complete = chain.valid_steps == static_cast<size_t>(chains_[t]);
-      e.reached = e.complete && reach_[t] != 0;
-      first += static_cast<size_t>(chains_[t]);
+    batch->checks = std::move(checks).value();
+    return Status::Ok();
+  }
+
+  // Adds chain c's valid steps to `tree` (the chain's), each the parent of the next; its Extension.
+  Extension Apply(const Chains& batch, size_t c, Tree* tree, Checker* checker) const {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    const size_t first = batch.first[c];
+    const StepChecks& chain = batch.checks[c];
+    Extension e;
+    int32_t parent = batch.near[c];
+    for (size_t k = 0; k < chain.valid_steps; ++k) {
+      parent = tree->Add(std::span<const double>(batch.steps.data() + (first + k) * dof, dof), parent,
+                         checker->quick_is_final());
+      e.last = parent;
+    }
+    e.complete = chain.valid_steps == static_cast<size_t>(batch.length[c]);
+    e.reached = e.complete && batch.reach[c] != 0;
+    return e;
+  }
+
+  // Grows `tree` toward each row of `targets` by up to `max_steps` steps each (Plan), every target's steps
+  // a chain of one batch (Decide). One Extension per target.
+  Status Extend(Checker* checker, Tree* tree, std::span<const double> targets, double range, int32_t max_steps,
+                std::vector<Extension>* out) {
+    chains_.Clear();
+    Plan(&chains_, *tree, targets, range, max_steps);
+    if (Status s = Decide(checker, &chains_); !s.ok()) return s;
+    out->clear();
+    for (size_t c = 0; c < chains_.length.size(); ++c) out->push_back(Apply(chains_, c, tree, checker));
+    return Status::Ok();
+  }
+
+  // RRT-Connect's round in one batch: tree a's one step toward each sample, and tree b's first
+  // kConnectSteps steps toward each of those steps (the connection ConnectAll would start if the step
+  // is valid), each decided after its step and only when the step is valid. The extensions into *grown
+  // as Extend gives them; the connections of the valid steps into *connected (one per new vertex of a,
+  // in order), as ConnectAll's first batch would give them. In process the same checks in the same
+  // batches as Extend then ConnectAll; to a remote scene one round trip instead of two.
+  Status ExtendAndConnect(Checker* checker, Tree* a, Tree* b, std::span<const double> samples, double range,
+                          std::vector<Extension>* grown, std::vector<Extension>* connected) {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    chains_.Clear();
+    Plan(&chains_, *a, samples, range, 1);
+    const size_t count = chains_.length.size();
+    // Each extension is one step: the rows are the new vertices' configurations, in order.
+    targets_.assign(chains_.steps.begin(), chains_.steps.begin() + static_cast<std::ptrdiff_t>(count * dof));
+    const size_t first_connect = Plan(&chains_, *b, targets_, range, kConnectSteps, 0);
+    if (Status s = Decide(checker, &chains_); !s.ok()) return s;
+    grown->clear();
+    connected->clear();
+    for (size_t c = 0; c < count; ++c) grown->push_back(Apply(chains_, c, a, checker));
+    for (size_t c = 0; c < count; ++c) {
+      if ((*grown)[c].last >= 0) connected->push_back(Apply(chains_, first_connect + c, b, checker));
     }
     return Status::Ok();
   }
@@ -345,23 +426,28 @@ class RrtPlanner final : public Planner {
   // kConnectSteps steps a target per batch (Extend), the targets still advancing (every step valid,
   // target not reached) going on in the next batch. (*joined)[t]: the tree's vertex at target t when
   // reached, else -1. The clock is asked before each batch (a tiny range makes many), as at the round's
-  // last sample (`sample`): *expired, and *why, when it ended the connection.
+  // last sample (`sample`): *expired, and *why, when it ended the connection. `first`, when given, is
+  // the first batch's answer, decided already (ExtendAndConnect).
   Status ConnectAll(Checker* checker, Clock* clock, int64_t sample, Tree* tree, const Tree& other,
                     std::span<const int32_t> targets, double range, std::vector<int32_t>* joined, bool* expired,
-                    PlanOutcome* why) {
+                    PlanOutcome* why, const std::vector<Extension>* first = nullptr) {
     joined->assign(targets.size(), -1);
     std::vector<size_t> open(targets.size());
     for (size_t t = 0; t < open.size(); ++t) open[t] = t;
     std::vector<double> rows;
     std::vector<Extension> steps;
-    while (!open.empty()) {
-      if (clock->Expired(sample, why)) {
-        *expired = true;
-        return Status::Ok();
+    for (bool decided = first != nullptr; !open.empty(); decided = false) {
+      if (decided) {
+        steps = *first;
+      } else {
+        if (clock->Expired(sample, why)) {
+          *expired = true;
+          return Status::Ok();
+        }
+        rows.clear();
+        for (size_t t : open) rows.insert(rows.end(), other.q(targets[t]).begin(), other.q(targets[t]).end());
+        if (Status s = Extend(checker, tree, rows, range, kConnectSteps, &steps); !s.ok()) return s;
       }
-      rows.clear();
-      for (size_t t : open) rows.insert(rows.end(), other.q(targets[t]).begin(), other.q(targets[t]).end());
-      if (Status s = Extend(checker, tree, rows, range, kConnectSteps, &steps); !s.ok()) return s;
       std::vector<size_t> next;
       for (size_t i = 0; i < open.size(); ++i) {
         if (steps[i].reached) {
@@ -378,11 +464,9 @@ class RrtPlanner final : public Planner {
   PlanningContext context_;
   PlannerOptions options_;
   bool connect_;
-  // Extend's scratch: steps row after row, per target its nearest vertex, steps and whether they reach.
-  std::vector<double> steps_;
-  std::vector<int32_t> near_, chains_;
-  std::vector<char> reach_;
-  std::vector<std::span<const double>> froms_;
+  // Extend's and ExtendAndConnect's batch, and the latter's targets.
+  Chains chains_;
+  std::vector<double> targets_;
 };
 
 }  // namespace

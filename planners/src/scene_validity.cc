@@ -42,7 +42,8 @@ core::Result<std::vector<MotionCheck>> MotionValidator::CheckMotions(std::span<c
 }
 
 core::Status CheckStepChains(std::span<const double> states, std::span<const double> starts,
-                             std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) {
+                             std::span<const double> ends, std::span<const int32_t> chains,
+                             std::span<const int32_t> after, int32_t dof) {
   if (dof < 1 || states.size() % static_cast<size_t>(dof) != 0 || starts.size() != states.size() ||
       ends.size() != states.size()) {
     return core::InvalidArgument("CheckStepsUntilInvalid: " + std::to_string(states.size()) + " state, " +
@@ -62,7 +63,83 @@ core::Status CheckStepChains(std::span<const double> states, std::span<const dou
     return core::InvalidArgument("CheckStepsUntilInvalid: chains of " + std::to_string(sum) + " steps for " +
                                  std::to_string(steps) + " steps");
   }
+  const size_t count = chains.empty() ? 1 : chains.size();
+  if (!after.empty() && after.size() != count) {
+    return core::InvalidArgument("CheckStepsUntilInvalid: " + std::to_string(after.size()) +
+                                 " prerequisites (after) for " + std::to_string(count) + " chains");
+  }
+  for (size_t c = 0; c < after.size(); ++c) {
+    if (after[c] < -1 || after[c] >= static_cast<int64_t>(c)) {
+      return core::InvalidArgument("CheckStepsUntilInvalid: chain " + std::to_string(c) + " comes after chain " +
+                                   std::to_string(after[c]) + "; a prerequisite is an earlier chain, or -1");
+    }
+  }
   return {};
+}
+
+core::Result<std::vector<StepChecks>> DecideStepWaves(
+    std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
+    std::span<const int32_t> chains, std::span<const int32_t> after, int32_t dof,
+    const std::function<core::Result<std::vector<uint8_t>>(std::span<const double>)>& are_valid,
+    const std::function<core::Result<std::vector<MotionCheck>>(std::span<const double>, std::span<const double>)>&
+        until_invalid) {
+  std::vector<uint8_t> valid;
+  if (after.empty()) {
+    if (!states.empty()) {
+      core::Result<std::vector<uint8_t>> rows = are_valid(states);
+      if (!rows.ok()) return rows.error();
+      valid = std::move(rows).value();
+    }
+    return DecideChainSegments(valid, starts, ends, chains, dof, until_invalid);
+  }
+  const auto d = static_cast<size_t>(dof);
+  const int32_t whole[1] = {static_cast<int32_t>(states.size() / d)};
+  if (chains.empty()) chains = whole;
+  std::vector<size_t> first(chains.size() + 1, 0);  // each chain's first step
+  for (size_t c = 0; c < chains.size(); ++c) first[c + 1] = first[c] + static_cast<size_t>(chains[c]);
+  std::vector<StepChecks> out(chains.size());
+  std::vector<char> complete(chains.size(), 0);
+  std::vector<size_t> members;
+  std::vector<int32_t> lengths;
+  std::vector<double> rows, a, b;
+  for (size_t begin = 0; begin < chains.size();) {
+    // The run: chains whose prerequisites were decided before it.
+    size_t end = begin + 1;
+    while (end < chains.size() && after[end] < static_cast<int32_t>(begin)) ++end;
+    members.clear();
+    lengths.clear();
+    rows.clear();
+    a.clear();
+    b.clear();
+    for (size_t c = begin; c < end; ++c) {
+      if (after[c] >= 0 && complete[static_cast<size_t>(after[c])] == 0) {
+        out[c].skipped = true;
+        continue;
+      }
+      members.push_back(c);
+      lengths.push_back(chains[c]);
+      const auto from = static_cast<std::ptrdiff_t>(first[c] * d), to = static_cast<std::ptrdiff_t>(first[c + 1] * d);
+      rows.insert(rows.end(), states.begin() + from, states.begin() + to);
+      a.insert(a.end(), starts.begin() + from, starts.begin() + to);
+      b.insert(b.end(), ends.begin() + from, ends.begin() + to);
+    }
+    begin = end;
+    if (members.empty()) continue;
+    valid.clear();
+    if (!rows.empty()) {
+      core::Result<std::vector<uint8_t>> flags = are_valid(rows);
+      if (!flags.ok()) return flags.error();
+      valid = std::move(flags).value();
+    }
+    core::Result<std::vector<StepChecks>> decided = DecideChainSegments(valid, a, b, lengths, dof, until_invalid);
+    if (!decided.ok()) return decided.error();
+    for (size_t k = 0; k < members.size(); ++k) {
+      const size_t c = members[k];
+      out[c] = std::move(decided.value()[k]);
+      complete[c] = out[c].valid_steps == static_cast<size_t>(chains[c]) ? 1 : 0;
+    }
+  }
+  return out;
 }
 
 core::Result<std::vector<StepChecks>> DecideChainSegments(
@@ -95,22 +172,19 @@ core::Result<std::vector<StepChecks>> DecideChainSegments(
 
 core::Result<std::vector<StepChecks>> MotionValidator::CheckStepsUntilInvalid(
     const StateValidityChecker& state_checker, std::span<const double> states, std::span<const double> starts,
-    std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) const {
-  if (core::Status s = CheckStepChains(states, starts, ends, chains, dof); !s.ok()) return s.error();
-  // Every state at once: one IsValid for one step, else one batch.
-  std::vector<uint8_t> valid;
-  if (states.size() == static_cast<size_t>(dof)) {
-    const core::Result<bool> one = state_checker.IsValid(states);
-    if (!one.ok()) return one.error();
-    valid.assign(1, one.value() ? 1 : 0);
-  } else if (!states.empty()) {
-    core::Result<std::vector<uint8_t>> rows = state_checker.AreValid(states, dof);
-    if (!rows.ok()) return rows.error();
-    valid = std::move(rows).value();
-  }
-  return DecideChainSegments(valid, starts, ends, chains, dof, [&](std::span<const double> a, std::span<const double> b) {
-    return CheckMotionsUntilInvalid(a, b, dof);
-  });
+    std::span<const double> ends, std::span<const int32_t> chains, std::span<const int32_t> after,
+    int32_t dof) const {
+  if (core::Status s = CheckStepChains(states, starts, ends, chains, after, dof); !s.ok()) return s.error();
+  return DecideStepWaves(
+      states, starts, ends, chains, after, dof,
+      [&](std::span<const double> rows) -> core::Result<std::vector<uint8_t>> {
+        // A wave's states at once: one IsValid for one step, else one batch.
+        if (rows.size() != static_cast<size_t>(dof)) return state_checker.AreValid(rows, dof);
+        const core::Result<bool> one = state_checker.IsValid(rows);
+        if (!one.ok()) return one.error();
+        return std::vector<uint8_t>{static_cast<uint8_t>(one.value() ? 1 : 0)};
+      },
+      [&](std::span<const double> a, std::span<const double> b) { return CheckMotionsUntilInvalid(a, b, dof); });
 }
 
 core::Result<std::vector<uint8_t>> StateValidityChecker::AreValid(std::span<const double> qs, int32_t dof) const {

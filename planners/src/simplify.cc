@@ -12,31 +12,70 @@ namespace {
 constexpr int32_t kSimplifyAttempts = 3;
 // Shortcuts proposed together and checked in one batch (one round trip to a remote validator).
 constexpr size_t kShortcutBatch = 8;
+// The most waypoint pairs a vertex reduction checks in one call when calls are round trips (a path of
+// up to 10 waypoints); its passes would check about half as many, in several calls.
+constexpr size_t kPairTable = 36;
 
 // Drops waypoints whose neighbours see each other directly: every waypoint's pair of neighbours
 // (path[i], path[i + 2]) is checked in one batch, and waypoints whose pair is valid are dropped from the
 // first on, never two in a row (each dropped waypoint's neighbours stay, so the edge that replaces it
 // is the one checked); passes repeat until one drops none. `decisive`: Motion() checks, else
-// Shortcut() checks.
+// Shortcut() checks. Every pass checks pairs of the input's waypoints: when the validator's calls are
+// round trips and the input is short, all such pairs are checked in one call first and the passes read
+// their answers (the same drops, one round trip instead of one a pass; quick checks only: decisive
+// ones cost more than a round trip).
 Status ReduceVertices(internal::Checker* checker, bool decisive, std::vector<Configuration>* path,
                       internal::Clock* clock, int64_t* iteration) {
   PlanOutcome why;
+  const size_t n = path->size();
+  // pair_valid[i * n + k]: input waypoints i and k (k >= i + 2) see each other; empty without a table.
+  std::vector<char> pair_valid;
+  if (!decisive && n > 3 && (n - 1) * (n - 2) / 2 <= kPairTable && checker->EdgesAreRoundTrips(false)) {
+    if (clock->Expired(*iteration, &why)) return Status::Ok();
+    std::vector<Configuration> as, bs;
+    for (size_t i = 0; i + 2 < n; ++i) {
+      for (size_t k = i + 2; k < n; ++k) {
+        as.push_back((*path)[i]);
+        bs.push_back((*path)[k]);
+      }
+    }
+    const Result<std::vector<MotionCheck>> checks = checker->Edges(decisive, as, bs);
+    if (!checks.ok()) return checks.status();
+    pair_valid.assign(n * n, 0);
+    size_t e = 0;
+    for (size_t i = 0; i + 2 < n; ++i) {
+      for (size_t k = i + 2; k < n; ++k) pair_valid[i * n + k] = checks.value()[e++].valid ? 1 : 0;
+    }
+  }
+  std::vector<size_t> index(n), kept_index;  // the path's waypoints as input waypoints
+  for (size_t j = 0; j < n; ++j) index[j] = j;
   std::vector<Configuration> kept;
+  std::vector<char> valid;
   while (path->size() > 2) {
     if (clock->Expired((*iteration)++, &why)) return Status::Ok();
-    const std::span<const Configuration> waypoints(*path);
-    const Result<std::vector<MotionCheck>> checks =
-        checker->Edges(decisive, waypoints.first(waypoints.size() - 2), waypoints.subspan(2));
-    if (!checks.ok()) return checks.status();
+    valid.assign(path->size() - 2, 0);
+    if (!pair_valid.empty()) {
+      for (size_t j = 1; j + 1 < path->size(); ++j) valid[j - 1] = pair_valid[index[j - 1] * n + index[j + 1]];
+    } else {
+      const std::span<const Configuration> waypoints(*path);
+      const Result<std::vector<MotionCheck>> checks =
+          checker->Edges(decisive, waypoints.first(waypoints.size() - 2), waypoints.subspan(2));
+      if (!checks.ok()) return checks.status();
+      for (size_t j = 0; j < valid.size(); ++j) valid[j] = checks.value()[j].valid ? 1 : 0;
+    }
     // Waypoint j goes when its neighbours see each other and j - 1 stays (then j + 1 stays too).
     std::vector<char> drop(path->size(), 0);
-    for (size_t j = 1; j + 1 < path->size(); ++j) drop[j] = checks.value()[j - 1].valid && !drop[j - 1];
+    for (size_t j = 1; j + 1 < path->size(); ++j) drop[j] = valid[j - 1] != 0 && !drop[j - 1];
     kept.clear();
+    kept_index.clear();
     for (size_t j = 0; j < path->size(); ++j) {
-      if (!drop[j]) kept.push_back((*path)[j]);
+      if (drop[j]) continue;
+      kept.push_back((*path)[j]);
+      kept_index.push_back(index[j]);
     }
     if (kept.size() == path->size()) return Status::Ok();
     path->swap(kept);
+    index.swap(kept_index);
   }
   return Status::Ok();
 }

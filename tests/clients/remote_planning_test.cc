@@ -216,9 +216,6 @@ TEST_F(RemotePlanningTest, SessionAnswersEqualUnaryCallsAndTheCore) {
   EXPECT_EQ(remote_->failures(), 0);
 }
 
-// A planner's step chains (CheckStepsUntilInvalid): in process (states in one batch), over a session
-// (every chain in one message) and over unary calls, each chain's answers are those of asking IsValid
-// and CheckMotion step by step up to its first invalid step.
 // Track queries through a session (frame by frame, and a trajectory's frames in one round trip) equal an
 // in-process tracker's frames: the same pairs by name, intervals, witness points, normals, features and
 // gradients; warm frames keep their features.
@@ -294,6 +291,10 @@ TEST_F(RemotePlanningTest, TrackFramesEqualAnInProcessTracker) {
   EXPECT_NE(zero.error().message.find("max_pairs"), std::string::npos) << zero.error().message;
 }
 
+// A planner's step chains (CheckStepsUntilInvalid): in process (states in one batch per wave), over a
+// session (every chain in one message) and over unary calls, each chain's answers are those of asking
+// IsValid and CheckMotion step by step up to its first invalid step, and a chain after another is
+// skipped when that one did not end complete.
 TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
   planners::Rng rng(19);
   core::MotionRequest quick;
@@ -305,12 +306,13 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
   const RemoteMotionRequest remote_quick{RemoteMotionRequest::Mode::kDiscrete, quick.resolution};
   const RemoteMotionValidator session_quick(remote_, remote_quick), unary_quick(unary_, remote_quick);
   const auto dof = static_cast<size_t>(space_->dof());
-  int stopped = 0, complete = 0;
-  for (int batch = 0; batch < 12; ++batch) {
+  int stopped = 0, complete = 0, skipped = 0;
+  for (int batch = 0; batch < 24; ++batch) {
     std::vector<double> states, starts, ends;
-    std::vector<int32_t> chains;
+    std::vector<int32_t> chains, after;  // odd batches: chains after earlier ones (-1: none)
     const int count = 1 + batch % 8;
     for (int c = 0; c < count; ++c) {
+      if (batch % 2 == 1) after.push_back(c == 0 || rng() % 4 == 0 ? -1 : static_cast<int32_t>(rng() % c));
       Configuration from(dof), to(dof);
       space_->Sample(rng, from);
       const int32_t steps = 1 + static_cast<int32_t>(rng() % 4);
@@ -324,10 +326,20 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
       }
       chains.push_back(steps);
     }
-    // The reference: each chain step by step, state first, up to its first invalid step.
+    // The reference: each chain step by step, state first, up to its first invalid step; skipped when
+    // its prerequisite did not end complete.
     std::vector<planners::StepChecks> expected(chains.size());
     size_t k = 0;
     for (size_t c = 0; c < chains.size(); ++c) {
+      if (!after.empty() && after[c] >= 0) {
+        const planners::StepChecks& p = expected[static_cast<size_t>(after[c])];
+        if (p.skipped || p.valid_steps < static_cast<size_t>(chains[static_cast<size_t>(after[c])])) {
+          expected[c].skipped = true;
+          k += static_cast<size_t>(chains[c]);
+          ++skipped;
+          continue;
+        }
+      }
       bool invalid = false;
       for (int32_t j = 0; j < chains[c]; ++j, ++k) {
         if (invalid) continue;
@@ -349,22 +361,23 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
     RemoteSession counted(*remote_);
     std::vector<std::vector<planners::StepChecks>> sides;  // session, in process, validators: session, unary
     sides.push_back(proximity::testing::ValueOrFail(
-        counted.CheckStepsUntilInvalid(states, starts, ends, chains, space_->dof(), remote_quick)));
+        counted.CheckStepsUntilInvalid(states, starts, ends, chains, space_->dof(), remote_quick, after)));
     EXPECT_EQ(counted.round_trips(), 1) << "batch " << batch;
     sides.push_back(proximity::testing::ValueOrFail(
-        local_quick.CheckStepsUntilInvalid(local_state, states, starts, ends, chains, space_->dof())));
+        local_quick.CheckStepsUntilInvalid(local_state, states, starts, ends, chains, after, space_->dof())));
     sides.push_back(proximity::testing::ValueOrFail(
-        session_quick.CheckStepsUntilInvalid(session_state, states, starts, ends, chains, space_->dof())));
+        session_quick.CheckStepsUntilInvalid(session_state, states, starts, ends, chains, after, space_->dof())));
     // One message for each of the two session sides, whatever the batch's size.
     EXPECT_EQ(remote_->session_round_trips() - trips_before, 2) << "batch " << batch;
     sides.push_back(proximity::testing::ValueOrFail(
-        unary_quick.CheckStepsUntilInvalid(unary_state, states, starts, ends, chains, space_->dof())));
+        unary_quick.CheckStepsUntilInvalid(unary_state, states, starts, ends, chains, after, space_->dof())));
     for (size_t side = 0; side < sides.size(); ++side) {
       const std::vector<planners::StepChecks>& answers = sides[side];
       ASSERT_EQ(answers.size(), expected.size()) << "batch " << batch << " side " << side;
       for (size_t c = 0; c < expected.size(); ++c) {
         const std::string where =
             "batch " + std::to_string(batch) + " side " + std::to_string(side) + " chain " + std::to_string(c);
+        EXPECT_EQ(answers[c].skipped, expected[c].skipped) << where;
         EXPECT_EQ(answers[c].valid_steps, expected[c].valid_steps) << where;
         ASSERT_EQ(answers[c].motions.size(), expected[c].motions.size()) << where;
         for (size_t m = 0; m < expected[c].motions.size(); ++m) {
@@ -377,6 +390,7 @@ TEST_F(RemotePlanningTest, StepChainsAnswerAsStepByStep) {
   }
   EXPECT_GT(stopped, 3);
   EXPECT_GT(complete, 3);
+  EXPECT_GT(skipped, 3);
   // The session validator counts the states the server answered and the segments it checked.
   EXPECT_GT(session_state.checks(), 0);
   EXPECT_GT(session_quick.checks(), 0);

@@ -100,6 +100,73 @@ TEST(Planner, SimplifyChecksItsShortcutsInBatches) {
   }
 }
 
+// A validator that forwards to another, counts its batches (CheckMotions calls) and says its calls are
+// round trips or not, as asked.
+class RoundTrips final : public MotionValidator {
+ public:
+  RoundTrips(const MotionValidator& inner, bool round_trips) : inner_(inner), round_trips_(round_trips) {}
+  core::Result<MotionCheck> CheckMotion(std::span<const double> q0, std::span<const double> q1) const override {
+    return inner_.CheckMotion(q0, q1);
+  }
+  core::Result<std::vector<MotionCheck>> CheckMotions(std::span<const double> starts, std::span<const double> ends,
+                                                      int32_t dof) const override {
+    ++batches;
+    return inner_.CheckMotions(starts, ends, dof);
+  }
+  bool certified() const override { return inner_.certified(); }
+  bool calls_are_round_trips() const override { return round_trips_; }
+  std::string Describe() const override { return "round trips " + inner_.Describe(); }
+  mutable int64_t batches = 0;
+
+ private:
+  const MotionValidator& inner_;
+  bool round_trips_;
+};
+
+// When the quick check's calls are round trips, a vertex reduction checks every pair of a short path's
+// waypoints in one call instead of one call a pass: the same simplified path in fewer calls.
+TEST(Planner, VertexReductionOverRoundTripsAsksOnceForTheSamePath) {
+  SceneSetup setup(PassageScene(false));
+  PlannerOptions options;
+  options.simplify = false;
+  int fewer = 0;
+  for (uint64_t seed : {3u, 4u, 5u, 6u, 7u, 8u}) {
+    options.seed = seed;
+    auto raw = Plan(setup.context, std::vector<double>{-2.4, 0.0}, std::vector<double>{2.4, 0.0}, options,
+                    Termination{});
+    ASSERT_TRUE(raw.ok() && raw.value().solved());
+    // Each raw edge cut in equal pieces (points on certified edges), up to 10 waypoints in all (one
+    // call's table): several passes to drop them.
+    const size_t edges = raw.value().path.size() - 1;
+    const int pieces = static_cast<int>(std::max<size_t>(1, 9 / edges));
+    std::vector<Configuration> path{raw.value().path.front()};
+    for (size_t k = 0; k < edges; ++k) {
+      for (int s = 1; s <= pieces; ++s) {
+        Configuration p(raw.value().path[k].size());
+        setup.context.space.Interpolate(raw.value().path[k], raw.value().path[k + 1], s / double(pieces), p);
+        path.push_back(p);
+      }
+    }
+    std::vector<Configuration> results[2];
+    int64_t batches[2] = {0, 0};
+    for (const bool round_trips : {false, true}) {
+      RoundTrips quick(*setup.context.quick_motion, round_trips);
+      PlanningContext context = setup.context;
+      context.quick_motion = &quick;
+      context.shortcut_motion = nullptr;
+      results[round_trips] = path;
+      Rng rng(seed);
+      ASSERT_TRUE(SimplifyPath(context, &results[round_trips], rng, 20, Termination{}, nullptr).ok());
+      batches[round_trips] = quick.batches;
+    }
+    EXPECT_EQ(results[1], results[0]) << "seed " << seed;
+    EXPECT_LE(batches[1], batches[0]) << "seed " << seed;
+    fewer += batches[1] < batches[0];
+    EXPECT_EQ(DenseInvalidSegment(*setup.scene, setup.context.space, results[1]), -1) << "seed " << seed;
+  }
+  EXPECT_GE(fewer, 3) << "the table should save calls on most paths";
+}
+
 // A quick check that passes every segment: everything it lets through is left to the decisive check.
 class PassEverything final : public MotionValidator {
  public:

@@ -334,7 +334,8 @@ TEST_F(SessionTest, UntilInvalidAnswersThePrefixUpToTheFirstInvalid) {
 
 // Chains (a planner's batch of tree extensions): each chain of state and discrete-motion queries is
 // answered in order up to its own first query that is not valid (or fails), the other chains going on;
-// every answer equals the core's for its query.
+// every answer equals the core's for its query. With `after`, a chain whose prerequisite did not end
+// complete gets no answers, and the others are answered as without it.
 TEST_F(SessionTest, ChainsStopEachAtItsOwnFirstInvalidQuery) {
   std::mt19937_64 rng(12);
   core::SceneCache cache;
@@ -372,27 +373,46 @@ TEST_F(SessionTest, ChainsStopEachAtItsOwnFirstInvalidQuery) {
   auto stream = Open(context.get());
   int malformed = 0;
   for (int c = 0; c < 3; ++c) malformed += lengths[static_cast<size_t>(c)];
-  for (const bool with_malformed : {false, true}) {
-    SCOPED_TRACE(with_malformed ? "a malformed state in chain 3" : "every query well formed");
-    if (with_malformed) {
+  // Per chain in the third pass: the chain it comes after, counted from 1 (0: none).
+  std::vector<uint32_t> after(lengths.size(), 0);
+  for (size_t c = 1; c < after.size(); ++c) after[c] = rng() % 3 == 0 ? 0 : 1 + static_cast<uint32_t>(rng() % c);
+  for (const int pass : {0, 1, 2}) {
+    const bool with_malformed = pass >= 1, ordered = pass == 2;
+    SCOPED_TRACE(ordered ? "chains after others" : with_malformed ? "a malformed state in chain 3" : "well formed");
+    if (pass == 1) {
       request.clear_open();
       request.mutable_queries(malformed)->mutable_state()->mutable_state()->mutable_positions()->RemoveLast();
       valid[static_cast<size_t>(malformed)] = -1;
     }
-    // The expected answers: each chain's prefix up to its first query that is not valid.
+    if (ordered) {
+      for (const uint32_t c : after) request.add_after(c);
+    }
+    // The expected answers: each chain's prefix up to its first query that is not valid; none for a
+    // chain whose prerequisite stopped short (or was skipped).
     std::vector<int> expected;
-    int first = 0, stopped = 0, complete = 0;
-    for (int length : lengths) {
+    std::vector<char> ended_complete(lengths.size(), 0);
+    int first = 0, stopped = 0, complete = 0, skipped = 0;
+    for (size_t c = 0; c < lengths.size(); ++c) {
+      const int length = lengths[c];
+      if (ordered && after[c] > 0 && ended_complete[after[c] - 1] == 0) {
+        ++skipped;
+        first += length;
+        continue;
+      }
       int k = first;
       for (; k < first + length; ++k) {
         expected.push_back(k);
         if (valid[static_cast<size_t>(k)] != 1) break;
       }
       (k < first + length ? stopped : complete) += 1;
+      ended_complete[c] = k == first + length ? 1 : 0;
       first += length;
     }
     ASSERT_GT(stopped, 5);
     ASSERT_GT(complete, 5);
+    if (ordered) {
+      ASSERT_GT(skipped, 5);
+    }
     v1::SessionResponse response;
     ASSERT_TRUE(RoundTrip(stream.get(), request, &response));
     ASSERT_EQ(response.answers_size(), static_cast<int>(expected.size()));
@@ -443,6 +463,18 @@ TEST_F(SessionTest, ProtocolViolationsEndTheStream) {
   for (uint32_t length : {2u, 1u}) short_chains.add_chains(length);
   for (uint32_t length : {2u, 0u, 2u}) empty_chain.add_chains(length);
   for (uint32_t length : {2u, 2u}) loose_chains.add_chains(length);
+  // Prerequisites (after) that do not order the chains.
+  v1::SessionRequest loose_after = Opening(), short_after = Opening(), later_after = Opening();
+  for (v1::SessionRequest* r : {&loose_after, &short_after, &later_after}) {
+    for (int k = 0; k < 4; ++k) AddState(r, static_cast<uint64_t>(k), home);
+    r->set_until_invalid(true);
+    if (r != &loose_after) {
+      for (uint32_t length : {2u, 2u}) r->add_chains(length);
+    }
+  }
+  loose_after.add_after(0);
+  short_after.add_after(0);
+  for (uint32_t c : {0u, 2u}) later_after.add_after(c);
   const std::vector<Case> cases = {
       {"no open", {no_open}, grpc::StatusCode::INVALID_ARGUMENT, "must carry open"},
       {"unknown scene", {Opening("no-such-scene")}, grpc::StatusCode::NOT_FOUND, "no-such-scene"},
@@ -452,6 +484,9 @@ TEST_F(SessionTest, ProtocolViolationsEndTheStream) {
       {"chains short of the batch", {short_chains}, grpc::StatusCode::INVALID_ARGUMENT, "summing to 3 for a batch of 4"},
       {"an empty chain", {empty_chain}, grpc::StatusCode::INVALID_ARGUMENT, "chains[1]: 0"},
       {"chains without until_invalid", {loose_chains}, grpc::StatusCode::INVALID_ARGUMENT, "without until_invalid"},
+      {"after without chains", {loose_after}, grpc::StatusCode::INVALID_ARGUMENT, "after: given without chains"},
+      {"after short of the chains", {short_after}, grpc::StatusCode::INVALID_ARGUMENT, "after: 1 entries for 2"},
+      {"after a later chain", {later_after}, grpc::StatusCode::INVALID_ARGUMENT, "after[1]: 2"},
   };
   for (const Case& c : cases) {
     auto context = Context();

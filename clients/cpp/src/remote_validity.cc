@@ -577,23 +577,17 @@ Result<std::vector<planners::MotionCheck>> RemoteScene::CheckMotions(std::span<c
 
 Result<std::vector<planners::StepChecks>> RemoteScene::CheckStepsUntilInvalid(
     std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-    std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) const {
+    std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request,
+    std::span<const int32_t> after) const {
   if (impl_->options.use_session) {
     return impl_->WithSession(*this, [&](RemoteSession& s) {
-      return s.CheckStepsUntilInvalid(states, starts, ends, chains, dof, request);
+      return s.CheckStepsUntilInvalid(states, starts, ends, chains, dof, request, after);
     });
   }
-  if (Status st = planners::CheckStepChains(states, starts, ends, chains, dof); !st.ok()) return st.error();
-  std::vector<uint8_t> valid;
-  if (!states.empty()) {
-    Result<std::vector<uint8_t>> rows = CheckStates(states, dof);
-    if (!rows.ok()) return rows.error();
-    valid = std::move(rows).value();
-  }
-  return planners::DecideChainSegments(valid, starts, ends, chains, dof,
-                                       [&](std::span<const double> a, std::span<const double> b) {
-                                         return Motions(a, b, dof, request, true);
-                                       });
+  if (Status st = planners::CheckStepChains(states, starts, ends, chains, after, dof); !st.ok()) return st.error();
+  return planners::DecideStepWaves(
+      states, starts, ends, chains, after, dof, [&](std::span<const double> rows) { return CheckStates(rows, dof); },
+      [&](std::span<const double> a, std::span<const double> b) { return Motions(a, b, dof, request, true); });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -908,9 +902,9 @@ Result<std::vector<planners::MotionCheck>> RemoteSession::CheckMotions(std::span
 
 Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
     std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-    std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) {
+    std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request, std::span<const int32_t> after) {
   Impl& s = *impl_;
-  if (Status st = planners::CheckStepChains(states, starts, ends, chains, dof); !st.ok()) return st.error();
+  if (Status st = planners::CheckStepChains(states, starts, ends, chains, after, dof); !st.ok()) return st.error();
   const auto d = static_cast<size_t>(dof);
   const size_t n = states.size() / d;
   const int32_t whole[1] = {static_cast<int32_t>(n)};
@@ -922,22 +916,38 @@ Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
   s.request.clear_queries();
   s.request.set_until_invalid(true);
   s.request.clear_chains();
+  s.request.clear_after();
   for (size_t k = 0; k < n; ++k) {
     SetPositions(states.subspan(k * d, d), s.Add(static_cast<int>(2 * k))->mutable_state()->mutable_state());
     s.AddMotion(static_cast<int>(2 * k + 1), starts.subspan(k * d, d), ends.subspan(k * d, d), request);
   }
   for (const int32_t length : chains) s.request.add_chains(static_cast<uint32_t>(2 * length));
+  // On the wire a prerequisite is counted from 1 (0: none).
+  for (const int32_t c : after) s.request.add_after(static_cast<uint32_t>(c + 1));
   const Status sent = s.RoundTrip();
   s.request.clear_chains();
+  s.request.clear_after();
   if (!sent.ok()) return sent.error();
   // The answers: each chain's prefix, chain after chain, each ending with its first invalid query or
   // complete. Answer ids are the queries' places, so every answer is checked against its query.
   const int answered = s.response.answers_size();
   int at = 0;  // the next answer
   size_t step = 0;
+  std::vector<char> complete(chains.size(), 0);
   for (size_t c = 0; c < chains.size(); ++c) {
     planners::StepChecks& chain = out[c];
     const auto length = static_cast<size_t>(chains[c]);
+    if (!after.empty() && after[c] >= 0 && complete[static_cast<size_t>(after[c])] == 0) {
+      // Skipped: the server answers none of its queries (a server older than SessionRequest.after
+      // answers them; those answers are passed over, so that the result is the same).
+      chain.skipped = true;
+      while (at < answered && s.response.answers(at).id() >= 2 * step &&
+             s.response.answers(at).id() < 2 * (step + length)) {
+        ++at;
+      }
+      step += length;
+      continue;
+    }
     bool invalid = false;
     for (size_t j = 0; j < 2 * length && !invalid; ++j) {
       // AnswerAt checks that the answer exists and is this query's: a chain answered short of its
@@ -957,6 +967,7 @@ Result<std::vector<planners::StepChecks>> RemoteSession::CheckStepsUntilInvalid(
       }
       ++at;
     }
+    complete[c] = chain.valid_steps == length ? 1 : 0;
     step += length;
   }
   if (at != answered) {
@@ -1118,13 +1129,13 @@ Result<std::vector<planners::MotionCheck>> RemoteMotionValidator::CheckMotions(s
 Result<std::vector<planners::StepChecks>> RemoteMotionValidator::CheckStepsUntilInvalid(
     const planners::StateValidityChecker& state_checker, std::span<const double> states,
     std::span<const double> starts, std::span<const double> ends, std::span<const int32_t> chains,
-    int32_t dof) const {
+    std::span<const int32_t> after, int32_t dof) const {
   const auto* remote = dynamic_cast<const RemoteStateValidity*>(&state_checker);
   if (remote == nullptr || &remote->scene() != scene_.get()) {
-    return MotionValidator::CheckStepsUntilInvalid(state_checker, states, starts, ends, chains, dof);
+    return MotionValidator::CheckStepsUntilInvalid(state_checker, states, starts, ends, chains, after, dof);
   }
   Result<std::vector<planners::StepChecks>> checks =
-      scene_->CheckStepsUntilInvalid(states, starts, ends, chains, dof, request_);
+      scene_->CheckStepsUntilInvalid(states, starts, ends, chains, dof, request_, after);
   if (checks.ok()) {
     for (const planners::StepChecks& chain : checks.value()) {
       remote->checks_.fetch_add(chain.state_checks, std::memory_order_relaxed);

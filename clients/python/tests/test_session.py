@@ -99,10 +99,11 @@ def test_chains_stop_each_at_its_own_first_invalid_query(client: Client, info: S
                 start=pb.JointPositions(positions=q.tolist()), goal=pb.JointPositions(positions=nxt.tolist()))))
             q = nxt
         chains.append(2 * length)
-    first = 0
+    first, answered, complete = 0, [], []  # per chain: its answers' ids, whether it held to its end
     for length in chains:
+        answered.append([])
         for k in range(first, first + length):
-            expected.append(k)
+            answered[-1].append(k)
             query = queries[k]
             if k % 2 == 0:
                 state = client.check_state(np.array(query.state.state.positions))
@@ -112,11 +113,20 @@ def test_chains_stop_each_at_its_own_first_invalid_query(client: Client, info: S
                                            np.array(query.motion.goal.positions)).free
             if not free:
                 break
+        complete.append(free)
+        expected.extend(answered[-1])
         first += length
     assert len(expected) < len(queries), "no chain stopped early"
     with client.session() as s:
         answers = s.run(queries, until_invalid=True, chains=chains)
     assert [a.id for a in answers] == expected
+    # Each odd chain after the chain before it (counted from 1): answered only when that one held.
+    after = [c if c % 2 == 1 else 0 for c in range(len(chains))]
+    ordered = [k for c in range(len(chains)) if after[c] == 0 or complete[after[c] - 1] for k in answered[c]]
+    assert len(ordered) < len(expected), "no chain skipped"
+    with client.session() as s:
+        answers = s.run(queries, until_invalid=True, chains=chains, after=after)
+    assert [a.id for a in answers] == ordered
 
 
 def test_bad_queries_raise_their_error_and_the_session_goes_on(client: Client, info: SceneInfo) -> None:

@@ -276,15 +276,19 @@ class Session:
             pass
 
     def run(self, queries: Sequence["pb.SessionQuery"], until_invalid: bool = False,
-            chains: Optional[Sequence[int]] = None) -> List["pb.SessionAnswer"]:
+            chains: Optional[Sequence[int]] = None,
+            after: Optional[Sequence[int]] = None) -> List["pb.SessionAnswer"]:
         """One round trip with raw ``pb.SessionQuery`` messages: their ``pb.SessionAnswer`` messages in order
         (with ``until_invalid``, up to the first that is not free). ``chains`` (with ``until_invalid``):
         the queries are consecutive chains of these lengths, each answered up to its own first query that is
         not free, the others going on (a planner's batch of tree extensions in one round trip); the
-        answers are the chains' prefixes in order, matched to queries by ``id``."""
+        answers are the chains' prefixes in order, matched to queries by ``id``. ``after`` (with
+        ``chains``, one entry per chain): 0, or k >= 1 to answer the chain only when chain k (counted from
+        1, an earlier one) was answered in full and free; a skipped chain gets no answers."""
         if self._closed:
             raise error_for(grpc.StatusCode.CANCELLED, "the session is closed", "Session")
-        request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid, chains=list(chains or []))
+        request = pb.SessionRequest(queries=list(queries), until_invalid=until_invalid, chains=list(chains or []),
+                                    after=list(after or []))
         client, restores, rounds = self._client, 0, 0
         while True:
             if self._open is not None:

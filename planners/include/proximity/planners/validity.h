@@ -45,6 +45,9 @@ struct StepChecks {
   int64_t state_checks = 0;
   /// The segments checked, in step order: CheckMotion's answers, a prefix of the steps' segments.
   std::vector<MotionCheck> motions;
+  /// The chain's prerequisite (CheckStepsUntilInvalid's `after`) did not end complete: nothing of the
+  /// chain was checked (valid_steps and state_checks 0, no motions).
+  bool skipped = false;
 };
 
 /// Whether a configuration is valid: collision-free (world and self) and within the joint limits.
@@ -92,22 +95,51 @@ class MotionValidator {
   /// (CheckMotion for one). A remote validator whose `state_checker` asks the same server scene sends
   /// every chain's states and segments in one round trip. Errors as those calls', and for rows or chains
   /// that do not match.
+  ///
+  /// `after` (empty, or one entry per chain): -1, or the index of an earlier chain that must end complete
+  /// (every step valid) for this chain to be decided; a chain whose prerequisite did not is skipped
+  /// (StepChecks::skipped, nothing checked). A tree's extension toward a sample and the other tree's
+  /// connection toward the vertex it would add go in one call this way, the connection decided only
+  /// when the extension holds: one round trip to a remote scene instead of two, and no check a
+  /// one-after-the-other order would not make. The default decides the chains in waves: those whose
+  /// prerequisites are decided (every state of a wave in one AreValid call), then the next.
   [[nodiscard]] virtual core::Result<std::vector<StepChecks>> CheckStepsUntilInvalid(
       const StateValidityChecker& state_checker, std::span<const double> states, std::span<const double> starts,
-      std::span<const double> ends, std::span<const int32_t> chains, int32_t dof) const;
+      std::span<const double> ends, std::span<const int32_t> chains, std::span<const int32_t> after,
+      int32_t dof) const;
   /// True when "valid" is certified (never valid when any configuration on the segment collides);
   /// false for sampled checks, which can miss what lies between samples.
   virtual bool certified() const = 0;
+  /// True when every call costs a round trip to a server (a remote validator), more than the checks of a
+  /// batch: planners then ask in one call what they would otherwise ask in several dependent calls, some
+  /// of whose answers go unused (the simplifier's vertex reduction checks every pair of waypoints at
+  /// once), and use the answers the call-by-call order would have had: the same plans, fewer calls.
+  /// False by default (in process, where a call costs only its checks).
+  virtual bool calls_are_round_trips() const { return false; }
   /// A short description for logs and benchmark lines ("certified", "discrete 0.0123 rad").
   virtual std::string Describe() const = 0;
 };
 
 /// CheckStepsUntilInvalid's argument checks, for its implementations: states, starts and ends the same
-/// whole rows of dof >= 1 values, chains of >= 1 steps summing to the steps (or none). The error names
+/// whole rows of dof >= 1 values, chains of >= 1 steps summing to the steps (or none), `after` empty or
+/// one entry per chain (of `chains`, at least one), each -1 or an earlier chain's index. The error names
 /// what does not match.
 [[nodiscard]] core::Status CheckStepChains(std::span<const double> states, std::span<const double> starts,
                                            std::span<const double> ends, std::span<const int32_t> chains,
-                                           int32_t dof);
+                                           std::span<const int32_t> after, int32_t dof);
+
+/// CheckStepsUntilInvalid decided in waves, for its implementations (arguments as CheckStepChains accepts
+/// them, not checked again): from the first chain not yet decided, the run of chains whose prerequisites
+/// lie before it; of these, the chains whose prerequisite ended complete (or that have none) get their
+/// states checked by one `are_valid` call (rows; one flag per row) and their segments by
+/// DecideChainSegments with `until_invalid`, the others are skipped; then the next run. Without `after`,
+/// one run: CheckStepsUntilInvalid's default.
+[[nodiscard]] core::Result<std::vector<StepChecks>> DecideStepWaves(
+    std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
+    std::span<const int32_t> chains, std::span<const int32_t> after, int32_t dof,
+    const std::function<core::Result<std::vector<uint8_t>>(std::span<const double>)>& are_valid,
+    const std::function<core::Result<std::vector<MotionCheck>>(std::span<const double>, std::span<const double>)>&
+        until_invalid);
 
 /// The rest of CheckStepsUntilInvalid once every step's state is known (`valid`, one flag per step, as
 /// AreValid gives them), for its implementations: each chain's segments up to its first invalid state,

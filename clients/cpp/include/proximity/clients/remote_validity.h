@@ -223,10 +223,13 @@ class RemoteScene {
   /// is decided in order up to its first state or segment that is not valid. Through a session: every
   /// chain's states and segments interleaved in one message (SessionRequest.chains), one round trip.
   /// Without sessions: one CheckStates call for the states, then one call per segment of each chain up
-  /// to its first invalid state.
+  /// to its first invalid state. `after` as planners::MotionValidator::CheckStepsUntilInvalid takes it
+  /// (a chain decided only when an earlier one ended complete; SessionRequest.after over a session,
+  /// in waves of calls without).
   [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
       std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-      std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request) const;
+      std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request,
+      std::span<const int32_t> after = {}) const;
 
   /// GetIK: joint values putting goal.link at goal.X_WT (finding none is an answer: found false).
   [[nodiscard]] Result<RemoteIk> SolveIk(const RemotePoseGoal& goal, const RemoteIkRequest& request = {}) const;
@@ -332,7 +335,8 @@ class RemoteSession {
   /// server's --max-session-batch steps).
   [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
       std::span<const double> states, std::span<const double> starts, std::span<const double> ends,
-      std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request);
+      std::span<const int32_t> chains, int32_t dof, const RemoteMotionRequest& request,
+      std::span<const int32_t> after = {});
   /// Distance intervals at each row (rel_err >= 0: the upper bound may exceed the lower by that
   /// fraction), in one round trip.
   [[nodiscard]] Result<std::vector<RemoteDistance>> Distances(std::span<const double> rows, int32_t dof,
@@ -404,8 +408,10 @@ class RemoteMotionValidator final : public planners::MotionValidator {
   [[nodiscard]] Result<std::vector<planners::StepChecks>> CheckStepsUntilInvalid(
       const planners::StateValidityChecker& state_checker, std::span<const double> states,
       std::span<const double> starts, std::span<const double> ends, std::span<const int32_t> chains,
-      int32_t dof) const override;
+      std::span<const int32_t> after, int32_t dof) const override;
   bool certified() const override { return request_.mode == RemoteMotionRequest::Mode::kCertified; }
+  /// True: every batch is a round trip (a session message, or unary calls).
+  bool calls_are_round_trips() const override { return true; }
   /// "remote certified (127.0.0.1:50051, scene 'default')".
   std::string Describe() const override;
   /// CheckMotion calls and configurations the server posed for them so far.
