@@ -72,7 +72,6 @@ core::Status CheckChains(const v1::SessionRequest& request) {
   return {};
 }
 
-
 // One open session: its scene, scratch and tallies.
 class SessionState {
  public:
@@ -109,18 +108,18 @@ class SessionState {
         size_t end = run + 1;
         while (end < chains.size() && after(end) <= run) ++end;
         live_.clear();
+        ranges_.clear();
         for (size_t c = run; c < end; ++c) {
-          if (after(c) == 0 || complete_[after(c) - 1] != 0) live_.emplace_back(chain_begin_[c], chain_begin_[c + 1]);
+          if (after(c) != 0 && complete_[after(c) - 1] == 0) continue;
+          live_.push_back(c);
+          ranges_.emplace_back(chain_begin_[c], chain_begin_[c + 1]);
         }
-        const bool batched = !cold_ && CheckStateQueries(request, live_);
-        for (const auto& [begin, stop] : live_) {
+        const bool batched = !cold_ && CheckStateQueries(request, ranges_);
+        for (const size_t c : live_) {
           bool valid = true;
-          for (int i = begin; i < stop && valid; ++i) {
+          for (int i = chain_begin_[c]; i < chain_begin_[c + 1] && valid; ++i) {
             if (grpc::Status s = AnswerQuery(request, i, batched, response, &valid); !s.ok()) return s;
           }
-          // The chain this range is: its index from its first query.
-          const auto c = static_cast<size_t>(
-              std::upper_bound(chain_begin_.begin(), chain_begin_.end(), begin) - chain_begin_.begin() - 1);
           complete_[c] = valid ? 1 : 0;
         }
         run = end;
@@ -397,10 +396,11 @@ class SessionState {
   std::vector<core::StateResult> results_;
   std::vector<int32_t> state_at_;  // chains: query -> its row of results_ (-1: not a state)
   // Chains: each chain's first query (and the batch's size last), whether each ended complete, and the
-  // query ranges of a run's chains that are answered.
+  // chains of a run that are answered and their query ranges.
   std::vector<int> chain_begin_;
   std::vector<char> complete_;
-  std::vector<std::pair<int, int>> live_;
+  std::vector<size_t> live_;
+  std::vector<std::pair<int, int>> ranges_;
   core::SceneCache cache_;
   core::SceneCache cold_cache_;
   std::unique_ptr<core::Tracker> tracker_;

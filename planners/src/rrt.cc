@@ -129,8 +129,6 @@ class RrtPlanner final : public Planner {
     Tree start_tree(space), goal_tree(space);
     start_tree.Add(start, -1, true);
     goal_tree.Add(goals.front(), -1, true);
-    const auto dof = static_cast<size_t>(space.dof());
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
     Tree* a = &start_tree;
     Tree* b = &goal_tree;
     bool solved = false;
@@ -156,18 +154,7 @@ class RrtPlanner final : public Planner {
       if (max_samples > 0) count = std::min(count, max_samples - drawn);
       drawn += count;
       result.stats.iterations += count;
-      samples.resize(static_cast<size_t>(count) * dof);
-      toward_goal.assign(static_cast<size_t>(count), -1);
-      for (size_t k = 0; k < static_cast<size_t>(count); ++k) {
-        std::span<double> q(samples.data() + k * dof, dof);
-        if (!connect_ && unit(rng) < options_.goal_bias) {
-          const size_t g = goals.size() == 1 ? 0 : std::uniform_int_distribution<size_t>(0, goals.size() - 1)(rng);
-          std::copy(goals[g].begin(), goals[g].end(), q.begin());
-          toward_goal[k] = static_cast<int32_t>(g);
-        } else {
-          space.Sample(rng, q);
-        }
-      }
+      DrawSamples(rng, count, goals, &samples, &toward_goal);
       // RRT-Connect: the round's connections start in the extensions' batch.
       if (connect_) {
         if (Status s = ExtendAndConnect(&checker, a, b, samples, range, &grown, &connected); !s.ok()) {
@@ -229,6 +216,26 @@ class RrtPlanner final : public Planner {
     if (solved) result.outcome = PlanOutcome::kSolved;
     if (Status s = Finish(context_, options_, &clock, rng, &result); !s.ok()) return s.error();
     return Stats(start_tree, goal_tree, goals.size(), std::move(result));
+  }
+
+  // A round's `count` samples, row after row: random configurations, or (RRT, with the goal bias) a goal,
+  // whose index goes into (*toward_goal)[k] (-1 for the others).
+  void DrawSamples(Rng& rng, int64_t count, const std::vector<Configuration>& goals, std::vector<double>* samples,
+                   std::vector<int32_t>* toward_goal) const {
+    const auto dof = static_cast<size_t>(context_.space.dof());
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    samples->resize(static_cast<size_t>(count) * dof);
+    toward_goal->assign(static_cast<size_t>(count), -1);
+    for (size_t k = 0; k < static_cast<size_t>(count); ++k) {
+      std::span<double> q(samples->data() + k * dof, dof);
+      if (!connect_ && unit(rng) < options_.goal_bias) {
+        const size_t g = goals.size() == 1 ? 0 : std::uniform_int_distribution<size_t>(0, goals.size() - 1)(rng);
+        std::copy(goals[g].begin(), goals[g].end(), q.begin());
+        (*toward_goal)[k] = static_cast<int32_t>(g);
+      } else {
+        context_.space.Sample(rng, q);
+      }
+    }
   }
 
   static PlanResult Stats(const Tree& start_tree, const Tree& goal_tree, size_t goal_roots, PlanResult result) {
