@@ -445,20 +445,32 @@ void Session(const uint8_t* data, size_t size) {
     if (queries > 0) PROX_FUZZ_CHECK(answers >= 1, "a batch of queries gets an answer");
     if (request.until_invalid() && request.chains_size() > 0) {
       // Chains (the server answered, so they describe the batch): each chain's answers are a prefix of
-      // its queries, complete or ending with its first invalid one.
+      // its queries, complete or ending with its first invalid one; none for a chain after one (after,
+      // counted from 1) that did not end complete.
       int64_t sum = 0;
       for (const uint32_t length : request.chains()) sum += length;
       PROX_FUZZ_CHECK(sum == queries, "answered chains sum to the batch");
+      PROX_FUZZ_CHECK(request.after_size() == 0 || request.after_size() == request.chains_size(),
+                      "answered chains have one prerequisite each or none");
+      std::vector<char> complete(static_cast<size_t>(request.chains_size()), 0);
       int at = 0, first = 0;
-      for (const uint32_t length : request.chains()) {
+      for (int c = 0; c < request.chains_size(); ++c) {
+        const auto length = static_cast<int>(request.chains(c));
         PROX_FUZZ_CHECK(length >= 1, "answered chains hold a query each");
-        for (int k = first; k < first + static_cast<int>(length); ++k) {
-          PROX_FUZZ_CHECK(at < answers, "a chain is answered up to its first invalid query");
-          const bool valid = CheckSessionAnswer(request.queries(k), response.answers(at), k, scene_id);
-          ++at;
-          if (!valid) break;
+        const uint32_t after = request.after_size() > 0 ? request.after(c) : 0;
+        PROX_FUZZ_CHECK(after <= static_cast<uint32_t>(c), "answered chains come after earlier ones");
+        if (after > 0 && complete[after - 1] == 0) {
+          first += length;
+          continue;
         }
-        first += static_cast<int>(length);
+        bool valid = true;
+        for (int k = first; k < first + length && valid; ++k) {
+          PROX_FUZZ_CHECK(at < answers, "a chain is answered up to its first invalid query");
+          valid = CheckSessionAnswer(request.queries(k), response.answers(at), k, scene_id);
+          ++at;
+        }
+        complete[static_cast<size_t>(c)] = valid ? 1 : 0;
+        first += length;
       }
       PROX_FUZZ_CHECK(at == answers, "no answers beyond the chains'");
       ++answered;
