@@ -163,19 +163,31 @@ Status Begin(const PlanningContext& context, const PlannerOptions& options, Chec
   *done = true;
   if (Status s = checker->space().Check(start, "start"); !s.ok()) return s;
   if (Status s = checker->space().Check(goal, "goal"); !s.ok()) return s;
-  // Both ends in one batch (one round trip to a remote scene); the start's answer counts first.
+  // Both ends and the straight edge's growing check in one batch (one round trip to a remote scene): a
+  // chain from the start of two steps, the start itself (its state, and the empty segment to it) and
+  // the goal (its state, and the segment from the start), stopped at its first invalid step.
   std::vector<double> ends(start.begin(), start.end());
   ends.insert(ends.end(), goal.begin(), goal.end());
-  const Result<std::vector<uint8_t>> valid = checker->ValidRows(ends);
-  if (!valid.ok()) return valid.status();
-  if (valid.value()[0] == 0 || valid.value()[1] == 0) {
-    result->outcome = valid.value()[0] == 0 ? PlanOutcome::kInvalidStart : PlanOutcome::kInvalidGoal;
+  const std::span<const double> from[1] = {start};
+  const int32_t chain[1] = {2};
+  const Result<std::vector<StepChecks>> checks = checker->StepChains(from, ends, chain);
+  if (!checks.ok()) return checks.status();
+  const StepChecks& steps = checks.value()[0];
+  if (steps.valid_steps == 0 || steps.motions.size() < 2) {
+    // The start's step failed, or the goal's state (whose segment then went unchecked).
+    result->outcome = steps.valid_steps == 0 ? PlanOutcome::kInvalidStart : PlanOutcome::kInvalidGoal;
     result->stats.plan_time_s = clock->Elapsed();
     return Status::Ok();
   }
-  const Result<bool> direct = checker->Decide(start, goal);
-  if (!direct.ok()) return direct.status();
-  if (direct.value()) {
+  // The straight edge passed the growing check: the decisive one decides it, when there is one.
+  bool direct = steps.valid_steps == 2;
+  if (direct && !checker->quick_is_final()) {
+    const Result<MotionCheck> decisive = checker->Motion(start, goal);
+    if (!decisive.ok()) return decisive.status();
+    result->stats.certification_failures += !decisive.value().valid;
+    direct = decisive.value().valid;
+  }
+  if (direct) {
     result->outcome = PlanOutcome::kSolved;
     result->path = {Configuration(start.begin(), start.end()), Configuration(goal.begin(), goal.end())};
     result->stats.vertices = 2;

@@ -126,16 +126,6 @@ class Checker {
     ++stats_->quick_motion_checks;
     return Segment(*context_.shortcut_motion, a, b);
   }
-  // Whether the edge a -> b is valid: the quick check, then (when that passes) the decisive one.
-  Result<bool> Decide(std::span<const double> a, std::span<const double> b) {
-    const Result<MotionCheck> quick = Quick(a, b);
-    if (!quick.ok()) return quick.error();
-    if (!quick.value().valid || quick_is_final()) return quick.value().valid;
-    const Result<MotionCheck> decisive = Motion(a, b);
-    if (!decisive.ok()) return decisive.error();
-    stats_->certification_failures += !decisive.value().valid;
-    return decisive.value().valid;
-  }
   // The segments a[i] -> b[i], every one, by the check Motion() (decisive) or Shortcut() makes, in one
   // call to its validator (MotionValidator::CheckMotions: one round trip for a remote validator); each
   // counted as that check counts it.
