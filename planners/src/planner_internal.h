@@ -131,26 +131,22 @@ class Checker {
   // counted as that check counts it.
   Result<std::vector<MotionCheck>> Edges(bool decisive, std::span<const Configuration> a,
                                          std::span<const Configuration> b) {
-    const MotionValidator* validator = context_.motion;
-    int64_t* counter = &stats_->motion_checks;
-    if (!decisive && (context_.shortcut_motion != nullptr || context_.quick_motion != nullptr)) {
-      validator = context_.shortcut_motion != nullptr ? context_.shortcut_motion : context_.quick_motion;
-      counter = &stats_->quick_motion_checks;
-    }
+    const MotionValidator& validator = EdgeValidator(decisive);
+    const bool quick = !decisive && (context_.shortcut_motion != nullptr || context_.quick_motion != nullptr);
+    int64_t* counter = quick ? &stats_->quick_motion_checks : &stats_->motion_checks;
     Segments(a, b);
-    Result<std::vector<MotionCheck>> checks = validator->CheckMotions(starts_, ends_, context_.space.dof());
+    Result<std::vector<MotionCheck>> checks = validator.CheckMotions(starts_, ends_, context_.space.dof());
     if (!checks.ok()) return checks;
     *counter += static_cast<int64_t>(checks.value().size());
     for (const MotionCheck& c : checks.value()) stats_->motion_states += c.states;
     return checks;
   }
-  // Whether Edges(decisive)'s calls are round trips (MotionValidator::calls_are_round_trips).
-  bool EdgesAreRoundTrips(bool decisive) const {
-    const MotionValidator* validator = context_.motion;
-    if (!decisive && (context_.shortcut_motion != nullptr || context_.quick_motion != nullptr)) {
-      validator = context_.shortcut_motion != nullptr ? context_.shortcut_motion : context_.quick_motion;
-    }
-    return validator->calls_are_round_trips();
+  // The validator Edges(decisive) calls: the decisive one, else the shortcut check, else the quick one
+  // (the decisive one when the context has neither).
+  const MotionValidator& EdgeValidator(bool decisive) const {
+    if (decisive) return *context_.motion;
+    if (context_.shortcut_motion != nullptr) return *context_.shortcut_motion;
+    return context_.quick_motion != nullptr ? *context_.quick_motion : *context_.motion;
   }
   // Whether Quick() answers are final (no separate decisive check).
   bool quick_is_final() const { return context_.quick_motion == nullptr; }

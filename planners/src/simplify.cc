@@ -30,7 +30,8 @@ Status ReduceVertices(internal::Checker* checker, bool decisive, std::vector<Con
   const size_t n = path->size();
   // pair_valid[i * n + k]: input waypoints i and k (k >= i + 2) see each other; empty without a table.
   std::vector<char> pair_valid;
-  if (!decisive && n > 3 && (n - 1) * (n - 2) / 2 <= kPairTable && checker->EdgesAreRoundTrips(false)) {
+  if (!decisive && n > 3 && (n - 1) * (n - 2) / 2 <= kPairTable &&
+      checker->EdgeValidator(false).calls_are_round_trips()) {
     if (clock->Expired(*iteration, &why)) return Status::Ok();
     std::vector<Configuration> as, bs;
     for (size_t i = 0; i + 2 < n; ++i) {
