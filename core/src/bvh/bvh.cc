@@ -162,6 +162,17 @@ Result<std::shared_ptr<const MeshModel>> MeshModel::Build(TriangleMesh mesh, con
     const auto& tri = mesh.triangles[order[k]];
     for (int i = 0; i < 3; ++i) model->leaf_triangles_[k].v[i] = mesh.vertices[tri[i]];
   }
+  model->leaf_planes_.resize(n);
+  for (int32_t k = 0; k < n; ++k) {
+    const Vec3* v = model->leaf_triangles_[k].v;
+    LeafPlane& plane = model->leaf_planes_[k];
+    const Vec3 c = (v[1] - v[0]).cross(v[2] - v[0]);
+    const double length = c.norm();
+    plane.n = length > 0.0 ? Vec3(c / length) : Vec3::Zero();
+    const double p0 = plane.n.dot(v[0]), p1 = plane.n.dot(v[1]), p2 = plane.n.dot(v[2]);
+    plane.low = std::min({p0, p1, p2});
+    plane.high = std::max({p0, p1, p2});
+  }
   model->mesh_ = std::move(mesh);
   return std::shared_ptr<const MeshModel>(std::move(model));
 }

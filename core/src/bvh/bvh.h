@@ -51,6 +51,15 @@ struct LeafTriangle {
 };
 static_assert(sizeof(LeafTriangle) == 72);
 
+/// A leaf-order triangle's plane in M: its unit normal n (zero for a degenerate triangle) and the
+/// extent [low, high] of its vertices along n (equal but for rounding). Any other triangle's vertices
+/// projected onto n lie at least their span's gap from it: a lower bound on the two triangles' distance.
+struct LeafPlane {
+  Vec3 n;
+  double low, high;
+};
+static_assert(sizeof(LeafPlane) == 40);
+
 /// A triangle mesh with its hierarchies, in the mesh's own frame M.
 class MeshModel {
  public:
@@ -71,6 +80,7 @@ class MeshModel {
                                 mesh_.triangles.capacity() * sizeof(mesh_.triangles[0]) +
                                 nodes_.capacity() * sizeof(BvhNode) + spheres_.capacity() * sizeof(Sphere) +
                                 obbs_.capacity() * sizeof(Obb) + leaf_triangles_.capacity() * sizeof(LeafTriangle) +
+                                leaf_planes_.capacity() * sizeof(LeafPlane) +
                                 triangle_ids_.capacity() * sizeof(int32_t));
   }
 
@@ -86,6 +96,7 @@ class MeshModel {
   const Sphere* spheres() const { return spheres_.data(); }
   const Obb* obbs() const { return obbs_.data(); }
   const LeafTriangle* leaf_triangles() const { return leaf_triangles_.data(); }
+  const LeafPlane* leaf_planes() const { return leaf_planes_.data(); }
 
  private:
   MeshModel() = default;
@@ -95,6 +106,7 @@ class MeshModel {
   std::vector<Sphere> spheres_;
   std::vector<Obb> obbs_;
   std::vector<LeafTriangle> leaf_triangles_;
+  std::vector<LeafPlane> leaf_planes_;
   std::vector<int32_t> triangle_ids_;
   int32_t depth_ = 0;
 };

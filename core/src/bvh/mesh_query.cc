@@ -143,6 +143,12 @@ struct CollideWalk : PairWalk {
   }
 };
 
+// The gap between a triangle's plane span (see LeafPlane) and vertices w projected onto its normal.
+inline double PlaneGap(const Vec3& n, double low, double high, const Vec3* w) {
+  const double p0 = n.dot(w[0]), p1 = n.dot(w[1]), p2 = n.dot(w[2]);
+  return std::max({std::min({p0, p1, p2}) - high, low - std::max({p0, p1, p2}), 0.0});
+}
+
 struct DistanceWalk : PairWalk {
   double rel_err;
   double abs_err;
@@ -156,6 +162,7 @@ struct DistanceWalk : PairWalk {
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in A's frame
   std::vector<NodePairBound>* front_out = nullptr;          // where the walk stopped, for a cache
   bool dive_first = false;                                  // see Run
+  bool budgeted = false;                                    // rel_err or abs_err > 0 (see TestLeaves)
 
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
@@ -242,13 +249,37 @@ struct DistanceWalk : PairWalk {
       const double gap = std::max(0.0, min_b - max_a);
       if (gap >= threshold) return gap;
     }
+    // With a budget, each triangle pair is first bounded by its gap along either triangle's normal: near
+    // a face-to-face approach a normal is close to the closest direction, and the pairs beside the
+    // nearest one clear a threshold below the upper bound without a triangle test (a leaf's box is far
+    // looser than its triangles' own planes).
     double d = std::numeric_limits<double>::infinity();
     for (int32_t j = 0; j < b.count; ++j) {
       Vec3 vb[3];
       TriangleInA(b.first + j, vb);
+      // B's plane in A's frame: n_A = R n_B, and n_A . (R v + p) = n_B . v + n_A . p.
+      LeafPlane plane_b{};
+      if (budgeted) {
+        const LeafPlane& stored = B.leaf_planes()[b.first + j];
+        plane_b.n = X_AB.R * stored.n;
+        const double shift = plane_b.n.dot(X_AB.p);
+        plane_b.low = stored.low + shift;
+        plane_b.high = stored.high + shift;
+      }
       for (int32_t i = 0; i < a.count; ++i) {
         if (along != nullptr) {
           const double gap = low_b[static_cast<size_t>(j)] - top_a[static_cast<size_t>(i)];
+          if (gap >= threshold) {
+            d = std::min(d, gap);
+            continue;
+          }
+        }
+        if (budgeted) {
+          const LeafPlane& plane_a = A.leaf_planes()[a.first + i];
+          const Vec3* va = A.leaf_triangles()[a.first + i].v;
+          ++stats.bv_tests;
+          const double gap = std::max(PlaneGap(plane_a.n, plane_a.low, plane_a.high, vb),
+                                      PlaneGap(plane_b.n, plane_b.low, plane_b.high, va));
           if (gap >= threshold) {
             d = std::min(d, gap);
             continue;
@@ -620,7 +651,8 @@ DistanceResult internal::ComputeDistanceTrusted(const MeshModel& a, const RigidT
                     request.max_distance};
   walk.stop_below = request.stop_below;
   walk.known_lower = request.known_lower;
-  walk.dive_first = request.rel_err > 0.0 || request.abs_err > 0.0;
+  walk.budgeted = request.rel_err > 0.0 || request.abs_err > 0.0;
+  walk.dive_first = walk.budgeted;
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();

@@ -44,6 +44,22 @@ void CheckInvariants(const MeshModel& m, int32_t max_leaf) {
             EXPECT_LE((v - m.sphere(a).center).norm(), m.sphere(a).radius) << "node " << a;
             EXPECT_TRUE(InsideObb(m.obb(a), v)) << "node " << a;
           }
+          // The triangle's plane: a unit normal (zero only for a degenerate triangle) whose span
+          // holds the vertex.
+          const LeafPlane& plane = m.leaf_planes()[k];
+          const double along = plane.n.dot(v), tol = 1e-12 * (1.0 + v.norm());
+          EXPECT_GE(along, plane.low - tol) << "leaf triangle " << k;
+          EXPECT_LE(along, plane.high + tol) << "leaf triangle " << k;
+        }
+        const LeafTriangle& t = m.leaf_triangle(k);
+        const Vec3 c = (t.v[1] - t.v[0]).cross(t.v[2] - t.v[0]);
+        const LeafPlane& plane = m.leaf_planes()[k];
+        if (c.norm() > 0.0) {
+          EXPECT_NEAR(plane.n.norm(), 1.0, 1e-12) << "leaf triangle " << k;
+          EXPECT_NEAR(plane.n.dot(c), c.norm(), 1e-9 * c.norm()) << "leaf triangle " << k;
+          EXPECT_LE(plane.high - plane.low, 1e-9 * (1.0 + t.v[0].norm())) << "leaf triangle " << k;
+        } else {
+          EXPECT_EQ(plane.n, Vec3::Zero()) << "leaf triangle " << k;
         }
       }
     } else {

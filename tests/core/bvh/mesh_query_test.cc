@@ -672,6 +672,37 @@ TEST(MeshQuery, ContactListTruncatesAtTheLimit) {
   EXPECT_TRUE(some.truncated);
 }
 
+TEST(MeshQuery, BudgetedWalksSettleTrianglePairsByTheirPlanes) {
+  // A ball inside a ball, a little off centre: the surfaces face each other at nearly the same
+  // distance everywhere near the nearest point, where box bounds are loose. With a budget, triangle
+  // pairs whose planes already hold them apart enough are settled without a triangle test; the
+  // interval still brackets the brute-force distance and meets the budget.
+  const auto outer = Build(MakeIcosphereMesh(1.0, 3));
+  const auto inner = Build(MakeIcosphereMesh(0.9, 3));
+  std::mt19937_64 rng(11);
+  int64_t exact_tests = 0, budget_tests = 0;
+  for (int i = 0; i < 20; ++i) {
+    RigidTransform X;
+    X.R = testing::RandomRotation(rng);
+    X.p = 0.03 * testing::RandomRotation(rng).col(0);
+    const double truth = BruteForceDistance(outer->mesh(), {}, inner->mesh(), X);
+    DistanceResult exact, budget;
+    PROX_ASSERT_OK_AND_ASSIGN(exact, ComputeDistance(*outer, {}, *inner, X, {}, nullptr));
+    DistanceRequest req;
+    req.rel_err = 0.2;
+    PROX_ASSERT_OK_AND_ASSIGN(budget, ComputeDistance(*outer, {}, *inner, X, req, nullptr));
+    const double tol = 1e-12;
+    EXPECT_NEAR(exact.upper_bound, truth, tol) << "pose " << i;
+    EXPECT_LE(budget.lower_bound, truth + tol) << "pose " << i;
+    EXPECT_GE(budget.upper_bound, truth - tol) << "pose " << i;
+    EXPECT_LE(budget.upper_bound, budget.lower_bound * 1.2 + tol) << "pose " << i;
+    exact_tests += exact.stats.triangle_tests;
+    budget_tests += budget.stats.triangle_tests;
+  }
+  // (About 2,200 triangle tests a pose exact, 50 a pose with the budget here; boxes alone left 1,000.)
+  EXPECT_LT(budget_tests * 100, exact_tests) << "exact " << exact_tests << ", with the budget " << budget_tests;
+}
+
 TEST(MeshQuery, NestedSurfacesDoNotCollide) {
   // Surfaces, not solids: a small ball inside a large one neither collides nor has distance 0.
   const auto big = Build(MakeIcosphereMesh(1.0, 3));
