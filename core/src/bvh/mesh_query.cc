@@ -249,17 +249,20 @@ struct DistanceWalk : PairWalk {
       const double gap = std::max(0.0, min_b - max_a);
       if (gap >= threshold) return gap;
     }
-    // With a budget, each triangle pair is first bounded by its gap along either triangle's normal: near
-    // a face-to-face approach a normal is close to the closest direction, and the pairs beside the
-    // nearest one clear a threshold below the upper bound without a triangle test (a leaf's box is far
-    // looser than its triangles' own planes).
+    // With a budget, and in a carried leaf pair, each triangle pair is first bounded by its gap along
+    // either triangle's normal: near a face-to-face approach a normal is close to the closest direction,
+    // and the pairs beside the nearest one clear a threshold below the upper bound without a triangle
+    // test (a leaf's box is far looser than its triangles' own planes). Exact walks from the roots leave
+    // it out: there the threshold is the upper bound itself, which the planes seldom reach, and the
+    // planes cost more than they save (the tracker's carried leaf pairs lie beside the nearest one).
     double d = std::numeric_limits<double>::infinity();
+    const bool plane_gaps = budgeted || along != nullptr;
     for (int32_t j = 0; j < b.count; ++j) {
       Vec3 vb[3];
       TriangleInA(b.first + j, vb);
       // B's plane in A's frame: n_A = R n_B, and n_A . (R v + p) = n_B . v + n_A . p.
       LeafPlane plane_b{};
-      if (budgeted) {
+      if (plane_gaps) {
         const LeafPlane& stored = B.leaf_planes()[b.first + j];
         plane_b.n = X_AB.R * stored.n;
         const double shift = plane_b.n.dot(X_AB.p);
@@ -274,7 +277,7 @@ struct DistanceWalk : PairWalk {
             continue;
           }
         }
-        if (budgeted) {
+        if (plane_gaps) {
           const LeafPlane& plane_a = A.leaf_planes()[a.first + i];
           const Vec3* va = A.leaf_triangles()[a.first + i].v;
           ++stats.bv_tests;
