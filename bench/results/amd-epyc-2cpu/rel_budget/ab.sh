@@ -1,14 +1,6 @@
 #!/bin/bash
 # A/B of distance(q) with rel_err 0.2 against exact: base = HEAD b7816da, new = leaf plane gaps.
-S=/work/shared/data; T=/work/main/tests/data/robots; D=/usr/share/doc/dart/data/urdf
-declare -A F
-F[panda]="--robot $S/robots/panda/moveit_resources_panda_description/urdf/panda.urdf --srdf $S/robots/panda/moveit_resources_panda_moveit_config/config/panda.srdf --package moveit_resources_panda_description=$S/robots/panda/moveit_resources_panda_description --group panda_arm"
-F[mbm_panda]="--robot $S/robots/mbm_panda/panda.urdf --srdf $S/robots/mbm_panda/panda.srdf --package meshes=$S/robots/mbm_panda/meshes"
-F[ur5]="--robot $S/robots/ur5/ur_description/urdf/ur5_robot.urdf --srdf $S/robots/ur5/ur5_moveit_config/config/ur5.srdf --package ur_description=$S/robots/ur5/ur_description"
-F[ur5_visual]="${F[ur5]} --collision-from-visual"
-# KR5: a copy of dart-doc's KR5 folder with the URDF renamed without spaces
-F[kr5]="--robot /tmp/kr5/KR5_sixx_R650.urdf"
-F[wam]="--robot $D/wam/wam.urdf --srdf $T/wam.srdf --package herb_description=$D/wam"
+source "$(dirname "$0")/../robot_flags.sh"
 # /tmp/bench_base: proximity-bench at b7816da (its distance case timed with PROX_DREPS=5 repetitions, a
 # temporary switch); /tmp/bench_final: this commit (5 repetitions built in). Problems: /tmp/probs/<robot>
 # from `proximity-bench generate <flags> --count 40 --seed 1 --out /tmp/probs/<robot>`.
