@@ -161,8 +161,7 @@ struct DistanceWalk : PairWalk {
   int32_t best_ka = -1, best_kb = -1;
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in A's frame
   std::vector<NodePairBound>* front_out = nullptr;          // where the walk stopped, for a cache
-  bool dive_first = false;                                  // see Run
-  bool budgeted = false;                                    // rel_err or abs_err > 0 (see TestLeaves)
+  bool budgeted = false;  // rel_err or abs_err > 0: the walk dives first (Run), triangle planes (TestLeaves)
 
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
@@ -387,7 +386,7 @@ struct DistanceWalk : PairWalk {
     // upper bound stays far above the answer while pairs whose bounds already meet the budget are
     // expanded (envrob: rel_err 0.2 about 10% faster; exact walks keep strict best-first order, which
     // expands the fewest pairs below the distance).
-    bool dive = dive_first;
+    bool dive = budgeted;
     Entry e = pop();
     for (;;) {
       if (e.bound >= threshold) {
@@ -655,7 +654,6 @@ DistanceResult internal::ComputeDistanceTrusted(const MeshModel& a, const RigidT
   walk.stop_below = request.stop_below;
   walk.known_lower = request.known_lower;
   walk.budgeted = request.rel_err > 0.0 || request.abs_err > 0.0;
-  walk.dive_first = walk.budgeted;
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
                     cache->leaf_b >= 0 && cache->leaf_a < a.num_triangles() && cache->leaf_b < b.num_triangles();
