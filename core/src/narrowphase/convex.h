@@ -87,7 +87,9 @@ class ConvexPolytope {
   int64_t MemoryBytes() const {
     return static_cast<int64_t>(sizeof(*this) + vertices_.capacity() * sizeof(Vec3) +
                                 input_indices_.capacity() * sizeof(int32_t) + faces_.capacity() * sizeof(faces_[0]) +
-                                face_planes_.capacity() * sizeof(FacePlane) + edges_.capacity() * sizeof(edges_[0]) +
+                                face_planes_.capacity() * sizeof(FacePlane) +
+                                plane_blocks_.capacity() * sizeof(double) +
+                                edges_.capacity() * sizeof(edges_[0]) +
                                 (adjacency_start_.capacity() + adjacency_.capacity()) * sizeof(int32_t));
   }
 
@@ -104,11 +106,16 @@ class ConvexPolytope {
 
  private:
   ConvexPolytope() = default;
+  void BuildPlaneBlocks();
+
+  /// Planes per block of plane_blocks_ (one AVX-512 register of doubles).
+  static constexpr int kBlock = 8;
 
   std::vector<Vec3> vertices_;
   std::vector<int32_t> input_indices_;
   std::vector<std::array<int32_t, 3>> faces_;
   std::vector<FacePlane> face_planes_;
+  std::vector<double> plane_blocks_;  // Depth's copy of the distinct face planes (BuildPlaneBlocks).
   std::vector<std::array<int32_t, 2>> edges_;
   std::vector<int32_t> adjacency_start_;
   std::vector<int32_t> adjacency_;

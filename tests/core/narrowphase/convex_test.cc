@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <set>
 #include <vector>
@@ -146,6 +147,36 @@ TEST(ConvexPolytope, CubeWithInteriorAndFacePointsHasEightVertices) {
   for (const FacePlane& p : h.face_planes()) {
     EXPECT_NEAR(p.normal.cwiseAbs().maxCoeff(), 1.0, 1e-12);
     EXPECT_NEAR(p.offset, 1.0, 1e-12);
+  }
+}
+
+// Depth against the least gap over every face plane: hulls with fewer planes than a block, with
+// coplanar triangles (a cube's planes are each kept once), and with hundreds; points inside, on and
+// beyond the surface.
+TEST(ConvexPolytope, DepthIsTheLeastGapToAFacePlane) {
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<Vec3>> clouds;
+  clouds.push_back({Vec3(0, 0, 0), Vec3(1, 0, 0), Vec3(0, 1, 0), Vec3(0, 0, 1)});  // 4 planes
+  std::vector<Vec3> cube;
+  for (int i = 0; i < 8; ++i) cube.emplace_back(i & 1 ? 1.0 : -1.0, i & 2 ? 1.0 : -1.0, i & 4 ? 1.0 : -1.0);
+  clouds.push_back(cube);
+  for (int n : {9, 30, 300}) clouds.push_back(RandomCloud(rng, n, 2));
+  std::uniform_real_distribution<double> u(-1.5, 1.5);
+  for (const std::vector<Vec3>& points : clouds) {
+    auto hull = ConvexPolytope::Build(points);
+    ASSERT_TRUE(hull.ok()) << hull.error().message;
+    const ConvexPolytope& h = *hull.value();
+    int inside = 0, outside = 0;
+    const auto check = [&](const Vec3& x) {
+      double expected = std::numeric_limits<double>::infinity();
+      for (const FacePlane& f : h.face_planes()) expected = std::min(expected, f.offset - f.normal.dot(x));
+      EXPECT_NEAR(h.Depth(x), expected, 1e-12) << "at " << x.transpose() << " of a hull of " << h.num_faces();
+      (expected > 0.0 ? inside : outside) += 1;
+    };
+    for (int i = 0; i < 500; ++i) check(Vec3(u(rng), u(rng), u(rng)));
+    for (const Vec3& v : h.vertices()) check(v);
+    EXPECT_GT(inside, 0);
+    EXPECT_GT(outside, 0);
   }
 }
 
