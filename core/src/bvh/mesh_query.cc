@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "bvh/bound_heap.h"
 #include "bvh/walk_stack.h"
@@ -117,13 +118,24 @@ struct CollideWalk : PairWalk {
         }
         continue;
       }
-      if (DescendA(e.a, e.b)) {
-        for (int32_t c = na.first + 1; c >= na.first; --c)
-          if (Overlap(c, e.b)) stack.push({c, e.b});
-      } else {
-        for (int32_t c = nb.first + 1; c >= nb.first; --c)
-          if (Overlap(e.a, c)) stack.push({e.a, c});
+      // Of two children that both overlap, the one whose centre lies nearer the other box's comes off
+      // the stack first: where the meshes cross, nearer boxes reach a crossing triangle pair sooner.
+      const bool descend_a = DescendA(e.a, e.b);
+      Entry kids[2];
+      double gap[2];
+      int32_t count = 0;
+      for (int32_t k = 0; k < 2; ++k) {
+        const Entry kid = descend_a ? Entry{na.first + k, e.b} : Entry{e.a, nb.first + k};
+        const Obb& oa = A.obbs()[kid.a];
+        const Obb& ob = B.obbs()[kid.b];
+        ++stats.bv_tests;
+        const BoxPairFrame frame = MakeBoxPairFrame(oa, ob, X_AB);
+        if (!ObbsOverlap(oa.half_extents, ob.half_extents, frame)) continue;
+        kids[count] = kid;
+        gap[count++] = frame.T.squaredNorm();
       }
+      if (count == 2 && gap[0] <= gap[1]) std::swap(kids[0], kids[1]);
+      for (int32_t k = 0; k < count; ++k) stack.push(kids[k]);
     }
     return false;
   }
