@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "narrowphase/gjk.h"
@@ -157,8 +158,20 @@ struct MeshShapeWalk {
         }
         continue;
       }
-      for (int32_t c = node.first + 1; c >= node.first; --c)
-        if (Overlap(c)) stack.push(c);
+      // Of two children that both overlap, the one whose centre lies nearer the shape's box centre
+      // comes off the stack first (as the mesh-mesh walk): a first crossing comes sooner.
+      int32_t kids[2];
+      double gap[2];
+      int32_t count = 0;
+      for (int32_t c = node.first; c < node.first + 2; ++c) {
+        ++stats.bv_tests;
+        const BoxPairFrame frame = Frame(c);
+        if (!ObbsOverlap(mesh.obbs()[c].half_extents, half_b, frame)) continue;
+        kids[count] = c;
+        gap[count++] = frame.T.squaredNorm();
+      }
+      if (count == 2 && gap[0] <= gap[1]) std::swap(kids[0], kids[1]);
+      for (int32_t k = 0; k < count; ++k) stack.push(kids[k]);
     }
   }
 
