@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <string>
-#include <utility>
 
 #include "bvh/bound_heap.h"
 #include "bvh/walk_stack.h"
@@ -76,11 +75,14 @@ struct PairWalk {
 struct CollideWalk : PairWalk {
   // OBBs only: on meshes with large flat triangles a sphere test rejects too little to pay for itself
   // (measured on envrob).
-  bool Overlap(int32_t na, int32_t nb) {
+  // *centre_gap, when given, receives the squared distance between the boxes' centres.
+  bool Overlap(int32_t na, int32_t nb, double* centre_gap = nullptr) {
     const Obb& oa = A.obbs()[na];
     const Obb& ob = B.obbs()[nb];
     ++stats.bv_tests;
-    return ObbsOverlap(oa.half_extents, ob.half_extents, MakeBoxPairFrame(oa, ob, X_AB));
+    const BoxPairFrame frame = MakeBoxPairFrame(oa, ob, X_AB);
+    if (centre_gap != nullptr) *centre_gap = frame.T.squaredNorm();
+    return ObbsOverlap(oa.half_extents, ob.half_extents, frame);
   }
 
   // Whether leaf triangle ka of A and leaf triangle kb of B share a point (the walk's exact test).
@@ -118,24 +120,15 @@ struct CollideWalk : PairWalk {
         }
         continue;
       }
-      // Of two children that both overlap, the one whose centre lies nearer the other box's comes off
-      // the stack first: where the meshes cross, nearer boxes reach a crossing triangle pair sooner.
+      // The child nearer the other box first (NearerFirst).
       const bool descend_a = DescendA(e.a, e.b);
-      Entry kids[2];
-      double gap[2];
-      int32_t count = 0;
+      internal::NearerFirst<Entry> kids;
       for (int32_t k = 0; k < 2; ++k) {
         const Entry kid = descend_a ? Entry{na.first + k, e.b} : Entry{e.a, nb.first + k};
-        const Obb& oa = A.obbs()[kid.a];
-        const Obb& ob = B.obbs()[kid.b];
-        ++stats.bv_tests;
-        const BoxPairFrame frame = MakeBoxPairFrame(oa, ob, X_AB);
-        if (!ObbsOverlap(oa.half_extents, ob.half_extents, frame)) continue;
-        kids[count] = kid;
-        gap[count++] = frame.T.squaredNorm();
+        double gap;
+        if (Overlap(kid.a, kid.b, &gap)) kids.Add(kid, gap);
       }
-      if (count == 2 && gap[0] <= gap[1]) std::swap(kids[0], kids[1]);
-      for (int32_t k = 0; k < count; ++k) stack.push(kids[k]);
+      kids.PushTo(&stack);
     }
     return false;
   }

@@ -10,7 +10,6 @@
 #include <limits>
 #include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "narrowphase/gjk.h"
@@ -122,9 +121,12 @@ struct MeshShapeWalk {
     return {o.R_MB.transpose() * R_Mb, o.R_MB.transpose() * (p_Mb - o.center)};
   }
 
-  bool Overlap(int32_t n) {
+  // *centre_gap, when given, receives the squared distance between the boxes' centres.
+  bool Overlap(int32_t n, double* centre_gap = nullptr) {
     ++stats.bv_tests;
-    return ObbsOverlap(mesh.obbs()[n].half_extents, half_b, Frame(n));
+    const BoxPairFrame frame = Frame(n);
+    if (centre_gap != nullptr) *centre_gap = frame.T.squaredNorm();
+    return ObbsOverlap(mesh.obbs()[n].half_extents, half_b, frame);
   }
 
   bool TriangleIntersects(int32_t k) {
@@ -158,20 +160,13 @@ struct MeshShapeWalk {
         }
         continue;
       }
-      // Of two children that both overlap, the one whose centre lies nearer the shape's box centre
-      // comes off the stack first (as the mesh-mesh walk): a first crossing comes sooner.
-      int32_t kids[2];
-      double gap[2];
-      int32_t count = 0;
+      // The child nearer the shape first (NearerFirst).
+      internal::NearerFirst<int32_t> kids;
       for (int32_t c = node.first; c < node.first + 2; ++c) {
-        ++stats.bv_tests;
-        const BoxPairFrame frame = Frame(c);
-        if (!ObbsOverlap(mesh.obbs()[c].half_extents, half_b, frame)) continue;
-        kids[count] = c;
-        gap[count++] = frame.T.squaredNorm();
+        double gap;
+        if (Overlap(c, &gap)) kids.Add(c, gap);
       }
-      if (count == 2 && gap[0] <= gap[1]) std::swap(kids[0], kids[1]);
-      for (int32_t k = 0; k < count; ++k) stack.push(kids[k]);
+      kids.PushTo(&stack);
     }
   }
 
