@@ -5,6 +5,8 @@
 /// amortised O(log^2 n) and a query visits O(log n) trees. Each node keeps the bounding box of its
 /// points; the pruning bound is the distance from the query to that box, with a wrapping coordinate's
 /// gap measured around the circle, so answers are exact under the space's metric (no approximation).
+/// A leaf holds up to 64 points, stored by coordinate kBlock at a time: a query measures a block's
+/// distances in one pass of vector operations, the same values point by point.
 
 #include <cstdint>
 #include <span>
@@ -32,15 +34,21 @@ class NearestNeighbors {
   void WithinRadius(std::span<const double> q, double radius, std::vector<std::pair<int32_t, double>>* out) const;
   /// Distances computed by queries so far (work counter).
   int64_t distance_evaluations() const { return distance_evaluations_; }
+  /// Points whose distances a query measures together (a leaf's points are stored this many at a time).
+  static constexpr int32_t kBlock = 8;
 
  private:
   struct Node {
     int32_t begin, end;    // Range of the tree's point order.
     int32_t left, right;   // Children (node indices), -1 for a leaf.
+    int32_t block;         // A leaf's first block in Tree::blocks (its points kBlock at a time).
   };
   struct Tree {
     std::vector<int32_t> order;   // Point indices.
-    std::vector<double> coords;   // dof per entry of `order`: the points in tree order, so a leaf's are contiguous.
+    // The leaves' points by coordinate, kBlock points a block: block b's coordinate d of its lane j is
+    // blocks[(b * dof + d) * kBlock + j] (lanes past a leaf's last point hold 0; their distances are
+    // measured and dropped), so one pass of vector operations measures a block's distances to the query.
+    std::vector<double> blocks;
     std::vector<Node> nodes;
     std::vector<double> box_lo, box_hi;  // dof per node.
   };
