@@ -197,7 +197,6 @@ void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
   double bound = k < 0 ? radius2 : std::numeric_limits<double>::infinity();
   int64_t evaluations = 0;
   auto offer = [&](double d2, int32_t point) {
-    ++evaluations;
     if (k < 0) {
       if (d2 <= radius2) heap->push_back({d2, point});
       return;
@@ -214,6 +213,7 @@ void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
     }
   };
   for (int32_t p : pending_) offer(Distance2<kWraps>(q, &points_[static_cast<size_t>(p) * dof]), p);
+  evaluations += static_cast<int64_t>(pending_.size());
   // A tree of 2^i points (i < 32) has depth below 32 and the walk keeps at most two entries a level.
   std::pair<double, int32_t> stack[2 * 32 + 2];
   for (const Tree& tree : trees_) {
@@ -230,6 +230,13 @@ void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
           const size_t b = static_cast<size_t>(n.block + (first - n.begin) / kBlock);
           BlockDistance2<kWraps>(space_, q, &tree.blocks[b * dof * kBlock], dof, d2);
           const int32_t count = std::min(kBlock, n.end - first);
+          evaluations += count;
+          // Most blocks hold no point within the bound (the k-th best, or the radius): one test of all
+          // their lanes spares the point-by-point offers.
+          const bool full = k < 0 || static_cast<int32_t>(heap->size()) == k;
+          bool any = !full;
+          for (int32_t j = 0; j < count; ++j) any |= k < 0 ? d2[j] <= bound : d2[j] < bound;
+          if (!any) continue;
           for (int32_t j = 0; j < count; ++j) offer(d2[j], tree.order[static_cast<size_t>(first + j)]);
         }
         continue;
