@@ -22,6 +22,11 @@ double CircleGap(double a, double b) {
   return std::min(d, kTwoPi - d);
 }
 
+// Point p's dof coordinates into lane `lane` of the block at `block` (the layout of Tree::blocks).
+void PutInBlock(double* block, size_t dof, size_t lane, const double* p) {
+  for (size_t d = 0; d < dof; ++d) block[d * NearestNeighbors::kBlock + lane] = p[d];
+}
+
 }  // namespace
 
 NearestNeighbors::NearestNeighbors(const JointSpace& space) : space_(space) {}
@@ -31,6 +36,7 @@ void NearestNeighbors::Clear() {
   ids_.clear();
   trees_.clear();
   pending_.clear();
+  pending_blocks_.clear();
 }
 
 void NearestNeighbors::Add(std::span<const double> q, int32_t id) {
@@ -40,10 +46,14 @@ void NearestNeighbors::Add(std::span<const double> q, int32_t id) {
   space_.Normalize(std::span<double>(points_.data() + first, q.size()));
   ids_.push_back(id);
   pending_.push_back(index);
+  const size_t dof = q.size(), lane = (pending_.size() - 1) % kBlock;
+  if (lane == 0) pending_blocks_.resize(pending_blocks_.size() + dof * kBlock, 0.0);
+  PutInBlock(&pending_blocks_[pending_blocks_.size() - dof * kBlock], dof, lane, &points_[first]);
   if (pending_.size() < kPendingMax) return;
   // Logarithmic method: merge the pending points with every full tree below the first empty slot.
   std::vector<int32_t> merged = std::move(pending_);
   pending_.clear();
+  pending_blocks_.clear();
   size_t slot = 0;
   for (; slot < trees_.size() && !trees_[slot].order.empty(); ++slot) {
     merged.insert(merged.end(), trees_[slot].order.begin(), trees_[slot].order.end());
@@ -73,9 +83,8 @@ void NearestNeighbors::Build(Tree* tree, std::vector<int32_t> points) {
     if (n.left >= 0) continue;
     for (int32_t i = n.begin; i < n.end; ++i) {
       const size_t b = static_cast<size_t>(n.block + (i - n.begin) / kBlock);
-      const size_t lane = static_cast<size_t>((i - n.begin) % kBlock);
-      const double* p = &points_[static_cast<size_t>(tree->order[static_cast<size_t>(i)]) * dof];
-      for (size_t d = 0; d < dof; ++d) tree->blocks[(b * dof + d) * kBlock + lane] = p[d];
+      PutInBlock(&tree->blocks[b * dof * kBlock], dof, static_cast<size_t>((i - n.begin) % kBlock),
+                 &points_[static_cast<size_t>(tree->order[static_cast<size_t>(i)]) * dof]);
     }
   }
 }
@@ -116,23 +125,13 @@ int32_t NearestNeighbors::BuildNode(Tree* tree, int32_t begin, int32_t end) {
   return node;
 }
 
-template <bool kWraps>
-double NearestNeighbors::Distance2(const double* q, const double* p) const {
-  const size_t dof = static_cast<size_t>(space_.dof());
-  double s = 0.0;
-  for (size_t d = 0; d < dof; ++d) {
-    const double g = kWraps && space_.wraps(static_cast<int32_t>(d)) ? CircleGap(q[d], p[d]) : q[d] - p[d];
-    s += g * g;
-  }
-  return s;
-}
-
 namespace {
 
 // kBlock doubles as one GCC vector: one register on AVX-512, two or four on narrower CPUs, the same values.
 using Lanes = double __attribute__((vector_size(NearestNeighbors::kBlock * sizeof(double))));
 
-// Squared distances from q to a block's points (Distance2 lane by lane, each lane's sum in the same order).
+// Squared distances from q to a block's points: each lane sums its coordinates' squared gaps in order,
+// a wrapping coordinate's gap measured around the circle (CircleGap).
 template <bool kWraps>
 [[gnu::always_inline]] inline void BlockDistance2(const JointSpace& space, const double* q, const double* block,
                                                   size_t dof, double* out) {
@@ -212,8 +211,24 @@ void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
       bound = heap->front().first;
     }
   };
-  for (int32_t p : pending_) offer(Distance2<kWraps>(q, &points_[static_cast<size_t>(p) * dof]), p);
-  evaluations += static_cast<int64_t>(pending_.size());
+  // Offers the `count` points whose coordinates start at `blocks` (kBlock at a time, Tree::blocks' layout)
+  // and whose indices are ids[0, count).
+  auto scan = [&](const double* blocks, const int32_t* ids, int32_t count) {
+    evaluations += count;
+    for (int32_t first = 0; first < count; first += kBlock) {
+      alignas(64) double d2[kBlock];
+      BlockDistance2<kWraps>(space_, q, blocks + static_cast<size_t>(first / kBlock) * dof * kBlock, dof, d2);
+      const int32_t lanes = std::min(kBlock, count - first);
+      // Most blocks hold no point within the bound (the k-th best, or the radius): one test of all their
+      // lanes spares the point-by-point offers.
+      const bool full = k < 0 || static_cast<int32_t>(heap->size()) == k;
+      bool any = !full;
+      for (int32_t j = 0; j < lanes; ++j) any |= k < 0 ? d2[j] <= bound : d2[j] < bound;
+      if (!any) continue;
+      for (int32_t j = 0; j < lanes; ++j) offer(d2[j], ids[first + j]);
+    }
+  };
+  scan(pending_blocks_.data(), pending_.data(), static_cast<int32_t>(pending_.size()));
   // A tree of 2^i points (i < 32) has depth below 32 and the walk keeps at most two entries a level.
   std::pair<double, int32_t> stack[2 * 32 + 2];
   for (const Tree& tree : trees_) {
@@ -225,20 +240,8 @@ void NearestNeighbors::SearchTrees(const double* q, int32_t k, double radius2,
       if (lb > bound) continue;
       const Node& n = tree.nodes[static_cast<size_t>(node)];
       if (n.left < 0) {
-        for (int32_t first = n.begin; first < n.end; first += kBlock) {
-          alignas(64) double d2[kBlock];
-          const size_t b = static_cast<size_t>(n.block + (first - n.begin) / kBlock);
-          BlockDistance2<kWraps>(space_, q, &tree.blocks[b * dof * kBlock], dof, d2);
-          const int32_t count = std::min(kBlock, n.end - first);
-          evaluations += count;
-          // Most blocks hold no point within the bound (the k-th best, or the radius): one test of all
-          // their lanes spares the point-by-point offers.
-          const bool full = k < 0 || static_cast<int32_t>(heap->size()) == k;
-          bool any = !full;
-          for (int32_t j = 0; j < count; ++j) any |= k < 0 ? d2[j] <= bound : d2[j] < bound;
-          if (!any) continue;
-          for (int32_t j = 0; j < count; ++j) offer(d2[j], tree.order[static_cast<size_t>(first + j)]);
-        }
+        scan(&tree.blocks[static_cast<size_t>(n.block) * dof * kBlock], &tree.order[static_cast<size_t>(n.begin)],
+             n.end - n.begin);
         continue;
       }
       const double l = BoxLowerBound2<kWraps>(tree, n.left, q), r = BoxLowerBound2<kWraps>(tree, n.right, q);

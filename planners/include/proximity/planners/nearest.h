@@ -57,8 +57,6 @@ class NearestNeighbors {
   // kWraps: some coordinate wraps (else every gap is a plain difference, and the loops vectorise).
   template <bool kWraps>
   double BoxLowerBound2(const Tree& tree, int32_t node, const double* q) const;
-  template <bool kWraps>
-  double Distance2(const double* q, const double* p) const;
   // Visits candidates of every tree; keeps the best `k` (or all within radius2 when k < 0).
   void Search(std::span<const double> q, int32_t k, double radius2, std::vector<std::pair<double, int32_t>>* heap) const;
   template <bool kWraps>
@@ -68,7 +66,8 @@ class NearestNeighbors {
   std::vector<double> points_;   // dof per point.
   std::vector<int32_t> ids_;
   std::vector<Tree> trees_;      // trees_[i] holds 2^i points or none.
-  std::vector<int32_t> pending_; // Points not yet in a tree (fewer than kLeaf).
+  std::vector<int32_t> pending_; // Points not yet in a tree (fewer than kPendingMax).
+  std::vector<double> pending_blocks_;  // Their coordinates, in Tree::blocks' layout.
   mutable int64_t distance_evaluations_ = 0;
 };
 
