@@ -61,6 +61,8 @@ class CertifiedMotion {
   // to which it narrows [t_free, t_collide] once a collision is known.
   static constexpr double kMinWidth = 1.0 / (1 << 30);
   static constexpr double kRefineWidth = 1.0 / (1 << 10);
+  // Metres added to a padding that a bound proven at a rounded configuration must exceed.
+  static constexpr double kRoundingSlack = 1e-9;
 
   struct PairRef {
     int32_t a;       // robot part
@@ -377,6 +379,7 @@ class CertifiedMotion {
       const int32_t k = pair_pool_[seg.first + n];
       const double lambda = PairLambda(a, b, k);
       if (CheapEta(a, k) + CheapEta(b, k) > lambda) continue;
+      if (pairs_[k].mapped != nullptr && MapClearOver(a, b, k)) continue;
       const double upper = EtaUpper(a, k) + EtaUpper(b, k);
       if (upper <= lambda) {
         split = true;
@@ -402,6 +405,25 @@ class CertifiedMotion {
       open_.push_back(u.k);
       open_lambda_.push_back(u.lambda);
     }
+  }
+
+  // Whether pair k's self-clearance map keeps it apart on [a.t, b.t]: every cell the stretch of the
+  // segment passes through holds a bound above the pair's padding (cells filled already; none is
+  // filled here). A cell's bound holds for every configuration in it, so this certifies the stretch
+  // however far the pair moves on it, where the ends' distances must outweigh that motion: a pair
+  // that comes close in a few cells of a long segment is bisected down to those cells only.
+  bool MapClearOver(const Sample& a, const Sample& b, size_t k) {
+    const size_t dof = q0_.size();
+    qa_.resize(dof);
+    qb_.resize(dof);
+    for (size_t j = 0; j < dof; ++j) {
+      qa_[j] = q0_[j] + a.t * (q1_[j] - q0_[j]);
+      qb_[j] = q0_[j] + b.t * (q1_[j] - q0_[j]);
+    }
+    // The ends are rounded interpolants (within an ulp or so of the segment): a nanometre above the
+    // padding outweighs what that moves any part.
+    return scene_.SelfPairClearAlong(*pairs_[k].mapped, qa_, qb_, pairs_[k].padding + kRoundingSlack, 0,
+                                     &cache_->map_fill);
   }
 
   // Whether some open pair touches at the midpoint sample `mid`. Only pairs whose boxes meet there can.
@@ -483,6 +505,7 @@ class CertifiedMotion {
   MotionResult* result_;
   const int32_t nparts_;
   std::vector<double> q_;  // the configuration being posed
+  std::vector<double> qa_, qb_;  // the ends of a stretch the maps are asked about
   bool collided_ = false;
 
   std::vector<double> part_motion_;
