@@ -551,6 +551,17 @@ void SceneImpl::BuildBroadPhase() {
                               Obb{part.X_WG.R * box_G.R_MB, part.X_WG * box_G.center, box_G.half_extents}});
     }
   BuildBoxTree(&world_parts_, &broad_);
+  world_blocks_.clear();
+  if (world_parts_.size() > kFlatWorldParts) return;
+  const double inf = std::numeric_limits<double>::infinity();
+  world_blocks_.resize((world_parts_.size() + 7) / 8);
+  for (size_t k = 0; k < 8 * world_blocks_.size(); ++k) {
+    WorldBoxBlock& block = world_blocks_[k / 8];
+    for (int d = 0; d < 3; ++d) {
+      block.lo[d][k % 8] = k < world_parts_.size() ? world_parts_[k].bounds.min[d] : inf;
+      block.hi[d][k % 8] = k < world_parts_.size() ? world_parts_[k].bounds.max[d] : -inf;
+    }
+  }
 }
 
 template <class Item>

@@ -6,6 +6,7 @@
 /// it by a static cast, so the installed header shows no internals and the queries pay no indirection.
 /// A SceneCache's buffers are a SceneCacheData, made on the cache's first use.
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -414,6 +415,16 @@ class SceneImpl final : public Scene {
   std::vector<SelfPair> self_pairs_;  ///< Robot part pairs to test for self collision.
   std::vector<WorldPart> world_parts_;
   std::vector<BroadNode> broad_;
+  // The world parts' boxes by coordinate, eight to a block (block b holds parts 8b to 8b + 7; slots past
+  // the last part hold empty boxes, which overlap nothing): a world of up to kFlatWorldParts parts is
+  // scanned a block at a time, in one pass of comparisons, where a walk of the tree above would branch
+  // at every node for the few parts a typical scene has.
+  struct WorldBoxBlock {
+    double lo[3][8];
+    double hi[3][8];
+  };
+  static constexpr size_t kFlatWorldParts = 64;
+  std::vector<WorldBoxBlock> world_blocks_;
   // The static self phase (SelfCandidates): the static parts' boxes at no clearance (grown a little
   // above rounding) and their tree (leaf k: static_boxes_[k]); the moving parts with static partners
   // (movers_with_static_) and, for the r-th of them, the pair index of it and static part k at
@@ -454,9 +465,9 @@ bool SceneImpl::VisitBoxTree(const std::vector<BroadNode>& nodes, const std::vec
   while (top > 0) {
     const BroadNode& n = nodes[stack[--top]];
     if (!Overlap(n.bounds, bounds)) continue;
-    if (n.count == 0) {
-      stack[top++] = n.first;
+    if (n.count == 0) {  // the left child on top: leaves are met in the items' order
       stack[top++] = n.first + 1;
+      stack[top++] = n.first;
       continue;
     }
     for (int32_t k = n.first; k < n.first + n.count; ++k) {
@@ -468,7 +479,24 @@ bool SceneImpl::VisitBoxTree(const std::vector<BroadNode>& nodes, const std::vec
 
 template <class Visit>
 bool SceneImpl::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
-  return VisitBoxTree(broad_, world_parts_, bounds, visit);
+  if (world_parts_.size() > kFlatWorldParts) return VisitBoxTree(broad_, world_parts_, bounds, visit);
+  // The same parts in the same order as the tree's walk (Overlap's closed boxes; parts in index order),
+  // after the one test of the root's box that keeps a robot part far from everything at that.
+  if (broad_.empty() || !Overlap(broad_[0].bounds, bounds)) return false;
+  for (size_t b = 0; b < world_blocks_.size(); ++b) {
+    const WorldBoxBlock& block = world_blocks_[b];
+    uint32_t mask = 0;
+    for (uint32_t l = 0; l < 8; ++l) {
+      const bool overlap = (block.lo[0][l] <= bounds.max.x()) & (block.lo[1][l] <= bounds.max.y()) &
+                           (block.lo[2][l] <= bounds.max.z()) & (bounds.min.x() <= block.hi[0][l]) &
+                           (bounds.min.y() <= block.hi[1][l]) & (bounds.min.z() <= block.hi[2][l]);
+      mask |= static_cast<uint32_t>(overlap) << l;
+    }
+    for (; mask != 0; mask &= mask - 1) {
+      if (visit(static_cast<int32_t>(8 * b + static_cast<size_t>(std::countr_zero(mask))))) return true;
+    }
+  }
+  return false;
 }
 
 template <class Bounds>

@@ -193,6 +193,69 @@ void ExpectMeshAgainstSolidsAnswersAsTheWalk(const TriangleMesh& link, bool seal
                  std::to_string(colliding) + " / " + std::to_string(free) + " / " + std::to_string(proven));
 }
 
+// The world's broad phase: worlds of up to 64 parts are scanned eight boxes at a time, larger ones
+// walk a tree. On either side of that size and at block edges (1, 7, 8, 9, 64, 65, 200 parts), CLEAR
+// says what testing the link against every object says, and a reported contact names an object the
+// link meets.
+TEST(WorldBroadPhase, EverySizeOfWorldFindsWhatTestingEveryObjectFinds) {
+  const auto robot = TwoBodyRobot(MakeIcosphereMesh(0.01, 0), MakeCylinderMesh(0.03, 0.2, 12), 0.3);
+  ASSERT_NE(robot, nullptr);
+  Geometry link;
+  link.mesh = OnlyGeometry(*robot, "small").mesh;
+  const int32_t small = robot->FindLink("small").value();
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> size(0.01, 0.08);
+  for (const int n : {1, 7, 8, 9, 64, 65, 200}) {
+    SCOPED_TRACE(n);
+    SceneDescription d;
+    d.robot = robot;
+    for (int i = 0; i < n; ++i) {
+      WorldObject o;
+      o.id = "obj" + std::to_string(i);
+      ObjectPart part;
+      const double a = size(rng), b = size(rng), c = size(rng);
+      if (i % 3 == 0) part.geometry.shape = Box{0.5 * Vec3(a, b, c)};
+      if (i % 3 == 1) part.geometry.shape = Sphere{Vec3::Zero(), 0.5 * a};
+      if (i % 3 == 2) part.geometry.shape = Cylinder{0.5 * a, 0.5 * b};
+      part.X_WG = testing::RandomPose(rng, Vec3(-0.4, -0.4, -0.4), Vec3(0.4, 0.4, 0.4));
+      o.parts.push_back(part);
+      d.objects.push_back(o);
+    }
+    d.allowed_pairs.push_back({"big", "small"});  // only the link against the world counts
+    for (const WorldObject& o : d.objects) d.allowed_pairs.push_back({"big", o.id});
+    auto scene = Scene::Build(d);
+    ASSERT_TRUE(scene.ok()) << scene.error().message;
+    SceneCache cache;
+    int colliding = 0;
+    const int states = testing::Cases(400);
+    for (int k = 0; k < states; ++k) {
+      const auto q = RandomState(rng, *robot);
+      PROX_ASSERT_OK_AND_ASSIGN(const StateResult r, scene.value()->CheckState(q, &cache));
+      const RigidTransform X_WL = cache.link_poses()[small];
+      std::vector<char> meets(d.objects.size(), 0);
+      for (size_t o = 0; o < d.objects.size(); ++o) {
+        auto walk = CollideGeometry(link, X_WL, d.objects[o].parts[0].geometry, d.objects[o].parts[0].X_WG);
+        ASSERT_TRUE(walk.ok()) << walk.error().message;
+        meets[o] = walk.value().colliding;
+      }
+      const bool meet = std::find(meets.begin(), meets.end(), 1) != meets.end();
+      ASSERT_EQ(!r.free, meet) << "state " << k;
+      if (!r.free) {
+        ASSERT_FALSE(r.contact.self);
+        ASSERT_GE(r.contact.object, 0);
+        EXPECT_TRUE(meets[static_cast<size_t>(r.contact.object)]) << "state " << k << ": the contact names "
+                                                                    << d.objects[r.contact.object].id;
+      }
+      colliding += meet;
+    }
+    // Both answers occur in worlds of several objects.
+    if (n >= 8) {
+      EXPECT_GT(colliding, 0);
+      EXPECT_LT(colliding, states);
+    }
+  }
+}
+
 TEST(SealedContact, MeshAgainstSolidsAnswersAsTheWalk) {
   ExpectMeshAgainstSolidsAnswersAsTheWalk(testing::DentedBoxMesh(Vec3(0.3, 0.25, 0.3), 0.01), true, 11);
 }
