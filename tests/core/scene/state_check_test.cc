@@ -129,6 +129,27 @@ TEST(SealedContact, MeshesCollideExactlyWhenTheirTrianglesMeet) {
   }
 }
 
+// Adds n boxes, spheres and cylinders (in turn) to d's world, their sizes drawn from `size`, posed at
+// random within `reach` of the origin; the TwoBodyRobot's "big" link is allowed to touch them and
+// "small", so that only "small" against the world counts.
+void AddRandomSolids(std::mt19937_64& rng, std::uniform_real_distribution<double>& size, int n, double reach,
+                     SceneDescription* d) {
+  for (int i = 0; i < n; ++i) {
+    WorldObject o;
+    o.id = "obj" + std::to_string(i);
+    ObjectPart part;
+    const double a = size(rng), b = size(rng), c = size(rng);
+    if (i % 3 == 0) part.geometry.shape = Box{0.5 * Vec3(a, b, c)};
+    if (i % 3 == 1) part.geometry.shape = Sphere{Vec3::Zero(), 0.5 * a};
+    if (i % 3 == 2) part.geometry.shape = Cylinder{0.5 * a, 0.5 * b};
+    part.X_WG = testing::RandomPose(rng, Vec3(-reach, -reach, -reach), Vec3(reach, reach, reach));
+    o.parts.push_back(part);
+    d->objects.push_back(o);
+  }
+  d->allowed_pairs.push_back({"big", "small"});
+  for (const WorldObject& o : d->objects) d->allowed_pairs.push_back({"big", o.id});
+}
+
 // A link mesh against boxes, spheres and cylinders of the world, from ones wholly inside the link (no
 // contact: the link is a surface) to ones holding it wholly (contact: a mesh inside a solid collides):
 // CLEAR says what the hierarchy walk (CollideGeometry) says, pair by pair, and proves most contacts
@@ -150,21 +171,8 @@ void ExpectMeshAgainstSolidsAnswersAsTheWalk(const TriangleMesh& link, bool seal
   for (int world = 0; world < worlds; ++world) {
     SceneDescription d;
     d.robot = robot;
-    for (int i = 0; i < 3; ++i) {
-      // Sizes from well inside the link to well around it, placed where the link moves.
-      WorldObject o;
-      o.id = "obj" + std::to_string(i);
-      ObjectPart part;
-      const double a = size(rng), b = size(rng), c = size(rng);
-      if (i % 3 == 0) part.geometry.shape = Box{0.5 * Vec3(a, b, c)};
-      if (i % 3 == 1) part.geometry.shape = Sphere{Vec3::Zero(), 0.5 * a};
-      if (i % 3 == 2) part.geometry.shape = Cylinder{0.5 * a, 0.5 * b};
-      part.X_WG = testing::RandomPose(rng, Vec3(-0.25, -0.25, -0.25), Vec3(0.25, 0.25, 0.25));
-      o.parts.push_back(part);
-      d.objects.push_back(o);
-    }
-    d.allowed_pairs.push_back({"big", "small"});
-    for (const WorldObject& o : d.objects) d.allowed_pairs.push_back({"big", o.id});
+    // Sizes from well inside the link to well around it, placed where the link moves.
+    AddRandomSolids(rng, size, 3, 0.25, &d);
     auto scene = Scene::Build(d);
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     SceneCache cache;
@@ -209,20 +217,7 @@ TEST(WorldBroadPhase, EverySizeOfWorldFindsWhatTestingEveryObjectFinds) {
     SCOPED_TRACE(n);
     SceneDescription d;
     d.robot = robot;
-    for (int i = 0; i < n; ++i) {
-      WorldObject o;
-      o.id = "obj" + std::to_string(i);
-      ObjectPart part;
-      const double a = size(rng), b = size(rng), c = size(rng);
-      if (i % 3 == 0) part.geometry.shape = Box{0.5 * Vec3(a, b, c)};
-      if (i % 3 == 1) part.geometry.shape = Sphere{Vec3::Zero(), 0.5 * a};
-      if (i % 3 == 2) part.geometry.shape = Cylinder{0.5 * a, 0.5 * b};
-      part.X_WG = testing::RandomPose(rng, Vec3(-0.4, -0.4, -0.4), Vec3(0.4, 0.4, 0.4));
-      o.parts.push_back(part);
-      d.objects.push_back(o);
-    }
-    d.allowed_pairs.push_back({"big", "small"});  // only the link against the world counts
-    for (const WorldObject& o : d.objects) d.allowed_pairs.push_back({"big", o.id});
+    AddRandomSolids(rng, size, n, 0.4, &d);
     auto scene = Scene::Build(d);
     ASSERT_TRUE(scene.ok()) << scene.error().message;
     SceneCache cache;
