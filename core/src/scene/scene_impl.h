@@ -485,12 +485,13 @@ bool SceneImpl::VisitWorldParts(const Aabb& bounds, Visit&& visit) const {
   if (broad_.empty() || !Overlap(broad_[0].bounds, bounds)) return false;
   for (size_t b = 0; b < world_blocks_.size(); ++b) {
     const WorldBoxBlock& block = world_blocks_[b];
+    const auto le = [](double x, double y) { return static_cast<uint32_t>(x <= y); };  // no branch
     uint32_t mask = 0;
     for (uint32_t l = 0; l < 8; ++l) {
-      const bool overlap = (block.lo[0][l] <= bounds.max.x()) & (block.lo[1][l] <= bounds.max.y()) &
-                           (block.lo[2][l] <= bounds.max.z()) & (bounds.min.x() <= block.hi[0][l]) &
-                           (bounds.min.y() <= block.hi[1][l]) & (bounds.min.z() <= block.hi[2][l]);
-      mask |= static_cast<uint32_t>(overlap) << l;
+      const uint32_t overlap = le(block.lo[0][l], bounds.max.x()) & le(block.lo[1][l], bounds.max.y()) &
+                               le(block.lo[2][l], bounds.max.z()) & le(bounds.min.x(), block.hi[0][l]) &
+                               le(bounds.min.y(), block.hi[1][l]) & le(bounds.min.z(), block.hi[2][l]);
+      mask |= overlap << l;
     }
     for (; mask != 0; mask &= mask - 1) {
       if (visit(static_cast<int32_t>(8 * b + static_cast<size_t>(std::countr_zero(mask))))) return true;
