@@ -432,12 +432,18 @@ internal::AxisSweep CellSweep(const RobotModel& robot, const internal::SelfClear
 
 }  // namespace
 
+namespace {
+// The bound cell `cell` (>= 0) of `map` holds once filled, else -1.
+double KnownCellBound(const internal::SelfClearanceMap& map, int64_t cell) {
+  const float stored = map.cells[cell].load(std::memory_order_relaxed);
+  return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
+}
+}  // namespace
+
 double SceneImpl::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const {
   const internal::SelfClearanceMap* map = pair.clearance_map;
   const int64_t cell = map == nullptr ? -1 : map->Cell(q);
-  if (cell < 0) return -1.0;
-  const float stored = map->cells[cell].load(std::memory_order_relaxed);
-  return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
+  return cell < 0 ? -1.0 : KnownCellBound(*map, cell);
 }
 
 int64_t SceneImpl::SelfPairCell(const SelfPair& pair, std::span<const double> q) {
@@ -614,19 +620,20 @@ bool SceneImpl::SelfPairClearAlong(const SelfPair& pair, std::span<const double>
       t_delta[d] = 1.0 / std::abs(du[d]);
     }
   }
-  std::vector<double> q(q0.begin(), q0.end());
   auto clear = [&](const std::array<int64_t, 2>& c) {
-    for (int32_t d = 0; d < map->dims; ++d) {
+    // The cell's index as SelfClearanceMap::Cell numbers it (the first dimension varies fastest).
+    int64_t index = 0;
+    for (int32_t d = map->dims - 1; d >= 0; --d) {
       if (c[d] < 0 || c[d] >= map->count[d]) return false;
-      q[static_cast<size_t>(map->active[d])] = map->lower[d] + static_cast<double>(c[d]) * map->step[d];
+      index = index * map->count[d] + c[d];
     }
-    double bound = SelfPairClearanceIfKnown(pair, q);
+    double bound = KnownCellBound(*map, index);
     if (bound <= padding && fill_budget > 0) {
       --fill_budget;
-      bound = SelfPairClearance(pair, q, padding, fill);
-      if (bound <= padding && fill_budget > 0 && SelfPairClearanceIfKnown(pair, q) < 0.0) {
+      bound = SelfPairClearanceInCell(pair, index, padding, fill);
+      if (bound <= padding && fill_budget > 0 && KnownCellBound(*map, index) < 0.0) {
         --fill_budget;
-        bound = SelfPairClearance(pair, q, padding, fill);  // an open cell: its second step settles it
+        bound = SelfPairClearanceInCell(pair, index, padding, fill);  // an open cell: its second step settles it
       }
     }
     return bound > padding;
