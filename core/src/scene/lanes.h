@@ -59,8 +59,6 @@ struct LaneJoint {
 /// A robot part (a link's geometry or an attached object's part) as the pass poses it.
 struct LanePart {
   int32_t link = 0;
-  double R_LG[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};  ///< The geometry frame in the link frame.
-  double p_LG[3] = {0, 0, 0};
   double R_LB[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};  ///< The bounding box's axes in the link frame.
   double p_LBo[3] = {0, 0, 0};                   ///< The box's centre in the link frame.
   double half[3] = {0, 0, 0};                    ///< The box's half extents (unpadded).
@@ -82,19 +80,19 @@ struct LanePlan {
 
 /// The pass's output for one block of configurations.
 struct LanePoses {
-  std::vector<LaneFrame> links;     ///< X_WL per link.
-  std::vector<LaneFrame> geometry;  ///< X_WG per part.
-  std::vector<LaneFrame> boxes;     ///< Per part: the world bounding box's axes (R) and centre (p).
-  std::vector<LaneBox> bounds;      ///< Per part: the world AABB, grown by padding + margin.
-  std::vector<double> half;         ///< Per part, 3 values: the box's half extents grown the same way.
+  std::vector<LaneFrame> links;  ///< X_WL per link.
+  std::vector<LaneFrame> boxes;  ///< Per part: the world bounding box's axes (R) and centre (p).
+  std::vector<LaneBox> bounds;   ///< Per part: the world AABB, grown by padding + margin.
+  std::vector<double> half;      ///< Per part, 3 values: the box's half extents grown the same way.
 };
 
-/// The pass: poses for the configurations q[0..kLanes) (each dof values; a block with fewer
-/// configurations repeats one), boxes grown by each part's padding and `margin`. The output vectors must
-/// hold num_links and parts.size() entries.
+/// The pass: link poses and part boxes for the configurations q[0..kLanes) (each dof values; a block with
+/// fewer configurations repeats one), boxes grown by each part's padding and `margin`. The output vectors
+/// must hold num_links and parts.size() entries. Parts' geometry frames are left out: only the lanes
+/// that reach an exact test need one, made from the link's pose there.
 using PoseLanesFn = void (*)(const LaneJoint* joints, int32_t num_joints, const LanePart* parts, int32_t num_parts,
                              const double* R_WB, const double* p_WB, const double* const* q, double margin,
-                             LaneFrame* links, LaneFrame* geometry, LaneFrame* boxes, LaneBox* bounds);
+                             LaneFrame* links, LaneFrame* boxes, LaneBox* bounds);
 
 /// Which lanes' boxes overlap (bit k for lane k): ObbsOverlap's separating-axis test across the lanes.
 /// Box a: a lane frame's axes and centre (LanePoses::boxes) with half extents half_a, the same in every
@@ -125,11 +123,11 @@ void ForceLaneTarget(std::optional<LaneTarget> target);
 std::string_view LaneTargetName(LaneTarget target);
 
 void PoseLanesBaseline(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
-                       const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+                       const double* const*, double, LaneFrame*, LaneFrame*, LaneBox*);
 void PoseLanesAvx2(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
-                   const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+                   const double* const*, double, LaneFrame*, LaneFrame*, LaneBox*);
 void PoseLanesAvx512(const LaneJoint*, int32_t, const LanePart*, int32_t, const double*, const double*,
-                     const double* const*, double, LaneFrame*, LaneFrame*, LaneFrame*, LaneBox*);
+                     const double* const*, double, LaneFrame*, LaneFrame*, LaneBox*);
 uint32_t BoxesOverlapLanesBaseline(const LaneFrame&, const double*, const LaneFrame&, const double*);
 uint32_t FixedBoxOverlapLanesBaseline(const LaneFrame&, const double*, const double*, const double*, const double*);
 uint32_t BoxesOverlapLanesAvx2(const LaneFrame&, const double*, const LaneFrame&, const double*);

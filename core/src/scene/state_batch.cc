@@ -103,10 +103,8 @@ void SceneImpl::BuildLanePlan() {
   for (const RobotPart& rp : robot_parts_) {
     LanePart lp;
     lp.link = rp.link;
-    CopyRowMajor(rp.X_LG.R, lp.R_LG);
     CopyRowMajor(rp.R_LB, lp.R_LB);
     for (int d = 0; d < 3; ++d) {
-      lp.p_LG[d] = rp.X_LG.p[d];
       lp.p_LBo[d] = rp.p_LBo[d];
       lp.half[d] = rp.local_box.half_extents[d];
     }
@@ -153,7 +151,6 @@ void SceneImpl::PrepareLanes(SceneCacheData* cache, double clearance) const {
   if (cache->lanes == nullptr) cache->lanes = std::make_shared<LanePoses>();
   LanePoses& poses = *cache->lanes;
   poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
-  poses.geometry.resize(robot_parts_.size());
   poses.boxes.resize(robot_parts_.size());
   poses.bounds.resize(robot_parts_.size());
   // Each part's box half extents as CheckState grows them (padding and clearance), the same in every
@@ -172,7 +169,7 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
   const LaneKernels& kernels = ActiveLaneKernels();
   kernels.pose(plan.joints.data(), static_cast<int32_t>(plan.joints.size()), plan.parts.data(),
                static_cast<int32_t>(plan.parts.size()), plan.R_WB, plan.p_WB, q, clearance, poses.links.data(),
-               poses.geometry.data(), poses.boxes.data(), poses.bounds.data());
+               poses.boxes.data(), poses.bounds.data());
   const size_t dof = static_cast<size_t>(plan.dof);
   // Lanes still free; a lane leaves at its first contact, as CheckState returns at it.
   uint32_t active = (uint32_t{1} << lanes) - 1;
@@ -183,6 +180,12 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
   }
   const auto n = static_cast<int32_t>(robot_parts_.size());
   const double* const half = poses.half.data();  // PrepareLanes: grown by padding and `clearance`
+  // Part i's geometry frame in lane k, as PoseParts makes it from the link's pose.
+  const auto part_pose = [&](int32_t i, int k) {
+    const RobotPart& rp = robot_parts_[i];
+    const RigidTransform X_WL = LaneTransform(poses.links[rp.link], k);
+    return rp.identity_X_LG ? X_WL : X_WL * rp.X_LG;
+  };
   // Every lane of `candidates` counts a tested pair, as WorldPairCollides and SelfPairCollides count one.
   const auto count = [&](uint32_t candidates) {
     for (uint32_t m = candidates; m != 0; m &= m - 1) {
@@ -207,7 +210,7 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
       const uint32_t meet = candidates & kernels.fixed_box(poses.boxes[i], half + 3 * i, box, box + 9, box + 12);
       for (uint32_t m = meet; m != 0; m &= m - 1) {
         const int k = std::countr_zero(m);
-        if (WorldPairMeets(i, w, LaneTransform(poses.geometry[i], k), clearance, cache, &out[k])) {
+        if (WorldPairMeets(i, w, part_pose(i, k), clearance, cache, &out[k])) {
           active &= ~(uint32_t{1} << k);
         }
       }
@@ -229,7 +232,7 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
       const int64_t cell = SelfPairCell(sp, q_k);
       if (cell >= 0 && SelfPairMapBound(sp, cell, q_k, padding, &cache->map_fill) > padding) continue;
       count(uint32_t{1} << k);
-      if (SelfPairMeets(s, cell, LaneTransform(poses.geometry[sp.a], k), LaneTransform(poses.geometry[sp.b], k),
+      if (SelfPairMeets(s, cell, part_pose(sp.a, k), part_pose(sp.b, k),
                         padding, cache, &out[k])) {
         active &= ~(uint32_t{1} << k);
       }
