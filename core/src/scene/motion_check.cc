@@ -160,7 +160,7 @@ Result<MotionResult> SceneImpl::SampleSegment(std::span<const double> q0, std::s
       return result;
     }
     for (int32_t k = 0; k < internal::kLanes; ++k) q[k] = rows.data() + static_cast<size_t>(k < m ? k : 0) * dof;
-    CheckStateBlock(q, m, clearance, self_clearance, cache, out);
+    CheckStateBlock(q, m, clearance, self_clearance, cache, out, /*first_colliding=*/true);
     result.states += m;
     for (int32_t k = 0; k < m; ++k) result.stats += out[k].stats;
     for (int32_t k = 0; k < m; ++k) {

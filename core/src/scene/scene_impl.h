@@ -449,8 +449,10 @@ class SceneImpl final : public Scene {
   // CheckStates on validated configurations, a block of `lanes` <= kLanes of them (q holds kLanes
   // pointers; those past `lanes` repeat one of the others): `clearance` for robot-world pairs,
   // `self_clearance` for pairs of robot parts, as CheckStateWith. PrepareLanes(cache, clearance) first.
+  // `first_colliding`: only the first colliding lane matters (a motion's samples in visiting order); once
+  // lane k is found colliding the lanes after it are left unfinished, and only out[0..k] are answers.
   void CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
-                       SceneCacheData* cache, StateResult* out) const;
+                       SceneCacheData* cache, StateResult* out, bool first_colliding = false) const;
   // Sizes the cache's lane buffers and grows each part's box by its padding and `clearance`.
   void PrepareLanes(SceneCacheData* cache, double clearance) const;
 };

@@ -163,7 +163,7 @@ void SceneImpl::PrepareLanes(SceneCacheData* cache, double clearance) const {
 }
 
 void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double clearance, double self_clearance,
-                                SceneCacheData* cache, StateResult* out) const {
+                                SceneCacheData* cache, StateResult* out, bool first_colliding) const {
   const LanePlan& plan = *lane_plan_;
   LanePoses& poses = *cache->lanes;
   const LaneKernels& kernels = ActiveLaneKernels();
@@ -171,8 +171,12 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
                static_cast<int32_t>(plan.parts.size()), plan.R_WB, plan.p_WB, q, clearance, poses.links.data(),
                poses.boxes.data(), poses.bounds.data());
   const size_t dof = static_cast<size_t>(plan.dof);
-  // Lanes still free; a lane leaves at its first contact, as CheckState returns at it.
+  // Lanes still free; a lane leaves at its first contact, as CheckState returns at it (and, when only the
+  // first colliding lane matters, the lanes after it leave with it).
   uint32_t active = (uint32_t{1} << lanes) - 1;
+  const auto collided = [&](int k) {
+    active &= first_colliding ? (uint32_t{1} << k) - 1 : ~(uint32_t{1} << k);
+  };
   for (int32_t k = 0; k < lanes; ++k) {
     out[k] = StateResult();
     out[k].free = true;
@@ -210,9 +214,7 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
       const uint32_t meet = candidates & kernels.fixed_box(poses.boxes[i], half + 3 * i, box, box + 9, box + 12);
       for (uint32_t m = meet; m != 0; m &= m - 1) {
         const int k = std::countr_zero(m);
-        if (WorldPairMeets(i, w, part_pose(i, k), clearance, cache, &out[k])) {
-          active &= ~(uint32_t{1} << k);
-        }
+        if ((active >> k & 1) != 0 && WorldPairMeets(i, w, part_pose(i, k), clearance, cache, &out[k])) collided(k);
       }
       return active == 0;
     });
@@ -228,14 +230,12 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
         candidates & kernels.boxes(poses.boxes[sp.a], half + 3 * sp.a, poses.boxes[sp.b], half + 3 * sp.b);
     for (uint32_t m = meet; m != 0; m &= m - 1) {
       const int k = std::countr_zero(m);
+      if ((active >> k & 1) == 0) continue;  // left with an earlier lane's contact
       const std::span<const double> q_k(q[k], dof);
       const int64_t cell = SelfPairCell(sp, q_k);
       if (cell >= 0 && SelfPairMapBound(sp, cell, q_k, padding, &cache->map_fill) > padding) continue;
       count(uint32_t{1} << k);
-      if (SelfPairMeets(s, cell, part_pose(sp.a, k), part_pose(sp.b, k),
-                        padding, cache, &out[k])) {
-        active &= ~(uint32_t{1} << k);
-      }
+      if (SelfPairMeets(s, cell, part_pose(sp.a, k), part_pose(sp.b, k), padding, cache, &out[k])) collided(k);
     }
   }
 }
