@@ -223,6 +223,8 @@ class SceneImpl final : public Scene {
     double padding = 0.0;
     double reach = 0.0;   ///< Attached: farthest point from the link origin (m), for motion bounds; 0 for
                           ///< link geometry, which the robot's own bounds already cover.
+    /// X_WG from the link's pose X_WL.
+    RigidTransform GeometryPose(const RigidTransform& X_WL) const { return identity_X_LG ? X_WL : X_WL * X_LG; }
   };
   // A world part with its world bounding box, for the broad phase.
   struct WorldPart {

@@ -86,6 +86,16 @@ struct SelfClearanceMap {
     }
     return cell;
   }
+  // The cell of grid coordinates c (as Cell numbers them: the first dimension varies fastest), or -1
+  // when c lies outside the grid.
+  int64_t CellAt(const std::array<int64_t, 2>& c) const {
+    int64_t cell = 0;
+    for (int32_t d = dims - 1; d >= 0; --d) {
+      if (c[d] < 0 || c[d] >= count[d]) return -1;
+      cell = cell * count[d] + c[d];
+    }
+    return cell;
+  }
   // A lower bound on the pair's distance at q, in cell c, from the bound at c's grid point less the most
   // q's own joint values move the pair from there (the cell's bound takes its farthest point instead);
   // <= 0 when the grid point has none.

@@ -187,8 +187,7 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
   // Part i's geometry frame in lane k, as PoseParts makes it from the link's pose.
   const auto part_pose = [&](int32_t i, int k) {
     const RobotPart& rp = robot_parts_[i];
-    const RigidTransform X_WL = LaneTransform(poses.links[rp.link], k);
-    return rp.identity_X_LG ? X_WL : X_WL * rp.X_LG;
+    return rp.GeometryPose(LaneTransform(poses.links[rp.link], k));
   };
   // Every lane of `candidates` counts a tested pair, as WorldPairCollides and SelfPairCollides count one.
   const auto count = [&](uint32_t candidates) {
@@ -214,7 +213,8 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
       const uint32_t meet = candidates & kernels.fixed_box(poses.boxes[i], half + 3 * i, box, box + 9, box + 12);
       for (uint32_t m = meet; m != 0; m &= m - 1) {
         const int k = std::countr_zero(m);
-        if ((active >> k & 1) != 0 && WorldPairMeets(i, w, part_pose(i, k), clearance, cache, &out[k])) collided(k);
+        if ((active >> k & 1) == 0) continue;  // left with an earlier lane's contact
+        if (WorldPairMeets(i, w, part_pose(i, k), clearance, cache, &out[k])) collided(k);
       }
       return active == 0;
     });

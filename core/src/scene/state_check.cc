@@ -430,14 +430,12 @@ internal::AxisSweep CellSweep(const RobotModel& robot, const internal::SelfClear
   return sweep;
 }
 
-}  // namespace
-
-namespace {
 // The bound cell `cell` (>= 0) of `map` holds once filled, else -1.
 double KnownCellBound(const internal::SelfClearanceMap& map, int64_t cell) {
   const float stored = map.cells[cell].load(std::memory_order_relaxed);
   return std::isnan(stored) || std::signbit(stored) ? -1.0 : stored;
 }
+
 }  // namespace
 
 double SceneImpl::SelfPairClearanceIfKnown(const SelfPair& pair, std::span<const double> q) const {
@@ -621,12 +619,8 @@ bool SceneImpl::SelfPairClearAlong(const SelfPair& pair, std::span<const double>
     }
   }
   auto clear = [&](const std::array<int64_t, 2>& c) {
-    // The cell's index as SelfClearanceMap::Cell numbers it (the first dimension varies fastest).
-    int64_t index = 0;
-    for (int32_t d = map->dims - 1; d >= 0; --d) {
-      if (c[d] < 0 || c[d] >= map->count[d]) return false;
-      index = index * map->count[d] + c[d];
-    }
+    const int64_t index = map->CellAt(c);
+    if (index < 0) return false;
     double bound = KnownCellBound(*map, index);
     if (bound <= padding && fill_budget > 0) {
       --fill_budget;
@@ -844,11 +838,7 @@ Status SceneImpl::PoseParts(std::span<const double> q, SceneCacheData* cache, do
     if (keep_static && part_static_[i]) continue;
     const RobotPart& rp = robot_parts_[i];
     const RigidTransform& X_WL = cache->X_WL[rp.link];
-    if (rp.identity_X_LG) {
-      cache->X_WG[i] = X_WL;
-    } else {
-      cache->X_WG[i] = X_WL * rp.X_LG;
-    }
+    cache->X_WG[i] = rp.GeometryPose(X_WL);
     Obb& box = cache->part_boxes[i];
     box.R_MB.noalias() = X_WL.R * rp.R_LB;
     box.center = X_WL * rp.p_LBo;
