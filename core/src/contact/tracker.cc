@@ -362,7 +362,7 @@ Status Tracker::Impl::Gather(std::span<const double> q, const TrackRequest& requ
   for (size_t i = 0; i < nearby_.pairs.size(); ++i) {
     const NearbyPart& p = nearby_.pairs[i];
     const uint64_t a = static_cast<uint64_t>(p.robot_part), b = static_cast<uint64_t>(p.other_part);
-    const uint64_t key = p.parts.pair.self ? num_robot * num_world + a * num_robot + b : a * num_world + b;
+    const uint64_t key = p.pair.self ? num_robot * num_world + a * num_robot + b : a * num_world + b;
     states_[i] = &pairs_[key];  // node-based: references stay valid as the map grows
     states_[i]->frame = frame_;
   }
@@ -370,14 +370,14 @@ Status Tracker::Impl::Gather(std::span<const double> q, const TrackRequest& requ
 }
 
 Tracker::Impl::PairView Tracker::Impl::View(const NearbyPart& p, const TrackRequest& request) const {
-  const Geometry& a = *p.parts.robot;
-  const Geometry& b = *p.parts.other;
+  const Geometry& a = *p.robot;
+  const Geometry& b = *p.other;
   const bool use_vclip = request.convex == TrackConvexMethod::kVClip;
   const VClipPolyhedron* poly_a = use_vclip && geometry_ != nullptr ? geometry_->robot(p.robot_part) : nullptr;
   const VClipPolyhedron* poly_b = poly_a == nullptr         ? nullptr
-                                  : p.parts.pair.self ? geometry_->robot(p.other_part)
+                                  : p.pair.self ? geometry_->robot(p.other_part)
                                                       : geometry_->world(p.other_part);
-  return {p, a, b, p.parts.X_WR, p.parts.X_WO, p.parts.padding, poly_a, poly_b, IsConvex(a) && IsConvex(b),
+  return {p, a, b, *p.X_WR, *p.X_WO, p.padding, poly_a, poly_b, IsConvex(a) && IsConvex(b),
           a.is_mesh() || b.is_mesh()};
 }
 
@@ -628,7 +628,7 @@ Status Tracker::Impl::Update(std::span<const double> q, const TrackRequest& requ
     Candidate c = heap_.back();
     heap_.pop_back();
     const NearbyPart& p = pairs[c.index];
-    const double t = best.Threshold(p.parts.pair);
+    const double t = best.Threshold(p.pair);
     // Beyond the horizon, or no better than the k-th best found (a tie cannot change what is reported).
     if (c.cheap > t || (c.cheap == t && t < request.horizon)) {
       if (!request.per_link) break;  // every remaining bound is at least this one
@@ -655,7 +655,7 @@ Status Tracker::Impl::Update(std::span<const double> q, const TrackRequest& requ
     TrackedPair tp;
     tp.robot_part = p.robot_part;
     tp.other_part = p.other_part;
-    tp.distance.pair = p.parts.pair;
+    tp.distance.pair = p.pair;
     PairAnswer ans;
     const Vec3 centres = UnitOr(v.X_a.p - v.X_b.p, Vec3::UnitZ());
     ans.last_normal = st.normal_W.squaredNorm() > 0.0 ? st.normal_W : centres;
@@ -682,7 +682,7 @@ Status Tracker::Impl::Update(std::span<const double> q, const TrackRequest& requ
     st.has_features = true;
     st.normal_W = tp.normal_W;
     if (tp.distance.lower > request.horizon) continue;
-    best.Record(p.parts.pair, tp.distance.upper);
+    best.Record(p.pair, tp.distance.upper);
     decided_.push_back(std::move(tp));
   }
   Report(request, &result);

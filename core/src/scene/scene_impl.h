@@ -30,18 +30,26 @@ struct NearbyPartsRequest {
   int32_t max_pairs = 1 << 16;  ///< At most this many pairs (>= 1); NearbyPartsResult::truncated beyond.
 };
 
-/// A geometry pair the broad phase keeps, with its cheap bound and stable indices.
+/// A geometry pair the broad phase keeps, with its cheap bound and stable indices. Its poses point into
+/// the SceneCache the query posed (valid until that cache is posed again) and into the scene.
 struct NearbyPart {
-  PosedPartPair parts;
+  StateContact pair;                    ///< The named pair the two geometries belong to.
+  const Geometry* robot = nullptr;      ///< The robot side's geometry (a link's or an attached object's).
+  const Geometry* other = nullptr;      ///< The other side's (a link's, an attached or a world object's).
+  const RigidTransform* X_WR = nullptr;  ///< The robot side's pose in the world at the state.
+  const RigidTransform* X_WO = nullptr;  ///< The other side's.
+  double padding = 0.0;                 ///< Metres: both sides' paddings.
   /// The robot side's index among the scene's robot geometries (stable for the scene's life).
   int32_t robot_part = -1;
   /// The other side: the world part's index among the scene's world parts, or (self) the other robot
-  /// geometry's index. Together with `parts.pair.self` and robot_part, a key that names the pair in
-  /// the scene.
+  /// geometry's index. Together with `pair.self` and robot_part, a key that names the pair in the scene.
   int32_t other_part = -1;
   /// A certified lower bound on the pair's padded clearance (m): the distance between their world boxes
   /// grown by the padding, never more than the truth.
   double box_clearance = 0.0;
+
+  /// The pair with its poses copied (while the cache that posed it is unchanged).
+  PosedPartPair Posed() const { return {pair, robot, *X_WR, other, *X_WO, padding, false}; }
 };
 
 /// The pairs near each other at a state (SceneImpl::NearbyParts).

@@ -127,13 +127,12 @@ Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsReques
   }
   const size_t cap = static_cast<size_t>(request.max_pairs);
   if (!listed && !ListNearbyParts(request, margin, 4 * cap, cache)) (void)ListNearbyParts(request, 0.0, cap + 1, cache);
-  auto add = [&](NearbyPart p) {
-    if (p.box_clearance > request.horizon) return true;
+  auto add = [&](const NearbyPart& p) {
     if (result.pairs.size() >= cap) {
       result.truncated = true;
       return false;
     }
-    result.pairs.push_back(std::move(p));
+    result.pairs.push_back(p);
     return true;
   };
   for (const auto& [i, k] : list.world_pairs) {
@@ -141,9 +140,8 @@ Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsReques
     const WorldPart& wp = world_parts_[k];
     const ObjectPart& part = objects_[wp.object].parts[wp.part];
     const double bound = BoxBound(Shrunk(cache->part_bounds[i], request.horizon), wp.bounds);
-    if (!add({{WorldContact(i, wp.object), &rp.geometry, cache->X_WG[i], &part.geometry, part.X_WG, rp.padding, false},
-              i,
-              k,
+    if (bound > request.horizon) continue;
+    if (!add({WorldContact(i, wp.object), &rp.geometry, &part.geometry, &cache->X_WG[i], &part.X_WG, rp.padding, i, k,
               bound})) {
       return {};
     }
@@ -155,11 +153,9 @@ Status SceneImpl::NearbyParts(std::span<const double> q, const NearbyPartsReques
     // Each box is grown by its own padding, so their distance bounds the clearance beyond both.
     const double bound =
         BoxBound(Shrunk(cache->part_bounds[sp.a], request.horizon), Shrunk(cache->part_bounds[sp.b], request.horizon));
-    if (!add({{SelfContact(sp.a, sp.b), &a.geometry, cache->X_WG[sp.a], &b.geometry, cache->X_WG[sp.b],
-               a.padding + b.padding, false},
-              sp.a,
-              sp.b,
-              bound})) {
+    if (bound > request.horizon) continue;
+    if (!add({SelfContact(sp.a, sp.b), &a.geometry, &b.geometry, &cache->X_WG[sp.a], &cache->X_WG[sp.b],
+              a.padding + b.padding, sp.a, sp.b, bound})) {
       return {};
     }
   }

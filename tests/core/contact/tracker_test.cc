@@ -184,7 +184,7 @@ std::map<PairKey, PosedPartPair> PosedPairs(const Scene& scene, std::span<const 
   all.horizon = kWorldExtent;
   const NearbyPartsResult r = testing::ValueOrFail(internal::Impl(scene).NearbyParts(q, all, SceneCacheAccess::Data(&cache)));
   std::map<PairKey, PosedPartPair> out;
-  for (const NearbyPart& p : r.pairs) out[{p.parts.pair.self, p.robot_part, p.other_part}] = p.parts;
+  for (const NearbyPart& p : r.pairs) out[{p.pair.self, p.robot_part, p.other_part}] = p.Posed();
   return out;
 }
 
@@ -300,16 +300,16 @@ TEST(Tracker, BroadPhaseListKeepsExactlyThePairsWithinTheHorizon) {
         const NearbyPartsResult a = testing::ValueOrFail(impl.NearbyParts(q, all, SceneCacheAccess::Data(&every)));
         std::vector<PairKey> within;
         for (const NearbyPart& p : a.pairs) {
-          if (p.box_clearance <= request.horizon) within.push_back({p.parts.pair.self, p.robot_part, p.other_part});
+          if (p.box_clearance <= request.horizon) within.push_back({p.pair.self, p.robot_part, p.other_part});
         }
         ASSERT_EQ(r.truncated, static_cast<int32_t>(within.size()) > max_pairs);
         ASSERT_EQ(r.pairs.size(), std::min(within.size(), static_cast<size_t>(max_pairs)));
         ASSERT_EQ(f.truncated, r.truncated);
         ASSERT_EQ(f.pairs.size(), r.pairs.size());
         for (size_t i = 0; i < r.pairs.size(); ++i) {
-          const PairKey key{r.pairs[i].parts.pair.self, r.pairs[i].robot_part, r.pairs[i].other_part};
+          const PairKey key{r.pairs[i].pair.self, r.pairs[i].robot_part, r.pairs[i].other_part};
           ASSERT_EQ(key, within[i]) << "pair " << i;
-          ASSERT_EQ(key, (PairKey{f.pairs[i].parts.pair.self, f.pairs[i].robot_part, f.pairs[i].other_part}));
+          ASSERT_EQ(key, (PairKey{f.pairs[i].pair.self, f.pairs[i].robot_part, f.pairs[i].other_part}));
           ASSERT_EQ(r.pairs[i].box_clearance, f.pairs[i].box_clearance);
         }
         ++frames;
