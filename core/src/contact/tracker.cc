@@ -245,7 +245,6 @@ class Tracker::Impl {
   std::vector<std::vector<double>> best_;  // KBest's heaps
   std::vector<int32_t> order_, count_;     // Report's
   int64_t list_bytes_ = 0;                 // the broad phase's list in cache_ (SceneCacheData::NearbyList)
-  std::vector<double> jacobian_a_, jacobian_b_;
   TrackResult result_;  // the frame being made, in the storage of a frame the caller gave back
 };
 
@@ -584,18 +583,11 @@ void Tracker::Impl::Report(const TrackRequest& request, TrackResult* result) {
     out.gradient.clear();
     if (request.gradient) {
       // d/dq of |p_robot - p_other| with both points fixed to their bodies: n . (J_robot - J_other).
-      const size_t dof = static_cast<size_t>(robot.num_positions());
-      jacobian_a_.resize(3 * dof);
-      jacobian_b_.assign(3 * dof, 0.0);
-      robot.PointJacobian(pair.link, out.distance.p_W_robot, cache_.link_poses(), jacobian_a_);
-      if (pair.self) robot.PointJacobian(pair.other_link, out.distance.p_W_other, cache_.link_poses(), jacobian_b_);
-      out.gradient.resize(dof);
-      for (size_t j = 0; j < dof; ++j) {
-        double g = 0.0;
-        for (size_t i = 0; i < 3; ++i) {
-          g += out.normal_W[static_cast<int>(i)] * (jacobian_a_[3 * j + i] - jacobian_b_[3 * j + i]);
-        }
-        out.gradient[j] = g;
+      out.gradient.assign(static_cast<size_t>(robot.num_positions()), 0.0);
+      robot.AddPointGradient(pair.link, out.distance.p_W_robot, out.normal_W, cache_.link_poses(), out.gradient);
+      if (pair.self) {
+        robot.AddPointGradient(pair.other_link, out.distance.p_W_other, Vec3(-out.normal_W), cache_.link_poses(),
+                               out.gradient);
       }
     }
   }

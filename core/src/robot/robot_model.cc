@@ -773,6 +773,13 @@ void RobotModel::PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const Rig
   });
 }
 
+void RobotModel::AddPointGradient(LinkIndex k, const Vec3& p_W, const Vec3& v_W, std::span<const RigidTransform> X_WL,
+                                  std::span<double> g) const {
+  ForEachJacobianColumn(*this, k, p_W, X_WL, [&](int32_t source, double scale, const Vec3& linear, const Vec3&) {
+    g[static_cast<size_t>(source)] += scale * v_W.dot(linear);
+  });
+}
+
 void RobotModel::FrameJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL,
                                std::span<double> J) const {
   std::fill(J.begin(), J.end(), 0.0);

@@ -580,6 +580,7 @@ TEST(RobotModelTest, MotionBoundCoversSampledPointsOnRealRobots) {
 // FrameJacobian against central differences of forward kinematics: a point fixed to each link (its
 // velocity, rows 0-2, equal to PointJacobian's) and the link's rotation (rows 3-5, the angular velocity
 // from log(R(q + h e_j) R(q - h e_j)^T) / 2h), on the fixtures (mimic joints included) and real robots.
+// AddPointGradient adds PointJacobian's transpose times a direction to what the gradient holds.
 TEST(RobotModelTest, FrameJacobianIsTheDerivativeOfForwardKinematics) {
   std::mt19937_64 rng(31);
   for (const RobotCase& c : AvailableRobots()) {
@@ -596,6 +597,14 @@ TEST(RobotModelTest, FrameJacobianIsTheDerivativeOfForwardKinematics) {
         const Vec3 p_W = X[static_cast<size_t>(k)] * p_L;
         m.FrameJacobian(k, p_W, X, J);
         m.PointJacobian(k, p_W, X, P);
+        const Vec3 v_W(0.3, -0.7, 0.5);
+        std::vector<double> g(dof);
+        for (size_t j = 0; j < dof; ++j) g[j] = static_cast<double>(j);  // added to, not overwritten
+        m.AddPointGradient(k, p_W, v_W, X, g);
+        for (size_t j = 0; j < dof; ++j) {
+          const double expected = static_cast<double>(j) + v_W.dot(Vec3(P[3 * j], P[3 * j + 1], P[3 * j + 2]));
+          EXPECT_NEAR(g[j], expected, 1e-12 * (1.0 + std::abs(expected))) << c.label << " link " << k << " joint " << j;
+        }
         for (size_t j = 0; j < dof; ++j) {
           const double h = 1e-6;
           std::vector<double> hi = q, lo = q;

@@ -361,6 +361,11 @@ class RobotModel {
   /// mimic joints adding their multiplier's share to the joint they follow. Columns of joints that do
   /// not move link k are zero. Preconditions: X_WL holds num_links() poses, J 3 num_positions() values.
   void PointJacobian(LinkIndex k, const Vec3& p_W, std::span<const RigidTransform> X_WL, std::span<double> J) const;
+  /// Adds J^T v_W to g, J being PointJacobian(k, p_W, X_WL): the gradient with respect to q of v_W . p for
+  /// the point p fixed to link k (a distance's gradient from its direction and witness points), without
+  /// forming J. Preconditions as PointJacobian's, g of num_positions() values.
+  void AddPointGradient(LinkIndex k, const Vec3& p_W, const Vec3& v_W, std::span<const RigidTransform> X_WL,
+                        std::span<double> g) const;
   /// PointJacobian and the link's angular velocity together: column j of `J` (6 x num_positions(),
   /// column-major, J[6 j + i]) holds the point's velocity in rows 0-2 and link k's angular velocity in
   /// rows 3-5 (axis_W for revolute and continuous joints, 0 for prismatic ones) per unit rate of active
