@@ -171,11 +171,16 @@ struct DistanceWalk : PairWalk {
   // A pair of nodes may be skipped once its lower bound L satisfies L*(1+rel) >= upper or
   // L + abs >= upper (the budget is then met whatever it holds), or L >= max_distance.
   double known_lower = 0.0;  // the caller's certified lower bound (DistanceRequest::known_lower)
+  // What the answer's lower bound loses to rounding (ComputeDistanceTrusted): no walk can certify more.
+  double rounding = 0.0;
 
   void UpdateThreshold() {
     const double rel = std::max(rel_err, kExactRelativeWidth);
-    // The walk is done once the upper bound meets the budget against the caller's lower bound.
-    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) || upper - known_lower <= abs_err);
+    // The walk is done once the upper bound meets the budget against the caller's lower bound, or comes
+    // within twice the rounding allowance of it: the caller's bound lost about one allowance to rounding
+    // and a whole walk's answer loses one more (it could end no narrower).
+    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) ||
+                                           upper - known_lower <= std::max(abs_err, 2.0 * rounding));
     threshold = upper < stop_below || met ? -std::numeric_limits<double>::infinity()
                                           : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
   }
@@ -658,6 +663,11 @@ DistanceResult internal::ComputeDistanceTrusted(const MeshModel& a, const RigidT
                     request.max_distance};
   walk.stop_below = request.stop_below;
   walk.known_lower = request.known_lower;
+  // Triangle distances and box bounds are computed in A's frame: rounded outward by their rounding's
+  // allowance (the poses' translations and both models' reach bound every coordinate on the way).
+  const double scale = X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + internal::ModelReach(a) +
+                       internal::ModelReach(b);
+  walk.rounding = RoundingAllowance(scale);
   walk.budgeted = request.rel_err > 0.0 || request.abs_err > 0.0;
   walk.UpdateThreshold();
   const bool warm = cache != nullptr && cache->model_a == &a && cache->model_b == &b && cache->leaf_a >= 0 &&
@@ -699,11 +709,7 @@ DistanceResult internal::ComputeDistanceTrusted(const MeshModel& a, const RigidT
 
   DistanceResult result;
   result.upper_bound = walk.upper;
-  // Triangle distances and box bounds are computed in A's frame: rounded outward by their rounding's
-  // allowance (the poses' translations and both models' reach bound every coordinate on the way).
-  const double scale = X_WA.p.cwiseAbs().maxCoeff() + X_WB.p.cwiseAbs().maxCoeff() + internal::ModelReach(a) +
-                       internal::ModelReach(b);
-  result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - RoundingAllowance(scale));
+  result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - walk.rounding);
   result.lower_bound = std::max(result.lower_bound, std::min(request.known_lower, walk.upper));
   result.intersecting = walk.upper == 0.0;
   result.beyond_max_distance = result.lower_bound >= request.max_distance;

@@ -180,11 +180,16 @@ struct MeshShapeWalk {
   Vec3 best_pa = Vec3::Zero(), best_pb = Vec3::Zero();  // in M
 
   double known_lower = 0.0;  // the caller's certified lower bound (DistanceRequest::known_lower)
+  // What the answer's lower bound loses to rounding (ComputeMeshShapeDistance): no walk can certify more.
+  double rounding = 0.0;
 
   void UpdateThreshold() {
     const double rel = std::max(rel_err, kExactRelativeWidth);
     // The walk is done once the upper bound meets the budget against the caller's lower bound.
-    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) || upper - known_lower <= abs_err);
+    // Within twice the rounding allowance of the caller's bound (its own and the answer's), a whole walk
+    // would end no narrower.
+    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) ||
+                                           upper - known_lower <= std::max(abs_err, 2.0 * rounding));
     threshold = upper < stop_below || met ? -std::numeric_limits<double>::infinity()
                                           : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
   }
@@ -380,6 +385,11 @@ Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const Rig
     walk.max_distance = request.max_distance;
     walk.stop_below = request.stop_below;
     walk.known_lower = request.known_lower;
+    // Rounded outward as in ComputeDistance (GJK's leaf bounds already are; the box bounds are not).
+    const Obb box = ShapeBoundingObb(shape);
+    const double scale = X_WM.p.cwiseAbs().maxCoeff() + X_WS.p.cwiseAbs().maxCoeff() + internal::ModelReach(mesh) +
+                         box.center.norm() + box.half_extents.norm();
+    walk.rounding = RoundingAllowance(scale);
     walk.UpdateThreshold();
     const bool warm = cache != nullptr && cache->mesh == &mesh && cache->leaf >= 0 &&
                       cache->leaf < mesh.num_triangles();
@@ -389,11 +399,7 @@ Result<DistanceResult> ComputeMeshShapeDistance(const MeshModel& mesh, const Rig
       cache->leaf = walk.best_k;
     }
     result.upper_bound = walk.upper;
-    // Rounded outward as in ComputeDistance (GJK's leaf bounds already are; the box bounds are not).
-    const Obb box = ShapeBoundingObb(shape);
-    const double scale = X_WM.p.cwiseAbs().maxCoeff() + X_WS.p.cwiseAbs().maxCoeff() + internal::ModelReach(mesh) +
-                         box.center.norm() + box.half_extents.norm();
-    result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - RoundingAllowance(scale));
+    result.lower_bound = std::max(0.0, std::min(walk.upper, walk.min_pruned) - walk.rounding);
     result.lower_bound = std::max(result.lower_bound, std::min(request.known_lower, walk.upper));
     result.intersecting = walk.upper == 0.0;
     result.beyond_max_distance = result.lower_bound >= request.max_distance;

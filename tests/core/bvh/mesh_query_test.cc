@@ -256,7 +256,7 @@ TEST_F(RealMeshes, AKnownLowerBoundBracketsTheTruthAndSavesWork) {
   // A caller's certified lower bound (here a fraction of the true distance, as convex hulls give):
   // the walk may stop once its upper bound meets the budget against it; the interval still brackets
   // the truth and meets the budget, and its lower end is never below the known bound.
-  int64_t known_work = 0, plain_work = 0;
+  int64_t known_work = 0, plain_work = 0, rounding_work = 0, exact_work = 0, rounding_cases = 0;
   for (const PairCase& c : RealCases()) {
     SCOPED_TRACE(c.name);
     const TriangleMesh ma = testing::LoadMeshOrDie(c.path_a), mb = testing::LoadMeshOrDie(c.path_b);
@@ -284,12 +284,33 @@ TEST_F(RealMeshes, AKnownLowerBoundBracketsTheTruthAndSavesWork) {
             known_work += res.stats.triangle_tests + res.stats.bv_tests;
             plain_work += plain.stats.triangle_tests + plain.stats.bv_tests;
           }
+          if (fraction == 0.0 && rel == 0.0) {
+            // A known bound below the exact distance by less than twice the walk's rounding allowance (a
+            // hull distance exact up to rounding) but by more than the exact relative width: an upper
+            // bound that close settles the walk, as no walk could end with a narrower interval.
+            const double rounding = RoundingAllowance(p.X_WA.p.cwiseAbs().maxCoeff() + p.X_WB.p.cwiseAbs().maxCoeff() +
+                                                      internal::ModelReach(*a) + internal::ModelReach(*b));
+            DistanceRequest near;
+            near.known_lower = std::max(0.0, plain.upper_bound - 1.5 * rounding);
+            if (plain.upper_bound - near.known_lower > 1e-12 * near.known_lower && near.known_lower > 0.0) {
+              DistanceResult settled;
+              PROX_ASSERT_OK_AND_ASSIGN(settled, ComputeDistance(*a, p.X_WA, *b, p.X_WB, near, nullptr));
+              EXPECT_LE(settled.lower_bound, truth + tol);
+              EXPECT_GE(settled.upper_bound, truth - tol);
+              EXPECT_LE(settled.upper_bound - settled.lower_bound, 2.0 * rounding);
+              rounding_work += settled.stats.triangle_tests + settled.stats.bv_tests;
+              exact_work += plain.stats.triangle_tests + plain.stats.bv_tests;
+              ++rounding_cases;
+            }
+          }
         }
       }
     }
   }
   // A tight known bound (a convex pair's exact hull distance) saves work over the cases.
   EXPECT_LT(known_work, plain_work);
+  EXPECT_GT(rounding_cases, 0);
+  EXPECT_LT(rounding_work, exact_work);
 }
 
 TEST_F(RealMeshes, MaxDistanceStopsEarlyAndStillBrackets) {
