@@ -188,6 +188,15 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader, const I
     joints_[j].mimic_offset = offset;
   }
 
+  // The joints below some active or mimic joint (the links ForwardKinematicsMoving poses), in order.
+  std::vector<uint8_t> moves(static_cast<size_t>(n), 0);
+  moving_joints_.clear();
+  for (JointIndex j = 0; j < num_joints(); ++j) {
+    const Joint& joint = joints_[j];
+    moves[joint.child_link] = moves[joint.parent_link] || joint.type != JointType::kFixed;
+    if (moves[joint.child_link]) moving_joints_.push_back(j);
+  }
+
   if (Status s = ApplySrdf(); !s.ok()) return s;
   return ComputeMotionTerms(stop);
 }
@@ -706,6 +715,29 @@ Status RobotModel::CheckLimits(std::span<const double> q, double tolerance) cons
                          "' is outside its limits [" + Number(lower_limits_[i]) + ", " + Number(upper_limits_[i]) + "]");
 }
 
+namespace {
+// Poses the child links of `joints` (in topological order; their parents already posed in X_WL). Joint
+// values and their sines and cosines a batch at a time (SinCos does a batch in one vectorized pass), then
+// the joints in order.
+template <class JointAt>
+void PoseChildLinks(std::span<const double> q, size_t count, JointAt&& joint_at, std::span<RigidTransform> X_WL) {
+  constexpr size_t kBatch = 16;
+  double value[kBatch], sin_value[kBatch], cos_value[kBatch];
+  for (size_t begin = 0; begin < count; begin += kBatch) {
+    const size_t n = std::min(kBatch, count - begin);
+    for (size_t i = 0; i < n; ++i) {
+      const Joint& joint = joint_at(begin + i);
+      value[i] = joint.type == JointType::kFixed ? 0.0 : JointValue(joint, q);
+    }
+    SinCos(value, sin_value, cos_value, static_cast<int>(n));
+    for (size_t i = 0; i < n; ++i) {
+      const Joint& joint = joint_at(begin + i);
+      ApplyJoint(joint, value[i], sin_value[i], cos_value[i], X_WL[joint.parent_link], &X_WL[joint.child_link]);
+    }
+  }
+}
+}  // namespace
+
 Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
                                      const RigidTransform& X_WB) const {
   if (Status s = CheckConfiguration(q); !s.ok()) return s;
@@ -714,22 +746,18 @@ Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidT
                            " poses, got " + std::to_string(X_WL.size()));
   }
   X_WL[0] = X_WB;
-  // Joint values and their sines and cosines a batch at a time (SinCos does a batch in one vectorized
-  // pass), then the joints in order.
-  constexpr size_t kBatch = 16;
-  double value[kBatch], sin_value[kBatch], cos_value[kBatch];
-  for (size_t begin = 0; begin < joints_.size(); begin += kBatch) {
-    const size_t n = std::min(kBatch, joints_.size() - begin);
-    for (size_t i = 0; i < n; ++i) {
-      const Joint& joint = joints_[begin + i];
-      value[i] = joint.type == JointType::kFixed ? 0.0 : JointValue(joint, q);
-    }
-    SinCos(value, sin_value, cos_value, static_cast<int>(n));
-    for (size_t i = 0; i < n; ++i) {
-      const Joint& joint = joints_[begin + i];
-      ApplyJoint(joint, value[i], sin_value[i], cos_value[i], X_WL[joint.parent_link], &X_WL[joint.child_link]);
-    }
+  PoseChildLinks(q, joints_.size(), [&](size_t i) -> const Joint& { return joints_[i]; }, X_WL);
+  return {};
+}
+
+Status RobotModel::ForwardKinematicsMoving(std::span<const double> q, std::span<RigidTransform> X_WL) const {
+  if (Status s = CheckConfiguration(q); !s.ok()) return s;
+  if (X_WL.size() != links_.size()) {
+    return InvalidArgument("forward kinematics needs a buffer of " + std::to_string(links_.size()) +
+                           " poses, got " + std::to_string(X_WL.size()));
   }
+  PoseChildLinks(q, moving_joints_.size(), [&](size_t i) -> const Joint& { return joints_[moving_joints_[i]]; },
+                 X_WL);
   return {};
 }
 

@@ -218,10 +218,12 @@ class CertifiedMotion {
 
   Status AddSample(double t) {
     Interpolate(t);
+    cache_->links_scene = 0;  // X_WL is the scene's again once forward kinematics fills it
     cache_->X_WL.resize(robot_.links().size());
     if (Status s = robot_.ForwardKinematics(q_, std::span<RigidTransform>(cache_->X_WL), scene_.X_WB_); !s.ok()) {
       return s;
     }
+    cache_->links_scene = scene_.serial_;
     sample_t_.push_back(t);
     sample_X_WG_.resize(sample_X_WG_.size() + nparts_);
     sample_bounds_.resize(sample_bounds_.size() + nparts_);

@@ -108,6 +108,10 @@ struct SceneCache::Data {
   /// parts (SceneImpl::part_static_) sit where they did then.
   uint64_t posed_scene = 0;
   double posed_margin = -1.0;
+  /// The scene (serial number) whose forward kinematics last filled every entry of X_WL: the links no
+  /// active joint moves sit where they did then (PoseParts poses only the others). Whoever writes X_WL
+  /// in full sets it.
+  uint64_t links_scene = 0;
   /// SceneImpl::NearbyParts' pairs within its horizon plus a margin at the state the list was made (a
   /// Verlet list): while no robot geometry's box has moved more than half the margin since, every pair
   /// near now is in it, and only the listed pairs' boxes are measured.

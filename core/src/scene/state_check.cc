@@ -824,8 +824,15 @@ GjkCache* SceneImpl::HullCache(SceneCacheData* cache, size_t index) const {
 }
 
 Status SceneImpl::PoseParts(std::span<const double> q, SceneCacheData* cache, double margin) const {
-  cache->X_WL.resize(robot_->links().size());
-  if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
+  // Links no active joint moves sit where this scene's last full forward kinematics put them.
+  const size_t num_links = robot_->links().size();
+  if (cache->links_scene == serial_ && cache->X_WL.size() == num_links) {
+    if (Status s = robot_->ForwardKinematicsMoving(q, std::span<RigidTransform>(cache->X_WL)); !s.ok()) return s;
+  } else {
+    cache->X_WL.resize(num_links);
+    if (Status s = robot_->ForwardKinematics(q, std::span<RigidTransform>(cache->X_WL), X_WB_); !s.ok()) return s;
+    cache->links_scene = serial_;
+  }
   // Static parts posed for this scene and margin before are where they were.
   const bool keep_static = cache->posed_scene == serial_ && cache->posed_margin == margin &&
                            cache->X_WG.size() == robot_parts_.size() && !part_static_.empty();

@@ -193,6 +193,36 @@ TEST(RobotModelTest, Ur5ZeroToolPositionFromHandDerivation) {
   EXPECT_LT(X_WL[m->FindLink("world").value()].p.norm(), 1e-15);
 }
 
+// ForwardKinematicsMoving poses only the links some active or mimic joint moves, over poses a full pass
+// left at another configuration: every link's pose is then the full pass's at the new one, bit for bit
+// (fixtures with fixed branches and mimic joints, real robots, a base pose away from the origin).
+TEST(RobotModelTest, ForwardKinematicsOfMovingLinksAsAFullPass) {
+  std::mt19937_64 rng(57);
+  for (const RobotCase& c : AvailableRobots()) {
+    SCOPED_TRACE(c.label);
+    auto model = LoadOrDie(c);
+    ASSERT_NE(model, nullptr);
+    const RobotModel& m = *model;
+    RigidTransform X_WB;
+    X_WB.R = Eigen::AngleAxisd(0.7, Vec3(1, 2, 3).normalized()).toRotationMatrix();
+    X_WB.p = Vec3(0.3, -1.2, 0.5);
+    std::vector<RigidTransform> kept(m.links().size()), full(m.links().size());
+    for (int trial = 0; trial < 20; ++trial) {
+      ASSERT_TRUE(m.ForwardKinematics(RandomQ(m, rng), kept, X_WB).ok());
+      const std::vector<double> q = RandomQ(m, rng);
+      ASSERT_TRUE(m.ForwardKinematicsMoving(q, kept).ok());
+      ASSERT_TRUE(m.ForwardKinematics(q, full, X_WB).ok());
+      for (size_t l = 0; l < full.size(); ++l) {
+        EXPECT_TRUE(kept[l].R == full[l].R && kept[l].p == full[l].p) << "link " << m.links()[l].name;
+      }
+    }
+    // A wrong configuration size is refused and leaves the poses as they were.
+    const std::vector<RigidTransform> before = kept;
+    EXPECT_FALSE(m.ForwardKinematicsMoving(std::vector<double>(m.num_positions() + 1, 0.0), kept).ok());
+    for (size_t l = 0; l < kept.size(); ++l) EXPECT_TRUE(kept[l].R == before[l].R && kept[l].p == before[l].p);
+  }
+}
+
 TEST(RobotModelTest, BasePoseMovesEveryLink) {
   auto m = LoadOrDie(AvailableRobots()[1]);
   ASSERT_TRUE(m);

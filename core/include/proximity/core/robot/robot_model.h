@@ -354,6 +354,11 @@ class RobotModel {
   [[nodiscard]] Status ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
                                          const RigidTransform& X_WB = RigidTransform::Identity()) const;
 
+  /// ForwardKinematics of the links some active (or mimic) joint moves only: X_WL's other entries, which
+  /// do not depend on q, are read and kept, and must hold what ForwardKinematics gave them at the same
+  /// X_WB. The moved links' poses are ForwardKinematics' bit for bit; errors as ForwardKinematics'.
+  [[nodiscard]] Status ForwardKinematicsMoving(std::span<const double> q, std::span<RigidTransform> X_WL) const;
+
   /// The linear Jacobian of a point fixed to link k, at world position p_W, given the link poses X_WL
   /// at the configuration (ForwardKinematics): column j of `J` (3 x num_positions(), column-major, so
   /// J[3 j + i] is coordinate i) is d p_W / d q_j, the point's velocity per unit rate of active joint j
@@ -422,6 +427,7 @@ class RobotModel {
   std::vector<Link> links_;
   std::vector<Joint> joints_;
   std::vector<JointIndex> active_joints_;
+  std::vector<JointIndex> moving_joints_;  // joints whose child link an active or mimic joint moves, in order
   std::vector<std::string> active_joint_names_;
   std::vector<double> lower_limits_;
   std::vector<double> upper_limits_;
