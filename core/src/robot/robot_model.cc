@@ -188,13 +188,13 @@ Status RobotModel::Finalize(const std::vector<JointIndex>& mimic_leader, const I
     joints_[j].mimic_offset = offset;
   }
 
-  // The joints below some active or mimic joint (the links ForwardKinematicsMoving poses), in order.
-  std::vector<uint8_t> moves(static_cast<size_t>(n), 0);
+  // The links below some active or mimic joint, and their joints (what ForwardKinematicsMoving poses).
+  link_moves_.assign(static_cast<size_t>(n), 0);
   moving_joints_.clear();
   for (JointIndex j = 0; j < num_joints(); ++j) {
     const Joint& joint = joints_[j];
-    moves[joint.child_link] = moves[joint.parent_link] || joint.type != JointType::kFixed;
-    if (moves[joint.child_link]) moving_joints_.push_back(j);
+    link_moves_[joint.child_link] = link_moves_[joint.parent_link] || joint.is_active() || joint.is_mimic();
+    if (link_moves_[joint.child_link]) moving_joints_.push_back(j);
   }
 
   if (Status s = ApplySrdf(); !s.ok()) return s;
@@ -716,6 +716,16 @@ Status RobotModel::CheckLimits(std::span<const double> q, double tolerance) cons
 }
 
 namespace {
+// What both forward kinematics check first: the configuration, and a buffer of one pose per link.
+Status CheckKinematicsArguments(const RobotModel& model, std::span<const double> q, std::span<RigidTransform> X_WL) {
+  if (Status s = model.CheckConfiguration(q); !s.ok()) return s;
+  if (X_WL.size() != model.links().size()) {
+    return InvalidArgument("forward kinematics needs a buffer of " + std::to_string(model.links().size()) +
+                           " poses, got " + std::to_string(X_WL.size()));
+  }
+  return {};
+}
+
 // Poses the child links of `joints` (in topological order; their parents already posed in X_WL). Joint
 // values and their sines and cosines a batch at a time (SinCos does a batch in one vectorized pass), then
 // the joints in order.
@@ -740,22 +750,14 @@ void PoseChildLinks(std::span<const double> q, size_t count, JointAt&& joint_at,
 
 Status RobotModel::ForwardKinematics(std::span<const double> q, std::span<RigidTransform> X_WL,
                                      const RigidTransform& X_WB) const {
-  if (Status s = CheckConfiguration(q); !s.ok()) return s;
-  if (X_WL.size() != links_.size()) {
-    return InvalidArgument("forward kinematics needs a buffer of " + std::to_string(links_.size()) +
-                           " poses, got " + std::to_string(X_WL.size()));
-  }
+  if (Status s = CheckKinematicsArguments(*this, q, X_WL); !s.ok()) return s;
   X_WL[0] = X_WB;
   PoseChildLinks(q, joints_.size(), [&](size_t i) -> const Joint& { return joints_[i]; }, X_WL);
   return {};
 }
 
 Status RobotModel::ForwardKinematicsMoving(std::span<const double> q, std::span<RigidTransform> X_WL) const {
-  if (Status s = CheckConfiguration(q); !s.ok()) return s;
-  if (X_WL.size() != links_.size()) {
-    return InvalidArgument("forward kinematics needs a buffer of " + std::to_string(links_.size()) +
-                           " poses, got " + std::to_string(X_WL.size()));
-  }
+  if (Status s = CheckKinematicsArguments(*this, q, X_WL); !s.ok()) return s;
   PoseChildLinks(q, moving_joints_.size(), [&](size_t i) -> const Joint& { return joints_[moving_joints_[i]]; },
                  X_WL);
   return {};

@@ -609,16 +609,9 @@ void SceneImpl::BuildStaticSelfPhase() {
   listed_pairs_.clear();
   // A part is static when no active joint (nor a mimic of one) lies between its link and the root.
   const RobotModel& robot = *robot_;
-  std::vector<uint8_t> link_moves(robot.links().size(), 0);
-  for (LinkIndex l = 0; l < robot.num_links(); ++l) {  // links are in topological order
-    const JointIndex j = robot.link(l).parent_joint;
-    if (j < 0) continue;
-    const Joint& joint = robot.joints()[j];
-    link_moves[l] = link_moves[joint.parent_link] || joint.is_active() || joint.is_mimic();
-  }
   const auto n = static_cast<int32_t>(robot_parts_.size());
   part_static_.assign(robot_parts_.size(), 0);
-  for (int32_t i = 0; i < n; ++i) part_static_[i] = !link_moves[robot_parts_[i].link];
+  for (int32_t i = 0; i < n; ++i) part_static_[i] = !robot.LinkMoves(robot_parts_[i].link);
   const auto moves = [&](int32_t i) { return !part_static_[i]; };
   // The static parts' boxes as PoseParts makes them (any configuration: they do not depend on it), with no
   // clearance, grown a little above the rounding of other ways of computing them (the lane pass's).

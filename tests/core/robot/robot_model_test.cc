@@ -193,9 +193,10 @@ TEST(RobotModelTest, Ur5ZeroToolPositionFromHandDerivation) {
   EXPECT_LT(X_WL[m->FindLink("world").value()].p.norm(), 1e-15);
 }
 
-// ForwardKinematicsMoving poses only the links some active or mimic joint moves, over poses a full pass
-// left at another configuration: every link's pose is then the full pass's at the new one, bit for bit
-// (fixtures with fixed branches and mimic joints, real robots, a base pose away from the origin).
+// ForwardKinematicsMoving poses only the links some active or mimic joint moves (LinkMoves: the others
+// sit still between random configurations, these move), over poses a full pass left at another
+// configuration: every link's pose is then the full pass's at the new one, bit for bit (fixtures with
+// fixed branches and mimic joints, real robots, a base pose away from the origin).
 TEST(RobotModelTest, ForwardKinematicsOfMovingLinksAsAFullPass) {
   std::mt19937_64 rng(57);
   for (const RobotCase& c : AvailableRobots()) {
@@ -210,8 +211,12 @@ TEST(RobotModelTest, ForwardKinematicsOfMovingLinksAsAFullPass) {
     for (int trial = 0; trial < 20; ++trial) {
       ASSERT_TRUE(m.ForwardKinematics(RandomQ(m, rng), kept, X_WB).ok());
       const std::vector<double> q = RandomQ(m, rng);
-      ASSERT_TRUE(m.ForwardKinematicsMoving(q, kept).ok());
       ASSERT_TRUE(m.ForwardKinematics(q, full, X_WB).ok());
+      for (size_t l = 0; l < full.size(); ++l) {  // a link no joint moves sits still; the others move
+        const bool same = kept[l].R == full[l].R && kept[l].p == full[l].p;
+        EXPECT_EQ(same, !m.LinkMoves(static_cast<LinkIndex>(l))) << "link " << m.links()[l].name;
+      }
+      ASSERT_TRUE(m.ForwardKinematicsMoving(q, kept).ok());
       for (size_t l = 0; l < full.size(); ++l) {
         EXPECT_TRUE(kept[l].R == full[l].R && kept[l].p == full[l].p) << "link " << m.links()[l].name;
       }

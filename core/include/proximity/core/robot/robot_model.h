@@ -267,6 +267,8 @@ class RobotModel {
   int32_t num_positions() const { return static_cast<int32_t>(active_joints_.size()); }
   /// Joint index of each entry of q.
   const std::vector<JointIndex>& active_joints() const { return active_joints_; }
+  /// Whether some active or mimic joint lies between link l and the root (its pose depends on q).
+  bool LinkMoves(LinkIndex l) const { return link_moves_[static_cast<size_t>(l)] != 0; }
   /// Names of the entries of q, in order.
   const std::vector<std::string>& active_joint_names() const { return active_joint_names_; }
   /// Lower and upper position limits per entry of q (rad or m; +/-inf for continuous joints).
@@ -427,7 +429,8 @@ class RobotModel {
   std::vector<Link> links_;
   std::vector<Joint> joints_;
   std::vector<JointIndex> active_joints_;
-  std::vector<JointIndex> moving_joints_;  // joints whose child link an active or mimic joint moves, in order
+  std::vector<uint8_t> link_moves_;        // per link: LinkMoves
+  std::vector<JointIndex> moving_joints_;  // joints whose child link moves, in order
   std::vector<std::string> active_joint_names_;
   std::vector<double> lower_limits_;
   std::vector<double> upper_limits_;
