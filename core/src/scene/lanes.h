@@ -72,6 +72,9 @@ struct LanePlan {
   double R_WB[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   double p_WB[3] = {0, 0, 0};
   std::vector<LaneJoint> joints;
+  /// The joints whose child link moves with q (RobotModel::LinkMoves), in the same order: a pass over
+  /// links whose other frames a whole pass of the same scene left in place.
+  std::vector<LaneJoint> moving_joints;
   std::vector<LanePart> parts;
   /// Per world part, its bounding box as FixedBoxOverlapFn reads it: axes R_b (9, row-major), centre
   /// p_b (3), half extents (3).
@@ -81,6 +84,9 @@ struct LanePlan {
 /// The pass's output for one block of configurations.
 struct LanePoses {
   std::vector<LaneFrame> links;  ///< X_WL per link.
+  /// The scene (serial number) whose pass over every joint last filled `links`: the frames of links that
+  /// do not move with q are the same in every lane and block, and stay.
+  uint64_t links_scene = 0;
   std::vector<LaneFrame> boxes;  ///< Per part: the world bounding box's axes (R) and centre (p).
   std::vector<LaneBox> bounds;   ///< Per part: the world AABB, grown by padding + margin.
   std::vector<double> half;      ///< Per part, 3 values: the box's half extents grown the same way.

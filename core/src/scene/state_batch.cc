@@ -99,6 +99,7 @@ void SceneImpl::BuildLanePlan() {
       lj.axis_sign = a[k];
     }
     plan->joints.push_back(lj);
+    if (robot_->LinkMoves(j.child_link)) plan->moving_joints.push_back(lj);
   }
   for (const RobotPart& rp : robot_parts_) {
     LanePart lp;
@@ -150,7 +151,10 @@ Status SceneImpl::CheckStates(std::span<const double> qs, std::span<StateResult>
 void SceneImpl::PrepareLanes(SceneCacheData* cache, double clearance) const {
   if (cache->lanes == nullptr) cache->lanes = std::make_shared<LanePoses>();
   LanePoses& poses = *cache->lanes;
-  poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
+  if (poses.links.size() != static_cast<size_t>(lane_plan_->num_links)) {
+    poses.links.resize(static_cast<size_t>(lane_plan_->num_links));
+    poses.links_scene = 0;
+  }
   poses.boxes.resize(robot_parts_.size());
   poses.bounds.resize(robot_parts_.size());
   // Each part's box half extents as CheckState grows them (padding and clearance), the same in every
@@ -167,9 +171,12 @@ void SceneImpl::CheckStateBlock(const double* const* q, int32_t lanes, double cl
   const LanePlan& plan = *lane_plan_;
   LanePoses& poses = *cache->lanes;
   const LaneKernels& kernels = ActiveLaneKernels();
-  kernels.pose(plan.joints.data(), static_cast<int32_t>(plan.joints.size()), plan.parts.data(),
+  // Links that do not move with q keep the frames this scene's last whole pass gave them.
+  const std::vector<LaneJoint>& joints = poses.links_scene == serial_ ? plan.moving_joints : plan.joints;
+  kernels.pose(joints.data(), static_cast<int32_t>(joints.size()), plan.parts.data(),
                static_cast<int32_t>(plan.parts.size()), plan.R_WB, plan.p_WB, q, clearance, poses.links.data(),
                poses.boxes.data(), poses.bounds.data());
+  poses.links_scene = serial_;
   const size_t dof = static_cast<size_t>(plan.dof);
   // Lanes still free; a lane leaves at its first contact, as CheckState returns at it (and, when only the
   // first colliding lane matters, the lanes after it leave with it).

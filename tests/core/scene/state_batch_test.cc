@@ -207,8 +207,9 @@ TEST(SceneBatch, StaticPartsFoundThroughTheirTreeAsByEveryPair) {
   ExpectBatchEqualsOneAtATime(*scene, rng, n / 4, 0.04, "posts and arm, clearance 0.04");
 }
 
-// PoseParts keeps static parts' poses in the cache from one state to the next: a cache moved between
-// scenes (another base pose) or margins must answer as a fresh one.
+// PoseParts keeps static parts' poses in the cache from one state to the next, and the lane pass the
+// frames of links that do not move: a cache moved between scenes (another base pose) or margins must
+// answer as a fresh one, one state at a time and in batches.
 TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
   // A box 4 cm beside post 0 (at x = 0.45 m, 6 cm wide) with the base at the origin; the base moved
   // 6 cm towards it puts the post inside it.
@@ -227,9 +228,15 @@ TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
   const int32_t post0 = apart->robot().FindLink("post0").value();
   std::mt19937_64 rng(29);
   SceneCache shared;
-  int differ = 0, checked = 0, static_contacts = 0;
+  int differ = 0, checked = 0, static_contacts = 0, batch_differ = 0;
+  const int dof = apart->robot().num_positions();
   for (int i = 0; i < testing::Cases(400); ++i) {
     const std::vector<double> q = RandomState(rng, apart->robot());
+    std::vector<double> qs;  // a block: this state and a few random ones
+    for (int k = 0; k < 5; ++k) {
+      const std::vector<double> x = k == 0 ? q : RandomState(rng, apart->robot());
+      qs.insert(qs.end(), x.begin(), x.end());
+    }
     for (const auto& [scene, clearance] : {std::pair{apart.get(), 0.0}, std::pair{apart.get(), 0.05},
                                            std::pair{inside.get(), 0.0}, std::pair{apart.get(), 0.0}}) {
       SceneCache fresh;
@@ -238,9 +245,17 @@ TEST(SceneBatch, StaticPartsPosedAgainForAnotherSceneOrClearance) {
       ++checked;
       static_contacts += !expected.free && !expected.contact.self && expected.contact.link == post0;
       differ += expected.free != got.free || (!expected.free && expected.contact.link != got.contact.link);
+      std::vector<StateResult> batch(qs.size() / static_cast<size_t>(dof));
+      ASSERT_TRUE(scene->CheckStates(qs, batch, &shared, clearance).ok());
+      for (size_t k = 0; k < batch.size(); ++k) {
+        SceneCache own;
+        const std::span<const double> x(qs.data() + k * static_cast<size_t>(dof), static_cast<size_t>(dof));
+        batch_differ += batch[k].free != testing::ValueOrFail(scene->CheckState(x, &own, clearance)).free;
+      }
     }
   }
   EXPECT_EQ(differ, 0) << "of " << checked;
+  EXPECT_EQ(batch_differ, 0) << "batches through the shared cache against fresh caches";
   EXPECT_GT(static_contacts, checked / 8) << "post 0 meets the box in the moved scene and within the clearance";
 }
 
