@@ -15,11 +15,6 @@
 namespace proximity::core {
 namespace {
 
-// "Exact" answers are intervals of relative width at most this: pairs whose bound is within rounding
-// of the upper bound (faces at exactly the closest distance, common on boxes and CAD meshes) are
-// settled without testing each of them.
-constexpr double kExactRelativeWidth = 1e-12;
-
 // Makes room for n elements, at least doubling the capacity when it grows: storage kept from query to
 // query grows a few times, not at every query whose front is a little larger.
 template <class T>
@@ -175,14 +170,8 @@ struct DistanceWalk : PairWalk {
   double rounding = 0.0;
 
   void UpdateThreshold() {
-    const double rel = std::max(rel_err, kExactRelativeWidth);
-    // The walk is done once the upper bound meets the budget against the caller's lower bound, or comes
-    // within twice the rounding allowance of it: the caller's bound lost about one allowance to rounding
-    // and a whole walk's answer loses one more (it could end no narrower).
-    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) ||
-                                           upper - known_lower <= std::max(abs_err, 2.0 * rounding));
-    threshold = upper < stop_below || met ? -std::numeric_limits<double>::infinity()
-                                          : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
+    threshold = internal::DistanceWalkThreshold(upper, known_lower, rel_err, abs_err, rounding, stop_below,
+                                                max_distance);
   }
 
   // OBB gap only: sphere bounds are far looser around large flat triangles, and the edge-cross axes

@@ -4,11 +4,34 @@
 // kinematics). Validation costs more than a bounding-volume test, and CLEAR makes a dozen of these
 // calls per state. The public functions validate and then call these.
 
+#include <algorithm>
+#include <limits>
+
 #include "bvh/mesh_query.h"
 #include "bvh/shape_query.h"
 #include "base/numerics.h"
 
 namespace proximity::core::internal {
+
+/// "Exact" distance answers are intervals of relative width at most this: node pairs whose bound is within
+/// rounding of the upper bound (faces at exactly the closest distance, common on boxes and CAD meshes) are
+/// settled without testing each of them.
+inline constexpr double kExactRelativeWidth = 1e-12;
+
+/// A distance walk's pruning threshold: node pairs whose lower bound reaches it may be skipped (L (1 + rel)
+/// >= upper, L + abs >= upper, or L >= max_distance); -infinity once the walk is done. It is done when an
+/// upper bound below stop_below is found, or when the upper bound meets the budget against the caller's
+/// certified lower bound (DistanceRequest::known_lower; 0: none) or comes within twice the rounding
+/// allowance of it: that bound lost about one allowance to rounding and the answer's lower end loses one
+/// more, so a whole walk could end no narrower. `rounding`: the walk's RoundingAllowance.
+inline double DistanceWalkThreshold(double upper, double known_lower, double rel_err, double abs_err, double rounding,
+                                    double stop_below, double max_distance) {
+  const double rel = std::max(rel_err, kExactRelativeWidth);
+  const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) ||
+                                         upper - known_lower <= std::max(abs_err, 2.0 * rounding));
+  return upper < stop_below || met ? -std::numeric_limits<double>::infinity()
+                                   : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
+}
 
 /// First-contact mesh-mesh collision; `result` must be cleared.
 void CollideTrusted(const MeshModel& a, const RigidTransform& X_WA, const MeshModel& b, const RigidTransform& X_WB,

@@ -20,13 +20,9 @@ namespace {
 
 constexpr int kStackReserve = 128;
 
-// As in mesh_query.cc: with zero budgets, node bounds within this relative width of the upper bound
-// are settled without testing their triangles.
-constexpr double kExactRelativeWidth = 1e-12;
-
-// GJK settings at the leaves: eps_rel^2 = 1e-12 matches the exact-answer width above on shapes where
-// GJK converges exactly. Rounding stops it near 1e-9 on cylinders and cones, so there the default
-// (eps_rel^2 = 1e-10) ends the loop instead of running it into the no-progress exit.
+// GJK settings at the leaves: eps_rel^2 = 1e-12 matches the exact-answer width (kExactRelativeWidth) on
+// shapes where GJK converges exactly. Rounding stops it near 1e-9 on cylinders and cones, so there the
+// default (eps_rel^2 = 1e-10) ends the loop instead of running it into the no-progress exit.
 template <class ShapeT>
 GjkOptions LeafGjkOptions() {
   GjkOptions o;
@@ -184,14 +180,8 @@ struct MeshShapeWalk {
   double rounding = 0.0;
 
   void UpdateThreshold() {
-    const double rel = std::max(rel_err, kExactRelativeWidth);
-    // The walk is done once the upper bound meets the budget against the caller's lower bound.
-    // Within twice the rounding allowance of the caller's bound (its own and the answer's), a whole walk
-    // would end no narrower.
-    const bool met = known_lower > 0.0 && (upper <= known_lower * (1.0 + rel) ||
-                                           upper - known_lower <= std::max(abs_err, 2.0 * rounding));
-    threshold = upper < stop_below || met ? -std::numeric_limits<double>::infinity()
-                                          : std::min({upper / (1.0 + rel), upper - abs_err, max_distance});
+    threshold = internal::DistanceWalkThreshold(upper, known_lower, rel_err, abs_err, rounding, stop_below,
+                                                max_distance);
   }
 
   double LowerBound(int32_t n) {
@@ -315,7 +305,7 @@ struct MeshShapeWalk {
   void PolishWitnesses() {
     if (best_k < 0 || upper == 0.0) return;
     double realised = (best_pa - best_pb).norm();
-    if (realised <= upper * (1.0 + kExactRelativeWidth)) return;
+    if (realised <= upper * (1.0 + internal::kExactRelativeWidth)) return;
     const LeafTriangle& t = mesh.leaf_triangles()[best_k];
     const Triangle tri{t.v[0], t.v[1], t.v[2]};
     for (const double rel : {GjkOptions().rel_tolerance, gjk_options.rel_tolerance}) {

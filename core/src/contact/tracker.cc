@@ -34,9 +34,9 @@ constexpr int32_t kMaxTrackCandidates = 1 << 16;
 // When V-Clip hands a query to GJK its distance is within eps_rel^2 (1e-10, GjkOptions' default) of the
 // truth; lower bounds take off ten times that.
 constexpr double kGjkRelativeGap = 1e-9;
-// An exact interval's relative width (mesh_query.h), and what GJK certifies on the curved surfaces of
+// An exact interval's relative width (query_internal.h), and what GJK certifies on the curved surfaces of
 // cylinders and cones (shape_query.h).
-constexpr double kExactRelativeWidth = 1e-12;
+using internal::kExactRelativeWidth;
 constexpr double kCurvedRelativeWidth = 1e-9;
 
 bool Curved(const Shape& s) { return std::holds_alternative<Cylinder>(s) || std::holds_alternative<Cone>(s); }
